@@ -1,0 +1,70 @@
+package policy_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/deterministic-exec/des/policy"
+)
+
+// contractCodes is the code table of the contract (§4), with each code's severity.
+var contractCodes = map[string]policy.Severity{
+	"DES-MARKER-INVALID": policy.Deny, "DES-STEPFILE-MISSING": policy.Deny, "DES-STEPFILE-OUTSIDE": policy.Deny,
+	"DES-STEPFILE-SCHEMA": policy.Deny, "DES-STEPFILE-OBSOLETE": policy.Deny, "DES-SECTION-MISSING": policy.Deny,
+	"DES-PHASE-MISSING": policy.Deny, "DES-TASK-TERMINAL": policy.Deny, "DES-TASK-TRANSITION": policy.Deny,
+	"DES-STALE-WORK": policy.Deny, "DES-SAFETY-ROLLBACK": policy.Deny, "DES-SAFETY-PRODUCTION": policy.Deny,
+	"DES-SAFETY-METADATA": policy.Warn, "DES-PHASE-ABANDONED": policy.Deny, "DES-SILENT-COMPLETION": policy.Deny,
+	"DES-PHASE-NO-OUTCOME": policy.Deny, "DES-PHASE-INVALID-SKIP": policy.Deny, "DES-PHASE-JUMP": policy.Deny,
+	"DES-PREMATURE-COMPLETION": policy.Deny, "DES-TURN-LIMIT": policy.Deny, "DES-TIMEOUT": policy.Deny,
+	"DES-SCOPE-VIOLATION": policy.Warn, "DES-VERIFY-EVIDENCE": policy.Deny, "DES-VERIFY-DOCS": policy.Deny,
+	"DES-VERIFY-ROLLBACK": policy.Deny, "DES-COMMIT-INCOMPLETE": policy.Deny, "DES-COMMIT-PHASE-OPEN": policy.Deny,
+	"DES-COMMIT-OUTCOME": policy.Deny, "DES-COMMIT-SKIP-REASON": policy.Deny, "DES-COMMIT-DEFERRED": policy.Deny,
+	"DES-COMMIT-GAP": policy.Deny, "DES-COMMIT-STATUS": policy.Deny, "DES-COMMIT-GATE2": policy.Deny,
+	"DES-STATE-INVALID": policy.Deny, "DES-STATE-V7-UNVERSIONED": policy.Deny, "DES-STATE-V7-STALE": policy.Deny,
+	"DES-STATE-V8-INDEX": policy.Deny, "DES-STATE-V8-STATUS": policy.Deny, "DES-STATE-V1": policy.Warn,
+	"DES-STATE-V2": policy.Warn, "DES-STATE-V3": policy.Warn, "DES-STATE-V9": policy.Warn,
+	"DES-STATE-BASH-WRITE": policy.Deny, "DES-PROTECTED-PATH": policy.Deny, "DES-INTERNAL": policy.Deny,
+}
+
+// TestBuiltinCodesAreInTheContract fails when a built-in deny or warn rule can
+// yield a code that the contract's table does not list, with the wrong
+// severity, or without a catalogue title (METADATA).
+func TestBuiltinCodesAreInTheContract(t *testing.T) {
+	e := newEngine(t)
+	cat := e.Catalogue()
+	if len(cat) == 0 {
+		t.Fatal("empty catalogue")
+	}
+	for _, r := range cat {
+		sev, ok := contractCodes[r.Code]
+		switch {
+		case !ok:
+			t.Errorf("%s (%s, %s) is not in the contract's code table", r.Code, r.Package, r.Location)
+		case sev != r.Severity:
+			t.Errorf("%s is %s in %s, the contract says %s", r.Code, r.Severity, r.Package, sev)
+		}
+		if r.Title == "" {
+			t.Errorf("%s in %s (%s) has no METADATA title", r.Code, r.Package, r.Location)
+		}
+	}
+}
+
+func TestCatalogueFindsUnannotatedTeamCodes(t *testing.T) {
+	e := newEngine(t, policy.WithDirs("testdata/evalerror", "testdata/team"))
+	cat := e.Catalogue()
+	i := slices.IndexFunc(cat, func(r policy.Rule) bool { return r.Code == "TEAM-LEVEL" })
+	if i < 0 {
+		t.Fatalf("TEAM-LEVEL (no METADATA) missing from %+v", cat)
+	}
+	if r := cat[i]; r.Package != "des.gates.tool_use" || r.Severity != policy.Deny || r.Title != "" {
+		t.Errorf("TEAM-LEVEL entry = %+v", r)
+	}
+	i = slices.IndexFunc(cat, func(r policy.Rule) bool { return r.Code == "TEAM-OWNER" })
+	if i < 0 || cat[i].Title != "Step owner required" || cat[i].Severity != policy.Warn {
+		t.Errorf("TEAM-OWNER entry wrong or missing: %+v", cat)
+	}
+	if !slices.IsSortedFunc(cat, func(a, b policy.Rule) int { return strings.Compare(a.Code, b.Code) }) {
+		t.Error("catalogue not sorted by code")
+	}
+}

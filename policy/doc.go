@@ -1,0 +1,42 @@
+// Package policy is des's OPA engine: it loads the built-in Rego bundle and a
+// team's policies, compiles them once, prepares one query per gate, and turns
+// each evaluation into a typed [Decision].
+//
+// # Life cycle
+//
+// [New] loads and compiles every source (strict mode, Rego v1) and fails with
+// an [Errors] value, each entry carrying file:line:col, when a policy does not
+// parse or compile. The query for a gate is prepared on its first [Engine.Eval]
+// and reused after; an Engine is safe for concurrent use.
+//
+// # The gate contract
+//
+// Each gate is the Rego package des.gates.<gate>, where <gate> is one of the
+// [Gate] constants. It may define three sets:
+//
+//   - deny: objects {"code", "msg", optional "field" (a JSON pointer),
+//     optional "recovery" (a list of strings), anything else}. Any deny blocks.
+//   - warn: objects of the same shape. Warnings inform.
+//   - exception: codes (strings). A deny or warn whose code is listed is moved
+//     to [Decision.Waived]; the caller records each waiver.
+//
+// A team extends a gate by adding rules to the same package: partial set rules
+// merge. Rule names other than these three are the gate's own business.
+//
+// # Sources
+//
+// The built-in bundle (package [github.com/deterministic-exec/des/rego]) is
+// always loaded. [WithDirs] adds directories of .rego files, [WithBundles] adds
+// bundle files built by `opa build` (.tar.gz) or bundle directories. In every
+// source, *_test.rego files are never evaluated as policy, and data files are
+// read only when named data.json, data.yaml or data.yml, as in an OPA bundle;
+// their content is placed under data at the directory's path.
+//
+// # Determinism
+//
+// Policies see the evaluation time the caller gives with [At] (time.now_ns),
+// and none of the built-ins that reach the network or the environment or that
+// draw random values: http.send, net.lookup_ip_addr, opa.runtime, rand.intn
+// and uuid.rfc4122 are removed from the capabilities, so a policy that calls
+// one fails to compile.
+package policy

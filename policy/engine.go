@@ -1,0 +1,320 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/util"
+
+	builtin "github.com/deterministic-exec/des/rego"
+)
+
+// Option configures an Engine.
+type Option func(*options)
+
+type options struct {
+	sources   []source
+	overrides []override
+	logger    *slog.Logger
+	builtin   bool
+}
+
+type override struct {
+	path  string
+	value any
+}
+
+// WithDirs adds directories (or single .rego files) of team policies. Each
+// must exist.
+func WithDirs(dirs ...string) Option {
+	return func(o *options) {
+		for _, d := range dirs {
+			o.sources = append(o.sources, source{name: d, paths: []string{d}})
+		}
+	}
+}
+
+// WithBundles adds OPA bundles: .tar.gz files built by `opa build`, or bundle
+// directories. Signatures are not verified.
+func WithBundles(paths ...string) Option {
+	return func(o *options) {
+		for _, p := range paths {
+			o.sources = append(o.sources, source{name: p, paths: []string{p}})
+		}
+	}
+}
+
+// WithFS adds the policies of a file system (for instance an embed.FS of a
+// team's own policies), loaded from its root. The name appears in errors.
+func WithFS(name string, fsys fs.FS) Option {
+	return func(o *options) {
+		o.sources = append(o.sources, source{name: name, fsys: fsys, paths: []string{"."}})
+	}
+}
+
+// WithData sets the document at a dotted path under data, replacing whatever
+// the bundles put there; des uses it for data.des.config. The value must
+// marshal to JSON.
+func WithData(path string, value any) Option {
+	return func(o *options) { o.overrides = append(o.overrides, override{path, value}) }
+}
+
+// WithLogger sets the logger; the default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// WithoutBuiltin leaves out the built-in bundle, for tests of a team's
+// policies on their own.
+func WithoutBuiltin() Option {
+	return func(o *options) { o.builtin = false }
+}
+
+// Engine evaluates gates. It is safe for concurrent use.
+type Engine struct {
+	compiler *ast.Compiler
+	store    storage.Store
+	data     map[string]any
+	logger   *slog.Logger
+
+	prepared map[Gate]*preparedGate
+
+	catOnce   sync.Once
+	catalogue []Rule
+	byCode    map[string]string // code → package, for Violation.Policy
+}
+
+type preparedGate struct {
+	once  sync.Once
+	query rego.PreparedEvalQuery
+	err   error
+}
+
+// New loads and compiles the policies. Compilation is strict; any parse or
+// compile problem is returned as Errors, each with file:line:col.
+func New(ctx context.Context, opts ...Option) (*Engine, error) {
+	o := options{builtin: true}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	sources := o.sources
+	if o.builtin {
+		sources = append([]source{{name: "rego", fsys: builtin.FS(), paths: []string{"des"}, prefix: "des"}}, sources...)
+	}
+	caps := Capabilities()
+	l, err := load(sources, ast.RegoV1, caps)
+	if err != nil {
+		return nil, fmt.Errorf("load policies: %w", err)
+	}
+	for _, ov := range o.overrides {
+		v := ov.value
+		if err := util.RoundTrip(&v); err != nil {
+			return nil, fmt.Errorf("set data.%s: %w", ov.path, err)
+		}
+		if err := setData(l.data, ov.path, v); err != nil {
+			return nil, err
+		}
+	}
+
+	c := ast.NewCompiler().
+		WithStrict(true).
+		WithCapabilities(caps).
+		WithEnablePrintStatements(false).
+		WithUseTypeCheckAnnotations(true)
+	if c.Compile(l.modules); c.Failed() {
+		return nil, fmt.Errorf("compile policies: %w", toErrors(c.Errors))
+	}
+	e := &Engine{
+		compiler: c,
+		store:    inmem.NewFromObjectWithOpts(l.data, inmem.OptRoundTripOnWrite(false)),
+		data:     l.data,
+		logger:   o.logger,
+		prepared: make(map[Gate]*preparedGate, len(Gates())),
+	}
+	for _, g := range Gates() {
+		e.prepared[g] = &preparedGate{}
+	}
+	return e, nil
+}
+
+// queryFor reads the three sets of a gate. Comprehensions keep the query
+// defined when a set has no rules (a gate without exceptions, say).
+func queryFor(g Gate) string {
+	ref := "data." + g.Package()
+	return fmt.Sprintf("deny := [x | some x in %[1]s.deny]; warn := [x | some x in %[1]s.warn]; exception := [x | some x in %[1]s.exception]", ref)
+}
+
+func (e *Engine) prepare(ctx context.Context, g Gate) (rego.PreparedEvalQuery, error) {
+	p, ok := e.prepared[g]
+	if !ok {
+		return rego.PreparedEvalQuery{}, fmt.Errorf("%w %q (known: %v)", ErrUnknownGate, g, Gates())
+	}
+	p.once.Do(func() {
+		p.query, p.err = rego.New(
+			rego.Query(queryFor(g)),
+			rego.Compiler(e.compiler),
+			rego.Store(e.store),
+			rego.StrictBuiltinErrors(true),
+		).PrepareForEval(ctx)
+		if p.err != nil {
+			p.err = fmt.Errorf("prepare gate %s: %w", g, p.err)
+		}
+	})
+	return p.query, p.err
+}
+
+// EvalOption configures one evaluation.
+type EvalOption func(*evalOptions)
+
+type evalOptions struct{ now time.Time }
+
+// At sets the evaluation time that policies read with time.now_ns. Without
+// it the engine uses time.Now, which makes the decision depend on the clock.
+func At(t time.Time) EvalOption { return func(o *evalOptions) { o.now = t } }
+
+// Eval evaluates gate g on input and returns its decision. input is a Go
+// value that marshals to JSON (map[string]any is fastest), or an ast.Value.
+// Evaluation stops when ctx is done. An error in a rule (a built-in error, a
+// conflict) or a malformed deny, warn or exception is returned as the error,
+// never as a violation: the caller applies its fail posture.
+func (e *Engine) Eval(ctx context.Context, g Gate, input any, opts ...EvalOption) (Decision, error) {
+	eo := evalOptions{}
+	for _, opt := range opts {
+		opt(&eo)
+	}
+	if eo.now.IsZero() {
+		eo.now = time.Now()
+	}
+	q, err := e.prepare(ctx, g)
+	if err != nil {
+		return Decision{}, err
+	}
+	val, ok := input.(ast.Value)
+	if !ok {
+		if val, err = ast.InterfaceToValue(input); err != nil {
+			return Decision{}, fmt.Errorf("gate %s: input: %w", g, err)
+		}
+	}
+	rs, err := q.Eval(ctx, rego.EvalParsedInput(val), rego.EvalTime(eo.now))
+	if err != nil {
+		return Decision{}, fmt.Errorf("evaluate gate %s: %w", g, err)
+	}
+	if len(rs) != 1 {
+		return Decision{}, fmt.Errorf("evaluate gate %s: %d results, want 1", g, len(rs))
+	}
+	return e.decide(g, rs[0].Bindings)
+}
+
+func (e *Engine) decide(g Gate, b rego.Vars) (Decision, error) {
+	d := Decision{Gate: g}
+	waive := map[string]bool{}
+	for _, x := range asList(b["exception"]) {
+		code, ok := x.(string)
+		if !ok {
+			return Decision{}, fmt.Errorf("gate %s: exception %v is not a code string: %w", g, x, ErrMalformedDecision)
+		}
+		waive[code] = true
+	}
+	for _, set := range []struct {
+		sev Severity
+		dst *[]Violation
+	}{{Deny, &d.Deny}, {Warn, &d.Warn}} {
+		for _, x := range asList(b[string(set.sev)]) {
+			v, err := e.violation(g, set.sev, x)
+			if err != nil {
+				return Decision{}, err
+			}
+			if waive[v.Code] {
+				d.Waived = append(d.Waived, v)
+				continue
+			}
+			*set.dst = append(*set.dst, v)
+		}
+		sortViolations(*set.dst)
+	}
+	sortViolations(d.Waived)
+	return d, nil
+}
+
+func asList(x any) []any {
+	l, _ := x.([]any)
+	return l
+}
+
+func (e *Engine) violation(g Gate, sev Severity, x any) (Violation, error) {
+	obj, ok := x.(map[string]any)
+	if !ok {
+		return Violation{}, fmt.Errorf("gate %s: %s element %v is not an object: %w", g, sev, x, ErrMalformedDecision)
+	}
+	v := Violation{Severity: sev}
+	for k, val := range obj {
+		var ok bool
+		switch k {
+		case "code":
+			v.Code, ok = val.(string)
+		case "msg":
+			v.Message, ok = val.(string)
+		case "field":
+			v.Field, ok = val.(string)
+		case "recovery":
+			v.Recovery, ok = stringList(val)
+		default:
+			if v.Details == nil {
+				v.Details = map[string]any{}
+			}
+			v.Details[k], ok = val, true
+		}
+		if !ok {
+			return Violation{}, fmt.Errorf("gate %s: %s element has a %q of the wrong type (%T): %w", g, sev, k, val, ErrMalformedDecision)
+		}
+	}
+	if v.Code == "" || v.Message == "" {
+		return Violation{}, fmt.Errorf("gate %s: %s element %v needs a non-empty \"code\" and \"msg\": %w", g, sev, obj, ErrMalformedDecision)
+	}
+	v.Policy = e.policyOf(v.Code)
+	return v, nil
+}
+
+func stringList(x any) ([]string, bool) {
+	l, ok := x.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, len(l))
+	for i, s := range l {
+		if out[i], ok = s.(string); !ok {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// Data returns the document at a dotted path under data (for instance
+// "des.transitions") as the bundles and overrides defined it, and whether it
+// exists. Rules are not evaluated. The value is shared: do not modify it.
+func (e *Engine) Data(path string) (any, bool) {
+	var node any = e.data
+	for _, p := range strings.Split(path, ".") {
+		obj, ok := node.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if node, ok = obj[p]; !ok {
+			return nil, false
+		}
+	}
+	return node, true
+}

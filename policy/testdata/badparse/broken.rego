@@ -1,0 +1,3 @@
+package des.gates.pre_commit
+
+deny contains {"code": "X" if {

@@ -1,0 +1,12 @@
+package des.config_test
+
+# The defaults a policy sees when no setting overrides them (contract §6).
+test_defaults if {
+	data.des.config.stale_threshold_minutes == 30
+	data.des.config.turn_budget_default == 50
+	data.des.config.validation_timeout_ms == 500
+	data.des.config.audit_log_retention_days == 90
+	data.des.config.audit_dir == ".des/audit"
+	data.des.config.policy_dirs == [".des/policies"]
+	data.des.config.gate2_on_failure == "record"
+}

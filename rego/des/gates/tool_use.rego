@@ -1,0 +1,7 @@
+# Tool use guard.
+# Decides whether a tool call (Write, Edit, MultiEdit, Bash) may touch DES's own
+# files or write a guarded document behind the write guard's back.
+# Gathers the concern packages; a team adds rules to this package to extend the gate.
+package des.gates.tool_use
+
+deny contains v if some v in data.des.protected.deny

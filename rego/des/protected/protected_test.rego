@@ -1,0 +1,31 @@
+package des.protected_test
+
+import data.des.protected
+
+write(path) := {"writes": [{"path": path, "tool": "Write"}]}
+
+test_policy_dir_is_protected if {
+	some v in protected.deny with input as write(".des/policies/team.rego")
+	v.code == "DES-PROTECTED-PATH"
+	contains(v.msg, ".des/policies/team.rego")
+}
+
+test_config_audit_and_runs_are_protected if {
+	count(protected.deny) == 1 with input as write(".des/config.json")
+	count(protected.deny) == 1 with input as write(".des/audit/audit-2026-01-01.log")
+	count(protected.deny) == 1 with input as write("./.des/runs/toolu_1.json")
+	count(protected.deny) == 1 with input as write(".des/audit")
+}
+
+test_configured_dirs_follow_settings if {
+	count(protected.deny) == 1 with input as write("policies/x.rego") with data.des.config.policy_dirs as ["policies/"]
+	count(protected.deny) == 0 with input as write(".des/policies/x.rego") with data.des.config.policy_dirs as ["policies"]
+	count(protected.deny) == 1 with input as write("/var/log/des/a.log") with data.des.config.audit_dir as "/var/log/des"
+}
+
+test_neighbours_are_not_protected if {
+	count(protected.deny) == 0 with input as write(".des/state.json")
+	count(protected.deny) == 0 with input as write(".des/policies-old/x.rego")
+	count(protected.deny) == 0 with input as write("src/main.go")
+	count(protected.deny) == 0 with input as {}
+}

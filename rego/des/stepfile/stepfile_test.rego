@@ -1,0 +1,43 @@
+package des.stepfile_test
+
+import data.des.stepfile
+
+codes(violations) := [v.code | some v in violations]
+
+current := {"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}
+
+test_current_layout_passes if {
+	count(stepfile.deny) == 0 with input as {"step": {"path": "steps/01-01.json", "document": current}}
+}
+
+test_step_id_is_obsolete if {
+	violations := stepfile.deny with input as {"step": {"path": "steps/01-01.json", "document": object.union(current, {"step_id": "01-01"})}}
+	codes(violations) == ["DES-STEPFILE-OBSOLETE"]
+	some v in violations
+	v.field == "/step_id"
+	contains(v.msg, "steps/01-01.json")
+	contains(v.msg, "task_id")
+}
+
+test_phase_id_is_obsolete if {
+	violations := stepfile.deny with input as {"step": {"path": "s.json", "document": {"phase_id": "p", "tdd_cycle": {}}}}
+	[v.field | some v in violations] == ["/phase_id"]
+}
+
+test_both_obsolete_keys_reported if {
+	violations := stepfile.deny with input as {"step": {"path": "s.json", "document": {"phase_id": "p", "step_id": "s"}}}
+	count(violations) == 2
+}
+
+test_tdd_phase_without_cycle_is_obsolete if {
+	violations := stepfile.deny with input as {"step": {"path": "s.json", "document": {"task_id": "x", "tdd_phase": "RED"}}}
+	[v.field | some v in violations] == ["/tdd_phase"]
+}
+
+test_tdd_phase_beside_cycle_is_fine if {
+	count(stepfile.deny) == 0 with input as {"step": {"path": "s.json", "document": {"tdd_phase": "RED", "tdd_cycle": {}}}}
+}
+
+test_no_step_no_opinion if {
+	count(stepfile.deny) == 0 with input as {}
+}
