@@ -1,0 +1,262 @@
+package des
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ConfigFile is where the settings live, relative to the project root.
+const ConfigFile = ".des/config.json"
+
+// maxConfigSize bounds .des/config.json; settings are a handful of values.
+const maxConfigSize = 1 << 20
+
+// Gate 2 failure modes (setting gate2_on_failure).
+const (
+	Gate2Record = "record" // mark the step FAILED and tell the user
+	Gate2Block  = "block"  // send the subagent back to fix its work first
+)
+
+// Config holds the settings of contract §6. The JSON names are the keys of
+// .des/config.json and of data.des.config as policies see it.
+type Config struct {
+	StaleThresholdMinutes int      `json:"stale_threshold_minutes"`  // DES_STALE_THRESHOLD_MINUTES
+	TurnBudgetDefault     int      `json:"turn_budget_default"`      // DES_TURN_BUDGET_DEFAULT
+	ValidationTimeoutMS   int      `json:"validation_timeout_ms"`    // DES_VALIDATION_TIMEOUT_MS
+	AuditLogRetentionDays int      `json:"audit_log_retention_days"` // DES_AUDIT_LOG_RETENTION_DAYS
+	AuditDir              string   `json:"audit_dir"`                // DES_AUDIT_DIR, relative to the project root unless absolute
+	PolicyDirs            []string `json:"policy_dirs"`              // DES_POLICY_DIRS, list-separated (os.PathListSeparator)
+	Gate2OnFailure        string   `json:"gate2_on_failure"`         // DES_GATE2_ON_FAILURE: "record" or "block"
+}
+
+// DefaultConfig returns the defaults of contract §6.
+func DefaultConfig() Config {
+	return Config{
+		StaleThresholdMinutes: 30,
+		TurnBudgetDefault:     50,
+		ValidationTimeoutMS:   500,
+		AuditLogRetentionDays: 90,
+		AuditDir:              ".des/audit",
+		PolicyDirs:            []string{".des/policies"},
+		Gate2OnFailure:        Gate2Record,
+	}
+}
+
+// ConfigError is a bad setting: which one, where it came from, the value
+// found and what is wrong with it.
+type ConfigError struct {
+	Setting string // JSON key, e.g. "stale_threshold_minutes"
+	Source  string // ".des/config.json" path or the environment variable
+	Value   string // the value as found; empty when the file could not be read at all
+	Reason  string
+	Err     error // underlying error, if any
+}
+
+func (e *ConfigError) Error() string {
+	if e.Setting == "" {
+		return fmt.Sprintf("settings %s: %s", e.Source, e.Reason)
+	}
+	return fmt.Sprintf("setting %s from %s: %s (found %s)", e.Setting, e.Source, e.Reason, e.Value)
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// setting describes one setting for loading and validation.
+type setting struct {
+	key, env string
+	apply    func(c *Config, raw string) error // from an environment string
+	check    func(c *Config) (string, error)   // value as text, problem
+}
+
+func intSetting(key, env string, field func(*Config) *int, min, max int) setting {
+	return setting{
+		key: key, env: env,
+		apply: func(c *Config, raw string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(raw))
+			if err != nil {
+				return errors.New("not a whole number")
+			}
+			*field(c) = n
+			return nil
+		},
+		check: func(c *Config) (string, error) {
+			n := *field(c)
+			if n < min || n > max {
+				return strconv.Itoa(n), fmt.Errorf("must be from %d to %d", min, max)
+			}
+			return strconv.Itoa(n), nil
+		},
+	}
+}
+
+var settings = []setting{
+	intSetting("stale_threshold_minutes", "DES_STALE_THRESHOLD_MINUTES", func(c *Config) *int { return &c.StaleThresholdMinutes }, 1, 7*24*60),
+	intSetting("turn_budget_default", "DES_TURN_BUDGET_DEFAULT", func(c *Config) *int { return &c.TurnBudgetDefault }, 1, 100000),
+	intSetting("validation_timeout_ms", "DES_VALIDATION_TIMEOUT_MS", func(c *Config) *int { return &c.ValidationTimeoutMS }, 1, 600000),
+	intSetting("audit_log_retention_days", "DES_AUDIT_LOG_RETENTION_DAYS", func(c *Config) *int { return &c.AuditLogRetentionDays }, 1, 36500),
+	{
+		key: "audit_dir", env: "DES_AUDIT_DIR",
+		apply: func(c *Config, raw string) error { c.AuditDir = raw; return nil },
+		check: func(c *Config) (string, error) {
+			if strings.TrimSpace(c.AuditDir) == "" {
+				return strconv.Quote(c.AuditDir), errors.New("must name a directory")
+			}
+			return strconv.Quote(c.AuditDir), nil
+		},
+	},
+	{
+		key: "policy_dirs", env: "DES_POLICY_DIRS",
+		apply: func(c *Config, raw string) error {
+			c.PolicyDirs = nil
+			for _, d := range filepath.SplitList(raw) {
+				if d = strings.TrimSpace(d); d != "" {
+					c.PolicyDirs = append(c.PolicyDirs, d)
+				}
+			}
+			return nil
+		},
+		check: func(c *Config) (string, error) {
+			text := fmt.Sprintf("%q", c.PolicyDirs)
+			if slices.ContainsFunc(c.PolicyDirs, func(d string) bool { return strings.TrimSpace(d) == "" }) {
+				return text, errors.New("entries must name directories")
+			}
+			return text, nil
+		},
+	},
+	{
+		key: "gate2_on_failure", env: "DES_GATE2_ON_FAILURE",
+		apply: func(c *Config, raw string) error { c.Gate2OnFailure = strings.TrimSpace(raw); return nil },
+		check: func(c *Config) (string, error) {
+			if c.Gate2OnFailure != Gate2Record && c.Gate2OnFailure != Gate2Block {
+				return strconv.Quote(c.Gate2OnFailure), fmt.Errorf("must be %q or %q", Gate2Record, Gate2Block)
+			}
+			return strconv.Quote(c.Gate2OnFailure), nil
+		},
+	},
+}
+
+// Validate checks every setting and returns the first problem as a *ConfigError.
+func (c Config) Validate() error { return c.validate("configuration") }
+
+func (c Config) validate(source string) error {
+	for _, s := range settings {
+		if val, err := s.check(&c); err != nil {
+			return &ConfigError{Setting: s.key, Source: source, Value: val, Reason: err.Error()}
+		}
+	}
+	return nil
+}
+
+// LoadConfig reads root/.des/config.json when it exists, then applies the
+// environment variables that lookup finds (os.LookupEnv when nil), and
+// validates the result. An empty environment variable is ignored. Unknown
+// keys in the file are errors, so a misspelt setting is not silently dropped.
+func LoadConfig(root string, lookup func(string) (string, bool)) (Config, error) {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	c := DefaultConfig()
+	path := filepath.Join(root, ConfigFile)
+	if err := c.readFile(path); err != nil {
+		return Config{}, err
+	}
+	for _, s := range settings {
+		raw, ok := lookup(s.env)
+		if !ok || strings.TrimSpace(raw) == "" {
+			continue
+		}
+		if err := s.apply(&c, raw); err != nil {
+			return Config{}, &ConfigError{Setting: s.key, Source: s.env, Value: strconv.Quote(raw), Reason: err.Error()}
+		}
+		if val, err := s.check(&c); err != nil {
+			return Config{}, &ConfigError{Setting: s.key, Source: s.env, Value: val, Reason: err.Error()}
+		}
+	}
+	return c, c.validate(path)
+}
+
+func (c *Config) readFile(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &ConfigError{Source: path, Reason: "cannot read: " + err.Error(), Err: err}
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
+	if err != nil {
+		return &ConfigError{Source: path, Reason: "cannot read: " + err.Error(), Err: err}
+	}
+	if len(raw) > maxConfigSize {
+		return &ConfigError{Source: path, Reason: fmt.Sprintf("larger than %d bytes", maxConfigSize)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(c); err != nil {
+		return configDecodeError(path, raw, err)
+	}
+	if dec.More() {
+		return &ConfigError{Source: path, Reason: "holds more than one JSON value"}
+	}
+	return nil
+}
+
+func configDecodeError(path string, raw []byte, err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		return &ConfigError{Setting: typeErr.Field, Source: path, Value: "a JSON " + typeErr.Value,
+			Reason: "wrong type, want " + jsonKind(typeErr.Type.Kind().String()), Err: err}
+	case errors.As(err, &syntaxErr):
+		line := 1 + bytes.Count(raw[:min(int(syntaxErr.Offset), len(raw))], []byte("\n"))
+		return &ConfigError{Source: path, Reason: fmt.Sprintf("not valid JSON at line %d: %v", line, err), Err: err}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		key := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		known := make([]string, len(settings))
+		for i, s := range settings {
+			known[i] = s.key
+		}
+		return &ConfigError{Setting: key, Source: path, Value: "an unknown key", Reason: "not a DES setting; known settings: " + strings.Join(known, ", "), Err: err}
+	default:
+		return &ConfigError{Source: path, Reason: err.Error(), Err: err}
+	}
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "int":
+		return "a whole number"
+	case "string":
+		return "a string"
+	case "slice":
+		return "a list of strings"
+	}
+	return goKind
+}
+
+// policyData is the config as policies read it: data.des.config.
+func (c Config) policyData() map[string]any {
+	dirs := make([]any, len(c.PolicyDirs))
+	for i, d := range c.PolicyDirs {
+		dirs[i] = filepath.ToSlash(d)
+	}
+	return map[string]any{
+		"stale_threshold_minutes":  c.StaleThresholdMinutes,
+		"turn_budget_default":      c.TurnBudgetDefault,
+		"validation_timeout_ms":    c.ValidationTimeoutMS,
+		"audit_log_retention_days": c.AuditLogRetentionDays,
+		"audit_dir":                filepath.ToSlash(c.AuditDir),
+		"policy_dirs":              dirs,
+		"gate2_on_failure":         c.Gate2OnFailure,
+	}
+}

@@ -1,0 +1,140 @@
+package des
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/deterministic-exec/des/policy"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func writeConfig(t *testing.T, root, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(root, ".des"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, ConfigFile), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadConfigDefaults(t *testing.T) {
+	c, err := LoadConfig(t.TempDir(), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(DefaultConfig(), c); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+}
+
+// The Go defaults and the bundle's data.des.config must agree: policies
+// tested with `opa test` see the bundle's, the hook sees Go's.
+func TestDefaultsMatchBundleData(t *testing.T) {
+	pe, err := policy.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, ok := pe.Data("des.config")
+	if !ok {
+		t.Fatal("bundle has no data.des.config")
+	}
+	// Normalise through JSON so numbers compare as numbers.
+	want := DefaultConfig().policyData()
+	got := bundle.(map[string]any)
+	if diff := cmp.Diff(jsonRoundTrip(t, want), jsonRoundTrip(t, got)); diff != "" {
+		t.Errorf("data.des.config differs from DefaultConfig (-go +bundle):\n%s", diff)
+	}
+}
+
+func TestLoadConfigFileThenEnv(t *testing.T) {
+	root := t.TempDir()
+	writeConfig(t, root, `{"stale_threshold_minutes": 10, "turn_budget_default": 20, "policy_dirs": ["a", "b"], "gate2_on_failure": "block"}`)
+	c, err := LoadConfig(root, env(map[string]string{
+		"DES_TURN_BUDGET_DEFAULT": "70",
+		"DES_POLICY_DIRS":         "x" + string(os.PathListSeparator) + " y ",
+		"DES_AUDIT_DIR":           "",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	want.StaleThresholdMinutes = 10
+	want.TurnBudgetDefault = 70
+	want.PolicyDirs = []string{"x", "y"}
+	want.Gate2OnFailure = Gate2Block
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+}
+
+func TestBadSettingsNameTheSetting(t *testing.T) {
+	cases := []struct {
+		name, file string
+		env        map[string]string
+		setting    string
+		inMessage  []string
+	}{
+		{name: "env not a number", env: map[string]string{"DES_STALE_THRESHOLD_MINUTES": "soon"}, setting: "stale_threshold_minutes", inMessage: []string{"DES_STALE_THRESHOLD_MINUTES", `"soon"`, "whole number"}},
+		{name: "env zero", env: map[string]string{"DES_TURN_BUDGET_DEFAULT": "0"}, setting: "turn_budget_default", inMessage: []string{"found 0", "from 1"}},
+		{name: "env negative timeout", env: map[string]string{"DES_VALIDATION_TIMEOUT_MS": "-5"}, setting: "validation_timeout_ms", inMessage: []string{"-5"}},
+		{name: "env bad mode", env: map[string]string{"DES_GATE2_ON_FAILURE": "explode"}, setting: "gate2_on_failure", inMessage: []string{`"explode"`, `"record"`, `"block"`}},
+		{name: "file wrong type", file: `{"audit_log_retention_days": "ninety"}`, setting: "audit_log_retention_days", inMessage: []string{"config.json", "whole number"}},
+		{name: "file out of range", file: `{"stale_threshold_minutes": 0}`, setting: "stale_threshold_minutes", inMessage: []string{"config.json", "found 0"}},
+		{name: "file unknown key", file: `{"stale_treshold_minutes": 5}`, setting: "stale_treshold_minutes", inMessage: []string{"not a DES setting", "stale_threshold_minutes"}},
+		{name: "file empty audit dir", file: `{"audit_dir": " "}`, setting: "audit_dir", inMessage: []string{"must name a directory"}},
+		{name: "file empty policy dir", file: `{"policy_dirs": [""]}`, setting: "policy_dirs", inMessage: []string{"entries must name directories"}},
+		{name: "file not json", file: "{\n\"turn_budget_default\": 5,,\n}", inMessage: []string{"not valid JSON at line 2"}},
+		{name: "file two values", file: `{} {}`, inMessage: []string{"more than one JSON value"}},
+		{name: "file not an object", file: `[1]`, inMessage: []string{"config.json"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if tc.file != "" {
+				writeConfig(t, root, tc.file)
+			}
+			_, err := LoadConfig(root, env(tc.env))
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want *ConfigError", err)
+			}
+			if ce.Setting != tc.setting {
+				t.Errorf("setting = %q, want %q (%v)", ce.Setting, tc.setting, err)
+			}
+			for _, s := range tc.inMessage {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("message %q lacks %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigTooLarge(t *testing.T) {
+	root := t.TempDir()
+	writeConfig(t, root, `{"audit_dir": "`+strings.Repeat("a", maxConfigSize)+`"}`)
+	if _, err := LoadConfig(root, env(nil)); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestConfigUnreadable(t *testing.T) {
+	root := t.TempDir()
+	// A directory where the file should be cannot be read as settings.
+	if err := os.MkdirAll(filepath.Join(root, ConfigFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var ce *ConfigError
+	if _, err := LoadConfig(root, env(nil)); !errors.As(err, &ce) {
+		t.Errorf("err = %v, want *ConfigError", err)
+	}
+}

@@ -1,0 +1,222 @@
+package des
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/policy"
+)
+
+// Option configures an Engine.
+type Option func(*options)
+
+type options struct {
+	root      string
+	config    *Config
+	lookupEnv func(string) (string, bool)
+	dirs      []string
+	bundles   []string
+	fss       []namedFS
+	auditDir  string
+	clock     func() time.Time
+	logger    *slog.Logger
+}
+
+type namedFS struct {
+	name string
+	fsys fs.FS
+}
+
+// WithRoot sets the project root: where .des/ lives and what relative
+// settings are resolved against. The default is the current directory.
+func WithRoot(dir string) Option { return func(o *options) { o.root = dir } }
+
+// WithConfig uses c instead of reading .des/config.json and the environment.
+// It is validated like a loaded one.
+func WithConfig(c Config) Option { return func(o *options) { o.config = &c } }
+
+// WithEnv sets how environment variables are looked up (os.LookupEnv by
+// default), so a caller can pass a fixed environment.
+func WithEnv(lookup func(string) (string, bool)) Option {
+	return func(o *options) { o.lookupEnv = lookup }
+}
+
+// WithPolicyDirs adds team policy directories to those of the settings.
+func WithPolicyDirs(dirs ...string) Option {
+	return func(o *options) { o.dirs = append(o.dirs, dirs...) }
+}
+
+// WithBundles adds OPA bundles (.tar.gz from `opa build`, or directories).
+func WithBundles(paths ...string) Option {
+	return func(o *options) { o.bundles = append(o.bundles, paths...) }
+}
+
+// WithPolicyFS adds the policies of a file system, such as an embed.FS.
+func WithPolicyFS(name string, fsys fs.FS) Option {
+	return func(o *options) { o.fss = append(o.fss, namedFS{name, fsys}) }
+}
+
+// WithAuditDir overrides the audit directory of the settings.
+func WithAuditDir(dir string) Option { return func(o *options) { o.auditDir = dir } }
+
+// WithClock sets the clock for evaluation times and audit timestamps
+// (time.Now by default).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
+
+// WithLogger sets the logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// Engine is des, built once and shared. It is safe for concurrent use.
+type Engine struct {
+	root   string
+	cfg    Config
+	policy *policy.Engine
+	audit  *audit.Log
+	now    func() time.Time
+	logger *slog.Logger
+}
+
+// New reads the settings, loads and compiles the policies and opens the audit
+// trail. A bad setting is a *ConfigError; a policy that does not parse or
+// compile is a policy.Errors with file:line:col.
+func New(ctx context.Context, opts ...Option) (*Engine, error) {
+	o := options{lookupEnv: os.LookupEnv, clock: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	root := o.root
+	if root == "" {
+		root = "."
+	}
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("des: project root: %w", err)
+	}
+
+	var cfg Config
+	if o.config != nil {
+		cfg = *o.config
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+	} else if cfg, err = LoadConfig(root, o.lookupEnv); err != nil {
+		return nil, err
+	}
+	if o.auditDir != "" {
+		cfg.AuditDir = o.auditDir
+	}
+
+	popts := []policy.Option{policy.WithLogger(o.logger), policy.WithData("des.config", cfg.policyData())}
+	dirs, err := policyDirs(root, cfg.PolicyDirs, o.logger)
+	if err != nil {
+		return nil, err
+	}
+	dirs = append(dirs, resolveAll(root, o.dirs)...)
+	popts = append(popts, policy.WithDirs(dirs...), policy.WithBundles(resolveAll(root, o.bundles)...))
+	for _, f := range o.fss {
+		popts = append(popts, policy.WithFS(f.name, f.fsys))
+	}
+	pe, err := policy.New(ctx, popts...)
+	if err != nil {
+		return nil, fmt.Errorf("des: %w", err)
+	}
+
+	log, err := audit.Open(resolve(root, cfg.AuditDir), audit.WithClock(o.clock), audit.WithLogger(o.logger))
+	if err != nil {
+		return nil, fmt.Errorf("des: %w", err)
+	}
+	return &Engine{root: root, cfg: cfg, policy: pe, audit: log, now: o.clock, logger: o.logger}, nil
+}
+
+// policyDirs resolves the configured policy directories. The default
+// directory is optional; one the settings name must exist.
+func policyDirs(root string, dirs []string, logger *slog.Logger) ([]string, error) {
+	var out []string
+	for _, d := range dirs {
+		abs := resolve(root, d)
+		info, err := os.Stat(abs)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && slices.Equal(dirs, DefaultConfig().PolicyDirs):
+			logger.Debug("no team policy directory", "dir", abs)
+			continue
+		case err != nil:
+			return nil, &ConfigError{Setting: "policy_dirs", Source: "settings", Value: d, Reason: "cannot use the directory: " + err.Error(), Err: err}
+		case !info.IsDir():
+			return nil, &ConfigError{Setting: "policy_dirs", Source: "settings", Value: d, Reason: "not a directory"}
+		}
+		out = append(out, abs)
+	}
+	return out, nil
+}
+
+func resolve(root, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(root, p)
+}
+
+func resolveAll(root string, ps []string) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = resolve(root, p)
+	}
+	return out
+}
+
+// Root returns the absolute project root.
+func (e *Engine) Root() string { return e.root }
+
+// Config returns the settings in force.
+func (e *Engine) Config() Config {
+	c := e.cfg
+	c.PolicyDirs = slices.Clone(c.PolicyDirs)
+	return c
+}
+
+// Audit returns the audit trail the Engine writes to.
+func (e *Engine) Audit() *audit.Log { return e.audit }
+
+// Catalogue lists every code the loaded policies can yield.
+func (e *Engine) Catalogue() []policy.Rule { return e.policy.Catalogue() }
+
+// Policy returns the policy engine, for callers that need its data tables.
+func (e *Engine) Policy() *policy.Engine { return e.policy }
+
+// Now returns the Engine clock's current time.
+func (e *Engine) Now() time.Time { return e.now() }
+
+// Evaluate evaluates a gate on an input document at the Engine's clock time.
+// Each violation a gate's exception set waived is recorded in the audit trail
+// as POLICY_EXCEPTION; a failure to record is returned with the decision.
+func (e *Engine) Evaluate(ctx context.Context, gate policy.Gate, input any) (policy.Decision, error) {
+	d, err := e.policy.Eval(ctx, gate, input, policy.At(e.now()))
+	if err != nil {
+		return d, err
+	}
+	if len(d.Waived) == 0 {
+		return d, nil
+	}
+	entries := make([]audit.Entry, len(d.Waived))
+	for i, v := range d.Waived {
+		entries[i] = audit.Entry{Event: audit.PolicyException, Fields: map[string]any{
+			"gate": string(gate), "code": v.Code, "msg": v.Message, "policy": v.Policy,
+		}}
+	}
+	if err := e.audit.Append(ctx, entries...); err != nil {
+		return d, fmt.Errorf("des: record policy exceptions: %w", err)
+	}
+	return d, nil
+}

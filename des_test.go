@@ -1,0 +1,101 @@
+package des
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/deterministic-exec/des/policy"
+)
+
+func TestNewRejectsBadSetting(t *testing.T) {
+	root := t.TempDir()
+	_, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_GATE2_ON_FAILURE": "maybe"})))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Setting != "gate2_on_failure" {
+		t.Errorf("err = %v, want a ConfigError for gate2_on_failure", err)
+	}
+	_, err = New(t.Context(), WithRoot(root), WithConfig(Config{}))
+	if !errors.As(err, &ce) {
+		t.Errorf("zero Config: err = %v, want a ConfigError", err)
+	}
+}
+
+func TestNewRejectsBadTeamPolicy(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, ".des", "policies")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.rego"), []byte("package des.gates.pre_commit\n\ndeny contains x if {\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(t.Context(), WithRoot(root), WithEnv(env(nil)))
+	var pe policy.Errors
+	if !errors.As(err, &pe) {
+		t.Fatalf("err = %v, want policy.Errors", err)
+	}
+	if !strings.Contains(err.Error(), filepath.Join(dir, "bad.rego")+":") {
+		t.Errorf("message %q does not name the file", err)
+	}
+}
+
+func TestConfiguredPolicyDirMustExist(t *testing.T) {
+	root := t.TempDir()
+	_, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_POLICY_DIRS": "team-rules"})))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Setting != "policy_dirs" || !strings.Contains(err.Error(), "team-rules") {
+		t.Errorf("err = %v, want a ConfigError naming team-rules", err)
+	}
+	// The default directory is optional.
+	if _, err := New(t.Context(), WithRoot(root), WithEnv(env(nil))); err != nil {
+		t.Errorf("missing default policy dir: %v", err)
+	}
+}
+
+func TestSettingsReachPolicies(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "rules"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_POLICY_DIRS": "rules", "DES_AUDIT_DIR": "logs/des"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, wantDeny := range map[string]bool{"rules/x.rego": true, "logs/des/a.log": true, ".des/policies/x.rego": false, ".des/config.json": true} {
+		in := map[string]any{"writes": []any{map[string]any{"path": path, "tool": "Write"}}}
+		d, err := e.Evaluate(t.Context(), policy.ToolUse, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed() == wantDeny {
+			t.Errorf("write %s: allowed = %v, want deny = %v", path, d.Allowed(), wantDeny)
+		}
+	}
+	if got := e.Audit().Dir(); got != filepath.Join(root, "logs", "des") {
+		t.Errorf("audit dir = %s", got)
+	}
+}
+
+func TestEngineConcurrentEvaluate(t *testing.T) {
+	e, err := New(t.Context(), WithRoot(t.TempDir()), WithEnv(env(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{"step": map[string]any{"path": "s.json", "document": map[string]any{"step_id": "x"}}}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 25 {
+				if d, err := e.Evaluate(t.Context(), policy.SubagentStop, in); err != nil || d.Allowed() {
+					t.Errorf("decision %+v, err %v", d, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

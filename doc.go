@@ -1,0 +1,20 @@
+// Package des is the Deterministic Execution System: it makes multi-step AI
+// coding-agent workflows deterministic by asking Rego policies, run in-process
+// by OPA, whether a subagent may start, whether it left its step complete,
+// whether a commit may land and whether a write to a workflow document is
+// allowed.
+//
+// An [Engine] is built once with [New]: it reads the settings
+// (.des/config.json, then DES_* environment variables), loads and compiles the
+// built-in policy bundle with the team's own policies, and opens the audit
+// trail. It is safe for concurrent use.
+//
+// Go gathers facts, Rego decides, Go carries out the decision: the gates in
+// package gate build one input document per gate, package policy evaluates the
+// gate's Rego entrypoint (des.gates.<gate>), and the Engine records what
+// happened in the audit trail.
+//
+// The contract that users, policies, Claude Code and git see is described in
+// the project's docs; examples/hook is the Claude Code hook and CLI built on
+// this package.
+package des

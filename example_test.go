@@ -1,0 +1,102 @@
+package des_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/policy"
+)
+
+// noEnv keeps the examples independent of the caller's DES_* variables.
+func noEnv(string) (string, bool) { return "", false }
+
+// A team extends Gate 3 with its own rule by adding a Rego file to the gate's
+// package in .des/policies; partial set rules merge with the built-in ones.
+func Example_teamPolicy() {
+	root, err := os.MkdirTemp("", "des-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	team := `package des.gates.pre_commit
+
+# METADATA
+# title: Every step names its owner
+# custom:
+#   code: TEAM-OWNER
+#   severity: deny
+deny contains {"code": "TEAM-OWNER", "msg": sprintf("%s names no owner; add \"owner\"", [input.step.path]), "field": "/owner"} if {
+	not input.step.document.owner
+}
+`
+	if err := os.MkdirAll(filepath.Join(root, ".des", "policies"), 0o755); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, ".des", "policies", "owner.rego"), []byte(team), 0o644); err != nil {
+		log.Fatal(err)
+	}
+
+	ctx := context.Background()
+	engine, err := des.New(ctx, des.WithRoot(root), des.WithEnv(noEnv))
+	if err != nil {
+		log.Fatal(err)
+	}
+	input := map[string]any{"step": map[string]any{
+		"path":     "steps/01-01.json",
+		"document": map[string]any{"task_id": "01-01", "step_id": "01-01"},
+	}}
+	decision, err := engine.Evaluate(ctx, policy.PreCommit, input)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, v := range decision.Deny {
+		fmt.Printf("[%s] %s (from %s)\n", v.Code, v.Message, v.Policy)
+	}
+	// Output:
+	// [DES-STEPFILE-OBSOLETE] step file steps/01-01.json uses the obsolete top-level field "step_id"; use task_id (or task_specification.task_id) instead (from des.stepfile)
+	// [TEAM-OWNER] steps/01-01.json names no owner; add "owner" (from des.gates.pre_commit)
+}
+
+// A gate's exception set waives a code for that gate; the Engine records each
+// waiver in the audit trail.
+func Example_exception() {
+	root, err := os.MkdirTemp("", "des-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	waiver := "package des.gates.pre_commit\n\nexception contains \"DES-STEPFILE-OBSOLETE\"\n"
+	if err := os.WriteFile(filepath.Join(root, "waiver.rego"), []byte(waiver), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	clock := func() time.Time { return time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC) }
+	engine, err := des.New(ctx, des.WithRoot(root), des.WithEnv(noEnv), des.WithClock(clock),
+		des.WithPolicyDirs(filepath.Join(root, "waiver.rego")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	input := map[string]any{"step": map[string]any{"path": "s.json", "document": map[string]any{"step_id": "1"}}}
+	decision, err := engine.Evaluate(ctx, policy.PreCommit, input)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("allowed:", decision.Allowed())
+	for _, v := range decision.Waived {
+		fmt.Println("waived:", v.Code)
+	}
+	trail, err := os.ReadFile(filepath.Join(root, ".des", "audit", "audit-2026-11-22.log"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Print(string(trail))
+	// Output:
+	// allowed: true
+	// waived: DES-STEPFILE-OBSOLETE
+	// {"timestamp":"2026-11-22T12:00:00Z","event":"POLICY_EXCEPTION","code":"DES-STEPFILE-OBSOLETE","gate":"pre_commit","msg":"step file s.json uses the obsolete top-level field \"step_id\"; use task_id (or task_specification.task_id) instead","policy":"des.stepfile"}
+}
