@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/policy"
 )
 
@@ -29,6 +31,7 @@ type options struct {
 	auditDir  string
 	clock     func() time.Time
 	logger    *slog.Logger
+	lazy      bool
 }
 
 type namedFS struct {
@@ -75,14 +78,23 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.clock 
 // WithLogger sets the logger; the default discards.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
+// WithLazyPolicies defers loading and compiling the policies to the first
+// evaluation, which then returns any policy error. For short-lived processes,
+// such as a hook, where most events need no policy at all.
+func WithLazyPolicies() Option { return func(o *options) { o.lazy = true } }
+
 // Engine is des, built once and shared. It is safe for concurrent use.
 type Engine struct {
 	root   string
 	cfg    Config
-	policy *policy.Engine
 	audit  *audit.Log
 	now    func() time.Time
 	logger *slog.Logger
+
+	policyOpts []policy.Option
+	policyOnce sync.Once
+	policy     *policy.Engine
+	policyErr  error
 }
 
 // New reads the settings, loads and compiles the policies and opens the audit
@@ -128,16 +140,29 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	for _, f := range o.fss {
 		popts = append(popts, policy.WithFS(f.name, f.fsys))
 	}
-	pe, err := policy.New(ctx, popts...)
-	if err != nil {
-		return nil, fmt.Errorf("des: %w", err)
-	}
-
 	log, err := audit.Open(resolve(root, cfg.AuditDir), audit.WithClock(o.clock), audit.WithLogger(o.logger))
 	if err != nil {
 		return nil, fmt.Errorf("des: %w", err)
 	}
-	return &Engine{root: root, cfg: cfg, policy: pe, audit: log, now: o.clock, logger: o.logger}, nil
+	e := &Engine{root: root, cfg: cfg, audit: log, now: o.clock, logger: o.logger, policyOpts: popts}
+	if !o.lazy {
+		if _, err := e.Policy(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Policy returns the policy engine, loading and compiling the policies on
+// first use when the Engine was built WithLazyPolicies.
+func (e *Engine) Policy(ctx context.Context) (*policy.Engine, error) {
+	e.policyOnce.Do(func() {
+		e.policy, e.policyErr = policy.New(ctx, e.policyOpts...)
+		if e.policyErr != nil {
+			e.policyErr = fmt.Errorf("des: %w", e.policyErr)
+		}
+	})
+	return e.policy, e.policyErr
 }
 
 // policyDirs resolves the configured policy directories. The default
@@ -190,10 +215,13 @@ func (e *Engine) Config() Config {
 func (e *Engine) Audit() *audit.Log { return e.audit }
 
 // Catalogue lists every code the loaded policies can yield.
-func (e *Engine) Catalogue() []policy.Rule { return e.policy.Catalogue() }
-
-// Policy returns the policy engine, for callers that need its data tables.
-func (e *Engine) Policy() *policy.Engine { return e.policy }
+func (e *Engine) Catalogue(ctx context.Context) ([]policy.Rule, error) {
+	pe, err := e.Policy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return pe.Catalogue(), nil
+}
 
 // Now returns the Engine clock's current time.
 func (e *Engine) Now() time.Time { return e.now() }
@@ -202,7 +230,11 @@ func (e *Engine) Now() time.Time { return e.now() }
 // Each violation a gate's exception set waived is recorded in the audit trail
 // as POLICY_EXCEPTION; a failure to record is returned with the decision.
 func (e *Engine) Evaluate(ctx context.Context, gate policy.Gate, input any) (policy.Decision, error) {
-	d, err := e.policy.Eval(ctx, gate, input, policy.At(e.now()))
+	pe, err := e.Policy(ctx)
+	if err != nil {
+		return policy.Decision{}, err
+	}
+	d, err := pe.Eval(ctx, gate, input, policy.At(e.now()))
 	if err != nil {
 		return d, err
 	}
@@ -219,4 +251,18 @@ func (e *Engine) Evaluate(ctx context.Context, gate policy.Gate, input any) (pol
 		return d, fmt.Errorf("des: record policy exceptions: %w", err)
 	}
 	return d, nil
+}
+
+// ToolUse returns the tool_use gate for this project: DES's directory and
+// the configured policy and audit directories are protected.
+func (e *Engine) ToolUse() gate.ToolUse {
+	return gate.ToolUse{Root: e.root, Protected: append(slices.Clone(e.cfg.PolicyDirs), e.cfg.AuditDir)}
+}
+
+// CheckToolUse runs the tool_use gate on a tool call about to write files.
+// Calls that write none of DES's files are not evaluated (Result.Evaluated
+// is false). An error means DES could not decide; the call concerned DES,
+// so a caller should fail closed (see gate.Internal).
+func (e *Engine) CheckToolUse(ctx context.Context, call gate.ToolCall) (gate.Result, error) {
+	return e.ToolUse().Check(ctx, e, call)
 }
