@@ -244,18 +244,19 @@ func jsonKind(goKind string) string {
 	return goKind
 }
 
-// policyData is the config as policies read it: data.des.config.
+// policyData is the config as policies read it: data.des.config. Paths are
+// cleaned and slash-separated, so rules compare them as plain strings.
 func (c Config) policyData() map[string]any {
 	dirs := make([]any, len(c.PolicyDirs))
 	for i, d := range c.PolicyDirs {
-		dirs[i] = filepath.ToSlash(d)
+		dirs[i] = filepath.ToSlash(filepath.Clean(d))
 	}
 	return map[string]any{
 		"stale_threshold_minutes":  c.StaleThresholdMinutes,
 		"turn_budget_default":      c.TurnBudgetDefault,
 		"validation_timeout_ms":    c.ValidationTimeoutMS,
 		"audit_log_retention_days": c.AuditLogRetentionDays,
-		"audit_dir":                filepath.ToSlash(c.AuditDir),
+		"audit_dir":                filepath.ToSlash(filepath.Clean(c.AuditDir)),
 		"policy_dirs":              dirs,
 		"gate2_on_failure":         c.Gate2OnFailure,
 	}

@@ -3,25 +3,15 @@
 # description: |
 #   DES's own files: the policies that judge an agent, the settings, the audit
 #   trail and DES's run records. A tool call must not write them.
-#   Input: input.writes[] with {path, tool}; paths are slash-separated, relative
-#   to the project root when inside it, absolute otherwise.
+#   Input: input.writes[] with {path, tool}; paths are clean, slash-separated,
+#   relative to the project root when inside it, absolute otherwise.
 package des.protected
 
-# Always protected, whatever the settings.
-fixed := {".des/config.json", ".des/runs"}
-
-# The protected roots: fixed ones plus the configured policy and audit directories.
-roots contains root if some root in fixed
-
-roots contains _clean(dir) if some dir in data.des.config.policy_dirs
-
-roots contains _clean(data.des.config.audit_dir)
-
-_clean(p) := trim_suffix(trim_prefix(p, "./"), "/")
-
-_under(path, root) if path == root
-
-_under(path, root) if startswith(path, concat("", [root, "/"]))
+# The protected roots: .des/config.json and DES's run records always, plus
+# the configured audit and policy directories (DES hands settings to policies
+# clean and slash-separated). Kept to one array and built-ins: this rule runs
+# on every write under a protected root, and user functions cost more.
+roots := array.concat([".des/config.json", ".des/runs", data.des.config.audit_dir], data.des.config.policy_dirs)
 
 # METADATA
 # title: Write to a protected DES path
@@ -39,6 +29,7 @@ deny contains {
 	],
 } if {
 	some w in input.writes
+	path := concat("", [w.path, "/"])
 	some root in roots
-	_under(_clean(w.path), root)
+	startswith(path, concat("", [root, "/"]))
 }

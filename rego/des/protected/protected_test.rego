@@ -13,12 +13,12 @@ test_policy_dir_is_protected if {
 test_config_audit_and_runs_are_protected if {
 	count(protected.deny) == 1 with input as write(".des/config.json")
 	count(protected.deny) == 1 with input as write(".des/audit/audit-2026-01-01.log")
-	count(protected.deny) == 1 with input as write("./.des/runs/toolu_1.json")
+	count(protected.deny) == 1 with input as write(".des/runs/toolu_1.json")
 	count(protected.deny) == 1 with input as write(".des/audit")
 }
 
 test_configured_dirs_follow_settings if {
-	count(protected.deny) == 1 with input as write("policies/x.rego") with data.des.config.policy_dirs as ["policies/"]
+	count(protected.deny) == 1 with input as write("policies/x.rego") with data.des.config.policy_dirs as ["policies"]
 	count(protected.deny) == 0 with input as write(".des/policies/x.rego") with data.des.config.policy_dirs as ["policies"]
 	count(protected.deny) == 1 with input as write("/var/log/des/a.log") with data.des.config.audit_dir as "/var/log/des"
 }
