@@ -256,7 +256,7 @@ func (e *Engine) Evaluate(ctx context.Context, gate policy.Gate, input any) (pol
 // ToolUse returns the tool_use gate for this project: DES's directory and
 // the configured policy and audit directories are protected.
 func (e *Engine) ToolUse() gate.ToolUse {
-	return gate.ToolUse{Root: e.root, Protected: append(slices.Clone(e.cfg.PolicyDirs), e.cfg.AuditDir)}
+	return gate.ToolUse{Root: e.root, Protected: append(slices.Clone(e.cfg.PolicyDirs), e.cfg.AuditDir), Audit: e.audit}
 }
 
 // CheckToolUse runs the tool_use gate on a tool call about to write files.

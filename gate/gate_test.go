@@ -3,12 +3,14 @@ package gate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/policy"
 )
@@ -33,7 +35,7 @@ func TestResultRendering(t *testing.T) {
 		},
 		Warn: []policy.Violation{{Code: "DES-W", Message: "careful"}},
 	}}
-	want := "[DES-A] first\n[DES-B] second\nRecovery:\n- fix a\n- shared"
+	want := "[DES-A] first\n[DES-B] second\n[DES-W] careful\nRecovery:\n- fix a\n- shared"
 	if got := r.Reason(); got != want {
 		t.Errorf("Reason() =\n%s\nwant\n%s", got, want)
 	}
@@ -45,6 +47,10 @@ func TestResultRendering(t *testing.T) {
 	}
 	if (gate.Result{}).Reason() != "" {
 		t.Error("empty result renders text")
+	}
+	multi := gate.Text(policy.Violation{Code: "DES-M", Message: "line one\nline two\n", Recovery: []string{" step\nmore ", ""}})
+	if want := "[DES-M] line one\n  line two\nRecovery:\n- step\n  more"; multi != want {
+		t.Errorf("Text() =\n%q\nwant\n%q", multi, want)
 	}
 }
 
@@ -130,5 +136,84 @@ func TestToolUseDeniesThroughSymlink(t *testing.T) {
 	res, err = e.CheckToolUse(t.Context(), gate.ToolCall{Tool: "Write", Paths: []string{".des/state.json"}})
 	if err != nil || !res.Evaluated || res.Denied() {
 		t.Errorf(".des/state.json: %+v, %v", res, err)
+	}
+}
+
+func TestReasonOrderAndDedup(t *testing.T) {
+	d := policy.Decision{
+		Deny: []policy.Violation{
+			{Code: "DES-SECTION-MISSING", Message: "section TDD_14_PHASES is missing", Recovery: []string{"Add the section.", "Run hook policies."}},
+			{Code: "DES-TASK-TERMINAL", Message: "task is DONE\nstatus found: DONE", Recovery: []string{" Run hook policies. ", "Start a new step.", ""}},
+		},
+		Warn: []policy.Violation{{Code: "DES-SAFETY-METADATA", Message: "no safety block", Recovery: []string{"Add safety.", "Add the section."}}},
+	}
+	want := strings.Join([]string{
+		"[DES-SECTION-MISSING] section TDD_14_PHASES is missing",
+		"[DES-TASK-TERMINAL] task is DONE",
+		"  status found: DONE",
+		"[DES-SAFETY-METADATA] no safety block",
+		"Recovery:",
+		"- Add the section.",
+		"- Run hook policies.",
+		"- Start a new step.",
+		"- Add safety.",
+	}, "\n")
+	if got := (gate.Result{Decision: d}).Reason(); got != want {
+		t.Errorf("Reason:\n%s\nwant:\n%s", got, want)
+	}
+	if got, want := (gate.Result{Decision: d}).Warnings(), "[DES-SAFETY-METADATA] no safety block\nRecovery:\n- Add safety.\n- Add the section."; got != want {
+		t.Errorf("Warnings:\n%s\nwant:\n%s", got, want)
+	}
+	if got := (gate.Result{}).Reason(); got != "" {
+		t.Errorf("empty decision: %q", got)
+	}
+	if got, want := (gate.Result{Decision: policy.Decision{Deny: []policy.Violation{{Code: "C", Message: "m"}}}}).Reason(), "[C] m"; got != want {
+		t.Errorf("no recovery: %q, want %q", got, want)
+	}
+}
+
+func TestToolUseRecordsBlocks(t *testing.T) {
+	root := t.TempDir()
+	e, err := des.New(t.Context(), des.WithRoot(root), des.WithEnv(func(string) (string, bool) { return "", false }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CheckToolUse(t.Context(), gate.ToolCall{Tool: "Edit", Paths: []string{".des/config.json"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CheckToolUse(t.Context(), gate.ToolCall{Tool: "Edit", Paths: []string{".des/state.json"}}); err != nil {
+		t.Fatal(err)
+	}
+	files, err := e.Audit().Files()
+	if err != nil || len(files) != 1 {
+		t.Fatalf("audit files %v, %v", files, err)
+	}
+	entries, err := audit.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Event != audit.DocumentWriteBlocked {
+		t.Fatalf("entries = %+v, want one DOCUMENT_WRITE_BLOCKED (allowed writes are not recorded)", entries)
+	}
+	f := entries[0].Fields
+	if f["tool"] != "Edit" || f["gate"] != "tool_use" || !strings.Contains(fmt.Sprint(f["codes"]), "DES-PROTECTED-PATH") || !strings.Contains(fmt.Sprint(f["paths"]), ".des/config.json") {
+		t.Errorf("fields = %v", f)
+	}
+}
+
+func TestToolUseKeepsDecisionWhenAuditFails(t *testing.T) {
+	root := t.TempDir()
+	// A file where the audit directory should be makes every append fail.
+	if err := os.WriteFile(filepath.Join(root, "blocked"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log, err := audit.Open(filepath.Join(root, "blocked", "audit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeEvaluator{answer: policy.Decision{Deny: []policy.Violation{{Code: "DES-PROTECTED-PATH", Message: "m"}}}}
+	res, err := gate.ToolUse{Root: root, Audit: log}.Check(t.Context(), f, gate.ToolCall{Tool: "Write", Paths: []string{".des/config.json"}})
+	if !errors.Is(err, gate.ErrNotRecorded) || !res.Denied() || !res.Evaluated {
+		t.Errorf("res %+v, err %v: want the deny kept and ErrNotRecorded", res, err)
 	}
 }

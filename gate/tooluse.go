@@ -3,11 +3,13 @@ package gate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/policy"
 )
 
@@ -25,8 +27,9 @@ type ToolCall struct {
 // else cost no policy evaluation and get no opinion, so a team rule in
 // des.gates.tool_use sees only writes under those roots.
 type ToolUse struct {
-	Root      string   // absolute project root
-	Protected []string // protected roots, absolute or relative to Root
+	Root      string     // absolute project root
+	Protected []string   // protected roots, absolute or relative to Root
+	Audit     *audit.Log // where blocks are recorded; nil records nothing
 }
 
 // DESDir is DES's own directory in a project: always protected.
@@ -44,7 +47,10 @@ func (t ToolUse) Concerns(call ToolCall) bool {
 }
 
 // Check evaluates the gate for a call that Concerns DES; for any other call
-// it returns a Result with Evaluated false and asks no policy.
+// it returns a Result with Evaluated false and asks no policy. A denied call
+// is recorded as DOCUMENT_WRITE_BLOCKED with its codes. When the decision
+// was made but could not be recorded, Check returns the Result with an
+// error wrapping ErrNotRecorded: the decision stands.
 func (t ToolUse) Check(ctx context.Context, ev Evaluator, call ToolCall) (Result, error) {
 	res := Result{Gate: policy.ToolUse}
 	if !t.Concerns(call) {
@@ -59,6 +65,18 @@ func (t ToolUse) Check(ctx context.Context, ev Evaluator, call ToolCall) (Result
 		return res, err
 	}
 	res.Decision, res.Evaluated = d, true
+	if res.Denied() && t.Audit != nil {
+		paths := make([]any, len(writes))
+		for i, w := range writes {
+			paths[i] = w.(map[string]any)["path"]
+		}
+		err = t.Audit.Append(ctx, audit.Entry{Event: audit.DocumentWriteBlocked, Fields: map[string]any{
+			"gate": string(policy.ToolUse), "tool": call.Tool, "paths": paths, "codes": d.Codes(),
+		}})
+		if err != nil {
+			return res, fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		}
+	}
 	return res, nil
 }
 

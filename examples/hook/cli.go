@@ -1,0 +1,307 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/deterministic-exec/des"
+	"github.com/open-policy-agent/opa/v1/version"
+)
+
+// Exit statuses of the subcommands. Hook mode always exits 0.
+const (
+	exitOK    = 0
+	exitUsage = 2 // bad flags or arguments, or the command could not run
+)
+
+// gitTimeout bounds `git rev-parse`: finding the root must not hang a CLI.
+const gitTimeout = 5 * time.Second
+
+// env is what a subcommand gets from the process.
+type env struct {
+	stdout, stderr io.Writer
+	lookupEnv      func(string) (string, bool)
+}
+
+type command struct {
+	name     string
+	synopsis string
+	run      func(ctx context.Context, e env, args []string) int
+}
+
+// commands lists the subcommands, in the order usage shows them.
+func commands() []command {
+	return []command{
+		{"settings", "[--command PATH]   print the .claude/settings.json hooks block", runSettings},
+		{"policies", "[--json]           list the codes the loaded policies can yield", runPolicies},
+		{"version", "                   print the versions of des, Go and OPA", runVersion},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: hook                              Claude Code command hook: one JSON event on stdin")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "       hook %-9s%s\n", c.name, c.synopsis)
+	}
+}
+
+// runCommand dispatches a subcommand.
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
+	e := env{stdout: stdout, stderr: stderr, lookupEnv: lookupEnv}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, e, args[1:])
+		}
+	}
+	fmt.Fprintf(stderr, "hook: unknown subcommand %q\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+// newFlagSet returns a flag set whose errors print its usage to stderr.
+func newFlagSet(e env, name, synopsis, doc string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "usage: hook %s %s\n\n%s\n", name, synopsis, doc)
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprintln(e.stderr, "\nflags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parseFlags parses args; done means the command must return code now.
+// -h is a request, not an error, so it exits 0.
+func parseFlags(fs *flag.FlagSet, args []string, maxArgs int) (code int, done bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, true
+		}
+		return exitUsage, true // the flag package printed the error and usage
+	}
+	if fs.NArg() > maxArgs {
+		fmt.Fprintf(fs.Output(), "hook %s: unexpected arguments: %s\n", fs.Name(), strings.Join(fs.Args(), " "))
+		fs.Usage()
+		return exitUsage, true
+	}
+	return 0, false
+}
+
+// Matchers and timeouts (seconds) of the hooks block. The matchers are the
+// tools defaultRoutes handles, so Claude Code does not start the hook for
+// tools DES ignores.
+const (
+	preToolUseMatcher  = "Agent|Task|Write|Edit|MultiEdit|Bash"
+	postToolUseMatcher = "Agent|Task|Write|Edit|MultiEdit"
+	toolHookTimeout    = 30
+	stopHookTimeout    = 60 // Gate 2 reads the step file, the audit trail and git
+)
+
+type hookCommand struct {
+	Type    string `json:"type"`
+	Command string `json:"command"`
+	Timeout int    `json:"timeout,omitempty"`
+}
+
+type hookMatcher struct {
+	Matcher string        `json:"matcher,omitempty"`
+	Hooks   []hookCommand `json:"hooks"`
+}
+
+// settingsBlock is the "hooks" part of .claude/settings.json; a struct keeps
+// the events in the order a reader expects.
+type settingsBlock struct {
+	Hooks struct {
+		PreToolUse   []hookMatcher `json:"PreToolUse"`
+		PostToolUse  []hookMatcher `json:"PostToolUse"`
+		SubagentStop []hookMatcher `json:"SubagentStop"`
+	} `json:"hooks"`
+}
+
+func hooksSettings(command string) settingsBlock {
+	var s settingsBlock
+	hook := func(timeout int) []hookCommand {
+		return []hookCommand{{Type: "command", Command: command, Timeout: timeout}}
+	}
+	s.Hooks.PreToolUse = []hookMatcher{{Matcher: preToolUseMatcher, Hooks: hook(toolHookTimeout)}}
+	s.Hooks.PostToolUse = []hookMatcher{{Matcher: postToolUseMatcher, Hooks: hook(toolHookTimeout)}}
+	s.Hooks.SubagentStop = []hookMatcher{{Hooks: hook(stopHookTimeout)}}
+	return s
+}
+
+func runSettings(ctx context.Context, e env, args []string) int {
+	fs := newFlagSet(e, "settings", "[--command PATH]",
+		"Prints the hooks block of .claude/settings.json that installs this binary as DES's\n"+
+			"Claude Code hook. Merge it into the project's settings.")
+	command := fs.String("command", "", "path of the hook binary, quoted for the shell (default: this executable)")
+	if code, done := parseFlags(fs, args, 0); done {
+		return code
+	}
+	path := *command
+	if path == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			fmt.Fprintf(e.stderr, "hook settings: cannot find this executable (%v); pass --command\n", err)
+			return exitUsage
+		}
+		// Not symlink-resolved on purpose: a link such as ~/bin/hook keeps
+		// working across upgrades.
+		path = exe
+	}
+	return writeJSON(e, "settings", hooksSettings(shellQuote(path)))
+}
+
+// shellSafe matches words a POSIX shell reads literally.
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+
+// shellQuote quotes s as one word for a POSIX shell, which is how Claude
+// Code runs hook commands (Git Bash on Windows). Paths with spaces, such as
+// "C:\Users\me\CLAUDE CODE\hook.exe", are common.
+func shellQuote(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func runPolicies(ctx context.Context, e env, args []string) int {
+	fs := newFlagSet(e, "policies", "[--json]",
+		"Lists every code the loaded policies (built-in and the team's) can yield, with its\n"+
+			"severity, Rego package and title. The project root is CLAUDE_PROJECT_DIR, else the\n"+
+			"git top level, else the current directory.")
+	asJSON := fs.Bool("json", false, "print the catalogue as a JSON array")
+	if code, done := parseFlags(fs, args, 0); done {
+		return code
+	}
+	root := commandRoot(ctx, e.lookupEnv)
+	eng, err := des.New(ctx, des.WithRoot(root), des.WithEnv(e.lookupEnv), des.WithLogger(newLogger(e.stderr, e.lookupEnv)))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "hook policies: %v\n", err)
+		return exitUsage
+	}
+	cat, err := eng.Catalogue(ctx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "hook policies: %v\n", err)
+		return exitUsage
+	}
+	if *asJSON {
+		if cat == nil {
+			return writeJSON(e, "policies", []struct{}{})
+		}
+		return writeJSON(e, "policies", cat)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CODE\tSEVERITY\tPACKAGE\tTITLE")
+	for _, r := range cat {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Code, r.Severity, r.Package, r.Title)
+	}
+	if err := tw.Flush(); err != nil {
+		fmt.Fprintf(e.stderr, "hook policies: %v\n", err)
+		return exitUsage
+	}
+	return exitOK
+}
+
+// commandRoot is the project root of a subcommand (contract §5):
+// CLAUDE_PROJECT_DIR, else the git top level, else the current directory.
+func commandRoot(ctx context.Context, lookupEnv func(string) (string, bool)) string {
+	if root, ok := lookupEnv("CLAUDE_PROJECT_DIR"); ok && root != "" {
+		return root
+	}
+	if root, ok := gitTopLevel(ctx); ok {
+		return root
+	}
+	if wd, err := os.Getwd(); err == nil {
+		return wd
+	}
+	return "."
+}
+
+// gitTopLevel asks git for the work tree's top level. No shell is involved,
+// and a missing git or a directory outside a repository is simply "no".
+func gitTopLevel(ctx context.Context) (string, bool) {
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return "", false
+	}
+	root := strings.TrimSpace(string(out))
+	if root == "" {
+		return "", false
+	}
+	return filepath.FromSlash(root), true
+}
+
+func runVersion(ctx context.Context, e env, args []string) int {
+	fs := newFlagSet(e, "version", "", "Prints the versions of des, Go and OPA this binary was built with.")
+	if code, done := parseFlags(fs, args, 0); done {
+		return code
+	}
+	desVersion, goVersion := "(devel)", runtime.Version()
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if v := info.Main.Version; v != "" {
+			desVersion = v
+		}
+		if info.GoVersion != "" {
+			goVersion = info.GoVersion
+		}
+		desVersion += vcsSuffix(info)
+	}
+	fmt.Fprintf(e.stdout, "des %s\ngo %s\nopa %s\n", desVersion, goVersion, version.Version)
+	return exitOK
+}
+
+// vcsSuffix names the commit a development build came from, when go build
+// stamped it.
+func vcsSuffix(info *debug.BuildInfo) string {
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	if modified == "true" {
+		rev += ", modified"
+	}
+	return " (" + rev + ")"
+}
+
+func writeJSON(e env, cmd string, v any) int {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(e.stderr, "hook %s: %v\n", cmd, err)
+		return exitUsage
+	}
+	return exitOK
+}

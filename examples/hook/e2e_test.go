@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hookRun is one run of the built binary.
+type hookRun struct {
+	code           int
+	stdout, stderr string
+}
+
+// runHookProcess runs the built hook on one event in project root, with
+// extra environment variables, as Claude Code does.
+func runHookProcess(t *testing.T, root string, env []string, event any) hookRun {
+	t.Helper()
+	raw, ok := event.([]byte)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(event); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, hookBin)
+	cmd.Env = append(append(slices.Clip(cleanEnviron()), "CLAUDE_PROJECT_DIR="+root), env...)
+	cmd.Dir = root
+	cmd.Stdin = bytes.NewReader(raw)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			t.Fatalf("run hook: %v", err)
+		}
+	}
+	return hookRun{cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()}
+}
+
+func writeEvent(root, tool, file string) map[string]any {
+	in := map[string]any{"file_path": filepath.Join(root, file)}
+	switch tool {
+	case "Write":
+		in["content"] = "x"
+	case "Edit":
+		in["old_string"], in["new_string"] = "a", "b"
+	case "MultiEdit":
+		in["edits"] = []any{map[string]any{"old_string": "a", "new_string": "b"}}
+	}
+	return map[string]any{
+		"session_id": "s", "cwd": root, "hook_event_name": "PreToolUse",
+		"tool_name": tool, "tool_input": in, "tool_use_id": "toolu_1",
+	}
+}
+
+// denyReason returns the PreToolUse deny reason of a run, or "" when the run
+// did not deny. It fails the test on any output that is not one JSON object.
+func denyReason(t *testing.T, r hookRun) string {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("exit status %d; stderr: %s", r.code, r.stderr)
+	}
+	if strings.TrimSpace(r.stdout) == "" {
+		return ""
+	}
+	var out struct {
+		HookSpecificOutput struct {
+			HookEventName            string `json:"hookEventName"`
+			PermissionDecision       string `json:"permissionDecision"`
+			PermissionDecisionReason string `json:"permissionDecisionReason"`
+		} `json:"hookSpecificOutput"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, r.stdout)
+	}
+	h := out.HookSpecificOutput
+	if h.HookEventName != "PreToolUse" || h.PermissionDecision != "deny" {
+		t.Fatalf("unexpected output: %s", r.stdout)
+	}
+	return h.PermissionDecisionReason
+}
+
+func TestE2EProtectedPaths(t *testing.T) {
+	root := t.TempDir()
+	cases := []struct {
+		tool, file string
+		deny       bool
+	}{
+		{"Write", ".des/policies/relax.rego", true},
+		{"Edit", ".des/config.json", true},
+		{"MultiEdit", ".des/audit/audit-2026-11-22.log", true},
+		{"Write", ".des/runs/toolu_1.json", true},
+		{"Write", ".des/state.json", false}, // DES's document, not DES's rules: the write guard's business
+		{"Write", "src/main.go", false},
+		{"Edit", ".des-notes/x.md", false},
+	}
+	for _, c := range cases {
+		t.Run(c.tool+" "+c.file, func(t *testing.T) {
+			reason := denyReason(t, runHookProcess(t, root, nil, writeEvent(root, c.tool, c.file)))
+			if (reason != "") != c.deny {
+				t.Fatalf("deny = %v, want %v (reason %q)", reason != "", c.deny, reason)
+			}
+			if c.deny && (!strings.HasPrefix(reason, "[DES-PROTECTED-PATH] ") || !strings.Contains(reason, c.file) || !strings.Contains(reason, "\nRecovery:\n- ")) {
+				t.Errorf("reason does not follow [CODE] message + recovery: %q", reason)
+			}
+		})
+	}
+}
+
+func TestE2EConfiguredPolicyDir(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "rules"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := runHookProcess(t, root, []string{"DES_POLICY_DIRS=rules"}, writeEvent(root, "Write", "rules/weaker.rego"))
+	if reason := denyReason(t, r); !strings.Contains(reason, "DES-PROTECTED-PATH") {
+		t.Errorf("write into the configured policy dir: %q", reason)
+	}
+}
+
+// Fail posture: a bad setting denies with DES-INTERNAL where DES is in
+// charge, and gives no opinion (logging the error) elsewhere.
+func TestE2EBadSettingFailsClosedOnlyWhereRequired(t *testing.T) {
+	root := t.TempDir()
+	bad := []string{"DES_STALE_THRESHOLD_MINUTES=soon"}
+	reason := denyReason(t, runHookProcess(t, root, bad, writeEvent(root, "Write", ".des/policies/x.rego")))
+	if !strings.HasPrefix(reason, "[DES-INTERNAL] ") || !strings.Contains(reason, "stale_threshold_minutes") {
+		t.Errorf("reason = %q, want DES-INTERNAL naming the setting", reason)
+	}
+	r := runHookProcess(t, root, bad, writeEvent(root, "Write", "src/main.go"))
+	if denyReason(t, r) != "" || r.stdout != "" {
+		t.Errorf("unrelated write with a bad setting: %q", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "stale_threshold_minutes") {
+		t.Errorf("the error was not logged: %q", r.stderr)
+	}
+}
+
+func TestE2EBrokenTeamPolicyFailsClosed(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, ".des", "policies")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "team.rego"), []byte("package des.gates.tool_use\n\ndeny contains x if {\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reason := denyReason(t, runHookProcess(t, root, nil, writeEvent(root, "Edit", ".des/config.json")))
+	if !strings.HasPrefix(reason, "[DES-INTERNAL] ") || !strings.Contains(reason, "team.rego:") {
+		t.Errorf("reason = %q, want DES-INTERNAL naming team.rego:line", reason)
+	}
+	// Elsewhere the broken policy costs nothing: it is not even compiled.
+	if r := runHookProcess(t, root, nil, writeEvent(root, "Edit", "README.md")); r.stdout != "" || r.stderr != "" {
+		t.Errorf("unrelated edit: stdout %q stderr %q", r.stdout, r.stderr)
+	}
+}
+
+// The README's quickstart fixture denies, run from any project directory.
+func TestE2EQuickstartFixture(t *testing.T) {
+	raw, err := os.ReadFile("testdata/protected-write.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	reason := denyReason(t, runHookProcess(t, root, nil, raw))
+	if !strings.Contains(reason, "[DES-PROTECTED-PATH] Write may not write .des/policies/relax.rego") {
+		t.Errorf("reason = %q", reason)
+	}
+}

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// maxInput bounds what the hook reads from stdin (contract §5). Claude Code
+// payloads carry whole file contents and prompts, so the bound is generous,
+// but a hook must never buffer an unbounded stream.
+const maxInput = 8 << 20
+
+// Hook event names DES routes on. Other events pass through untouched.
+const (
+	eventPreToolUse   = "PreToolUse"
+	eventPostToolUse  = "PostToolUse"
+	eventSubagentStop = "SubagentStop"
+)
+
+// Tool names DES routes on. "Task" is the pre-2.1.63 name of "Agent".
+const (
+	toolAgent     = "Agent"
+	toolTask      = "Task"
+	toolWrite     = "Write"
+	toolEdit      = "Edit"
+	toolMultiEdit = "MultiEdit"
+	toolBash      = "Bash"
+)
+
+// isSubagentTool reports whether name is the tool that starts a subagent,
+// under its current name (Agent) or its older one (Task).
+func isSubagentTool(name string) bool { return name == toolAgent || name == toolTask }
+
+// Event is one Claude Code hook payload. It covers the fields of every event
+// seen in the wild; fields an event does not carry stay zero. Unknown fields
+// are ignored, and Raw keeps the payload verbatim for anything not listed.
+type Event struct {
+	// Common to every event.
+	SessionID      string `json:"session_id"`
+	TranscriptPath string `json:"transcript_path"`
+	Cwd            string `json:"cwd"`
+	PermissionMode string `json:"permission_mode"`
+	HookEventName  string `json:"hook_event_name"`
+
+	// Tool events (PreToolUse, PostToolUse, PostToolUseFailure, PermissionRequest).
+	ToolName              string          `json:"tool_name"`
+	ToolInput             json.RawMessage `json:"tool_input"`    // see the typed accessors
+	ToolResponse          json.RawMessage `json:"tool_response"` // object or array, tool-specific
+	ToolUseID             string          `json:"tool_use_id"`
+	Error                 string          `json:"error"`        // PostToolUseFailure
+	IsInterrupt           bool            `json:"is_interrupt"` // PostToolUseFailure
+	DurationMS            int64           `json:"duration_ms"`
+	PermissionSuggestions json.RawMessage `json:"permission_suggestions"` // PermissionRequest
+	ToolCalls             json.RawMessage `json:"tool_calls"`             // PostToolBatch
+
+	// Set when the event happens inside a subagent, and on SubagentStart/Stop.
+	AgentID             string `json:"agent_id"`
+	AgentType           string `json:"agent_type"`
+	AgentTranscriptPath string `json:"agent_transcript_path"`
+
+	// Stop and SubagentStop.
+	StopHookActive       bool            `json:"stop_hook_active"`
+	LastAssistantMessage string          `json:"last_assistant_message"`
+	BackgroundTasks      json.RawMessage `json:"background_tasks"`
+	SessionCrons         json.RawMessage `json:"session_crons"`
+
+	// UserPromptSubmit.
+	Prompt   string `json:"prompt"`
+	PromptID string `json:"prompt_id"`
+
+	// SessionStart (source, model), SessionEnd (reason), PreCompact (trigger,
+	// custom_instructions), Notification (message, title, notification_type).
+	Source             string `json:"source"`
+	Model              string `json:"model"`
+	Reason             string `json:"reason"`
+	Trigger            string `json:"trigger"`
+	CustomInstructions string `json:"custom_instructions"`
+	Message            string `json:"message"`
+	Title              string `json:"title"`
+	NotificationType   string `json:"notification_type"`
+
+	// TaskCreated / TaskCompleted.
+	TaskID          string `json:"task_id"`
+	TaskSubject     string `json:"task_subject"`
+	TaskDescription string `json:"task_description"`
+
+	// InstructionsLoaded.
+	FilePath   string `json:"file_path"`
+	MemoryType string `json:"memory_type"`
+	LoadReason string `json:"load_reason"`
+
+	Effort json.RawMessage `json:"effort"` // {"level": ...} on newer versions
+
+	Raw json.RawMessage `json:"-"` // the payload as received
+}
+
+// errNotObject rejects payloads that are valid JSON but not one object.
+var errNotObject = errors.New("malformed JSON event: expected one JSON object")
+
+// readEvent reads at most maxInput bytes from r and decodes one event.
+// A payload over the bound is an error naming the limit: truncating it would
+// judge a different document than Claude Code holds.
+func readEvent(r io.Reader) (*Event, []string, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read stdin: %w", err)
+	}
+	if len(data) > maxInput {
+		return nil, nil, fmt.Errorf("the event on stdin exceeds the %d MiB (%d bytes) input limit", maxInput>>20, maxInput)
+	}
+	return decodeEvent(data)
+}
+
+// decodeEvent decodes one payload. A field of an unexpected JSON type (a
+// future Claude Code changing a field DES does not use, say) does not lose
+// the whole event: the other fields are kept and the mismatch is returned as
+// a warning, so only the mistyped field reads as absent.
+func decodeEvent(data []byte) (*Event, []string, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, nil, errors.New("empty input: expected one JSON hook event on stdin")
+	}
+	if trimmed[0] != '{' {
+		return nil, nil, errNotObject
+	}
+	var ev Event
+	var warnings []string
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	if err := dec.Decode(&ev); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if !errors.As(err, &typeErr) {
+			return nil, nil, fmt.Errorf("malformed JSON event: %w", err)
+		}
+		warnings = append(warnings, fmt.Sprintf("field %q has JSON type %s, expected %s; treated as absent", typeErr.Field, typeErr.Value, typeErr.Type))
+	}
+	if dec.More() {
+		return nil, nil, errors.New("malformed JSON event: data after the event object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, errors.New("malformed JSON event: data after the event object")
+	}
+	ev.Raw = json.RawMessage(trimmed)
+	return &ev, warnings, nil
+}
+
+// SubagentInput is tool_input of Agent/Task: the subagent's prompt is where
+// DES markers live.
+type SubagentInput struct {
+	Prompt          string `json:"prompt"`
+	Description     string `json:"description"`
+	SubagentType    string `json:"subagent_type"`
+	Model           string `json:"model"`
+	RunInBackground bool   `json:"run_in_background"`
+	Resume          string `json:"resume"`
+}
+
+// SubagentResponse is the part of an Agent/Task tool_response DES reads:
+// which subagent ran and how it ended ("completed", "async_launched", ...).
+type SubagentResponse struct {
+	Status  string `json:"status"`
+	AgentID string `json:"agentId"`
+	Prompt  string `json:"prompt"`
+	IsAsync bool   `json:"isAsync"`
+}
+
+// WriteInput is tool_input of Write.
+type WriteInput struct {
+	FilePath string `json:"file_path"`
+	Content  string `json:"content"`
+}
+
+// EditInput is tool_input of Edit, and one edit of MultiEdit.
+type EditInput struct {
+	FilePath   string `json:"file_path,omitempty"`
+	OldString  string `json:"old_string"`
+	NewString  string `json:"new_string"`
+	ReplaceAll bool   `json:"replace_all"`
+}
+
+// MultiEditInput is tool_input of MultiEdit: edits applied in order to one file.
+type MultiEditInput struct {
+	FilePath string      `json:"file_path"`
+	Edits    []EditInput `json:"edits"`
+}
+
+// BashInput is tool_input of Bash.
+type BashInput struct {
+	Command         string `json:"command"`
+	Description     string `json:"description"`
+	Timeout         int64  `json:"timeout"`
+	RunInBackground bool   `json:"run_in_background"`
+}
+
+// SubagentInput decodes tool_input of an Agent or Task call.
+func (ev *Event) SubagentInput() (SubagentInput, error) {
+	var in SubagentInput
+	if !isSubagentTool(ev.ToolName) {
+		return in, ev.wrongTool(toolAgent + " or " + toolTask)
+	}
+	return in, ev.toolInput(&in)
+}
+
+// SubagentResponse decodes tool_response of an Agent or Task call.
+func (ev *Event) SubagentResponse() (SubagentResponse, error) {
+	var out SubagentResponse
+	if !isSubagentTool(ev.ToolName) {
+		return out, ev.wrongTool(toolAgent + " or " + toolTask)
+	}
+	return out, decodeObject("tool_response", ev.ToolResponse, &out)
+}
+
+// WriteInput decodes tool_input of a Write call.
+func (ev *Event) WriteInput() (WriteInput, error) {
+	var in WriteInput
+	if ev.ToolName != toolWrite {
+		return in, ev.wrongTool(toolWrite)
+	}
+	return in, ev.toolInput(&in)
+}
+
+// EditInput decodes tool_input of an Edit call.
+func (ev *Event) EditInput() (EditInput, error) {
+	var in EditInput
+	if ev.ToolName != toolEdit {
+		return in, ev.wrongTool(toolEdit)
+	}
+	return in, ev.toolInput(&in)
+}
+
+// MultiEditInput decodes tool_input of a MultiEdit call.
+func (ev *Event) MultiEditInput() (MultiEditInput, error) {
+	var in MultiEditInput
+	if ev.ToolName != toolMultiEdit {
+		return in, ev.wrongTool(toolMultiEdit)
+	}
+	return in, ev.toolInput(&in)
+}
+
+// BashInput decodes tool_input of a Bash call.
+func (ev *Event) BashInput() (BashInput, error) {
+	var in BashInput
+	if ev.ToolName != toolBash {
+		return in, ev.wrongTool(toolBash)
+	}
+	return in, ev.toolInput(&in)
+}
+
+// TargetFile returns the file a Write, Edit or MultiEdit call writes, and
+// false for any other tool or when tool_input names none.
+func (ev *Event) TargetFile() (string, bool) {
+	var in struct {
+		FilePath string `json:"file_path"`
+	}
+	switch ev.ToolName {
+	case toolWrite, toolEdit, toolMultiEdit:
+	default:
+		return "", false
+	}
+	if ev.toolInput(&in) != nil || in.FilePath == "" {
+		return "", false
+	}
+	return in.FilePath, true
+}
+
+func (ev *Event) toolInput(v any) error { return decodeObject("tool_input", ev.ToolInput, v) }
+
+func (ev *Event) wrongTool(want string) error {
+	return fmt.Errorf("tool_input: tool is %q, not %s", ev.ToolName, want)
+}
+
+// decodeObject decodes a raw field that must be a JSON object. Unlike the
+// event itself, a mistyped field here is an error: these are the fields DES
+// decides on.
+func decodeObject(name string, raw json.RawMessage, v any) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return fmt.Errorf("%s: absent", name)
+	}
+	if raw[0] != '{' {
+		return fmt.Errorf("%s: not a JSON object", name)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}

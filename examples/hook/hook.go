@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/deterministic-exec/des"
+)
+
+// handlerFunc handles one routed event. It returns the response to render;
+// it never writes to stdout itself.
+type handlerFunc func(ctx context.Context, h *hookEnv, ev *Event) response
+
+// routeKey selects a handler: the hook event and, for tool events, the tool.
+// Events without a tool use tool "".
+type routeKey struct{ event, tool string }
+
+type routeTable map[routeKey]handlerFunc
+
+// defaultRoutes returns the routes of contract §5. It builds a new table on
+// each call so that no package state is ever shared or mutated.
+func defaultRoutes() routeTable {
+	return routeTable{
+		{eventPreToolUse, toolAgent}:      preToolUseSubagent,
+		{eventPreToolUse, toolTask}:       preToolUseSubagent,
+		{eventPreToolUse, toolWrite}:      preToolUseWrite,
+		{eventPreToolUse, toolEdit}:       preToolUseWrite,
+		{eventPreToolUse, toolMultiEdit}:  preToolUseWrite,
+		{eventPreToolUse, toolBash}:       preToolUseBash,
+		{eventPostToolUse, toolWrite}:     postToolUseWrite,
+		{eventPostToolUse, toolEdit}:      postToolUseWrite,
+		{eventPostToolUse, toolMultiEdit}: postToolUseWrite,
+		{eventPostToolUse, toolAgent}:     postToolUseSubagent,
+		{eventPostToolUse, toolTask}:      postToolUseSubagent,
+		{eventSubagentStop, ""}:           subagentStop,
+	}
+}
+
+// lookup finds the handler for ev: first by event and tool, then by event
+// alone (SubagentStop carries no tool).
+func (t routeTable) lookup(ev *Event) (routeKey, handlerFunc, bool) {
+	k := routeKey{ev.HookEventName, ev.ToolName}
+	if fn, ok := t[k]; ok {
+		return k, fn, true
+	}
+	k = routeKey{ev.HookEventName, ""}
+	fn, ok := t[k]
+	return k, fn, ok
+}
+
+// hookEnv is what a handler gets besides the event: where the project is,
+// the environment, a logger, and the DES engine, built on first use so that
+// events DES has nothing to say about never pay for compiling policies.
+type hookEnv struct {
+	root      string
+	event     string // hook_event_name being handled, for the fail posture
+	lookupEnv func(string) (string, bool)
+	logger    *slog.Logger
+	stderr    io.Writer
+
+	required atomic.Bool // DES validation is required for this event
+
+	engineOnce sync.Once
+	eng        *des.Engine
+	engErr     error
+	newEngine  func(ctx context.Context, opts ...des.Option) (*des.Engine, error)
+}
+
+func newHookEnv(root, event string, lookupEnv func(string) (string, bool), logger *slog.Logger, stderr io.Writer) *hookEnv {
+	return &hookEnv{root: root, event: event, lookupEnv: lookupEnv, logger: logger, stderr: stderr, newEngine: des.New}
+}
+
+// engine returns the DES engine, building it on the first call. The result,
+// error included, is kept: one hook process handles one event, and a bad
+// setting does not heal between two calls.
+func (h *hookEnv) engine(ctx context.Context) (*des.Engine, error) {
+	h.engineOnce.Do(func() {
+		// Lazy: a handler that finds nothing for DES to judge compiles no policy.
+		h.eng, h.engErr = h.newEngine(ctx, des.WithRoot(h.root), des.WithEnv(h.lookupEnv), des.WithLogger(h.logger), des.WithLazyPolicies())
+	})
+	return h.eng, h.engErr
+}
+
+// requireValidation records that DES validation is required for this event
+// (DES markers found, a guarded document written). From then on a panic in
+// the handler fails closed, as an internal error would.
+func (h *hookEnv) requireValidation() { h.required.Store(true) }
+
+// validationRequired reports whether requireValidation was called.
+func (h *hookEnv) validationRequired() bool { return h.required.Load() }
+
+// call runs a handler, turning a panic into the fail posture of an internal
+// error: deny where validation was required, no opinion elsewhere.
+func (h *hookEnv) call(ctx context.Context, fn handlerFunc, ev *Event) (r response) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(h.stderr, "hook: panic in the %s handler: %v\n%s", h.event, p, debug.Stack())
+			r = h.internalError(h.validationRequired(), fmt.Errorf("panic in the %s handler: %v", h.event, p))
+		}
+	}()
+	return fn(ctx, h, ev)
+}
+
+// runHook is hook mode: read one event, route it, render the response. It
+// always returns 0: Claude Code reads exit status 2 as a block, and any
+// other failure must not look like one.
+func runHook(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, lookupEnv func(string) (string, bool), routes routeTable) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(stderr, "hook: panic: %v; no opinion\n%s", p, debug.Stack())
+			code = 0
+		}
+	}()
+	logger := newLogger(stderr, lookupEnv)
+
+	ev, warnings, err := readEvent(stdin)
+	if err != nil {
+		logger.Error("hook: no opinion: " + err.Error())
+		return 0
+	}
+	for _, w := range warnings {
+		logger.Warn("hook: event decoded with a mismatch", "event", ev.HookEventName, "detail", w)
+	}
+	key, fn, ok := routes.lookup(ev)
+	if !ok {
+		return 0 // fast path: DES has no opinion, and builds nothing
+	}
+	h := newHookEnv(hookRoot(lookupEnv, ev), ev.HookEventName, lookupEnv, logger, stderr)
+	logger.Debug("hook: routing", "event", key.event, "tool", key.tool, "root", h.root)
+	r := h.call(ctx, fn, ev)
+	if err := render(stdout, ev.HookEventName, r); err != nil {
+		logger.Error("hook: no opinion: cannot write the response", "event", ev.HookEventName, "tool", ev.ToolName, "err", err)
+	}
+	return 0
+}
+
+// hookRoot is the project root in hook mode (contract §5): CLAUDE_PROJECT_DIR,
+// else the event's cwd, else the current directory.
+func hookRoot(lookupEnv func(string) (string, bool), ev *Event) string {
+	root, ok := lookupEnv("CLAUDE_PROJECT_DIR")
+	if !ok || root == "" {
+		root = ev.Cwd
+	}
+	if root == "" {
+		root = "."
+	}
+	if abs, err := filepath.Abs(root); err == nil {
+		return abs
+	}
+	return root
+}
+
+// newLogger logs to stderr, which Claude Code shows in its debug output,
+// at the level of DES_LOG_LEVEL (debug, info, warn, error; default warn).
+func newLogger(stderr io.Writer, lookupEnv func(string) (string, bool)) *slog.Logger {
+	level := slog.LevelWarn
+	raw, set := lookupEnv("DES_LOG_LEVEL")
+	var bad bool
+	if set && strings.TrimSpace(raw) != "" {
+		if err := level.UnmarshalText([]byte(strings.TrimSpace(raw))); err != nil {
+			level, bad = slog.LevelWarn, true
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if bad {
+		logger.Warn("DES_LOG_LEVEL is not a log level (debug, info, warn, error); using warn", "value", raw)
+	}
+	return logger
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/policy"
+)
+
+// response is what a handler tells Claude Code. The zero value is no
+// opinion. Build one with the constructors below, never by hand: they are
+// what keeps every output inside contract §5 (never an explicit allow,
+// additionalContext never on SubagentStop).
+type response struct {
+	// specificEvent is the hookSpecificOutput.hookEventName, "" when the
+	// response has no hookSpecificOutput.
+	specificEvent      string
+	permissionDecision string // "deny" or ""
+	decisionReason     string // permissionDecisionReason
+	additionalContext  string
+
+	decision      string // top-level "block" (Stop/SubagentStop) or ""
+	reason        string // top-level reason, with decision
+	systemMessage string // shown to the user
+}
+
+// noOpinion lets Claude Code carry on as if DES were not installed.
+func noOpinion() response { return response{} }
+
+// denyPreToolUse blocks a tool call; reason is shown to Claude.
+func denyPreToolUse(reason string) response {
+	return response{
+		specificEvent:      eventPreToolUse,
+		permissionDecision: "deny",
+		decisionReason:     nonEmpty(reason, "DES denied this tool call without giving a reason."),
+	}
+}
+
+// warnPreToolUse lets a tool call go on with warnings: additional reaches
+// Claude (additionalContext), sysmsg reaches the user (systemMessage). Either
+// may be empty; both empty is no opinion.
+func warnPreToolUse(additional, sysmsg string) response {
+	r := response{systemMessage: sysmsg}
+	if additional != "" {
+		r.specificEvent = eventPreToolUse
+		r.additionalContext = additional
+	}
+	return r
+}
+
+// blockStop sends a stopping subagent back to work with reason as its
+// instructions. Handlers must not use it when the event's stop_hook_active is
+// true (contract §5), or the subagent may never stop.
+func blockStop(reason string) response {
+	return response{decision: "block", reason: nonEmpty(reason, "DES blocked the stop without giving a reason.")}
+}
+
+// stopMessage tells the user something at a stop without blocking it. It is
+// also the only way to warn on SubagentStop: additionalContext there would
+// restart the subagent.
+func stopMessage(msg string) response { return response{systemMessage: msg} }
+
+// postToolContext adds additional context for Claude after a tool call, so
+// the orchestrator learns, for instance, that Gate 2 failed the step.
+func postToolContext(additional string) response {
+	if additional == "" {
+		return noOpinion()
+	}
+	return response{specificEvent: eventPostToolUse, additionalContext: additional}
+}
+
+func nonEmpty(s, fallback string) string {
+	if strings.TrimSpace(s) == "" {
+		return fallback
+	}
+	return s
+}
+
+// isNoOpinion reports whether r writes nothing.
+func (r response) isNoOpinion() bool { return r == response{} }
+
+// hookOutput is the JSON Claude Code reads from a command hook's stdout.
+type hookOutput struct {
+	Decision           string        `json:"decision,omitempty"`
+	Reason             string        `json:"reason,omitempty"`
+	SystemMessage      string        `json:"systemMessage,omitempty"`
+	HookSpecificOutput *hookSpecific `json:"hookSpecificOutput,omitempty"`
+}
+
+type hookSpecific struct {
+	HookEventName            string `json:"hookEventName"`
+	PermissionDecision       string `json:"permissionDecision,omitempty"`
+	PermissionDecisionReason string `json:"permissionDecisionReason,omitempty"`
+	AdditionalContext        string `json:"additionalContext,omitempty"`
+}
+
+// errWrongEvent is a handler bug: Claude Code rejects a hookSpecificOutput
+// whose hookEventName is not the event it sent.
+var errWrongEvent = errors.New("response's hookSpecificOutput is for another event")
+
+// render writes r for an event named event: exactly one JSON object, or
+// nothing for no opinion. The buffer is filled first so that stdout never
+// holds half an object.
+func render(w io.Writer, event string, r response) error {
+	if r.isNoOpinion() {
+		return nil
+	}
+	if r.specificEvent != "" && r.specificEvent != event {
+		return errWrongEvent
+	}
+	out := hookOutput{Decision: r.decision, Reason: r.reason, SystemMessage: r.systemMessage}
+	if r.specificEvent != "" {
+		out.HookSpecificOutput = &hookSpecific{
+			HookEventName:            r.specificEvent,
+			PermissionDecision:       r.permissionDecision,
+			PermissionDecisionReason: r.decisionReason,
+			AdditionalContext:        r.additionalContext,
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // commands such as "a && b" stay readable
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// internalError applies the fail posture of contract §5 to err. Where DES
+// validation is not required it gives no opinion: DES must not get in the
+// way of work it does not govern. Where it is required it reports
+// DES-INTERNAL, with how to fix the cause, in the strongest form the event
+// allows: a deny on PreToolUse; on SubagentStop a systemMessage (a block
+// would send the subagent back to work it cannot fix); on PostToolUse
+// additionalContext (the tool already ran). The error is logged either way.
+func (h *hookEnv) internalError(required bool, err error) response {
+	if err == nil {
+		err = errors.New("unknown internal error")
+	}
+	if !required {
+		h.logger.Error("DES internal error; no opinion because validation is not required here", "event", h.event, "err", err)
+		return noOpinion()
+	}
+	h.logger.Error("DES internal error where validation is required", "event", h.event, "err", err)
+	text := gate.Internal("", err, internalRecovery(err)...).Reason()
+	switch h.event {
+	case eventPreToolUse:
+		return denyPreToolUse(text)
+	case eventSubagentStop:
+		return stopMessage(text)
+	case eventPostToolUse:
+		return postToolContext(text)
+	default:
+		return noOpinion()
+	}
+}
+
+// internalRecovery suggests the fix for the kinds of internal error a user
+// can fix: a bad setting or a policy that does not compile.
+func internalRecovery(err error) []string {
+	var cfgErr *des.ConfigError
+	var polErr policy.Errors
+	switch {
+	case errors.As(err, &cfgErr):
+		return []string{
+			"Fix the setting named above in " + des.ConfigFile + " or its DES_* environment variable, then retry.",
+			"Run `hook policies` from the project root to check that DES starts.",
+		}
+	case errors.As(err, &polErr):
+		return []string{
+			"Fix the policy at the file:line above (team policies live in .des/policies/ unless DES_POLICY_DIRS says otherwise), then retry.",
+			"Run `hook policies` from the project root to check that the policies compile.",
+		}
+	default:
+		return []string{
+			"Check " + des.ConfigFile + ", the DES_* environment variables and the team policies, then retry; `hook policies` shows whether DES starts.",
+			"If the cause is not a setting or a policy, report it with the hook's stderr (DES_LOG_LEVEL=debug).",
+		}
+	}
+}
