@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkProcess times whole hook processes as Claude Code starts them,
+// beside a do-nothing Go program (internal/noop) built the same way. The
+// three are interleaved in one loop so that machine drift hits them alike,
+// and the figures that matter are the ratios of their medians:
+//
+//	fast/noop: an event DES has no opinion on (PreToolUse Read)
+//	gate/noop: an event that loads settings, compiles the policies,
+//	           evaluates a gate, records the block and prints the deny
+func BenchmarkProcess(b *testing.B) {
+	dir := b.TempDir()
+	noop := filepath.Join(dir, "noop")
+	build := exec.Command("go", "build", "-o", noop, "../../internal/noop")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		b.Fatal(err)
+	}
+	root := b.TempDir()
+	gateEvent, _ := json.Marshal(writeEvent(root, "Write", ".des/policies/relax.rego"))
+	fastEvent, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Read", "cwd": root,
+		"tool_input": map[string]any{"file_path": filepath.Join(root, "README.md")}})
+	env := append(cleanEnviron(), "CLAUDE_PROJECT_DIR="+root)
+
+	run := func(bin string, in []byte, wantOut bool) time.Duration {
+		cmd := exec.Command(bin)
+		cmd.Env, cmd.Dir, cmd.Stdin = env, root, bytes.NewReader(in)
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("%s: %v", bin, err)
+		}
+		d := time.Since(start)
+		if wantOut != (out.Len() > 0) {
+			b.Fatalf("%s: unexpected output %q", bin, out.String())
+		}
+		return d
+	}
+	var noopT, fastT, gateT []time.Duration
+	for b.Loop() {
+		noopT = append(noopT, run(noop, fastEvent, false))
+		fastT = append(fastT, run(hookBin, fastEvent, false))
+		gateT = append(gateT, run(hookBin, gateEvent, true))
+	}
+	n, f, g := median(noopT), median(fastT), median(gateT)
+	b.ReportMetric(float64(n.Microseconds()), "noop-µs")
+	b.ReportMetric(float64(f.Microseconds()), "fast-µs")
+	b.ReportMetric(float64(g.Microseconds()), "gate-µs")
+	b.ReportMetric(float64(f)/float64(n), "fast/noop")
+	b.ReportMetric(float64(g)/float64(n), "gate/noop")
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
