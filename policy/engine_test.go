@@ -288,3 +288,26 @@ func TestDecisionOrderIsStable(t *testing.T) {
 		t.Errorf("order = %v", first)
 	}
 }
+
+// A bundle built by `opa build` (testdata/team-bundle.tar.gz, from a
+// directory with team/rules.rego, team/rules_test.rego and team/data.json):
+// its rules and data load, its tests do not.
+func TestBundleFile(t *testing.T) {
+	e := newEngine(t, policy.WithBundles("testdata/team-bundle.tar.gz"))
+	d, err := e.Eval(t.Context(), policy.SubagentStop, map[string]any{"stop": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Codes(); !cmp.Equal(got, []string{"TEAM-BUNDLE-STOP"}) {
+		t.Errorf("codes = %v, want the bundle's warning and no test rule", got)
+	}
+	if d.Warn[0].Message != "limit is 7" {
+		t.Errorf("bundle data not loaded: %q", d.Warn[0].Message)
+	}
+}
+
+func TestBundleFileMissing(t *testing.T) {
+	if _, err := policy.New(t.Context(), policy.WithBundles("testdata/nope.tar.gz")); err == nil || !strings.Contains(err.Error(), "nope.tar.gz") {
+		t.Errorf("err = %v", err)
+	}
+}
