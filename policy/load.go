@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"sort"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/loader"
+
+	"github.com/deterministic-exec/des/internal/datadoc"
 )
 
 // source is one place policies come from.
@@ -89,7 +90,7 @@ func load(sources []source, regoVersion ast.RegoVersion, caps *ast.Capabilities)
 		if src.prefix != "" {
 			docs = map[string]any{src.prefix: docs}
 		}
-		if err := mergeData(out.data, docs, ""); err != nil {
+		if err := datadoc.Merge(out.data, docs); err != nil {
 			errs = append(errs, &Error{File: src.name, Message: err.Error()})
 		}
 	}
@@ -97,33 +98,6 @@ func load(sources []source, regoVersion ast.RegoVersion, caps *ast.Capabilities)
 		return loaded{}, errs
 	}
 	return out, nil
-}
-
-// mergeData merges src into dst. Objects merge key by key; any other value
-// present on both sides is a conflict, reported with its path under data.
-func mergeData(dst, src map[string]any, at string) error {
-	keys := make([]string, 0, len(src))
-	for k := range src {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := src[k]
-		cur, exists := dst[k]
-		if !exists {
-			dst[k] = v
-			continue
-		}
-		curObj, ok1 := cur.(map[string]any)
-		newObj, ok2 := v.(map[string]any)
-		if !ok1 || !ok2 {
-			return fmt.Errorf("data%s.%s is defined by more than one source", at, k)
-		}
-		if err := mergeData(curObj, newObj, at+"."+k); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // setData places value at the dotted path under data, replacing what is there.

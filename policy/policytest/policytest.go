@@ -28,6 +28,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
 
+	"github.com/deterministic-exec/des/internal/datadoc"
 	"github.com/deterministic-exec/des/policy"
 	builtin "github.com/deterministic-exec/des/rego"
 )
@@ -118,7 +119,7 @@ func Run(ctx context.Context, fsys fs.FS, opts ...Option) (*Report, error) {
 		for name, m := range bmods {
 			modules["rego/"+name] = m
 		}
-		if err := merge(data, bdata); err != nil {
+		if err := datadoc.Merge(data, bdata); err != nil {
 			return nil, err
 		}
 	}
@@ -282,23 +283,4 @@ func loadFS(fsys fs.FS, root string, prefix []string, caps *ast.Capabilities, te
 		data = map[string]any{prefix[i]: data}
 	}
 	return res.ParsedModules(), data, nil
-}
-
-func merge(dst, src map[string]any) error {
-	for k, v := range src {
-		cur, ok := dst[k]
-		if !ok {
-			dst[k] = v
-			continue
-		}
-		a, ok1 := cur.(map[string]any)
-		b, ok2 := v.(map[string]any)
-		if !ok1 || !ok2 {
-			return fmt.Errorf("data key %q is defined twice", k)
-		}
-		if err := merge(a, b); err != nil {
-			return err
-		}
-	}
-	return nil
 }
