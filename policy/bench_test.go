@@ -10,7 +10,8 @@ import (
 )
 
 // benchInputs are typical facts for each gate: a 14-phase step document for
-// the step gates, a write for the tool gate.
+// the step gates, with a complete prompt's facts for Gate 1, a write for the
+// tool gate. Each input is allowed, so every rule body runs to the end.
 func benchInputs(b *testing.B) map[policy.Gate]ast.Value {
 	phases := []any{}
 	for _, p := range []string{"PREPARE", "RED_ACCEPTANCE", "RED_UNIT", "GREEN_UNIT", "CHECK_ACCEPTANCE", "GREEN_ACCEPTANCE", "REVIEW",
@@ -22,11 +23,19 @@ func benchInputs(b *testing.B) map[policy.Gate]ast.Value {
 		"tdd_cycle": map[string]any{"phase_execution_log": phases},
 	}}}
 	write := map[string]any{"tool": "Write", "writes": []any{map[string]any{"path": ".des/state.json", "tool": "Write"}}}
+	invocation := map[string]any{"step": step["step"], "in_progress": []any{}, "prompt": map[string]any{
+		"validation": "required", "origin": "command:/nw:execute", "step_file": "docs/feature/x/steps/01-01.json",
+		"sections":    []any{"DES_METADATA", "AGENT_IDENTITY", "TASK_CONTEXT", "TDD_14_PHASES", "QUALITY_GATES", "OUTCOME_RECORDING", "BOUNDARY_RULES", "TIMEOUT_INSTRUCTION"},
+		"phase_words": []any{"PREPARE", "RED_ACCEPTANCE", "RED_UNIT", "GREEN_UNIT", "CHECK_ACCEPTANCE", "GREEN_ACCEPTANCE", "REVIEW", "REFACTOR_L1", "REFACTOR_L2", "REFACTOR_L3", "REFACTOR_L4", "POST_REFACTOR_REVIEW", "FINAL_VALIDATE", "COMMIT"},
+	}}
 	out := map[policy.Gate]ast.Value{}
 	for _, g := range policy.Gates() {
 		in := step
-		if g == policy.ToolUse {
+		switch g {
+		case policy.ToolUse:
 			in = write
+		case policy.PreInvocation:
+			in = invocation
 		}
 		v, err := ast.InterfaceToValue(in)
 		if err != nil {

@@ -52,6 +52,10 @@ type Decision struct {
 	Deny   []Violation `json:"deny"`
 	Warn   []Violation `json:"warn"`
 	Waived []Violation `json:"waived,omitempty"` // violations whose code the gate's exception set waived
+	// Info is the gate's optional info object: facts the policy derived that
+	// the caller needs to carry out the decision (Gate 1's validation level,
+	// say). Nil when the gate defines none.
+	Info map[string]any `json:"info,omitempty"`
 }
 
 // Allowed reports whether the decision has no deny.

@@ -20,6 +20,9 @@
 //   - exception: codes (strings). A deny or warn whose code is listed is moved
 //     to [Decision.Waived]; the caller records each waiver.
 //
+// It may also define info, an object of facts the policy derived that the
+// caller needs to act on the decision ([Decision.Info]).
+//
 // A team extends a gate by adding rules to the same package: partial set rules
 // merge. Rule names other than these three are the gate's own business.
 //

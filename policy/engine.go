@@ -154,7 +154,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 // defined when a set has no rules (a gate without exceptions, say).
 func queryFor(g Gate) string {
 	ref := "data." + g.Package()
-	return fmt.Sprintf("deny := [x | some x in %[1]s.deny]; warn := [x | some x in %[1]s.warn]; exception := [x | some x in %[1]s.exception]", ref)
+	return fmt.Sprintf("deny := [x | some x in %[1]s.deny]; warn := [x | some x in %[1]s.warn]; exception := [x | some x in %[1]s.exception]; info := [x | x := %[1]s.info]", ref)
 }
 
 func (e *Engine) prepare(ctx context.Context, g Gate) (rego.PreparedEvalQuery, error) {
@@ -246,6 +246,13 @@ func (e *Engine) decide(g Gate, b rego.Vars) (Decision, error) {
 		sortViolations(*set.dst)
 	}
 	sortViolations(d.Waived)
+	if info := asList(b["info"]); len(info) == 1 {
+		obj, ok := info[0].(map[string]any)
+		if !ok {
+			return Decision{}, fmt.Errorf("gate %s: info %v is not an object: %w", g, info[0], ErrMalformedDecision)
+		}
+		d.Info = obj
+	}
 	return d, nil
 }
 

@@ -8,8 +8,18 @@ protected_write := {"writes": [{"path": ".des/policies/x.rego", "tool": "Edit"}]
 
 codes(violations) := {v.code | some v in violations}
 
+full_sections := ["DES_METADATA", "AGENT_IDENTITY", "TASK_CONTEXT", "TDD_14_PHASES", "QUALITY_GATES", "OUTCOME_RECORDING", "BOUNDARY_RULES", "TIMEOUT_INSTRUCTION"]
+
+good_prompt := {
+	"validation": "required",
+	"origin": "command:/nw:execute",
+	"step_file": "steps/01-01.json",
+	"sections": full_sections,
+	"phase_words": data.des.steps.canonical_phases,
+}
+
 test_step_gates_gather_stepfile_rules if {
-	codes(gates.pre_invocation.deny) == {"DES-STEPFILE-OBSOLETE"} with input as obsolete
+	codes(gates.pre_invocation.deny) == {"DES-STEPFILE-OBSOLETE"} with input as object.union(obsolete, {"prompt": good_prompt})
 	codes(gates.subagent_stop.deny) == {"DES-STEPFILE-OBSOLETE"} with input as obsolete
 	codes(gates.pre_commit.deny) == {"DES-STEPFILE-OBSOLETE"} with input as obsolete
 	codes(gates.document_write.deny) == {"DES-STEPFILE-OBSOLETE"} with input as obsolete
@@ -21,9 +31,35 @@ test_write_gates_gather_protected_paths if {
 }
 
 test_empty_input_allows_everywhere if {
-	count(gates.pre_invocation.deny) == 0 with input as {}
 	count(gates.subagent_stop.deny) == 0 with input as {}
 	count(gates.pre_commit.deny) == 0 with input as {}
 	count(gates.document_write.deny) == 0 with input as {}
 	count(gates.tool_use.deny) == 0 with input as {}
+}
+
+test_pre_invocation_complete_prompt_passes if {
+	inp := {"prompt": good_prompt, "step": {"path": "steps/01-01.json", "document": {"task_id": "01-01", "state": {"status": "TODO"}}}}
+	count(gates.pre_invocation.deny) == 0 with input as inp
+	count(gates.pre_invocation.warn) == 0 with input as inp
+	gates.pre_invocation.info == {"level": "full", "workflow_type": "tdd_cycle", "safety_applies": false} with input as inp
+}
+
+test_pre_invocation_level_none_ignores_the_step if {
+	inp := {"prompt": {"validation": "required", "origin": "command:/nw:research", "sections": ["DES_METADATA"]}, "step": {"path": "s.json", "problem": "missing"}}
+	count(gates.pre_invocation.deny) == 0 with input as inp
+	gates.pre_invocation.info.level == "none" with input as inp
+}
+
+test_pre_invocation_gathers_safety if {
+	inp := {"prompt": good_prompt, "step": {"path": "s.json", "document": {"task_id": "1", "workflow_type": "configuration_setup"}}}
+	codes(gates.pre_invocation.warn) == {"DES-SAFETY-METADATA"} with input as inp
+	gates.pre_invocation.info.safety_applies with input as inp
+}
+
+test_pre_invocation_gathers_every_concern if {
+	inp := {
+		"prompt": {"validation": "maybe", "origin": "command:/nw:execute", "step_file": "s.json", "sections": ["DES_METADATA"], "phase_words": []},
+		"step": {"path": "s.json", "document": {"task_id": "1", "step_id": "1", "workflow_type": "configuration_setup", "safety": {"affects_production": true}}},
+	}
+	codes(gates.pre_invocation.deny) == {"DES-MARKER-INVALID", "DES-SECTION-MISSING", "DES-STEPFILE-OBSOLETE", "DES-SAFETY-PRODUCTION"} with input as inp
 }

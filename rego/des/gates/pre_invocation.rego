@@ -5,4 +5,22 @@
 # adds files to this package, and OPA allows one package annotation per package.
 package des.gates.pre_invocation
 
-deny contains v if some v in data.des.stepfile.deny
+import data.des.sections
+
+deny contains v if some v in data.des.invocation.deny
+
+deny contains v if some v in sections.deny
+
+# At level none nothing about the step file is checked: none is needed.
+deny contains v if {
+	sections.level != "none"
+	some v in data.des.stepfile.deny
+}
+
+deny contains v if some v in data.des.safety.deny
+
+warn contains v if some v in data.des.safety.warn
+
+# What Go needs to carry out the decision: the level says whether the step's
+# task moves to IN_PROGRESS, safety whether to audit the safety check.
+info := {"level": sections.level, "workflow_type": sections.workflow_type, "safety_applies": data.des.safety.applies}

@@ -41,3 +41,29 @@ test_tdd_phase_beside_cycle_is_fine if {
 test_no_step_no_opinion if {
 	count(stepfile.deny) == 0 with input as {}
 }
+
+test_outside if {
+	violations := stepfile.deny with input as {"step": {"path": "../other/s.json", "problem": "outside", "error": "it resolves to /other/s.json"}}
+	[v.code | some v in violations] == ["DES-STEPFILE-OUTSIDE"]
+}
+
+test_invalid_json if {
+	violations := stepfile.deny with input as {"step": {"path": "s.json", "problem": "invalid_json", "error": "unexpected end of JSON input"}}
+	some v in violations
+	v.code == "DES-STEPFILE-SCHEMA"
+	contains(v.msg, "unexpected end of JSON input")
+	count(stepfile.deny) == 1 with input as {"step": {"path": "s.json", "problem": "not_object"}}
+}
+
+test_schema_errors_one_each_with_pointer if {
+	errs := [{"pointer": "/state/status", "msg": "value must be one of ..."}, {"pointer": "", "msg": "missing task_id"}]
+	violations := stepfile.deny with input as {"step": {"path": "s.json", "document": {}, "schema_errors": errs}}
+	{v.field | some v in violations} == {"/state/status", ""}
+	some v in violations
+	v.field == ""
+	contains(v.msg, "at the top level")
+}
+
+test_readable_file_no_problem if {
+	count(stepfile.deny) == 0 with input as {"step": {"path": "s.json", "document": {"task_id": "1"}, "schema_errors": []}}
+}
