@@ -266,3 +266,23 @@ func (e *Engine) ToolUse() gate.ToolUse {
 func (e *Engine) CheckToolUse(ctx context.Context, call gate.ToolCall) (gate.Result, error) {
 	return e.ToolUse().Check(ctx, e, call)
 }
+
+// RunsDir is where DES records the invocations Gate 1 allowed, relative to
+// the project root, so that Gate 2 can find a subagent's step.
+const RunsDir = ".des/runs"
+
+// PreInvocation runs Gate 1 on a subagent about to start. A prompt without
+// DES markers gets no opinion (Result.Evaluated false) and costs no policy
+// evaluation. When Gate 1 allows a step, DES moves its task to IN_PROGRESS
+// and records the invocation. An error means DES could not decide; the
+// prompt carried DES markers, so a caller should fail closed.
+func (e *Engine) PreInvocation(ctx context.Context, inv gate.Invocation) (gate.InvocationResult, error) {
+	g := gate.PreInvocation{
+		Root:    e.root,
+		Audit:   e.audit,
+		Timeout: time.Duration(e.cfg.ValidationTimeoutMS) * time.Millisecond,
+		Now:     e.now,
+		RunsDir: filepath.Join(e.root, RunsDir),
+	}
+	return g.Check(ctx, e, inv)
+}

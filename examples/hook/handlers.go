@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/template"
 )
 
 // One handler per route of defaultRoutes. Each gathers what its gate needs
@@ -13,8 +14,25 @@ import (
 
 // preToolUseSubagent is Gate 1: PreToolUse for Agent/Task.
 func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
-	// wired by the gate issues
-	return noOpinion()
+	in, err := ev.SubagentInput()
+	if err != nil || !template.Parse(in.Prompt).HasMarkers {
+		return noOpinion() // ad hoc: DES has no opinion, and builds nothing
+	}
+	h.requireValidation()
+	eng, err := h.engine(ctx)
+	if err != nil {
+		return h.internalError(true, err)
+	}
+	res, err := eng.PreInvocation(ctx, gate.Invocation{
+		Prompt: in.Prompt, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentType: in.SubagentType,
+	})
+	if err != nil && (!res.Evaluated || !res.Denied()) {
+		return h.internalError(true, err) // an allow DES could not carry out or record fails closed
+	}
+	if err != nil {
+		h.logger.Error("hook: the deny stands but was not recorded", "err", err)
+	}
+	return preToolUseResponse(res.Result)
 }
 
 // preToolUseWrite guards Write/Edit/MultiEdit before they land: workflow

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/deterministic-exec/des/template"
+)
+
+const e2eStep = "docs/feature/shop/steps/01-01.json"
+
+func gate1Project(t *testing.T, status string) string {
+	t.Helper()
+	root := t.TempDir()
+	path := filepath.Join(root, filepath.FromSlash(e2eStep))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	step := `{
+  "task_id": "01-01",
+  "description": "Add a cart total",
+  "state": {"status": "` + status + `"},
+  "tdd_cycle": {"phase_execution_log": []}
+}
+`
+	if err := os.WriteFile(path, []byte(step), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func agentEvent(root, tool, prompt string) map[string]any {
+	return map[string]any{
+		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_use_id": "toolu_e2e",
+		"tool_input": map[string]any{"description": "step 01-01", "prompt": prompt, "subagent_type": "software-crafter"},
+	}
+}
+
+func renderPrompt(t *testing.T, name string) string {
+	t.Helper()
+	r, err := template.Defaults().Render(name, template.Data{StepFile: e2eStep, Step: map[string]any{"task_id": "01-01"}, Agent: map[string]any{"name": "software-crafter"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Text
+}
+
+func TestE2EGate1AllowsAndStartsTheTask(t *testing.T) {
+	for _, tool := range []string{"Agent", "Task"} {
+		t.Run(tool, func(t *testing.T) {
+			root := gate1Project(t, "TODO")
+			r := runHookProcess(t, root, nil, agentEvent(root, tool, renderPrompt(t, "execute-step")))
+			if denyReason(t, r) != "" || r.stdout != "" {
+				t.Fatalf("complete prompt: stdout %q stderr %q", r.stdout, r.stderr)
+			}
+			raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(e2eStep)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				State map[string]any `json:"state"`
+			}
+			if err := json.Unmarshal(raw, &doc); err != nil || doc.State["status"] != "IN_PROGRESS" || doc.State["started_at"] == nil {
+				t.Errorf("step after Gate 1: %s", raw)
+			}
+			if _, err := os.Stat(filepath.Join(root, ".des", "runs", "toolu_e2e.json")); err != nil {
+				t.Errorf("invocation not recorded: %v", err)
+			}
+		})
+	}
+}
+
+func TestE2EGate1Denies(t *testing.T) {
+	root := gate1Project(t, "DONE")
+	prompt := strings.Replace(renderPrompt(t, "execute-step"), "<!-- DES-SECTION: QUALITY_GATES -->", "", 1)
+	reason := denyReason(t, runHookProcess(t, root, nil, agentEvent(root, "Agent", prompt)))
+	for _, want := range []string{"[DES-SECTION-MISSING] the prompt has no QUALITY_GATES section", "[DES-TASK-TERMINAL] the task of " + e2eStep + " is already complete", "\nRecovery:\n- "} {
+		if !strings.Contains(reason, want) {
+			t.Errorf("reason lacks %q:\n%s", want, reason)
+		}
+	}
+}
+
+func TestE2EGate1AdHocPromptNoOpinion(t *testing.T) {
+	root := t.TempDir()
+	r := runHookProcess(t, root, []string{"DES_TURN_BUDGET_DEFAULT=lots"}, agentEvent(root, "Agent", "Summarise the README."))
+	if r.stdout != "" || r.stderr != "" {
+		t.Errorf("ad hoc prompt with a bad setting: stdout %q stderr %q", r.stdout, r.stderr)
+	}
+}
+
+func TestE2EGate1BadSettingFailsClosed(t *testing.T) {
+	root := gate1Project(t, "TODO")
+	reason := denyReason(t, runHookProcess(t, root, []string{"DES_TURN_BUDGET_DEFAULT=lots"}, agentEvent(root, "Agent", renderPrompt(t, "execute-step"))))
+	if !strings.HasPrefix(reason, "[DES-INTERNAL] ") || !strings.Contains(reason, "turn_budget_default") {
+		t.Errorf("reason = %q", reason)
+	}
+}
+
+func TestE2EGate1WarningsReachClaudeAndTheUser(t *testing.T) {
+	root := gate1Project(t, "TODO")
+	path := filepath.Join(root, filepath.FromSlash(e2eStep))
+	if err := os.WriteFile(path, []byte(`{"task_id": "01-01", "workflow_type": "configuration_setup", "state": {"status": "TODO"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runHookProcess(t, root, nil, agentEvent(root, "Agent", renderPrompt(t, "execute-step")))
+	var out struct {
+		SystemMessage      string `json:"systemMessage"`
+		HookSpecificOutput struct {
+			HookEventName      string `json:"hookEventName"`
+			PermissionDecision string `json:"permissionDecision"`
+			AdditionalContext  string `json:"additionalContext"`
+		} `json:"hookSpecificOutput"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("stdout %q: %v", r.stdout, err)
+	}
+	h := out.HookSpecificOutput
+	if h.PermissionDecision != "" || !strings.Contains(h.AdditionalContext, "[DES-SAFETY-METADATA]") || !strings.Contains(out.SystemMessage, "[DES-SAFETY-METADATA]") {
+		t.Errorf("warning output = %s", r.stdout)
+	}
+}
+
+// The stale-work loop a user goes through: Gate 1 denies, `hook stale` lists
+// the abandoned phase, `hook stale --resolve` resets it, Gate 1 allows.
+func TestE2EStaleWorkLoop(t *testing.T) {
+	root := gate1Project(t, "TODO")
+	abandoned := "docs/feature/shop/steps/01-02.json"
+	old := `{"task_id": "01-02", "state": {"status": "IN_PROGRESS"}, "tdd_cycle": {"phase_execution_log": [
+  {"phase_name": "PREPARE", "status": "EXECUTED", "outcome": "PASS"},
+  {"phase_name": "RED_ACCEPTANCE", "status": "IN_PROGRESS", "started_at": "2020-01-01T00:00:00Z"}]}}`
+	if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(abandoned)), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	event := agentEvent(root, "Agent", renderPrompt(t, "execute-step"))
+	reason := denyReason(t, runHookProcess(t, root, nil, event))
+	if !strings.Contains(reason, "[DES-STALE-WORK] "+abandoned+": phase RED_ACCEPTANCE") || !strings.Contains(reason, "hook stale --resolve "+abandoned) {
+		t.Fatalf("reason = %q", reason)
+	}
+
+	list := runBinCLI(t, root, "stale")
+	if list.code != 0 || !strings.Contains(list.stdout, abandoned) || !strings.Contains(list.stdout, "RED_ACCEPTANCE") {
+		t.Fatalf("hook stale: %+v", list)
+	}
+	fix := runBinCLI(t, root, "stale", "--resolve", abandoned)
+	if fix.code != 0 || !strings.Contains(fix.stdout, "IN_PROGRESS -> PARTIAL") {
+		t.Fatalf("hook stale --resolve: %+v", fix)
+	}
+	if again := runBinCLI(t, root, "stale"); !strings.Contains(again.stdout, "no stale work") {
+		t.Errorf("after resolving: %q", again.stdout)
+	}
+	if r := runHookProcess(t, root, nil, event); denyReason(t, r) != "" {
+		t.Errorf("Gate 1 after resolving: %s", r.stdout)
+	}
+	if bad := runBinCLI(t, root, "stale", "--resolve", "../outside.json"); bad.code != 2 || bad.stderr == "" {
+		t.Errorf("resolve outside the root: %+v", bad)
+	}
+}
+
+// runBinCLI runs a subcommand of the built binary in root.
+func runBinCLI(t *testing.T, root string, args ...string) hookRun {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), hookBin, args...)
+	cmd.Env = append(cleanEnviron(), "CLAUDE_PROJECT_DIR="+root)
+	cmd.Dir = root
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatal(err)
+	}
+	return hookRun{cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()}
+}

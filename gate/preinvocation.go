@@ -1,0 +1,354 @@
+package gate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/policy"
+	"github.com/deterministic-exec/des/statemachine"
+	"github.com/deterministic-exec/des/template"
+)
+
+// Invocation is a subagent about to start: the Agent (formerly Task) tool
+// call that the orchestrator made.
+type Invocation struct {
+	Prompt    string
+	ToolUseID string // Claude Code's tool_use_id, the key of the invocation record
+	SessionID string
+	AgentType string // subagent_type
+}
+
+// PhaseSection is the prompt section whose words the phase check reads.
+const PhaseSection = "TDD_14_PHASES"
+
+// LevelNone is the validation level that needs no step file.
+const LevelNone = "none"
+
+// InvocationResult is Gate 1's result and what DES did about it.
+type InvocationResult struct {
+	Result
+	Level    string // validation level the policy derived ("" when not evaluated)
+	StepFile string // the step file, relative to the root when inside it ("" when none)
+	Moved    string // the task's status before DES moved it to IN_PROGRESS ("" when not moved)
+}
+
+// PreInvocation is Gate 1. It judges a subagent's prompt and step file
+// before the subagent starts (des.gates.pre_invocation) and, when it allows,
+// moves the step's task to IN_PROGRESS and records the invocation.
+type PreInvocation struct {
+	Root    string           // absolute project root
+	Audit   *audit.Log       // the audit trail; nil records nothing
+	Timeout time.Duration    // evaluation budget; 0 means none
+	Now     func() time.Time // clock; nil means time.Now
+	RunsDir string           // where invocations are recorded for Gate 2; "" records none
+}
+
+// Check runs Gate 1. A prompt without DES markers is ad hoc: Check returns a
+// result with Evaluated false and reads nothing else. With markers, DES is
+// in charge: an error means it could not decide (or could not carry out an
+// allow), and a caller should fail closed. When the decision was made but
+// not recorded, the result comes with an error wrapping ErrNotRecorded.
+func (g PreInvocation) Check(ctx context.Context, ev Evaluator, inv Invocation) (InvocationResult, error) {
+	res := InvocationResult{Result: Result{Gate: policy.PreInvocation}}
+	prompt := template.Parse(inv.Prompt)
+	if !prompt.HasMarkers {
+		return res, nil
+	}
+	now := g.now()
+	step := g.readStep(prompt.StepFile)
+	res.StepFile = step.rel
+
+	in := map[string]any{"prompt": promptFacts(prompt)}
+	if prompt.StepFile != "" {
+		in["step"] = step.facts()
+	}
+	if step.doc != nil {
+		inProgress, err := inProgressFacts(filepath.Dir(step.abs), g.Root, now)
+		if err != nil {
+			return res, fmt.Errorf("gate 1: scan %s for stale work: %w", filepath.Dir(step.rel), err)
+		}
+		in["in_progress"] = inProgress
+	}
+
+	evalCtx := ctx
+	if g.Timeout > 0 {
+		var cancel context.CancelFunc
+		evalCtx, cancel = context.WithTimeout(ctx, g.Timeout)
+		defer cancel()
+	}
+	start := time.Now()
+	d, err := ev.Evaluate(evalCtx, policy.PreInvocation, in)
+	if err != nil {
+		// OPA's cancellation error does not wrap the context's: ask the context.
+		if errors.Is(evalCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("evaluation took longer than the %v budget (setting validation_timeout_ms): %w", g.Timeout, err)
+		}
+		return res, fmt.Errorf("gate 1: %w", err)
+	}
+	res.Decision, res.Evaluated = d, true
+	res.Level, _ = d.Info["level"].(string)
+
+	entries := g.decisionEntries(inv, res, prompt, time.Since(start))
+	if !res.Denied() && res.Level != LevelNone && step.doc != nil {
+		moved, err := g.start(step, now)
+		if err != nil {
+			return res, fmt.Errorf("gate 1: allowed, but could not start the task: %w", err)
+		}
+		res.Moved = moved
+		fields := map[string]any{"step_file": step.rel, "tool_use_id": inv.ToolUseID, "session_id": inv.SessionID, "agent_type": inv.AgentType, "status": statemachine.TaskInProgress}
+		entries = append(entries, audit.Entry{Event: audit.TaskInvocationStarted, Fields: fields})
+		if moved != "" {
+			entries = append(entries, audit.Entry{Event: audit.TaskStateChanged, Fields: map[string]any{
+				"step_file": step.rel, "from": moved, "to": statemachine.TaskInProgress, "by": "gate1", "tool_use_id": inv.ToolUseID,
+			}})
+		}
+		if err := g.recordRun(inv, step.rel, prompt.Origin, now); err != nil {
+			return res, fmt.Errorf("gate 1: allowed, but could not record the invocation: %w", err)
+		}
+	}
+	if g.Audit != nil {
+		if err := g.Audit.Append(ctx, entries...); err != nil {
+			return res, fmt.Errorf("gate 1: %w: %w", ErrNotRecorded, err)
+		}
+	}
+	return res, nil
+}
+
+func (g PreInvocation) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+// promptFacts is what the policy reads of a prompt.
+func promptFacts(p template.Prompt) map[string]any {
+	conflicts := make([]any, len(p.Conflicts))
+	for i, c := range p.Conflicts {
+		conflicts[i] = map[string]any{"marker": c.Marker, "values": strings2any(c.Values)}
+	}
+	var words []string
+	if s, ok := p.Section(PhaseSection); ok {
+		words = template.Words(s.Body)
+	}
+	return map[string]any{
+		"validation":  p.Validation,
+		"origin":      p.Origin,
+		"step_file":   p.StepFile,
+		"conflicts":   conflicts,
+		"unknown":     strings2any(p.Unknown),
+		"sections":    strings2any(p.SectionNames()),
+		"phase_words": strings2any(words),
+	}
+}
+
+func strings2any(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// stepRead is what reading a DES-STEP-FILE found.
+type stepRead struct {
+	rel, abs string
+	problem  string // "", "missing", "unreadable", "outside", "invalid_json", "not_object"
+	err      string
+	step     *statemachine.Step
+	doc      map[string]any
+	schema   []statemachine.SchemaError
+}
+
+func (s stepRead) facts() map[string]any {
+	f := map[string]any{"path": s.rel}
+	if s.problem != "" {
+		f["problem"], f["error"] = s.problem, s.err
+		return f
+	}
+	errs := make([]any, len(s.schema))
+	for i, e := range s.schema {
+		errs[i] = map[string]any{"pointer": e.Pointer, "msg": e.Message}
+	}
+	f["document"], f["schema_errors"] = s.doc, errs
+	return f
+}
+
+// readStep resolves and reads the step file a prompt names. Anything that
+// resolves outside the root, by .., an absolute path or a symbolic link, is
+// not read at all.
+func (g PreInvocation) readStep(marked string) stepRead {
+	if marked == "" {
+		return stepRead{}
+	}
+	abs := marked
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(g.Root, filepath.FromSlash(marked))
+	}
+	abs = filepath.Clean(abs)
+	s := stepRead{rel: filepath.ToSlash(marked), abs: abs}
+	if rel, ok := within(g.Root, abs); ok {
+		s.rel = rel
+	} else {
+		s.problem, s.err = "outside", fmt.Sprintf("it names %s, outside %s", abs, g.Root)
+		return s
+	}
+	root, err := filepath.EvalSymlinks(g.Root)
+	if err != nil {
+		root = g.Root
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		if _, ok := within(root, real); !ok {
+			s.problem, s.err = "outside", fmt.Sprintf("a symbolic link leads to %s, outside %s", real, g.Root)
+			return s
+		}
+	}
+	step, raw, err := statemachine.ReadStep(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		s.problem, s.err = "missing", "no such file"
+	case errors.Is(err, statemachine.ErrNotObject):
+		s.problem, s.err = "not_object", err.Error()
+	case err != nil && raw != nil: // read, but did not parse
+		s.problem, s.err = "invalid_json", err.Error()
+	case err != nil:
+		s.problem, s.err = "unreadable", err.Error()
+	default:
+		s.step, s.doc, s.schema = step, step.Document(), step.Validate()
+	}
+	return s
+}
+
+// within reports whether path is inside root, and its slash-separated path
+// relative to root.
+func within(root, path string) (string, bool) {
+	rel, err := filepath.Rel(root, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// inProgressFacts lists every phase IN_PROGRESS in the steps directory with
+// its age; the policy applies the stale threshold.
+func inProgressFacts(dir, root string, now time.Time) ([]any, error) {
+	work, err := statemachine.ScanStale(dir, now, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, 0, len(work))
+	for _, w := range work {
+		file := w.File
+		if rel, ok := within(root, w.File); ok {
+			file = rel
+		}
+		out = append(out, map[string]any{
+			"file":        file,
+			"phase":       w.Phase,
+			"started_at":  w.StartedAt.UTC().Format(time.RFC3339),
+			"age_minutes": math.Round(w.Age.Minutes()*10) / 10,
+		})
+	}
+	return out, nil
+}
+
+// decisionEntries are the audit entries of a decision: validated or
+// rejected, and the safety check's outcome when it applied.
+func (g PreInvocation) decisionEntries(inv Invocation, res InvocationResult, p template.Prompt, took time.Duration) []audit.Entry {
+	base := map[string]any{
+		"step_file": res.StepFile, "tool_use_id": inv.ToolUseID, "session_id": inv.SessionID,
+		"origin": p.Origin, "level": res.Level, "codes": res.Decision.Codes(), "duration_ms": took.Milliseconds(),
+	}
+	event := audit.TaskInvocationValidated
+	if res.Denied() {
+		event = audit.TaskInvocationRejected
+	}
+	entries := []audit.Entry{{Event: event, Fields: base}}
+	if applies, _ := res.Decision.Info["safety_applies"].(bool); applies {
+		var codes []string
+		blocked := false
+		for _, v := range append(res.Decision.Deny, res.Decision.Warn...) {
+			if strings.HasPrefix(v.Code, "DES-SAFETY-") {
+				codes = append(codes, v.Code)
+				blocked = blocked || v.Severity == policy.Deny
+			}
+		}
+		event := audit.PreExecuteSafetyPassed
+		if blocked {
+			event = audit.PreExecuteSafetyBlocked
+		}
+		entries = append(entries, audit.Entry{Event: event, Fields: map[string]any{
+			"step_file": res.StepFile, "tool_use_id": inv.ToolUseID, "codes": codes,
+		}})
+	}
+	return entries
+}
+
+// start moves the task to IN_PROGRESS (setting state.started_at when empty)
+// and rewrites the step file atomically. It returns the status moved from,
+// or "" when the task was already IN_PROGRESS with a start time (a resume).
+func (g PreInvocation) start(s stepRead, now time.Time) (string, error) {
+	from := s.step.Status
+	if from == statemachine.TaskInProgress && s.step.StartedAt != "" {
+		return "", nil
+	}
+	s.step.SetTaskStatus(statemachine.TaskInProgress, now)
+	data, err := s.step.Marshal()
+	if err != nil {
+		return "", err
+	}
+	if err := statemachine.WriteFileAtomic(s.abs, data); err != nil {
+		return "", err
+	}
+	if from == statemachine.TaskInProgress {
+		return "", nil
+	}
+	if from == "" {
+		from = statemachine.TaskTodo // a step without a status has not started
+	}
+	return from, nil
+}
+
+// Run is the record of one allowed invocation, kept so that Gate 2 can find
+// the step of a subagent whose transcript does not tell it.
+type Run struct {
+	ToolUseID    string    `json:"tool_use_id"`
+	SessionID    string    `json:"session_id,omitempty"`
+	AgentType    string    `json:"agent_type,omitempty"`
+	StepFile     string    `json:"step_file"`
+	Origin       string    `json:"origin,omitempty"`
+	StartedAt    time.Time `json:"started_at"`
+	PromptSHA256 string    `json:"prompt_sha256"`
+}
+
+var safeID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,200}$`)
+
+func (g PreInvocation) recordRun(inv Invocation, stepFile, origin string, now time.Time) error {
+	if g.RunsDir == "" || !safeID.MatchString(inv.ToolUseID) {
+		return nil // no key to find it by: Gate 2 falls back to the transcript
+	}
+	sum := sha256.Sum256([]byte(inv.Prompt))
+	data, err := json.MarshalIndent(Run{
+		ToolUseID: inv.ToolUseID, SessionID: inv.SessionID, AgentType: inv.AgentType,
+		StepFile: stepFile, Origin: origin, StartedAt: now.UTC(), PromptSHA256: hex.EncodeToString(sum[:]),
+	}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(g.RunsDir, 0o755); err != nil {
+		return err
+	}
+	return statemachine.WriteFileAtomic(filepath.Join(g.RunsDir, inv.ToolUseID+".json"), append(data, '\n'))
+}

@@ -1,0 +1,132 @@
+package des
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/deterministic-exec/des/audit"
+)
+
+var staleNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func staleProject(t *testing.T, files map[string]string) *Engine {
+	t.Helper()
+	root := t.TempDir()
+	for rel, content := range files {
+		path := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := New(t.Context(), WithRoot(root), WithEnv(env(nil)), WithClock(func() time.Time { return staleNow }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func phaseStep(status string, phases ...string) string {
+	var log []any
+	for i := 0; i+1 < len(phases); i += 2 {
+		p := map[string]any{"phase_name": phases[i], "status": phases[i+1], "outcome": nil, "note": "kept"}
+		if phases[i+1] == "IN_PROGRESS" {
+			p["started_at"] = staleNow.Add(-45 * time.Minute).Format(time.RFC3339)
+		}
+		if phases[i+1] == "EXECUTED" {
+			p["outcome"] = "PASS"
+		}
+		log = append(log, p)
+	}
+	b, _ := json.MarshalIndent(map[string]any{"task_id": "x", "state": map[string]any{"status": status}, "tdd_cycle": map[string]any{"phase_execution_log": log}}, "", "  ")
+	return string(b)
+}
+
+func TestStaleWorkAcrossStepsDirs(t *testing.T) {
+	e := staleProject(t, map[string]string{
+		"docs/feature/a/steps/01-01.json": phaseStep("IN_PROGRESS", "PREPARE", "EXECUTED", "RED_UNIT", "IN_PROGRESS"),
+		"docs/feature/b/steps/02-01.json": phaseStep("IN_PROGRESS", "PREPARE", "NOT_EXECUTED"),
+		"node_modules/x/steps/01-01.json": phaseStep("IN_PROGRESS", "PREPARE", "IN_PROGRESS"), // not searched
+	})
+	work, err := e.StaleWork(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(work) != 1 || work[0].File != "docs/feature/a/steps/01-01.json" || work[0].Phase != "RED_UNIT" || work[0].Age != 45*time.Minute {
+		t.Errorf("stale work = %+v", work)
+	}
+}
+
+func TestResolveStale(t *testing.T) {
+	rel := "docs/feature/a/steps/01-01.json"
+	e := staleProject(t, map[string]string{rel: phaseStep("IN_PROGRESS", "PREPARE", "EXECUTED", "RED_UNIT", "IN_PROGRESS")})
+	res, err := e.ResolveStale(t.Context(), rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(res, Resolution{StepFile: rel, Phases: []string{"RED_UNIT"}, From: "IN_PROGRESS", To: "PARTIAL"}) {
+		t.Errorf("resolution = %+v", res)
+	}
+	var doc struct {
+		State    map[string]any `json:"state"`
+		TDDCycle struct {
+			Log []map[string]any `json:"phase_execution_log"`
+		} `json:"tdd_cycle"`
+	}
+	raw, _ := os.ReadFile(filepath.Join(e.Root(), rel))
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.State["status"] != "PARTIAL" {
+		t.Errorf("task = %v", doc.State)
+	}
+	if doc.TDDCycle.Log[0]["status"] != "EXECUTED" || doc.TDDCycle.Log[0]["outcome"] != "PASS" {
+		t.Errorf("completed phase changed: %v", doc.TDDCycle.Log[0])
+	}
+	reset := doc.TDDCycle.Log[1]
+	if reset["status"] != "NOT_EXECUTED" || reset["started_at"] != nil || reset["note"] != "kept" {
+		t.Errorf("reset phase = %v", reset)
+	}
+	if h, _ := reset["history"].([]any); len(h) != 1 {
+		t.Errorf("history = %v, want the abandonment recorded", reset["history"])
+	}
+	files, _ := e.Audit().Files()
+	entries, err := audit.ReadFile(files[0])
+	if err != nil || len(entries) != 2 || entries[0].Event != audit.StaleResolution || entries[1].Event != audit.TaskStateChanged {
+		t.Errorf("audit = %+v, %v", entries, err)
+	}
+	// Resolving again finds nothing.
+	if _, err := e.ResolveStale(t.Context(), rel); !errors.Is(err, ErrNothingToResolve) {
+		t.Errorf("second resolve: %v", err)
+	}
+}
+
+func TestResolveFailedTask(t *testing.T) {
+	rel := "steps/01-01.json"
+	e := staleProject(t, map[string]string{rel: phaseStep("FAILED", "PREPARE", "EXECUTED", "RED_ACCEPTANCE", "FAILED", "RED_UNIT", "NOT_EXECUTED")})
+	res, err := e.ResolveStale(t.Context(), rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(res.Phases, []string{"RED_ACCEPTANCE"}) || res.From != "FAILED" || res.To != "PARTIAL" {
+		t.Errorf("resolution = %+v", res)
+	}
+}
+
+func TestResolveRefusesOutsideAndMissing(t *testing.T) {
+	e := staleProject(t, nil)
+	if _, err := e.ResolveStale(t.Context(), "../elsewhere.json"); err == nil {
+		t.Error("a file outside the root was resolved")
+	}
+	if _, err := e.ResolveStale(t.Context(), "steps/none.json"); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
