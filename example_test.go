@@ -2,14 +2,18 @@ package des_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/policy"
+	"github.com/deterministic-exec/des/template"
 )
 
 // noEnv keeps the examples independent of the caller's DES_* variables.
@@ -99,4 +103,49 @@ func Example_exception() {
 	// allowed: true
 	// waived: DES-STEPFILE-OBSOLETE
 	// {"timestamp":"2026-11-22T12:00:00Z","event":"POLICY_EXCEPTION","code":"DES-STEPFILE-OBSOLETE","gate":"pre_commit","msg":"step file s.json uses the obsolete top-level field \"step_id\"; use task_id (or task_specification.task_id) instead","policy":"des.stepfile"}
+}
+
+// Gate 1 judges a subagent's prompt and step file before it starts. Here
+// the prompt, rendered from the default execute-step template, has lost its
+// QUALITY_GATES section, and the step is already DONE.
+func ExampleEngine_PreInvocation() {
+	root, err := os.MkdirTemp("", "des-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	stepFile := "docs/feature/shop/steps/01-01.json"
+	step := map[string]any{"task_id": "01-01", "state": map[string]any{"status": "DONE"}}
+	raw, _ := json.Marshal(step)
+	if err := os.MkdirAll(filepath.Join(root, "docs", "feature", "shop", "steps"), 0o755); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, stepFile), raw, 0o644); err != nil {
+		log.Fatal(err)
+	}
+	prompt, err := template.Defaults().Render("execute-step", template.Data{StepFile: stepFile, Step: step, Agent: map[string]any{"name": "software-crafter"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	text := strings.Replace(prompt.Text, "<!-- DES-SECTION: QUALITY_GATES -->", "", 1)
+
+	ctx := context.Background()
+	engine, err := des.New(ctx, des.WithRoot(root), des.WithEnv(noEnv))
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := engine.PreInvocation(ctx, gate.Invocation{Prompt: text, ToolUseID: "toolu_01"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("denied:", res.Denied(), "level:", res.Level)
+	fmt.Println(res.Reason())
+	// Output:
+	// denied: true level: full
+	// [DES-SECTION-MISSING] the prompt has no QUALITY_GATES section, which validation level "full" requires (origin "command:/nw:execute"); add <!-- DES-SECTION: QUALITY_GATES --> with its content
+	// [DES-TASK-TERMINAL] the task of docs/feature/shop/steps/01-01.json is already complete (state.status DONE); DONE is terminal, so no subagent may start on it
+	// Recovery:
+	// - Render the prompt from a DES template so that every section of level "full" is present: DES_METADATA, AGENT_IDENTITY, TASK_CONTEXT, TDD_14_PHASES, QUALITY_GATES, OUTCOME_RECORDING, BOUNDARY_RULES, TIMEOUT_INSTRUCTION.
+	// - Do not re-run a completed step; pick the next step whose status is TODO, FAILED or PARTIAL.
+	// - If the step really must be redone, create a new step file for the new work.
 }

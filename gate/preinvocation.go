@@ -350,5 +350,20 @@ func (g PreInvocation) recordRun(inv Invocation, stepFile, origin string, now ti
 	if err := os.MkdirAll(g.RunsDir, 0o755); err != nil {
 		return err
 	}
-	return statemachine.WriteFileAtomic(filepath.Join(g.RunsDir, inv.ToolUseID+".json"), append(data, '\n'))
+	// Atomic (rename) but not fsynced: the record only helps Gate 2 find a
+	// step, which it can also do from the transcript, so a record lost in a
+	// crash costs nothing, while an fsync here costs every invocation.
+	tmp, err := os.CreateTemp(g.RunsDir, ".run-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename this finds nothing
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(g.RunsDir, inv.ToolUseID+".json"))
 }

@@ -21,14 +21,18 @@ var gate1Now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
 // project is a temporary project with a steps directory.
 type project struct {
-	t    *testing.T
+	t    testing.TB
 	root string
 	eng  *des.Engine
 }
 
 const stepRel = "docs/feature/shop/steps/01-01.json"
 
-func newProject(t *testing.T, env map[string]string) *project {
+func newProject(t *testing.T, env map[string]string) *project { return newProjectEnv(t, env) }
+
+func newProjectTB(t testing.TB) *project { return newProjectEnv(t, nil) }
+
+func newProjectEnv(t testing.TB, env map[string]string) *project {
 	t.Helper()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "docs", "feature", "shop", "steps"), 0o755); err != nil {
@@ -111,7 +115,7 @@ func todoStep() map[string]any {
 }
 
 // render renders a default template for the step at stepRel.
-func render(t *testing.T, name string, step map[string]any) string {
+func render(t testing.TB, name string, step map[string]any) string {
 	t.Helper()
 	r, err := template.Defaults().Render(name, template.Data{StepFile: stepRel, Step: step, Agent: map[string]any{"name": "software-crafter"}})
 	if err != nil {

@@ -175,3 +175,21 @@ func runBinCLI(t *testing.T, root string, args ...string) hookRun {
 	}
 	return hookRun{cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()}
 }
+
+// The README's Gate 1 walk-through fixture gives the deny it shows.
+func TestE2EGate1ReadmeFixture(t *testing.T) {
+	raw, err := os.ReadFile("testdata/gate1-incomplete-prompt.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := gate1Project(t, "TODO")
+	reason := denyReason(t, runHookProcess(t, root, nil, raw))
+	want := []string{
+		"[DES-PHASE-MISSING] the TDD_14_PHASES section does not name phase REFACTOR_L4",
+		"[DES-SECTION-MISSING] the prompt has no QUALITY_GATES section",
+		"[DES-SECTION-MISSING] the prompt has no TIMEOUT_INSTRUCTION section",
+	}
+	if lines := strings.Split(reason, "\n"); len(lines) < 3 || !strings.HasPrefix(lines[0], want[0]) || !strings.HasPrefix(lines[1], want[1]) || !strings.HasPrefix(lines[2], want[2]) {
+		t.Errorf("reason =\n%s", reason)
+	}
+}
