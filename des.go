@@ -78,9 +78,11 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.clock 
 // WithLogger sets the logger; the default discards.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
-// WithLazyPolicies defers loading and compiling the policies to the first
-// evaluation, which then returns any policy error. For short-lived processes,
-// such as a hook, where most events need no policy at all.
+// WithLazyPolicies defers loading the policies to the first evaluation, and
+// compiles for each gate only its own package and the packages it refers to
+// (policy.WithLazyCompile). A policy error is then returned by the first
+// evaluation that needs the policy. For short-lived processes, such as a
+// hook, where most events need no policy and the rest need one gate.
 func WithLazyPolicies() Option { return func(o *options) { o.lazy = true } }
 
 // Engine is des, built once and shared. It is safe for concurrent use.
@@ -143,6 +145,9 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	log, err := audit.Open(resolve(root, cfg.AuditDir), audit.WithClock(o.clock), audit.WithLogger(o.logger))
 	if err != nil {
 		return nil, fmt.Errorf("des: %w", err)
+	}
+	if o.lazy {
+		popts = append(popts, policy.WithLazyCompile())
 	}
 	e := &Engine{root: root, cfg: cfg, audit: log, now: o.clock, logger: o.logger, policyOpts: popts}
 	if !o.lazy {
@@ -220,7 +225,7 @@ func (e *Engine) Catalogue(ctx context.Context) ([]policy.Rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pe.Catalogue(), nil
+	return pe.Catalogue()
 }
 
 // Now returns the Engine clock's current time.

@@ -11,7 +11,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -333,10 +332,22 @@ type Run struct {
 	PromptSHA256 string    `json:"prompt_sha256"`
 }
 
-var safeID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,200}$`)
+// safeID reports whether a tool_use_id can name a file. A loop, not a
+// regexp: `{1,200}` compiles to 200 states at every process start.
+func safeID(id string) bool {
+	if id == "" || len(id) > 200 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 func (g PreInvocation) recordRun(inv Invocation, stepFile, origin string, now time.Time) error {
-	if g.RunsDir == "" || !safeID.MatchString(inv.ToolUseID) {
+	if g.RunsDir == "" || !safeID(inv.ToolUseID) {
 		return nil // no key to find it by: Gate 2 falls back to the transcript
 	}
 	sum := sha256.Sum256([]byte(inv.Prompt))

@@ -24,18 +24,26 @@ type Rule struct {
 // (custom.code, custom.severity, title, description) and from the literal
 // {"code": ...} objects in the bodies and heads of deny and warn rules, so a
 // rule without annotations still appears, with an empty title. A code built
-// at run time (sprintf, say) cannot be found and is not listed.
-func (e *Engine) Catalogue() []Rule {
-	e.catOnce.Do(e.buildCatalogue)
-	return slices.Clone(e.catalogue)
+// at run time (sprintf, say) cannot be found and is not listed. It compiles
+// every policy, also in an engine built WithLazyCompile, and returns the
+// compile error if one does not.
+func (e *Engine) Catalogue() ([]Rule, error) {
+	c, err := e.compileAll()
+	if err != nil {
+		return nil, err
+	}
+	c.catOnce.Do(c.buildCatalogue)
+	return slices.Clone(c.catalogue), nil
 }
 
-func (e *Engine) policyOf(code string) string {
-	e.catOnce.Do(e.buildCatalogue)
-	return e.byCode[code]
+// policyOf names the package that yields a code, among the modules of this
+// compiler.
+func (c *compiled) policyOf(code string) string {
+	c.catOnce.Do(c.buildCatalogue)
+	return c.byCode[code]
 }
 
-func (e *Engine) buildCatalogue() {
+func (c *compiled) buildCatalogue() {
 	type key struct{ pkg, code string }
 	found := map[key]*Rule{}
 	add := func(r Rule) {
@@ -52,7 +60,7 @@ func (e *Engine) buildCatalogue() {
 		cur.Location = cmp.Or(cur.Location, r.Location)
 	}
 
-	for _, ref := range e.compiler.GetAnnotationSet().Flatten() {
+	for _, ref := range c.compiler.GetAnnotationSet().Flatten() {
 		a := ref.Annotations
 		if a == nil || a.Scope != "rule" {
 			continue
@@ -78,7 +86,7 @@ func (e *Engine) buildCatalogue() {
 		add(r)
 	}
 
-	for _, m := range e.compiler.Modules {
+	for _, m := range c.compiler.Modules {
 		for _, rule := range m.Rules {
 			sev := ruleSeverity(rule)
 			if sev == "" {
@@ -90,17 +98,17 @@ func (e *Engine) buildCatalogue() {
 		}
 	}
 
-	e.catalogue = make([]Rule, 0, len(found))
-	e.byCode = make(map[string]string, len(found))
+	c.catalogue = make([]Rule, 0, len(found))
+	c.byCode = make(map[string]string, len(found))
 	for _, r := range found {
-		e.catalogue = append(e.catalogue, *r)
+		c.catalogue = append(c.catalogue, *r)
 	}
-	slices.SortFunc(e.catalogue, func(a, b Rule) int {
+	slices.SortFunc(c.catalogue, func(a, b Rule) int {
 		return cmp.Or(cmp.Compare(a.Code, b.Code), cmp.Compare(a.Package, b.Package))
 	})
-	for _, r := range e.catalogue {
-		if _, ok := e.byCode[r.Code]; !ok {
-			e.byCode[r.Code] = r.Package
+	for _, r := range c.catalogue {
+		if _, ok := c.byCode[r.Code]; !ok {
+			c.byCode[r.Code] = r.Package
 		}
 	}
 }

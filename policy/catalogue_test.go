@@ -32,7 +32,10 @@ var contractCodes = map[string]policy.Severity{
 // severity, or without a catalogue title (METADATA).
 func TestBuiltinCodesAreInTheContract(t *testing.T) {
 	e := newEngine(t)
-	cat := e.Catalogue()
+	cat, err := e.Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(cat) == 0 {
 		t.Fatal("empty catalogue")
 	}
@@ -52,7 +55,10 @@ func TestBuiltinCodesAreInTheContract(t *testing.T) {
 
 func TestCatalogueFindsUnannotatedTeamCodes(t *testing.T) {
 	e := newEngine(t, policy.WithDirs("testdata/evalerror", "testdata/team"))
-	cat := e.Catalogue()
+	cat, err := e.Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
 	i := slices.IndexFunc(cat, func(r policy.Rule) bool { return r.Code == "TEAM-LEVEL" })
 	if i < 0 {
 		t.Fatalf("TEAM-LEVEL (no METADATA) missing from %+v", cat)

@@ -27,6 +27,7 @@ type options struct {
 	overrides []override
 	logger    *slog.Logger
 	builtin   bool
+	lazy      bool
 }
 
 type override struct {
@@ -39,7 +40,7 @@ type override struct {
 func WithDirs(dirs ...string) Option {
 	return func(o *options) {
 		for _, d := range dirs {
-			o.sources = append(o.sources, source{name: d, paths: []string{d}})
+			o.sources = append(o.sources, source{name: d, path: d})
 		}
 	}
 }
@@ -49,7 +50,7 @@ func WithDirs(dirs ...string) Option {
 func WithBundles(paths ...string) Option {
 	return func(o *options) {
 		for _, p := range paths {
-			o.sources = append(o.sources, source{name: p, paths: []string{p}})
+			o.sources = append(o.sources, source{name: p, path: p, bundle: true})
 		}
 	}
 }
@@ -58,9 +59,18 @@ func WithBundles(paths ...string) Option {
 // team's own policies), loaded from its root. The name appears in errors.
 func WithFS(name string, fsys fs.FS) Option {
 	return func(o *options) {
-		o.sources = append(o.sources, source{name: name, fsys: fsys, paths: []string{"."}})
+		o.sources = append(o.sources, source{name: name, fsys: fsys, path: "."})
 	}
 }
+
+// WithLazyCompile defers parsing and compiling to each gate's first
+// evaluation, which then parses and compiles only the gate's package and the
+// packages its rules refer to. New still reads every source and fails on
+// unreadable files or bad data, but a policy that does not parse or compile
+// is reported by the first evaluation that needs it, and a broken policy of
+// one gate does not stop another. For short-lived processes (a hook) that
+// evaluate one gate.
+func WithLazyCompile() Option { return func(o *options) { o.lazy = true } }
 
 // WithData sets the document at a dotted path under data, replacing whatever
 // the bundles put there; des uses it for data.des.config. The value must
@@ -82,13 +92,25 @@ func WithoutBuiltin() Option {
 
 // Engine evaluates gates. It is safe for concurrent use.
 type Engine struct {
-	compiler *ast.Compiler
-	store    storage.Store
-	data     map[string]any
-	logger   *slog.Logger
+	files  []*regoFile
+	caps   *ast.Capabilities
+	store  storage.Store
+	data   map[string]any
+	logger *slog.Logger
+
+	parseMu sync.Mutex // guards lazy parsing of files
+
+	fullOnce sync.Once // the compiler of every module
+	full     *compiled
+	fullErr  error
 
 	prepared map[Gate]*preparedGate
+	lazy     bool
+}
 
+// compiled is a compiler and the catalogue of its modules.
+type compiled struct {
+	compiler  *ast.Compiler
 	catOnce   sync.Once
 	catalogue []Rule
 	byCode    map[string]string // code → package, for Violation.Policy
@@ -97,6 +119,7 @@ type Engine struct {
 type preparedGate struct {
 	once  sync.Once
 	query rego.PreparedEvalQuery
+	comp  *compiled
 	err   error
 }
 
@@ -112,10 +135,9 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	}
 	sources := o.sources
 	if o.builtin {
-		sources = append([]source{{name: "rego", fsys: builtin.FS(), paths: []string{"des"}, prefix: "des"}}, sources...)
+		sources = append([]source{{name: "rego", fsys: builtin.FS(), path: "des", prefix: "des"}}, sources...)
 	}
-	caps := Capabilities()
-	l, err := load(sources, ast.RegoV1, caps)
+	l, err := load(sources)
 	if err != nil {
 		return nil, fmt.Errorf("load policies: %w", err)
 	}
@@ -129,25 +151,66 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		}
 	}
 
-	c := ast.NewCompiler().
-		WithStrict(true).
-		WithCapabilities(caps).
-		WithEnablePrintStatements(false).
-		WithUseTypeCheckAnnotations(true)
-	if c.Compile(l.modules); c.Failed() {
-		return nil, fmt.Errorf("compile policies: %w", toErrors(c.Errors))
-	}
 	e := &Engine{
-		compiler: c,
+		files:    l.files,
+		caps:     Capabilities(),
 		store:    inmem.NewFromObjectWithOpts(l.data, inmem.OptRoundTripOnWrite(false)),
 		data:     l.data,
 		logger:   o.logger,
 		prepared: make(map[Gate]*preparedGate, len(Gates())),
+		lazy:     o.lazy,
 	}
 	for _, g := range Gates() {
 		e.prepared[g] = &preparedGate{}
 	}
+	if !o.lazy {
+		if _, err := e.compileAll(); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
+}
+
+// compileAll compiles every module once (strict).
+func (e *Engine) compileAll() (*compiled, error) {
+	e.fullOnce.Do(func() {
+		e.parseMu.Lock()
+		mods, err := parseAll(e.files)
+		e.parseMu.Unlock()
+		if err != nil {
+			e.fullErr = fmt.Errorf("parse policies: %w", err)
+			return
+		}
+		e.full, e.fullErr = e.compile(mods)
+	})
+	return e.full, e.fullErr
+}
+
+func (e *Engine) compile(mods map[string]*ast.Module) (*compiled, error) {
+	c := ast.NewCompiler().
+		WithStrict(true).
+		WithCapabilities(e.caps).
+		WithEnablePrintStatements(false).
+		WithUseTypeCheckAnnotations(true)
+	if c.Compile(mods); c.Failed() {
+		return nil, fmt.Errorf("compile policies: %w", toErrors(c.Errors))
+	}
+	return &compiled{compiler: c}, nil
+}
+
+// compilerFor returns the compiler a gate runs on: the full one when it
+// exists (eager engines), else one of the gate's own modules.
+func (e *Engine) compilerFor(g Gate) (*compiled, error) {
+	if !e.lazy {
+		return e.compileAll()
+	}
+	e.parseMu.Lock()
+	mods, err := closure(e.files, g.Package())
+	e.parseMu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("parse policies of gate %s: %w", g, err)
+	}
+	return e.compile(mods)
 }
 
 // queryFor reads the three sets of a gate. Comprehensions keep the query
@@ -157,15 +220,18 @@ func queryFor(g Gate) string {
 	return fmt.Sprintf("deny := [x | some x in %[1]s.deny]; warn := [x | some x in %[1]s.warn]; exception := [x | some x in %[1]s.exception]; info := [x | x := %[1]s.info]", ref)
 }
 
-func (e *Engine) prepare(ctx context.Context, g Gate) (rego.PreparedEvalQuery, error) {
+func (e *Engine) prepare(ctx context.Context, g Gate) (*preparedGate, error) {
 	p, ok := e.prepared[g]
 	if !ok {
-		return rego.PreparedEvalQuery{}, fmt.Errorf("%w %q (known: %v)", ErrUnknownGate, g, Gates())
+		return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknownGate, g, Gates())
 	}
 	p.once.Do(func() {
+		if p.comp, p.err = e.compilerFor(g); p.err != nil {
+			return
+		}
 		p.query, p.err = rego.New(
 			rego.Query(queryFor(g)),
-			rego.Compiler(e.compiler),
+			rego.Compiler(p.comp.compiler),
 			rego.Store(e.store),
 			rego.StrictBuiltinErrors(true),
 		).PrepareForEval(ctx)
@@ -173,7 +239,7 @@ func (e *Engine) prepare(ctx context.Context, g Gate) (rego.PreparedEvalQuery, e
 			p.err = fmt.Errorf("prepare gate %s: %w", g, p.err)
 		}
 	})
-	return p.query, p.err
+	return p, p.err
 }
 
 // EvalOption configures one evaluation.
@@ -198,7 +264,7 @@ func (e *Engine) Eval(ctx context.Context, g Gate, input any, opts ...EvalOption
 	if eo.now.IsZero() {
 		eo.now = time.Now()
 	}
-	q, err := e.prepare(ctx, g)
+	p, err := e.prepare(ctx, g)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -208,17 +274,17 @@ func (e *Engine) Eval(ctx context.Context, g Gate, input any, opts ...EvalOption
 			return Decision{}, fmt.Errorf("gate %s: input: %w", g, err)
 		}
 	}
-	rs, err := q.Eval(ctx, rego.EvalParsedInput(val), rego.EvalTime(eo.now))
+	rs, err := p.query.Eval(ctx, rego.EvalParsedInput(val), rego.EvalTime(eo.now))
 	if err != nil {
 		return Decision{}, fmt.Errorf("evaluate gate %s: %w", g, err)
 	}
 	if len(rs) != 1 {
 		return Decision{}, fmt.Errorf("evaluate gate %s: %d results, want 1", g, len(rs))
 	}
-	return e.decide(g, rs[0].Bindings)
+	return decide(p.comp, g, rs[0].Bindings)
 }
 
-func (e *Engine) decide(g Gate, b rego.Vars) (Decision, error) {
+func decide(c *compiled, g Gate, b rego.Vars) (Decision, error) {
 	d := Decision{Gate: g}
 	waive := map[string]bool{}
 	for _, x := range asList(b["exception"]) {
@@ -233,7 +299,7 @@ func (e *Engine) decide(g Gate, b rego.Vars) (Decision, error) {
 		dst *[]Violation
 	}{{Deny, &d.Deny}, {Warn, &d.Warn}} {
 		for _, x := range asList(b[string(set.sev)]) {
-			v, err := e.violation(g, set.sev, x)
+			v, err := violation(c, g, set.sev, x)
 			if err != nil {
 				return Decision{}, err
 			}
@@ -261,7 +327,7 @@ func asList(x any) []any {
 	return l
 }
 
-func (e *Engine) violation(g Gate, sev Severity, x any) (Violation, error) {
+func violation(c *compiled, g Gate, sev Severity, x any) (Violation, error) {
 	obj, ok := x.(map[string]any)
 	if !ok {
 		return Violation{}, fmt.Errorf("gate %s: %s element %v is not an object: %w", g, sev, x, ErrMalformedDecision)
@@ -291,7 +357,7 @@ func (e *Engine) violation(g Gate, sev Severity, x any) (Violation, error) {
 	if v.Code == "" || v.Message == "" {
 		return Violation{}, fmt.Errorf("gate %s: %s element %v needs a non-empty \"code\" and \"msg\": %w", g, sev, obj, ErrMalformedDecision)
 	}
-	v.Policy = e.policyOf(v.Code)
+	v.Policy = c.policyOf(v.Code)
 	return v, nil
 }
 

@@ -97,7 +97,11 @@ func TestTeamPoliciesExtendAndWaive(t *testing.T) {
 
 func TestTestFilesAreNotPolicy(t *testing.T) {
 	e := newEngine(t, policy.WithDirs("testdata/team"))
-	for _, r := range e.Catalogue() {
+	cat, err := e.Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range cat {
 		if strings.Contains(r.Location, "_test.rego") {
 			t.Errorf("catalogue lists a rule from a test file: %+v", r)
 		}

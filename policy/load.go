@@ -1,13 +1,18 @@
 package policy
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/loader"
+	"github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/deterministic-exec/des/internal/datadoc"
 )
@@ -15,15 +20,24 @@ import (
 // source is one place policies come from.
 type source struct {
 	name   string // shown in errors
-	fsys   fs.FS  // nil: paths are on the OS file system
-	paths  []string
+	fsys   fs.FS  // nil: path is on the OS file system
+	path   string // a directory, a .rego file or a bundle file; "." for an fs.FS
 	prefix string // where the source's data goes under data, "" for the root
+	bundle bool   // an OPA bundle (.tar.gz or directory with a .manifest)
+}
+
+// regoFile is one policy module, parsed only when a gate needs it.
+type regoFile struct {
+	name   string      // file name shown in errors (path as given, or inside its bundle)
+	pkg    string      // package path without "data.", from a quick scan; "" until parsed if the scan failed
+	src    []byte      // nil for modules a bundle reader already parsed
+	module *ast.Module // parsed module, nil until parsed
 }
 
 // loaded is what every source yields together.
 type loaded struct {
-	modules map[string]*ast.Module
-	data    map[string]any
+	files []*regoFile
+	data  map[string]any
 }
 
 // isTestFile reports whether a Rego file holds tests, which are never policy.
@@ -31,62 +45,30 @@ func isTestFile(name string) bool { return strings.HasSuffix(name, "_test.rego")
 
 // isDataFile reports whether a file is a data document, named as in an OPA bundle.
 func isDataFile(name string) bool {
-	switch path.Base(strings.ReplaceAll(name, `\`, "/")) {
+	switch path.Base(filepath.ToSlash(name)) {
 	case "data.json", "data.yaml", "data.yml":
 		return true
 	}
 	return false
 }
 
-// skip is the loader filter: tests, stray JSON/YAML and hidden entries below
-// the top are not loaded.
-func skip(abspath string, info fs.FileInfo, depth int) bool {
-	name := info.Name()
-	if depth > 0 && strings.HasPrefix(name, ".") {
-		return true
-	}
-	if info.IsDir() {
-		return false
-	}
-	switch {
-	case strings.HasSuffix(name, ".rego"):
-		return isTestFile(name)
-	case strings.HasSuffix(name, ".tar.gz"):
-		return false
-	default:
-		return !isDataFile(name)
-	}
-}
-
-func load(sources []source, regoVersion ast.RegoVersion, caps *ast.Capabilities) (loaded, error) {
-	out := loaded{modules: map[string]*ast.Module{}, data: map[string]any{}}
+func load(sources []source) (loaded, error) {
+	out := loaded{data: map[string]any{}}
 	var errs Errors
 	for _, src := range sources {
-		fl := loader.NewFileLoader().
-			WithProcessAnnotation(true).
-			WithRegoVersion(regoVersion).
-			WithCapabilities(caps).
-			WithSkipBundleVerification(true)
-		if src.fsys != nil {
-			fl = fl.WithFS(src.fsys)
+		var files []*regoFile
+		var docs map[string]any
+		var err error
+		if src.bundle && strings.HasSuffix(src.path, ".tar.gz") {
+			files, docs, err = loadBundleFile(src.path)
+		} else {
+			files, docs, err = loadTree(src)
 		}
-		res, err := fl.Filtered(src.paths, skip)
 		if err != nil {
 			errs = append(errs, toErrors(err)...)
 			continue
 		}
-		for name, f := range res.Modules {
-			if isTestFile(name) { // tests inside a bundle file escape the filter
-				continue
-			}
-			key := src.name + ":" + name
-			if _, dup := out.modules[key]; dup {
-				errs = append(errs, &Error{File: name, Message: "loaded twice; name each policy source once"})
-				continue
-			}
-			out.modules[key] = f.Parsed
-		}
-		docs := res.Documents
+		out.files = append(out.files, files...)
 		if src.prefix != "" {
 			docs = map[string]any{src.prefix: docs}
 		}
@@ -98,6 +80,261 @@ func load(sources []source, regoVersion ast.RegoVersion, caps *ast.Capabilities)
 		return loaded{}, errs
 	}
 	return out, nil
+}
+
+// loadTree reads the .rego and data files of a directory (or one .rego
+// file). Test files, stray JSON/YAML and hidden entries below the top are
+// skipped; data files are placed under data at their directory's path.
+func loadTree(src source) ([]*regoFile, map[string]any, error) {
+	fsys, root := src.fsys, src.path
+	if fsys == nil {
+		info, err := os.Stat(src.path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !info.IsDir() {
+			fsys, root = os.DirFS(filepath.Dir(src.path)), filepath.Base(src.path)
+		} else {
+			fsys, root = os.DirFS(src.path), "."
+		}
+	}
+	display := func(p string) string {
+		if src.fsys != nil {
+			return path.Join(src.name, p)
+		}
+		if info, err := os.Stat(src.path); err == nil && !info.IsDir() {
+			return src.path
+		}
+		return filepath.Join(src.path, filepath.FromSlash(p))
+	}
+	var files []*regoFile
+	docs := map[string]any{}
+	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if p != root && strings.HasPrefix(name, ".") {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		switch {
+		case d.IsDir():
+			return nil
+		case strings.HasSuffix(name, ".rego") && !isTestFile(name):
+			b, err := fs.ReadFile(fsys, p)
+			if err != nil {
+				return err
+			}
+			files = append(files, &regoFile{name: display(p), pkg: scanPackage(b), src: b})
+		case isDataFile(name):
+			b, err := fs.ReadFile(fsys, p)
+			if err != nil {
+				return err
+			}
+			var doc any
+			if err := util.Unmarshal(b, &doc); err != nil {
+				return &Error{File: display(p), Message: "not valid JSON or YAML: " + err.Error()}
+			}
+			obj, ok := doc.(map[string]any)
+			if !ok {
+				return &Error{File: display(p), Message: "a data file must hold an object"}
+			}
+			dir := path.Dir(p)
+			if rel := strings.TrimPrefix(strings.TrimPrefix(dir, root), "/"); rel != "" && rel != "." {
+				parts := strings.Split(rel, "/")
+				for i := len(parts) - 1; i >= 0; i-- {
+					obj = map[string]any{parts[i]: obj}
+				}
+			}
+			if err := datadoc.Merge(docs, obj); err != nil {
+				return &Error{File: display(p), Message: err.Error()}
+			}
+		}
+		return nil
+	})
+	return files, docs, err
+}
+
+// loadBundleFile reads a bundle built by `opa build`. Its modules come
+// parsed; test modules are left out.
+func loadBundleFile(name string) ([]*regoFile, map[string]any, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	b, err := bundle.NewReader(f).
+		WithProcessAnnotations(true).
+		WithRegoVersion(ast.RegoV1).
+		WithSkipBundleVerification(true).
+		Read()
+	if err != nil {
+		return nil, nil, fmt.Errorf("bundle %s: %w", name, err)
+	}
+	var files []*regoFile
+	for _, m := range b.Modules {
+		if isTestFile(m.Path) {
+			continue
+		}
+		files = append(files, &regoFile{name: name + ":" + m.Path, pkg: packagePath(m.Parsed), module: m.Parsed})
+	}
+	return files, b.Data, nil
+}
+
+// scanPackage reads the package path of a Rego file from its first line
+// that is not blank or a comment, without parsing the file. It returns ""
+// for anything unusual; such a file is parsed to learn its package.
+func scanPackage(src []byte) string {
+	for line := range bytes.Lines(src) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		rest, ok := bytes.CutPrefix(line, []byte("package "))
+		if !ok {
+			return ""
+		}
+		if i := bytes.IndexByte(rest, '#'); i >= 0 {
+			rest = rest[:i]
+		}
+		pkg := string(bytes.TrimSpace(rest))
+		if pkg == "" || strings.ContainsAny(pkg, "[]\"` \t") {
+			return ""
+		}
+		return pkg
+	}
+	return ""
+}
+
+func packagePath(m *ast.Module) string {
+	if m == nil || m.Package == nil {
+		return ""
+	}
+	return strings.TrimPrefix(m.Package.Path.String(), "data.")
+}
+
+// parse parses the file once.
+func (f *regoFile) parse() (*ast.Module, error) {
+	if f.module != nil {
+		return f.module, nil
+	}
+	m, err := ast.ParseModuleWithOpts(f.name, string(f.src), ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, &Error{File: f.name, Message: "empty module: a Rego file needs a package declaration"}
+	}
+	f.module, f.pkg = m, packagePath(m)
+	return m, nil
+}
+
+// parseAll parses every file, reporting every parse error.
+func parseAll(files []*regoFile) (map[string]*ast.Module, error) {
+	mods := make(map[string]*ast.Module, len(files))
+	var errs Errors
+	for i, f := range files {
+		m, err := f.parse()
+		if err != nil {
+			errs = append(errs, toErrors(err)...)
+			continue
+		}
+		mods[moduleKey(i, f)] = m
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return mods, nil
+}
+
+func moduleKey(i int, f *regoFile) string { return fmt.Sprintf("%04d:%s", i, f.name) }
+
+// closure parses and returns the modules a gate package needs: its own
+// files and, transitively, those of every package its rules refer to under
+// data or import. Files of unrelated packages are neither parsed nor
+// compiled, so a start-up pays for one gate, not for all.
+func closure(files []*regoFile, gatePkg string) (map[string]*ast.Module, error) {
+	// Files whose package the quick scan missed are parsed to learn it.
+	for _, f := range files {
+		if f.pkg == "" {
+			if _, err := f.parse(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	mods := map[string]*ast.Module{}
+	seen := map[string]bool{}
+	queue := []string{gatePkg}
+	var errs Errors
+	for len(queue) > 0 {
+		want := queue[0]
+		queue = queue[1:]
+		if seen[want] {
+			continue
+		}
+		seen[want] = true
+		for i, f := range files {
+			if !related(f.pkg, want) {
+				continue
+			}
+			key := moduleKey(i, f)
+			if _, done := mods[key]; done {
+				continue
+			}
+			m, err := f.parse()
+			if err != nil {
+				errs = append(errs, toErrors(err)...)
+				continue
+			}
+			mods[key] = m
+			queue = append(queue, dataRefs(m)...)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return mods, nil
+}
+
+// related reports whether package pkg serves a reference to path: the path
+// is in the package, or the package lies under the path (a reference to a
+// whole subtree, such as data.des).
+func related(pkg, path string) bool {
+	return pkg == path || strings.HasPrefix(path, pkg+".") || strings.HasPrefix(pkg, path+".")
+}
+
+// dataRefs lists the ground prefixes ("des.sections.level") of the data
+// references and imports of a module.
+func dataRefs(m *ast.Module) []string {
+	var out []string
+	add := func(r ast.Ref) {
+		if len(r) == 0 || !r[0].Equal(ast.DefaultRootDocument) {
+			return
+		}
+		var parts []string
+		for _, t := range r[1:] {
+			s, ok := t.Value.(ast.String)
+			if !ok {
+				break
+			}
+			parts = append(parts, string(s))
+		}
+		if len(parts) > 0 {
+			if p := strings.Join(parts, "."); !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	for _, imp := range m.Imports {
+		if r, ok := imp.Path.Value.(ast.Ref); ok {
+			add(r)
+		}
+	}
+	ast.WalkRefs(m, func(r ast.Ref) bool { add(r); return false })
+	return out
 }
 
 // setData places value at the dotted path under data, replacing what is there.

@@ -40,7 +40,7 @@ func agentEvent(root, tool, prompt string) map[string]any {
 	}
 }
 
-func renderPrompt(t *testing.T, name string) string {
+func renderPrompt(t testing.TB, name string) string {
 	t.Helper()
 	r, err := template.Defaults().Render(name, template.Data{StepFile: e2eStep, Step: map[string]any{"task_id": "01-01"}, Agent: map[string]any{"name": "software-crafter"}})
 	if err != nil {

@@ -1,0 +1,59 @@
+package policy
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	builtin "github.com/deterministic-exec/des/rego"
+)
+
+func TestClosureOfEachGate(t *testing.T) {
+	l, err := load([]source{{name: "rego", fsys: builtin.FS(), path: "des", prefix: "des"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgsOf := func(g Gate) []string {
+		mods, err := closure(l.files, g.Package())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pkgs []string
+		for _, m := range mods {
+			if p := packagePath(m); !slices.Contains(pkgs, p) {
+				pkgs = append(pkgs, p)
+			}
+		}
+		slices.Sort(pkgs)
+		return pkgs
+	}
+	if got := pkgsOf(ToolUse); !cmp.Equal(got, []string{"des.gates.tool_use", "des.protected"}) {
+		t.Errorf("tool_use needs %v", got)
+	}
+	got := pkgsOf(PreInvocation)
+	for _, want := range []string{"des.gates.pre_invocation", "des.invocation", "des.sections", "des.safety", "des.stepfile", "des.transitions"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("pre_invocation needs %s; closure %v", want, got)
+		}
+	}
+	if slices.Contains(got, "des.protected") {
+		t.Errorf("pre_invocation pulled in des.protected: %v", got)
+	}
+}
+
+func TestScanPackage(t *testing.T) {
+	cases := map[string]string{
+		"package des.gates.tool_use\n":                   "des.gates.tool_use",
+		"# METADATA\n# title: x\n\npackage a.b # note\n": "a.b",
+		"  package  a.b\n":                               "a.b",
+		"package a[\"b\"]\n":                             "",
+		"import rego.v1\npackage a\n":                    "",
+		"":                                               "",
+	}
+	for src, want := range cases {
+		if got := scanPackage([]byte(src)); got != want {
+			t.Errorf("scanPackage(%q) = %q, want %q", src, got, want)
+		}
+	}
+}
