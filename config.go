@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/deterministic-exec/des/internal/glob"
 )
 
 // ConfigFile is where the settings live, relative to the project root.
@@ -35,6 +37,8 @@ type Config struct {
 	AuditDir              string   `json:"audit_dir"`                // DES_AUDIT_DIR, relative to the project root unless absolute
 	PolicyDirs            []string `json:"policy_dirs"`              // DES_POLICY_DIRS, list-separated (os.PathListSeparator)
 	Gate2OnFailure        string   `json:"gate2_on_failure"`         // DES_GATE2_ON_FAILURE: "record" or "block"
+	GuardedStepFiles      []string `json:"guarded_step_files"`       // DES_GUARDED_STEP_FILES: globs of step files the write guard checks
+	GuardedStateFiles     []string `json:"guarded_state_files"`      // DES_GUARDED_STATE_FILES: globs of workflow-state files the write guard checks
 }
 
 // DefaultConfig returns the defaults of contract §6.
@@ -47,6 +51,8 @@ func DefaultConfig() Config {
 		AuditDir:              ".des/audit",
 		PolicyDirs:            []string{".des/policies"},
 		Gate2OnFailure:        Gate2Record,
+		GuardedStepFiles:      []string{"**/steps/*.json"},
+		GuardedStateFiles:     []string{".des/state.json", ".isdlc/state.json", ".isdlc/projects/*/state.json"},
 	}
 }
 
@@ -112,25 +118,7 @@ var settings = []setting{
 			return strconv.Quote(c.AuditDir), nil
 		},
 	},
-	{
-		key: "policy_dirs", env: "DES_POLICY_DIRS",
-		apply: func(c *Config, raw string) error {
-			c.PolicyDirs = nil
-			for _, d := range filepath.SplitList(raw) {
-				if d = strings.TrimSpace(d); d != "" {
-					c.PolicyDirs = append(c.PolicyDirs, d)
-				}
-			}
-			return nil
-		},
-		check: func(c *Config) (string, error) {
-			text := fmt.Sprintf("%q", c.PolicyDirs)
-			if slices.ContainsFunc(c.PolicyDirs, func(d string) bool { return strings.TrimSpace(d) == "" }) {
-				return text, errors.New("entries must name directories")
-			}
-			return text, nil
-		},
-	},
+	listSetting("policy_dirs", "DES_POLICY_DIRS", func(c *Config) *[]string { return &c.PolicyDirs }, "entries must name directories", nil),
 	{
 		key: "gate2_on_failure", env: "DES_GATE2_ON_FAILURE",
 		apply: func(c *Config, raw string) error { c.Gate2OnFailure = strings.TrimSpace(raw); return nil },
@@ -141,6 +129,39 @@ var settings = []setting{
 			return strconv.Quote(c.Gate2OnFailure), nil
 		},
 	},
+	listSetting("guarded_step_files", "DES_GUARDED_STEP_FILES", func(c *Config) *[]string { return &c.GuardedStepFiles }, "entries must be globs", glob.Valid),
+	listSetting("guarded_state_files", "DES_GUARDED_STATE_FILES", func(c *Config) *[]string { return &c.GuardedStateFiles }, "entries must be globs", glob.Valid),
+}
+
+// listSetting is a list of paths or globs; in the environment the entries
+// are separated by os.PathListSeparator. valid, when given, checks each one.
+func listSetting(key, env string, field func(*Config) *[]string, empty string, valid func(string) bool) setting {
+	return setting{
+		key: key, env: env,
+		apply: func(c *Config, raw string) error {
+			list := field(c)
+			*list = nil
+			for _, d := range filepath.SplitList(raw) {
+				if d = strings.TrimSpace(d); d != "" {
+					*list = append(*list, d)
+				}
+			}
+			return nil
+		},
+		check: func(c *Config) (string, error) {
+			list := *field(c)
+			text := fmt.Sprintf("%q", list)
+			if slices.ContainsFunc(list, func(d string) bool { return strings.TrimSpace(d) == "" }) {
+				return text, errors.New(empty)
+			}
+			if valid != nil {
+				if i := slices.IndexFunc(list, func(d string) bool { return !valid(d) }); i >= 0 {
+					return text, fmt.Errorf("%q is not a valid glob", list[i])
+				}
+			}
+			return text, nil
+		},
+	}
 }
 
 // Validate checks every setting and returns the first problem as a *ConfigError.
@@ -259,5 +280,15 @@ func (c Config) policyData() map[string]any {
 		"audit_dir":                filepath.ToSlash(filepath.Clean(c.AuditDir)),
 		"policy_dirs":              dirs,
 		"gate2_on_failure":         c.Gate2OnFailure,
+		"guarded_step_files":       strings2any(c.GuardedStepFiles),
+		"guarded_state_files":      strings2any(c.GuardedStateFiles),
 	}
+}
+
+func strings2any(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }

@@ -92,6 +92,7 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 		{name: "file unknown key", file: `{"stale_treshold_minutes": 5}`, setting: "stale_treshold_minutes", inMessage: []string{"not a DES setting", "stale_threshold_minutes"}},
 		{name: "file empty audit dir", file: `{"audit_dir": " "}`, setting: "audit_dir", inMessage: []string{"must name a directory"}},
 		{name: "file empty policy dir", file: `{"policy_dirs": [""]}`, setting: "policy_dirs", inMessage: []string{"entries must name directories"}},
+		{name: "env bad glob", env: map[string]string{"DES_GUARDED_STATE_FILES": "state/[.json"}, setting: "guarded_state_files", inMessage: []string{`"state/[.json" is not a valid glob`}},
 		{name: "file not json", file: "{\n\"turn_budget_default\": 5,,\n}", inMessage: []string{"not valid JSON at line 2"}},
 		{name: "file two values", file: `{} {}`, inMessage: []string{"more than one JSON value"}},
 		{name: "file not an object", file: `[1]`, inMessage: []string{"config.json"}},

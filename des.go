@@ -291,3 +291,34 @@ func (e *Engine) PreInvocation(ctx context.Context, inv gate.Invocation) (gate.I
 	}
 	return g.Check(ctx, e, inv)
 }
+
+// PendingDir is where allowed document writes wait for PostToolUse to
+// confirm them, relative to the project root.
+const PendingDir = ".des/runs/pending"
+
+// DocumentWrite returns the write guard for this project: the guarded
+// documents of the settings (guarded_step_files, guarded_state_files).
+func (e *Engine) DocumentWrite() gate.DocumentWrite {
+	return gate.DocumentWrite{
+		Root:       e.root,
+		StepGlobs:  slices.Clone(e.cfg.GuardedStepFiles),
+		StateGlobs: slices.Clone(e.cfg.GuardedStateFiles),
+		Audit:      e.audit,
+		PendingDir: filepath.Join(e.root, PendingDir),
+		Now:        e.now,
+	}
+}
+
+// CheckWrite runs the write guard on a Write, Edit or MultiEdit call before
+// it lands. Calls that write no guarded document are not evaluated
+// (Result.Evaluated false). An error with a Result that was not evaluated
+// means DES could not decide on a guarded document: fail closed.
+func (e *Engine) CheckWrite(ctx context.Context, call gate.WriteCall) (gate.Result, error) {
+	return e.DocumentWrite().Check(ctx, e, call)
+}
+
+// ConfirmWrite records the status changes of an allowed write once
+// PostToolUse shows that it landed as allowed.
+func (e *Engine) ConfirmWrite(ctx context.Context, toolUseID string) (bool, error) {
+	return e.DocumentWrite().Confirm(ctx, toolUseID)
+}

@@ -27,6 +27,16 @@ var contractCodes = map[string]policy.Severity{
 	"DES-STATE-BASH-WRITE": policy.Deny, "DES-PROTECTED-PATH": policy.Deny, "DES-INTERNAL": policy.Deny,
 }
 
+// extensionCodes are codes des adds to the contract's table (adding is
+// welcome, renaming is not); each is documented in the README's catalogue.
+var extensionCodes = map[string]policy.Severity{
+	// Phase handshake consistency of a workflow state (issue: the write guard).
+	"DES-STATE-HANDSHAKE-INDEX":  policy.Warn,
+	"DES-STATE-HANDSHAKE-PHASE":  policy.Warn,
+	"DES-STATE-HANDSHAKE-KEY":    policy.Warn,
+	"DES-STATE-HANDSHAKE-ACTIVE": policy.Warn,
+}
+
 // TestBuiltinCodesAreInTheContract fails when a built-in deny or warn rule can
 // yield a code that the contract's table does not list, with the wrong
 // severity, or without a catalogue title (METADATA).
@@ -41,9 +51,12 @@ func TestBuiltinCodesAreInTheContract(t *testing.T) {
 	}
 	for _, r := range cat {
 		sev, ok := contractCodes[r.Code]
+		if !ok {
+			sev, ok = extensionCodes[r.Code]
+		}
 		switch {
 		case !ok:
-			t.Errorf("%s (%s, %s) is not in the contract's code table", r.Code, r.Package, r.Location)
+			t.Errorf("%s (%s, %s) is neither in the contract's code table nor a documented extension", r.Code, r.Package, r.Location)
 		case sev != r.Severity:
 			t.Errorf("%s is %s in %s, the contract says %s", r.Code, r.Severity, r.Package, sev)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/template"
 )
@@ -38,21 +39,31 @@ func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 // preToolUseWrite guards Write/Edit/MultiEdit before they land: workflow
 // documents (document_write) and DES's own files (protected paths).
 func preToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
-	path, ok := ev.TargetFile()
+	call, ok := writeCall(ev)
 	if !ok {
 		return noOpinion() // no file named: Claude Code refuses the call itself
 	}
-	call := gate.ToolCall{Tool: ev.ToolName, Paths: []string{path}}
+	tool := gate.ToolCall{Tool: ev.ToolName, Paths: []string{call.Path}}
 	eng, err := h.engine(ctx)
 	if err != nil {
-		// Without settings only .des itself is known to be DES's.
-		return h.internalError(gate.ToolUse{Root: h.root}.Concerns(call), err)
+		// Without settings only .des itself, and the default guarded
+		// documents, are known to be DES's.
+		defaults := des.DefaultConfig()
+		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles}
+		kind, _ := guard.Kind(call.Path)
+		return h.internalError(kind != "" || gate.ToolUse{Root: h.root}.Concerns(tool), err)
 	}
-	if !eng.ToolUse().Concerns(call) {
+	var res gate.Result
+	switch kind, _ := eng.DocumentWrite().Kind(call.Path); {
+	case kind != "":
+		h.requireValidation()
+		res, err = eng.CheckWrite(ctx, call)
+	case eng.ToolUse().Concerns(tool):
+		h.requireValidation()
+		res, err = eng.CheckToolUse(ctx, tool)
+	default:
 		return noOpinion() // not DES's file: no policy is compiled or asked
 	}
-	h.requireValidation()
-	res, err := eng.CheckToolUse(ctx, call)
 	if err != nil && !res.Evaluated {
 		return h.internalError(true, err)
 	}
@@ -60,6 +71,35 @@ func preToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 		h.logger.Error("hook: the decision stands but was not recorded", "err", err)
 	}
 	return preToolUseResponse(res)
+}
+
+// writeCall reads a Write, Edit or MultiEdit call.
+func writeCall(ev *Event) (gate.WriteCall, bool) {
+	call := gate.WriteCall{Tool: ev.ToolName, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID}
+	switch ev.ToolName {
+	case toolWrite:
+		in, err := ev.WriteInput()
+		if err != nil {
+			return call, false
+		}
+		call.Path, call.Content = in.FilePath, &in.Content
+	case toolEdit:
+		in, err := ev.EditInput()
+		if err != nil {
+			return call, false
+		}
+		call.Path, call.Edits = in.FilePath, []gate.Edit{{Old: in.OldString, New: in.NewString, ReplaceAll: in.ReplaceAll}}
+	case toolMultiEdit:
+		in, err := ev.MultiEditInput()
+		if err != nil {
+			return call, false
+		}
+		call.Path = in.FilePath
+		for _, e := range in.Edits {
+			call.Edits = append(call.Edits, gate.Edit{Old: e.OldString, New: e.NewString, ReplaceAll: e.ReplaceAll})
+		}
+	}
+	return call, call.Path != ""
 }
 
 // preToolUseResponse maps a gate result to PreToolUse output: a deny with
@@ -85,7 +125,21 @@ func preToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
 
 // postToolUseWrite confirms that a guarded write landed.
 func postToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
-	// wired by the gate issues
+	call, ok := writeCall(ev)
+	if !ok || ev.ToolUseID == "" {
+		return noOpinion()
+	}
+	eng, err := h.engine(ctx)
+	if err != nil {
+		h.logger.Error("hook: cannot confirm a guarded write", "err", err)
+		return noOpinion() // the write has happened; there is nothing to block
+	}
+	if kind, _ := eng.DocumentWrite().Kind(call.Path); kind == "" {
+		return noOpinion()
+	}
+	if _, err := eng.ConfirmWrite(ctx, ev.ToolUseID); err != nil {
+		h.logger.Error("hook: cannot confirm a guarded write", "tool_use_id", ev.ToolUseID, "err", err)
+	}
 	return noOpinion()
 }
 

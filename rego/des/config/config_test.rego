@@ -9,4 +9,6 @@ test_defaults if {
 	data.des.config.audit_dir == ".des/audit"
 	data.des.config.policy_dirs == [".des/policies"]
 	data.des.config.gate2_on_failure == "record"
+	data.des.config.guarded_step_files == ["**/steps/*.json"]
+	data.des.config.guarded_state_files == [".des/state.json", ".isdlc/state.json", ".isdlc/projects/*/state.json"]
 }

@@ -5,4 +5,10 @@ package des.gates.document_write
 
 deny contains v if some v in data.des.stepfile.deny
 
+deny contains v if some v in data.des.stepwrite.deny
+
 deny contains v if some v in data.des.protected.deny
+
+deny contains v if some v in data.des.statewrite.deny
+
+warn contains v if some v in data.des.statewrite.warn

@@ -63,3 +63,21 @@ test_pre_invocation_gathers_every_concern if {
 	}
 	codes(gates.pre_invocation.deny) == {"DES-MARKER-INVALID", "DES-SECTION-MISSING", "DES-STEPFILE-OBSOLETE", "DES-SAFETY-PRODUCTION"} with input as inp
 }
+
+test_document_write_gathers_step_writes if {
+	inp := {
+		"step": {"path": "s.json", "document": {"task_id": "1"}, "task_status": "DONE", "phases": []},
+		"disk_step": {"task_status": "TODO", "phases": []},
+	}
+	codes(gates.document_write.deny) == {"DES-TASK-TRANSITION"} with input as inp
+}
+
+test_document_write_gathers_state_writes if {
+	inp := {"state": {"path": ".isdlc/state.json", "incoming": {"state_version": 3}, "disk": {"state_version": 5}}}
+	codes(gates.document_write.deny) == {"DES-STATE-V7-STALE"} with input as inp
+}
+
+test_document_write_gathers_state_warnings if {
+	inp := {"state": {"path": ".des/state.json", "incoming": {"current_phase": "a", "active_workflow": {"current_phase": "b"}}}}
+	codes(gates.document_write.warn) == {"DES-STATE-V9"} with input as inp
+}

@@ -1,0 +1,344 @@
+package gate
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/internal/glob"
+	"github.com/deterministic-exec/des/policy"
+	"github.com/deterministic-exec/des/statemachine"
+)
+
+// Edit is one string replacement of an Edit or MultiEdit call.
+type Edit struct {
+	Old, New   string
+	ReplaceAll bool
+}
+
+// WriteCall is a Write, Edit or MultiEdit call about to land.
+type WriteCall struct {
+	Tool      string
+	Path      string  // file_path: absolute, or relative to the root
+	Content   *string // Write: the whole new content
+	Edits     []Edit  // Edit (one) or MultiEdit (in order)
+	ToolUseID string
+	SessionID string
+}
+
+// Kinds of guarded document.
+const (
+	KindStep  = "step"  // a DES step file
+	KindState = "state" // a multi-phase workflow state
+)
+
+// DocumentWrite is the write guard (des.gates.document_write): it judges
+// what a write to a workflow document would produce before it lands.
+type DocumentWrite struct {
+	Root       string     // absolute project root
+	StepGlobs  []string   // step files, root-relative globs
+	StateGlobs []string   // workflow-state files, root-relative globs
+	Protected  []string   // DES's own files, as for ToolUse
+	Audit      *audit.Log // nil records nothing
+	PendingDir string     // where allowed changes wait for PostToolUse; "" records them at once
+	Now        func() time.Time
+}
+
+// Kind tells whether path is a guarded document, and its root-relative path.
+func (d DocumentWrite) Kind(path string) (kind, rel string) {
+	rel = ToolUse{Root: d.Root}.normalize(path)
+	if filepath.IsAbs(filepath.FromSlash(rel)) {
+		return "", rel
+	}
+	for _, g := range d.StepGlobs {
+		if glob.Match(g, rel) {
+			return KindStep, rel
+		}
+	}
+	for _, g := range d.StateGlobs {
+		if glob.Match(g, rel) {
+			return KindState, rel
+		}
+	}
+	return "", rel
+}
+
+// Incoming is the content the call would leave in the file, from what the
+// file holds now (disk, nil when it does not exist). ok is false when Claude
+// Code would refuse the call itself: an Edit of a missing file, or an
+// old_string that is not there, or not unique without replace_all.
+func Incoming(call WriteCall, disk []byte) (content []byte, ok bool) {
+	if call.Content != nil {
+		return []byte(*call.Content), true
+	}
+	if disk == nil || len(call.Edits) == 0 {
+		return nil, false
+	}
+	out := string(disk)
+	for _, e := range call.Edits {
+		n := strings.Count(out, e.Old)
+		switch {
+		case e.Old == "" || n == 0:
+			return nil, false
+		case e.ReplaceAll:
+			out = strings.ReplaceAll(out, e.Old, e.New)
+		case n > 1:
+			return nil, false
+		default:
+			out = strings.Replace(out, e.Old, e.New, 1)
+		}
+	}
+	return []byte(out), true
+}
+
+// Check judges a write to a guarded document. For a path that is not
+// guarded it returns Evaluated false and asks no policy; so does a call that
+// Claude Code will refuse by itself. A denied write is recorded as
+// DOCUMENT_WRITE_BLOCKED; the status changes of an allowed step-file write
+// are recorded once PostToolUse confirms they landed (Confirm).
+func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) (Result, error) {
+	res := Result{Gate: policy.DocumentWrite}
+	kind, rel := d.Kind(call.Path)
+	if kind == "" {
+		return res, nil
+	}
+	abs := filepath.Join(d.Root, filepath.FromSlash(rel))
+	disk, err := readBounded(abs)
+	if err != nil {
+		return res, fmt.Errorf("write guard: read %s: %w", rel, err)
+	}
+	content, ok := Incoming(call, disk)
+	if !ok {
+		return res, nil
+	}
+	in := map[string]any{"tool": call.Tool, "writes": []any{map[string]any{"path": rel, "tool": call.Tool}}}
+	var changes []audit.Entry
+	switch kind {
+	case KindStep:
+		incoming, diskStep := stepWriteFacts(rel, content, disk)
+		in["step"] = incoming.facts
+		if diskStep != nil {
+			in["disk_step"] = stepStatusFacts(diskStep)
+		}
+		if incoming.step != nil {
+			changes = stepChanges(rel, diskStep, incoming.step)
+		}
+	case KindState:
+		in["state"] = stateWriteFacts(rel, content, disk)
+	}
+	dec, err := ev.Evaluate(ctx, policy.DocumentWrite, in)
+	if err != nil {
+		return res, fmt.Errorf("write guard: %w", err)
+	}
+	res.Decision, res.Evaluated = dec, true
+	if res.Denied() {
+		err = d.record(ctx, audit.Entry{Event: audit.DocumentWriteBlocked, Fields: map[string]any{
+			"gate": string(policy.DocumentWrite), "tool": call.Tool, "paths": []any{rel}, "kind": kind,
+			"codes": dec.Codes(), "tool_use_id": call.ToolUseID, "session_id": call.SessionID,
+		}})
+		return res, err
+	}
+	if len(changes) > 0 {
+		for i := range changes {
+			changes[i].Fields["tool_use_id"], changes[i].Fields["session_id"] = call.ToolUseID, call.SessionID
+		}
+		return res, d.pend(ctx, call.ToolUseID, rel, content, changes)
+	}
+	return res, nil
+}
+
+func (d DocumentWrite) record(ctx context.Context, entries ...audit.Entry) error {
+	if d.Audit == nil || len(entries) == 0 {
+		return nil
+	}
+	if err := d.Audit.Append(ctx, entries...); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
+	}
+	return nil
+}
+
+// maxDocumentSize bounds what the guard reads of a document on disk.
+const maxDocumentSize = statemachine.MaxStepFileSize
+
+// readBounded reads a file, nil when it does not exist.
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(io.LimitReader(f, maxDocumentSize+1)); err != nil {
+		return nil, err
+	}
+	if buf.Len() > maxDocumentSize {
+		return nil, fmt.Errorf("%w: over %d MiB", statemachine.ErrTooLarge, maxDocumentSize>>20)
+	}
+	return buf.Bytes(), nil
+}
+
+type parsedStep struct {
+	step  *statemachine.Step
+	facts map[string]any
+}
+
+// stepWriteFacts parses the incoming step file and the one on disk.
+func stepWriteFacts(rel string, content, disk []byte) (parsedStep, *statemachine.Step) {
+	var diskStep *statemachine.Step
+	if disk != nil {
+		diskStep, _ = statemachine.ParseStep(disk) // an unparsable file on disk has no statuses to compare
+	}
+	in := parsedStep{facts: map[string]any{"path": rel}}
+	step, err := statemachine.ParseStep(content)
+	switch {
+	case errors.Is(err, statemachine.ErrNotObject):
+		in.facts["problem"], in.facts["error"] = "not_object", err.Error()
+	case err != nil:
+		in.facts["problem"], in.facts["error"] = "invalid_json", err.Error()
+	default:
+		in.step = step
+		for k, v := range stepStatusFacts(step) {
+			in.facts[k] = v
+		}
+		in.facts["document"] = step.Document()
+		in.facts["schema_errors"] = schemaFacts(step.Validate())
+	}
+	return in, diskStep
+}
+
+// stepStatusFacts are the statuses the transition rules compare.
+func stepStatusFacts(s *statemachine.Step) map[string]any {
+	phases := make([]any, len(s.Phases))
+	for i, p := range s.Phases {
+		phases[i] = map[string]any{"name": p.Name, "status": p.Status, "outcome": p.Outcome, "blocked_by": p.BlockedBy}
+	}
+	return map[string]any{"task_status": s.Status, "phases": phases}
+}
+
+func schemaFacts(errs []statemachine.SchemaError) []any {
+	out := make([]any, len(errs))
+	for i, e := range errs {
+		out[i] = map[string]any{"pointer": e.Pointer, "msg": e.Message}
+	}
+	return out
+}
+
+// phaseEvents names the audit event of a phase reaching a status.
+var phaseEvents = map[string]audit.EventType{
+	statemachine.PhaseInProgress: audit.PhaseStarted,
+	statemachine.PhaseExecuted:   audit.PhaseCompleted,
+	statemachine.PhaseSkipped:    audit.PhaseSkipped,
+	statemachine.PhaseFailed:     audit.PhaseFailed,
+}
+
+// stepChanges are the audit entries of the status changes a write makes.
+func stepChanges(rel string, disk, incoming *statemachine.Step) []audit.Entry {
+	var out []audit.Entry
+	from := statemachine.TaskTodo
+	before := map[string]statemachine.Phase{}
+	if disk != nil {
+		from = cmpOr(disk.Status, statemachine.TaskTodo)
+		for _, p := range disk.Phases {
+			before[p.Name] = p
+		}
+	}
+	if to := cmpOr(incoming.Status, statemachine.TaskTodo); to != from {
+		out = append(out, audit.Entry{Event: audit.TaskStateChanged, Fields: map[string]any{"step_file": rel, "from": from, "to": to, "by": "write"}})
+	}
+	for _, p := range incoming.Phases {
+		was := cmpOr(before[p.Name].Status, statemachine.PhaseNotExecuted)
+		event, ok := phaseEvents[p.Status]
+		if !ok || p.Status == was {
+			continue
+		}
+		fields := map[string]any{"step_file": rel, "phase": p.Name, "from": was, "to": p.Status}
+		if p.Outcome != "" {
+			fields["outcome"] = p.Outcome
+		}
+		if p.BlockedBy != "" {
+			fields["blocked_by"] = p.BlockedBy
+		}
+		out = append(out, audit.Entry{Event: event, Fields: fields})
+	}
+	return out
+}
+
+func cmpOr(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}
+
+// pending is an allowed write waiting for PostToolUse: the write may still
+// be refused (a permission prompt), so its changes are recorded only once
+// the file is seen to hold what was allowed.
+type pending struct {
+	Path    string        `json:"path"` // root-relative
+	SHA256  string        `json:"sha256"`
+	Entries []audit.Entry `json:"entries"`
+}
+
+func (d DocumentWrite) pend(ctx context.Context, toolUseID, rel string, content []byte, entries []audit.Entry) error {
+	if d.PendingDir == "" || !safeID(toolUseID) {
+		return d.record(ctx, entries...) // nothing to confirm against: record now
+	}
+	sum := sha256.Sum256(content)
+	data, err := json.Marshal(pending{Path: rel, SHA256: hex.EncodeToString(sum[:]), Entries: entries})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(d.PendingDir, 0o755); err != nil {
+		return err
+	}
+	return statemachine.WriteFileAtomic(filepath.Join(d.PendingDir, toolUseID+".json"), data)
+}
+
+// Confirm is PostToolUse for a Write, Edit or MultiEdit: when an allowed
+// write recorded changes under toolUseID and the file now holds exactly the
+// content that was allowed, the changes are appended to the audit trail
+// with "confirmed": true. Otherwise nothing is recorded. It returns whether
+// changes were confirmed.
+func (d DocumentWrite) Confirm(ctx context.Context, toolUseID string) (bool, error) {
+	if d.PendingDir == "" || !safeID(toolUseID) {
+		return false, nil
+	}
+	path := filepath.Join(d.PendingDir, toolUseID+".json")
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(path)
+	var p pending
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return false, fmt.Errorf("write guard: pending record %s: %w", path, err)
+	}
+	now, err := readBounded(filepath.Join(d.Root, filepath.FromSlash(p.Path)))
+	if err != nil || now == nil {
+		return false, err
+	}
+	if sum := sha256.Sum256(now); hex.EncodeToString(sum[:]) != p.SHA256 {
+		return false, nil // the write did not land as allowed
+	}
+	for i := range p.Entries {
+		p.Entries[i].Fields["confirmed"] = true
+	}
+	return true, d.record(ctx, p.Entries...)
+}

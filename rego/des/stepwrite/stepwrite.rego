@@ -1,0 +1,133 @@
+# METADATA
+# title: Step file writes
+# description: |
+#   Judges a write to a step file before it lands, by comparing what the file
+#   holds now with what the write would produce. Every task or phase status
+#   change must be in the transition table; a phase that becomes EXECUTED
+#   needs an outcome, one that becomes SKIPPED a reason.
+#   Input: input.step.{path, task_status, phases[] {name, status, outcome,
+#   blocked_by}} for the incoming document (absent when it did not parse), and
+#   input.disk_step.{task_status, phases[]} for the file on disk (absent when
+#   there is none: a new step starts from TODO with every phase NOT_EXECUTED).
+#   Go reads the phases from tdd_cycle.phase_execution_log or the legacy
+#   location; an absent field is "".
+package des.stepwrite
+
+import data.des.transitions
+
+# A step without a status has not started.
+default _incoming_task := "TODO"
+
+_incoming_task := input.step.task_status if input.step.task_status != ""
+
+default _disk_task := "TODO"
+
+_disk_task := input.disk_step.task_status if input.disk_step.task_status != ""
+
+_known_task := object.keys(data.des.transitions.task)
+
+_known_phase := object.keys(data.des.transitions.phase)
+
+_disk_phases := {p.name: p | some p in input.disk_step.phases}
+
+_outcomes := {o | some o in data.des.steps.phase_outcomes}
+
+_moves_text(moves) := "none (terminal)" if count(moves) == 0
+
+_moves_text(moves) := concat(", ", moves) if count(moves) > 0
+
+# METADATA
+# title: Task status change not in the table
+# description: A write changes the task's status in a way the task transition table does not allow.
+# custom:
+#   code: DES-TASK-TRANSITION
+#   severity: deny
+deny contains {
+	"code": "DES-TASK-TRANSITION",
+	"msg": sprintf("%s: the task cannot move from %s to %s; from %s the allowed moves are: %s", [input.step.path, _disk_task, _incoming_task, _disk_task, _moves_text(transitions.task_moves(_disk_task))]),
+	"field": "/state/status",
+	"recovery": [
+		"Change state.status only along the table: TODO→IN_PROGRESS; IN_PROGRESS→DONE|FAILED|PARTIAL; FAILED→IN_PROGRESS; PARTIAL→IN_PROGRESS.",
+		"Re-read the step file and write one transition at a time.",
+	],
+} if {
+	input.step.phases
+	_incoming_task != _disk_task
+	_disk_task in _known_task
+	_incoming_task in _known_task # unknown statuses are the schema's business
+	not transitions.task_move_allowed(_disk_task, _incoming_task)
+}
+
+# METADATA
+# title: Phase status jump
+# description: A write changes a phase's status in a way the phase transition table does not allow (e.g. NOT_EXECUTED→EXECUTED in one write).
+# custom:
+#   code: DES-PHASE-JUMP
+#   severity: deny
+deny contains {
+	"code": "DES-PHASE-JUMP",
+	"msg": sprintf("%s: phase %s cannot move from %s to %s in one write; from %s the allowed moves are: %s", [input.step.path, p.name, from, p.status, from, _moves_text(transitions.phase_moves(from))]),
+	"field": "/tdd_cycle/phase_execution_log",
+	"recovery": [
+		sprintf("Write phase %s as IN_PROGRESS first (with started_at), do the phase's work, then write its final status with an outcome.", [p.name]),
+		"A phase that is EXECUTED, SKIPPED or FAILED is final; reset abandoned work with `hook stale --resolve FILE`.",
+	],
+} if {
+	some p in input.step.phases
+	from := object.get(_disk_phases, [p.name, "status"], "NOT_EXECUTED")
+	p.status != from
+	from in _known_phase
+	p.status in _known_phase
+	not transitions.phase_move_allowed(from, p.status)
+}
+
+# METADATA
+# title: Executed phase without outcome
+# description: A phase becomes EXECUTED without outcome PASS or FAIL.
+# custom:
+#   code: DES-PHASE-NO-OUTCOME
+#   severity: deny
+deny contains {
+	"code": "DES-PHASE-NO-OUTCOME",
+	"msg": sprintf("%s: phase %s is EXECUTED with outcome %q; an executed phase records PASS or FAIL", [input.step.path, p.name, p.outcome]),
+	"field": "/tdd_cycle/phase_execution_log",
+	"recovery": [sprintf("Set outcome to PASS or FAIL (and outcome_details with the evidence) when phase %s becomes EXECUTED.", [p.name])],
+} if {
+	some p in input.step.phases
+	p.status == "EXECUTED"
+	not p.outcome in _outcomes
+	not _already(p.name, "EXECUTED") # a problem already on disk is not this write's
+}
+
+# METADATA
+# title: Skipped phase without reason
+# description: A phase becomes SKIPPED without blocked_by.
+# custom:
+#   code: DES-PHASE-INVALID-SKIP
+#   severity: deny
+deny contains {
+	"code": "DES-PHASE-INVALID-SKIP",
+	"msg": sprintf("%s: phase %s is SKIPPED without blocked_by; a skip must say why", [input.step.path, p.name]),
+	"field": "/tdd_cycle/phase_execution_log",
+	"recovery": [sprintf("Set blocked_by on phase %s with a prefix: BLOCKED_BY_DEPENDENCY:, NOT_APPLICABLE:, APPROVED_SKIP: or CHECKPOINT_PENDING:, then the reason.", [p.name])],
+} if {
+	some p in input.step.phases
+	p.status == "SKIPPED"
+	trim_space(p.blocked_by) == ""
+	not _already(p.name, "SKIPPED")
+}
+
+# _already holds when the disk had the phase in this status with the same
+# problem (no outcome, or no reason): a write that leaves it as it was is
+# not the one that made it.
+_already(name, "EXECUTED") if {
+	d := _disk_phases[name]
+	d.status == "EXECUTED"
+	not d.outcome in _outcomes
+}
+
+_already(name, "SKIPPED") if {
+	d := _disk_phases[name]
+	d.status == "SKIPPED"
+	trim_space(d.blocked_by) == ""
+}
