@@ -362,7 +362,7 @@ func bashIsDevice(p string) bool {
 // bashArg is one command word after brace expansion.
 type bashArg struct {
 	val  string       // the value, quotes removed; valid when lit
-	src  string       // as written
+	src  string       // as written; for a non-literal word, its literal parts unquoted and each expansion as written
 	lit  bool         // the value is known statically
 	proc bool         // a process substitution <(...) or >(...): a pipe, never a document
 	word *syntax.Word // nil in the fallback scan and after brace expansion
@@ -376,28 +376,60 @@ const bashMaxBraces = 256
 func (a *bashAnalyzer) words(ws []*syntax.Word) []bashArg {
 	out := make([]bashArg, 0, len(ws))
 	for _, w := range ws {
-		src := a.source(w)
 		if len(w.Parts) == 1 {
 			if _, ok := w.Parts[0].(*syntax.ProcSubst); ok {
-				out = append(out, bashArg{src: src, proc: true})
+				out = append(out, bashArg{src: a.source(w), proc: true})
 				continue
 			}
 		}
 		if bashHasBrace(w) && syntax.SplitBraces(w) {
 			vals, ok := bashExpandBraces(w.Parts)
 			if !ok {
-				out = append(out, bashArg{src: src, word: w})
+				out = append(out, bashArg{src: a.source(w), word: w})
 				continue
 			}
 			for _, v := range vals {
-				out = append(out, bashArg{val: v, src: src, lit: true})
+				out = append(out, bashArg{val: v, src: v, lit: true})
 			}
 			continue
 		}
 		v, ok := bashWordValue(w.Parts)
-		out = append(out, bashArg{val: v, src: src, lit: ok, word: w})
+		if ok {
+			out = append(out, bashArg{val: v, src: a.source(w), lit: true, word: w})
+		} else {
+			out = append(out, bashArg{src: a.shape(w.Parts), word: w})
+		}
 	}
 	return out
+}
+
+// shape renders a word DES cannot resolve: literal text unquoted, each
+// expansion or substitution as written ("$D"/x gives $D/x).
+func (a *bashAnalyzer) shape(parts []syntax.WordPart) string {
+	var sb strings.Builder
+	for _, p := range parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			bashUnquoted(&sb, p.Value, false)
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				sb.WriteString(a.source(p))
+			} else {
+				sb.WriteString(p.Value)
+			}
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if l, ok := q.(*syntax.Lit); ok {
+					bashDblQuoted(&sb, l.Value)
+				} else {
+					sb.WriteString(a.source(q))
+				}
+			}
+		default:
+			sb.WriteString(a.source(p))
+		}
+	}
+	return sb.String()
 }
 
 func bashHasBrace(w *syntax.Word) bool {
@@ -890,6 +922,7 @@ func (a *bashAnalyzer) unwrap(name string, w bashWrapper, args []bashArg, st *ba
 	}
 	opts, rest := bashOptions(args, w.shortArg, w.longArg, false)
 	at := st
+	replace := "" // xargs -I: the words holding it name files DES cannot see
 	for _, o := range opts {
 		if len(o.name) == 2 && strings.IndexByte(w.noRun, o.name[1]) >= 0 {
 			return nil, nil, false
@@ -900,6 +933,17 @@ func (a *bashAnalyzer) unwrap(name string, w bashWrapper, args []bashArg, st *ba
 					at = st.clone()
 				}
 				at.cd(o.val)
+			}
+		}
+		if name == "xargs" {
+			switch {
+			case o.name == "-I" && o.val.lit:
+				replace = o.val.val
+			case o.name == "-i" || o.name == "--replace":
+				replace = "{}"
+				if o.val.lit && o.val.val != "" {
+					replace = o.val.val
+				}
 			}
 		}
 		if name == "env" && (o.name == "-S" || o.name == "--split-string") {
@@ -926,7 +970,7 @@ func (a *bashAnalyzer) unwrap(name string, w bashWrapper, args []bashArg, st *ba
 		}
 		rest = rest[w.skip:]
 	}
-	return rest, at, len(rest) > 0
+	return bashPlaceholders(rest, replace), at, len(rest) > 0
 }
 
 func bashIsAssign(v string) bool {
@@ -1570,12 +1614,25 @@ func (a *bashAnalyzer) find(args []bashArg, st *bashState) bool {
 				j++
 			}
 			m := a.mark()
-			a.run(args[i+1:j], st.clone(), bashCall{xargs: true})
+			a.run(bashPlaceholders(args[i+1:j], "{}"), st.clone(), bashCall{xargs: true})
 			writer = writer || a.changed(m)
 			i = j
 		}
 	}
 	return writer
+}
+
+// bashPlaceholders makes the words holding find's {} or xargs's -I string
+// unknown: each stands for a file DES cannot see.
+func bashPlaceholders(args []bashArg, mark string) []bashArg {
+	out := make([]bashArg, len(args))
+	for i, arg := range args {
+		out[i] = arg
+		if arg.lit && mark != "" && strings.Contains(arg.val, mark) {
+			out[i].lit = false
+		}
+	}
+	return out
 }
 
 // git records commits and the git subcommands that rewrite work-tree files.

@@ -109,7 +109,7 @@ var bashCases = []bashCase{
 
 	// Copy-like commands.
 	{name: "cp -t", cmd: `cp -t dest a b; cp --target-directory=d2 c`, writes: []BashWrite{bw("dest/a", "cp"), bw("dest/b", "cp"), bw("d2/c", "cp")}},
-	{name: "cp into dir/", cmd: `cp -r src/ dst/; cp a b c dir`, writes: []BashWrite{bw("dst/src", "cp"), bw("dir/a", "cp"), bw("dir/b", "cp")}},
+	{name: "cp into dir/", cmd: `cp -r src/ dst/; cp a b c dir`, writes: []BashWrite{bw("dst/src", "cp"), bw("dir/a", "cp"), bw("dir/b", "cp"), bw("dir/c", "cp")}},
 	{name: "mv into dir/", cmd: `mv -f a b/`, writes: []BashWrite{bw("a", "mv"), bw("b/a", "mv")}},
 	{name: "install -d and -D", cmd: `install -d d1 d2; install -Dm644 a b`, writes: []BashWrite{bw("d1", "install"), bw("d2", "install"), bw("b", "install")}},
 	{name: "ln", cmd: `ln -sfn target link; ln -s /x/y`, writes: []BashWrite{bw("link", "ln"), bw("y", "ln")}},
@@ -133,6 +133,8 @@ var bashCases = []bashCase{
 	{name: "find -exec reader", cmd: `find . -name '*.json' -exec cat {} + | head`},
 	{name: "xargs writer", cmd: `ls | xargs rm`, dynamic: true},
 	{name: "xargs reader", cmd: `ls | xargs -0 grep -l x`},
+	{name: "xargs -I placeholder", cmd: `ls | xargs -I{} cp {} backup/`, dynamic: true, writes: []BashWrite{bw("backup/", "cp")}},
+	{name: "xargs -I literal target", cmd: `echo a | xargs -I % cp % .des/state.json`, dynamic: true, writes: []BashWrite{bw(".des/state.json", "cp")}},
 	{name: "awk inplace", cmd: `gawk -i inplace '{print}' a.txt; awk '{print}' b.txt`, writes: []BashWrite{bw("a.txt", "awk -i inplace")}},
 
 	// sed spellings.
@@ -229,7 +231,7 @@ var bashCases = []bashCase{
 	{name: "commit through wrappers", cmd: `sudo git commit; env -C w git commit; command git commit; bash -c 'git commit -m y'`,
 		commits: []GitCommit{gc(""), gc("w"), gc(""), gc("", "-m", "y")}},
 	{name: "commit message from here-document", cmd: "git commit -m \"$(cat <<'EOF'\nfeat: x\n\nbody\nEOF\n)\"",
-		commits: []GitCommit{gc("", "-m", "\"$(cat <<'EOF'\nfeat: x\n\nbody\nEOF\n)\"")}},
+		commits: []GitCommit{gc("", "-m", "$(cat <<'EOF'\nfeat: x\n\nbody\nEOF\n)")}},
 	{name: "commit in a loop", cmd: `for b in a b; do git checkout "$b" && git commit --allow-empty -m x; done`,
 		commits: []GitCommit{gc("", "--allow-empty", "-m", "x")}},
 	{name: "commit after unknown cd", cmd: `cd "$R" && git commit`, commits: []GitCommit{gc("$R")}, dynamic: true},

@@ -50,7 +50,7 @@ func writeEvent(root, tool, file string) map[string]any {
 	in := map[string]any{"file_path": filepath.Join(root, file)}
 	switch tool {
 	case "Write":
-		in["content"] = "x"
+		in["content"] = "{}" // valid JSON, so a guarded document is judged on its path, not its content
 	case "Edit":
 		in["old_string"], in["new_string"] = "a", "b"
 	case "MultiEdit":
