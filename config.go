@@ -112,8 +112,11 @@ var settings = []setting{
 		key: "audit_dir", env: "DES_AUDIT_DIR",
 		apply: func(c *Config, raw string) error { c.AuditDir = raw; return nil },
 		check: func(c *Config) (string, error) {
-			if strings.TrimSpace(c.AuditDir) == "" {
+			switch clean := filepath.Clean(c.AuditDir); {
+			case strings.TrimSpace(c.AuditDir) == "":
 				return strconv.Quote(c.AuditDir), errors.New("must name a directory")
+			case clean == "." || clean == filepath.Dir(clean) && filepath.IsAbs(clean):
+				return strconv.Quote(c.AuditDir), errors.New("must be a directory of its own, not the project root or the file system root")
 			}
 			return strconv.Quote(c.AuditDir), nil
 		},
@@ -145,6 +148,9 @@ func listSetting(key, env string, field func(*Config) *[]string, empty string, v
 				if d = strings.TrimSpace(d); d != "" {
 					*list = append(*list, d)
 				}
+			}
+			if len(*list) == 0 { // "::" is a mistake, not a wish for no entries
+				return errors.New("names no entry")
 			}
 			return nil
 		},
@@ -220,13 +226,34 @@ func (c *Config) readFile(path string) error {
 	if len(raw) > maxConfigSize {
 		return &ConfigError{Source: path, Reason: fmt.Sprintf("larger than %d bytes", maxConfigSize)}
 	}
+	// First as raw members: keys must match exactly (encoding/json would
+	// take "Policy_Dirs" for policy_dirs), and null means "the default".
 	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(c); err != nil {
+	var members map[string]json.RawMessage
+	if err := dec.Decode(&members); err != nil {
 		return configDecodeError(path, raw, err)
 	}
 	if dec.More() {
 		return &ConfigError{Source: path, Reason: "holds more than one JSON value"}
+	}
+	known := map[string]bool{}
+	for _, s := range settings {
+		known[s.key] = true
+	}
+	for k, v := range members {
+		if !known[k] {
+			return configDecodeError(path, raw, fmt.Errorf("json: unknown field %q", k))
+		}
+		if string(bytes.TrimSpace(v)) == "null" {
+			delete(members, k)
+		}
+	}
+	kept, err := json.Marshal(members)
+	if err != nil {
+		return &ConfigError{Source: path, Reason: err.Error(), Err: err}
+	}
+	if err := json.Unmarshal(kept, c); err != nil {
+		return configDecodeError(path, kept, err)
 	}
 	return nil
 }

@@ -93,6 +93,10 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 		{name: "file empty audit dir", file: `{"audit_dir": " "}`, setting: "audit_dir", inMessage: []string{"must name a directory"}},
 		{name: "file empty policy dir", file: `{"policy_dirs": [""]}`, setting: "policy_dirs", inMessage: []string{"entries must name directories"}},
 		{name: "env bad glob", env: map[string]string{"DES_GUARDED_STATE_FILES": "state/[.json"}, setting: "guarded_state_files", inMessage: []string{`"state/[.json" is not a valid glob`}},
+		{name: "file key in the wrong case", file: `{"Policy_Dirs": []}`, setting: "Policy_Dirs", inMessage: []string{"not a DES setting"}},
+		{name: "env list of nothing", env: map[string]string{"DES_POLICY_DIRS": string(os.PathListSeparator)}, setting: "policy_dirs", inMessage: []string{"names no entry"}},
+		{name: "audit dir is the root", env: map[string]string{"DES_AUDIT_DIR": "."}, setting: "audit_dir", inMessage: []string{"not the project root"}},
+		{name: "audit dir is /", file: `{"audit_dir": "/"}`, setting: "audit_dir", inMessage: []string{"file system root"}},
 		{name: "file not json", file: "{\n\"turn_budget_default\": 5,,\n}", inMessage: []string{"not valid JSON at line 2"}},
 		{name: "file two values", file: `{} {}`, inMessage: []string{"more than one JSON value"}},
 		{name: "file not an object", file: `[1]`, inMessage: []string{"config.json"}},
@@ -117,6 +121,19 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// null in .des/config.json means the default, for lists as for numbers.
+func TestConfigNullMeansDefault(t *testing.T) {
+	root := t.TempDir()
+	writeConfig(t, root, `{"stale_threshold_minutes": null, "policy_dirs": null, "guarded_state_files": null}`)
+	c, err := LoadConfig(root, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(DefaultConfig(), c); diff != "" {
+		t.Errorf("(-default +got):\n%s", diff)
 	}
 }
 

@@ -132,7 +132,15 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		cfg.AuditDir = o.auditDir
 	}
 
-	popts := []policy.Option{policy.WithLogger(o.logger), policy.WithData("des.config", cfg.policyData())}
+	// Policies compare paths as Go hands them (gate.ProjectPath): the
+	// configured directories are put in the same form.
+	seen := cfg
+	seen.AuditDir = gate.ProjectPath(root, cfg.AuditDir)
+	seen.PolicyDirs = make([]string, len(cfg.PolicyDirs))
+	for i, d := range cfg.PolicyDirs {
+		seen.PolicyDirs[i] = gate.ProjectPath(root, d)
+	}
+	popts := []policy.Option{policy.WithLogger(o.logger), policy.WithData("des.config", seen.policyData())}
 	dirs, err := policyDirs(root, cfg.PolicyDirs, o.logger)
 	if err != nil {
 		return nil, err
@@ -283,11 +291,12 @@ const RunsDir = ".des/runs"
 // prompt carried DES markers, so a caller should fail closed.
 func (e *Engine) PreInvocation(ctx context.Context, inv gate.Invocation) (gate.InvocationResult, error) {
 	g := gate.PreInvocation{
-		Root:    e.root,
-		Audit:   e.audit,
-		Timeout: time.Duration(e.cfg.ValidationTimeoutMS) * time.Millisecond,
-		Now:     e.now,
-		RunsDir: filepath.Join(e.root, RunsDir),
+		Root:      e.root,
+		Protected: e.ToolUse().Protected,
+		Audit:     e.audit,
+		Timeout:   time.Duration(e.cfg.ValidationTimeoutMS) * time.Millisecond,
+		Now:       e.now,
+		RunsDir:   filepath.Join(e.root, RunsDir),
 	}
 	return g.Check(ctx, e, inv)
 }

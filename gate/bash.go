@@ -96,9 +96,11 @@ type GitCommit struct {
 	// Dir is where git runs: the cwd after any preceding cd joined with every
 	// `git -C DIR`, written like BashWrite.Dir ("" = the hook's cwd).
 	Dir string
-	// Args are the words after `commit`, quotes removed; a word DES cannot
-	// resolve statically (an expansion, a command substitution such as the
-	// usual `-m "$(cat <<'EOF' ... EOF)"`) is kept as written in the command.
+	// Args are the words after `commit`, quotes removed. A word DES cannot
+	// resolve statically (an expansion, or a command substitution such as
+	// the usual `-m "$(cat <<'EOF' ... EOF)"`) has its literal parts unquoted
+	// and each expansion kept as written: `"$(cat <<'EOF' ...)"` gives
+	// `$(cat <<'EOF' ...)`.
 	Args []string
 }
 
@@ -157,14 +159,17 @@ type BashAnalysis struct {
 //     `printf '%s' .des/state.json | xargs rm` is Dynamic, `eval "$(...)"`
 //     is Dynamic;
 //   - interpreter scripts are scanned with patterns, not parsed: a write
-//     through a variable (`p='.des/state.json'; open(p, 'w')`) is Dynamic,
-//     but aliased imports (`from os import remove as r`), `exec`/`eval`
-//     inside the script, `getattr`, obfuscated strings (`'.des/' +
-//     'state.json'`, base64) are not seen; a pattern inside a string or
-//     comment of the script counts as a write (conservative);
-//   - directories: CDPATH, symlinks and `cd` inside a function DES did not
-//     see called are not followed; a loop body is read once; `cd` in a
-//     `||` branch is assumed to run;
+//     call whose path or mode is not one string literal (a variable, a
+//     concatenation, an f-string) is Dynamic, but aliased imports (`from os
+//     import remove as r`), `exec`/`eval`/`getattr` inside the script,
+//     libraries outside the pattern list, and commands the script starts
+//     (`os.system`, `subprocess`, `child_process`, backticks) are not seen;
+//     a pattern inside a string or comment of the script counts as a write
+//     (conservative);
+//   - directories: CDPATH, symlinks, `cd` inside a function DES did not
+//     see called, and os.chdir/process.chdir inside interpreter scripts are
+//     not followed; a loop body is read once; `cd` in a `||` branch is
+//     assumed to run;
 //   - `git checkout X` without `--` reports X only when it looks like a file
 //     (its last element has a dot); later operands are always reported.
 //
@@ -191,9 +196,11 @@ func bashPanicResult(command string, r any) (res BashAnalysis) {
 }
 
 // bashMaxNesting bounds how deeply nested a command may be before DES parses
-// it: the parser recurses once per level (about 1.6 KB of stack), and a Go
-// stack overflow is fatal, which the hook would report as exit status 2.
-const bashMaxNesting = 20000
+// it: the parser recurses once per level (about 1.6 KB of stack; a Go stack
+// overflow is fatal, which the hook would report as exit status 2) and slows
+// down super-linearly on deep arithmetic. Real commands nest a few dozen
+// levels; the estimate counts openers in here-document text too.
+const bashMaxNesting = 5000
 
 // bashMaxScripts bounds bash -c / eval recursion.
 const bashMaxScripts = 8
@@ -293,6 +300,7 @@ type bashState struct {
 	old    bashPlace
 	hasOld bool
 	stack  []bashPlace
+	lost   bool // the oldest pushd entries were forgotten (bashMaxStack)
 }
 
 func (s *bashState) clone() *bashState {
@@ -315,6 +323,12 @@ func (s *bashState) cd(t bashArg) {
 	}
 }
 
+// bashMaxDir bounds the directory text DES follows.
+const bashMaxDir = 4096
+
+// bashMaxStack bounds the pushd stack DES follows (it is copied per subshell).
+const bashMaxStack = 32
+
 // bashMerge is the directory after two alternative branches.
 func bashMerge(a, b *bashState) *bashState {
 	if a.dir != b.dir {
@@ -329,6 +343,9 @@ func bashJoinDir(base bashPlace, p string, unknown bool) bashPlace {
 		out = p
 	} else {
 		out = base.path + "/" + p
+	}
+	if len(out) > bashMaxDir {
+		return bashPlace{path: base.path, unknown: true} // cd a; cd a; ... without end
 	}
 	out = path.Clean(out)
 	if out == "." {
@@ -381,6 +398,10 @@ func (a *bashAnalyzer) words(ws []*syntax.Word) []bashArg {
 				out = append(out, bashArg{src: a.source(w), proc: true})
 				continue
 			}
+		}
+		if bashHasBrace(w) && bashManyBraces(w) {
+			out = append(out, bashArg{src: a.source(w), word: w})
+			continue
 		}
 		if bashHasBrace(w) && syntax.SplitBraces(w) {
 			vals, ok := bashExpandBraces(w.Parts)
@@ -440,6 +461,21 @@ func bashHasBrace(w *syntax.Word) bool {
 	}
 	return false
 }
+
+// bashManyBraces reports a word with more braces than DES expands (brace
+// splitting is quadratic in them): such a word is left unresolved.
+func bashManyBraces(w *syntax.Word) bool {
+	n := 0
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok {
+			n += strings.Count(l.Value, "{")
+		}
+	}
+	return n > bashMaxBraceGroups
+}
+
+// bashMaxBraceGroups bounds the braces of one word DES expands.
+const bashMaxBraceGroups = 32
 
 // bashExpandBraces expands {a,b} alternatives; sequences {1..9} and very
 // large products are left to Dynamic.
@@ -602,15 +638,26 @@ func bashScriptText(parts []syntax.WordPart, hdoc bool) string {
 	return sb.String()
 }
 
-// scriptOf is the script text an argument gives an interpreter.
+// bashScriptOf is the script text an argument gives an interpreter.
 func bashScriptOf(arg bashArg) string {
 	switch {
 	case arg.lit:
 		return arg.val
 	case arg.word != nil:
 		return bashScriptText(arg.word.Parts, false)
+	case arg.val != "":
+		return arg.val // the fallback scan: the raw text, read conservatively
 	}
 	return bashHole
+}
+
+// bashAttached is the script glued to a flag (-e'...'), without the flag.
+func bashAttached(arg bashArg, flag string) string {
+	text := bashScriptOf(arg)
+	if len(text) < len(flag) {
+		return bashHole
+	}
+	return text[len(flag):]
 }
 
 // ---------------------------------------------------------------------------
@@ -1261,6 +1308,10 @@ func (a *bashAnalyzer) chdir(name string, args []bashArg, st *bashState) {
 			st.dir.unknown = true
 			return
 		}
+		if len(st.stack) >= bashMaxStack {
+			st.stack = st.stack[1:] // forget the oldest: popd that far is unknown
+			st.lost = true
+		}
 		st.stack = append(st.stack, st.dir)
 		st.cd(ops[0])
 	case "popd":
@@ -1271,6 +1322,8 @@ func (a *bashAnalyzer) chdir(name string, args []bashArg, st *bashState) {
 			top := st.stack[n-1]
 			st.stack = st.stack[:n-1]
 			st.setDir(top)
+		} else if st.lost {
+			st.setDir(bashPlace{path: st.dir.path, unknown: true})
 		}
 	}
 }
@@ -1918,7 +1971,7 @@ options:
 		v := arg.val
 		if !arg.lit {
 			if strings.HasPrefix(arg.src, "-c") {
-				code, found = strings.TrimPrefix(bashScriptOf(arg), "-c"), true
+				code, found = bashAttached(arg, "-c"), true
 				break options
 			}
 			if strings.HasPrefix(arg.src, "-") {
@@ -2064,7 +2117,7 @@ func (a *bashAnalyzer) perl(args []bashArg, st *bashState, call bashCall) bool {
 		v := arg.val
 		if !arg.lit {
 			if strings.HasPrefix(arg.src, "-e") || strings.HasPrefix(arg.src, "-E") {
-				scripts = append(scripts, bashScriptOf(arg)[2:])
+				scripts = append(scripts, bashAttached(arg, "-e"))
 				continue
 			}
 			if strings.HasPrefix(arg.src, "-") {
@@ -2145,7 +2198,7 @@ func (a *bashAnalyzer) ruby(args []bashArg, st *bashState, call bashCall) bool {
 		v := arg.val
 		if !arg.lit {
 			if strings.HasPrefix(arg.src, "-e") {
-				scripts = append(scripts, bashScriptOf(arg)[2:])
+				scripts = append(scripts, bashAttached(arg, "-e"))
 				continue
 			}
 			if strings.HasPrefix(arg.src, "-") {
@@ -2262,8 +2315,17 @@ func (a *bashAnalyzer) fallback(src string, st *bashState) {
 			}
 			a.writeArg(bashArg{val: target, src: target, lit: !strings.ContainsAny(target, "$*?[`")}, st.dir, BashHowRedirect)
 		}
+		// Pieces split at ; start with the keyword of the compound command.
+		for len(args) > 0 && bashRoughKeywords[args[0].val] {
+			args = args[1:]
+		}
 		a.run(args, st, bashCall{})
 	}
+}
+
+var bashRoughKeywords = map[string]bool{
+	"if": true, "then": true, "else": true, "elif": true, "fi": true, "do": true, "done": true,
+	"while": true, "until": true, "!": true, "{": true, "}": true, "time": true, "esac": true,
 }
 
 // bashRoughCommands splits src into commands of rough tokens, skipping the
@@ -2536,6 +2598,10 @@ func (a *bashAnalyzer) scan(lang bashLang, script string, at bashPlace) {
 			if !bashCallBoundary(lang, script, k, p.name) {
 				continue
 			}
+			if len(found) >= bashMaxScriptCalls {
+				a.res.Dynamic = true
+				break
+			}
 			if args, ok := bashCallArgs(lang, script, off); ok {
 				found = append(found, bashScriptMatch{at: k, pat: p, args: args})
 			}
@@ -2596,9 +2662,20 @@ func bashCallArgs(lang bashLang, s string, off int) ([]string, bool) {
 	return nil, false
 }
 
+// bashMaxCallText bounds how far DES reads the arguments of one call, and
+// back to its receiver, so that a huge unbalanced script stays linear.
+const bashMaxCallText = 4 << 10
+
+// bashMaxScriptCalls bounds the write calls DES examines in one script;
+// beyond it the script is Dynamic.
+const bashMaxScriptCalls = 4096
+
 // bashSplitArgs splits call arguments at top-level commas, up to the closing
 // parenthesis (paren) or the end of the statement (Perl/Ruby without one).
 func bashSplitArgs(s string, paren bool) []string {
+	if len(s) > bashMaxCallText {
+		s = s[:bashMaxCallText]
+	}
 	var args []string
 	depth, start := 0, 0
 	done := func(end int) []string {
@@ -2929,7 +3006,7 @@ const (
 
 // bashPyReceiver reads the receiver of the method whose '.' is at dot.
 func bashPyReceiver(s string, dot int) (string, bashRecv) {
-	r := strings.TrimRight(s[:dot], " \t")
+	r := strings.TrimRight(s[max(0, dot-bashMaxCallText):dot], " \t")
 	if strings.HasSuffix(r, ")") {
 		depth := 0
 		open := -1

@@ -248,6 +248,10 @@ var bashCases = []bashCase{
 		writes: []BashWrite{bw(".des", "rm")}, commits: []GitCommit{gc("", "-m", "x")}},
 	{name: "unparsable, here-document body skipped", cmd: "cat <<EOF )\nrm nothing\nEOF\ntee y.json", parseErr: true, dynamic: true,
 		writes: []BashWrite{bw("y.json", "tee")}},
+	{name: "unparsable, compound keywords", cmd: "if true; then rm k.json; fi; echo 'x", parseErr: true, dynamic: true,
+		writes: []BashWrite{bw("k.json", "rm")}},
+	{name: "unparsable, attached perl script", cmd: "perl -e$X 'x", parseErr: true, dynamic: true},
+	{name: "fuzz: attached perl script in the scan", cmd: "perl -e$00000000\"", parseErr: true, dynamic: true},
 	{name: "too deeply nested", cmd: strings.Repeat("(", bashMaxNesting+10) + "echo > n.json", parseErr: true, dynamic: true,
 		writes: []BashWrite{bw("n.json", "redirect")}},
 }

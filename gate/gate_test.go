@@ -217,3 +217,52 @@ func TestToolUseKeepsDecisionWhenAuditFails(t *testing.T) {
 		t.Errorf("res %+v, err %v: want the deny kept and ErrNotRecorded", res, err)
 	}
 }
+
+// Paths that reach DES's files by other spellings are still protected:
+// settings given as absolute paths or outside the root, a dangling link,
+// and "link/.." resolved as the operating system does.
+func TestToolUseSpellingsOfProtectedPaths(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	for _, d := range []string{".des/policies/sub", "audit"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{
+		"DES_AUDIT_DIR":   filepath.Join(root, "audit"),
+		"DES_POLICY_DIRS": ".des/policies" + string(os.PathListSeparator) + outside,
+	}
+	e, err := des.New(t.Context(), des.WithRoot(root), des.WithEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{
+		"cfg":    filepath.Join(root, ".des", "config.json"), // dangling: the file does not exist yet
+		"newpol": filepath.Join(root, ".des", "policies", "new.rego"),
+		"lnk":    filepath.Join(root, ".des", "policies", "sub"),
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Skip("symlinks unavailable:", err)
+		}
+	}
+	for _, p := range []string{
+		filepath.Join(root, "audit", "audit-x.log"),
+		filepath.Join(outside, "team.rego"),
+		"cfg",
+		"newpol",
+		filepath.Join(root, "lnk") + "/../evil.rego",
+	} {
+		res, err := e.CheckToolUse(t.Context(), gate.ToolCall{Tool: "Write", Paths: []string{p}})
+		if err != nil || !res.Denied() {
+			t.Errorf("write %s: %+v, %v", p, res.Decision, err)
+		}
+	}
+	if got := gate.ProjectPath(root, "lnk/../evil.rego"); got != ".des/policies/evil.rego" {
+		t.Errorf("ProjectPath(lnk/../evil.rego) = %q", got)
+	}
+	if got := gate.ProjectPath(root, "src/./a/../b.go"); got != "src/b.go" {
+		t.Errorf("ProjectPath of a missing path = %q", got)
+	}
+}

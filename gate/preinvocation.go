@@ -47,11 +47,12 @@ type InvocationResult struct {
 // before the subagent starts (des.gates.pre_invocation) and, when it allows,
 // moves the step's task to IN_PROGRESS and records the invocation.
 type PreInvocation struct {
-	Root    string           // absolute project root
-	Audit   *audit.Log       // the audit trail; nil records nothing
-	Timeout time.Duration    // evaluation budget; 0 means none
-	Now     func() time.Time // clock; nil means time.Now
-	RunsDir string           // where invocations are recorded for Gate 2; "" records none
+	Root      string           // absolute project root
+	Protected []string         // DES's protected directories (as for ToolUse): never a step file
+	Audit     *audit.Log       // the audit trail; nil records nothing
+	Timeout   time.Duration    // evaluation budget; 0 means none
+	Now       func() time.Time // clock; nil means time.Now
+	RunsDir   string           // where invocations are recorded for Gate 2; "" records none
 }
 
 // Check runs Gate 1. A prompt without DES markers is ad hoc: Check returns a
@@ -100,26 +101,43 @@ func (g PreInvocation) Check(ctx context.Context, ev Evaluator, inv Invocation) 
 	res.Level, _ = d.Info["level"].(string)
 
 	entries := g.decisionEntries(inv, res, prompt, time.Since(start))
-	if !res.Denied() && res.Level != LevelNone && step.doc != nil {
-		moved, err := g.start(step, now)
-		if err != nil {
-			return res, fmt.Errorf("gate 1: allowed, but could not start the task: %w", err)
-		}
-		res.Moved = moved
-		fields := map[string]any{"step_file": step.rel, "tool_use_id": inv.ToolUseID, "session_id": inv.SessionID, "agent_type": inv.AgentType, "status": statemachine.TaskInProgress}
-		entries = append(entries, audit.Entry{Event: audit.TaskInvocationStarted, Fields: fields})
-		if moved != "" {
+	canStart, _ := d.Info["can_start"].(bool)
+	starting := !res.Denied() && res.Level != LevelNone && step.doc != nil && canStart
+	var from string
+	if starting {
+		from = cmpOr(step.step.Status, statemachine.TaskTodo)
+		entries = append(entries, audit.Entry{Event: audit.TaskInvocationStarted, Fields: map[string]any{
+			"step_file": step.rel, "tool_use_id": inv.ToolUseID, "session_id": inv.SessionID, "agent_type": inv.AgentType, "status": statemachine.TaskInProgress,
+		}})
+		if from != statemachine.TaskInProgress {
 			entries = append(entries, audit.Entry{Event: audit.TaskStateChanged, Fields: map[string]any{
-				"step_file": step.rel, "from": moved, "to": statemachine.TaskInProgress, "by": "gate1", "tool_use_id": inv.ToolUseID,
+				"step_file": step.rel, "from": from, "to": statemachine.TaskInProgress, "by": "gate1", "tool_use_id": inv.ToolUseID,
 			}})
 		}
-		if err := g.recordRun(inv, step.rel, prompt.Origin, now); err != nil {
-			return res, fmt.Errorf("gate 1: allowed, but could not record the invocation: %w", err)
-		}
 	}
+	// Write-ahead: the trail records the move before the step file shows it,
+	// so no status change DES makes can go unrecorded. If recording fails,
+	// nothing has changed and the caller fails closed.
 	if g.Audit != nil {
 		if err := g.Audit.Append(ctx, entries...); err != nil {
 			return res, fmt.Errorf("gate 1: %w: %w", ErrNotRecorded, err)
+		}
+	}
+	if starting {
+		if err := g.start(step, now); err != nil {
+			if g.Audit != nil { // say that the recorded move did not happen
+				_ = g.Audit.Append(ctx, audit.Entry{Event: audit.HookError, Fields: map[string]any{
+					"step_file": step.rel, "tool_use_id": inv.ToolUseID, "error": err.Error(),
+					"msg": "the TASK_STATE_CHANGED recorded just before was not applied: the step file could not be rewritten",
+				}})
+			}
+			return res, fmt.Errorf("gate 1: allowed, but could not start the task: %w", err)
+		}
+		if from != statemachine.TaskInProgress {
+			res.Moved = from
+		}
+		if err := g.recordRun(inv, step.rel, prompt.Origin, now); err != nil {
+			return res, fmt.Errorf("gate 1: allowed, but could not record the invocation: %w", err)
 		}
 	}
 	return res, nil
@@ -213,6 +231,11 @@ func (g PreInvocation) readStep(marked string) stepRead {
 			s.problem, s.err = "outside", fmt.Sprintf("a symbolic link leads to %s, outside %s", real, g.Root)
 			return s
 		}
+		s.abs = real // read and rewrite what was checked, not whatever the link names later
+	}
+	if (ToolUse{Root: g.Root, Protected: g.Protected}).Concerns(ToolCall{Paths: []string{abs}}) {
+		s.problem, s.err = "outside", "it is one of DES's own protected files (.des, the policy and audit directories), never a step file"
+		return s
 	}
 	step, raw, err := statemachine.ReadStep(abs)
 	switch {
@@ -296,28 +319,18 @@ func (g PreInvocation) decisionEntries(inv Invocation, res InvocationResult, p t
 }
 
 // start moves the task to IN_PROGRESS (setting state.started_at when empty)
-// and rewrites the step file atomically. It returns the status moved from,
-// or "" when the task was already IN_PROGRESS with a start time (a resume).
-func (g PreInvocation) start(s stepRead, now time.Time) (string, error) {
-	from := s.step.Status
-	if from == statemachine.TaskInProgress && s.step.StartedAt != "" {
-		return "", nil
+// and rewrites the step file atomically; a resume with a start time already
+// set writes nothing.
+func (g PreInvocation) start(s stepRead, now time.Time) error {
+	if s.step.Status == statemachine.TaskInProgress && s.step.StartedAt != "" {
+		return nil
 	}
 	s.step.SetTaskStatus(statemachine.TaskInProgress, now)
 	data, err := s.step.Marshal()
 	if err != nil {
-		return "", err
+		return err
 	}
-	if err := statemachine.WriteFileAtomic(s.abs, data); err != nil {
-		return "", err
-	}
-	if from == statemachine.TaskInProgress {
-		return "", nil
-	}
-	if from == "" {
-		from = statemachine.TaskTodo // a step without a status has not started
-	}
-	return from, nil
+	return statemachine.WriteFileAtomic(s.abs, data)
 }
 
 // Run is the record of one allowed invocation, kept so that Gate 2 can find

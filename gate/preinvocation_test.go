@@ -2,6 +2,7 @@ package gate_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -466,5 +467,63 @@ func TestGate1DefaultTemplatesPassOnRealSteps(t *testing.T) {
 				t.Errorf("%s for %s: no level", name, filepath.Base(f))
 			}
 		}
+	}
+}
+
+// The move to IN_PROGRESS is recorded before it is made: when the trail
+// cannot be written, the step file is left as it was.
+func TestGate1WriteAheadAudit(t *testing.T) {
+	p := newProject(t, nil)
+	p.writeStep(stepRel, todoStep())
+	before, _ := os.ReadFile(filepath.Join(p.root, stepRel))
+	// A directory where today's day file goes makes every append fail.
+	if err := os.MkdirAll(filepath.Join(p.root, ".des", "audit", audit.FileName(gate1Now)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := p.eng.PreInvocation(t.Context(), gate.Invocation{Prompt: render(t, "execute-step", todoStep()), ToolUseID: "toolu_wa"})
+	if !errors.Is(err, gate.ErrNotRecorded) {
+		t.Fatalf("err = %v, want ErrNotRecorded", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(p.root, stepRel)); string(after) != string(before) {
+		t.Error("the task moved although the move could not be recorded")
+	}
+	if _, err := os.Stat(filepath.Join(p.root, des.RunsDir, "toolu_wa.json")); err == nil {
+		t.Error("an invocation record was written for a call that failed closed")
+	}
+}
+
+// A team that waives DES-TASK-TERMINAL lets the subagent start, but DES does
+// not make a move the table refuses.
+func TestGate1WaivedTerminalDoesNotMoveTheTask(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".des", "policies"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, ".des", "policies", "waive.rego"), []byte("package des.gates.pre_invocation\n\nexception contains \"DES-TASK-TERMINAL\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := des.New(t.Context(), des.WithRoot(root), des.WithEnv(func(string) (string, bool) { return "", false }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &project{t, root, eng}
+	done := modified(todoStep(), func(s map[string]any) { s["state"] = map[string]any{"status": "DONE"} })
+	p.writeStep(stepRel, done)
+	res := p.check(render(t, "execute-step", done))
+	if res.Denied() || res.Moved != "" {
+		t.Fatalf("res = %+v", res)
+	}
+	if st := p.readStep(stepRel)["state"].(map[string]any)["status"]; st != "DONE" {
+		t.Errorf("DES moved a DONE task to %v", st)
+	}
+}
+
+func TestGate1RefusesStepFilesAmongDESFiles(t *testing.T) {
+	p := newProject(t, nil)
+	rel := ".des/policies/01-01.json"
+	p.writeStep(rel, todoStep())
+	res := p.check(strings.Replace(render(t, "execute-step", todoStep()), stepRel, rel, 1))
+	if !cmp.Equal(codes(res), []string{"DES-STEPFILE-OUTSIDE"}) {
+		t.Errorf("codes = %v", codes(res))
 	}
 }

@@ -2,7 +2,6 @@ package gate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -91,39 +90,61 @@ func (t ToolUse) protectedRoot(p string) bool {
 	return false
 }
 
-// normalize turns a path into the form policies see: slash-separated,
-// relative to the root when inside it, absolute otherwise. Symbolic links
-// are resolved as far as the path exists, so a link cannot hide a
-// protected target.
-func (t ToolUse) normalize(p string) string {
+// normalize turns a path into the form policies see (ProjectPath).
+func (t ToolUse) normalize(p string) string { return ProjectPath(t.Root, p) }
+
+// ProjectPath turns a path into the form DES hands policies: symbolic links
+// resolved as the operating system would resolve them (a dangling link at
+// the end is followed to its target, and "link/.." is taken after the
+// link), then slash-separated and relative to root when inside it, else
+// absolute. A relative path is relative to root.
+func ProjectPath(root, p string) string {
 	if !filepath.IsAbs(p) {
-		p = filepath.Join(t.Root, p)
+		p = root + string(filepath.Separator) + p // not Join: cleaning first would take "link/.." lexically
 	}
-	p = resolveExisting(filepath.Clean(p))
-	root := resolveExisting(t.Root)
-	if rel, err := filepath.Rel(root, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return filepath.ToSlash(rel)
+	p = resolvePath(p, 0)
+	r := resolvePath(root, 0)
+	if rel, ok := within(r, p); ok {
+		return rel // "." for the root itself
 	}
 	return filepath.ToSlash(p)
 }
 
-// resolveExisting resolves symbolic links in the longest existing prefix of
-// p and keeps the rest as written.
-func resolveExisting(p string) string {
-	rest := ""
-	for cur := p; ; {
-		resolved, err := filepath.EvalSymlinks(cur)
-		if err == nil {
-			return filepath.Join(resolved, rest)
-		}
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, os.ErrInvalid) {
-			return p
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
+// maxLinks bounds link following, as the kernel's ELOOP does.
+const maxLinks = 40
+
+// resolvePath resolves the symbolic links of an absolute path as far as it
+// exists, and follows a final link whose target does not exist yet.
+func resolvePath(p string, depth int) string {
+	if depth > maxLinks {
+		return filepath.Clean(p)
 	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	trimmed := strings.TrimRight(p, string(filepath.Separator))
+	if trimmed == "" || trimmed == filepath.VolumeName(p) {
+		return filepath.Clean(p)
+	}
+	dir, base := filepath.Split(trimmed)
+	if dir == "" {
+		return filepath.Clean(p)
+	}
+	rd := resolvePath(dir, depth+1)
+	switch base {
+	case ".":
+		return rd
+	case "..":
+		return filepath.Dir(rd)
+	}
+	full := filepath.Join(rd, base)
+	if fi, err := os.Lstat(full); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if target, err := os.Readlink(full); err == nil {
+			if !filepath.IsAbs(target) {
+				target = rd + string(filepath.Separator) + target
+			}
+			return resolvePath(target, depth+1)
+		}
+	}
+	return full
 }

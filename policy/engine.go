@@ -98,7 +98,7 @@ type Engine struct {
 	data   map[string]any
 	logger *slog.Logger
 
-	parseMu sync.Mutex // guards lazy parsing of files
+	parseMu sync.Mutex // guards parsing files and compiling their modules
 
 	fullOnce sync.Once // the compiler of every module
 	full     *compiled
@@ -175,8 +175,8 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 func (e *Engine) compileAll() (*compiled, error) {
 	e.fullOnce.Do(func() {
 		e.parseMu.Lock()
+		defer e.parseMu.Unlock()
 		mods, err := parseAll(e.files)
-		e.parseMu.Unlock()
 		if err != nil {
 			e.fullErr = fmt.Errorf("parse policies: %w", err)
 			return
@@ -204,9 +204,11 @@ func (e *Engine) compilerFor(g Gate) (*compiled, error) {
 	if !e.lazy {
 		return e.compileAll()
 	}
+	// Compiling copies the parsed modules, and walking them (closure) can
+	// sort their keys in place: both happen under the one lock.
 	e.parseMu.Lock()
+	defer e.parseMu.Unlock()
 	mods, err := closure(e.files, g.Package())
-	e.parseMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("parse policies of gate %s: %w", g, err)
 	}

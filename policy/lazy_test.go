@@ -2,7 +2,9 @@ package policy_test
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,10 +20,11 @@ var gateInputs = map[policy.Gate]map[string]any{
 	policy.ToolUse:       {"writes": []any{map[string]any{"path": ".des/policies/a.rego", "tool": "Edit"}}},
 }
 
-// A lazy engine decides exactly as an eager one, gate by gate.
+// A lazy engine decides exactly as an eager one, gate by gate, also when a
+// rule reaches another package through a reference built at run time.
 func TestLazyDecidesAsEager(t *testing.T) {
-	eager := newEngine(t, policy.WithDirs("testdata/team"))
-	lazy := newEngine(t, policy.WithDirs("testdata/team"), policy.WithLazyCompile())
+	eager := newEngine(t, policy.WithDirs("testdata/team", "testdata/dynamic"))
+	lazy := newEngine(t, policy.WithDirs("testdata/team", "testdata/dynamic"), policy.WithLazyCompile())
 	for g, in := range gateInputs {
 		want, err1 := eager.Eval(t.Context(), g, in)
 		got, err2 := lazy.Eval(t.Context(), g, in)
@@ -34,6 +37,9 @@ func TestLazyDecidesAsEager(t *testing.T) {
 		if len(want.Deny)+len(want.Warn)+len(want.Waived) == 0 {
 			t.Errorf("%s: the input should yield something to compare", g)
 		}
+	}
+	if d, _ := lazy.Eval(t.Context(), policy.ToolUse, gateInputs[policy.ToolUse]); !slices.Contains(d.Codes(), "TEAM-DYN") {
+		t.Errorf("lazy engine lost the rule with a dynamic reference: %v", d.Codes())
 	}
 	eagerCat, _ := eager.Catalogue()
 	lazyCat, err := lazy.Catalogue()
@@ -109,4 +115,23 @@ func BenchmarkFirstDecision(b *testing.B) {
 			})
 		}
 	}
+}
+
+func TestLazyConcurrentFirstUse(t *testing.T) {
+	e := newEngine(t, policy.WithLazyCompile())
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			g := policy.Gates()[i%len(policy.Gates())]
+			if _, err := e.Eval(t.Context(), g, gateInputs[g]); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Go(func() {
+		if _, err := e.Catalogue(); err != nil {
+			t.Error(err)
+		}
+	})
+	wg.Wait()
 }

@@ -301,9 +301,10 @@ func closure(files []*regoFile, gatePkg string) (map[string]*ast.Module, error) 
 
 // related reports whether package pkg serves a reference to path: the path
 // is in the package, or the package lies under the path (a reference to a
-// whole subtree, such as data.des).
+// whole subtree, such as data.des). The empty path is a reference whose
+// first element is not a string (data[x]): it may reach any package.
 func related(pkg, path string) bool {
-	return pkg == path || strings.HasPrefix(path, pkg+".") || strings.HasPrefix(pkg, path+".")
+	return path == "" || pkg == path || strings.HasPrefix(path, pkg+".") || strings.HasPrefix(pkg, path+".")
 }
 
 // dataRefs lists the ground prefixes ("des.sections.level") of the data
@@ -322,10 +323,10 @@ func dataRefs(m *ast.Module) []string {
 			}
 			parts = append(parts, string(s))
 		}
-		if len(parts) > 0 {
-			if p := strings.Join(parts, "."); !slices.Contains(out, p) {
-				out = append(out, p)
-			}
+		// With no string prefix (bare data, data[x]) the reference may reach
+		// any package: "" makes the closure take every file.
+		if p := strings.Join(parts, "."); !slices.Contains(out, p) {
+			out = append(out, p)
 		}
 	}
 	for _, imp := range m.Imports {

@@ -139,7 +139,7 @@ type PhaseTiming struct {
 // ErrNotObject); wrong types and unknown statuses are for ValidateState and
 // the policy to report.
 func ParseState(data []byte) (*State, error) {
-	doc, err := ParseObject(data)
+	doc, err := parseStateObject(data)
 	if err != nil {
 		return nil, fmt.Errorf("parse workflow state: %w", err)
 	}
@@ -533,78 +533,6 @@ func factValue(f *factField, v json.RawMessage) (any, bool) {
 		return out, true
 	}
 	return nil, false
-}
-
-// factMembers is eachMember for the facts: the same walk over a valid JSON
-// object, skipping strings with a vectorised search for their closing
-// quote. Workflow states are mostly long strings (summaries, notes) that
-// the facts walk skips or copies whole.
-func factMembers(data []byte, fn func(rawKey []byte, value json.RawMessage)) {
-	i := skipSpace(data, 0) + 1 // past '{'
-	for {
-		i = skipSpace(data, i)
-		if data[i] == '}' {
-			return
-		}
-		if data[i] == ',' {
-			i = skipSpace(data, i+1)
-		}
-		kEnd := skipString(data, i)
-		rawKey := data[i:kEnd]
-		i = skipSpace(data, kEnd) + 1 // past ':'
-		i = skipSpace(data, i)
-		vEnd := skipValue(data, i)
-		fn(rawKey, data[i:vEnd])
-		i = vEnd
-	}
-}
-
-// skipString returns the offset just past the string starting at data[i].
-func skipString(data []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(data[j:], '"')
-		if k < 0 {
-			return len(data)
-		}
-		j += k
-		// The quote closes the string unless an odd run of backslashes
-		// escapes it.
-		n := 0
-		for b := j - 1; b > i && data[b] == '\\'; b-- {
-			n++
-		}
-		if n%2 == 0 {
-			return j + 1
-		}
-		j++
-	}
-}
-
-// skipValue returns the offset just past the value starting at data[i].
-func skipValue(data []byte, i int) int {
-	switch data[i] {
-	case '"':
-		return skipString(data, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(data); i++ {
-			switch data[i] {
-			case '"':
-				i = skipString(data, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(data)
-	default:
-		return scanValue(data, i)
-	}
 }
 
 //go:embed schema/state.schema.json

@@ -66,23 +66,40 @@ func Parse(prompt string) Prompt {
 			sec = nil
 		}
 	}
+	// One pass: the positions of the next "<!--" and the next "-->" are
+	// kept and searched again only once passed, so a prompt made of many
+	// openers and one closer costs linear time, not quadratic (a slow parse
+	// would let the hook time out, and Claude Code would go on).
+	nextOpen, nextClose := -1, -1
+	find := func(cached *int, from int, token string) int {
+		if *cached == len(prompt) || (*cached >= from && *cached >= 0) {
+			return *cached
+		}
+		if j := strings.Index(prompt[from:], token); j >= 0 {
+			*cached = from + j
+		} else {
+			*cached = len(prompt)
+		}
+		return *cached
+	}
+	seenMeta := map[string]bool{}
+	seenUnknown := map[string]bool{}
 	for i := 0; ; {
-		j := strings.Index(prompt[i:], "<!--")
-		if j < 0 {
+		open := find(&nextOpen, i, "<!--")
+		if open == len(prompt) {
 			break
 		}
-		open := i + j
 		inner := open + len("<!--")
-		k := strings.Index(prompt[inner:], "-->")
-		if k < 0 {
+		closer := find(&nextClose, inner, "-->")
+		if closer == len(prompt) {
 			break
 		}
-		text := prompt[inner : inner+k]
-		if n := strings.Index(text, "<!--"); n >= 0 {
-			i = inner + n
+		if after := find(&nextOpen, inner, "<!--"); after < closer {
+			i = after // an unclosed comment must not swallow the next marker
 			continue
 		}
-		i = inner + k + len("-->")
+		text := prompt[inner:closer]
+		i = closer + len("-->")
 		name, value, ok := marker(text)
 		if !ok {
 			continue
@@ -90,14 +107,16 @@ func Parse(prompt string) Prompt {
 		p.HasMarkers = true
 		switch name {
 		case MarkerValidation, MarkerOrigin, MarkerStepFile:
-			if !slices.Contains(meta[name], value) {
+			if key := name + "\x00" + value; !seenMeta[key] {
+				seenMeta[key] = true
 				meta[name] = append(meta[name], value)
 			}
 		case MarkerSection:
 			closeSection(open)
 			sec, secStart = &Section{Name: value}, i
 		default:
-			if !slices.Contains(p.Unknown, name) {
+			if !seenUnknown[name] {
+				seenUnknown[name] = true
 				p.Unknown = append(p.Unknown, name)
 			}
 		}
@@ -165,8 +184,10 @@ func (p Prompt) Section(name string) (Section, bool) {
 // SectionNames returns the distinct section names in order of first appearance.
 func (p Prompt) SectionNames() []string {
 	var names []string
+	seen := make(map[string]bool, len(p.Sections))
 	for _, s := range p.Sections {
-		if !slices.Contains(names, s.Name) {
+		if !seen[s.Name] {
+			seen[s.Name] = true
 			names = append(names, s.Name)
 		}
 	}
@@ -180,6 +201,7 @@ func (p Prompt) SectionNames() []string {
 // nothing. It is how a section is checked for whole-word phase names.
 func Words(text string) []string {
 	var words []string
+	seen := map[string]bool{}
 	isWord := func(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
 	for i := 0; i < len(text); {
 		r, size := utf8.DecodeRuneInString(text[i:])
@@ -196,7 +218,8 @@ func Words(text string) []string {
 			upper = upper && (r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_')
 			i += size
 		}
-		if w := text[start:i]; upper && !slices.Contains(words, w) {
+		if w := text[start:i]; upper && !seen[w] {
+			seen[w] = true
 			words = append(words, w)
 		}
 	}

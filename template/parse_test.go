@@ -2,6 +2,7 @@ package template
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -247,5 +248,38 @@ func bigPrompt(tb testing.TB, size int) string {
 			return r.Text
 		}
 		desc.WriteString(para)
+	}
+}
+
+// adversarial is a prompt made to make a naive parser quadratic: many
+// comment openers before one closer, then many distinct words.
+func adversarial(n int) string {
+	var b strings.Builder
+	b.WriteString("<!-- DES-VALIDATION: required -->")
+	b.WriteString(strings.Repeat("<!--", n))
+	b.WriteString("-->\n<!-- DES-SECTION: TDD_14_PHASES -->\n")
+	for i := range n {
+		fmt.Fprintf(&b, "W%d ", i)
+	}
+	return b.String()
+}
+
+func TestParseAdversarial(t *testing.T) {
+	p := Parse(adversarial(1000))
+	if p.Validation != "required" || len(p.Sections) != 1 || p.Sections[0].Name != "TDD_14_PHASES" {
+		t.Fatalf("parse = %+v", p)
+	}
+	if w := Words(p.Sections[0].Body); len(w) != 1000 || w[999] != "W999" {
+		t.Errorf("words: %d", len(w))
+	}
+}
+
+// BenchmarkParseAdversarial parses a 1 MiB adversarial prompt: linear code
+// takes milliseconds; the quadratic first version took 45 s.
+func BenchmarkParseAdversarial(b *testing.B) {
+	s := adversarial(150000)
+	for b.Loop() {
+		p := Parse(s)
+		Words(p.Sections[0].Body)
 	}
 }

@@ -193,3 +193,21 @@ func TestE2EGate1ReadmeFixture(t *testing.T) {
 		t.Errorf("reason =\n%s", reason)
 	}
 }
+
+// A field of an unexpected type beside the prompt must not switch Gate 1
+// off; a prompt DES cannot read while markers are there fails closed.
+func TestE2EGate1ToleratesOddFields(t *testing.T) {
+	root := gate1Project(t, "TODO")
+	prompt := strings.Replace(renderPrompt(t, "execute-step"), "<!-- DES-SECTION: QUALITY_GATES -->", "", 1)
+	ev := agentEvent(root, "Agent", prompt)
+	ev["tool_input"].(map[string]any)["run_in_background"] = "yes"
+	ev["tool_input"].(map[string]any)["subagent_type"] = 1
+	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(reason, "[DES-SECTION-MISSING]") {
+		t.Errorf("odd fields: reason = %q", reason)
+	}
+	ev = agentEvent(root, "Agent", "")
+	ev["tool_input"].(map[string]any)["prompt"] = []any{"<!-- DES-VALIDATION: required -->"}
+	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.HasPrefix(reason, "[DES-INTERNAL] ") {
+		t.Errorf("unreadable marked prompt: reason = %q", reason)
+	}
+}

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
@@ -15,9 +18,23 @@ import (
 
 // preToolUseSubagent is Gate 1: PreToolUse for Agent/Task.
 func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
-	in, err := ev.SubagentInput()
-	if err != nil || !template.Parse(in.Prompt).HasMarkers {
+	// Only the prompt decides whether DES is in charge: another field of an
+	// unexpected type (a future Claude Code's) must not switch Gate 1 off.
+	prompt, err := subagentPrompt(ev)
+	if err != nil {
+		if bytes.Contains(ev.ToolInput, []byte("DES-")) {
+			h.requireValidation()
+			return h.internalError(true, fmt.Errorf("cannot read the prompt of the %s call: %w", ev.ToolName, err))
+		}
+		h.logger.Warn("hook: no prompt in the subagent call; no opinion", "err", err)
+		return noOpinion()
+	}
+	if !template.Parse(prompt).HasMarkers {
 		return noOpinion() // ad hoc: DES has no opinion, and builds nothing
+	}
+	in := struct{ SubagentType string }{}
+	if full, err := ev.SubagentInput(); err == nil {
+		in.SubagentType = full.SubagentType
 	}
 	h.requireValidation()
 	eng, err := h.engine(ctx)
@@ -25,7 +42,7 @@ func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 		return h.internalError(true, err)
 	}
 	res, err := eng.PreInvocation(ctx, gate.Invocation{
-		Prompt: in.Prompt, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentType: in.SubagentType,
+		Prompt: prompt, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentType: in.SubagentType,
 	})
 	if err != nil && (!res.Evaluated || !res.Denied()) {
 		return h.internalError(true, err) // an allow DES could not carry out or record fails closed
@@ -71,6 +88,20 @@ func preToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 		h.logger.Error("hook: the decision stands but was not recorded", "err", err)
 	}
 	return preToolUseResponse(res)
+}
+
+// subagentPrompt reads only tool_input.prompt of an Agent or Task call.
+func subagentPrompt(ev *Event) (string, error) {
+	var in struct {
+		Prompt *string `json:"prompt"`
+	}
+	if err := ev.toolInput(&in); err != nil {
+		return "", err
+	}
+	if in.Prompt == nil {
+		return "", errors.New("tool_input has no prompt string")
+	}
+	return *in.Prompt, nil
 }
 
 // writeCall reads a Write, Edit or MultiEdit call.

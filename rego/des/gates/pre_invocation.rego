@@ -21,6 +21,12 @@ deny contains v if some v in data.des.safety.deny
 
 warn contains v if some v in data.des.safety.warn
 
-# What Go needs to carry out the decision: the level says whether the step's
-# task moves to IN_PROGRESS, safety whether to audit the safety check.
-info := {"level": sections.level, "workflow_type": sections.workflow_type, "safety_applies": data.des.safety.applies}
+# What Go needs to carry out the decision: the level and can_start say
+# whether the step's task moves to IN_PROGRESS, safety_applies whether the
+# safety check is audited.
+info := {
+	"level": sections.level,
+	"workflow_type": sections.workflow_type,
+	"safety_applies": data.des.safety.applies,
+	"can_start": data.des.invocation.can_start,
+}

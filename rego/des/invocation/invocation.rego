@@ -148,3 +148,15 @@ deny contains {
 	some w in input.in_progress
 	w.age_minutes > data.des.config.stale_threshold_minutes
 }
+
+# METADATA
+# title: Task may start
+# description: |
+#   True when starting the subagent may move the task to IN_PROGRESS by the
+#   table, or it is IN_PROGRESS already (a resume). Go moves the task only
+#   then, so a waived DES-TASK-TERMINAL never makes DES move a DONE task.
+default can_start := false
+
+can_start if _task_status == "IN_PROGRESS"
+
+can_start if data.des.transitions.task_move_allowed(_task_status, "IN_PROGRESS")

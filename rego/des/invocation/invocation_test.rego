@@ -103,3 +103,11 @@ test_stale_threshold_is_a_setting if {
 	count(invocation.deny) == 1 with input as object.union(inp("TODO"), {"in_progress": [w]}) with data.des.config.stale_threshold_minutes as 10
 	count(invocation.deny) == 0 with input as object.union(inp("TODO"), {"in_progress": [w]})
 }
+
+test_can_start if {
+	invocation.can_start with input as inp("TODO")
+	invocation.can_start with input as inp("IN_PROGRESS")
+	invocation.can_start with input as inp("PARTIAL")
+	not invocation.can_start with input as inp("DONE")
+	not invocation.can_start with input as inp("NOT_STARTED")
+}

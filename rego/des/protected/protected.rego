@@ -3,8 +3,10 @@
 # description: |
 #   DES's own files: the policies that judge an agent, the settings, the audit
 #   trail and DES's run records. A tool call must not write them.
-#   Input: input.writes[] with {path, tool}; paths are clean, slash-separated,
-#   relative to the project root when inside it, absolute otherwise.
+#   Input: input.writes[] with {path, tool}; paths are in the form of
+#   gate.ProjectPath (symbolic links resolved, slash-separated, relative to
+#   the project root when inside it, "." for the root, absolute otherwise),
+#   and so are the configured directories in data.des.config.
 package des.protected
 
 # The protected roots: .des/config.json and DES's run records always, plus
@@ -21,7 +23,7 @@ roots := array.concat([".des/config.json", ".des/runs", data.des.config.audit_di
 #   severity: deny
 deny contains {
 	"code": "DES-PROTECTED-PATH",
-	"msg": sprintf("%s may not write %s: it is under %s, which DES protects so that an agent cannot change the rules or the evidence that judge it", [w.tool, w.path, root]),
+	"msg": sprintf("%s may not write %s: it is under %s, which DES protects so that an agent cannot change the rules or the evidence that judge it", [w.tool, w.path, concat(", ", covered)]),
 	"field": "/tool_input/file_path",
 	"recovery": [
 		"Leave DES's files alone; ask the user to change policies, settings or the audit trail by hand.",
@@ -30,6 +32,15 @@ deny contains {
 } if {
 	some w in input.writes
 	path := concat("", [w.path, "/"])
-	some root in roots
-	startswith(path, concat("", [root, "/"]))
+	covered := [root | some root in roots; _covers(path, concat("", [root, "/"]))]
+	count(covered) > 0
 }
+
+# A write covers a protected root when it is in it, or when it replaces or
+# removes a directory above it (rm -r .des, cp -r x .des); the message then
+# lists every root it covers. Paths end in "/".
+_covers(path, root) if startswith(path, root)
+
+_covers(path, root) if startswith(root, path)
+
+_covers("./", _)

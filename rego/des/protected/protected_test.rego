@@ -29,3 +29,10 @@ test_neighbours_are_not_protected if {
 	count(protected.deny) == 0 with input as write("src/main.go")
 	count(protected.deny) == 0 with input as {}
 }
+
+test_parent_directory_writes_cover_protected_roots if {
+	count(protected.deny) == 1 with input as write(".des")
+	count(protected.deny) == 1 with input as write(".")
+	count(protected.deny) == 0 with input as write("src")
+	count(protected.deny) == 0 with input as write(".de")
+}

@@ -62,9 +62,6 @@ default _error := "no reason given"
 
 _error := input.state.error
 
-# The status order, from data.json; read once per evaluation through this rule.
-_order := data.des.statewrite.status_order
-
 # JSON pointer escaping of one reference token (RFC 6901): ~ is ~0, / is ~1.
 _pointer_escape := {"~": "~0", "/": "~1"}
 
@@ -238,7 +235,7 @@ deny contains {
 	some k, incoming in input.state.incoming.active_workflow.phase_status
 	old := input.state.disk.active_workflow.phase_status[k]
 	incoming != old
-	_order[incoming] < _order[old]
+	data.des.statewrite.status_order[incoming] < data.des.statewrite.status_order[old]
 	not [old, incoming] in _redo_moves
 	hint := concat("", [" (the supervised redo exemption allows completed → in_progress only)" | _supervised_redo])
 }
@@ -262,7 +259,7 @@ deny contains {
 	incoming := p.status
 	old := input.state.disk.phases[k].status
 	incoming != old
-	_order[incoming] < _order[old]
+	data.des.statewrite.status_order[incoming] < data.des.statewrite.status_order[old]
 	not [old, incoming] in _redo_moves
 	hint := concat("", [" (the supervised redo exemption allows completed → in_progress only)" | _supervised_redo])
 }

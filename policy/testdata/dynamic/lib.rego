@@ -1,0 +1,3 @@
+package teamlib
+
+blocked := true

@@ -1,0 +1,302 @@
+package statemachine
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// A workflow state is parsed on every guarded write, twice (the disk and
+// the incoming document), and is mostly long strings: summaries, notes,
+// reports. encoding/json's validator, which ParseObject uses, steps through
+// a state machine byte by byte and was most of the cost of ParseState. The
+// functions here do the same work with fast paths for strings; FuzzValidJSON
+// holds validJSON to json.Valid's verdict on every input.
+
+// parseStateObject is ParseObject, faster: same result, same errors.
+func parseStateObject(data []byte) (*Object, error) {
+	t := trimSpace(data)
+	if len(t) == 0 || t[0] != '{' || !validJSON(t) {
+		return ParseObject(data) // it names what is wrong
+	}
+	// The members alias the text: copy it so the caller may reuse its buffer.
+	t = bytes.Clone(t)
+	o := &Object{}
+	factMembers(t, func(rawKey []byte, value json.RawMessage) {
+		o.members = append(o.members, member{rawKey: rawKey, value: value})
+	})
+	return o, nil
+}
+
+// maxJSONDepth is encoding/json's nesting limit: json.Valid rejects deeper
+// documents, and so does validJSON.
+const maxJSONDepth = 10000
+
+// jsonStringStop marks the bytes that end the fast scan of a string: the
+// closing quote, a backslash, and the control characters JSON forbids in
+// strings.
+var jsonStringStop = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// validJSON reports whether data is exactly one JSON value, surrounded by
+// optional whitespace: json.Valid's verdict. Like json.Valid, it does not
+// check that strings are valid UTF-8.
+func validJSON(data []byte) bool {
+	var stack []byte // the open containers, '{' or '['
+	i := skipSpace(data, 0)
+	for {
+		// A value starts at i.
+		if i >= len(data) {
+			return false
+		}
+		var ok bool
+		switch c := data[i]; {
+		case c == '{' || c == '[':
+			if len(stack) == maxJSONDepth {
+				return false
+			}
+			stack = append(stack, c)
+			i = skipSpace(data, i+1)
+			if i < len(data) && data[i] == c+2 { // '{'+2 == '}', '['+2 == ']'
+				stack = stack[:len(stack)-1]
+				i++
+				break
+			}
+			if c == '{' {
+				if i, ok = validMemberKey(data, i); !ok {
+					return false
+				}
+			}
+			continue // the first member's value or the first element
+		case c == '"':
+			if i, ok = validString(data, i); !ok {
+				return false
+			}
+		case c == '-' || (c >= '0' && c <= '9'):
+			if i, ok = validNumber(data, i); !ok {
+				return false
+			}
+		case c == 't':
+			if !bytes.HasPrefix(data[i:], []byte("true")) {
+				return false
+			}
+			i += 4
+		case c == 'f':
+			if !bytes.HasPrefix(data[i:], []byte("false")) {
+				return false
+			}
+			i += 5
+		case c == 'n':
+			if !bytes.HasPrefix(data[i:], []byte("null")) {
+				return false
+			}
+			i += 4
+		default:
+			return false
+		}
+		// A value ended at i: close containers until the next value.
+		for {
+			i = skipSpace(data, i)
+			if len(stack) == 0 {
+				return i == len(data)
+			}
+			if i >= len(data) {
+				return false
+			}
+			top := stack[len(stack)-1]
+			if data[i] == top+2 {
+				stack = stack[:len(stack)-1]
+				i++
+				continue
+			}
+			if data[i] != ',' {
+				return false
+			}
+			i = skipSpace(data, i+1)
+			if top == '{' {
+				if i, ok = validMemberKey(data, i); !ok {
+					return false
+				}
+			}
+			break
+		}
+	}
+}
+
+// validMemberKey checks `"key" :` at i and returns the offset of the value.
+func validMemberKey(data []byte, i int) (int, bool) {
+	if i >= len(data) || data[i] != '"' {
+		return 0, false
+	}
+	i, ok := validString(data, i)
+	if !ok {
+		return 0, false
+	}
+	i = skipSpace(data, i)
+	if i >= len(data) || data[i] != ':' {
+		return 0, false
+	}
+	return skipSpace(data, i+1), true
+}
+
+// validString checks the string starting at data[i] and returns the offset
+// just past it.
+func validString(data []byte, i int) (int, bool) {
+	for i++; i < len(data); i++ {
+		c := data[i]
+		if !jsonStringStop[c] {
+			continue
+		}
+		switch c {
+		case '"':
+			return i + 1, true
+		case '\\':
+			i++
+			if i >= len(data) {
+				return 0, false
+			}
+			switch data[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(data) {
+					return 0, false
+				}
+				for _, h := range data[i+1 : i+5] {
+					if !isHex(h) {
+						return 0, false
+					}
+				}
+				i += 4
+			default:
+				return 0, false
+			}
+		default: // a control character
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// validNumber checks the number starting at data[i] and returns the offset
+// just past it; what follows is for the caller to judge.
+func validNumber(data []byte, i int) (int, bool) {
+	if data[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(data):
+		return 0, false
+	case data[i] == '0':
+		i++
+	case data[i] >= '1' && data[i] <= '9':
+		i = skipDigits(data, i)
+	default:
+		return 0, false
+	}
+	if i < len(data) && data[i] == '.' {
+		j := skipDigits(data, i+1)
+		if j == i+1 {
+			return 0, false
+		}
+		i = j
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		j := skipDigits(data, i)
+		if j == i {
+			return 0, false
+		}
+		i = j
+	}
+	return i, true
+}
+
+func skipDigits(data []byte, i int) int {
+	for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// factMembers is eachMember for the facts: the same walk over a valid JSON
+// object, skipping strings with a vectorised search for their closing
+// quote. Workflow states are mostly long strings (summaries, notes) that
+// the facts walk skips or copies whole.
+func factMembers(data []byte, fn func(rawKey []byte, value json.RawMessage)) {
+	i := skipSpace(data, 0) + 1 // past '{'
+	for {
+		i = skipSpace(data, i)
+		if data[i] == '}' {
+			return
+		}
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+		kEnd := skipString(data, i)
+		rawKey := data[i:kEnd]
+		i = skipSpace(data, kEnd) + 1 // past ':'
+		i = skipSpace(data, i)
+		vEnd := skipValue(data, i)
+		fn(rawKey, data[i:vEnd])
+		i = vEnd
+	}
+}
+
+// skipString returns the offset just past the string starting at data[i].
+func skipString(data []byte, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(data[j:], '"')
+		if k < 0 {
+			return len(data)
+		}
+		j += k
+		// The quote closes the string unless an odd run of backslashes
+		// escapes it.
+		n := 0
+		for b := j - 1; b > i && data[b] == '\\'; b-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+}
+
+// skipValue returns the offset just past the value starting at data[i].
+func skipValue(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(data); i++ {
+			switch data[i] {
+			case '"':
+				i = skipString(data, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(data)
+	default:
+		return scanValue(data, i)
+	}
+}
