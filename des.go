@@ -331,3 +331,12 @@ func (e *Engine) CheckWrite(ctx context.Context, call gate.WriteCall) (gate.Resu
 func (e *Engine) ConfirmWrite(ctx context.Context, toolUseID string) (bool, error) {
 	return e.DocumentWrite().Confirm(ctx, toolUseID)
 }
+
+// CheckBash runs the tool_use gate on a Bash command about to run: writes
+// to guarded documents (DES-STATE-BASH-WRITE) and to DES's own files
+// (DES-PROTECTED-PATH). A command that writes none of them is not
+// evaluated. An error means DES could not decide on a command that
+// concerned it: fail closed.
+func (e *Engine) CheckBash(ctx context.Context, call gate.BashCall) (gate.Result, error) {
+	return e.ToolUse().CheckBash(ctx, e, e.DocumentWrite(), call)
+}

@@ -18,48 +18,48 @@ import (
 
 // How values of [BashWrite]: the fixed vocabulary of ways a command writes.
 const (
-	BashHowRedirect  = "redirect"       // > >> >| &> &>> <> and >&FILE, on any command
-	BashHowTee       = "tee"            // tee FILE...
-	BashHowSedInPlc  = "sed -i"         // sed -i / --in-place: the file operands
-	BashHowPerlInPlc = "perl -i"        // perl -i: the file operands
-	BashHowRubyInPlc = "ruby -i"        // ruby -i: the file operands
-	BashHowAwkInPlc  = "awk -i inplace" // gawk -i inplace: the file operands
-	BashHowCp        = "cp"             // destination (or DIR/name of each source)
-	BashHowMv        = "mv"             // destination and every source (moving deletes it)
-	BashHowInstall   = "install"        // destination, or every operand with -d
-	BashHowLn        = "ln"             // the link created
-	BashHowRsync     = "rsync"          // local destination; sources with --remove-source-files
-	BashHowDd        = "dd"             // dd of=FILE
-	BashHowTruncate  = "truncate"       // truncate FILE...
-	BashHowRm        = "rm"             // rm FILE...: deleting a document is writing it
-	BashHowUnlink    = "unlink"         // unlink FILE
-	BashHowShred     = "shred"          // shred FILE...
-	BashHowTouch     = "touch"          // touch FILE...
-	BashHowChmod     = "chmod"          // chmod MODE FILE...: can lock DES out of its files
-	BashHowChown     = "chown"          // chown OWNER FILE...
-	BashHowChgrp     = "chgrp"          // chgrp GROUP FILE...
-	BashHowSponge    = "sponge"         // sponge FILE (moreutils)
-	BashHowSortOut   = "sort -o"        // sort -o FILE / --output=FILE
-	BashHowCurlOut   = "curl -o"        // curl -o FILE / --output FILE
-	BashHowWgetOut   = "wget -O"        // wget -O FILE / --output-document=FILE
-	BashHowFind      = "find"           // find -fprint/-fprint0/-fprintf/-fls FILE
-	BashHowGitRm     = "git rm"         // git rm PATH... (not --cached)
-	BashHowGitMv     = "git mv"         // git mv SRC... DST
-	BashHowGitCheck  = "git checkout"   // git checkout [TREE] [--] PATH...
-	BashHowGitRest   = "git restore"    // git restore PATH... (unless only --staged)
-	BashHowPython    = "python"         // python -c / stdin script opening a literal path for writing
-	BashHowNode      = "node"           // node/bun/deno script writing a literal path
-	BashHowRuby      = "ruby"           // ruby -e script writing a literal path
-	BashHowPerl      = "perl"           // perl -e script writing a literal path
+	BashHowRedirect    = "redirect"       // > >> >| &> &>> <> and >&FILE, on any command
+	BashHowTee         = "tee"            // tee FILE...
+	BashHowSedInPlace  = "sed -i"         // sed -i / --in-place: the file operands
+	BashHowPerlInPlace = "perl -i"        // perl -i: the file operands
+	BashHowRubyInPlace = "ruby -i"        // ruby -i: the file operands
+	BashHowAwkInPlace  = "awk -i inplace" // gawk -i inplace: the file operands
+	BashHowCp          = "cp"             // destination (or DIR/name of each source)
+	BashHowMv          = "mv"             // destination and every source (moving deletes it)
+	BashHowInstall     = "install"        // destination, or every operand with -d
+	BashHowLn          = "ln"             // the link created
+	BashHowRsync       = "rsync"          // local destination; sources with --remove-source-files
+	BashHowDd          = "dd"             // dd of=FILE
+	BashHowTruncate    = "truncate"       // truncate FILE...
+	BashHowRm          = "rm"             // rm FILE...: deleting a document is writing it
+	BashHowUnlink      = "unlink"         // unlink FILE
+	BashHowShred       = "shred"          // shred FILE...
+	BashHowTouch       = "touch"          // touch FILE...
+	BashHowChmod       = "chmod"          // chmod MODE FILE...: can lock DES out of its files
+	BashHowChown       = "chown"          // chown OWNER FILE...
+	BashHowChgrp       = "chgrp"          // chgrp GROUP FILE...
+	BashHowSponge      = "sponge"         // sponge FILE (moreutils)
+	BashHowSortOut     = "sort -o"        // sort -o FILE / --output=FILE
+	BashHowCurlOut     = "curl -o"        // curl -o FILE / --output FILE
+	BashHowWgetOut     = "wget -O"        // wget -O FILE / --output-document=FILE
+	BashHowFind        = "find"           // find -fprint/-fprint0/-fprintf/-fls FILE
+	BashHowGitRm       = "git rm"         // git rm PATH... (not --cached)
+	BashHowGitMv       = "git mv"         // git mv SRC... DST
+	BashHowGitCheckout = "git checkout"   // git checkout [TREE] [--] PATH...
+	BashHowGitRestore  = "git restore"    // git restore PATH... (unless only --staged)
+	BashHowPython      = "python"         // python -c / stdin script opening a literal path for writing
+	BashHowNode        = "node"           // node/bun/deno script writing a literal path
+	BashHowRuby        = "ruby"           // ruby -e script writing a literal path
+	BashHowPerl        = "perl"           // perl -e script writing a literal path
 )
 
 // BashWriteHows lists every How value AnalyzeBash can report, in a stable order.
 var BashWriteHows = []string{
-	BashHowRedirect, BashHowTee, BashHowSedInPlc, BashHowPerlInPlc, BashHowRubyInPlc, BashHowAwkInPlc,
+	BashHowRedirect, BashHowTee, BashHowSedInPlace, BashHowPerlInPlace, BashHowRubyInPlace, BashHowAwkInPlace,
 	BashHowCp, BashHowMv, BashHowInstall, BashHowLn, BashHowRsync, BashHowDd, BashHowTruncate,
 	BashHowRm, BashHowUnlink, BashHowShred, BashHowTouch, BashHowChmod, BashHowChown, BashHowChgrp,
 	BashHowSponge, BashHowSortOut, BashHowCurlOut, BashHowWgetOut, BashHowFind,
-	BashHowGitRm, BashHowGitMv, BashHowGitCheck, BashHowGitRest,
+	BashHowGitRm, BashHowGitMv, BashHowGitCheckout, BashHowGitRestore,
 	BashHowPython, BashHowNode, BashHowRuby, BashHowPerl,
 }
 
@@ -116,8 +116,10 @@ type BashAnalysis struct {
 	// non-literal script; xargs or find -exec running a writing command;
 	// find -delete; a command name that is itself an expansion; an
 	// interpreter reading its script from a pipe; a script whose write call
-	// names a non-literal path; a relative write after a cd DES could not
-	// follow; and every ParseError. A policy may treat guarded directories
+	// names a non-literal path or mode; a relative write or a commit after
+	// a cd DES could not follow; input past DES's size bounds (brace groups,
+	// directory length, write calls in one script, eight nested scripts);
+	// and every ParseError. A policy may treat guarded directories
 	// conservatively when it is set.
 	Dynamic bool
 	// GitCommits lists every `git commit` (also --amend, `git -C dir commit`,
@@ -228,9 +230,11 @@ func bashParse(src string) (*syntax.File, error) {
 }
 
 // bashNestingDepth over-estimates how deeply src nests: brackets, backticks
-// and compound-command keywords open a level, their closers close one.
-// Quotes are ignored on purpose, so the estimate is cheap; a text crafted to
-// fool it can at worst crash the hook, which Claude Code treats as a block.
+// and compound-command keywords open a level, their closers close one. It
+// skips only the bodies of here-documents with a quoted delimiter (literal
+// text, often whole source files); other quoting is ignored, so the estimate
+// is cheap. A text crafted to fool it can at worst crash the hook, which
+// Claude Code treats as a block.
 func bashNestingDepth(src string) int {
 	depth, deepest := 0, 0
 	open := func() {
@@ -245,9 +249,18 @@ func bashNestingDepth(src string) int {
 		}
 	}
 	inTick := false
+	var literal []string // quoted here-document delimiters whose bodies start at the next newline
 	for i := 0; i < len(src); i++ {
 		c := src[i]
 		switch {
+		case c == '<' && strings.HasPrefix(src[i:], "<<") && !strings.HasPrefix(src[i:], "<<<"):
+			if d, n := bashQuotedHeredoc(src[i+2:]); n > 0 {
+				literal = append(literal, d)
+				i += 1 + n
+			}
+		case c == '\n' && len(literal) > 0:
+			i = bashSkipBodies(src, i, literal)
+			literal = literal[:0]
 		case c == '(' || c == '{' || c == '[':
 			open()
 		case c == ')' || c == '}' || c == ']':
@@ -276,6 +289,63 @@ func bashNestingDepth(src string) int {
 		}
 	}
 	return deepest
+}
+
+// bashQuotedHeredoc reads the delimiter after << when it is quoted ('EOF',
+// "EOF", \EOF, optionally after - and blanks): it returns the delimiter and
+// how many bytes it took, or 0 when the delimiter is not quoted.
+func bashQuotedHeredoc(s string) (string, int) {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	if i >= len(s) {
+		return "", 0
+	}
+	switch q := s[i]; q {
+	case '\'', '"':
+		end := strings.IndexByte(s[i+1:], q)
+		if end <= 0 || strings.ContainsAny(s[i+1:i+1+end], "\n$`\\") {
+			return "", 0
+		}
+		return s[i+1 : i+1+end], i + 2 + end
+	case '\\':
+		j := i + 1
+		for j < len(s) && bashIdentByte(s[j]) {
+			j++
+		}
+		if j == i+1 {
+			return "", 0
+		}
+		return s[i+1 : j], j
+	}
+	return "", 0
+}
+
+// bashSkipBodies skips the here-document bodies that start after the
+// newline at nl and returns the index of the newline ending the last one.
+func bashSkipBodies(src string, nl int, delims []string) int {
+	i := nl
+	for _, d := range delims {
+		for i < len(src) {
+			end := strings.IndexByte(src[i+1:], '\n')
+			line := src[i+1:]
+			if end >= 0 {
+				line = src[i+1 : i+1+end]
+			}
+			if end < 0 {
+				return len(src)
+			}
+			i += end + 1
+			if strings.TrimLeft(line, "\t") == d {
+				break
+			}
+		}
+	}
+	return i
 }
 
 func bashSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == ';' }
@@ -338,14 +408,15 @@ func bashMerge(a, b *bashState) *bashState {
 }
 
 func bashJoinDir(base bashPlace, p string, unknown bool) bashPlace {
-	var out string
-	if bashIsAbs(p) || base.path == "" {
-		out = p
-	} else {
+	out := p
+	if !bashIsAbs(p) && base.path != "" {
+		if len(base.path)+len(p) >= bashMaxDir {
+			return bashPlace{path: base.path, unknown: true} // cd a; cd a; ... without end
+		}
 		out = base.path + "/" + p
 	}
-	if len(out) > bashMaxDir {
-		return bashPlace{path: base.path, unknown: true} // cd a; cd a; ... without end
+	if len(out) >= bashMaxDir {
+		return bashPlace{path: base.path, unknown: true}
 	}
 	out = path.Clean(out)
 	if out == "." {
@@ -1503,7 +1574,7 @@ func (a *bashAnalyzer) sed(args []bashArg, at bashPlace) bool {
 		ops = ops[1:] // the script
 	}
 	for _, op := range ops {
-		a.writeArg(op, at, BashHowSedInPlc)
+		a.writeArg(op, at, BashHowSedInPlace)
 	}
 	return true
 }
@@ -1532,7 +1603,7 @@ func (a *bashAnalyzer) awk(args []bashArg, at bashPlace) bool {
 		if op.lit && bashIsAssign(op.val) {
 			continue // var=value operands
 		}
-		a.writeArg(op, at, BashHowAwkInPlc)
+		a.writeArg(op, at, BashHowAwkInPlace)
 	}
 	return true
 }
@@ -1758,7 +1829,7 @@ func (a *bashAnalyzer) git(args []bashArg, st *bashState) bool {
 			return false
 		}
 		for _, op := range ops {
-			a.writeArg(op, at, BashHowGitRest)
+			a.writeArg(op, at, BashHowGitRestore)
 		}
 		return true
 	case "checkout":
@@ -1782,7 +1853,7 @@ func (a *bashAnalyzer) gitCheckout(args []bashArg, at bashPlace) bool {
 	opts, ops := bashOptions(before, "bB", []string{"orphan", "conflict", "pathspec-from-file"}, true)
 	if dd >= 0 {
 		for _, op := range args[dd+1:] {
-			a.writeArg(op, at, BashHowGitCheck)
+			a.writeArg(op, at, BashHowGitCheckout)
 		}
 		return true
 	}
@@ -1792,10 +1863,10 @@ func (a *bashAnalyzer) gitCheckout(args []bashArg, at bashPlace) bool {
 	// Without --, the first operand is a branch or a path: DES counts it
 	// when it looks like a file; later operands are paths.
 	if first := ops[0]; first.lit && strings.Contains(path.Base(first.val), ".") {
-		a.writeArg(first, at, BashHowGitCheck)
+		a.writeArg(first, at, BashHowGitCheckout)
 	}
 	for _, op := range ops[1:] {
-		a.writeArg(op, at, BashHowGitCheck)
+		a.writeArg(op, at, BashHowGitCheckout)
 	}
 	return true
 }
@@ -2180,7 +2251,7 @@ func (a *bashAnalyzer) perl(args []bashArg, st *bashState, call bashCall) bool {
 	}
 	if inPlace {
 		for _, op := range ops {
-			a.writeArg(op, st.dir, BashHowPerlInPlc)
+			a.writeArg(op, st.dir, BashHowPerlInPlace)
 		}
 	}
 	return a.changed(m) || inPlace
@@ -2271,7 +2342,7 @@ func (a *bashAnalyzer) ruby(args []bashArg, st *bashState, call bashCall) bool {
 	}
 	if inPlace {
 		for _, op := range ops {
-			a.writeArg(op, at, BashHowRubyInPlc)
+			a.writeArg(op, at, BashHowRubyInPlace)
 		}
 	}
 	return a.changed(m) || inPlace

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -324,6 +325,43 @@ func TestBashPanicResult(t *testing.T) {
 	}
 	if diff := cmp.Diff([]BashWrite{bw("p.json", "redirect")}, r.Writes); diff != "" {
 		t.Errorf("bashPanicResult writes (-want +got):\n%s", diff)
+	}
+}
+
+// Big or adversarial commands (the hook accepts 8 MiB events) stay roughly
+// linear: each once took seconds to minutes before DES bounded it.
+func TestAnalyzeBashLargeInputs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large inputs")
+	}
+	cases := []struct {
+		name    string
+		cmd     string
+		dynamic bool
+		writes  int
+	}{
+		{"perl paren-less calls", "perl -e '" + strings.Repeat("unlink ", 200000) + "'", true, 0},
+		{"node method calls", "node -e '" + strings.Repeat("x.rm(a) ", 100000) + "'", true, 0},
+		{"many statements", strings.Repeat("echo > a$RANDOM; touch b; ", 20000), true, 1},
+		{"pushd and pipelines", strings.Repeat("pushd a; ", 20000) + strings.Repeat("a | b; ", 20000), false, 0},
+		{"endless cd", strings.Repeat("cd a; ", 100000) + "touch f", true, 1},
+		{"brace soup", "touch " + strings.Repeat("{a,b}", 200) + " " + strings.Repeat("{x,", 5000), true, 0},
+		{"nested just under the limit", strings.Repeat("$(", bashMaxNesting-10) + strings.Repeat(")", bashMaxNesting-10), true, 0}, // $(...) as a command name
+		{"nested in an unquoted here-document", "cat <<EOF\n" + strings.Repeat("(", bashMaxNesting+1) + "\nEOF", true, 0},
+		{"huge here-document", "cat > big.py <<'EOF'\n" + strings.Repeat("if x: open('y', 'w')\n", 50000) + "EOF", false, 1},
+	}
+	for _, c := range cases {
+		start := time.Now()
+		r := analyzeBash(c.cmd)
+		elapsed := time.Since(start)
+		t.Logf("%-28s %8d bytes in %v", c.name, len(c.cmd), elapsed)
+		if elapsed > 20*time.Second {
+			t.Errorf("%s: %v, want well under 20s", c.name, elapsed)
+		}
+		if r.Dynamic != c.dynamic || len(r.Writes) != c.writes {
+			t.Errorf("%s: Dynamic=%v writes=%d (%.200v), want %v and %d", c.name, r.Dynamic, len(r.Writes), r.Writes, c.dynamic, c.writes)
+		}
+		checkBashInvariants(t, c.name, r)
 	}
 }
 

@@ -190,3 +190,38 @@ func TestUnguardedWriteIsNotEvaluated(t *testing.T) {
 		t.Errorf("unguarded write: %+v, %v", res, err)
 	}
 }
+
+func TestBashWritesToGuardedDocuments(t *testing.T) {
+	p := newProject(t, nil)
+	p.writeStep(stepRel, todoStep())
+	p.writeStep(".isdlc/state.json", map[string]any{"state_version": 1})
+	for _, d := range []string{"node_modules/x/steps", "docs/feature/shop/build"} {
+		if err := os.MkdirAll(filepath.Join(p.root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := map[string][]string{
+		`echo '{}' > .isdlc/state.json`:                                  {"DES-STATE-BASH-WRITE"},
+		`cd docs/feature/shop && sed -i 's/TODO/DONE/' steps/01-01.json`: {"DES-STATE-BASH-WRITE"},
+		"cat x.json | tee .des/state.json >/dev/null":                    {"DES-STATE-BASH-WRITE"},
+		`python3 -c "open('.isdlc/state.json','w').write('{}')"`:         {"DES-STATE-BASH-WRITE"},
+		"rm -rf .isdlc": {"DES-STATE-BASH-WRITE"},
+		"echo 'package x' > .des/policies/relax.rego": {"DES-PROTECTED-PATH"},
+		"rm -rf .des":                   {"DES-PROTECTED-PATH"},
+		"cat .isdlc/state.json | jq .":  nil,
+		"go test ./... > test.log 2>&1": nil,
+	}
+	for cmd, want := range cases {
+		res, err := p.eng.CheckBash(t.Context(), gate.BashCall{Command: cmd})
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		got := slices.Compact(res.Decision.Codes())
+		if !cmp.Equal(got, want, cmpEmpty) {
+			t.Errorf("%s: codes = %v, want %v\n%s", cmd, got, want, res.Reason())
+		}
+		if want == nil && res.Evaluated {
+			t.Errorf("%s: evaluated a command that writes nothing of DES's", cmd)
+		}
+	}
+}

@@ -73,11 +73,13 @@ func (t ToolUse) Check(ctx context.Context, ev Evaluator, call ToolCall) (Result
 			"gate": string(policy.ToolUse), "tool": call.Tool, "paths": paths, "codes": d.Codes(),
 		}})
 		if err != nil {
-			return res, fmt.Errorf("%w: %w", ErrNotRecorded, err)
+			return res, errorsJoinNotRecorded(err)
 		}
 	}
 	return res, nil
 }
+
+func errorsJoinNotRecorded(err error) error { return fmt.Errorf("%w: %w", ErrNotRecorded, err) }
 
 func (t ToolUse) protectedRoot(p string) bool {
 	roots := append([]string{DESDir}, t.Protected...)

@@ -54,12 +54,6 @@ type State struct {
 	Phases         map[string]PhaseState // phases, by key; entries that are not objects are left out
 
 	doc *Object
-
-	// facts are the facts computed by ParseState, handed to the first Facts
-	// call if the document has not been edited since (snap is its members
-	// at parse time): parsing and Facts then cost one extraction.
-	facts map[string]any
-	snap  []member
 }
 
 // Workflow is the active_workflow object.
@@ -139,14 +133,12 @@ type PhaseTiming struct {
 // ErrNotObject); wrong types and unknown statuses are for ValidateState and
 // the policy to report.
 func ParseState(data []byte) (*State, error) {
-	doc, err := parseStateObject(data)
+	doc, facts, err := parseStateDoc(data)
 	if err != nil {
 		return nil, fmt.Errorf("parse workflow state: %w", err)
 	}
 	s := &State{doc: doc}
-	f := stateFacts(doc)
-	s.read(f)
-	s.facts, s.snap = f, slices.Clone(doc.members)
+	s.read(facts)
 	return s, nil
 }
 
@@ -214,34 +206,7 @@ func (s *State) Validate() []SchemaError { return ValidateState(s.Document()) }
 //
 // The result is computed from the document on each call (edits through
 // Object show) and belongs to the caller.
-func (s *State) Facts() map[string]any {
-	if f := s.facts; f != nil {
-		s.facts = nil // handed over: the caller owns it
-		if sameMembers(s.snap, s.doc.members) {
-			return f
-		}
-	}
-	return stateFacts(s.doc)
-}
-
-// sameMembers reports whether an object's members are still those of the
-// snapshot a: edits replace member values and never modify them in place,
-// so the same key and value slices mean the same document.
-func sameMembers(a, b []member) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !sameSlice(a[i].rawKey, b[i].rawKey) || !sameSlice(a[i].value, b[i].value) {
-			return false
-		}
-	}
-	return true
-}
-
-func sameSlice(a, b []byte) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
+func (s *State) Facts() map[string]any { return stateFacts(s.doc) }
 
 // read fills the typed fields from the facts.
 func (s *State) read(f map[string]any) {
@@ -439,100 +404,105 @@ var stateFactFields = []factField{
 	}},
 }
 
-// stateFacts extracts the facts from a document. It walks the raw text of
-// the known members only, decoding nothing it does not keep.
+// stateFacts extracts the facts from a document's members.
 func stateFacts(doc *Object) map[string]any {
 	out := make(map[string]any, len(stateFactFields))
 	for _, m := range doc.members {
-		putFact(out, stateFactFields, m.rawKey, m.value)
+		v := trimSpace(m.value) // a value given to Set as raw JSON may carry spaces
+		putFact(out, stateFactFields, m.rawKey, v, 0)
 	}
 	return out
 }
 
-// putFact records the member rawKey: v in out when rawKey is one of fields
-// and v has its kind, and removes an earlier occurrence otherwise (the last
-// occurrence of a key is the one that counts).
-func putFact(out map[string]any, fields []factField, rawKey []byte, v json.RawMessage) {
-	for i := range fields {
-		f := &fields[i]
-		if !keyIs(rawKey, f.key) {
+// putFact reads the value starting at data[i], the value of the member
+// rawKey, and returns the offset just past it. When rawKey is one of fields
+// it records the value in out if it has the field's kind, and otherwise
+// removes an earlier occurrence (the last occurrence of a key counts).
+// Values of other members are skipped unread.
+func putFact(out map[string]any, fields []factField, rawKey []byte, data []byte, i int) int {
+	// The known keys are plain ASCII: a key written without escapes matches
+	// one byte for byte, whatever else it holds.
+	key := rawKey[1 : len(rawKey)-1]
+	escaped := bytes.IndexByte(key, '\\') >= 0
+	for k := range fields {
+		f := &fields[k]
+		if escaped && !keyIs(rawKey, f.key) || !escaped && string(key) != f.key {
 			continue
 		}
-		if x, ok := factValue(f, v); ok {
+		x, ok, end := factAt(f, data, i)
+		if ok {
 			out[f.key] = x
 		} else {
 			delete(out, f.key)
 		}
-		return
+		return end
 	}
+	return skipValue(data, i)
 }
 
-func factValue(f *factField, v json.RawMessage) (any, bool) {
-	t := trimSpace(v)
-	if len(t) == 0 {
-		return nil, false
-	}
-	switch f.kind {
-	case factString:
-		return rawString(t, true)
-	case factInt:
-		if _, ok := integral(t); ok {
-			return json.Number(t), true
-		}
-	case factBool:
-		return rawBool(t, true)
-	case factStrings:
-		if t[0] != '[' {
-			return nil, false
-		}
-		elems := parseArrayTrusted(t)
-		out := make([]any, len(elems))
-		for i, e := range elems {
-			s, ok := rawString(e, true)
-			if !ok {
-				return nil, false
-			}
-			out[i] = s
-		}
-		return out, true
-	case factStringMap:
-		if t[0] != '{' {
-			return nil, false
-		}
-		out := map[string]any{}
-		factMembers(t, func(rawKey []byte, v json.RawMessage) {
-			k := decodeKey(rawKey)
-			if s, ok := rawString(v, true); ok {
-				out[k] = s
-			} else {
-				delete(out, k)
-			}
-		})
-		return out, true
+// factAt reads the value starting at data[i] as a fact of kind f.kind: the
+// value, whether it has that kind, and the offset just past it. The text is
+// valid JSON, and each byte of it is looked at once.
+func factAt(f *factField, data []byte, i int) (x any, ok bool, end int) {
+	switch c := data[i]; f.kind {
 	case factObject:
-		if t[0] != '{' {
-			return nil, false
+		if c != '{' {
+			break
 		}
 		out := map[string]any{}
-		factMembers(t, func(rawKey []byte, v json.RawMessage) { putFact(out, f.fields, rawKey, v) })
-		return out, true
-	case factObjectMap:
-		if t[0] != '{' {
-			return nil, false
+		end := walkObject(data, i, func(rawKey []byte, j int) int { return putFact(out, f.fields, rawKey, data, j) })
+		return out, true, end
+	case factObjectMap, factStringMap:
+		if c != '{' {
+			break
 		}
 		item := &factField{kind: factObject, fields: f.fields}
+		if f.kind == factStringMap {
+			item = &factField{kind: factString}
+		}
 		out := map[string]any{}
-		factMembers(t, func(rawKey []byte, v json.RawMessage) {
+		end := walkObject(data, i, func(rawKey []byte, j int) int {
 			k := decodeKey(rawKey)
-			if x, ok := factValue(item, v); ok {
+			x, ok, end := factAt(item, data, j)
+			if ok {
 				out[k] = x
 			} else {
 				delete(out, k)
 			}
+			return end
 		})
-		return out, true
+		return out, true, end
+	case factStrings:
+		if c != '[' {
+			break
+		}
+		end := skipValue(data, i)
+		elems := parseArrayTrusted(data[i:end])
+		out := make([]any, len(elems))
+		for n, e := range elems {
+			s, ok := rawString(e, true)
+			if !ok {
+				return nil, false, end
+			}
+			out[n] = s
+		}
+		return out, true, end
+	case factString:
+		end := skipValue(data, i)
+		x, ok := rawString(data[i:end], true)
+		return x, ok, end
+	case factInt:
+		end := skipValue(data, i)
+		if _, ok := integral(data[i:end]); ok {
+			return json.Number(data[i:end]), true, end
+		}
+		return nil, false, end
+	case factBool:
+		end := skipValue(data, i)
+		x, ok := rawBool(data[i:end], true)
+		return x, ok, end
 	}
-	return nil, false
+	return nil, false, skipValue(data, i)
 }
 
 //go:embed schema/state.schema.json
@@ -657,12 +627,14 @@ func WithContext(ctx context.Context) WriteOption {
 // on (s.StateVersion, the version s was read with), and writes s's document
 // with state_version set to the new version, which it returns:
 //
-//	disk                          s.StateVersion  result
-//	absent, or state_version      nil             write 1
-//	absent or null                b               write b+1
-//	d                             nil             refused: *StaleStateError (unversioned)
-//	d                             b < d           refused: *StaleStateError (stale)
-//	d                             b ≥ d           write b+1
+//	file on disk                      s.StateVersion  result
+//	absent, or state_version missing  nil             writes version 1
+//	absent, or state_version missing  b               writes version b+1
+//	state_version d                   nil             refused: *StaleStateError (unversioned)
+//	state_version d                   b < d           refused: *StaleStateError (stale)
+//	state_version d                   b ≥ d           writes version b+1
+//
+// ("missing" is absent or null, as everywhere in the contract.)
 //
 // Every write sets the disk version above the version it was based on and
 // above the disk version it replaced, and a write is refused when the disk
@@ -772,7 +744,7 @@ func diskStateVersion(target string) (*int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the version on disk: %w", err)
 	}
-	if !json.Valid(data) {
+	if !validJSON(data) {
 		return nil, errors.New("the file on disk is not valid JSON; fix or remove it")
 	}
 	data = trimSpace(data)

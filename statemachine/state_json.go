@@ -2,29 +2,41 @@ package statemachine
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 )
 
 // A workflow state is parsed on every guarded write, twice (the disk and
 // the incoming document), and is mostly long strings: summaries, notes,
 // reports. encoding/json's validator, which ParseObject uses, steps through
-// a state machine byte by byte and was most of the cost of ParseState. The
-// functions here do the same work with fast paths for strings; FuzzValidJSON
-// holds validJSON to json.Valid's verdict on every input.
+// a state machine byte by byte, and ParseObject then splits the members in
+// another pass, which the facts would walk again at each level. Here one
+// validation with fast paths for strings is followed by one walk that
+// splits the members and extracts the facts, skipping strings with a
+// vectorised search for their closing quote. FuzzValidJSON holds validJSON
+// to json.Valid's verdict, and FuzzParseStateDoc parseStateDoc to
+// ParseObject and stateFacts.
 
-// parseStateObject is ParseObject, faster: same result, same errors.
-func parseStateObject(data []byte) (*Object, error) {
+// parseStateDoc is ParseObject (same object, same errors), faster, and
+// computes the facts (stateFacts) in the same pass.
+func parseStateDoc(data []byte) (*Object, map[string]any, error) {
 	t := trimSpace(data)
 	if len(t) == 0 || t[0] != '{' || !validJSON(t) {
-		return ParseObject(data) // it names what is wrong
+		_, err := ParseObject(data) // it names what is wrong
+		if err == nil {
+			err = errors.New("internal error: validJSON rejected a valid JSON object")
+		}
+		return nil, nil, err
 	}
 	// The members alias the text: copy it so the caller may reuse its buffer.
 	t = bytes.Clone(t)
 	o := &Object{}
-	factMembers(t, func(rawKey []byte, value json.RawMessage) {
-		o.members = append(o.members, member{rawKey: rawKey, value: value})
+	facts := make(map[string]any, len(stateFactFields))
+	walkObject(t, 0, func(rawKey []byte, i int) int {
+		end := putFact(facts, stateFactFields, rawKey, t, i)
+		o.members = append(o.members, member{rawKey: rawKey, value: t[i:end]})
+		return end
 	})
-	return o, nil
+	return o, facts, nil
 }
 
 // maxJSONDepth is encoding/json's nesting limit: json.Valid rejects deeper
@@ -229,27 +241,22 @@ func skipDigits(data []byte, i int) int {
 	return i
 }
 
-// factMembers is eachMember for the facts: the same walk over a valid JSON
-// object, skipping strings with a vectorised search for their closing
-// quote. Workflow states are mostly long strings (summaries, notes) that
-// the facts walk skips or copies whole.
-func factMembers(data []byte, fn func(rawKey []byte, value json.RawMessage)) {
-	i := skipSpace(data, 0) + 1 // past '{'
+// walkObject walks the members of the valid JSON object starting at
+// data[i]: fn gets each member's key, as written, and the offset of its
+// value, and returns the offset just past the value. walkObject returns the
+// offset just past the object.
+func walkObject(data []byte, i int, fn func(rawKey []byte, value int) (end int)) int {
+	i = skipSpace(data, i+1) // past '{'
 	for {
-		i = skipSpace(data, i)
-		if data[i] == '}' {
-			return
-		}
-		if data[i] == ',' {
+		switch data[i] {
+		case '}':
+			return i + 1
+		case ',':
 			i = skipSpace(data, i+1)
 		}
-		kEnd := skipString(data, i)
-		rawKey := data[i:kEnd]
+		kStart, kEnd := i, skipString(data, i)
 		i = skipSpace(data, kEnd) + 1 // past ':'
-		i = skipSpace(data, i)
-		vEnd := skipValue(data, i)
-		fn(rawKey, data[i:vEnd])
-		i = vEnd
+		i = skipSpace(data, fn(data[kStart:kEnd], skipSpace(data, i)))
 	}
 }
 

@@ -150,8 +150,28 @@ func preToolUseResponse(res gate.Result) response {
 // preToolUseBash guards Bash: writes to guarded documents (tool_use) and
 // `git commit`, which runs Gate 3.
 func preToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
-	// wired by the gate issues
-	return noOpinion()
+	in, err := ev.BashInput()
+	if err != nil || in.Command == "" {
+		return noOpinion()
+	}
+	call := gate.BashCall{Command: in.Command, Cwd: ev.Cwd, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID}
+	eng, err := h.engine(ctx)
+	if err != nil {
+		defaults := des.DefaultConfig()
+		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles}
+		return h.internalError(gate.ToolUse{Root: h.root}.ConcernsBash(guard, call), err)
+	}
+	res, err := eng.CheckBash(ctx, call)
+	if res.Evaluated {
+		h.requireValidation()
+	}
+	if err != nil && !res.Evaluated {
+		return h.internalError(eng.ToolUse().ConcernsBash(eng.DocumentWrite(), call), err)
+	}
+	if err != nil {
+		h.logger.Error("hook: the decision stands but was not recorded", "err", err)
+	}
+	return preToolUseResponse(res)
 }
 
 // postToolUseWrite confirms that a guarded write landed.

@@ -115,3 +115,18 @@ func TestE2EStepFileGuardAndConfirmation(t *testing.T) {
 		t.Errorf("audit trail:\n%s", trail)
 	}
 }
+
+func TestE2EBashWriteToStateBlocked(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, root, ".isdlc/state.json", stateV5)
+	ev := map[string]any{"session_id": "s", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_b",
+		"tool_input": map[string]any{"command": "echo '{}' > .isdlc/state.json", "description": "reset state"}}
+	reason := denyReason(t, runHookProcess(t, root, nil, ev))
+	if !strings.HasPrefix(reason, "[DES-STATE-BASH-WRITE] Bash would write .isdlc/state.json") || !strings.Contains(reason, "Edit tool") {
+		t.Errorf("reason = %q", reason)
+	}
+	ev["tool_input"] = map[string]any{"command": "jq .state_version .isdlc/state.json"}
+	if r := runHookProcess(t, root, nil, ev); r.stdout != "" {
+		t.Errorf("a read was judged: %s", r.stdout)
+	}
+}

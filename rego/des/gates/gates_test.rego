@@ -81,3 +81,8 @@ test_document_write_gathers_state_warnings if {
 	inp := {"state": {"path": ".des/state.json", "incoming": {"current_phase": "a", "active_workflow": {"current_phase": "b"}}}}
 	codes(gates.document_write.warn) == {"DES-STATE-V9"} with input as inp
 }
+
+test_tool_use_gathers_bash_writes if {
+	inp := {"writes": [{"path": ".des/state.json", "tool": "Bash", "how": "tee", "document": "state"}]}
+	codes(gates.tool_use.deny) == {"DES-STATE-BASH-WRITE"} with input as inp
+}

@@ -5,3 +5,5 @@
 package des.gates.tool_use
 
 deny contains v if some v in data.des.protected.deny
+
+deny contains v if some v in data.des.bashwrite.deny

@@ -23,7 +23,7 @@ roots := array.concat([".des/config.json", ".des/runs", data.des.config.audit_di
 #   severity: deny
 deny contains {
 	"code": "DES-PROTECTED-PATH",
-	"msg": sprintf("%s may not write %s: it is under %s, which DES protects so that an agent cannot change the rules or the evidence that judge it", [w.tool, w.path, concat(", ", covered)]),
+	"msg": sprintf("%s may not write %s: DES protects %s so that an agent cannot change the rules or the evidence that judge it", [w.tool, w.path, concat(", ", covered)]),
 	"field": "/tool_input/file_path",
 	"recovery": [
 		"Leave DES's files alone; ask the user to change policies, settings or the audit trail by hand.",

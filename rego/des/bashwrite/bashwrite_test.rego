@@ -1,0 +1,18 @@
+package des.bashwrite_test
+
+import data.des.bashwrite
+
+bash(path, doc) := {"writes": [{"path": path, "tool": "Bash", "how": "redirect", "document": doc}]}
+
+test_writes_to_guarded_documents if {
+	some v in bashwrite.deny with input as bash(".isdlc/state.json", "state")
+	v.code == "DES-STATE-BASH-WRITE"
+	contains(v.msg, ".isdlc/state.json (state)")
+	count(bashwrite.deny) == 1 with input as bash("docs/feature/x/steps/01-01.json", "step")
+}
+
+test_other_writes_are_fine if {
+	count(bashwrite.deny) == 0 with input as bash("src/main.go", "")
+	count(bashwrite.deny) == 0 with input as {"writes": [{"path": ".isdlc/state.json", "tool": "Write", "how": "", "document": "state"}]}
+	count(bashwrite.deny) == 0 with input as {}
+}
