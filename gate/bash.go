@@ -592,6 +592,25 @@ func bashExpandBraces(parts []syntax.WordPart) ([]string, bool) {
 // bashWordValue is the static value of a word, or false when it depends on
 // run time (expansions other than $HOME, substitutions, globs).
 func bashWordValue(parts []syntax.WordPart) (string, bool) {
+	if len(parts) == 1 { // most words: no copy needed
+		switch p := parts[0].(type) {
+		case *syntax.Lit:
+			if !strings.ContainsAny(p.Value, `\*?[`) {
+				return p.Value, true
+			}
+		case *syntax.SglQuoted:
+			if !p.Dollar {
+				return p.Value, true
+			}
+		case *syntax.DblQuoted:
+			if len(p.Parts) == 0 {
+				return "", true
+			}
+			if l, ok := p.Parts[0].(*syntax.Lit); ok && len(p.Parts) == 1 && !strings.Contains(l.Value, `\`) {
+				return l.Value, true
+			}
+		}
+	}
 	var sb strings.Builder
 	for _, p := range parts {
 		switch p := p.(type) {

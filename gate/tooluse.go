@@ -115,38 +115,46 @@ func ProjectPath(root, p string) string {
 // maxLinks bounds link following, as the kernel's ELOOP does.
 const maxLinks = 40
 
-// resolvePath resolves the symbolic links of an absolute path as far as it
-// exists, and follows a final link whose target does not exist yet.
+// resolvePath resolves the symbolic links of an absolute path in one walk
+// from the root, as realpath does, with one lstat per element: elements
+// that exist are resolved (a final link whose target does not exist yet is
+// followed to it), and once an element is missing the rest is taken as
+// written, ".." lexically.
 func resolvePath(p string, depth int) string {
-	if depth > maxLinks {
-		return filepath.Clean(p)
-	}
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	trimmed := strings.TrimRight(p, string(filepath.Separator))
-	if trimmed == "" || trimmed == filepath.VolumeName(p) {
-		return filepath.Clean(p)
-	}
-	dir, base := filepath.Split(trimmed)
-	if dir == "" {
-		return filepath.Clean(p)
-	}
-	rd := resolvePath(dir, depth+1)
-	switch base {
-	case ".":
-		return rd
-	case "..":
-		return filepath.Dir(rd)
-	}
-	full := filepath.Join(rd, base)
-	if fi, err := os.Lstat(full); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		if target, err := os.Readlink(full); err == nil {
-			if !filepath.IsAbs(target) {
-				target = rd + string(filepath.Separator) + target
+	sep := string(filepath.Separator)
+	vol := filepath.VolumeName(p)
+	resolved := vol + sep
+	missing := false
+	for _, part := range strings.Split(p[len(vol):], sep) {
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			resolved = filepath.Dir(resolved)
+			continue
+		}
+		next := filepath.Join(resolved, part)
+		if missing {
+			resolved = next
+			continue
+		}
+		fi, err := os.Lstat(next)
+		switch {
+		case err != nil:
+			missing, resolved = true, next
+		case fi.Mode()&fs.ModeSymlink != 0 && depth < maxLinks:
+			target, err := os.Readlink(next)
+			if err != nil {
+				resolved = next
+				break
 			}
-			return resolvePath(target, depth+1)
+			if !filepath.IsAbs(target) {
+				target = resolved + sep + target
+			}
+			resolved = resolvePath(target, depth+1)
+		default:
+			resolved = next
 		}
 	}
-	return full
+	return resolved
 }
