@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/policy"
 )
 
@@ -25,30 +24,11 @@ type BashCall struct {
 // writes none of them is not evaluated. A denied command is recorded as
 // DOCUMENT_WRITE_BLOCKED.
 func (t ToolUse) CheckBash(ctx context.Context, ev Evaluator, docs DocumentWrite, call BashCall) (Result, error) {
-	res := Result{Gate: policy.ToolUse}
 	writes := t.bashWrites(docs, call)
 	if len(writes) == 0 {
-		return res, nil
+		return Result{Gate: policy.ToolUse}, nil
 	}
-	d, err := ev.Evaluate(ctx, policy.ToolUse, map[string]any{"tool": "Bash", "writes": writes})
-	if err != nil {
-		return res, err
-	}
-	res.Decision, res.Evaluated = d, true
-	if res.Denied() && t.Audit != nil {
-		paths := make([]any, len(writes))
-		for i, w := range writes {
-			paths[i] = w.(map[string]any)["path"]
-		}
-		err := t.Audit.Append(ctx, audit.Entry{Event: audit.DocumentWriteBlocked, Fields: map[string]any{
-			"gate": string(policy.ToolUse), "tool": "Bash", "paths": paths, "codes": d.Codes(),
-			"tool_use_id": call.ToolUseID, "session_id": call.SessionID,
-		}})
-		if err != nil {
-			return res, errorsJoinNotRecorded(err)
-		}
-	}
-	return res, nil
+	return t.evaluate(ctx, ev, "Bash", writes, map[string]any{"tool_use_id": call.ToolUseID, "session_id": call.SessionID})
 }
 
 // ConcernsBash reports whether a command may write a guarded document or

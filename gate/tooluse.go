@@ -59,27 +59,35 @@ func (t ToolUse) Check(ctx context.Context, ev Evaluator, call ToolCall) (Result
 	for i, p := range call.Paths {
 		writes[i] = map[string]any{"path": t.normalize(p), "tool": call.Tool}
 	}
-	d, err := ev.Evaluate(ctx, policy.ToolUse, map[string]any{"tool": call.Tool, "writes": writes})
+	return t.evaluate(ctx, ev, call.Tool, writes, nil)
+}
+
+// evaluate asks des.gates.tool_use about writes and records a block as
+// DOCUMENT_WRITE_BLOCKED with the paths and codes (and extra fields). When
+// the decision was made but not recorded, the error wraps ErrNotRecorded.
+func (t ToolUse) evaluate(ctx context.Context, ev Evaluator, tool string, writes []any, extra map[string]any) (Result, error) {
+	res := Result{Gate: policy.ToolUse}
+	d, err := ev.Evaluate(ctx, policy.ToolUse, map[string]any{"tool": tool, "writes": writes})
 	if err != nil {
 		return res, err
 	}
 	res.Decision, res.Evaluated = d, true
-	if res.Denied() && t.Audit != nil {
-		paths := make([]any, len(writes))
-		for i, w := range writes {
-			paths[i] = w.(map[string]any)["path"]
-		}
-		err = t.Audit.Append(ctx, audit.Entry{Event: audit.DocumentWriteBlocked, Fields: map[string]any{
-			"gate": string(policy.ToolUse), "tool": call.Tool, "paths": paths, "codes": d.Codes(),
-		}})
-		if err != nil {
-			return res, errorsJoinNotRecorded(err)
-		}
+	if !res.Denied() || t.Audit == nil {
+		return res, nil
+	}
+	paths := make([]any, len(writes))
+	for i, w := range writes {
+		paths[i] = w.(map[string]any)["path"]
+	}
+	fields := map[string]any{"gate": string(policy.ToolUse), "tool": tool, "paths": paths, "codes": d.Codes()}
+	for k, v := range extra {
+		fields[k] = v
+	}
+	if err := t.Audit.Append(ctx, audit.Entry{Event: audit.DocumentWriteBlocked, Fields: fields}); err != nil {
+		return res, fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
 	return res, nil
 }
-
-func errorsJoinNotRecorded(err error) error { return fmt.Errorf("%w: %w", ErrNotRecorded, err) }
 
 func (t ToolUse) protectedRoot(p string) bool {
 	roots := append([]string{DESDir}, t.Protected...)
