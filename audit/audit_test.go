@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/deterministic-exec/des/internal/filelock"
 )
 
 // Environment of a child process of TestConcurrentProcesses.
@@ -310,15 +312,11 @@ func TestCanceledContext(t *testing.T) {
 
 func TestLockHeldElsewhere(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), fixedClock(day))
-	// A second open file description stands in for another process.
+	// A second lock on the same file stands in for another process.
 	lockPath := filepath.Join(l.Dir(), lockName)
-	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+	held, err := filelock.Acquire(context.Background(), lockPath)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	if ok, err := tryLockFile(f); !ok || err != nil {
-		t.Fatalf("tryLockFile = %v, %v", ok, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -334,7 +332,7 @@ func TestLockHeldElsewhere(t *testing.T) {
 		t.Errorf("files written: %v", files)
 	}
 	// Once released, appends go through again.
-	if err := unlockFile(f); err != nil {
+	if err := held.Unlock(); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Append(context.Background(), Entry{Event: HookError}); err != nil {

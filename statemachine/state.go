@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/deterministic-exec/des/internal/filelock"
 )
 
 // MaxStateFileSize bounds what DES reads as a workflow state. Real ones are
@@ -829,23 +830,9 @@ func removeTempLeftovers(target string) {
 	}
 }
 
-// Bounds of the sleep between attempts to take a busy state lock: writes
-// hold it for a few milliseconds (mostly fsync).
-const (
-	minStateLockDelay = 200 * time.Microsecond
-	maxStateLockDelay = 10 * time.Millisecond
-)
-
 // stateLocks holds, for each lock file, a semaphore that serialises the
 // goroutines of this process before they contend for the file lock.
 var stateLocks sync.Map // lock path → chan struct{}
-
-// fileLocker is an exclusive lock on a sidecar file, one per platform.
-type fileLocker interface {
-	tryLock() (bool, error) // take the lock without waiting; false when another holder has it
-	unlock() error          // release the lock taken by tryLock and close
-	close() error           // close without holding the lock
-}
 
 // lockState takes the in-process semaphore and the file lock of lockPath,
 // giving up when ctx is done. The returned func releases both.
@@ -854,87 +841,16 @@ func lockState(ctx context.Context, lockPath string) (unlock func(), err error) 
 	sem := v.(chan struct{})
 	select {
 	case sem <- struct{}{}:
-	default:
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("lock %s: %w", lockPath, ctx.Err())
-		}
+	case <-ctx.Done():
+		return nil, fmt.Errorf("lock %s: %w", lockPath, ctx.Err())
 	}
-	l, err := openFileLock(lockPath)
+	fl, err := filelock.Acquire(ctx, lockPath)
 	if err != nil {
 		<-sem
-		return nil, fmt.Errorf("lock %s: %w", lockPath, err)
+		return nil, err
 	}
-	delay := minStateLockDelay
-	for {
-		ok, err := l.tryLock()
-		if err != nil {
-			_ = l.close()
-			<-sem
-			return nil, fmt.Errorf("lock %s: %w", lockPath, err)
-		}
-		if ok {
-			return func() {
-				_ = l.unlock() // closing releases the lock in any case
-				<-sem
-			}, nil
-		}
-		// Jitter keeps contending processes from retrying in lockstep.
-		t := time.NewTimer(delay/2 + rand.N(delay/2+1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			_ = l.close()
-			<-sem
-			return nil, fmt.Errorf("lock %s: %w%s", lockPath, ctx.Err(), lockHint(lockPath))
-		case <-t.C:
-		}
-		delay = min(2*delay, maxStateLockDelay)
-	}
-}
-
-// exclLock is the lock of systems without flock or LockFileEx: holding it
-// is having created the lock file (O_EXCL), and releasing it removing the
-// file. A holder that dies leaves the file, and the lock, behind.
-type exclLock struct {
-	path string
-	f    *os.File
-}
-
-func (l *exclLock) tryLock() (bool, error) {
-	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	// Who holds it, for whoever finds it left behind.
-	host, _ := os.Hostname()
-	_, _ = fmt.Fprintf(f, "pid %d on %s since %s\n", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
-	l.f = f
-	return true, nil
-}
-
-func (l *exclLock) unlock() error {
-	err := os.Remove(l.path)
-	if cerr := l.f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func (l *exclLock) close() error { return nil }
-
-// lockHint adds to a lock timeout what an O_EXCL lock file left behind says.
-func lockHint(lockPath string) string {
-	if !lockFileExistence {
-		return ""
-	}
-	b, err := os.ReadFile(lockPath)
-	if err != nil {
-		return ""
-	}
-	return fmt.Sprintf(" (held by %s; if no writer is running, remove the lock file)", strings.TrimSpace(string(b)))
+	return func() {
+		_ = fl.Unlock() // closing releases the lock in any case
+		<-sem
+	}, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -84,36 +83,6 @@ func TestWriteStateLockTimeout(t *testing.T) {
 	unlock()
 	if v, err := WriteState(path, s, WithLockTimeout(0)); err != nil || v != 1 {
 		t.Errorf("free lock, zero timeout: %d, %v", v, err)
-	}
-}
-
-// The O_EXCL fallback, exercised here on any system.
-func TestExclLock(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.json.lock")
-	a, b := &exclLock{path: path}, &exclLock{path: path}
-	if ok, err := a.tryLock(); !ok || err != nil {
-		t.Fatalf("first lock: %v, %v", ok, err)
-	}
-	if ok, err := b.tryLock(); ok || err != nil {
-		t.Fatalf("second lock while held: %v, %v", ok, err)
-	}
-	if data, _ := os.ReadFile(path); !strings.Contains(string(data), "pid ") {
-		t.Errorf("lock file says %q", data)
-	}
-	if err := a.unlock(); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := b.tryLock(); !ok || err != nil {
-		t.Fatalf("lock after release: %v, %v", ok, err)
-	}
-	if err := b.unlock(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(path); err == nil {
-		t.Error("lock file left after release")
-	}
-	if _, err := (&exclLock{path: filepath.Join(path, "x")}).tryLock(); err == nil {
-		t.Error("no error for an impossible lock path")
 	}
 }
 

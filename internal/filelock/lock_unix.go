@@ -2,7 +2,7 @@
 
 //go:build unix && !aix && !(solaris && !illumos)
 
-package statemachine
+package filelock
 
 import (
 	"errors"
@@ -10,17 +10,12 @@ import (
 	"syscall"
 )
 
-// lockFileExistence reports whether holding a state lock is the lock file's
-// existence (exclLock) rather than a lock the system releases when its
-// holder dies.
-const lockFileExistence = false
-
-// flockLock is a state lock held with flock(2) on the sidecar file. The
-// lock belongs to the open file, so two goroutines of one process exclude
-// each other too, and the kernel releases it when its holder dies.
+// flockLock is held with flock(2). The lock belongs to the open file, so two
+// goroutines of one process exclude each other too, and the kernel releases
+// it when its holder dies.
 type flockLock struct{ f *os.File }
 
-func openFileLock(path string) (fileLocker, error) {
+func open(path string) (locker, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
@@ -29,7 +24,7 @@ func openFileLock(path string) (fileLocker, error) {
 }
 
 func (l *flockLock) tryLock() (bool, error) {
-	err := flockFile(l.f, syscall.LOCK_EX|syscall.LOCK_NB)
+	err := flock(l.f, syscall.LOCK_EX|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		return false, nil
 	}
@@ -37,7 +32,7 @@ func (l *flockLock) tryLock() (bool, error) {
 }
 
 func (l *flockLock) unlock() error {
-	err := flockFile(l.f, syscall.LOCK_UN)
+	err := flock(l.f, syscall.LOCK_UN)
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}
@@ -46,7 +41,7 @@ func (l *flockLock) unlock() error {
 
 func (l *flockLock) close() error { return l.f.Close() }
 
-func flockFile(f *os.File, how int) error {
+func flock(f *os.File, how int) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
@@ -63,3 +58,6 @@ func flockFile(f *os.File, how int) error {
 	}
 	return ferr
 }
+
+// holderHint has nothing to add: the kernel releases a dead holder's lock.
+func holderHint(string) string { return "" }

@@ -1,6 +1,6 @@
 //go:build windows
 
-package statemachine
+package filelock
 
 import (
 	"errors"
@@ -9,16 +9,11 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// lockFileExistence reports whether holding a state lock is the lock file's
-// existence (exclLock) rather than a lock the system releases when its
-// holder dies.
-const lockFileExistence = false
-
-// winLock is a state lock held with LockFileEx on the first byte of the
-// sidecar file; Windows releases it when its holder's handle closes.
+// winLock is held with LockFileEx on the first byte of the file; Windows
+// releases it when its holder's handle closes.
 type winLock struct{ f *os.File }
 
-func openFileLock(path string) (fileLocker, error) {
+func open(path string) (locker, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
@@ -61,3 +56,6 @@ func (l *winLock) control(fn func(windows.Handle) error) error {
 	}
 	return ferr
 }
+
+// holderHint has nothing to add: Windows releases a dead holder's lock.
+func holderHint(string) string { return "" }
