@@ -69,8 +69,12 @@ func (e SchemaError) Error() string {
 // the document is valid. A failed anyOf is one error (the description of the
 // schema holding it, e.g. the task id rule) rather than one per alternative,
 // which would read as if every alternative were required.
-func ValidateStep(doc any) []SchemaError {
-	cs, err := stepSchema()
+func ValidateStep(doc any) []SchemaError { return validate(stepSchema, doc) }
+
+// validate checks doc against a lazily compiled schema and flattens the
+// errors to their sorted, distinct leaves.
+func validate(schema func() (*compiledSchema, error), doc any) []SchemaError {
+	cs, err := schema()
 	if err != nil {
 		// A bug caught by the tests; reported as a failure, never a pass.
 		return []SchemaError{{Message: "internal error: " + err.Error()}}

@@ -545,30 +545,7 @@ var stateSchema = sync.OnceValues(func() (*compiledSchema, error) {
 // negative count cannot pass for work done; state_version and
 // current_phase_index are integers; statuses are free strings; unknown
 // fields are allowed. Nothing is required.
-func ValidateState(doc any) []SchemaError {
-	cs, err := stateSchema()
-	if err != nil {
-		// A bug caught by the tests; reported as a failure, never a pass.
-		return []SchemaError{{Message: "internal error: " + err.Error()}}
-	}
-	err = cs.schema.Validate(doc)
-	if err == nil {
-		return nil
-	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return []SchemaError{{Message: "not a JSON document: " + err.Error()}}
-	}
-	var out []SchemaError
-	cs.flatten(ve, doc, &out)
-	slices.SortFunc(out, func(a, b SchemaError) int {
-		if c := strings.Compare(a.Pointer, b.Pointer); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Message, b.Message)
-	})
-	return slices.Compact(out)
-}
+func ValidateState(doc any) []SchemaError { return validate(stateSchema, doc) }
 
 // ErrStaleState is wrapped (through a *StaleStateError) when WriteState
 // refuses a write based on a version older than the one on disk, or on no
@@ -840,11 +817,15 @@ func lockState(ctx context.Context, lockPath string) (unlock func(), err error) 
 	v, _ := stateLocks.LoadOrStore(lockPath, make(chan struct{}, 1))
 	sem := v.(chan struct{})
 	select {
-	case sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("lock %s: %w", lockPath, ctx.Err())
+	case sem <- struct{}{}: // a free semaphore is taken even with a zero timeout
+	default:
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("lock %s: %w", lockPath, ctx.Err())
+		}
 	}
-	fl, err := filelock.Acquire(ctx, lockPath)
+	fl, err := filelock.Acquire(ctx, lockPath) // tries once before it looks at ctx
 	if err != nil {
 		<-sem
 		return nil, err
