@@ -83,6 +83,6 @@ test_document_write_gathers_state_warnings if {
 }
 
 test_tool_use_gathers_bash_writes if {
-	inp := {"writes": [{"path": ".des/state.json", "tool": "Bash", "how": "tee", "document": "state"}]}
+	inp := {"tool": "Bash", "writes": [{"path": ".des/state.json", "tool": "Bash", "how": "tee", "document": "state"}]}
 	codes(gates.tool_use.deny) == {"DES-STATE-BASH-WRITE"} with input as inp
 }

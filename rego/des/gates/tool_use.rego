@@ -6,4 +6,7 @@ package des.gates.tool_use
 
 deny contains v if some v in data.des.protected.deny
 
-deny contains v if some v in data.des.bashwrite.deny
+deny contains v if {
+	input.tool == "Bash" # only Bash writes bypass the write guard
+	some v in data.des.bashwrite.deny
+}
