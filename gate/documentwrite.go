@@ -78,28 +78,49 @@ func (d DocumentWrite) Kind(path string) (kind, rel string) {
 // file holds now (disk, nil when it does not exist). ok is false when Claude
 // Code would refuse the call itself: an Edit of a missing file, or an
 // old_string that is not there, or not unique without replace_all.
+//
+// Two Edit conventions of Claude Code are followed: an empty old_string on a
+// missing or empty file creates it with new_string, and a file with CRLF
+// line endings is matched with LF edits and keeps its CRLF endings.
 func Incoming(call WriteCall, disk []byte) (content []byte, ok bool) {
 	if call.Content != nil {
 		return []byte(*call.Content), true
 	}
+	if len(call.Edits) == 1 && call.Edits[0].Old == "" && len(bytes.TrimSpace(disk)) == 0 {
+		return []byte(call.Edits[0].New), true
+	}
 	if disk == nil || len(call.Edits) == 0 {
 		return nil, false
 	}
-	out := string(disk)
-	for _, e := range call.Edits {
+	if out, ok := applyEdits(string(disk), call.Edits); ok {
+		return []byte(out), true
+	}
+	if !bytes.Contains(disk, []byte("\r\n")) {
+		return nil, false
+	}
+	lf := strings.ReplaceAll(string(disk), "\r\n", "\n")
+	out, ok := applyEdits(lf, call.Edits)
+	if !ok {
+		return nil, false
+	}
+	return []byte(strings.ReplaceAll(out, "\n", "\r\n")), true
+}
+
+func applyEdits(out string, edits []Edit) (string, bool) {
+	for _, e := range edits {
 		n := strings.Count(out, e.Old)
 		switch {
 		case e.Old == "" || n == 0:
-			return nil, false
+			return "", false
 		case e.ReplaceAll:
 			out = strings.ReplaceAll(out, e.Old, e.New)
 		case n > 1:
-			return nil, false
+			return "", false
 		default:
 			out = strings.Replace(out, e.Old, e.New, 1)
 		}
 	}
-	return []byte(out), true
+	return out, true
 }
 
 // Check judges a write to a guarded document. For a path that is not
@@ -129,7 +150,7 @@ func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) 
 		incoming, diskStep := stepWriteFacts(rel, content, disk)
 		in["step"] = incoming.facts
 		if diskStep != nil {
-			in["disk_step"] = stepStatusFacts(diskStep)
+			in["disk_step"] = lastPerName(stepStatusFacts(diskStep))
 		}
 		if incoming.step != nil {
 			changes = stepChanges(rel, diskStep, incoming.step)
@@ -171,12 +192,21 @@ func (d DocumentWrite) record(ctx context.Context, entries ...audit.Entry) error
 // maxDocumentSize bounds what the guard reads of a document on disk.
 const maxDocumentSize = statemachine.MaxStepFileSize
 
-// readBounded reads a file, nil when it does not exist.
+// readBounded reads a regular file, nil when it does not exist. Anything
+// else (a FIFO would block the open forever, a device could be endless) is
+// an error.
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -227,6 +257,23 @@ func stepStatusFacts(s *statemachine.Step) map[string]any {
 		phases[i] = map[string]any{"name": p.Name, "status": p.Status, "outcome": p.Outcome, "blocked_by": p.BlockedBy}
 	}
 	return map[string]any{"task_status": s.Status, "phases": phases}
+}
+
+// lastPerName keeps one phase per name, the last, as a reader of the log
+// would: a file that repeats a name must not make the policy fail.
+func lastPerName(facts map[string]any) map[string]any {
+	phases := facts["phases"].([]any)
+	seen := map[string]bool{}
+	var kept []any
+	for i := len(phases) - 1; i >= 0; i-- {
+		name := phases[i].(map[string]any)["name"].(string)
+		if !seen[name] {
+			seen[name] = true
+			kept = append([]any{phases[i]}, kept...)
+		}
+	}
+	facts["phases"] = kept
+	return facts
 }
 
 func schemaFacts(errs []statemachine.SchemaError) []any {

@@ -225,3 +225,52 @@ func TestBashWritesToGuardedDocuments(t *testing.T) {
 		}
 	}
 }
+
+func TestIncomingClaudeCodeEditConventions(t *testing.T) {
+	create := gate.WriteCall{Edits: []gate.Edit{{Old: "", New: `{"a": 1}`}}}
+	for _, disk := range [][]byte{nil, []byte(""), []byte("  \n")} {
+		if got, ok := gate.Incoming(create, disk); !ok || string(got) != `{"a": 1}` {
+			t.Errorf("empty old_string on %q: %q, %v", disk, got, ok)
+		}
+	}
+	if _, ok := gate.Incoming(create, []byte("x")); ok {
+		t.Error("empty old_string on a file with content must be refused")
+	}
+	crlf := []byte("{\r\n  \"a\": 1,\r\n  \"b\": 2\r\n}\r\n")
+	got, ok := gate.Incoming(gate.WriteCall{Edits: []gate.Edit{{Old: "\"a\": 1,\n  \"b\": 2", New: "\"a\": 9,\n  \"b\": 2"}}}, crlf)
+	if !ok || string(got) != "{\r\n  \"a\": 9,\r\n  \"b\": 2\r\n}\r\n" {
+		t.Errorf("CRLF edit: %q, %v", got, ok)
+	}
+}
+
+// A removed phase, a duplicate phase name, an Edit that creates the file,
+// and a FIFO where a document should be: the review's cases.
+func TestStepWriteEvasions(t *testing.T) {
+	p := newProject(t, nil)
+	disk := stepDoc("IN_PROGRESS", [4]string{"PREPARE", "EXECUTED", "FAIL", ""}, [4]string{"RED_UNIT", "NOT_EXECUTED", "", ""})
+	p.writeStep(stepRel, disk)
+	if res := p.write("Write", stepDoc("IN_PROGRESS", [4]string{"RED_UNIT", "NOT_EXECUTED", "", ""})); !slices.Contains(res.Decision.Codes(), "DES-PHASE-JUMP") {
+		t.Errorf("removed phase: %v", res.Decision.Codes())
+	}
+	dup := stepDoc("IN_PROGRESS", [4]string{"PREPARE", "EXECUTED", "FAIL", ""}, [4]string{"PREPARE", "EXECUTED", "PASS", ""}, [4]string{"RED_UNIT", "NOT_EXECUTED", "", ""})
+	if res := p.write("Write", dup); !slices.Contains(res.Decision.Codes(), "DES-STEPFILE-SCHEMA") {
+		t.Errorf("duplicate phase: %v", res.Decision.Codes())
+	}
+	p.writeStep(stepRel, dup) // a file that already repeats a phase must not break the guard
+	if _, err := p.eng.CheckWrite(t.Context(), gate.WriteCall{Tool: "Write", Path: stepRel, Content: &dup}); err != nil {
+		t.Errorf("write over a file with a repeated phase: %v", err)
+	}
+	newFile := "docs/feature/shop/steps/01-02.json"
+	res, err := p.eng.CheckWrite(t.Context(), gate.WriteCall{Tool: "Edit", Path: newFile, Edits: []gate.Edit{{New: stepDoc("DONE", [4]string{"PREPARE", "EXECUTED", "PASS", ""})}}})
+	if err != nil || !res.Denied() {
+		t.Errorf("Edit creating a step file: %+v, %v", res.Decision.Codes(), err)
+	}
+	fifo := filepath.Join(p.root, "docs", "feature", "shop", "steps", "01-03.json")
+	if err := mkfifo(fifo); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	content := "{}"
+	if _, err := p.eng.CheckWrite(t.Context(), gate.WriteCall{Tool: "Write", Path: fifo, Content: &content}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("FIFO: err = %v", err)
+	}
+}

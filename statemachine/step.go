@@ -354,7 +354,28 @@ func (s *Step) Document() map[string]any {
 }
 
 // Validate checks the document against the step-file schema.
-func (s *Step) Validate() []SchemaError { return ValidateStep(s.Document()) }
+//
+// Beyond the schema, a phase name given twice in the phase log is an error
+// (JSON Schema cannot say "unique by field"): two entries for one phase
+// could hold contradictory statuses.
+func (s *Step) Validate() []SchemaError {
+	errs := ValidateStep(s.Document())
+	first := map[string]int{}
+	for _, p := range s.Phases {
+		if p.Name == "" {
+			continue
+		}
+		if at, dup := first[p.Name]; dup {
+			errs = append(errs, SchemaError{
+				Pointer: pointer(append(slices.Clone(s.PhaseLogPath), strconv.Itoa(p.Pos), "phase_name")),
+				Message: fmt.Sprintf("phase %s appears more than once in the phase log (first at position %d); keep one entry per phase", p.Name, at),
+			})
+			continue
+		}
+		first[p.Name] = p.Pos
+	}
+	return errs
+}
 
 // Object returns the underlying document. Edits made to it directly are not
 // reflected in the typed fields until the next edit method or Marshal.

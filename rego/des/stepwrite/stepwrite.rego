@@ -28,7 +28,11 @@ _known_task := object.keys(data.des.transitions.task)
 
 _known_phase := object.keys(data.des.transitions.phase)
 
+# Go hands the disk's phases with one entry per name (the last one), so
+# this object cannot conflict.
 _disk_phases := {p.name: p | some p in input.disk_step.phases}
+
+_incoming_names := {p.name | some p in input.step.phases}
 
 _outcomes := {o | some o in data.des.steps.phase_outcomes}
 
@@ -79,6 +83,26 @@ deny contains {
 	from in _known_phase
 	p.status in _known_phase
 	not transitions.phase_move_allowed(from, p.status)
+}
+
+# METADATA
+# title: Phase removed from the log
+# description: |
+#   A phase the file records as started or finished is missing from the
+#   incoming log: removing it and adding it back would undo a terminal status.
+# custom:
+#   code: DES-PHASE-JUMP
+#   severity: deny
+deny contains {
+	"code": "DES-PHASE-JUMP",
+	"msg": sprintf("%s: phase %s (%s on disk) is missing from the written phase log; a phase that has started stays in the log", [input.step.path, name, d.status]),
+	"field": "/tdd_cycle/phase_execution_log",
+	"recovery": [sprintf("Keep phase %s in tdd_cycle.phase_execution_log with its recorded status; change statuses only along the table.", [name])],
+} if {
+	input.step.phases # the incoming document parsed
+	some name, d in _disk_phases
+	d.status != "NOT_EXECUTED"
+	not name in _incoming_names
 }
 
 # METADATA

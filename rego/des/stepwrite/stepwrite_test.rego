@@ -83,3 +83,15 @@ test_invalid_skip if {
 	same := [phase("REVIEW", "SKIPPED", "", "")]
 	count(stepwrite.deny) == 0 with input as write("IN_PROGRESS", same, "IN_PROGRESS", same)
 }
+
+test_removed_phase_is_a_jump if {
+	disk := [phase("PREPARE", "EXECUTED", "FAIL", ""), phase("RED_UNIT", "NOT_EXECUTED", "", "")]
+	vs := stepwrite.deny with input as write("IN_PROGRESS", disk, "IN_PROGRESS", [phase("RED_UNIT", "NOT_EXECUTED", "", "")])
+	codes(vs) == ["DES-PHASE-JUMP"]
+	some v in vs
+	contains(v.msg, "phase PREPARE (EXECUTED on disk) is missing")
+
+	# The whole log dropped is caught too; a phase never started may go.
+	codes(stepwrite.deny) == ["DES-PHASE-JUMP"] with input as write("IN_PROGRESS", disk, "IN_PROGRESS", [])
+	count(stepwrite.deny) == 0 with input as write("IN_PROGRESS", disk, "IN_PROGRESS", [phase("PREPARE", "EXECUTED", "FAIL", "")])
+}
