@@ -438,7 +438,7 @@ func putFact(out map[string]any, fields []factField, rawKey []byte, data []byte,
 		}
 		return end
 	}
-	return skipValue(data, i)
+	return scanValue(data, i)
 }
 
 // factAt reads the value starting at data[i] as a fact of kind f.kind: the
@@ -477,7 +477,7 @@ func factAt(f *factField, data []byte, i int) (x any, ok bool, end int) {
 		if c != '[' {
 			break
 		}
-		end := skipValue(data, i)
+		end := scanValue(data, i)
 		elems := parseArrayTrusted(data[i:end])
 		out := make([]any, len(elems))
 		for n, e := range elems {
@@ -489,21 +489,21 @@ func factAt(f *factField, data []byte, i int) (x any, ok bool, end int) {
 		}
 		return out, true, end
 	case factString:
-		end := skipValue(data, i)
+		end := scanValue(data, i)
 		x, ok := rawString(data[i:end], true)
 		return x, ok, end
 	case factInt:
-		end := skipValue(data, i)
+		end := scanValue(data, i)
 		if _, ok := integral(data[i:end]); ok {
 			return json.Number(data[i:end]), true, end
 		}
 		return nil, false, end
 	case factBool:
-		end := skipValue(data, i)
+		end := scanValue(data, i)
 		x, ok := rawBool(data[i:end], true)
 		return x, ok, end
 	}
-	return nil, false, skipValue(data, i)
+	return nil, false, scanValue(data, i)
 }
 
 //go:embed schema/state.schema.json

@@ -254,56 +254,8 @@ func walkObject(data []byte, i int, fn func(rawKey []byte, value int) (end int))
 		case ',':
 			i = skipSpace(data, i+1)
 		}
-		kStart, kEnd := i, skipString(data, i)
+		kStart, kEnd := i, scanString(data, i)
 		i = skipSpace(data, kEnd) + 1 // past ':'
 		i = skipSpace(data, fn(data[kStart:kEnd], skipSpace(data, i)))
-	}
-}
-
-// skipString returns the offset just past the string starting at data[i].
-func skipString(data []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(data[j:], '"')
-		if k < 0 {
-			return len(data)
-		}
-		j += k
-		// The quote closes the string unless an odd run of backslashes
-		// escapes it.
-		n := 0
-		for b := j - 1; b > i && data[b] == '\\'; b-- {
-			n++
-		}
-		if n%2 == 0 {
-			return j + 1
-		}
-		j++
-	}
-}
-
-// skipValue returns the offset just past the value starting at data[i].
-func skipValue(data []byte, i int) int {
-	switch data[i] {
-	case '"':
-		return skipString(data, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(data); i++ {
-			switch data[i] {
-			case '"':
-				i = skipString(data, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(data)
-	default:
-		return scanValue(data, i)
 	}
 }
