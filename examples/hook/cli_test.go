@@ -187,13 +187,7 @@ func TestPoliciesErrors(t *testing.T) {
 	})
 	t.Run("bad policy", func(t *testing.T) {
 		root := t.TempDir()
-		dir := filepath.Join(root, ".des", "policies")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "team.rego"), []byte("package des.gates.pre_invocation\n\ndeny contains {\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, root, ".des/policies/team.rego", "package des.gates.pre_invocation\n\ndeny contains {\n")
 		res := runCLI(t, envMap{"CLAUDE_PROJECT_DIR": root}, "policies", "--json")
 		if res.code != 2 || res.stdout != "" || !strings.Contains(res.stderr, "team.rego") {
 			t.Errorf("code %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)

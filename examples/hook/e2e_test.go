@@ -147,13 +147,7 @@ func TestE2EBadSettingFailsClosedOnlyWhereRequired(t *testing.T) {
 
 func TestE2EBrokenTeamPolicyFailsClosed(t *testing.T) {
 	root := t.TempDir()
-	dir := filepath.Join(root, ".des", "policies")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "team.rego"), []byte("package des.gates.tool_use\n\ndeny contains x if {\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, root, ".des/policies/team.rego", "package des.gates.tool_use\n\ndeny contains x if {\n")
 	reason := denyReason(t, runHookProcess(t, root, nil, writeEvent(root, "Edit", ".des/config.json")))
 	if !strings.HasPrefix(reason, "[DES-INTERNAL] ") || !strings.Contains(reason, "team.rego:") {
 		t.Errorf("reason = %q, want DES-INTERNAL naming team.rego:line", reason)

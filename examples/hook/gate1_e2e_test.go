@@ -16,10 +16,6 @@ const e2eStep = "docs/feature/shop/steps/01-01.json"
 func gate1Project(t *testing.T, status string) string {
 	t.Helper()
 	root := t.TempDir()
-	path := filepath.Join(root, filepath.FromSlash(e2eStep))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	step := `{
   "task_id": "01-01",
   "description": "Add a cart total",
@@ -27,9 +23,7 @@ func gate1Project(t *testing.T, status string) string {
   "tdd_cycle": {"phase_execution_log": []}
 }
 `
-	if err := os.WriteFile(path, []byte(step), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, root, e2eStep, step)
 	return root
 }
 
@@ -103,10 +97,7 @@ func TestE2EGate1BadSettingFailsClosed(t *testing.T) {
 
 func TestE2EGate1WarningsReachClaudeAndTheUser(t *testing.T) {
 	root := gate1Project(t, "TODO")
-	path := filepath.Join(root, filepath.FromSlash(e2eStep))
-	if err := os.WriteFile(path, []byte(`{"task_id": "01-01", "workflow_type": "configuration_setup", "state": {"status": "TODO"}}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, root, e2eStep, `{"task_id": "01-01", "workflow_type": "configuration_setup", "state": {"status": "TODO"}}`)
 	r := runHookProcess(t, root, nil, agentEvent(root, "Agent", renderPrompt(t, "execute-step")))
 	var out struct {
 		SystemMessage      string `json:"systemMessage"`
@@ -133,9 +124,7 @@ func TestE2EStaleWorkLoop(t *testing.T) {
 	old := `{"task_id": "01-02", "state": {"status": "IN_PROGRESS"}, "tdd_cycle": {"phase_execution_log": [
   {"phase_name": "PREPARE", "status": "EXECUTED", "outcome": "PASS"},
   {"phase_name": "RED_ACCEPTANCE", "status": "IN_PROGRESS", "started_at": "2020-01-01T00:00:00Z"}]}}`
-	if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(abandoned)), []byte(old), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, root, abandoned, old)
 	event := agentEvent(root, "Agent", renderPrompt(t, "execute-step"))
 	reason := denyReason(t, runHookProcess(t, root, nil, event))
 	if !strings.Contains(reason, "[DES-STALE-WORK] "+abandoned+": phase RED_ACCEPTANCE") || !strings.Contains(reason, "hook stale --resolve "+abandoned) {

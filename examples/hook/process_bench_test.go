@@ -36,13 +36,7 @@ func BenchmarkProcess(b *testing.B) {
 	fastEvent, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Read", "cwd": root,
 		"tool_input": map[string]any{"file_path": filepath.Join(root, "README.md")}})
 	env := append(cleanEnviron(), "CLAUDE_PROJECT_DIR="+root)
-	step := filepath.Join(root, filepath.FromSlash(e2eStep))
-	if err := os.MkdirAll(filepath.Dir(step), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(step, []byte(`{"task_id": "01-01", "state": {"status": "TODO"}}`), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	writeFile(b, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}}`)
 	gate1Event, _ := json.Marshal(agentEvent(root, "Agent", renderPrompt(b, "execute-step")))
 
 	run := func(bin string, in []byte, wantOut bool) time.Duration {

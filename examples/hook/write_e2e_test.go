@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-func writeFile(t *testing.T, root, rel, content string) {
+// writeFile writes content at rel under root, creating directories.
+func writeFile(t testing.TB, root, rel, content string) {
 	t.Helper()
 	path := filepath.Join(root, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

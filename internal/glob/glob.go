@@ -64,23 +64,3 @@ func match(pat, name []string) bool {
 	}
 	return len(name) == 0
 }
-
-// MatchUnder reports whether some path strictly under dir could match
-// pattern: a write that replaces or deletes dir as a whole may touch such a
-// file. "**" could match anything below; other elements must match dir's.
-func MatchUnder(pattern, dir string) bool {
-	pat, d := split(pattern), split(dir)
-	for len(d) > 0 {
-		if len(pat) == 0 {
-			return false
-		}
-		if pat[0] == "**" {
-			return true
-		}
-		if ok, err := path.Match(pat[0], d[0]); err != nil || !ok {
-			return false
-		}
-		pat, d = pat[1:], d[1:]
-	}
-	return len(pat) > 0
-}

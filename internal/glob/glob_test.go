@@ -32,24 +32,3 @@ func TestMatch(t *testing.T) {
 		t.Error("Valid is wrong")
 	}
 }
-
-func TestMatchUnder(t *testing.T) {
-	cases := []struct {
-		pattern, dir string
-		want         bool
-	}{
-		{".isdlc/state.json", ".isdlc", true},
-		{".isdlc/projects/*/state.json", ".isdlc", true},
-		{".isdlc/projects/*/state.json", ".isdlc/projects/p1", true},
-		{".isdlc/projects/*/state.json", ".isdlc/other", false},
-		{"**/steps/*.json", "docs", true},
-		{"**/steps/*.json", ".", true},
-		{".des/state.json", "src", false},
-		{".des/state.json", ".des/state.json", false}, // the file itself, not under it
-	}
-	for _, c := range cases {
-		if got := MatchUnder(c.pattern, c.dir); got != c.want {
-			t.Errorf("MatchUnder(%q, %q) = %v, want %v", c.pattern, c.dir, got, c.want)
-		}
-	}
-}
