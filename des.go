@@ -93,6 +93,8 @@ type Engine struct {
 	now    func() time.Time
 	logger *slog.Logger
 
+	claudeDirs []string // where subagent transcripts may be read, besides the root
+
 	policyOpts []policy.Option
 	policyOnce sync.Once
 	policy     *policy.Engine
@@ -158,6 +160,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		popts = append(popts, policy.WithLazyCompile())
 	}
 	e := &Engine{root: root, cfg: cfg, audit: log, now: o.clock, logger: o.logger, policyOpts: popts}
+	e.claudeDirs = gate.ClaudeDirs(o.lookupEnv)
 	if !o.lazy {
 		if _, err := e.Policy(ctx); err != nil {
 			return nil, err

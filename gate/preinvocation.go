@@ -136,7 +136,7 @@ func (g PreInvocation) Check(ctx context.Context, ev Evaluator, inv Invocation) 
 		if from != statemachine.TaskInProgress {
 			res.Moved = from
 		}
-		if err := g.recordRun(inv, step.rel, prompt.Origin, now); err != nil {
+		if err := g.recordRun(inv, step, prompt.Origin, now); err != nil {
 			return res, fmt.Errorf("gate 1: allowed, but could not record the invocation: %w", err)
 		}
 	}
@@ -207,33 +207,39 @@ func (s stepRead) facts() map[string]any {
 // resolves outside the root, by .., an absolute path or a symbolic link, is
 // not read at all.
 func (g PreInvocation) readStep(marked string) stepRead {
+	return readStepFile(g.Root, g.Protected, marked)
+}
+
+// readStepFile resolves marked against root and reads it, refusing what
+// resolves outside root or into DES's protected directories.
+func readStepFile(rootDir string, protected []string, marked string) stepRead {
 	if marked == "" {
 		return stepRead{}
 	}
 	abs := marked
 	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(g.Root, filepath.FromSlash(marked))
+		abs = filepath.Join(rootDir, filepath.FromSlash(marked))
 	}
 	abs = filepath.Clean(abs)
 	s := stepRead{rel: filepath.ToSlash(marked), abs: abs}
-	if rel, ok := within(g.Root, abs); ok {
+	if rel, ok := within(rootDir, abs); ok {
 		s.rel = rel
 	} else {
-		s.problem, s.err = "outside", fmt.Sprintf("it names %s, outside %s", abs, g.Root)
+		s.problem, s.err = "outside", fmt.Sprintf("it names %s, outside %s", abs, rootDir)
 		return s
 	}
-	root, err := filepath.EvalSymlinks(g.Root)
+	root, err := filepath.EvalSymlinks(rootDir)
 	if err != nil {
-		root = g.Root
+		root = rootDir
 	}
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		if _, ok := within(root, real); !ok {
-			s.problem, s.err = "outside", fmt.Sprintf("a symbolic link leads to %s, outside %s", real, g.Root)
+			s.problem, s.err = "outside", fmt.Sprintf("a symbolic link leads to %s, outside %s", real, rootDir)
 			return s
 		}
 		s.abs = real // read and rewrite what was checked, not whatever the link names later
 	}
-	if (ToolUse{Root: g.Root, Protected: g.Protected}).Concerns(ToolCall{Paths: []string{abs}}) {
+	if (ToolUse{Root: rootDir, Protected: protected}).Concerns(ToolCall{Paths: []string{abs}}) {
 		s.problem, s.err = "outside", "it is one of DES's own protected files (.des, the policy and audit directories), never a step file"
 		return s
 	}
@@ -334,7 +340,12 @@ func (g PreInvocation) start(s stepRead, now time.Time) error {
 }
 
 // Run is the record of one allowed invocation, kept so that Gate 2 can find
-// the step of a subagent whose transcript does not tell it.
+// the step of a subagent and know what the step looked like when it started.
+// It is written to the runs directory twice, as "<tool_use_id>.json" and as
+// "prompt-<prompt_sha256>.json": the first is found through the
+// agent-<id>.meta.json file newer Claude Code versions write beside a
+// transcript, the second from the transcript's first line, which is the
+// prompt itself.
 type Run struct {
 	ToolUseID    string    `json:"tool_use_id"`
 	SessionID    string    `json:"session_id,omitempty"`
@@ -343,6 +354,11 @@ type Run struct {
 	Origin       string    `json:"origin,omitempty"`
 	StartedAt    time.Time `json:"started_at"`
 	PromptSHA256 string    `json:"prompt_sha256"`
+	// TaskStatus is the task's status once Gate 1 started it (IN_PROGRESS).
+	TaskStatus string `json:"task_status_at_start,omitempty"`
+	// Phases maps each phase of the log to its status at the start, so that
+	// Gate 2 can tell work done in this run from work done before it.
+	Phases map[string]string `json:"phases_at_start,omitempty"`
 }
 
 // safeID reports whether a tool_use_id can name a file. A loop, not a
@@ -359,25 +375,43 @@ func safeID(id string) bool {
 	return true
 }
 
-func (g PreInvocation) recordRun(inv Invocation, stepFile, origin string, now time.Time) error {
+// promptKey is the name under which a run is found from its prompt.
+func promptKey(prompt string) string {
+	sum := sha256.Sum256([]byte(prompt))
+	return hex.EncodeToString(sum[:])
+}
+
+func (g PreInvocation) recordRun(inv Invocation, s stepRead, origin string, now time.Time) error {
 	if g.RunsDir == "" || !safeID(inv.ToolUseID) {
 		return nil // no key to find it by: Gate 2 falls back to the transcript
 	}
-	sum := sha256.Sum256([]byte(inv.Prompt))
-	data, err := json.MarshalIndent(Run{
+	run := Run{
 		ToolUseID: inv.ToolUseID, SessionID: inv.SessionID, AgentType: inv.AgentType,
-		StepFile: stepFile, Origin: origin, StartedAt: now.UTC(), PromptSHA256: hex.EncodeToString(sum[:]),
-	}, "", "  ")
+		StepFile: s.rel, Origin: origin, StartedAt: now.UTC(), PromptSHA256: promptKey(inv.Prompt),
+		TaskStatus: s.step.Status, Phases: map[string]string{},
+	}
+	for _, p := range s.step.Phases {
+		run.Phases[p.Name] = p.Status
+	}
+	if err := writeRecord(g.RunsDir, inv.ToolUseID+".json", run); err != nil {
+		return err
+	}
+	return writeRecord(g.RunsDir, "prompt-"+run.PromptSHA256+".json", run)
+}
+
+// writeRecord writes v as indented JSON to dir/name, atomically (rename) but
+// not fsynced: run records only help the gates find a step, which they can
+// also do from the transcript, so a record lost in a crash costs little,
+// while an fsync here would cost every invocation.
+func writeRecord(dir, name string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(g.RunsDir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	// Atomic (rename) but not fsynced: the record only helps Gate 2 find a
-	// step, which it can also do from the transcript, so a record lost in a
-	// crash costs nothing, while an fsync here costs every invocation.
-	tmp, err := os.CreateTemp(g.RunsDir, ".run-*")
+	tmp, err := os.CreateTemp(dir, ".run-*")
 	if err != nil {
 		return err
 	}
@@ -389,5 +423,5 @@ func (g PreInvocation) recordRun(inv Invocation, stepFile, origin string, now ti
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), filepath.Join(g.RunsDir, inv.ToolUseID+".json"))
+	return os.Rename(tmp.Name(), filepath.Join(dir, name))
 }

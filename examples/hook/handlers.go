@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
@@ -195,14 +197,78 @@ func postToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 }
 
 // postToolUseSubagent tells the orchestrator when Gate 2 failed the step the
-// subagent ran (PostToolUse for Agent/Task).
+// subagent ran (PostToolUse for Agent/Task): the user saw Gate 2's message,
+// but the orchestrator would otherwise go on to the next step.
 func postToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
-	// wired by the gate issues
-	return noOpinion()
+	out, _ := ev.SubagentResponse() // an odd response still has a tool_use_id
+	eng, err := h.engine(ctx)
+	if err != nil {
+		h.logger.Error("hook: cannot read Gate 2's verdict", "err", err)
+		return noOpinion() // the subagent has run; there is nothing to block
+	}
+	rec, err := eng.StopVerdict(ev.ToolUseID, out.AgentID)
+	if err != nil {
+		h.logger.Error("hook: cannot read Gate 2's verdict", "tool_use_id", ev.ToolUseID, "err", err)
+		return noOpinion()
+	}
+	if rec == nil || !rec.Failed {
+		return noOpinion()
+	}
+	h.requireValidation()
+	return postToolContext(stopContext(rec))
+}
+
+// stopContext is what the orchestrator is told about a failed stop.
+func stopContext(rec *gate.StopRecord) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "DES Gate 2 failed the subagent's work on %s", rec.StepFile)
+	if rec.Action == gate.StopActionRecord {
+		b.WriteString("; the step is marked FAILED")
+	}
+	b.WriteString(". Do not start the next step.\n")
+	b.WriteString(rec.Reason)
+	return b.String()
 }
 
 // subagentStop is Gate 2.
 func subagentStop(ctx context.Context, h *hookEnv, ev *Event) response {
-	// wired by the gate issues
+	stop := gate.Stop{
+		TranscriptPath: ev.AgentTranscriptPath, AgentID: ev.AgentID, AgentType: ev.AgentType,
+		SessionID: ev.SessionID, StopHookActive: ev.StopHookActive,
+	}
+	eng, err := h.engine(ctx)
+	if err != nil {
+		g := gate.SubagentStop{Root: h.root, ClaudeDirs: gate.ClaudeDirs(h.lookupEnv), RunsDir: filepath.Join(h.root, des.RunsDir)}
+		return h.internalError(g.Concerns(ctx, stop), err)
+	}
+	res, err := eng.CheckStop(ctx, stop)
+	if res.StepFile != "" {
+		h.requireValidation()
+	}
+	if res.NoOpinion != "" {
+		h.logger.Info("hook: no opinion on the stop", "agent_id", ev.AgentID, "why", res.NoOpinion)
+	}
+	if err != nil && !res.Evaluated {
+		return h.internalError(res.StepFile != "", err)
+	}
+	var note string
+	if err != nil {
+		h.logger.Error("hook: Gate 2 decided but could not carry it out", "err", err)
+		note = "\nDES could not complete its bookkeeping: " + err.Error()
+	}
+	switch {
+	case res.Action == gate.StopActionBlock:
+		return blockStop(res.Reason() + note)
+	case res.Denied():
+		msg := res.Reason()
+		if res.Action == gate.StopActionRecord && err == nil {
+			msg += "\nDES marked " + res.StepFile + " FAILED."
+		}
+		return stopMessage(msg + note)
+	case len(res.Decision.Warn) > 0:
+		return stopMessage(res.Warnings() + note)
+	case note != "":
+		return stopMessage(strings.TrimPrefix(note, "\n"))
+	}
 	return noOpinion()
 }

@@ -1,0 +1,537 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/policy"
+	"github.com/deterministic-exec/des/statemachine"
+	"github.com/deterministic-exec/des/template"
+)
+
+// Stop is a subagent that has stopped: Claude Code's SubagentStop event, or
+// a Go caller that names the step file itself.
+type Stop struct {
+	// StepFile is the step to judge, relative to the root or absolute. When
+	// empty, Gate 2 finds it from the transcript's prompt, else from Gate
+	// 1's record of the invocation.
+	StepFile       string
+	TranscriptPath string // agent_transcript_path
+	AgentID        string
+	AgentType      string
+	SessionID      string
+	ToolUseID      string // the Agent/Task call that started the subagent, when known
+	StopHookActive bool   // stop_hook_active: the subagent already continued once because of a block
+}
+
+// Actions Gate 2 takes on a stop.
+const (
+	StopActionNone   = "none"   // passed, or nothing to act on
+	StopActionBlock  = "block"  // the subagent is sent back to fix its work; the step is left as it is
+	StopActionRecord = "record" // the step file is marked FAILED with its recovery suggestions
+)
+
+// Gate 2 failure modes (the gate2_on_failure setting).
+const (
+	OnFailureRecord = "record"
+	OnFailureBlock  = "block"
+)
+
+// StopResult is Gate 2's result and what DES did about it.
+type StopResult struct {
+	Result
+	StepFile string // the step judged, relative to the root ("" when none was found)
+	// Found tells how the step was found: "caller", "transcript" or "record"
+	// (Gate 1's record of the invocation); "" when it was not.
+	Found string
+	// NoOpinion says why Gate 2 did not judge a stop it could not place;
+	// "" when it judged, or when the subagent was not DES's (no markers).
+	NoOpinion  string
+	Action     string   // one of the StopAction constants
+	Recovery   []string // the recovery suggestions (written to the step file when marked FAILED)
+	OutOfScope []string // changed files outside allowed_file_patterns
+	Transcript string   // the transcript path, when known
+}
+
+// Reason is the text for Claude Code and people: the violations, each as
+// "[CODE] message", then the recovery suggestions.
+func (r StopResult) Reason() string {
+	if !r.Denied() {
+		return r.Result.Reason()
+	}
+	var b strings.Builder
+	b.WriteString(Text(r.Decision.Deny...))
+	if len(r.Recovery) > 0 {
+		b.WriteString("\nTo recover:")
+		for _, s := range r.Recovery {
+			b.WriteString("\n- " + s)
+		}
+	}
+	return b.String()
+}
+
+// SubagentStop is Gate 2. It judges the step a subagent worked on once the
+// subagent stops (des.gates.subagent_stop): the step file as the subagent
+// left it, the phase changes the audit trail recorded during the run, and
+// the files it changed. A failed stop is sent back to the subagent
+// (OnFailure "block", once) or marked FAILED in the step file with recovery
+// suggestions; every stop DES judges is audited.
+type SubagentStop struct {
+	Root      string   // absolute project root
+	Protected []string // DES's protected directories, never a step file and always in scope
+	Audit     *audit.Log
+	RunsDir   string // Gate 1's invocation records, and where Gate 2 leaves its verdicts
+	// ClaudeDirs are the directories besides Root a transcript may be read
+	// from (the user's Claude directory); a path elsewhere is refused.
+	ClaudeDirs []string
+	OnFailure  string           // OnFailureRecord (default) or OnFailureBlock
+	Now        func() time.Time // clock; nil means time.Now
+	// TranscriptWait bounds the retries for a transcript not flushed yet;
+	// 0 means 200ms.
+	TranscriptWait time.Duration
+	GitTimeout     time.Duration // 0 means DefaultGitTimeout
+	Logger         *slog.Logger  // nil discards
+}
+
+// Check runs Gate 2. A stop whose transcript has no DES markers is not
+// DES's: the result has Evaluated false and nothing is recorded. Once a step
+// file is known, DES is in charge: an error means it could not decide, and a
+// caller should fail closed (the failure is recorded in the trail, where
+// Gate 3 finds it). A stop DES cannot place at all (no readable transcript,
+// no record of the invocation) gets no opinion, with the reason in
+// NoOpinion and in the trail.
+func (g SubagentStop) Check(ctx context.Context, ev Evaluator, s Stop) (StopResult, error) {
+	res := StopResult{Result: Result{Gate: policy.SubagentStop}, Action: StopActionNone, Transcript: s.TranscriptPath}
+	start := time.Now()
+	loc, err := g.locate(ctx, s)
+	if err != nil {
+		res.NoOpinion = err.Error()
+		return res, g.record(ctx, s, res, start)
+	}
+	if loc.stepFile == "" {
+		return res, nil // not a DES subagent
+	}
+	res.Found = loc.found
+	step := readStepFile(g.Root, g.Protected, loc.stepFile)
+	res.StepFile = step.rel
+
+	in, outside, err := g.input(ctx, step, loc)
+	if err == nil {
+		res.OutOfScope = outside
+		res.Decision, err = ev.Evaluate(ctx, policy.SubagentStop, in)
+	}
+	if err != nil {
+		err = fmt.Errorf("gate 2: %w", err)
+		res.Result = Internal(policy.SubagentStop, err)
+		_ = g.record(ctx, s, res, start) // so that Gate 3 refuses the step until it is judged
+		return res, err
+	}
+	res.Evaluated = true
+	if res.Denied() {
+		res.Recovery = g.recovery(res, loc, s)
+		if g.OnFailure == OnFailureBlock && !s.StopHookActive {
+			res.Action = StopActionBlock
+		} else {
+			res.Action = StopActionRecord
+		}
+	}
+	if err := g.apply(ctx, s, &res, step, loc, start); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// Concerns reports whether DES is in charge of the stop: whether it names,
+// or its transcript or Gate 1's record points to, a step file. The hook asks
+// it when it cannot build an Engine, to choose its fail posture.
+func (g SubagentStop) Concerns(ctx context.Context, s Stop) bool {
+	loc, err := g.locate(ctx, s)
+	return err == nil && loc.stepFile != ""
+}
+
+// location is where a stop's step was found.
+type location struct {
+	stepFile string
+	found    string
+	run      *Run // Gate 1's record, nil when there is none
+}
+
+// locate finds the step of a stop: the caller's, else the transcript's
+// DES-STEP-FILE marker, else Gate 1's record. An empty stepFile with a nil
+// error means the subagent is not DES's.
+func (g SubagentStop) locate(ctx context.Context, s Stop) (location, error) {
+	toolUseID := s.ToolUseID
+	if toolUseID == "" && s.TranscriptPath != "" {
+		toolUseID = metaToolUseID(s.TranscriptPath)
+	}
+	if s.StepFile != "" {
+		return location{stepFile: s.StepFile, found: "caller", run: g.readRun(toolUseID)}, nil
+	}
+	prompt, terr := g.prompt(ctx, s.TranscriptPath)
+	if terr == nil {
+		p := template.Parse(prompt)
+		if !p.HasMarkers || p.StepFile == "" {
+			return location{}, nil
+		}
+		run := g.readRun("prompt-" + promptKey(prompt))
+		if run == nil {
+			run = g.readRun(toolUseID)
+		}
+		return location{stepFile: p.StepFile, found: "transcript", run: run}, nil
+	}
+	if run := g.readRun(toolUseID); run != nil && run.StepFile != "" {
+		return location{stepFile: run.StepFile, found: "record", run: run}, nil
+	}
+	return location{}, fmt.Errorf("cannot tell which step the subagent worked on: transcript %s: %w; and no record of its invocation", nonEmptyText(s.TranscriptPath, `""`), terr)
+}
+
+func nonEmptyText(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}
+
+func (g SubagentStop) prompt(ctx context.Context, path string) (string, error) {
+	if path == "" {
+		return "", errors.New("the event names none")
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(g.Root, path)
+	}
+	if !inside(path, append([]string{g.Root}, g.ClaudeDirs...)...) {
+		return "", errors.New("refused: it is outside the project and the user's Claude directory")
+	}
+	wait := g.TranscriptWait
+	if wait == 0 {
+		wait = 200 * time.Millisecond
+	}
+	return readTranscriptPrompt(ctx, path, wait)
+}
+
+// readRun reads the run record of key (a tool_use_id, or "prompt-" and the
+// prompt's hash); nil when there is none.
+func (g SubagentStop) readRun(key string) *Run {
+	if g.RunsDir == "" || !safeID(key) {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(g.RunsDir, key+".json"))
+	if err != nil {
+		return nil
+	}
+	var r Run
+	if json.Unmarshal(data, &r) != nil {
+		return nil
+	}
+	return &r
+}
+
+// runEvents are the trail's events of a step's status changes.
+var runEvents = []audit.EventType{audit.PhaseStarted, audit.PhaseCompleted, audit.PhaseSkipped, audit.PhaseFailed, audit.TaskStateChanged}
+
+// input builds des.gates.subagent_stop's input document (docs/policies.md)
+// and returns the out-of-scope files with it.
+func (g SubagentStop) input(ctx context.Context, step stepRead, loc location) (map[string]any, []string, error) {
+	in := map[string]any{"step": stopStepFacts(step)}
+	if step.step == nil {
+		return in, nil, nil
+	}
+	run := map[string]any{"source": "transcript"}
+	q := audit.Query{StepFile: step.rel, Events: runEvents}
+	if r := loc.run; r != nil && r.StepFile == step.rel {
+		run["source"], run["started_at"] = "gate1", r.StartedAt.UTC().Format(time.RFC3339Nano)
+		if r.TaskStatus != "" {
+			run["task_status_at_start"] = r.TaskStatus
+		}
+		if r.Phases != nil {
+			phases := make(map[string]any, len(r.Phases))
+			for k, v := range r.Phases {
+				phases[k] = v
+			}
+			run["phases_at_start"] = phases
+		}
+		q.Since = r.StartedAt
+	}
+	events := []any{}
+	if g.Audit != nil {
+		entries, err := g.Audit.Read(ctx, q)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read the run's events: %w", err)
+		}
+		for _, e := range entries {
+			events = append(events, eventFacts(e))
+		}
+	}
+	run["events"] = events
+	in["run"] = run
+	scope, outside := g.scope(ctx, step)
+	in["scope"] = scope
+	return in, outside, nil
+}
+
+func eventFacts(e audit.Entry) map[string]any {
+	f := map[string]any{"event": string(e.Event), "by": "write", "confirmed": false}
+	for _, k := range []string{"phase", "from", "to", "by"} {
+		if v, ok := e.Fields[k].(string); ok {
+			f[k] = v
+		}
+	}
+	if c, ok := e.Fields["confirmed"].(bool); ok {
+		f["confirmed"] = c
+	}
+	return f
+}
+
+// stopStepFacts are the step facts Gate 2's rules read.
+func stopStepFacts(s stepRead) map[string]any {
+	f := s.facts()
+	st := s.step
+	if st == nil {
+		return f
+	}
+	phases := make([]any, len(st.Phases))
+	for i, p := range st.Phases {
+		pf := map[string]any{
+			"name": p.Name, "index": p.Pos, "status": p.Status, "outcome": p.Outcome,
+			"outcome_details": p.OutcomeDetails, "blocked_by": p.BlockedBy,
+		}
+		setNum(pf, "turn_count", p.TurnCount)
+		setNum(pf, "max_turns", p.MaxTurns)
+		setNum(pf, "duration_seconds", p.DurationSeconds)
+		phases[i] = pf
+	}
+	budget := map[string]any{}
+	setNum(budget, "max_turns", st.MaxTurns)
+	setNum(budget, "duration_minutes", st.DurationMinutes)
+	setNum(budget, "total_extensions_minutes", st.TotalExtensionsMinutes)
+	f["workflow_type"], f["task_status"], f["phases"], f["budget"] = st.WorkflowType, st.Status, phases, budget
+	f["validation_output"], f["documentation"] = st.ValidationOutput, st.Documentation
+	if sf := st.Safety; sf != nil {
+		f["safety"] = map[string]any{"is_destructive": sf.IsDestructive, "rollback_plan": sf.RollbackPlan, "affects_production": sf.AffectsProduction}
+	}
+	return f
+}
+
+func setNum[T int | float64](m map[string]any, k string, v *T) {
+	if v != nil {
+		m[k] = *v
+	}
+}
+
+// scope gathers the scope facts: the changed files outside the step's
+// allowed_file_patterns. Without patterns everything is in scope and git is
+// not asked.
+func (g SubagentStop) scope(ctx context.Context, step stepRead) (map[string]any, []string) {
+	patterns := step.step.AllowedFilePatterns
+	f := map[string]any{"checked": true, "patterns": strings2any(patterns), "changed": 0, "outside": []any{}, "error": ""}
+	if len(patterns) == 0 {
+		return f, nil
+	}
+	files, err := changedFiles(ctx, g.Root, g.GitTimeout)
+	if err != nil {
+		f["checked"], f["error"] = false, err.Error()
+		return f, nil
+	}
+	var always []string
+	for _, p := range append([]string{DESDir}, g.Protected...) {
+		if rel, ok := within(g.Root, absUnder(g.Root, p)); ok {
+			always = append(always, rel)
+		}
+	}
+	outside := outOfScope(files, patterns, always, step.rel)
+	f["changed"], f["outside"] = len(files), strings2any(outside)
+	return f, outside
+}
+
+func absUnder(root, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(root, filepath.FromSlash(p))
+}
+
+// recovery composes the suggestions for a failed stop: the transcript to
+// read, the phase to reset, the command to resume, then the rules' own.
+func (g SubagentStop) recovery(res StopResult, loc location, s Stop) []string {
+	var out []string
+	if s.TranscriptPath != "" {
+		out = append(out, fmt.Sprintf("Read the subagent's transcript %s to see where and why it stopped.", s.TranscriptPath))
+	} else {
+		out = append(out, fmt.Sprintf("Read the audit trail's events for %s (step_file) to see which phases the subagent recorded.", res.StepFile))
+	}
+	phase, _ := res.Decision.Info["reset_phase"].(string)
+	if phase == "" {
+		for _, v := range res.Decision.Deny {
+			if p, ok := v.Details["phase"].(string); ok && p != "" {
+				phase = p
+				break
+			}
+		}
+	}
+	resolve := fmt.Sprintf("`hook stale --resolve %s`", res.StepFile)
+	if phase != "" {
+		out = append(out, fmt.Sprintf("Reset phase %s and every later unfinished phase to NOT_EXECUTED: run %s, which also makes the task PARTIAL and records it in the audit trail.", phase, resolve))
+	} else {
+		out = append(out, fmt.Sprintf("Reset the unfinished phases to NOT_EXECUTED: run %s, which also makes the task PARTIAL and records it in the audit trail.", resolve))
+	}
+	out = append(out, fmt.Sprintf("Resume: start the subagent again on %s with the same DES prompt; Gate 1 moves the task back to IN_PROGRESS.", res.StepFile))
+	for _, v := range res.Decision.Deny {
+		for _, r := range v.Recovery {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// StopRecord is Gate 2's verdict on a run, kept in the runs directory as
+// "<tool_use_id>.stop.json" (or "agent-<agent_id>.stop.json" when the call
+// is not known) so that PostToolUse for the Agent/Task call can tell the
+// orchestrator.
+type StopRecord struct {
+	ToolUseID string    `json:"tool_use_id,omitempty"`
+	AgentID   string    `json:"agent_id,omitempty"`
+	StepFile  string    `json:"step_file"`
+	At        time.Time `json:"at"`
+	Failed    bool      `json:"failed"`
+	Action    string    `json:"action"`
+	Reason    string    `json:"reason,omitempty"`
+}
+
+// apply carries out the decision: the audit entries (write-ahead), then the
+// step file marked FAILED when the action is to record, then the verdict
+// for PostToolUse.
+func (g SubagentStop) apply(ctx context.Context, s Stop, res *StopResult, step stepRead, loc location, start time.Time) error {
+	var extra []audit.Entry
+	if len(res.OutOfScope) > 0 {
+		extra = append(extra, audit.Entry{Event: audit.ScopeViolation, Fields: map[string]any{
+			"step_file": res.StepFile, "files": slices.Clone(res.OutOfScope), "patterns": slices.Clone(step.step.AllowedFilePatterns),
+			"agent_id": s.AgentID, "session_id": s.SessionID,
+		}})
+	}
+	marking := res.Action == StopActionRecord && step.step != nil
+	if marking {
+		extra = append(extra, audit.Entry{Event: audit.TaskStateChanged, Fields: map[string]any{
+			"step_file": res.StepFile, "from": cmpOr(step.step.Status, statemachine.TaskTodo), "to": statemachine.TaskFailed, "by": "gate2",
+		}})
+	}
+	if err := g.record(ctx, s, *res, start, extra...); err != nil {
+		return fmt.Errorf("gate 2: %w: %w", ErrNotRecorded, err)
+	}
+	if marking {
+		step.step.SetFailure(gate2Failure(*res), res.Recovery)
+		data, err := step.step.Marshal()
+		if err == nil {
+			err = statemachine.WriteFileAtomic(step.abs, data)
+		}
+		if err != nil {
+			return fmt.Errorf("gate 2: the stop failed but %s could not be marked FAILED: %w", res.StepFile, err)
+		}
+	}
+	return g.keepVerdict(s, *res, loc)
+}
+
+// gate2Failure is the failure_reason written to the step file.
+func gate2Failure(res StopResult) string {
+	return "DES Gate 2 failed the subagent's stop: " + strings.Join(res.Decision.Codes(), ", ") + "\n" + Text(res.Decision.Deny...)
+}
+
+// record appends SUBAGENT_STOP_VALIDATION (and extra entries before it).
+func (g SubagentStop) record(ctx context.Context, s Stop, res StopResult, start time.Time, extra ...audit.Entry) error {
+	if g.Audit == nil {
+		return nil
+	}
+	outcome := "PASS"
+	switch {
+	case res.NoOpinion != "":
+		outcome = "NO_OPINION"
+	case res.Denied():
+		outcome = "FAIL"
+	}
+	fields := map[string]any{
+		"step_file": res.StepFile, "outcome": outcome, "codes": res.Decision.Codes(), "action": res.Action,
+		"agent_id": s.AgentID, "agent_type": s.AgentType, "tool_use_id": s.ToolUseID, "session_id": s.SessionID,
+		"transcript": s.TranscriptPath, "duration_ms": time.Since(start).Milliseconds(),
+	}
+	if res.NoOpinion != "" {
+		fields["reason"] = res.NoOpinion
+	}
+	return g.Audit.Append(ctx, append(extra, audit.Entry{Event: audit.SubagentStopValidation, Fields: fields})...)
+}
+
+// keepVerdict writes the StopRecord for PostToolUse.
+func (g SubagentStop) keepVerdict(s Stop, res StopResult, loc location) error {
+	if g.RunsDir == "" {
+		return nil
+	}
+	id := s.ToolUseID
+	if id == "" && loc.run != nil {
+		id = loc.run.ToolUseID
+	}
+	if id == "" && s.TranscriptPath != "" {
+		id = metaToolUseID(s.TranscriptPath)
+	}
+	name := ""
+	switch {
+	case safeID(id):
+		name = id + ".stop.json"
+	case safeID(s.AgentID):
+		name = "agent-" + s.AgentID + ".stop.json"
+	default:
+		return nil
+	}
+	rec := StopRecord{ToolUseID: id, AgentID: s.AgentID, StepFile: res.StepFile, At: g.now().UTC(), Failed: res.Denied(), Action: res.Action}
+	if res.Denied() {
+		rec.Reason = res.Reason()
+	}
+	if err := writeRecord(g.RunsDir, name, rec); err != nil {
+		return fmt.Errorf("gate 2: keep the verdict for the orchestrator: %w", err)
+	}
+	return nil
+}
+
+func (g SubagentStop) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+// ReadStopRecord returns Gate 2's verdict on the run started by the
+// Agent/Task call toolUseID, else on the agent agentID; nil when there is
+// none (the stop was not DES's, or has not happened).
+func ReadStopRecord(runsDir, toolUseID, agentID string) (*StopRecord, error) {
+	var names []string
+	if safeID(toolUseID) {
+		names = append(names, toolUseID+".stop.json")
+	}
+	if safeID(agentID) {
+		names = append(names, "agent-"+agentID+".stop.json")
+	}
+	for _, n := range names {
+		data, err := os.ReadFile(filepath.Join(runsDir, n))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var r StopRecord
+		if err := json.Unmarshal(data, &r); err != nil {
+			return nil, fmt.Errorf("read %s: %w", n, err)
+		}
+		return &r, nil
+	}
+	return nil, nil
+}

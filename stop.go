@@ -1,0 +1,38 @@
+package des
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/deterministic-exec/des/gate"
+)
+
+// SubagentStop returns Gate 2 for this project: run records in RunsDir,
+// transcripts read from the project or the user's Claude directory
+// ($CLAUDE_CONFIG_DIR, else ~/.claude), and the gate2_on_failure setting.
+func (e *Engine) SubagentStop() gate.SubagentStop {
+	return gate.SubagentStop{
+		Root:       e.root,
+		Protected:  e.ToolUse().Protected,
+		Audit:      e.audit,
+		RunsDir:    filepath.Join(e.root, RunsDir),
+		ClaudeDirs: append([]string(nil), e.claudeDirs...),
+		OnFailure:  e.cfg.Gate2OnFailure,
+		Now:        e.now,
+		Logger:     e.logger,
+	}
+}
+
+// CheckStop runs Gate 2 on a stopped subagent. A Go orchestrator that knows
+// the step sets s.StepFile (relative to the root, or absolute) and may leave
+// the rest empty; see [gate.SubagentStop.Check] for what it does.
+func (e *Engine) CheckStop(ctx context.Context, s gate.Stop) (gate.StopResult, error) {
+	return e.SubagentStop().Check(ctx, e, s)
+}
+
+// StopVerdict returns Gate 2's verdict on the subagent started by the
+// Agent/Task call toolUseID (or, when that is not known, on agentID); nil
+// when Gate 2 has not judged it.
+func (e *Engine) StopVerdict(toolUseID, agentID string) (*gate.StopRecord, error) {
+	return gate.ReadStopRecord(filepath.Join(e.root, RunsDir), toolUseID, agentID)
+}
