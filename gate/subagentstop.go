@@ -122,6 +122,9 @@ func (g SubagentStop) Check(ctx context.Context, ev Evaluator, s Stop) (StopResu
 		return res, nil // not a DES subagent
 	}
 	res.Found = loc.found
+	if s.ToolUseID == "" {
+		s.ToolUseID = loc.toolUseID
+	}
 	step := readStepFile(g.Root, g.Protected, loc.stepFile)
 	res.StepFile = step.rel
 
@@ -161,23 +164,32 @@ func (g SubagentStop) Concerns(ctx context.Context, s Stop) bool {
 
 // location is where a stop's step was found.
 type location struct {
-	stepFile string
-	found    string
-	run      *Run // Gate 1's record, nil when there is none
+	stepFile  string
+	found     string
+	run       *Run   // Gate 1's record, nil when there is none
+	toolUseID string // the Agent/Task call, when known
 }
 
 // locate finds the step of a stop: the caller's, else the transcript's
 // DES-STEP-FILE marker, else Gate 1's record. An empty stepFile with a nil
 // error means the subagent is not DES's.
 func (g SubagentStop) locate(ctx context.Context, s Stop) (location, error) {
+	transcript, terr := g.transcript(s.TranscriptPath)
 	toolUseID := s.ToolUseID
-	if toolUseID == "" && s.TranscriptPath != "" {
-		toolUseID = metaToolUseID(s.TranscriptPath)
+	if toolUseID == "" && terr == nil {
+		toolUseID = metaToolUseID(transcript)
 	}
 	if s.StepFile != "" {
-		return location{stepFile: s.StepFile, found: "caller", run: g.readRun(toolUseID)}, nil
+		return location{stepFile: s.StepFile, found: "caller", run: g.readRun(toolUseID), toolUseID: toolUseID}, nil
 	}
-	prompt, terr := g.prompt(ctx, s.TranscriptPath)
+	var prompt string
+	if terr == nil {
+		wait := g.TranscriptWait
+		if wait == 0 {
+			wait = 200 * time.Millisecond
+		}
+		prompt, terr = readTranscriptPrompt(ctx, transcript, wait)
+	}
 	if terr == nil {
 		p := template.Parse(prompt)
 		if !p.HasMarkers || p.StepFile == "" {
@@ -187,10 +199,13 @@ func (g SubagentStop) locate(ctx context.Context, s Stop) (location, error) {
 		if run == nil {
 			run = g.readRun(toolUseID)
 		}
-		return location{stepFile: p.StepFile, found: "transcript", run: run}, nil
+		if toolUseID == "" && run != nil {
+			toolUseID = run.ToolUseID
+		}
+		return location{stepFile: p.StepFile, found: "transcript", run: run, toolUseID: toolUseID}, nil
 	}
 	if run := g.readRun(toolUseID); run != nil && run.StepFile != "" {
-		return location{stepFile: run.StepFile, found: "record", run: run}, nil
+		return location{stepFile: run.StepFile, found: "record", run: run, toolUseID: toolUseID}, nil
 	}
 	return location{}, fmt.Errorf("cannot tell which step the subagent worked on: transcript %s: %w; and no record of its invocation", nonEmptyText(s.TranscriptPath, `""`), terr)
 }
@@ -202,7 +217,9 @@ func nonEmptyText(s, fallback string) string {
 	return s
 }
 
-func (g SubagentStop) prompt(ctx context.Context, path string) (string, error) {
+// transcript resolves a transcript path against the root and refuses one
+// outside the project and the user's Claude directory.
+func (g SubagentStop) transcript(path string) (string, error) {
 	if path == "" {
 		return "", errors.New("the event names none")
 	}
@@ -212,11 +229,7 @@ func (g SubagentStop) prompt(ctx context.Context, path string) (string, error) {
 	if !inside(path, append([]string{g.Root}, g.ClaudeDirs...)...) {
 		return "", errors.New("refused: it is outside the project and the user's Claude directory")
 	}
-	wait := g.TranscriptWait
-	if wait == 0 {
-		wait = 200 * time.Millisecond
-	}
-	return readTranscriptPrompt(ctx, path, wait)
+	return path, nil
 }
 
 // readRun reads the run record of key (a tool_use_id, or "prompt-" and the
@@ -478,9 +491,6 @@ func (g SubagentStop) keepVerdict(s Stop, res StopResult, loc location) error {
 	id := s.ToolUseID
 	if id == "" && loc.run != nil {
 		id = loc.run.ToolUseID
-	}
-	if id == "" && s.TranscriptPath != "" {
-		id = metaToolUseID(s.TranscriptPath)
 	}
 	name := ""
 	switch {

@@ -1,0 +1,276 @@
+package gate_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/policy"
+	"github.com/google/go-cmp/cmp"
+)
+
+// stopProject is a project whose step was started through Gate 1, with the
+// subagent's transcript in a Claude directory outside the project.
+type stopProject struct {
+	*project
+	claude     string // the user's Claude directory
+	transcript string
+	prompt     string
+}
+
+func newStopProject(t *testing.T) *stopProject {
+	t.Helper()
+	p := newProject(t, nil)
+	step := todoStep()
+	step["allowed_file_patterns"] = []any{"src/**"}
+	p.writeStep(stepRel, step)
+	prompt := render(t, "execute-step", step)
+	if res := p.check(prompt); res.Denied() {
+		t.Fatalf("Gate 1 denied the fixture: %s", res.Reason())
+	}
+	sp := &stopProject{project: p, claude: t.TempDir(), prompt: prompt}
+	sp.transcript = filepath.Join(sp.claude, "projects", "p", "sess", "subagents", "agent-a1.jsonl")
+	sp.writeTranscript(prompt)
+	return sp
+}
+
+func (p *stopProject) writeTranscript(prompt string) {
+	p.t.Helper()
+	line, err := json.Marshal(map[string]any{
+		"parentUuid": nil, "isSidechain": true, "agentId": "a1", "type": "user",
+		"message": map[string]any{"role": "user", "content": prompt}, "timestamp": "2026-11-22T12:00:01Z",
+	})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(p.transcript), 0o755); err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.WriteFile(p.transcript, append(line, '\n'), 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *stopProject) gate() gate.SubagentStop {
+	g := p.eng.SubagentStop()
+	g.ClaudeDirs = []string{p.claude}
+	g.TranscriptWait = 10 * time.Millisecond
+	return g
+}
+
+func (p *stopProject) stop() gate.Stop {
+	return gate.Stop{TranscriptPath: p.transcript, AgentID: "a1", AgentType: "software-crafter", SessionID: "sess"}
+}
+
+func denyAbandoned() policy.Decision {
+	return policy.Decision{Gate: policy.SubagentStop, Deny: []policy.Violation{{
+		Code: "DES-PHASE-ABANDONED", Severity: policy.Deny, Message: "phase PREPARE is left IN_PROGRESS",
+		Recovery: []string{"Finish or reset PREPARE."}, Details: map[string]any{"phase": "PREPARE"},
+	}}}
+}
+
+func lastEvent(t *testing.T, entries []audit.Entry, ev audit.EventType) audit.Entry {
+	t.Helper()
+	for i := len(entries) - 1; i >= 0; i-- {
+		if entries[i].Event == ev {
+			return entries[i]
+		}
+	}
+	t.Fatalf("no %s in the trail", ev)
+	return audit.Entry{}
+}
+
+func TestGate2FindsTheStepAndGathersTheRun(t *testing.T) {
+	p := newStopProject(t)
+	ev := &fakeEvaluator{}
+	res, err := p.gate().Check(t.Context(), ev, p.stop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Evaluated || res.StepFile != stepRel || res.Found != "transcript" {
+		t.Fatalf("result = %+v; want evaluated, %s found from the transcript", res, stepRel)
+	}
+	in := ev.calls[0].(map[string]any)
+	run := in["run"].(map[string]any)
+	if run["source"] != "gate1" || run["task_status_at_start"] != "IN_PROGRESS" {
+		t.Errorf("run = %v; want Gate 1's record with the task IN_PROGRESS", run)
+	}
+	if diff := cmp.Diff(map[string]any{"PREPARE": "NOT_EXECUTED"}, run["phases_at_start"]); diff != "" {
+		t.Errorf("phases_at_start (-want +got):\n%s", diff)
+	}
+	events := run["events"].([]any)
+	if len(events) != 1 || events[0].(map[string]any)["by"] != "gate1" {
+		t.Errorf("events = %v; want Gate 1's move of the task", events)
+	}
+	step := in["step"].(map[string]any)
+	if step["task_status"] != "IN_PROGRESS" || len(step["phases"].([]any)) != 1 {
+		t.Errorf("step facts = %v", step)
+	}
+	// The project is no git repository: scope is unchecked, with the reason.
+	if scope := in["scope"].(map[string]any); scope["checked"] != false || scope["error"] == "" {
+		t.Errorf("scope = %v; want unchecked with a reason", scope)
+	}
+	if e := lastEvent(t, p.auditEvents(), audit.SubagentStopValidation); e.Fields["outcome"] != "PASS" || e.Fields["tool_use_id"] != "toolu_01" {
+		t.Errorf("audit = %v; want PASS with the tool_use_id from Gate 1's record", e.Fields)
+	}
+}
+
+func TestGate2FailureMarksTheStepFailed(t *testing.T) {
+	p := newStopProject(t)
+	res, err := p.gate().Check(t.Context(), &fakeEvaluator{answer: denyAbandoned()}, p.stop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != gate.StopActionRecord {
+		t.Fatalf("action = %q, want record", res.Action)
+	}
+	doc := p.readStep(stepRel)
+	state := doc["state"].(map[string]any)
+	if state["status"] != "FAILED" || !strings.Contains(state["failure_reason"].(string), "DES-PHASE-ABANDONED") {
+		t.Errorf("state = %v; want FAILED with the code in the reason", state)
+	}
+	sugg := state["recovery_suggestions"].([]any)
+	if len(sugg) < 3 {
+		t.Fatalf("recovery_suggestions = %v; want at least three", sugg)
+	}
+	// The transcript to read, the phase to reset, the command to resume.
+	for i, want := range []string{p.transcript, "Reset phase PREPARE", "hook stale --resolve " + stepRel} {
+		if i > 1 {
+			i = 1
+		}
+		if !strings.Contains(sugg[i].(string), want) {
+			t.Errorf("suggestion %d %q lacks %q", i, sugg[i], want)
+		}
+	}
+	if !strings.Contains(sugg[2].(string), "Resume") || sugg[3] != "Finish or reset PREPARE." {
+		t.Errorf("suggestions %v: want the resume step, then the rule's own", sugg)
+	}
+	if doc["custom_field"] == nil || doc["description"] != "Add a cart total" {
+		t.Errorf("unknown fields lost: %v", doc)
+	}
+	entries := p.auditEvents()
+	if e := lastEvent(t, entries, audit.TaskStateChanged); e.Fields["to"] != "FAILED" || e.Fields["by"] != "gate2" {
+		t.Errorf("task change = %v", e.Fields)
+	}
+	if e := lastEvent(t, entries, audit.SubagentStopValidation); e.Fields["outcome"] != "FAIL" || e.Fields["action"] != "record" {
+		t.Errorf("validation = %v", e.Fields)
+	}
+	rec, err := p.eng.StopVerdict("toolu_01", "")
+	if err != nil || rec == nil || !rec.Failed || !strings.Contains(rec.Reason, "[DES-PHASE-ABANDONED]") {
+		t.Fatalf("verdict = %+v, %v; want the failure kept for PostToolUse", rec, err)
+	}
+}
+
+func TestGate2BlockModeSendsTheSubagentBackOnce(t *testing.T) {
+	p := newStopProject(t)
+	g := p.gate()
+	g.OnFailure = gate.OnFailureBlock
+	before, err := os.ReadFile(filepath.Join(p.root, stepRel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Check(t.Context(), &fakeEvaluator{answer: denyAbandoned()}, p.stop())
+	if err != nil || res.Action != gate.StopActionBlock {
+		t.Fatalf("first stop: action %q, err %v; want block", res.Action, err)
+	}
+	after, _ := os.ReadFile(filepath.Join(p.root, stepRel))
+	if string(before) != string(after) {
+		t.Error("a blocked stop rewrote the step file")
+	}
+	s := p.stop()
+	s.StopHookActive = true
+	res, err = g.Check(t.Context(), &fakeEvaluator{answer: denyAbandoned()}, s)
+	if err != nil || res.Action != gate.StopActionRecord {
+		t.Fatalf("second stop: action %q, err %v; want record (never block twice)", res.Action, err)
+	}
+	if p.readStep(stepRel)["state"].(map[string]any)["status"] != "FAILED" {
+		t.Error("second failed stop did not mark the step FAILED")
+	}
+}
+
+func TestGate2NotDESAndNoOpinion(t *testing.T) {
+	p := newStopProject(t)
+	p.writeTranscript("Explore the code base and summarise it.")
+	ev := &fakeEvaluator{}
+	res, err := p.gate().Check(t.Context(), ev, p.stop())
+	if err != nil || res.Evaluated || res.StepFile != "" || res.NoOpinion != "" || len(ev.calls) != 0 {
+		t.Fatalf("ad hoc subagent: %+v, %v; want nothing judged", res, err)
+	}
+	n := len(p.auditEvents())
+
+	// No transcript and no record: no opinion, and the trail says why.
+	s := p.stop()
+	s.TranscriptPath = filepath.Join(p.claude, "missing.jsonl")
+	res, err = p.gate().Check(t.Context(), ev, s)
+	if err != nil || res.Evaluated || !strings.Contains(res.NoOpinion, "cannot tell which step") {
+		t.Fatalf("missing transcript: %+v, %v", res, err)
+	}
+	entries := p.auditEvents()
+	if len(entries) != n+1 || entries[n].Fields["outcome"] != "NO_OPINION" || entries[n].Fields["reason"] == "" {
+		t.Errorf("trail after a stop DES cannot place: %v", entries[n:])
+	}
+}
+
+func TestGate2FallsBackToGate1Record(t *testing.T) {
+	p := newStopProject(t)
+	// The transcript is missing, but the meta file beside it names the call.
+	if err := os.Remove(p.transcript); err != nil {
+		t.Fatal(err)
+	}
+	meta := strings.TrimSuffix(p.transcript, ".jsonl") + ".meta.json"
+	if err := os.WriteFile(meta, []byte(`{"agentType":"software-crafter","toolUseId":"toolu_01"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.gate().Check(t.Context(), &fakeEvaluator{}, p.stop())
+	if err != nil || res.Found != "record" || res.StepFile != stepRel {
+		t.Fatalf("result = %+v, %v; want the step from Gate 1's record", res, err)
+	}
+}
+
+func TestGate2RefusesTranscriptsElsewhere(t *testing.T) {
+	p := newStopProject(t)
+	g := p.gate()
+	g.ClaudeDirs = nil // the transcript's directory is no longer the user's Claude directory
+	res, err := g.Check(t.Context(), &fakeEvaluator{}, p.stop())
+	if err != nil || res.Evaluated || !strings.Contains(res.NoOpinion, "outside the project") {
+		t.Fatalf("result = %+v, %v; want the transcript refused", res, err)
+	}
+}
+
+func TestGate2CallerNamesTheStep(t *testing.T) {
+	p := newStopProject(t)
+	res, err := p.eng.CheckStop(t.Context(), gate.Stop{StepFile: stepRel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Evaluated || res.Found != "caller" {
+		t.Fatalf("result = %+v", res)
+	}
+}
+
+func TestGate2EvaluationErrorFailsClosed(t *testing.T) {
+	p := newStopProject(t)
+	res, err := p.gate().Check(t.Context(), &fakeEvaluator{err: errors.New("policy exploded")}, p.stop())
+	if err == nil || !res.Denied() || res.Decision.Deny[0].Code != gate.CodeInternal {
+		t.Fatalf("result = %+v, err %v; want DES-INTERNAL", res, err)
+	}
+	e := lastEvent(t, p.auditEvents(), audit.SubagentStopValidation)
+	if e.Fields["outcome"] != "FAIL" || !strings.Contains(strings.Join(anyStrings(e.Fields["codes"]), ","), gate.CodeInternal) {
+		t.Errorf("trail = %v; want a FAIL with DES-INTERNAL so that Gate 3 refuses the step", e.Fields)
+	}
+}
+
+func anyStrings(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
+	}
+	return out
+}
+
