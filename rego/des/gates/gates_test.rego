@@ -86,3 +86,37 @@ test_tool_use_gathers_bash_writes if {
 	inp := {"tool": "Bash", "writes": [{"path": ".des/state.json", "tool": "Bash", "how": "tee", "document": "state"}]}
 	codes(gates.tool_use.deny) == {"DES-STATE-BASH-WRITE"} with input as inp
 }
+
+stop_input := {
+	"step": {
+		"path": "steps/01-01.json",
+		"document": {"task_id": "01-01", "step_id": "01-01"},
+		"schema_errors": [],
+		"workflow_type": "tdd_cycle",
+		"task_status": "IN_PROGRESS",
+		"phases": [
+			{"name": "PREPARE", "index": 0, "status": "EXECUTED", "outcome": "PASS", "outcome_details": "", "blocked_by": ""},
+			{"name": "RED_ACCEPTANCE", "index": 1, "status": "IN_PROGRESS", "outcome": "", "outcome_details": "", "blocked_by": ""},
+		],
+	},
+	"run": {
+		"source": "gate1",
+		"task_status_at_start": "IN_PROGRESS",
+		"phases_at_start": {},
+		"events": [
+			{"event": "PHASE_STARTED", "phase": "PREPARE", "from": "NOT_EXECUTED", "to": "IN_PROGRESS", "confirmed": true, "by": "write"},
+			{"event": "PHASE_STARTED", "phase": "RED_ACCEPTANCE", "from": "NOT_EXECUTED", "to": "IN_PROGRESS", "confirmed": true, "by": "write"},
+		],
+	},
+	"scope": {"checked": true, "patterns": ["src/**"], "changed": 2, "outside": ["README.md"], "error": ""},
+}
+
+test_subagent_stop_gathers_stop_rules if {
+	codes(gates.subagent_stop.deny) == {"DES-STEPFILE-OBSOLETE", "DES-PHASE-ABANDONED"} with input as stop_input
+	codes(gates.subagent_stop.warn) == {"DES-SCOPE-VIOLATION"} with input as stop_input
+	gates.subagent_stop.info == {"reset_phase": "RED_ACCEPTANCE", "reset_phases": ["RED_ACCEPTANCE"]} with input as stop_input
+}
+
+test_subagent_stop_missing_step_file if {
+	codes(gates.subagent_stop.deny) == {"DES-STEPFILE-MISSING"} with input as {"step": {"path": "steps/01-01.json", "problem": "missing", "error": "no such file"}}
+}
