@@ -329,6 +329,9 @@ func stopStepFacts(s stepRead) map[string]any {
 	setNum(budget, "total_extensions_minutes", st.TotalExtensionsMinutes)
 	f["workflow_type"], f["task_status"], f["phases"], f["budget"] = st.WorkflowType, st.Status, phases, budget
 	f["validation_output"], f["documentation"] = st.ValidationOutput, st.Documentation
+	if len(st.PhaseLogPath) > 0 {
+		f["phase_log"] = "/" + strings.Join(st.PhaseLogPath, "/")
+	}
 	if sf := st.Safety; sf != nil {
 		f["safety"] = map[string]any{"is_destructive": sf.IsDestructive, "rollback_plan": sf.RollbackPlan, "affects_production": sf.AffectsProduction}
 	}
