@@ -101,7 +101,9 @@ var ErrNothingToResolve = errors.New("nothing to resolve")
 // ResolveStale resets the abandoned work of one step file so that it can be
 // started again: the phases IN_PROGRESS for longer than the stale threshold,
 // or, when the task is FAILED, every unfinished phase (IN_PROGRESS or
-// FAILED), go back to NOT_EXECUTED with the reset recorded in each phase's
+// FAILED) and every phase Gate 2 named when it failed the step (reset_phases
+// in the audit trail: phases finished around the write guard, or without an
+// outcome or reason), go back to NOT_EXECUTED with the reset recorded in each phase's
 // history, and the task becomes PARTIAL. Completed phases are kept. These
 // moves are outside the transition tables and DES makes them only here; the
 // file is rewritten atomically and the resolution audited (STALE_RESOLUTION,
@@ -126,6 +128,17 @@ func (e *Engine) ResolveStale(ctx context.Context, file string) (Resolution, err
 			res.Phases = append(res.Phases, p.Name)
 		case p.Status == statemachine.PhaseInProgress:
 			if started, ok := statemachine.ParseTimestamp(p.StartedAt); ok && now.Sub(started) > threshold {
+				res.Phases = append(res.Phases, p.Name)
+			}
+		}
+	}
+	if failed {
+		more, err := e.gate2Resets(ctx, res.StepFile)
+		if err != nil {
+			return res, fmt.Errorf("des: resolve %s: %w", res.StepFile, err)
+		}
+		for _, p := range step.Phases {
+			if slices.Contains(more, p.Name) && p.Status != statemachine.PhaseNotExecuted && !slices.Contains(res.Phases, p.Name) {
 				res.Phases = append(res.Phases, p.Name)
 			}
 		}
@@ -155,6 +168,32 @@ func (e *Engine) ResolveStale(ctx context.Context, file string) (Resolution, err
 		return res, fmt.Errorf("des: resolve %s: the step was reset but not recorded: %w", res.StepFile, err)
 	}
 	return res, nil
+}
+
+// gate2Resets are the phases Gate 2 said must be done again when it last
+// failed the step (reset_phases of its SUBAGENT_STOP_VALIDATION): besides
+// unfinished phases, those it found finished around the write guard or
+// without an outcome or a reason.
+func (e *Engine) gate2Resets(ctx context.Context, stepFile string) ([]string, error) {
+	entries, err := e.audit.Read(ctx, audit.Query{StepFile: stepFile, Events: []audit.EventType{audit.SubagentStopValidation}})
+	if err != nil {
+		return nil, err
+	}
+	for i := len(entries) - 1; i >= 0; i-- {
+		f := entries[i].Fields
+		if f["outcome"] != "FAIL" {
+			continue
+		}
+		var out []string
+		phases, _ := f["reset_phases"].([]any)
+		for _, p := range phases {
+			if s, ok := p.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out, nil
+	}
+	return nil, nil
 }
 
 func orNone(s string) string {

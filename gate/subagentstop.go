@@ -394,10 +394,21 @@ func (g SubagentStop) recovery(res StopResult, loc location, s Stop) []string {
 			}
 		}
 	}
+	var resets []string
+	if ps, ok := res.Decision.Info["reset_phases"].([]any); ok {
+		for _, p := range ps {
+			if s, ok := p.(string); ok {
+				resets = append(resets, s)
+			}
+		}
+	}
 	resolve := fmt.Sprintf("`hook stale --resolve %s`", res.StepFile)
-	if phase != "" {
+	switch {
+	case len(resets) > 0:
+		out = append(out, fmt.Sprintf("Reset %s to NOT_EXECUTED (resume from %s): run %s, which resets them, makes the task PARTIAL and records it in the audit trail.", phaseList(resets), cmpOr(phase, resets[0]), resolve))
+	case phase != "":
 		out = append(out, fmt.Sprintf("Reset phase %s and every later unfinished phase to NOT_EXECUTED: run %s, which also makes the task PARTIAL and records it in the audit trail.", phase, resolve))
-	} else {
+	default:
 		out = append(out, fmt.Sprintf("Reset the unfinished phases to NOT_EXECUTED: run %s, which also makes the task PARTIAL and records it in the audit trail.", resolve))
 	}
 	out = append(out, fmt.Sprintf("Resume: start the subagent again on %s with the same DES prompt; Gate 1 moves the task back to IN_PROGRESS.", res.StepFile))
@@ -409,6 +420,13 @@ func (g SubagentStop) recovery(res StopResult, loc location, s Stop) []string {
 		}
 	}
 	return out
+}
+
+func phaseList(names []string) string {
+	if len(names) == 1 {
+		return "phase " + names[0]
+	}
+	return "phases " + strings.Join(names, ", ")
 }
 
 // StopRecord is Gate 2's verdict on a run, kept in the runs directory as
@@ -482,6 +500,9 @@ func (g SubagentStop) record(ctx context.Context, s Stop, res StopResult, start 
 	}
 	if res.NoOpinion != "" {
 		fields["reason"] = res.NoOpinion
+	}
+	if phases, ok := res.Decision.Info["reset_phases"].([]any); ok && res.Denied() {
+		fields["reset_phases"] = phases // what `hook stale --resolve` resets besides unfinished phases
 	}
 	return g.Audit.Append(ctx, append(extra, audit.Entry{Event: audit.SubagentStopValidation, Fields: fields})...)
 }

@@ -155,6 +155,27 @@ func TestE2EGate2FailedStopIsRecordedAndReported(t *testing.T) {
 	if s := readStepState(t, root); s["status"] != "PARTIAL" {
 		t.Errorf("after stale --resolve: %v", s)
 	}
+	// The phases written as finished around the guard must be done again.
+	raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(e2eStep)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TDD struct {
+			Log []struct {
+				Name   string `json:"phase_name"`
+				Status string `json:"status"`
+			} `json:"phase_execution_log"`
+		} `json:"tdd_cycle"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range doc.TDD.Log {
+		if p.Status != "NOT_EXECUTED" {
+			t.Errorf("after stale --resolve, phase %s is %s; want NOT_EXECUTED (Gate 2 found it jumped)", p.Name, p.Status)
+		}
+	}
 }
 
 func TestE2EGate2BlockModeBlocksOnce(t *testing.T) {
