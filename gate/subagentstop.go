@@ -63,21 +63,31 @@ type StopResult struct {
 	Transcript string   // the transcript path, when known
 }
 
-// Reason is the text for Claude Code and people: the violations, each as
-// "[CODE] message", then the recovery suggestions.
+// Reason is the text for Claude Code and people (contract §5): each
+// violation, denies then warnings, as "[CODE] message" on its own line, then
+// the recovery suggestions (Recovery: the gate's own, then the rules',
+// deduplicated) under "Recovery:". Without a deny it is Result.Reason.
 func (r StopResult) Reason() string {
-	if !r.Denied() {
+	if !r.Denied() || len(r.Recovery) == 0 {
 		return r.Result.Reason()
 	}
 	var b strings.Builder
-	b.WriteString(Text(r.Decision.Deny...))
-	if len(r.Recovery) > 0 {
-		b.WriteString("\nTo recover:")
-		for _, s := range r.Recovery {
-			b.WriteString("\n- " + s)
-		}
+	b.WriteString(violationLines(append(slices.Clone(r.Decision.Deny), r.Decision.Warn...)))
+	b.WriteString("\nRecovery:")
+	for _, s := range r.Recovery {
+		b.WriteString("\n- " + indentContinuation(s))
 	}
 	return b.String()
+}
+
+// violationLines renders violations as Text does, without their recovery.
+func violationLines(vs []policy.Violation) string {
+	bare := make([]policy.Violation, len(vs))
+	for i, v := range vs {
+		v.Recovery = nil
+		bare[i] = v
+	}
+	return Text(bare...)
 }
 
 // SubagentStop is Gate 2. It judges the step a subagent worked on once the
@@ -136,6 +146,7 @@ func (g SubagentStop) Check(ctx context.Context, ev Evaluator, s Stop) (StopResu
 	if err != nil {
 		err = fmt.Errorf("gate 2: %w", err)
 		res.Result = Internal(policy.SubagentStop, err)
+		res.Evaluated = false // nothing was decided: the caller fails closed
 		_ = g.record(ctx, s, res, start) // so that Gate 3 refuses the step until it is judged
 		return res, err
 	}
@@ -478,7 +489,7 @@ func (g SubagentStop) apply(ctx context.Context, s Stop, res *StopResult, step s
 
 // gate2Failure is the failure_reason written to the step file.
 func gate2Failure(res StopResult) string {
-	return "DES Gate 2 failed the subagent's stop: " + strings.Join(res.Decision.Codes(), ", ") + "\n" + Text(res.Decision.Deny...)
+	return "DES Gate 2 failed the subagent's stop: " + strings.Join(res.Decision.Codes(), ", ") + "\n" + violationLines(res.Decision.Deny)
 }
 
 // record appends SUBAGENT_STOP_VALIDATION (and extra entries before it).

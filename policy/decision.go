@@ -3,6 +3,7 @@ package policy
 import (
 	"cmp"
 	"slices"
+	"strings"
 )
 
 // Gate names a gate entrypoint: the Rego package des.gates.<Gate>.
@@ -46,7 +47,9 @@ type Violation struct {
 }
 
 // Decision is the outcome of one gate evaluation. Each list is sorted by code,
-// then field, then message, so the same input always yields the same order.
+// then field (a JSON pointer, whose numeric segments compare as numbers, so
+// phase 2 comes before phase 10), then message, so the same input always
+// yields the same order.
 type Decision struct {
 	Gate   Gate        `json:"gate"`
 	Deny   []Violation `json:"deny"`
@@ -75,6 +78,39 @@ func (d Decision) Codes() []string {
 
 func sortViolations(vs []Violation) {
 	slices.SortFunc(vs, func(a, b Violation) int {
-		return cmp.Or(cmp.Compare(a.Code, b.Code), cmp.Compare(a.Field, b.Field), cmp.Compare(a.Message, b.Message))
+		return cmp.Or(cmp.Compare(a.Code, b.Code), comparePointers(a.Field, b.Field), cmp.Compare(a.Message, b.Message))
 	})
+}
+
+// comparePointers orders JSON pointers segment by segment, numeric segments
+// (array indexes) by value.
+func comparePointers(a, b string) int {
+	for a != "" || b != "" {
+		var sa, sb string
+		sa, a, _ = strings.Cut(a, "/")
+		sb, b, _ = strings.Cut(b, "/")
+		if c := compareSegments(sa, sb); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func compareSegments(a, b string) int {
+	if isIndex(a) && isIndex(b) {
+		return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
+	}
+	return cmp.Compare(a, b)
+}
+
+func isIndex(s string) bool {
+	if s == "" || (len(s) > 1 && s[0] == '0') {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -124,7 +124,7 @@ func TestE2EGate2FailedStopIsRecordedAndReported(t *testing.T) {
 	if out.Decision != "" || out.HookSpecificOutput != nil {
 		t.Fatalf("record mode: %+v; want only a systemMessage", out)
 	}
-	for _, want := range []string{"[DES-PHASE-JUMP]", "PREPARE", "To recover:", "hook stale --resolve " + e2eStep, "DES marked " + e2eStep + " FAILED."} {
+	for _, want := range []string{"[DES-PHASE-JUMP]", "PREPARE", "Recovery:", "hook stale --resolve " + e2eStep, "DES marked " + e2eStep + " FAILED."} {
 		if !strings.Contains(out.SystemMessage, want) {
 			t.Errorf("systemMessage lacks %q:\n%s", want, out.SystemMessage)
 		}
