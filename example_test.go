@@ -149,3 +149,54 @@ func ExampleEngine_PreInvocation() {
 	// - Do not re-run a completed step; pick the next step whose status is TODO, FAILED or PARTIAL.
 	// - If the step really must be redone, create a new step file for the new work.
 }
+
+// An orchestrator written in Go calls Gate 2 itself once a subagent is done,
+// naming the step. Here the subagent claimed the task DONE without running a
+// single phase: Gate 2 fails the stop and marks the step FAILED with
+// recovery suggestions.
+func ExampleEngine_CheckStop() {
+	root, err := os.MkdirTemp("", "des-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	stepFile := "docs/feature/shop/steps/01-01.json"
+	raw := `{"task_id": "01-01", "state": {"status": "DONE"}, "tdd_cycle": {"phase_execution_log": [
+  {"phase_name": "PREPARE", "phase_index": 0, "status": "NOT_EXECUTED"}]}}`
+	if err := os.MkdirAll(filepath.Join(root, "docs", "feature", "shop", "steps"), 0o755); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, stepFile), []byte(raw), 0o644); err != nil {
+		log.Fatal(err)
+	}
+
+	ctx := context.Background()
+	engine, err := des.New(ctx, des.WithRoot(root), des.WithEnv(noEnv))
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := engine.CheckStop(ctx, gate.Stop{StepFile: stepFile})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("codes:", res.Decision.Codes(), "action:", res.Action)
+	after, err := os.ReadFile(filepath.Join(root, stepFile))
+	if err != nil {
+		log.Fatal(err)
+	}
+	var doc struct {
+		State struct {
+			Status      string   `json:"status"`
+			Suggestions []string `json:"recovery_suggestions"`
+		} `json:"state"`
+	}
+	if err := json.Unmarshal(after, &doc); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("status:", doc.State.Status)
+	fmt.Println("first suggestion:", doc.State.Suggestions[0])
+	// Output:
+	// codes: [DES-SILENT-COMPLETION] action: record
+	// status: FAILED
+	// first suggestion: Read the audit trail's events for docs/feature/shop/steps/01-01.json (step_file) to see which phases the subagent recorded.
+}

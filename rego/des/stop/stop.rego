@@ -83,7 +83,7 @@ _claimed := {s | some s in data.des.stop.claimed_statuses}
 
 _done := {s | some s in data.des.stop.done_statuses}
 
-_resolve_line := sprintf("After DES marks the step FAILED, `hook stale --resolve %s` resets its unfinished phases to NOT_EXECUTED and the task to PARTIAL; then start the step again.", [_path])
+_resolve_line := sprintf("After DES marks the step FAILED, `hook stale --resolve %s` resets the phases to redo (unfinished, or finished around the guard) to NOT_EXECUTED and the task to PARTIAL; then start the step again.", [_path])
 
 # METADATA
 # title: Step file missing at the stop
