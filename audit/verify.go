@@ -3,11 +3,14 @@ package audit
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/deterministic-exec/des/internal/filelock"
@@ -142,9 +145,9 @@ func Verify(ctx context.Context, dir string) (Report, error) {
 		return rep, err
 	}
 	w := &walker{ctx: ctx, snap: snap}
-	var last *vline  // the last line that kept the chain
-	var first *vline // the first line of the trail
-	var atHead *vline
+	// Values, not pointers, so that a line does not escape to the heap.
+	var last, first, atHead vline // the last line that kept the chain, the first line, the line the head record names
+	var hasLast, hasFirst, hasAtHead bool
 	started := false
 	for {
 		c, ok, err := w.next()
@@ -156,26 +159,27 @@ func Verify(ctx context.Context, dir string) (Report, error) {
 			break
 		}
 		rep.Lines++
-		if first == nil {
-			first = &c
+		if !hasFirst {
+			first, hasFirst = c, true
 		}
 		if c.bad != "" {
 			rep.Files, rep.Break = w.files, &Break{Kind: c.bad, File: c.file, Line: c.n, Msg: c.why}
 			return rep, nil
 		}
-		expSeq, expPrev := int64(1), zeroHash
-		if last != nil {
+		expSeq, expPrev := int64(1), digest{}
+		if hasLast {
 			expSeq, expPrev = last.seq+1, last.hash
 		}
 		switch {
 		case !c.chained && !started:
 			rep.Unchained++
-			last = &c
+			last, hasLast = c, true
 			continue
-		case c.chained && c.seq == expSeq && c.prev == expPrev:
-			started, last, rep.LastSeq = true, &c, c.seq
+		case c.chained && c.seq == expSeq && c.follows(expPrev):
+			started, rep.LastSeq = true, c.seq
+			last, hasLast = c, true
 			if snap.headOK && c.seq == snap.head.Seq {
-				atHead = &c
+				atHead, hasAtHead = c, true
 			}
 			continue
 		}
@@ -183,11 +187,22 @@ func Verify(ctx context.Context, dir string) (Report, error) {
 		if err != nil {
 			return rep, err
 		}
-		rep.Files, rep.Break = w.files, diagnose(first, last, c, rest, snap, rep.Lines-1)
+		var lp *vline
+		if hasLast {
+			lp = &last
+		}
+		rep.Files, rep.Break = w.files, diagnose(&first, lp, c, rest, snap, rep.Lines-1)
 		return rep, nil
 	}
 	rep.Files = w.files
-	rep.Break = checkEnd(dir, last, atHead, started, rep.LastSeq, snap)
+	var lp, hp *vline
+	if hasLast {
+		lp = &last
+	}
+	if hasAtHead {
+		hp = &atHead
+	}
+	rep.Break = checkEnd(dir, lp, hp, started, rep.LastSeq, snap)
 	return rep, nil
 }
 
@@ -211,7 +226,7 @@ func checkEnd(dir string, last, atHead *vline, started bool, lastSeq int64, snap
 		return &Break{Kind: BreakTruncated, File: file, Line: n,
 			Msg: fmt.Sprintf("the trail ends at seq %d, but the head record names seq %d: %d lines cut from the end, or the newest day files removed",
 				lastSeq, snap.head.Seq, snap.head.Seq-lastSeq)}
-	case atHead != nil && atHead.hash != snap.head.SHA256:
+	case atHead != nil && atHead.hash.String() != snap.head.SHA256:
 		return &Break{Kind: BreakEdited, File: atHead.file, Line: atHead.n,
 			Msg: fmt.Sprintf("seq %d hashes to %s, but the head record says %s: this line was changed", atHead.seq, atHead.hash, snap.head.SHA256)}
 	}
@@ -225,18 +240,18 @@ func diagnose(first, last *vline, c vline, rest []vline, snap snapshot, before i
 	at := func(l *vline, kind BreakKind, format string, args ...any) *Break {
 		return &Break{Kind: kind, File: l.file, Line: l.n, Msg: fmt.Sprintf(format, args...)}
 	}
-	hG, s := zeroHash, int64(0)
+	hG, s := digest{}, int64(0)
 	if last != nil {
 		hG, s = last.hash, last.seq
 	}
 	// referenced: a later line, or the head record, continues from hash.
-	referenced := func(hash string, seq int64) bool {
+	referenced := func(hash digest, seq int64) bool {
 		for _, r := range rest {
-			if r.chained && r.prev == hash {
+			if r.chained && r.follows(hash) {
 				return true
 			}
 		}
-		return snap.headOK && snap.head.Seq == seq && snap.head.SHA256 == hash
+		return snap.headOK && snap.head.Seq == seq && snap.head.SHA256 == hash.String()
 	}
 	later := func(seq int64) *vline {
 		for i := range rest {
@@ -253,21 +268,21 @@ func diagnose(first, last *vline, c vline, rest []vline, snap snapshot, before i
 	switch {
 	case !c.chained:
 		return at(&c, BreakInserted, "no seq and prev after the chain started (seq %d on the line before): an inserted line, or its chain keys were removed", s)
-	case c.seq == 1 && c.prev == zeroHash && last != nil && !last.chained && referenced(c.hash, c.seq):
+	case c.seq == 1 && c.follows(digest{}) && last != nil && !last.chained && referenced(c.hash, c.seq):
 		return at(first, BreakInserted, "the chain's first line (%s:%d) has prev %s, so it was the first line of the trail: the %d lines before it were inserted",
-			c.file, c.n, zeroHash, before)
+			c.file, c.n, digest{}, before)
 	case c.seq == s+1:
-		if next != nil && next.chained && next.seq == c.seq && next.prev == hG {
+		if next != nil && next.chained && next.seq == c.seq && next.follows(hG) {
 			return at(&c, BreakInserted, "seq %d, but its prev does not match the line before, and the next line has seq %d too and continues the chain: this line was inserted", c.seq, c.seq)
 		}
 		if last != nil && referenced(c.hash, c.seq) {
-			return at(last, BreakEdited, "this line hashes to %s, but the next line (seq %d) records prev %s: this line was changed", hG, c.seq, c.prev)
+			return at(last, BreakEdited, "this line hashes to %s, but the next line (seq %d) records prev %s: this line was changed", hG, c.seq, c.prevText())
 		}
 		if last == nil {
-			return at(&c, BreakEdited, "the first line of the trail must have prev %s, found %s: this line was changed", zeroHash, c.prev)
+			return at(&c, BreakEdited, "the first line of the trail must have prev %s, found %s: this line was changed", digest{}, c.prevText())
 		}
-		return at(&c, BreakEdited, "prev %s does not match the line before (%s), and no later line continues from this one: this line was changed", c.prev, hG)
-	case last != nil && c.prev == hG:
+		return at(&c, BreakEdited, "prev %s does not match the line before (%s), and no later line continues from this one: this line was changed", c.prevText(), hG)
+	case last != nil && c.follows(hG):
 		return at(&c, BreakEdited, "seq %d where %d was due, though its prev continues the chain: its seq was changed", c.seq, s+1)
 	case c.seq > s+1:
 		if l := later(s + 1); l != nil {
@@ -276,7 +291,7 @@ func diagnose(first, last *vline, c vline, rest []vline, snap snapshot, before i
 			}
 			return at(&c, BreakInserted, "seq %d where %d was due, and no later line continues from this one; seq %d comes later, at %s:%d: this line was inserted", c.seq, s+1, s+1, l.file, l.n)
 		}
-		if last != nil && last.chained && snap.headOK && snap.head.Seq == s && snap.head.SHA256 == hG {
+		if last != nil && last.chained && snap.headOK && snap.head.Seq == s && snap.head.SHA256 == hG.String() {
 			return at(&c, BreakInserted, "seq %d after seq %d, which the head record names as the last line: lines were added after the end", c.seq, s)
 		}
 		missing := c.seq - s - 1
@@ -294,7 +309,7 @@ func diagnose(first, last *vline, c vline, rest []vline, snap snapshot, before i
 		if last != nil && c.hash == last.hash {
 			return at(&c, BreakInserted, "a copy of the line before (seq %d)", c.seq)
 		}
-		if c.seq == s && last != nil && c.prev == last.prev && referenced(c.hash, c.seq) {
+		if c.seq == s && last != nil && c.prevText() == last.prevText() && referenced(c.hash, c.seq) {
 			return at(last, BreakInserted, "this line and the next both have seq %d and follow the same line; the chain continues from the next: this line was inserted", s)
 		}
 		return at(&c, BreakInserted, "seq %d again, after seq %d: a copied or inserted line", c.seq, s)
@@ -306,12 +321,49 @@ type vline struct {
 	file    string
 	n       int  // 1-based line number in file
 	first   bool // the first line of its file
-	hash    string
+	hash    digest
 	chained bool // has "seq" and "prev"
 	seq     int64
-	prev    string
-	bad     BreakKind // BreakTorn or BreakMalformed; "" when the line parses
+	prev    digest // "prev" decoded, when prevOK
+	prevOK  bool   // "prev" is 64 lowercase hex digits
+	prevBad string // "prev" as written when it is not 64 lowercase hex digits
+	bad     BreakKind
 	why     string
+}
+
+// follows reports whether l's "prev" is h.
+func (l *vline) follows(h digest) bool { return l.prevOK && l.prev == h }
+
+// digest is a SHA-256; its String is the lowercase hex "prev" form.
+type digest [sha256.Size]byte
+
+func (d digest) String() string { return hex.EncodeToString(d[:]) }
+
+// setPrev records the "prev" text of a chained line.
+func (l *vline) setPrev(text []byte) {
+	l.prevOK = len(text) == 2*sha256.Size && isLowerHex(text)
+	if l.prevOK {
+		hex.Decode(l.prev[:], text)
+	} else {
+		l.prevBad = string(text)
+	}
+}
+
+// prevText is "prev" as written.
+func (l *vline) prevText() string {
+	if l.prevOK {
+		return l.prev.String()
+	}
+	return l.prevBad
+}
+
+func isLowerHex(b []byte) bool {
+	for _, c := range b {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // snapshot is the trail as it stood when Verify started.
@@ -394,14 +446,14 @@ func (w *walker) next() (vline, bool, error) {
 	l := vline{file: w.file, n: w.n, first: w.n == 1}
 	end := bytes.IndexByte(w.data, '\n')
 	if end < 0 {
-		l.hash = lineHash(w.data)
+		l.hash = sha256.Sum256(w.data)
 		l.bad, l.why = BreakTorn, "no trailing newline: the line was cut short (a torn write, or the file truncated)"
 		w.data = nil
 		return l, true, nil
 	}
 	raw := w.data[:end+1]
 	w.data = w.data[end+1:]
-	l.hash = lineHash(raw)
+	l.hash = sha256.Sum256(raw)
 	parseVline(&l, raw[:end])
 	return l, true, nil
 }
@@ -427,7 +479,13 @@ type chainKeys struct {
 	Prev      *string `json:"prev"`
 }
 
+// parseVline reads a line's chain keys. A line in the exact form Append
+// writes is read from its start and checked by json.Valid; any other form
+// is decoded by encoding/json.
 func parseVline(l *vline, raw []byte) {
+	if parseWritten(l, raw) {
+		return
+	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		l.bad, l.why = BreakMalformed, "an empty line"
 		return
@@ -435,7 +493,7 @@ func parseVline(l *vline, raw []byte) {
 	var k chainKeys
 	if err := json.Unmarshal(raw, &k); err != nil {
 		var syn *json.SyntaxError
-		if errors.As(err, &syn) && syn.Offset >= int64(len(raw)) {
+		if errors.As(err, &syn) && strings.HasPrefix(syn.Error(), "unexpected end of JSON input") {
 			l.bad, l.why = BreakTorn, "the JSON ends early: the line was cut short"
 			return
 		}
@@ -458,6 +516,52 @@ func parseVline(l *vline, raw []byte) {
 		return
 	}
 	if k.Seq != nil {
-		l.chained, l.seq, l.prev = true, *k.Seq, *k.Prev
+		l.chained, l.seq = true, *k.Seq
+		l.setPrev([]byte(*k.Prev))
 	}
+}
+
+// parseWritten reads `{"timestamp":"T","event":"E","seq":N,"prev":"P"`
+// followed by "}" or "," from the start of raw, without escapes, and checks
+// that raw is valid JSON. It reports false, having set nothing, for a line
+// in any other form.
+func parseWritten(l *vline, raw []byte) bool {
+	rest, ok := bytes.CutPrefix(raw, prefixTimestamp)
+	if !ok {
+		return false
+	}
+	i := bytes.IndexByte(rest, '"')
+	if i < 0 {
+		return false
+	}
+	ts := rest[:i]
+	if rest, ok = bytes.CutPrefix(rest[i:], prefixEvent); !ok {
+		return false
+	}
+	if i = bytes.IndexByte(rest, '"'); i <= 0 || bytes.IndexByte(rest[:i], '\\') >= 0 {
+		return false
+	}
+	if rest, ok = bytes.CutPrefix(rest[i:], []byte(`","seq":`)); !ok {
+		return false
+	}
+	var seq int64
+	for i = 0; i < len(rest) && i < 19 && rest[i] >= '0' && rest[i] <= '9'; i++ {
+		seq = seq*10 + int64(rest[i]-'0')
+	}
+	if i == 0 || rest[0] == '0' || seq < 1 {
+		return false
+	}
+	if rest, ok = bytes.CutPrefix(rest[i:], []byte(`,"prev":"`)); !ok || len(rest) < 2*sha256.Size+2 {
+		return false
+	}
+	prev, after := rest[:2*sha256.Size], rest[2*sha256.Size:]
+	if after[0] != '"' || (after[1] != '}' && after[1] != ',') || !json.Valid(raw) {
+		return false
+	}
+	if _, err := time.Parse(time.RFC3339Nano, string(ts)); err != nil {
+		return false
+	}
+	l.chained, l.seq = true, seq
+	l.setPrev(prev)
+	return true
 }

@@ -333,3 +333,45 @@ func TestVerifyUnchainedStart(t *testing.T) {
 		t.Errorf("edited unchained line: %+v", rep.Break)
 	}
 }
+
+// Lines in Append's exact form are read from their start; every other form
+// through encoding/json. Both must judge a line alike.
+func TestParseVlineForms(t *testing.T) {
+	h := strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		line    string
+		fast    bool
+		chained bool
+		seq     int64
+		bad     BreakKind
+	}{
+		{`{"timestamp":"2026-03-14T15:09:26Z","event":"HOOK_ERROR","seq":7,"prev":"` + h + `","error":"e"}`, true, true, 7, ""},
+		{`{"timestamp":"2026-03-14T15:09:26Z","event":"HOOK_ERROR","seq":7,"prev":"` + h + `"}`, true, true, 7, ""},
+		{`{"timestamp":"2026-03-14T15:09:26Z","event":"HOOK_ERROR","seq":07,"prev":"` + h + `"}`, false, false, 0, BreakMalformed},
+		{`{"timestamp":"2026-03-14T15:09:26Z","event":"HOOK_ERROR","seq":0,"prev":"` + h + `"}`, false, false, 0, BreakMalformed},
+		{`{"timestamp":"2026-03-14T15:09:26Z","event":"HOOK_ERROR","seq":7,"prev":"` + h + `","error":}`, false, false, 0, BreakMalformed},
+		{`{"timestamp":"2026-03-14T15:09:26Z","event":"HOOK_ERROR","seq":7,"prev":"` + h + `","error":"e"`, false, false, 0, BreakTorn},
+		{`{"timestamp":"yesterday","event":"HOOK_ERROR","seq":7,"prev":"` + h + `"}`, false, false, 0, BreakMalformed},
+		{`{"timestamp":"2026-03-14T15:09:26Z","event":"","seq":7,"prev":"` + h + `"}`, false, false, 0, BreakMalformed},
+		{`{"timestamp": "2026-03-14T15:09:26Z", "event": "HOOK_ERROR", "seq": 7, "prev": "` + h + `"}`, false, true, 7, ""},
+		{`{"event":"HOOK_ERROR","timestamp":"2026-03-14T15:09:26Z","prev":"` + strings.ToUpper(h) + `","seq":7}`, false, true, 7, ""},
+		{`{"timestamp":"2026-03-14T15:09:26Z","event":"HOOK_ERROR","seq":7}`, false, false, 0, BreakMalformed},
+		{`{"timestamp":"2026-03-14T15:09:26Z","event":"HOOK_ERROR"}`, false, false, 0, ""},
+	} {
+		var fast vline
+		if got := parseWritten(&fast, []byte(tc.line)); got != tc.fast {
+			t.Errorf("parseWritten(%s) = %v, want %v", tc.line, got, tc.fast)
+		}
+		var l vline
+		parseVline(&l, []byte(tc.line))
+		if l.chained != tc.chained || l.seq != tc.seq || l.bad != tc.bad {
+			t.Errorf("parseVline(%s) = chained %v seq %d bad %q, want %v %d %q", tc.line, l.chained, l.seq, l.bad, tc.chained, tc.seq, tc.bad)
+		}
+		if l.chained && l.prevText() != h && l.prevText() != strings.ToUpper(h) {
+			t.Errorf("parseVline(%s): prev %s", tc.line, l.prevText())
+		}
+		if l.chained && strings.Contains(tc.line, h) != l.prevOK {
+			t.Errorf("parseVline(%s): prevOK %v", tc.line, l.prevOK)
+		}
+	}
+}
