@@ -38,6 +38,20 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendFsync is BenchmarkAppend with WithFsync(true): the day
+// file and the head record are synced.
+func BenchmarkAppendFsync(b *testing.B) {
+	dir := b.TempDir()
+	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	seedTrail(b, dir, now, 1, 10)
+	l := mustOpen(b, dir, fixedClock(now), WithFsync(true))
+	for b.Loop() {
+		if err := l.Append(context.Background(), gate1Entry()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkFirstAppend is a hook process's first append to a trail: the
 // event's schema (and the one all events share) compiles first.
 func BenchmarkFirstAppend(b *testing.B) {

@@ -170,13 +170,22 @@ func writeHead(dir string, rec headRecord, oldLen int, sync bool) error {
 // readHead reads HeadFile; ok is false when there is none, and size is the
 // file's length (-1 when unknown).
 func readHead(dir string) (rec headRecord, ok bool, size int, err error) {
-	data, err := os.ReadFile(filepath.Join(dir, HeadFile))
+	f, err := os.Open(filepath.Join(dir, HeadFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return rec, false, 0, nil
 	}
 	if err != nil {
 		return rec, false, -1, err
 	}
+	defer f.Close()
+	// One read: a record is under 200 bytes. Not os.ReadFile, whose fstat
+	// costs as much again.
+	buf := make([]byte, 512)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return rec, false, -1, err
+	}
+	data := buf[:n]
 	first, _, _ := bytes.Cut(data, []byte{'\n'})
 	dec := json.NewDecoder(bytes.NewReader(first))
 	dec.DisallowUnknownFields()

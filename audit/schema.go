@@ -62,7 +62,7 @@ func newEventSchemas() *schemaSet {
 // get returns the compiled schema of event; ok is false for an event type
 // outside contract §7.
 func (ss *schemaSet) get(event EventType) (s *jsonschema.Schema, ok bool, err error) {
-	if Schema(event) == nil || event == "" {
+	if !slices.Contains(EventTypes(), event) {
 		return nil, false, nil
 	}
 	ss.mu.Lock()
