@@ -241,3 +241,41 @@ func TestConcurrentChains(t *testing.T) {
 	}
 	assertIntact(t, dir, 400)
 }
+
+// Appends running while Verify reads must not make the trail look broken:
+// no half-written line, no head record ahead of the lines Verify read.
+func TestVerifyWhileAppending(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := mustOpen(t, dir, fixedClock(day))
+	if err := l.Append(ctx, hookError(nil)); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := l.Append(ctx, hookError(map[string]any{"pad": strings.Repeat("p", 3000)})); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	for range 20 {
+		rep := mustVerify(t, dir)
+		if !rep.Intact() {
+			t.Errorf("Verify during appends: %v", rep.Break)
+			break
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
