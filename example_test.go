@@ -102,7 +102,7 @@ func Example_exception() {
 	// Output:
 	// allowed: true
 	// waived: DES-STEPFILE-OBSOLETE
-	// {"timestamp":"2026-11-22T12:00:00Z","event":"POLICY_EXCEPTION","code":"DES-STEPFILE-OBSOLETE","gate":"pre_commit","msg":"step file s.json uses the obsolete top-level field \"step_id\"; use task_id (or task_specification.task_id) instead","policy":"des.stepfile"}
+	// {"timestamp":"2026-11-22T12:00:00Z","event":"POLICY_EXCEPTION","seq":1,"prev":"0000000000000000000000000000000000000000000000000000000000000000","code":"DES-STEPFILE-OBSOLETE","gate":"pre_commit","msg":"step file s.json uses the obsolete top-level field \"step_id\"; use task_id (or task_specification.task_id) instead","policy":"des.stepfile"}
 }
 
 // Gate 1 judges a subagent's prompt and step file before it starts. Here

@@ -62,7 +62,7 @@ func runChild() error {
 	}
 	for i := range n {
 		err := l.Append(context.Background(), Entry{Event: HookError, Fields: map[string]any{
-			"child": id, "n": i, "pad": pad(id),
+			"error": "e", "child": id, "n": i, "pad": pad(id),
 		}})
 		if err != nil {
 			return err
@@ -73,7 +73,7 @@ func runChild() error {
 
 func pad(id string) string { return strings.Repeat(id, 2048/len(id)) }
 
-func mustOpen(t *testing.T, dir string, opts ...Option) *Log {
+func mustOpen(t testing.TB, dir string, opts ...Option) *Log {
 	t.Helper()
 	l, err := Open(dir, opts...)
 	if err != nil {
@@ -104,31 +104,48 @@ func readAll(t *testing.T, l *Log) []Entry {
 
 var day = time.Date(2026, 3, 14, 15, 9, 26, 535897932, time.UTC)
 
+// hookError is a HOOK_ERROR entry with its required "error" and fields.
+func hookError(fields map[string]any) Entry {
+	f := map[string]any{"error": "e"}
+	for k, v := range fields {
+		f[k] = v
+	}
+	return Entry{Event: HookError, Fields: f}
+}
+
+// phaseFields are the fields of a PHASE_COMPLETED entry.
+func phaseFields(phase string) map[string]any {
+	return map[string]any{"step_file": "steps/01-01.json", "phase": phase, "from": "IN_PROGRESS", "to": "EXECUTED"}
+}
+
 func TestRoundTrip(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), fixedClock(day))
 	in := []Entry{
-		{Event: PhaseStarted, Fields: map[string]any{"step_file": "steps/01-01.json", "phase": "RED"}},
+		{Event: PhaseCompleted, Fields: phaseFields("RED")},
 		{Time: day.Add(time.Second), Event: CommitValidationFailed, Fields: map[string]any{
+			"step_file": "s.json", "source": "cli",
 			"duration_ms": 12, "codes": []string{"A", "B"}, "ratio": 0.5, "nested": map[string]any{"ok": true},
 			"cmd": "a && b <c>",
 		}},
-		{Event: HookError},
+		{Event: HookError, Fields: map[string]any{"error": "e"}, Seq: 99}, // Seq is ignored
 	}
 	if err := l.Append(context.Background(), in...); err != nil {
 		t.Fatal(err)
 	}
 	want := []Entry{
-		{Time: day, Event: PhaseStarted, Fields: map[string]any{"step_file": "steps/01-01.json", "phase": "RED"}},
+		{Time: day, Event: PhaseCompleted, Fields: phaseFields("RED"), Seq: 1},
 		{Time: day.Add(time.Second), Event: CommitValidationFailed, Fields: map[string]any{
+			"step_file": "s.json", "source": "cli",
 			"duration_ms": json.Number("12"), "codes": []any{"A", "B"}, "ratio": json.Number("0.5"),
 			"nested": map[string]any{"ok": true}, "cmd": "a && b <c>",
-		}},
-		{Time: day, Event: HookError},
+		}, Seq: 2},
+		{Time: day, Event: HookError, Fields: map[string]any{"error": "e"}, Seq: 3},
 	}
 	if diff := cmp.Diff(want, readAll(t, l)); diff != "" {
 		t.Errorf("read back (-want +got):\n%s", diff)
 	}
-	// Entry also round-trips through encoding/json.
+	// Entry also round-trips through encoding/json, without its Seq.
+	want[1].Seq = 0
 	b, err := json.Marshal(want[1])
 	if err != nil {
 		t.Fatal(err)
@@ -164,11 +181,11 @@ func TestDayFileIsUTCDate(t *testing.T) {
 	}
 	dir := t.TempDir()
 	// Once through Entry.Time and once through the clock.
-	if err := mustOpen(t, dir).Append(context.Background(), Entry{Time: late, Event: PhaseCompleted}); err != nil {
+	if err := mustOpen(t, dir).Append(context.Background(), Entry{Time: late, Event: PhaseCompleted, Fields: phaseFields("RED")}); err != nil {
 		t.Fatal(err)
 	}
 	l := mustOpen(t, dir, fixedClock(late))
-	if err := l.Append(context.Background(), Entry{Event: PhaseFailed}); err != nil {
+	if err := l.Append(context.Background(), Entry{Event: HookError, Fields: map[string]any{"error": "e"}}); err != nil {
 		t.Fatal(err)
 	}
 	files, err := l.Files()
@@ -190,8 +207,10 @@ func TestFiles(t *testing.T) {
 	if files, err := l.Files(); err != nil || files != nil {
 		t.Fatalf("Files before any append = %v, %v; want nil, nil", files, err)
 	}
-	for _, d := range []time.Time{day.AddDate(0, 0, 2), day, day.AddDate(-1, 0, 0)} {
-		if err := l.Append(context.Background(), Entry{Time: d, Event: TaskStateChanged}); err != nil {
+	for _, d := range []time.Time{day.AddDate(-1, 0, 0), day, day.AddDate(0, 0, 2)} {
+		if err := l.Append(context.Background(), Entry{Time: d, Event: TaskStateChanged, Fields: map[string]any{
+			"step_file": "s.json", "from": "TODO", "to": "IN_PROGRESS", "by": "write",
+		}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -233,8 +252,8 @@ func TestInvalidEntryRejected(t *testing.T) {
 		t.Run(key, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "trail")
 			err := mustOpen(t, dir).Append(context.Background(),
-				Entry{Event: HookError},
-				Entry{Event: HookError, Fields: map[string]any{key: 1}})
+				hookError(nil),
+				Entry{Event: HookError, Fields: map[string]any{"error": "e", key: 1}})
 			if !errors.Is(err, ErrReservedField) || !strings.Contains(err.Error(), strconv.Quote(key)) {
 				t.Errorf("err = %v, want ErrReservedField naming %q", err, key)
 			}
@@ -253,7 +272,7 @@ func TestInvalidEntryRejected(t *testing.T) {
 	})
 	t.Run("unencodable", func(t *testing.T) {
 		l := mustOpen(t, t.TempDir(), fixedClock(day))
-		err := l.Append(context.Background(), Entry{Event: HookError, Fields: map[string]any{"ch": make(chan int)}})
+		err := l.Append(context.Background(), Entry{Event: HookError, Fields: map[string]any{"error": "e", "ch": make(chan int)}})
 		var uerr *json.UnsupportedTypeError
 		if !errors.As(err, &uerr) {
 			t.Errorf("err = %v, want *json.UnsupportedTypeError", err)
@@ -267,7 +286,7 @@ func TestInvalidEntryRejected(t *testing.T) {
 func TestEntryTooLarge(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), fixedClock(day))
 	ctx := context.Background()
-	if err := l.Append(ctx, Entry{Event: HookError, Fields: map[string]any{"n": 1}}); err != nil {
+	if err := l.Append(ctx, hookError(map[string]any{"n": 1})); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(l.Dir(), FileName(day))
@@ -275,9 +294,9 @@ func TestEntryTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	big := Entry{Event: HookError, Fields: map[string]any{"pad": strings.Repeat("x", MaxLineSize)}}
+	big := hookError(map[string]any{"pad": strings.Repeat("x", MaxLineSize)})
 	// The small entry ahead of the big one is not written either.
-	err = l.Append(ctx, Entry{Event: HookError}, big)
+	err = l.Append(ctx, hookError(nil), big)
 	if !errors.Is(err, ErrEntryTooLarge) {
 		t.Fatalf("err = %v, want ErrEntryTooLarge", err)
 	}
@@ -289,8 +308,8 @@ func TestEntryTooLarge(t *testing.T) {
 		t.Errorf("file changed: %q -> %q", before, after)
 	}
 	// Exactly MaxLineSize bytes is allowed.
-	overhead := len(`{"timestamp":"2026-03-14T15:09:26.535897932Z","event":"HOOK_ERROR","pad":""}` + "\n")
-	fit := Entry{Event: HookError, Fields: map[string]any{"pad": strings.Repeat("x", MaxLineSize-overhead)}}
+	overhead := len(`{"timestamp":"2026-03-14T15:09:26.535897932Z","event":"HOOK_ERROR","seq":2,"prev":"` + zeroHash + `","error":"e","pad":""}` + "\n")
+	fit := hookError(map[string]any{"pad": strings.Repeat("x", MaxLineSize-overhead)})
 	if err := l.Append(ctx, fit); err != nil {
 		t.Errorf("line of exactly MaxLineSize: %v", err)
 	}
@@ -303,7 +322,7 @@ func TestCanceledContext(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "trail")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := mustOpen(t, dir).Append(ctx, Entry{Event: HookError})
+	err := mustOpen(t, dir).Append(ctx, hookError(nil))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
@@ -321,7 +340,7 @@ func TestLockHeldElsewhere(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err = l.Append(ctx, Entry{Event: HookError})
+	err = l.Append(ctx, hookError(nil))
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), lockPath) {
 		t.Errorf("err = %v, want DeadlineExceeded naming %s", err, lockPath)
 	}
@@ -335,7 +354,7 @@ func TestLockHeldElsewhere(t *testing.T) {
 	if err := held.Unlock(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Append(context.Background(), Entry{Event: HookError}); err != nil {
+	if err := l.Append(context.Background(), hookError(nil)); err != nil {
 		t.Errorf("after unlock: %v", err)
 	}
 }
@@ -383,7 +402,7 @@ func TestUnmarshalDropsChainKeys(t *testing.T) {
 
 func TestFsync(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), WithFsync(true), fixedClock(day))
-	if err := l.Append(context.Background(), Entry{Event: HookError}, Entry{Time: day.AddDate(0, 0, 1), Event: HookError}); err != nil {
+	if err := l.Append(context.Background(), hookError(nil), Entry{Time: day.AddDate(0, 0, 1), Event: HookError, Fields: map[string]any{"error": "e"}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(readAll(t, l)); n != 2 {
@@ -399,7 +418,7 @@ func TestConcurrentGoroutines(t *testing.T) {
 	for g := range goroutines {
 		wg.Go(func() {
 			for i := range each {
-				e := Entry{Event: PhaseStarted, Fields: map[string]any{"g": g, "i": i, "pad": strings.Repeat("p", 512)}}
+				e := hookError(map[string]any{"g": g, "i": i, "pad": strings.Repeat("p", 512)})
 				if err := l.Append(context.Background(), e); err != nil {
 					errs <- err
 					return
@@ -413,6 +432,7 @@ func TestConcurrentGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCounters(t, readAll(t, l), "g", "i", goroutines, each)
+	assertIntact(t, l.Dir(), goroutines*each)
 }
 
 // checkCounters asserts that entries come from exactly writers distinct
@@ -479,4 +499,5 @@ func TestConcurrentProcesses(t *testing.T) {
 		}
 	}
 	checkCounters(t, entries, "child", "n", children, each)
+	assertIntact(t, dir, children*each)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -35,6 +36,18 @@ const (
 	PolicyException         EventType = "POLICY_EXCEPTION"
 	HookError               EventType = "HOOK_ERROR"
 )
+
+// EventTypes returns the event types of contract §7, in the order listed
+// there. Each has a schema ([Schema]).
+func EventTypes() []EventType {
+	return []EventType{
+		TaskInvocationStarted, TaskInvocationValidated, TaskInvocationRejected,
+		PhaseStarted, PhaseCompleted, PhaseSkipped, PhaseFailed,
+		SubagentStopValidation, StaleResolution, CommitValidationPassed, CommitValidationFailed,
+		PreExecuteSafetyPassed, PreExecuteSafetyBlocked, ScopeViolation, InvalidTransition,
+		DocumentWriteBlocked, TaskStateChanged, PolicyException, HookError,
+	}
+}
 
 // MaxLineSize is the largest encoded line, trailing newline included, that
 // [Log.Append] writes.
@@ -72,6 +85,10 @@ type Entry struct {
 	// duration_ms, codes, tool_use_id, session_id, ...), written flat beside
 	// "timestamp" and "event".
 	Fields map[string]any
+	// Seq is the line's "seq", its place in the hash chain: filled when
+	// reading, 0 for a line written before the chain existed. Append ignores
+	// it and numbers lines itself; MarshalJSON does not write it.
+	Seq int64
 }
 
 // check reports what makes e unwritable before any encoding is attempted.
@@ -96,63 +113,89 @@ func reserved(key string) bool {
 }
 
 // MarshalJSON encodes e as one compact JSON object with keys in a stable
-// order: "timestamp", "event", then the Fields keys sorted. It fails with
+// order: "timestamp", "event", then the Fields keys sorted. Seq is not
+// written: only [Log.Append] numbers lines. It fails with
 // [ErrReservedField] or [ErrMissingEvent] as Append would.
 func (e Entry) MarshalJSON() ([]byte, error) {
-	data, err := e.encode()
+	if err := e.check(); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	body, err := encodeFields(e.Fields)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	return data, nil
+	buf := appendTimestamp(append([]byte(nil), `{"timestamp":`...), e.Time)
+	buf = appendString(append(buf, `,"event":`...), string(e.Event))
+	return append(append(buf, body...), '}'), nil
 }
 
-// encode is MarshalJSON with errors left for the caller to prefix.
-func (e Entry) encode() ([]byte, error) {
-	if err := e.check(); err != nil {
-		return nil, err
+// encodeLine appends the line of an entry at seq after prev to buf: the
+// chain keys after "timestamp" and "event", then body (from encodeFields),
+// then "}\n".
+func encodeLine(buf []byte, t time.Time, event EventType, seq int64, prev string, body []byte) []byte {
+	buf = appendTimestamp(append(buf, `{"timestamp":`...), t)
+	buf = appendString(append(buf, `,"event":`...), string(event))
+	buf = strconv.AppendInt(append(buf, `,"seq":`...), seq, 10)
+	buf = append(append(append(buf, `,"prev":"`...), prev...), '"')
+	return append(append(buf, body...), "}\n"...)
+}
+
+func appendTimestamp(buf []byte, t time.Time) []byte {
+	buf = append(buf, '"')
+	buf = t.UTC().AppendFormat(buf, time.RFC3339Nano)
+	return append(buf, '"')
+}
+
+// appendString appends s as a JSON string, as encoding/json writes it
+// without HTML escaping.
+func appendString(buf []byte, s string) []byte {
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\\'
 	}
-	var buf bytes.Buffer
-	// One encoder for keys and values: HTML escaping off, and each Encode
-	// appends a newline that put strips again.
-	enc := json.NewEncoder(&buf)
+	if plain {
+		return append(append(append(buf, '"'), s...), '"')
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	put := func(v any) error {
-		if err := enc.Encode(v); err != nil {
-			return err
-		}
-		buf.Truncate(buf.Len() - 1)
-		return nil
+	_ = enc.Encode(s) // a string always encodes
+	return append(buf, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
+}
+
+// encodeFields encodes fields sorted by key, each as `,"key":value`, values
+// by encoding/json without HTML escaping, so that a shell command such as
+// "a && b" stays readable.
+func encodeFields(fields map[string]any) ([]byte, error) {
+	if len(fields) == 0 {
+		return nil, nil
 	}
-	buf.WriteString(`{"timestamp":`)
-	if err := put(e.Time.UTC().Format(time.RFC3339Nano)); err != nil {
-		return nil, err
-	}
-	buf.WriteString(`,"event":`)
-	if err := put(string(e.Event)); err != nil {
-		return nil, err
-	}
-	keys := make([]string, 0, len(e.Fields))
-	for k := range e.Fields {
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	var buf bytes.Buffer
+	// One encoder for all values; each Encode appends a newline that is cut.
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
 	for _, k := range keys {
-		buf.WriteByte(',')
-		if err := put(k); err != nil {
-			return nil, err
-		}
+		buf.Write(appendString([]byte{','}, k))
 		buf.WriteByte(':')
-		if err := put(e.Fields[k]); err != nil {
+		if err := enc.Encode(fields[k]); err != nil {
 			return nil, fmt.Errorf("field %q: %w", k, err)
 		}
+		buf.Truncate(buf.Len() - 1)
 	}
-	buf.WriteByte('}')
 	return buf.Bytes(), nil
 }
 
-// UnmarshalJSON decodes one line as written by MarshalJSON. "timestamp" (RFC
-// 3339) and "event" (a non-empty string) are required. Numbers in Fields are
-// [json.Number]; the reserved "seq" and "prev" keys are dropped.
+// UnmarshalJSON decodes one line as written by MarshalJSON or Append.
+// "timestamp" (RFC 3339) and "event" (a non-empty string) are required; a
+// "seq", when present, must be a positive integer and fills Seq. Numbers in
+// Fields are [json.Number]; the reserved "seq" and "prev" keys are not in
+// Fields.
 func (e *Entry) UnmarshalJSON(data []byte) error {
 	if err := e.decode(data); err != nil {
 		return fmt.Errorf("audit: %w", err)
@@ -186,12 +229,30 @@ func (e *Entry) decode(data []byte) error {
 	if !ok || ev == "" {
 		return errors.New(`"event" missing or not a non-empty string`)
 	}
+	var seq int64
+	if raw, present := m[keySeq]; present {
+		if seq, err = parseSeq(raw); err != nil {
+			return err
+		}
+	}
 	for _, k := range []string{keyTimestamp, keyEvent, keySeq, keyPrev} {
 		delete(m, k)
 	}
 	if len(m) == 0 {
 		m = nil
 	}
-	*e = Entry{Time: t.UTC(), Event: EventType(ev), Fields: m}
+	*e = Entry{Time: t.UTC(), Event: EventType(ev), Fields: m, Seq: seq}
 	return nil
+}
+
+func parseSeq(raw any) (int64, error) {
+	n, ok := raw.(json.Number)
+	if !ok {
+		return 0, errors.New(`"seq" is not a number`)
+	}
+	seq, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil || seq < 1 {
+		return 0, fmt.Errorf(`"seq" %s is not a positive integer`, n)
+	}
+	return seq, nil
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"time"
 )
 
@@ -43,14 +43,22 @@ func WithFsync(on bool) Option {
 	return func(l *Log) { l.fsync = on }
 }
 
+// WithRetention makes the Log compress day files older than days days into
+// the archive directory ([ArchiveDir]) as it appends; see [Log.Archive]. 0,
+// the default, or less keeps every day file as it is.
+func WithRetention(days int) Option {
+	return func(l *Log) { l.retention = max(days, 0) }
+}
+
 // Log appends entries to the day files of one directory. It is safe for
 // concurrent use; other processes may append to the same directory at the
 // same time. Create it with [Open].
 type Log struct {
-	dir    string
-	now    func() time.Time
-	logger *slog.Logger
-	fsync  bool
+	dir       string
+	now       func() time.Time
+	logger    *slog.Logger
+	fsync     bool
+	retention int
 	// sem serialises this Log's appends so that its own goroutines queue on
 	// a channel (which honours ctx) instead of polling the file lock.
 	sem chan struct{}
@@ -86,35 +94,18 @@ func FileName(day time.Time) string {
 }
 
 // Files returns the full paths of the day files present in the directory,
-// oldest first. A directory that does not exist yet has no files.
+// oldest first; archives are not among them. A directory that does not
+// exist yet has no files.
 func (l *Log) Files() ([]string, error) {
-	des, err := os.ReadDir(l.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	days, err := listDays(l.dir)
 	if err != nil {
-		return nil, fmt.Errorf("audit: list %s: %w", l.dir, err)
+		return nil, err
 	}
 	var files []string
-	for _, de := range des { // sorted by name, and the names sort by date
-		if de.Type().IsRegular() && isDayFile(de.Name()) {
-			files = append(files, filepath.Join(l.dir, de.Name()))
-		}
+	for _, d := range days {
+		files = append(files, d.path)
 	}
 	return files, nil
-}
-
-func isDayFile(name string) bool {
-	date, ok := strings.CutPrefix(name, "audit-")
-	if !ok {
-		return false
-	}
-	date, ok = strings.CutSuffix(date, ".log")
-	if !ok {
-		return false
-	}
-	t, err := time.Parse(time.DateOnly, date)
-	return err == nil && t.Format(time.DateOnly) == date
 }
 
 // Append writes entries, one line each, under one acquisition of the
@@ -123,9 +114,11 @@ func isDayFile(name string) bool {
 // held. Appending no entries does nothing.
 //
 // Errors: ctx's error if it is done before the lock is held (wrapped, naming
-// the lock file); [ErrMissingEvent], [ErrReservedField] or [ErrEntryTooLarge]
-// (wrapped, naming the entry's index) with nothing written; or the I/O error,
-// naming the file and how many lines were written.
+// the lock file); [ErrMissingEvent], [ErrReservedField], [ErrSchema] or
+// [ErrEntryTooLarge] (wrapped, naming the entry's index) with nothing
+// written; [ErrMalformedLine] when the last line of the trail does not
+// parse, with nothing written; or the I/O error, naming the file and how
+// many lines were written.
 func (l *Log) Append(ctx context.Context, entries ...Entry) error {
 	if l == nil || l.sem == nil {
 		return errors.New("audit: append: Log not created by Open")
@@ -136,37 +129,96 @@ func (l *Log) Append(ctx context.Context, entries ...Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	// Check before locking so that a bad call creates nothing.
+	// Check, encode and validate before locking, so that a bad call creates
+	// nothing and the lock is held only to chain and write.
+	bodies := make([][]byte, len(entries))
 	for i, e := range entries {
 		if err := e.check(); err != nil {
 			return fmt.Errorf("audit: append to %s: entry %d: %w", l.dir, i, err)
 		}
+		body, err := encodeFields(e.Fields)
+		if err != nil {
+			return fmt.Errorf("audit: append to %s: entry %d: %w", l.dir, i, err)
+		}
+		ts := placeholderTime
+		if !e.Time.IsZero() {
+			ts = e.Time.UTC().Format(time.RFC3339Nano)
+		}
+		if err := validate(e, ts, body); err != nil {
+			return fmt.Errorf("audit: append to %s: entry %d: %w", l.dir, i, err)
+		}
+		bodies[i] = body
 	}
 	unlock, err := l.lock(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	// Encode under the lock: stamps then follow file order, and a hash chain
-	// will need the previous line, which only the lock holder may read.
+	// Stamp under the lock, so that stamps follow file order; on a copy, so
+	// that the caller's entries stay as they were.
+	entries = slices.Clone(entries)
+	var last time.Time
+	for i := range entries {
+		if entries[i].Time.IsZero() {
+			entries[i].Time = l.now()
+		}
+		if d := utcDate(entries[i].Time); d.After(last) {
+			last = d
+		}
+	}
+	rec, _, recLen, _ := readHead(l.dir) // a bad record only means the slow way
+	head, fast := recordedHead(l.dir, rec, last)
+	if !fast {
+		if head, err = findHead(l.dir); err != nil {
+			return fmt.Errorf("audit: append to %s: %w", l.dir, err)
+		}
+		// Once a day, or after a crash: bounded, and never a reason to
+		// lose the entries; a failure is logged and the next new day tries
+		// again.
+		if l.retention > 0 {
+			if _, err := l.archive(head.days, l.now(), maxArchivePerAppend); err != nil {
+				l.logger.Warn("audit: retention", "dir", l.dir, "err", err)
+			}
+		}
+	}
 	lines := make([]line, len(entries))
+	day, seq, prev := head.day, head.seq, head.hash
 	for i, e := range entries {
-		if e.Time.IsZero() {
-			e.Time = l.now()
+		// A line's file is never older than the line before it, so that the
+		// chain runs through the files in date order.
+		if d := utcDate(e.Time); d.After(day) {
+			day = d
 		}
-		path := filepath.Join(l.dir, FileName(e.Time))
-		data, err := e.encode()
-		if err != nil {
-			return fmt.Errorf("audit: append to %s: entry %d: %w", path, i, err)
-		}
-		data = append(data, '\n')
+		seq++
+		path := filepath.Join(l.dir, FileName(day))
+		data := encodeLine(nil, e.Time, e.Event, seq, prev, bodies[i])
 		if len(data) > MaxLineSize {
 			return fmt.Errorf("audit: append to %s: entry %d: %w (%d bytes, max %d)",
 				path, i, ErrEntryTooLarge, len(data), MaxLineSize)
 		}
+		prev = lineHash(data)
 		lines[i] = line{path: path, data: data}
 	}
-	return l.write(lines)
+	size, err := l.write(lines)
+	if err != nil {
+		return err
+	}
+	rec = headRecord{Seq: seq, SHA256: prev, File: FileName(day), Size: size}
+	if err := writeHead(l.dir, rec, recLen, l.fsync); err != nil {
+		return fmt.Errorf("audit: append to %s: %d lines written, but the head record %s was not updated: %w",
+			l.dir, len(lines), HeadFile, err)
+	}
+	return nil
+}
+
+// placeholderTime stands for a timestamp Append sets under the lock when an
+// entry is checked against its schema before.
+const placeholderTime = "2006-01-02T15:04:05Z"
+
+// utcDate is the start of t's UTC day.
+func utcDate(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
 
 // line is one encoded entry and the day file it goes to.
@@ -176,8 +228,9 @@ type line struct {
 }
 
 // write appends each line with a single write call, opening each day file
-// once per batch, then syncs (if asked) and closes the files.
-func (l *Log) write(lines []line) (err error) {
+// once per batch, then syncs (if asked) and closes the files. It returns the
+// size of the last line's file after the write.
+func (l *Log) write(lines []line) (size int64, err error) {
 	var opened []*os.File
 	defer func() {
 		for _, f := range opened {
@@ -197,14 +250,18 @@ func (l *Log) write(lines []line) (err error) {
 		if f == nil {
 			f, err = os.OpenFile(ln.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 			if err != nil {
-				return fmt.Errorf("audit: append to %s: %d of %d lines written: %w", ln.path, n, len(lines), err)
+				return 0, fmt.Errorf("audit: append to %s: %d of %d lines written: %w", ln.path, n, len(lines), err)
 			}
 			files[ln.path] = f
 			opened = append(opened, f)
 		}
 		if _, err = f.Write(ln.data); err != nil {
-			return fmt.Errorf("audit: append to %s: %d of %d lines written: %w", ln.path, n, len(lines), err)
+			return 0, fmt.Errorf("audit: append to %s: %d of %d lines written: %w", ln.path, n, len(lines), err)
 		}
 	}
-	return nil
+	// With O_APPEND the offset is the end of the file after each write.
+	if size, err = files[lines[len(lines)-1].path].Seek(0, io.SeekCurrent); err != nil {
+		return 0, fmt.Errorf("audit: append to %s: %w", lines[len(lines)-1].path, err)
+	}
+	return size, nil
 }

@@ -1,11 +1,10 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -32,53 +31,127 @@ func (q Query) match(e Entry) bool {
 			return false
 		}
 	}
-	if !q.Since.IsZero() && e.Time.Before(q.Since) {
-		return false
-	}
-	return q.Until.IsZero() || e.Time.Before(q.Until)
+	return q.inRange(e.Time)
 }
 
-// skipFile reports whether a day file cannot hold an entry of q's time
-// range, judged by its date alone.
-func (q Query) skipFile(path string) bool {
-	name := filepath.Base(path)
-	day, err := time.Parse(time.DateOnly, strings.TrimSuffix(strings.TrimPrefix(name, "audit-"), ".log"))
-	if err != nil {
+func (q Query) inRange(t time.Time) bool {
+	if !q.Since.IsZero() && t.Before(q.Since) {
 		return false
 	}
-	if !q.Since.IsZero() && !day.AddDate(0, 0, 1).After(q.Since) {
-		return true
-	}
-	return !q.Until.IsZero() && !day.Before(q.Until)
+	return q.Until.IsZero() || t.Before(q.Until)
 }
 
-// Read returns the entries that match q, in trail order (oldest day file
-// first, lines in file order). A directory that does not exist yet holds no
-// entries. A line that does not parse is an error wrapping
-// [ErrMalformedLine] naming the file and line: a reader that decides on the
-// trail must not decide on part of it.
+// skipDay reports whether a file of the given date cannot hold an entry of
+// q's time range. A line's file is never dated before the line's own date,
+// but may be dated after it (Append writes a late line to the newest file):
+// so a file that ends before Since is skipped, while a file dated after
+// Until may still hold earlier lines and is read.
+func (q Query) skipDay(day time.Time) bool {
+	return !q.Since.IsZero() && !day.AddDate(0, 0, 1).After(q.Since)
+}
+
+// Read returns the entries that match q, in trail order: archives and day
+// files by date (an archive before the day file of the same date), lines in
+// file order. Entries carry their Seq. A directory that does not exist yet
+// holds no entries.
+//
+// Read is fast on a large trail: files that end before q.Since are not
+// read, and a line is decoded only when its bytes can match q, judged from
+// the "timestamp" and "event" at its start and from q.StepFile as JSON
+// writes it. A line that is decoded and does not parse, and a torn last
+// line of a file, are errors wrapping [ErrMalformedLine] naming the file
+// and line: a reader that decides on the trail must not decide on part of
+// it. A damaged line that cannot match is not decoded, and Read does not
+// check the hash chain: [Verify] does both.
 func (l *Log) Read(ctx context.Context, q Query) ([]Entry, error) {
-	files, err := l.Files()
+	srcs, err := listTrail(l.dir)
 	if err != nil {
 		return nil, err
 	}
+	f := newPrefilter(q)
 	var out []Entry
-	for _, f := range files {
+	for _, s := range srcs {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("audit: read %s: %w", l.dir, err)
 		}
-		if q.skipFile(f) {
+		if q.skipDay(s.day) {
 			continue
 		}
-		entries, err := ReadFile(f)
+		data, err := s.read(-1)
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range entries {
+		err = eachLine(s.path, data, func(n int, line []byte) error {
+			if !f.maybe(line) {
+				return nil
+			}
+			var e Entry
+			if err := e.decode(line); err != nil {
+				return fmt.Errorf("audit: read %s: line %d: %w: %w", s.path, n, ErrMalformedLine, err)
+			}
 			if q.match(e) {
 				out = append(out, e)
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// prefilter rejects lines that cannot match a query from their bytes.
+type prefilter struct {
+	q        Query
+	stepFile []byte // q.StepFile as a JSON string, quotes included
+}
+
+func newPrefilter(q Query) prefilter {
+	f := prefilter{q: q}
+	if q.StepFile != "" {
+		f.stepFile = appendString(nil, q.StepFile)
+	}
+	return f
+}
+
+var (
+	prefixTimestamp = []byte(`{"timestamp":"`)
+	prefixEvent     = []byte(`","event":"`)
+)
+
+// maybe reports whether line may match. It is never false for a line
+// Append wrote that matches; a line in another form is left to the decoder.
+func (f prefilter) maybe(line []byte) bool {
+	if f.stepFile != nil && !bytes.Contains(line, f.stepFile) {
+		return false
+	}
+	if len(f.q.Events) == 0 && f.q.Since.IsZero() && f.q.Until.IsZero() {
+		return true
+	}
+	rest, ok := bytes.CutPrefix(line, prefixTimestamp)
+	if !ok {
+		return true
+	}
+	i := bytes.IndexByte(rest, '"')
+	if i < 0 {
+		return true
+	}
+	ts := rest[:i]
+	rest, ok = bytes.CutPrefix(rest[i:], prefixEvent)
+	if !ok {
+		return true
+	}
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 || bytes.IndexByte(rest[:j], '\\') >= 0 {
+		return true
+	}
+	if len(f.q.Events) > 0 && !slices.ContainsFunc(f.q.Events, func(ev EventType) bool { return string(rest[:j]) == string(ev) }) {
+		return false
+	}
+	if f.q.Since.IsZero() && f.q.Until.IsZero() {
+		return true
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(ts))
+	return err != nil || f.q.inRange(t)
 }

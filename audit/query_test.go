@@ -18,9 +18,9 @@ func TestRead(t *testing.T) {
 	day1 := time.Date(2026, 11, 20, 23, 0, 0, 0, time.UTC)
 	day2 := time.Date(2026, 11, 21, 1, 0, 0, 0, time.UTC)
 	entries := []Entry{
-		{Time: day1, Event: PhaseStarted, Fields: map[string]any{"step_file": "a.json", "phase": "PREPARE"}},
-		{Time: day1.Add(time.Minute), Event: PhaseStarted, Fields: map[string]any{"step_file": "b.json", "phase": "PREPARE"}},
-		{Time: day2, Event: PhaseCompleted, Fields: map[string]any{"step_file": "a.json", "phase": "PREPARE"}},
+		{Time: day1, Event: PhaseStarted, Fields: map[string]any{"step_file": "a.json", "phase": "PREPARE", "from": "NOT_EXECUTED", "to": "IN_PROGRESS"}},
+		{Time: day1.Add(time.Minute), Event: PhaseStarted, Fields: map[string]any{"step_file": "b.json", "phase": "PREPARE", "from": "NOT_EXECUTED", "to": "IN_PROGRESS"}},
+		{Time: day2, Event: PhaseCompleted, Fields: map[string]any{"step_file": "a.json", "phase": "PREPARE", "from": "IN_PROGRESS", "to": "EXECUTED"}},
 		{Time: day2.Add(time.Minute), Event: HookError, Fields: map[string]any{"error": "x"}},
 	}
 	if err := l.Append(ctx, entries...); err != nil {
@@ -72,5 +72,50 @@ func TestReadMissingDirAndMalformed(t *testing.T) {
 	}
 	if _, err := l.Read(ctx, Query{}); !errors.Is(err, ErrMalformedLine) {
 		t.Fatalf("Read of a broken trail: err = %v, want ErrMalformedLine", err)
+	}
+}
+
+// The byte pre-filter never drops a line that matches: step files that JSON
+// escapes, events and times read from the line's start, and a late line in
+// a file dated after Until.
+func TestReadPrefilter(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := mustOpen(t, dir)
+	d1 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	odd := `steps/"quoted" \ <&>/01-01.json`
+	entries := []Entry{
+		{Time: d1.AddDate(0, 0, 1), Event: HookError, Fields: map[string]any{"error": "next day"}},
+		// Stamped d1, written to the file of d1+1 (never behind the head).
+		{Time: d1, Event: TaskStateChanged, Fields: map[string]any{"step_file": odd, "from": "TODO", "to": "IN_PROGRESS", "by": "write"}},
+		{Time: d1.AddDate(0, 0, 1), Event: HookError, Fields: map[string]any{"error": "mentions " + odd, "step_file": "other.json"}},
+	}
+	if err := l.Append(ctx, entries...); err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Read(ctx, Query{StepFile: odd})
+	if err != nil || len(got) != 1 || got[0].Event != TaskStateChanged || got[0].Seq != 2 {
+		t.Errorf("Read by an escaped step file = %+v, %v", got, err)
+	}
+	got, err = l.Read(ctx, Query{Until: d1.Add(time.Hour)})
+	if err != nil || len(got) != 1 || got[0].Seq != 2 {
+		t.Errorf("Read until: a late line in a newer file = %+v, %v", got, err)
+	}
+	got, err = l.Read(ctx, Query{Events: []EventType{TaskStateChanged}, Since: d1, Until: d1.Add(time.Second)})
+	if err != nil || len(got) != 1 {
+		t.Errorf("Read by event and time = %+v, %v", got, err)
+	}
+	// A damaged line is an error when it could match, skipped otherwise.
+	f, err := os.OpenFile(filepath.Join(dir, FileName(d1.AddDate(0, 0, 1))), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"timestamp":"2026-11-21T10:00:00Z","event":"SUBAGENT_STOP_VALIDATION","step_file":` + "\n")
+	f.Close()
+	if _, err := l.Read(ctx, Query{Events: []EventType{SubagentStopValidation}}); !errors.Is(err, ErrMalformedLine) {
+		t.Errorf("damaged line that may match: err = %v, want ErrMalformedLine", err)
+	}
+	if got, err := l.Read(ctx, Query{Events: []EventType{TaskStateChanged}}); err != nil || len(got) != 1 {
+		t.Errorf("damaged line that cannot match: %+v, %v", got, err)
 	}
 }

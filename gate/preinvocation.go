@@ -305,7 +305,7 @@ func (g PreInvocation) decisionEntries(inv Invocation, res InvocationResult, p t
 	}
 	entries := []audit.Entry{{Event: event, Fields: base}}
 	if applies, _ := res.Decision.Info["safety_applies"].(bool); applies {
-		var codes []string
+		codes := []string{}
 		blocked := false
 		for _, v := range append(res.Decision.Deny, res.Decision.Warn...) {
 			if strings.HasPrefix(v.Code, "DES-SAFETY-") {

@@ -48,6 +48,7 @@ func commands() []command {
 		{"settings", "[--command PATH]   print the .claude/settings.json hooks block", runSettings},
 		{"policies", "[--json]           list the codes the loaded policies can yield", runPolicies},
 		{"stale", "[--resolve FILE]    list stale work, or reset it in FILE", runStale},
+		{"audit", "verify [--dir DIR] check the audit trail's hash chain", runAudit},
 		{"version", "                   print the versions of des, Go and OPA", runVersion},
 	}
 }

@@ -1,0 +1,216 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// HeadFile is the file, inside the log directory, where Append records the
+// seq and hash of the last line it wrote: `{"seq":N,"sha256":"..."}`.
+// Verify compares the end of the trail with it, so that lines or day files
+// cut from the end are found.
+const HeadFile = ".head"
+
+// zeroHash is the "prev" of the first line of a trail.
+var zeroHash = strings.Repeat("0", 64)
+
+// lineHash is the hex SHA-256 of a line, its newline included: the next
+// line's "prev".
+func lineHash(line []byte) string {
+	sum := sha256.Sum256(line)
+	return hex.EncodeToString(sum[:])
+}
+
+// chainHead is where the next line of the trail goes.
+type chainHead struct {
+	seq  int64     // seq of the last line; 0 when the trail is empty or ends with unchained lines
+	hash string    // lineHash of the last line; zeroHash when the trail is empty
+	day  time.Time // date of the newest day file or archive; zero when there is none
+	days []source  // the day files, oldest first
+}
+
+// findHead finds the last line of the trail: the last line of the newest
+// non-empty day file, read backwards from its end, else of the newest
+// archive. Only the holder of the directory lock may call it.
+func findHead(dir string) (chainHead, error) {
+	h := chainHead{hash: zeroHash}
+	days, err := listDays(dir)
+	if err != nil {
+		return h, err
+	}
+	h.days = days
+	if len(days) > 0 {
+		h.day = days[len(days)-1].day
+	}
+	for i := len(days) - 1; i >= 0; i-- {
+		line, err := tailLine(days[i].path)
+		if err != nil {
+			return h, err
+		}
+		if line != nil {
+			return h.at(days[i].path, line)
+		}
+	}
+	archives, err := listArchives(dir)
+	if err != nil {
+		return h, err
+	}
+	if h.day.IsZero() && len(archives) > 0 {
+		h.day = archives[len(archives)-1].day
+	}
+	for i := len(archives) - 1; i >= 0; i-- {
+		data, err := archives[i].read(-1)
+		if err != nil {
+			return h, err
+		}
+		if len(data) == 0 {
+			continue
+		}
+		if data[len(data)-1] != '\n' {
+			return h, fmt.Errorf("audit: %s: last line: %w: no trailing newline (torn write?)", archives[i].path, ErrMalformedLine)
+		}
+		start := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
+		return h.at(archives[i].path, data[start:])
+	}
+	return h, nil
+}
+
+// at sets h to follow line, the last line of the trail, found in path.
+func (h chainHead) at(path string, line []byte) (chainHead, error) {
+	var e Entry
+	if err := e.decode(line[:len(line)-1]); err != nil {
+		// The chain cannot go on from a line whose place in it is unknown;
+		// appending behind it would bury the damage under new lines.
+		return h, fmt.Errorf("audit: %s: last line: %w: %w", path, ErrMalformedLine, err)
+	}
+	h.seq, h.hash = e.Seq, lineHash(line)
+	return h, nil
+}
+
+// tailLine returns the last line of the file at path, newline included,
+// reading backwards from the end in growing chunks; nil when the file is
+// empty. A last line without its newline is an error wrapping
+// ErrMalformedLine.
+func tailLine(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("audit: read %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("audit: read %s: %w", path, err)
+	}
+	size := fi.Size()
+	if size == 0 {
+		return nil, nil
+	}
+	for chunk := int64(4096); ; chunk *= 4 {
+		n := min(chunk, size)
+		buf := make([]byte, n)
+		if _, err := f.ReadAt(buf, size-n); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("audit: read %s: %w", path, err)
+		}
+		if buf[n-1] != '\n' {
+			return nil, fmt.Errorf("audit: %s: last line: %w: no trailing newline (torn write?)", path, ErrMalformedLine)
+		}
+		if i := bytes.LastIndexByte(buf[:n-1], '\n'); i >= 0 {
+			return buf[i+1:], nil
+		}
+		if n == size {
+			return buf, nil
+		}
+	}
+}
+
+// headRecord is the content of HeadFile: the seq and hash of the last line
+// written, and the day file it went to with that file's size after the
+// write. The file and size let the next Append skip the search for the head
+// while the file is exactly as the record left it.
+type headRecord struct {
+	Seq    int64  `json:"seq"`
+	SHA256 string `json:"sha256"`
+	File   string `json:"file"`
+	Size   int64  `json:"size"`
+}
+
+// writeHead records the last line written. The record is rewritten in
+// place, and a reader takes its first line, so the file is cut only when
+// the record is shorter than the oldLen bytes it replaces (-1: unknown).
+func writeHead(dir string, rec headRecord, oldLen int, sync bool) error {
+	path := filepath.Join(dir, HeadFile)
+	data := fmt.Appendf(nil, `{"seq":%d,"sha256":"%s","file":"%s","size":%d}`+"\n", rec.Seq, rec.SHA256, rec.File, rec.Size)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(data, 0)
+	if err == nil && (oldLen < 0 || len(data) < oldLen) {
+		err = f.Truncate(int64(len(data)))
+	}
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// readHead reads HeadFile; ok is false when there is none, and size is the
+// file's length (-1 when unknown).
+func readHead(dir string) (rec headRecord, ok bool, size int, err error) {
+	f, err := os.Open(filepath.Join(dir, HeadFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return rec, false, 0, nil
+	}
+	if err != nil {
+		return rec, false, -1, err
+	}
+	defer f.Close()
+	// One read: a record is under 200 bytes. Not os.ReadFile, whose fstat
+	// costs as much again.
+	buf := make([]byte, 512)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return rec, false, -1, err
+	}
+	data := buf[:n]
+	first, _, _ := bytes.Cut(data, []byte{'\n'})
+	dec := json.NewDecoder(bytes.NewReader(first))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rec); err != nil {
+		return rec, true, len(data), fmt.Errorf("%s does not parse: %w", HeadFile, err)
+	}
+	if rec.Seq < 1 || len(rec.SHA256) != 64 || strings.Trim(rec.SHA256, "0123456789abcdef") != "" {
+		return rec, true, len(data), fmt.Errorf("%s holds %q, not a seq and a SHA-256", HeadFile, first)
+	}
+	return rec, true, len(data), nil
+}
+
+// recordedHead is the head of the chain as HeadFile records it, when the
+// file it names is still exactly as the record left it and holds no date
+// before last, the newest date of the lines to write (they all go there).
+// Anything else (no record, a file that changed, a new day) is left to
+// findHead.
+func recordedHead(dir string, rec headRecord, last time.Time) (chainHead, bool) {
+	day, ok := parseDay(rec.File, "")
+	if !ok || last.After(day) {
+		return chainHead{}, false
+	}
+	fi, err := os.Stat(filepath.Join(dir, rec.File))
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != rec.Size {
+		return chainHead{}, false
+	}
+	return chainHead{seq: rec.Seq, hash: rec.SHA256, day: day}, true
+}

@@ -1,0 +1,150 @@
+package audit
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// maxArchivePerAppend bounds the day files one Append compresses, so that a
+// long backlog (retention just switched on) does not hold the lock for long;
+// later appends take the rest.
+const maxArchivePerAppend = 4
+
+// Archive compresses every day file dated more than the retention's days
+// before now's UTC date (with [WithRetention](90) and now on 2026-03-14,
+// those of 2025-12-13 and before) into "archive/audit-YYYY-MM-DD.log.gz",
+// under the directory lock. Each file is archived atomically: the archive
+// is written to a temporary file, synced and renamed into place before the
+// day file is removed, so that a crash leaves the day file, its archive or
+// both, never neither. Lines are never deleted: an archive that exists
+// already gets the day file as one more gzip member. Append does the same,
+// for at most 4 files per call, so Archive is needed only to catch up at
+// once. It returns the archives written, and does nothing without a
+// retention.
+func (l *Log) Archive(ctx context.Context, now time.Time) ([]string, error) {
+	if l.retention <= 0 {
+		return nil, nil
+	}
+	unlock, err := l.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	days, err := listDays(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	return l.archive(days, now, -1)
+}
+
+// archive compresses up to limit (all when negative) of days, the day files
+// oldest first, that are past the retention at now.
+func (l *Log) archive(days []source, now time.Time, limit int) ([]string, error) {
+	cutoff := utcDate(now).AddDate(0, 0, -l.retention)
+	var done []string
+	for _, d := range days {
+		if !d.day.Before(cutoff) || limit == 0 {
+			break
+		}
+		path, err := archiveDay(l.dir, d)
+		if err != nil {
+			return done, err
+		}
+		done = append(done, path)
+		limit--
+	}
+	return done, nil
+}
+
+// archiveDay moves one day file into its archive; see Log.Archive.
+func archiveDay(dir string, d source) (string, error) {
+	adir := filepath.Join(dir, ArchiveDir)
+	arch := filepath.Join(adir, filepath.Base(d.path)+".gz")
+	fail := func(err error) (string, error) {
+		return "", fmt.Errorf("audit: archive %s: %w", d.path, err)
+	}
+	data, err := os.ReadFile(d.path)
+	if err != nil {
+		return fail(err)
+	}
+	old, err := os.ReadFile(arch)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		old = nil
+	case err != nil:
+		return fail(err)
+	default:
+		// A crash after the rename and before the removal leaves the day
+		// file as the archive's last member already: remove it only.
+		if members, err := readMembers(arch); err == nil && len(members) > 0 && bytes.Equal(members[len(members)-1], data) {
+			return arch, removeDay(dir, d.path)
+		}
+	}
+	if err := os.MkdirAll(adir, 0o755); err != nil {
+		return fail(err)
+	}
+	var buf bytes.Buffer
+	buf.Write(old)
+	zw := gzip.NewWriter(&buf)
+	zw.Name = filepath.Base(d.path)
+	if _, err := zw.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := zw.Close(); err != nil {
+		return fail(err)
+	}
+	if err := writeFileAtomic(arch, buf.Bytes()); err != nil {
+		return fail(err)
+	}
+	return arch, removeDay(dir, d.path)
+}
+
+func removeDay(dir, path string) error {
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("audit: archive %s: archived, but not removed: %w", path, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("audit: archive %s: sync directory: %w", path, err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to path through a synced temporary file in
+// the same directory, renamed into place, and syncs the directory.
+func writeFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
