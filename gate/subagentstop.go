@@ -146,7 +146,7 @@ func (g SubagentStop) Check(ctx context.Context, ev Evaluator, s Stop) (StopResu
 	if err != nil {
 		err = fmt.Errorf("gate 2: %w", err)
 		res.Result = Internal(policy.SubagentStop, err)
-		res.Evaluated = false // nothing was decided: the caller fails closed
+		res.Evaluated = false            // nothing was decided: the caller fails closed
 		_ = g.record(ctx, s, res, start) // so that Gate 3 refuses the step until it is judged
 		return res, err
 	}

@@ -275,7 +275,6 @@ func anyStrings(v any) []string {
 	return out
 }
 
-
 func TestGate2ScopeWithGit(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
