@@ -30,12 +30,20 @@ func changedFiles(ctx context.Context, root string, timeout time.Duration) ([]st
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// git reports paths under the resolved top level: compare them with
+	// the resolved root, or a root reached through a link loses every file.
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
 	top, err := gitTop(root)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=dirty")
+	// core.fsmonitor off: a repository's config must not run a command
+	// inside the hook.
+	cmd := exec.CommandContext(ctx, "git", "-c", "core.fsmonitor=false", "-C", root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=dirty")
 	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0") // a read must not take the index lock from a running commit
+	cmd.WaitDelay = time.Second                           // a child holding stdout must not outlive the timeout
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

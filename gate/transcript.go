@@ -30,7 +30,7 @@ var errTranscriptNotReady = errors.New("not written yet")
 // message content of the transcript's first user line, a string or (in some
 // versions) an array of content blocks whose text blocks are joined.
 func transcriptPrompt(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("%w: no such file", errTranscriptNotReady)
 	}
@@ -132,10 +132,16 @@ func readTranscriptPrompt(ctx context.Context, path string, wait time.Duration) 
 
 // metaToolUseID reads the tool_use_id of the call that started the agent
 // from the agent-<id>.meta.json file newer Claude Code versions write beside
-// its transcript; "" when there is none.
+// its transcript; "" when there is none, or when it is not a small regular
+// file.
 func metaToolUseID(transcript string) string {
 	meta := strings.TrimSuffix(transcript, filepath.Ext(transcript)) + ".meta.json"
-	data, err := os.ReadFile(meta)
+	f, err := openRegular(meta)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20+1))
 	if err != nil || len(data) > 1<<20 {
 		return ""
 	}
@@ -148,31 +154,53 @@ func metaToolUseID(transcript string) string {
 	return m.ToolUseID
 }
 
-// inside reports whether path, with links resolved, is inside one of dirs
-// (also resolved). Empty dirs are skipped.
-func inside(path string, dirs ...string) bool {
-	real, err := filepath.EvalSymlinks(path)
+// errNotRegular refuses a path that is a FIFO, a device or a directory: a
+// hook must not block on a pipe nor read /dev/zero.
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens path for reading if, links followed, it is a regular
+// file.
+func openRegular(path string) (*os.File, error) {
+	fi, err := os.Stat(path)
 	if err != nil {
-		// A transcript not written yet: judge the directory it will be in.
-		// A transcript not written yet: judge the directory it will be in,
-		// or, when that does not exist either, the path as written.
-		real = filepath.Clean(path)
-		if dir, derr := filepath.EvalSymlinks(filepath.Dir(path)); derr == nil {
-			real = filepath.Join(dir, filepath.Base(path))
-		}
+		return nil, err
 	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w", path, errNotRegular)
+	}
+	return os.Open(path)
+}
+
+// inside reports whether path, with links resolved, is inside one of dirs
+// (also resolved). Empty dirs are skipped. Of a path that does not exist yet,
+// the deepest existing ancestor is resolved.
+func inside(path string, dirs ...string) bool {
+	real := resolveExisting(path)
 	for _, d := range dirs {
 		if d == "" {
 			continue
 		}
-		if rd, err := filepath.EvalSymlinks(d); err == nil {
-			d = rd
-		}
-		if _, ok := within(d, real); ok {
+		if _, ok := within(resolveExisting(d), real); ok {
 			return true
 		}
 	}
 	return false
+}
+
+// resolveExisting resolves the links of the longest existing prefix of path
+// and appends the rest as written.
+func resolveExisting(path string) string {
+	path = filepath.Clean(path)
+	rest := ""
+	for p := path; ; p = filepath.Dir(p) {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if filepath.Dir(p) == p {
+			return path
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+	}
 }
 
 // ClaudeDirs returns the user's Claude directory, where Claude Code keeps

@@ -180,3 +180,55 @@ func TestOutOfScope(t *testing.T) {
 		t.Errorf("outOfScope (-want +got):\n%s", diff)
 	}
 }
+
+func TestChangedFilesThroughALinkedRoot(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	real := t.TempDir()
+	git(t, real, "init", "-q", "-b", "main")
+	write(t, real, "README.md", "x\n")
+	link := filepath.Join(t.TempDir(), "project")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skipf("symlinks: %v", err)
+	}
+	got, err := changedFiles(context.Background(), link, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"README.md"}, got); diff != "" {
+		t.Errorf("changedFiles through a link (-want +got):\n%s", diff)
+	}
+}
+
+func TestSpecialFilesAreNotRead(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "agent-a1.jsonl")
+	if err := makeFIFO(fifo); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	if _, err := transcriptPrompt(fifo); !errors.Is(err, errNotRegular) {
+		t.Errorf("FIFO transcript: err = %v, want errNotRegular (without blocking)", err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "agent-a2.meta.json")); err != nil {
+		t.Skipf("symlinks: %v", err)
+	}
+	if got := metaToolUseID(filepath.Join(dir, "agent-a2.jsonl")); got != "" {
+		t.Errorf("meta file linked to /dev/zero: %q", got)
+	}
+}
+
+func TestInsideResolvesLinksOfPathsNotWrittenYet(t *testing.T) {
+	claude := t.TempDir()
+	link := filepath.Join(t.TempDir(), "claude")
+	if err := os.Symlink(claude, link); err != nil {
+		t.Skipf("symlinks: %v", err)
+	}
+	notYet := filepath.Join(link, "projects", "p", "s", "subagents", "agent-a1.jsonl")
+	if !inside(notYet, claude) || !inside(notYet, link) {
+		t.Error("a transcript not written yet under a linked Claude directory is refused")
+	}
+	if inside(filepath.Join(link, "..", "elsewhere", "a.jsonl"), claude) {
+		t.Error("a path beside the Claude directory is accepted")
+	}
+}
