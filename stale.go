@@ -170,19 +170,23 @@ func (e *Engine) ResolveStale(ctx context.Context, file string) (Resolution, err
 	return res, nil
 }
 
-// gate2Resets are the phases Gate 2 said must be done again when it last
-// failed the step (reset_phases of its SUBAGENT_STOP_VALIDATION): besides
+// gate2Resets are the phases Gate 2 said must be done again when it failed
+// the step (reset_phases of its SUBAGENT_STOP_VALIDATION): besides
 // unfinished phases, those it found finished around the write guard or
-// without an outcome or a reason.
+// without an outcome or a reason. Only a failure that is still the step's
+// latest verdict counts: a later pass or resolution settles it.
 func (e *Engine) gate2Resets(ctx context.Context, stepFile string) ([]string, error) {
-	entries, err := e.audit.Read(ctx, audit.Query{StepFile: stepFile, Events: []audit.EventType{audit.SubagentStopValidation}})
+	entries, err := e.audit.Read(ctx, audit.Query{StepFile: stepFile, Events: []audit.EventType{audit.SubagentStopValidation, audit.StaleResolution}})
 	if err != nil {
 		return nil, err
 	}
 	for i := len(entries) - 1; i >= 0; i-- {
 		f := entries[i].Fields
-		if f["outcome"] != "FAIL" {
+		if entries[i].Event == audit.SubagentStopValidation && f["outcome"] == "NO_OPINION" {
 			continue
+		}
+		if entries[i].Event != audit.SubagentStopValidation || f["outcome"] != "FAIL" {
+			return nil, nil
 		}
 		var out []string
 		phases, _ := f["reset_phases"].([]any)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -128,5 +129,50 @@ func TestResolveRefusesOutsideAndMissing(t *testing.T) {
 	}
 	if _, err := e.ResolveStale(t.Context(), "steps/none.json"); err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// Only the step's latest Gate 2 failure names phases to redo: a later pass
+// or resolution settles it.
+func TestResolveFailedTaskUsesOnlyTheLatestGate2Failure(t *testing.T) {
+	ctx := t.Context()
+	root := t.TempDir()
+	rel := "docs/feature/x/steps/01-01.json"
+	step := `{"task_id": "01-01", "state": {"status": "FAILED"}, "tdd_cycle": {"phase_execution_log": [
+  {"phase_name": "PREPARE", "status": "EXECUTED", "outcome": "PASS"},
+  {"phase_name": "RED_UNIT", "status": "IN_PROGRESS"}]}}`
+	write := func() {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, rel), []byte(step), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eng, err := New(ctx, WithRoot(root), WithEnv(func(string) (string, bool) { return "", false }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail := audit.Entry{Event: audit.SubagentStopValidation, Fields: map[string]any{
+		"step_file": rel, "outcome": "FAIL", "codes": []string{"DES-PHASE-JUMP"}, "action": "record", "reset_phases": []string{"PREPARE"}}}
+	pass := audit.Entry{Event: audit.SubagentStopValidation, Fields: map[string]any{"step_file": rel, "outcome": "PASS", "codes": []string{}, "action": "none"}}
+
+	write()
+	if err := eng.Audit().Append(ctx, fail); err != nil {
+		t.Fatal(err)
+	}
+	res, err := eng.ResolveStale(ctx, rel)
+	if err != nil || !slices.Equal(res.Phases, []string{"RED_UNIT", "PREPARE"}) {
+		t.Fatalf("after a failure naming PREPARE: %+v, %v", res, err)
+	}
+
+	write()
+	if err := eng.Audit().Append(ctx, pass); err != nil {
+		t.Fatal(err)
+	}
+	res, err = eng.ResolveStale(ctx, rel)
+	if err != nil || !slices.Equal(res.Phases, []string{"RED_UNIT"}) {
+		t.Fatalf("after a later pass: %+v, %v; want only the unfinished phase", res, err)
 	}
 }

@@ -182,6 +182,7 @@ func strings2any(ss []string) []any {
 // stepRead is what reading a DES-STEP-FILE found.
 type stepRead struct {
 	rel, abs string
+	raw      []byte // the file as read
 	problem  string // "", "missing", "unreadable", "outside", "invalid_json", "not_object"
 	err      string
 	step     *statemachine.Step
@@ -254,7 +255,7 @@ func readStepFile(rootDir string, protected []string, marked string) stepRead {
 	case err != nil:
 		s.problem, s.err = "unreadable", err.Error()
 	default:
-		s.step, s.doc, s.schema = step, step.Document(), step.Validate()
+		s.step, s.doc, s.schema, s.raw = step, step.Document(), step.Validate(), raw
 	}
 	return s
 }

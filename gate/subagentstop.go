@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,6 +59,7 @@ type StopResult struct {
 	// "" when it judged, or when the subagent was not DES's (no markers).
 	NoOpinion  string
 	Action     string   // one of the StopAction constants
+	Marked     bool     // the step file was marked FAILED
 	Recovery   []string // the recovery suggestions (written to the step file when marked FAILED)
 	OutOfScope []string // changed files outside allowed_file_patterns
 	Transcript string   // the transcript path, when known
@@ -115,9 +117,12 @@ type SubagentStop struct {
 
 // Check runs Gate 2. A stop whose transcript has no DES markers is not
 // DES's: the result has Evaluated false and nothing is recorded. Once a step
-// file is known, DES is in charge: an error means it could not decide, and a
-// caller should fail closed (the failure is recorded in the trail, where
-// Gate 3 finds it). A stop DES cannot place at all (no readable transcript,
+// file is known, DES is in charge: an error with Evaluated false means it
+// could not decide, and a caller should fail closed (the failure is recorded
+// in the trail, where Gate 3 finds it, and in the verdict PostToolUse
+// reads); an error with Evaluated true means it decided but could not carry
+// the decision out (not recorded, or the step not marked), and the result
+// says what was done. A stop DES cannot place at all (no readable transcript,
 // no record of the invocation) gets no opinion, with the reason in
 // NoOpinion and in the trail.
 func (g SubagentStop) Check(ctx context.Context, ev Evaluator, s Stop) (StopResult, error) {
@@ -146,31 +151,28 @@ func (g SubagentStop) Check(ctx context.Context, ev Evaluator, s Stop) (StopResu
 	if err != nil {
 		err = fmt.Errorf("gate 2: %w", err)
 		res.Result = Internal(policy.SubagentStop, err)
-		res.Evaluated = false            // nothing was decided: the caller fails closed
-		_ = g.record(ctx, s, res, start) // so that Gate 3 refuses the step until it is judged
+		res.Evaluated = false // nothing was decided: the caller fails closed
+		// The trail (for Gate 3) and the verdict (for the orchestrator, at
+		// PostToolUse) say that the step was not judged.
+		_ = g.record(ctx, s, res, start)
+		_ = g.keepVerdict(s, res, loc)
 		return res, err
 	}
 	res.Evaluated = true
 	if res.Denied() {
-		res.Recovery = g.recovery(res, loc, s)
-		if g.OnFailure == OnFailureBlock && !s.StopHookActive {
+		res.Action = StopActionRecord
+		// Block once: stop_hook_active says the subagent already went back,
+		// and so does an earlier block of the same run, should a Claude
+		// Code version not send stop_hook_active.
+		if g.OnFailure == OnFailureBlock && !s.StopHookActive && !g.blockedBefore(s, loc) {
 			res.Action = StopActionBlock
-		} else {
-			res.Action = StopActionRecord
 		}
+		res.Recovery = g.recovery(res, s)
 	}
 	if err := g.apply(ctx, s, &res, step, loc, start); err != nil {
 		return res, err
 	}
 	return res, nil
-}
-
-// Concerns reports whether DES is in charge of the stop: whether it names,
-// or its transcript or Gate 1's record points to, a step file. The hook asks
-// it when it cannot build an Engine, to choose its fail posture.
-func (g SubagentStop) Concerns(ctx context.Context, s Stop) bool {
-	loc, err := g.locate(ctx, s)
-	return err == nil && loc.stepFile != ""
 }
 
 // location is where a stop's step was found.
@@ -206,9 +208,9 @@ func (g SubagentStop) locate(ctx context.Context, s Stop) (location, error) {
 		if !p.HasMarkers || p.StepFile == "" {
 			return location{}, nil
 		}
-		run := g.readRun("prompt-" + promptKey(prompt))
+		run := g.readRun(toolUseID) // the call's own record, when its id is known
 		if run == nil {
-			run = g.readRun(toolUseID)
+			run = g.readRun("prompt-" + promptKey(prompt))
 		}
 		if toolUseID == "" && run != nil {
 			toolUseID = run.ToolUseID
@@ -389,8 +391,13 @@ func absUnder(root, p string) string {
 
 // recovery composes the suggestions for a failed stop: the transcript to
 // read, the phase to reset, the command to resume, then the rules' own.
-func (g SubagentStop) recovery(res StopResult, loc location, s Stop) []string {
+func (g SubagentStop) recovery(res StopResult, s Stop) []string {
 	var out []string
+	if res.Action == StopActionBlock {
+		// The subagent goes back to work: the rules' own steps are its
+		// instructions; resetting phases is for after a failure.
+		return ruleRecovery(res, func(string) bool { return true })
+	}
 	if s.TranscriptPath != "" {
 		out = append(out, fmt.Sprintf("Read the subagent's transcript %s to see where and why it stopped.", s.TranscriptPath))
 	} else {
@@ -423,14 +430,28 @@ func (g SubagentStop) recovery(res StopResult, loc location, s Stop) []string {
 		out = append(out, fmt.Sprintf("Reset the unfinished phases to NOT_EXECUTED: run %s, which also makes the task PARTIAL and records it in the audit trail.", resolve))
 	}
 	out = append(out, fmt.Sprintf("Resume: start the subagent again on %s with the same DES prompt; Gate 1 moves the task back to IN_PROGRESS.", res.StepFile))
+	// The reset above covers the rules' own resolution advice.
+	return append(out, ruleRecovery(res, func(r string) bool { return !strings.Contains(r, "hook stale --resolve") })...)
+}
+
+// ruleRecovery is the rules' recovery steps that keep holds, deduplicated.
+func ruleRecovery(res StopResult, keep func(string) bool) []string {
+	var out []string
 	for _, v := range res.Decision.Deny {
 		for _, r := range v.Recovery {
-			if !slices.Contains(out, r) {
+			if keep(r) && !slices.Contains(out, r) {
 				out = append(out, r)
 			}
 		}
 	}
 	return out
+}
+
+// blockedBefore reports whether Gate 2 already sent this run's subagent
+// back once.
+func (g SubagentStop) blockedBefore(s Stop, loc location) bool {
+	rec, err := ReadStopRecord(g.RunsDir, cmpOr(s.ToolUseID, loc.toolUseID), s.AgentID)
+	return err == nil && rec != nil && rec.Action == StopActionBlock
 }
 
 func phaseList(names []string) string {
@@ -451,12 +472,14 @@ type StopRecord struct {
 	At        time.Time `json:"at"`
 	Failed    bool      `json:"failed"`
 	Action    string    `json:"action"`
+	Marked    bool      `json:"marked"` // the step file was marked FAILED
 	Reason    string    `json:"reason,omitempty"`
 }
 
 // apply carries out the decision: the audit entries (write-ahead), then the
 // step file marked FAILED when the action is to record, then the verdict
-// for PostToolUse.
+// for PostToolUse. The rewrite is prepared before anything is recorded, so
+// the trail never claims a move that could not be made.
 func (g SubagentStop) apply(ctx context.Context, s Stop, res *StopResult, step stepRead, loc location, start time.Time) error {
 	var extra []audit.Entry
 	if len(res.OutOfScope) > 0 {
@@ -465,26 +488,78 @@ func (g SubagentStop) apply(ctx context.Context, s Stop, res *StopResult, step s
 			"agent_id": s.AgentID, "session_id": s.SessionID,
 		}})
 	}
-	marking := res.Action == StopActionRecord && step.step != nil
-	if marking {
-		extra = append(extra, audit.Entry{Event: audit.TaskStateChanged, Fields: map[string]any{
-			"step_file": res.StepFile, "from": cmpOr(step.step.Status, statemachine.TaskTodo), "to": statemachine.TaskFailed, "by": "gate2",
-		}})
+	var rewrite []byte
+	if res.Action == StopActionRecord && step.step != nil {
+		from := cmpOr(step.step.Status, statemachine.TaskTodo)
+		reason, suggestions := gate2Failure(*res), res.Recovery
+		if from == statemachine.TaskFailed { // keep what the subagent said when it gave up
+			if step.step.FailureReason != "" {
+				reason += "\nThe subagent's own reason: " + step.step.FailureReason
+			}
+			for _, r := range step.step.RecoverySuggestions {
+				if !slices.Contains(suggestions, r) {
+					suggestions = append(suggestions, r)
+				}
+			}
+		}
+		step.step.SetFailure(reason, suggestions)
+		data, err := step.step.Marshal()
+		if err != nil {
+			res.Action = StopActionNone // nothing can be marked; the trail says FAIL all the same
+			g.logger().Warn("gate 2: the step cannot be marked FAILED", "step_file", res.StepFile, "err", err)
+		} else {
+			rewrite = data
+			if from != statemachine.TaskFailed {
+				extra = append(extra, audit.Entry{Event: audit.TaskStateChanged, Fields: map[string]any{
+					"step_file": res.StepFile, "from": from, "to": statemachine.TaskFailed, "by": "gate2",
+				}})
+			}
+		}
+	} else if res.Action == StopActionRecord {
+		res.Action = StopActionNone // no usable step file to mark
 	}
 	if err := g.record(ctx, s, *res, start, extra...); err != nil {
+		_ = g.keepVerdict(s, *res, loc)
 		return fmt.Errorf("gate 2: %w: %w", ErrNotRecorded, err)
 	}
-	if marking {
-		step.step.SetFailure(gate2Failure(*res), res.Recovery)
-		data, err := step.step.Marshal()
-		if err == nil {
-			err = statemachine.WriteFileAtomic(step.abs, data)
-		}
-		if err != nil {
+	if rewrite != nil {
+		if err := g.rewrite(step, rewrite); err != nil {
+			res.Action = StopActionNone
+			if g.Audit != nil { // say that the recorded move did not happen
+				_ = g.Audit.Append(ctx, audit.Entry{Event: audit.HookError, Fields: map[string]any{
+					"step_file": res.StepFile, "error": err.Error(),
+					"msg": "the TASK_STATE_CHANGED to FAILED recorded just before was not applied: the step file could not be rewritten",
+				}})
+			}
+			_ = g.keepVerdict(s, *res, loc)
 			return fmt.Errorf("gate 2: the stop failed but %s could not be marked FAILED: %w", res.StepFile, err)
 		}
+		res.Marked = true
 	}
 	return g.keepVerdict(s, *res, loc)
+}
+
+// errChangedMeanwhile refuses to overwrite a step file that changed while
+// Gate 2 judged it (a resolution, an orchestrator): the judgement was of
+// the old content.
+var errChangedMeanwhile = errors.New("the step file changed while Gate 2 judged it; judge it again")
+
+func (g SubagentStop) rewrite(step stepRead, data []byte) error {
+	now, err := os.ReadFile(step.abs)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(now, step.raw) {
+		return errChangedMeanwhile
+	}
+	return statemachine.WriteFileAtomic(step.abs, data)
+}
+
+func (g SubagentStop) logger() *slog.Logger {
+	if g.Logger != nil {
+		return g.Logger
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // gate2Failure is the failure_reason written to the step file.
@@ -536,7 +611,7 @@ func (g SubagentStop) keepVerdict(s Stop, res StopResult, loc location) error {
 	default:
 		return nil
 	}
-	rec := StopRecord{ToolUseID: id, AgentID: s.AgentID, StepFile: res.StepFile, At: g.now().UTC(), Failed: res.Denied(), Action: res.Action}
+	rec := StopRecord{ToolUseID: id, AgentID: s.AgentID, StepFile: res.StepFile, At: g.now().UTC(), Failed: res.Denied(), Action: res.Action, Marked: res.Marked}
 	if res.Denied() {
 		rec.Reason = res.Reason()
 	}

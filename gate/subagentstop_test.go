@@ -320,3 +320,69 @@ func TestGate2ScopeWithGit(t *testing.T) {
 		t.Errorf("SCOPE_VIOLATION = %v", e.Fields)
 	}
 }
+
+func TestGate2KeepsTheSubagentsOwnFailureReason(t *testing.T) {
+	p := newStopProject(t)
+	doc := p.readStep(stepRel)
+	doc["state"] = map[string]any{"status": "FAILED", "failure_reason": "the database was down", "recovery_suggestions": []any{"start the database"}}
+	p.writeStep(stepRel, doc)
+	n := len(p.auditEvents())
+	res, err := p.gate().Check(t.Context(), &fakeEvaluator{answer: denyAbandoned()}, p.stop())
+	if err != nil || !res.Marked {
+		t.Fatalf("result %+v, err %v", res, err)
+	}
+	state := p.readStep(stepRel)["state"].(map[string]any)
+	if !strings.Contains(state["failure_reason"].(string), "The subagent's own reason: the database was down") {
+		t.Errorf("failure_reason = %q", state["failure_reason"])
+	}
+	if sugg := anyStrings(state["recovery_suggestions"]); sugg[len(sugg)-1] != "start the database" {
+		t.Errorf("recovery_suggestions = %v; want the subagent's own kept last", sugg)
+	}
+	for _, e := range p.auditEvents()[n:] {
+		if e.Event == audit.TaskStateChanged {
+			t.Errorf("a FAILED→FAILED move was recorded: %v", e.Fields)
+		}
+	}
+}
+
+func TestGate2UnusableStepIsNotClaimedMarked(t *testing.T) {
+	p := newStopProject(t)
+	p.writeStep(stepRel, "[1, 2]")
+	res, err := p.gate().Check(t.Context(), &fakeEvaluator{answer: denyAbandoned()}, p.stop())
+	if err != nil || res.Marked || res.Action != gate.StopActionNone {
+		t.Fatalf("result %+v, err %v; want a failure with nothing marked", res, err)
+	}
+	rec, err := p.eng.StopVerdict("toolu_01", "")
+	if err != nil || rec == nil || !rec.Failed || rec.Marked {
+		t.Errorf("verdict = %+v, %v", rec, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(p.root, stepRel)); string(got) != "[1, 2]" {
+		t.Errorf("the unusable step was rewritten: %q", got)
+	}
+}
+
+func TestGate2InternalErrorLeavesAVerdict(t *testing.T) {
+	p := newStopProject(t)
+	if _, err := p.gate().Check(t.Context(), &fakeEvaluator{err: errors.New("policy exploded")}, p.stop()); err == nil {
+		t.Fatal("no error")
+	}
+	rec, err := p.eng.StopVerdict("", "a1") // found by the agent alone as well
+	if rec == nil {
+		rec, err = p.eng.StopVerdict("toolu_01", "")
+	}
+	if err != nil || rec == nil || !rec.Failed || !strings.Contains(rec.Reason, gate.CodeInternal) {
+		t.Errorf("verdict = %+v, %v; want a failure naming DES-INTERNAL for the orchestrator", rec, err)
+	}
+}
+
+func TestGate2BlocksOnceEvenWithoutStopHookActive(t *testing.T) {
+	p := newStopProject(t)
+	g := p.gate()
+	g.OnFailure = gate.OnFailureBlock
+	for i, want := range []string{gate.StopActionBlock, gate.StopActionRecord} {
+		res, err := g.Check(t.Context(), &fakeEvaluator{answer: denyAbandoned()}, p.stop()) // stop_hook_active never set
+		if err != nil || res.Action != want {
+			t.Fatalf("stop %d: action %q, err %v; want %q", i, res.Action, err, want)
+		}
+	}
+}

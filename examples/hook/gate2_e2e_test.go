@@ -256,3 +256,23 @@ func TestE2EGate2CorpusShapesWithoutTranscript(t *testing.T) {
 		}
 	}
 }
+
+// A real transcript's first lines (an exploration agent, no DES markers):
+// the subagent is not des's, so the hook says nothing and records nothing.
+func TestE2EGate2RealTranscriptWithoutMarkers(t *testing.T) {
+	dir := requireCorpus(t)
+	src, err := os.ReadFile(filepath.Join(dir, "subagent_transcripts", "marot_spotter_v2.1.39_agent-a2898e3.first2lines.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, claude := t.TempDir(), t.TempDir()
+	transcript := filepath.Join(claude, "projects", "p", "s1", "subagents", "agent-a2898e3.jsonl")
+	writeFile(t, filepath.Dir(transcript), filepath.Base(transcript), string(src))
+	r := runHookProcess(t, root, []string{"CLAUDE_CONFIG_DIR=" + claude}, stopEvent(root, transcript, false))
+	if r.code != 0 || r.stdout != "" {
+		t.Fatalf("%+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".des", "audit")); err == nil {
+		t.Error("a subagent that is not des's left an audit trail")
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/policy"
 	"github.com/deterministic-exec/des/template"
 )
 
@@ -222,7 +223,7 @@ func postToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 func stopContext(rec *gate.StopRecord) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "DES Gate 2 failed the subagent's work on %s", rec.StepFile)
-	if rec.Action == gate.StopActionRecord {
+	if rec.Marked {
 		b.WriteString("; the step is marked FAILED")
 	}
 	b.WriteString(". Do not start the next step.\n")
@@ -238,8 +239,11 @@ func subagentStop(ctx context.Context, h *hookEnv, ev *Event) response {
 	}
 	eng, err := h.engine(ctx)
 	if err != nil {
+		// Without an engine the gate still finds the step, and leaves the
+		// verdict "not judged" for the orchestrator at PostToolUse.
 		g := gate.SubagentStop{Root: h.root, ClaudeDirs: gate.ClaudeDirs(h.lookupEnv), RunsDir: filepath.Join(h.root, des.RunsDir)}
-		return h.internalError(g.Concerns(ctx, stop), err)
+		res, _ := g.Check(ctx, failedEvaluator{err}, stop)
+		return h.internalError(res.StepFile != "", err)
 	}
 	res, err := eng.CheckStop(ctx, stop)
 	if res.StepFile != "" {
@@ -261,7 +265,7 @@ func subagentStop(ctx context.Context, h *hookEnv, ev *Event) response {
 		return blockStop(res.Reason() + note)
 	case res.Denied():
 		msg := res.Reason()
-		if res.Action == gate.StopActionRecord && err == nil {
+		if res.Marked {
 			msg += "\nDES marked " + res.StepFile + " FAILED."
 		}
 		return stopMessage(msg + note)
@@ -271,4 +275,12 @@ func subagentStop(ctx context.Context, h *hookEnv, ev *Event) response {
 		return stopMessage(strings.TrimPrefix(note, "\n"))
 	}
 	return noOpinion()
+}
+
+// failedEvaluator answers every evaluation with the error that kept the
+// engine from being built.
+type failedEvaluator struct{ err error }
+
+func (f failedEvaluator) Evaluate(context.Context, policy.Gate, any) (policy.Decision, error) {
+	return policy.Decision{}, f.err
 }
