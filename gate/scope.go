@@ -43,7 +43,7 @@ func changedFiles(ctx context.Context, root string, timeout time.Duration) ([]st
 	// inside the hook.
 	cmd := exec.CommandContext(ctx, "git", "-c", "core.fsmonitor=false", "-C", root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=dirty")
 	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0") // a read must not take the index lock from a running commit
-	cmd.WaitDelay = time.Second                           // a child holding stdout must not outlive the timeout
+	cmd.WaitDelay = time.Second                            // a child holding stdout must not outlive the timeout
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
