@@ -4,3 +4,8 @@
 package des.gates.pre_commit
 
 deny contains v if some v in data.des.stepfile.deny
+
+deny contains v if {
+	input.step
+	some v in data.des.commit.deny
+}
