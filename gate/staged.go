@@ -397,8 +397,6 @@ func parseCommitArgs(args []string) commitPlan {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case strings.ContainsAny(a, "$`"):
-			p.widen = true // a word DES cannot read: a pathspec, or an option's value
 		case a == "--":
 			p.pathspecs = append(p.pathspecs, args[i+1:]...)
 			i = len(args)
@@ -434,12 +432,17 @@ func parseCommitArgs(args []string) commitPlan {
 					p.widen = true // hunks chosen interactively
 				case c == 'u' || c == 'S':
 					break cluster // an optional value, attached
+				case c == '$' || c == '`':
+					p.widen = true // options DES cannot read
+					break cluster
 				}
 			}
 		default:
 			p.pathspecs = append(p.pathspecs, a)
 		}
 	}
+	// A pathspec DES cannot read could name anything. Option values (a
+	// message from a command substitution, say) do not matter.
 	for _, ps := range p.pathspecs {
 		if strings.ContainsAny(ps, "$`") {
 			p.widen = true
@@ -462,8 +465,6 @@ func parseAddArgs(args []string) addPlan {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case strings.ContainsAny(a, "$`"):
-			p.widen = true
 		case a == "--":
 			p.pathspecs = append(p.pathspecs, args[i+1:]...)
 			i = len(args)
@@ -488,12 +489,17 @@ func parseAddArgs(args []string) addPlan {
 					whole, p.update = true, true
 				case 'n':
 					p.none = true
-				case 'p', 'i', 'e':
+				case 'p', 'i', 'e', '$', '`':
 					p.widen = true
 				}
 			}
 		default:
 			p.pathspecs = append(p.pathspecs, a)
+		}
+	}
+	for _, ps := range p.pathspecs {
+		if strings.ContainsAny(ps, "$`") {
+			p.widen = true
 		}
 	}
 	switch {
