@@ -25,7 +25,7 @@ func TestParseCommitArgs(t *testing.T) {
 		{[]string{"-p"}, commitPlan{widen: true}},
 		{[]string{"--pathspec-from-file=list"}, commitPlan{widen: true}},
 		{[]string{"--mess", "x"}, commitPlan{widen: true, pathspecs: []string{"x"}}}, // an abbreviation DES does not expand
-		{[]string{"-m", "$(cat <<'EOF'\nmsg\nEOF\n)"}, commitPlan{}}, // a message DES cannot read is still a message
+		{[]string{"-m", "$(cat <<'EOF'\nmsg\nEOF\n)"}, commitPlan{}},                 // a message DES cannot read is still a message
 		{[]string{"$FILE"}, commitPlan{widen: true, pathspecs: []string{"$FILE"}}},
 		{[]string{"--message=$(cat msg)", "-m$X"}, commitPlan{}},
 		{[]string{"-$OPTS"}, commitPlan{widen: true}},
