@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/deterministic-exec/des/audit"
@@ -94,6 +97,10 @@ var Gate2Events = []audit.EventType{audit.SubagentStopValidation, audit.StaleRes
 type PreCommit struct {
 	Root  string     // absolute project root
 	Audit *audit.Log // read for Gate 2 verdicts and written with the decision; nil does neither
+	// Workers is how many files are parsed and evaluated at once: 0 is
+	// GOMAXPROCS. With more than one, the Evaluator is called from several
+	// goroutines and must be safe for that (des.Engine is).
+	Workers int
 }
 
 // Check runs Gate 3 on every file of c, reading the audit trail once, and
@@ -106,41 +113,95 @@ type PreCommit struct {
 // (see Internal): a file outside the root (ErrOutsideRoot), a file that
 // cannot be read, an audit trail that cannot be read (a malformed line
 // included: the verdicts must not be judged on part of the trail), or an
-// evaluation error. When every file was judged but the decisions could not
-// be recorded, Check returns the result with an error wrapping
-// ErrNotRecorded.
+// evaluation error; nothing is recorded then. When every file was judged
+// but the decisions could not be recorded, Check returns the result with an
+// error wrapping ErrNotRecorded.
 func (g PreCommit) Check(ctx context.Context, ev Evaluator, c Commit) (CommitResult, error) {
-	var res CommitResult
-	files, err := g.read(c.Files)
+	files, err := g.resolve(c.Files)
 	if err != nil {
-		return res, err
+		return CommitResult{}, err
 	}
-	verdicts, err := g.gate2(ctx, files)
-	if err != nil {
-		return res, err
+	// The trail is read while the files are: both are I/O and parsing.
+	type trail struct {
+		verdicts map[string][]any
+		err      error
 	}
-	source := cmpOr(c.Source, SourceLibrary)
-	entries := make([]audit.Entry, 0, len(files))
-	for _, f := range files {
-		g2 := verdicts[f.rel]
+	read := make(chan trail, 1)
+	go func() {
+		v, err := g.gate2(ctx, files)
+		read <- trail{v, err}
+	}()
+	errs := make([]error, len(files))
+	g.each(len(files), func(i int) { errs[i] = files[i].load(g.Root) })
+	t := <-read
+	if err := firstError(append(errs, t.err)); err != nil {
+		return CommitResult{}, err
+	}
+
+	res := CommitResult{Files: make([]FileResult, len(files))}
+	g.each(len(files), func(i int) {
+		f := files[i]
+		g2 := t.verdicts[f.rel]
 		if g2 == nil {
 			g2 = []any{}
 		}
-		in := map[string]any{"step": f.facts, "gate2": g2}
-		d, err := ev.Evaluate(ctx, policy.PreCommit, in)
+		d, err := ev.Evaluate(ctx, policy.PreCommit, map[string]any{"step": f.facts, "gate2": g2})
 		if err != nil {
-			return CommitResult{}, fmt.Errorf("gate 3: %s: %w", f.rel, err)
+			errs[i] = fmt.Errorf("gate 3: %s: %w", f.rel, err)
+			return
 		}
-		fr := FileResult{Result: Result{Gate: policy.PreCommit, Decision: d, Evaluated: true}, StepFile: f.rel}
-		res.Files = append(res.Files, fr)
-		entries = append(entries, commitEntry(fr, source, c))
+		res.Files[i] = FileResult{Result: Result{Gate: policy.PreCommit, Decision: d, Evaluated: true}, StepFile: f.rel}
+	})
+	if err := firstError(errs); err != nil {
+		return CommitResult{}, err
 	}
 	if g.Audit != nil {
+		source := cmpOr(c.Source, SourceLibrary)
+		entries := make([]audit.Entry, len(res.Files))
+		for i, f := range res.Files {
+			entries[i] = commitEntry(f, source, c)
+		}
 		if err := g.Audit.Append(ctx, entries...); err != nil {
 			return res, fmt.Errorf("gate 3: %w: %w", ErrNotRecorded, err)
 		}
 	}
 	return res, nil
+}
+
+// each calls fn for 0..n-1 on up to Workers goroutines and waits.
+func (g PreCommit) each(n int, fn func(i int)) {
+	workers := g.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, n)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// firstError is the error of the first file that has one, so that the
+// error does not depend on the order the workers ran in.
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func commitEntry(f FileResult, source string, c Commit) audit.Entry {
@@ -184,42 +245,49 @@ func (g PreCommit) rel(path string) (string, bool) {
 	return rel, !outside
 }
 
-// commitStep is one step file read and turned into policy facts.
+// commitStep is one step file to judge.
 type commitStep struct {
-	rel   string
-	facts map[string]any
+	rel     string
+	content []byte // nil: read the file
+	facts   map[string]any
 }
 
-// read resolves and reads every file, each once.
-func (g PreCommit) read(in []CommitFile) ([]commitStep, error) {
+// resolve makes every path root-relative, refusing those outside the root,
+// and keeps each file once.
+func (g PreCommit) resolve(in []CommitFile) ([]*commitStep, error) {
 	seen := make(map[string]bool, len(in))
-	out := make([]commitStep, 0, len(in))
+	out := make([]*commitStep, 0, len(in))
 	for _, f := range in {
 		rel, ok := g.rel(f.Path)
 		if !ok {
 			return nil, fmt.Errorf("gate 3: step file %s: %w %s", f.Path, ErrOutsideRoot, g.Root)
 		}
-		if seen[rel] {
-			continue
+		if !seen[rel] {
+			seen[rel] = true
+			out = append(out, &commitStep{rel: rel, content: f.Content})
 		}
-		seen[rel] = true
-		content := f.Content
-		if content == nil {
-			var err error
-			content, err = readBounded(filepath.Join(g.Root, filepath.FromSlash(rel)))
-			if err == nil && content == nil {
-				err = fs.ErrNotExist
-			}
-			if err != nil {
-				return nil, fmt.Errorf("gate 3: read step file %s: %w", rel, err)
-			}
-		}
-		if len(content) > statemachine.MaxStepFileSize {
-			return nil, fmt.Errorf("gate 3: step file %s: %w: over %d MiB", rel, statemachine.ErrTooLarge, statemachine.MaxStepFileSize>>20)
-		}
-		out = append(out, commitStep{rel: rel, facts: commitFacts(rel, content)})
 	}
 	return out, nil
+}
+
+// load reads the file when no content was given and builds its facts.
+func (f *commitStep) load(root string) error {
+	content := f.content
+	if content == nil {
+		var err error
+		content, err = readBounded(filepath.Join(root, filepath.FromSlash(f.rel)))
+		if err == nil && content == nil {
+			err = fs.ErrNotExist
+		}
+		if err != nil {
+			return fmt.Errorf("gate 3: read step file %s: %w", f.rel, err)
+		}
+	}
+	if len(content) > statemachine.MaxStepFileSize {
+		return fmt.Errorf("gate 3: step file %s: %w: over %d MiB", f.rel, statemachine.ErrTooLarge, statemachine.MaxStepFileSize>>20)
+	}
+	f.facts = commitFacts(f.rel, content)
+	return nil
 }
 
 // commitFacts is input.step of des.gates.pre_commit (docs/policies.md).
@@ -234,6 +302,13 @@ func commitFacts(rel string, content []byte) map[string]any {
 		facts["problem"], facts["error"] = "invalid_json", err.Error()
 		return facts
 	}
+	// The document goes to the policy as it is, converted in one pass
+	// (jsonValue) rather than decoded and then converted.
+	doc, err := jsonValue(content)
+	if err != nil { // valid JSON that OPA cannot hold, such as 1e999
+		facts["problem"], facts["error"] = "invalid_json", err.Error()
+		return facts
+	}
 	phases := make([]any, len(step.Phases))
 	for i, p := range step.Phases {
 		phases[i] = map[string]any{"name": p.Name, "pos": p.Pos, "status": p.Status, "outcome": p.Outcome, "blocked_by": p.BlockedBy}
@@ -242,7 +317,7 @@ func commitFacts(rel string, content []byte) map[string]any {
 	if len(step.PhaseLogPath) > 0 {
 		logPointer = "/" + strings.Join(step.PhaseLogPath, "/") // fixed keys: nothing to escape
 	}
-	facts["document"] = step.Document()
+	facts["document"] = doc
 	facts["workflow_type"] = step.WorkflowType
 	facts["phase_log"] = logPointer
 	facts["phases"] = phases
@@ -251,7 +326,7 @@ func commitFacts(rel string, content []byte) map[string]any {
 
 // gate2 reads the Gate 2 verdicts of the given steps from the audit trail,
 // in trail order, as input.gate2 facts.
-func (g PreCommit) gate2(ctx context.Context, files []commitStep) (map[string][]any, error) {
+func (g PreCommit) gate2(ctx context.Context, files []*commitStep) (map[string][]any, error) {
 	if g.Audit == nil || len(files) == 0 {
 		return nil, nil
 	}

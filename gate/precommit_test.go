@@ -117,6 +117,7 @@ func TestPreCommitCodes(t *testing.T) {
 		{"gap", withPhase(doneStep(), 0, map[string]any{"status": "SKIPPED", "blocked_by": "not needed"}), []string{"DES-COMMIT-GAP", "DES-COMMIT-SKIP-REASON"}},
 		{"invalid JSON", `{"task_id": "01-01",`, []string{"DES-STEPFILE-SCHEMA"}},
 		{"not an object", `[1, 2]`, []string{"DES-STEPFILE-SCHEMA"}},
+		{"a number the policy cannot hold", `{"task_id": "01-01", "estimate": 1e999}`, []string{"DES-STEPFILE-SCHEMA"}},
 		{"obsolete layout", func() any { s := doneStep(); s["step_id"] = "01-01"; return s }(), []string{"DES-STEPFILE-OBSOLETE"}},
 		// Gate 3 does not apply the step schema: a status Gate 2 would refuse is not its business.
 		{"task status not canonical", func() any { s := doneStep(); s["state"] = map[string]any{"status": "COMPLETE"}; return s }(), nil},
@@ -361,7 +362,7 @@ func TestPreCommitKeepsDecisionWhenNotRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &fakeEvaluator{answer: policy.Decision{Deny: []policy.Violation{{Code: "DES-COMMIT-GAP", Message: "m"}}}}
-	res, err := gate.PreCommit{Root: root, Audit: log}.Check(t.Context(), f, gate.Commit{Files: []gate.CommitFile{{Path: "steps/01-01.json", Content: []byte("{}")}}})
+	res, err := gate.PreCommit{Root: root, Audit: log, Workers: 1}.Check(t.Context(), f, gate.Commit{Files: []gate.CommitFile{{Path: "steps/01-01.json", Content: []byte("{}")}}})
 	if !errors.Is(err, gate.ErrNotRecorded) || !res.Denied() {
 		t.Errorf("res %+v, err %v: want the deny kept and ErrNotRecorded", res, err)
 	}
@@ -373,7 +374,7 @@ func TestPreCommitInputDocument(t *testing.T) {
 	content := `{"task_id": "x", "tdd_cycle": {"tdd_phase_tracking": {"phase_execution_log": [
 		{"phase_name": "PREPARE", "status": "SKIPPED", "blocked_by": "NOT_APPLICABLE: x"}, 7,
 		{"phase_name": "RED_UNIT", "status": "EXECUTED", "outcome": "PASS", "blocked_by": null}]}}}`
-	_, err := gate.PreCommit{Root: root}.Check(t.Context(), f, gate.Commit{Files: []gate.CommitFile{
+	_, err := gate.PreCommit{Root: root, Workers: 1}.Check(t.Context(), f, gate.Commit{Files: []gate.CommitFile{
 		{Path: "a/steps/01-01.json", Content: []byte(content)},
 		{Path: "a/steps/01-02.json", Content: []byte("nope")},
 	}})
@@ -408,7 +409,7 @@ func TestPreCommitInputDocument(t *testing.T) {
 
 func TestPreCommitEvaluationErrorIsAnError(t *testing.T) {
 	f := &fakeEvaluator{err: errors.New("policy broke")}
-	res, err := gate.PreCommit{Root: t.TempDir()}.Check(t.Context(), f, gate.Commit{Files: []gate.CommitFile{{Path: "steps/01-01.json", Content: []byte("{}")}}})
+	res, err := gate.PreCommit{Root: t.TempDir(), Workers: 1}.Check(t.Context(), f, gate.Commit{Files: []gate.CommitFile{{Path: "steps/01-01.json", Content: []byte("{}")}}})
 	if err == nil || !strings.Contains(err.Error(), "policy broke") || len(res.Files) != 0 {
 		t.Errorf("res %+v, err %v", res, err)
 	}

@@ -31,7 +31,16 @@
 #   data.des.commit.workflows_without_phase_log (configuration_setup, which
 #   has no TDD cycle). A FAILED phase is a known, final status: it does not
 #   block by itself, but it is not done, so an executed phase after it is a
-#   gap. Every violation is reported, one per phase where it applies.
+#   gap. Every violation is reported, one per phase where it applies; the
+#   recovery steps are per code, so a file with many open phases gets a short
+#   list.
+#
+#   Gate 3 judges hundreds of files per commit, and in OPA every iteration,
+#   data lookup, membership test or function call costs about a microsecond
+#   (docs/performance.md). So the rules group the phases by status once and
+#   test each status rather than each phase, bind data tables to locals
+#   before they loop, compare the contract's fixed statuses as literals, and
+#   build messages with concat.
 package des.commit
 
 import data.des.steps
@@ -59,23 +68,53 @@ _phases := input.step.phases
 
 _canonical := steps.canonical_phases
 
-_canonical_set := {name | some name in _canonical}
-
 _order := {name: i | some i, name in _canonical}
 
 _names := {p.name | some p in _phases}
 
-_missing := [name | some name in _canonical; not name in _names]
+_canonical_set := {name | some name in _canonical}
 
-_not_canonical := sort({p.name | some p in _phases; not p.name in _canonical_set})
+# The usual log lists the canonical phases in order: one comparison then
+# says that none is missing.
+_in_canonical_order if [p.name | some p in _phases] == _canonical
 
-_executed_at := {_order[p.name] | some p in _phases; p.status == data.des.commit.executed_status}
+_missing := [name | some name in _canonical; missing[name]] if missing := _canonical_set - _names
+
+_not_canonical := sort(_names - _canonical_set)
+
+# The phases grouped by status: a file has few distinct statuses.
+_by_status := {status: group |
+	some status in {p.status | some p in _phases}
+	group := [p | some p in _phases; p.status == status]
+}
+
+# The outcomes of executed phases that are not valid outcomes.
+_bad_outcomes := {p.outcome | some p in _by_status.EXECUTED} - {o | some o in steps.phase_outcomes}
+
+# The canonical position of the last EXECUTED phase; undefined when none is.
+_last_executed := max(at) if {
+	order := _order
+	at := {i | some p in _by_status.EXECUTED; i := order[p.name]}
+	count(at) > 0
+}
+
+_valid_skip(b) if {
+	some prefix in data.des.commit.skip_prefixes
+	startswith(b, prefix)
+}
+
+_valid_skipped(p) if {
+	p.status == "SKIPPED"
+	_valid_skip(p.blocked_by)
+}
+
+# Message parts.
 
 _label(p) := p.name if p.name != ""
 
-_label(p) := sprintf("#%d (no phase_name)", [p.pos]) if p.name == ""
+_label(p) := concat("", ["#", format_int(p.pos, 10), " (no phase_name)"]) if p.name == ""
 
-_field(p, key) := sprintf("%s/%d/%s", [_log, p.pos, key])
+_field(p, key) := concat("", [_log, "/", format_int(p.pos, 10), "/", key])
 
 # Long free-text values are cut in messages; the file holds them whole.
 _quote(s) := sprintf("%q", [s]) if count(s) <= 80
@@ -86,22 +125,47 @@ _list(xs) := concat(", ", xs) if count(xs) > 0
 
 _list(xs) := "none" if count(xs) == 0
 
-_valid_skip(b) if {
-	some prefix in data.des.commit.skip_prefixes
-	startswith(b, prefix)
-}
+_status_text("") := "no status"
 
-_deferred(b) if startswith(b, data.des.commit.deferred_prefix)
+_status_text(s) := concat(" ", ["status", _quote(s)]) if s != ""
 
-# A phase is done when it is EXECUTED, or SKIPPED with an accepted reason.
-_done(p) if p.status == data.des.commit.executed_status
+_prefixes := concat(", ", data.des.commit.skip_prefixes)
 
-_done(p) if {
-	p.status == data.des.commit.skipped_status
-	_valid_skip(p.blocked_by)
-}
+# Recovery steps, one list per code.
 
-_phase_recovery := sprintf("Record every canonical phase in tdd_cycle.phase_execution_log, in order (%s): EXECUTED with outcome PASS or FAIL, or SKIPPED with blocked_by starting %s.", [concat(", ", _canonical), concat(" ", data.des.commit.skip_prefixes)])
+_phase_recovery := concat("", [
+	"Record every canonical phase in tdd_cycle.phase_execution_log, in order (", concat(", ", _canonical),
+	"): EXECUTED with outcome PASS or FAIL, or SKIPPED with blocked_by starting with one of ", _prefixes, ".",
+])
+
+_resolve_recovery := concat("", ["If the work was abandoned, reset it with `hook stale --resolve ", _path, "` and run the step again."])
+
+_status_recovery := [
+	"Give every phase a status: EXECUTED (with outcome PASS or FAIL) or SKIPPED (with blocked_by) once it is done; COMPLETED, PASS and DEFERRED are not phase statuses.",
+	_phase_recovery,
+]
+
+_open_recovery := [
+	concat("", ["Finish every open phase and record it as EXECUTED with outcome PASS or FAIL, or as SKIPPED with blocked_by starting with one of ", _prefixes, "."]),
+	_resolve_recovery,
+]
+
+_outcome_recovery := ["Set the outcome of every EXECUTED phase to PASS or FAIL, with outcome_details giving the evidence; work that was skipped is SKIPPED, not EXECUTED."]
+
+_skip_recovery := [concat("", [
+	"Write blocked_by of every SKIPPED phase as PREFIX: reason, with PREFIX one of ", _prefixes,
+	" (e.g. \"NOT_APPLICABLE: no acceptance test for a pure refactoring\").",
+])]
+
+_deferred_recovery := [concat("", [
+	"Do the deferred work and record its phase as EXECUTED, or, when it really does not apply, as SKIPPED with blocked_by starting with one of ",
+	_prefixes, ".",
+])]
+
+_gap_recovery := [
+	"Run the phases in canonical order: run or validly skip every phase before one that is EXECUTED, and record it.",
+	_phase_recovery,
+]
 
 # METADATA
 # title: Phase log incomplete
@@ -140,6 +204,7 @@ deny contains {
 	_judges_phases
 	_log != ""
 	count(_phases) >= count(_canonical)
+	not _in_canonical_order
 	some name in _missing
 }
 
@@ -151,22 +216,17 @@ deny contains {
 #   severity: deny
 deny contains {
 	"code": "DES-COMMIT-STATUS",
-	"msg": sprintf("%s: phase %s has %s, which is not a phase status (%s)", [_path, _label(p), _status_text(p.status), concat(", ", steps.phase_statuses)]),
+	"msg": concat("", [_path, ": phase ", _label(p), " has ", _status_text(status), ", which is not a phase status (", concat(", ", statuses), ")"]),
 	"field": _field(p, "status"),
 	"phase": p.name,
-	"recovery": [
-		sprintf("Set phase %s's status to EXECUTED (with outcome PASS or FAIL) or SKIPPED (with blocked_by); COMPLETED, PASS and DEFERRED are not phase statuses.", [_label(p)]),
-		_phase_recovery,
-	],
+	"recovery": _status_recovery,
 } if {
 	_judges_phases
-	some p in _phases
-	not p.status in steps.phase_statuses
+	statuses := steps.phase_statuses
+	some status, group in _by_status
+	not status in statuses
+	some p in group
 }
-
-_status_text("") := "no status"
-
-_status_text(s) := sprintf("status %s", [_quote(s)]) if s != ""
 
 # METADATA
 # title: Phase still open
@@ -176,17 +236,14 @@ _status_text(s) := sprintf("status %s", [_quote(s)]) if s != ""
 #   severity: deny
 deny contains {
 	"code": "DES-COMMIT-PHASE-OPEN",
-	"msg": sprintf("%s: phase %s is %s; every phase is finished (EXECUTED with an outcome, or SKIPPED with a reason) before the step is committed", [_path, _label(p), p.status]),
+	"msg": concat("", [_path, ": phase ", _label(p), " is ", status, "; every phase is finished (EXECUTED with an outcome, or SKIPPED with a reason) before the step is committed"]),
 	"field": _field(p, "status"),
 	"phase": p.name,
-	"recovery": [
-		sprintf("Finish phase %s and record it as EXECUTED with outcome PASS or FAIL, or as SKIPPED with blocked_by starting %s.", [_label(p), concat(" ", data.des.commit.skip_prefixes)]),
-		sprintf("If the phase was abandoned, reset it with `hook stale --resolve %s` and run the step again.", [_path]),
-	],
+	"recovery": _open_recovery,
 } if {
 	_judges_phases
-	some p in _phases
-	p.status in data.des.commit.open_statuses
+	some status in ["NOT_EXECUTED", "IN_PROGRESS"]
+	some p in _by_status[status]
 }
 
 # METADATA
@@ -197,20 +254,21 @@ deny contains {
 #   severity: deny
 deny contains {
 	"code": "DES-COMMIT-OUTCOME",
-	"msg": sprintf("%s: phase %s is EXECUTED %s; an executed phase records outcome PASS or FAIL", [_path, _label(p), _outcome_text(p.outcome)]),
+	"msg": concat("", [_path, ": phase ", _label(p), " is EXECUTED ", _outcome_text(p.outcome), "; an executed phase records outcome PASS or FAIL"]),
 	"field": _field(p, "outcome"),
 	"phase": p.name,
-	"recovery": [sprintf("Set phase %s's outcome to PASS or FAIL, with outcome_details giving the evidence.", [_label(p)])],
+	"recovery": _outcome_recovery,
 } if {
 	_judges_phases
-	some p in _phases
-	p.status == data.des.commit.executed_status
-	not p.outcome in steps.phase_outcomes
+	bad := _bad_outcomes
+	count(bad) > 0
+	some p in _by_status.EXECUTED
+	bad[p.outcome]
 }
 
 _outcome_text("") := "without an outcome"
 
-_outcome_text(o) := sprintf("with outcome %s", [_quote(o)]) if o != ""
+_outcome_text(o) := concat(" ", ["with outcome", _quote(o)]) if o != ""
 
 # METADATA
 # title: Skipped phase without an accepted reason
@@ -220,21 +278,21 @@ _outcome_text(o) := sprintf("with outcome %s", [_quote(o)]) if o != ""
 #   severity: deny
 deny contains {
 	"code": "DES-COMMIT-SKIP-REASON",
-	"msg": sprintf("%s: phase %s is SKIPPED %s; blocked_by starts with one of %s, then the reason", [_path, _label(p), _blocked_text(p.blocked_by), concat(", ", data.des.commit.skip_prefixes)]),
+	"msg": concat("", [_path, ": phase ", _label(p), " is SKIPPED ", _blocked_text(p.blocked_by), "; blocked_by starts with one of ", _prefixes, ", then the reason"]),
 	"field": _field(p, "blocked_by"),
 	"phase": p.name,
-	"recovery": [sprintf("Write phase %s's blocked_by as PREFIX: reason, with PREFIX one of %s (e.g. \"NOT_APPLICABLE: no acceptance test for a pure refactoring\").", [_label(p), concat(" ", data.des.commit.skip_prefixes)])],
+	"recovery": _skip_recovery,
 } if {
 	_judges_phases
-	some p in _phases
-	p.status == data.des.commit.skipped_status
+	deferred := data.des.commit.deferred_prefix
+	some p in _by_status.SKIPPED
 	not _valid_skip(p.blocked_by)
-	not _deferred(p.blocked_by) # reported as DES-COMMIT-DEFERRED
+	not startswith(p.blocked_by, deferred) # reported as DES-COMMIT-DEFERRED
 }
 
 _blocked_text("") := "without blocked_by"
 
-_blocked_text(b) := sprintf("with blocked_by %s, which has no accepted prefix", [_quote(b)]) if b != ""
+_blocked_text(b) := concat("", ["with blocked_by ", _quote(b), ", which has no accepted prefix"]) if b != ""
 
 # METADATA
 # title: Deferred phase
@@ -244,14 +302,15 @@ _blocked_text(b) := sprintf("with blocked_by %s, which has no accepted prefix", 
 #   severity: deny
 deny contains {
 	"code": "DES-COMMIT-DEFERRED",
-	"msg": sprintf("%s: phase %s (%s) is deferred, blocked_by %s; deferred work blocks the commit", [_path, _label(p), _status_text(p.status), _quote(p.blocked_by)]),
+	"msg": concat("", [_path, ": phase ", _label(p), " (", _status_text(p.status), ") is deferred, blocked_by ", _quote(p.blocked_by), "; deferred work blocks the commit"]),
 	"field": _field(p, "blocked_by"),
 	"phase": p.name,
-	"recovery": [sprintf("Do the deferred work of phase %s and record it as EXECUTED, or, when it really does not apply, as SKIPPED with blocked_by starting %s.", [_label(p), concat(" ", data.des.commit.skip_prefixes)])],
+	"recovery": _deferred_recovery,
 } if {
 	_judges_phases
+	deferred := data.des.commit.deferred_prefix
 	some p in _phases
-	_deferred(p.blocked_by)
+	startswith(p.blocked_by, deferred)
 }
 
 # METADATA
@@ -262,33 +321,36 @@ deny contains {
 #   severity: deny
 deny contains {
 	"code": "DES-COMMIT-GAP",
-	"msg": sprintf("%s: phase %s is %s but the later phase %s is EXECUTED; in canonical order no phase is left undone (neither EXECUTED nor validly SKIPPED) before an executed one", [_path, p.name, _gap_status(p), _canonical[min(later)]]),
+	"msg": concat("", [_path, ": phase ", p.name, " is ", _gap_status(p), " but the later phase ", _next_executed(i), " is EXECUTED; in canonical order no phase is left undone (neither EXECUTED nor validly SKIPPED) before an executed one"]),
 	"field": _field(p, "status"),
 	"phase": p.name,
-	"recovery": [
-		sprintf("Run phase %s (or skip it with an accepted blocked_by prefix) before the phases after it, and record it.", [p.name]),
-		_phase_recovery,
-	],
+	"recovery": _gap_recovery,
 } if {
 	_judges_phases
-	some p in _phases
+	some status, group in _by_status
+	status != "EXECUTED"
+	some p in group
+	not _valid_skipped(p)
 	i := _order[p.name]
-	not _done(p)
-	later := {j | some j in _executed_at; j > i}
-	count(later) > 0
+	i < _last_executed
 }
 
-_gap_status(p) := sprintf("SKIPPED without an accepted reason (blocked_by %s)", [_quote(p.blocked_by)]) if p.status == data.des.commit.skipped_status
+# The first EXECUTED phase after canonical position i.
+_next_executed(i) := _canonical[min({j | some p in _by_status.EXECUTED; j := _order[p.name]; j > i})]
 
-_gap_status(p) := _status_text(p.status) if p.status != data.des.commit.skipped_status
+_gap_status(p) := concat("", ["SKIPPED without an accepted reason (blocked_by ", _quote(p.blocked_by), ")"]) if p.status == "SKIPPED"
+
+_gap_status(p) := _status_text(p.status) if p.status != "SKIPPED"
 
 # Gate 2 verdicts: each audit entry has an effect by event and outcome
 # ("*" for any outcome); entries without one (NO_OPINION) are ignored.
-_effect(e) := data.des.commit.gate2_effects[e.event][e.outcome]
-
-_effect(e) := data.des.commit.gate2_effects[e.event]["*"] if not data.des.commit.gate2_effects[e.event][e.outcome]
-
-_verdicts := [v | some e in input.gate2; v := {"effect": _effect(e), "entry": e}]
+_verdicts := [[effect, e] |
+	effects := data.des.commit.gate2_effects
+	some e in input.gate2
+	by_outcome := effects[e.event]
+	effect := object.get(by_outcome, e.outcome, object.get(by_outcome, "*", ""))
+	effect != ""
+]
 
 _last_verdict := _verdicts[count(_verdicts) - 1]
 
@@ -300,16 +362,16 @@ _last_verdict := _verdicts[count(_verdicts) - 1]
 #   severity: deny
 deny contains {
 	"code": "DES-COMMIT-GATE2",
-	"msg": sprintf("%s: Gate 2 failed this step at %s (%s), and no later passing subagent stop or stale resolution resolves it", [_path, e.timestamp, _codes_text(e.codes)]),
+	"msg": concat("", [_path, ": Gate 2 failed this step at ", e.timestamp, " (", _codes_text(e.codes), "), and no later passing subagent stop or stale resolution resolves it"]),
 	"field": "",
 	"failed_at": e.timestamp,
 	"recovery": [
-		sprintf("Read the SUBAGENT_STOP_VALIDATION entry of %s in the audit trail, redo the step until a subagent stop passes Gate 2, then commit.", [e.timestamp]),
-		sprintf("If the work is to start over, reset it with `hook stale --resolve %s`.", [_path]),
+		concat("", ["Read the SUBAGENT_STOP_VALIDATION entry of ", e.timestamp, " in the audit trail, redo the step until a subagent stop passes Gate 2, then commit."]),
+		concat("", ["If the work is to start over, reset it with `hook stale --resolve ", _path, "`."]),
 	],
 } if {
-	_last_verdict.effect == "fail"
-	e := _last_verdict.entry
+	[effect, e] := _last_verdict
+	effect == "fail"
 }
 
 _codes_text(codes) := concat(", ", codes) if count(codes) > 0
