@@ -305,7 +305,7 @@ func commitFacts(rel string, content []byte) map[string]any {
 	// The document goes to the policy as it is, converted in one pass
 	// (jsonValue) rather than decoded and then converted.
 	doc, err := jsonValue(content)
-	if err != nil { // valid JSON that OPA cannot hold, such as 1e999
+	if err != nil { // valid JSON that OPA cannot hold, such as 1e99999
 		facts["problem"], facts["error"] = "invalid_json", err.Error()
 		return facts
 	}

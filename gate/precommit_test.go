@@ -117,7 +117,7 @@ func TestPreCommitCodes(t *testing.T) {
 		{"gap", withPhase(doneStep(), 0, map[string]any{"status": "SKIPPED", "blocked_by": "not needed"}), []string{"DES-COMMIT-GAP", "DES-COMMIT-SKIP-REASON"}},
 		{"invalid JSON", `{"task_id": "01-01",`, []string{"DES-STEPFILE-SCHEMA"}},
 		{"not an object", `[1, 2]`, []string{"DES-STEPFILE-SCHEMA"}},
-		{"a number the policy cannot hold", `{"task_id": "01-01", "estimate": 1e999}`, []string{"DES-STEPFILE-SCHEMA"}},
+		{"a number the policy cannot hold", `{"task_id": "01-01", "estimate": 1e99999}`, []string{"DES-STEPFILE-SCHEMA"}},
 		{"obsolete layout", func() any { s := doneStep(); s["step_id"] = "01-01"; return s }(), []string{"DES-STEPFILE-OBSOLETE"}},
 		// Gate 3 does not apply the step schema: a status Gate 2 would refuse is not its business.
 		{"task status not canonical", func() any { s := doneStep(); s["state"] = map[string]any{"status": "COMPLETE"}; return s }(), nil},
