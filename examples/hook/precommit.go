@@ -128,7 +128,9 @@ func printCommitResult(e env, res gate.CommitResult) {
 	count := 0
 	for _, f := range res.Files {
 		for _, v := range append(slices.Clone(f.Decision.Deny), f.Decision.Warn...) {
-			fmt.Fprintf(e.stdout, "%s: [%s] %s\n", f.StepFile, v.Code, indent(v.Message))
+			// Messages name their file; the line already starts with it.
+			msg := strings.TrimPrefix(v.Message, f.StepFile+": ")
+			fmt.Fprintf(e.stdout, "%s: [%s] %s\n", f.StepFile, v.Code, indent(msg))
 			for _, s := range v.Recovery {
 				if s = strings.TrimSpace(s); s != "" && !slices.Contains(steps, s) {
 					steps = append(steps, s)

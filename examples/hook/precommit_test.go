@@ -127,11 +127,11 @@ func TestE2EPrecommitStagedFiles(t *testing.T) {
 		t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, want := range []string{
-		stepPath + ": [DES-COMMIT-SKIP-REASON] " + stepPath + `: phase RED_UNIT is SKIPPED with blocked_by "Tests already GREEN - the acceptance test drives the change", which has no accepted prefix`,
-		stepPath + ": [DES-COMMIT-GAP] " + stepPath + ": phase RED_UNIT is SKIPPED without an accepted reason",
-		stepPath + ": [DES-COMMIT-DEFERRED] " + stepPath + `: phase REFACTOR_L3 (status "SKIPPED") is deferred`,
-		stepPath + ": [DES-COMMIT-STATUS] " + stepPath + `: phase FINAL_VALIDATE has status "COMPLETED"`,
-		stepPath + ": [DES-COMMIT-PHASE-OPEN] " + stepPath + ": phase COMMIT is IN_PROGRESS",
+		stepPath + ": [DES-COMMIT-SKIP-REASON] " + `phase RED_UNIT is SKIPPED with blocked_by "Tests already GREEN - the acceptance test drives the change", which has no accepted prefix`,
+		stepPath + ": [DES-COMMIT-GAP] phase RED_UNIT is SKIPPED without an accepted reason",
+		stepPath + ": [DES-COMMIT-DEFERRED] " + `phase REFACTOR_L3 (status "SKIPPED") is deferred`,
+		stepPath + ": [DES-COMMIT-STATUS] " + `phase FINAL_VALIDATE has status "COMPLETED"`,
+		stepPath + ": [DES-COMMIT-PHASE-OPEN] phase COMMIT is IN_PROGRESS",
 		"\nRecovery:\n- ",
 		"\nGate 3: 1 of 1 step file failed (6 violations); the commit is refused\n",
 	} {
@@ -244,7 +244,7 @@ func TestE2EPrecommitGate2Failure(t *testing.T) {
 	writeFile(t, root, ".des/audit/audit-2026-11-20.log",
 		`{"timestamp":"2026-11-20T10:00:00Z","event":"SUBAGENT_STOP_VALIDATION","codes":["DES-PHASE-ABANDONED"],"outcome":"FAIL","step_file":"`+stepPath+`"}`+"\n")
 	r := runIn(t, root, nil, "precommit")
-	if r.code != 1 || !strings.Contains(r.stdout, stepPath+": [DES-COMMIT-GATE2] "+stepPath+": Gate 2 failed this step at 2026-11-20T10:00:00Z (DES-PHASE-ABANDONED)") {
+	if r.code != 1 || !strings.Contains(r.stdout, stepPath+": [DES-COMMIT-GATE2] Gate 2 failed this step at 2026-11-20T10:00:00Z (DES-PHASE-ABANDONED)") {
 		t.Errorf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	writeFile(t, root, ".des/audit/audit-2026-11-21.log",
