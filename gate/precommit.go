@@ -84,10 +84,12 @@ func (r CommitResult) Reason() string {
 // project root: the audit trail that judges a step is the project's.
 var ErrOutsideRoot = errors.New("outside the project root")
 
-// Gate2Events are the audit events that hold a step's Gate 2 verdicts:
+// gate2Events are the audit events that hold a step's Gate 2 verdicts:
 // a SUBAGENT_STOP_VALIDATION that failed, and what resolves it (a later one
 // that passed, or a STALE_RESOLUTION). Gate 3 reads them once per run.
-var Gate2Events = []audit.EventType{audit.SubagentStopValidation, audit.StaleResolution}
+func gate2Events() []audit.EventType {
+	return []audit.EventType{audit.SubagentStopValidation, audit.StaleResolution}
+}
 
 // PreCommit is Gate 3 (des.gates.pre_commit): it judges the step files a
 // commit would hold. For each it hands the policy the phase log, read
@@ -334,7 +336,7 @@ func (g PreCommit) gate2(ctx context.Context, files []*commitStep) (map[string][
 	for _, f := range files {
 		want[f.rel] = true
 	}
-	entries, err := g.Audit.Read(ctx, audit.Query{Events: Gate2Events})
+	entries, err := g.Audit.Read(ctx, audit.Query{Events: gate2Events()})
 	if err != nil {
 		return nil, fmt.Errorf("gate 3: read the Gate 2 verdicts in the audit trail: %w", err)
 	}
