@@ -16,14 +16,14 @@ import (
 // with encoding/json, a repeated key keeps its last value.
 func jsonValue(data []byte) (ast.Value, error) {
 	p := jsonParser{data: data}
-	v, err := p.value(0)
+	t, err := p.value(0)
 	if err != nil {
 		return nil, err
 	}
 	if p.skipSpace(); p.pos != len(p.data) {
 		return nil, p.fail("data after the value")
 	}
-	return v, nil
+	return t.Value, nil
 }
 
 // jsonMaxDepth bounds nesting, as encoding/json does (10,000 levels).
@@ -51,7 +51,9 @@ func (p *jsonParser) skipSpace() {
 	}
 }
 
-func (p *jsonParser) value(depth int) (ast.Value, error) {
+// value reads one value as a term; strings, booleans and small integers
+// come from OPA's interned terms, as ast.InterfaceToValue would give them.
+func (p *jsonParser) value(depth int) (*ast.Term, error) {
 	if depth > jsonMaxDepth {
 		return nil, p.fail("nested too deeply")
 	}
@@ -69,13 +71,13 @@ func (p *jsonParser) value(depth int) (ast.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return ast.InterfaceToValue(s)
+		return ast.InternedTerm(s), nil
 	case c == 't':
-		return p.literal("true", true)
+		return p.literal("true", ast.InternedTerm(true))
 	case c == 'f':
-		return p.literal("false", false)
+		return p.literal("false", ast.InternedTerm(false))
 	case c == 'n':
-		return p.literal("null", nil)
+		return p.literal("null", ast.NullTerm())
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
 	default:
@@ -83,22 +85,22 @@ func (p *jsonParser) value(depth int) (ast.Value, error) {
 	}
 }
 
-func (p *jsonParser) literal(word string, v any) (ast.Value, error) {
+func (p *jsonParser) literal(word string, t *ast.Term) (*ast.Term, error) {
 	if len(p.data)-p.pos < len(word) || string(p.data[p.pos:p.pos+len(word)]) != word {
 		return nil, p.fail("invalid literal")
 	}
 	p.pos += len(word)
-	return ast.InterfaceToValue(v)
+	return t, nil
 }
 
-func (p *jsonParser) object(depth int) (ast.Value, error) {
+func (p *jsonParser) object(depth int) (*ast.Term, error) {
 	p.pos++ // {
 	var kvs [][2]*ast.Term
 	var index map[string]int // built only when a key repeats
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		return ast.NewObject(), nil
+		return ast.ObjectTerm(), nil
 	}
 	for {
 		p.skipSpace()
@@ -118,7 +120,7 @@ func (p *jsonParser) object(depth int) (ast.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		kv := [2]*ast.Term{ast.StringTerm(key), ast.NewTerm(v)}
+		kv := [2]*ast.Term{ast.InternedTerm(key), v}
 		if i, dup := p.seen(&index, kvs, key); dup {
 			kvs[i] = kv // the last occurrence wins, as in encoding/json
 		} else {
@@ -133,7 +135,7 @@ func (p *jsonParser) object(depth int) (ast.Value, error) {
 			p.pos++
 		case '}':
 			p.pos++
-			return ast.NewObject(kvs...), nil
+			return ast.ObjectTerm(kvs...), nil
 		default:
 			return nil, p.fail("expected ',' or '}'")
 		}
@@ -164,20 +166,20 @@ func (p *jsonParser) seen(index *map[string]int, kvs [][2]*ast.Term, key string)
 	return i, ok
 }
 
-func (p *jsonParser) array(depth int) (ast.Value, error) {
+func (p *jsonParser) array(depth int) (*ast.Term, error) {
 	p.pos++ // [
 	var terms []*ast.Term
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
-		return ast.NewArray(), nil
+		return ast.ArrayTerm(), nil
 	}
 	for {
 		v, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
-		terms = append(terms, ast.NewTerm(v))
+		terms = append(terms, v)
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return nil, p.fail("unexpected end in an array")
@@ -187,7 +189,7 @@ func (p *jsonParser) array(depth int) (ast.Value, error) {
 			p.pos++
 		case ']':
 			p.pos++
-			return ast.NewArray(terms...), nil
+			return ast.ArrayTerm(terms...), nil
 		default:
 			return nil, p.fail("expected ',' or ']'")
 		}
@@ -236,7 +238,7 @@ func jsonPlain(b []byte) bool {
 	return true
 }
 
-func (p *jsonParser) number() (ast.Value, error) {
+func (p *jsonParser) number() (*ast.Term, error) {
 	start := p.pos
 	for p.pos < len(p.data) {
 		switch c := p.data[p.pos]; {
@@ -250,5 +252,12 @@ func (p *jsonParser) number() (ast.Value, error) {
 	if !json.Valid(text) {
 		return nil, fmt.Errorf("%w at offset %d: bad number %q", errJSONSyntax, start, text)
 	}
-	return ast.InterfaceToValue(json.Number(text))
+	if t := ast.InternedIntNumberTermFromString(string(text)); t != nil {
+		return t, nil
+	}
+	v, err := ast.InterfaceToValue(json.Number(text))
+	if err != nil {
+		return nil, err
+	}
+	return ast.NewTerm(v), nil
 }
