@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -311,13 +312,16 @@ func commitFacts(rel string, content []byte) map[string]any {
 		facts["problem"], facts["error"] = "invalid_json", err.Error()
 		return facts
 	}
-	phases := make([]any, len(step.Phases))
-	for i, p := range step.Phases {
-		phases[i] = map[string]any{"name": p.Name, "pos": p.Pos, "status": p.Status, "outcome": p.Outcome, "blocked_by": p.BlockedBy}
-	}
 	logPointer := ""
 	if len(step.PhaseLogPath) > 0 {
 		logPointer = "/" + strings.Join(step.PhaseLogPath, "/") // fixed keys: nothing to escape
+	}
+	phases := make([]any, len(step.Phases))
+	for i, p := range step.Phases {
+		phases[i] = map[string]any{
+			"name": p.Name, "pos": p.Pos, "at": logPointer + "/" + strconv.Itoa(p.Pos),
+			"status": p.Status, "outcome": p.Outcome, "blocked_by": p.BlockedBy,
+		}
 	}
 	facts["document"] = doc
 	facts["workflow_type"] = step.WorkflowType

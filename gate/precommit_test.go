@@ -392,8 +392,8 @@ func TestPreCommitInputDocument(t *testing.T) {
 			"path": "a/steps/01-01.json", "workflow_type": "tdd_cycle",
 			"phase_log": "/tdd_cycle/tdd_phase_tracking/phase_execution_log",
 			"phases": []any{
-				map[string]any{"name": "PREPARE", "pos": 0, "status": "SKIPPED", "outcome": "", "blocked_by": "NOT_APPLICABLE: x"},
-				map[string]any{"name": "RED_UNIT", "pos": 2, "status": "EXECUTED", "outcome": "PASS", "blocked_by": ""},
+				map[string]any{"name": "PREPARE", "pos": 0, "at": "/tdd_cycle/tdd_phase_tracking/phase_execution_log/0", "status": "SKIPPED", "outcome": "", "blocked_by": "NOT_APPLICABLE: x"},
+				map[string]any{"name": "RED_UNIT", "pos": 2, "at": "/tdd_cycle/tdd_phase_tracking/phase_execution_log/2", "status": "EXECUTED", "outcome": "PASS", "blocked_by": ""},
 			},
 		},
 		"gate2": []any{},

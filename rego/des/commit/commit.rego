@@ -18,10 +18,10 @@
 #                               "/tdd_cycle/phase_execution_log", the legacy
 #                               "/tdd_cycle/tdd_phase_tracking/phase_execution_log",
 #                               or "" when neither is an array
-#     input.step.phases         [{name, pos, status, outcome, blocked_by}], one
-#                               per object entry of the log in log order; pos is
-#                               the entry's array index; absent or non-string
-#                               fields are ""
+#     input.step.phases         [{name, pos, at, status, outcome, blocked_by}],
+#                               one per object entry of the log in log order;
+#                               pos is the entry's array index and at its JSON
+#                               pointer; absent or non-string fields are ""
 #     input.gate2               [{event, outcome, codes, timestamp}]: the step's
 #                               SUBAGENT_STOP_VALIDATION and STALE_RESOLUTION
 #                               entries of the audit trail, oldest first;
@@ -113,8 +113,6 @@ _valid_skipped(p) if {
 _label(p) := p.name if p.name != ""
 
 _label(p) := concat("", ["#", format_int(p.pos, 10), " (no phase_name)"]) if p.name == ""
-
-_field(p, key) := concat("", [_log, "/", format_int(p.pos, 10), "/", key])
 
 # Long free-text values are cut in messages; the file holds them whole.
 _quote(s) := sprintf("%q", [s]) if count(s) <= 80
@@ -216,15 +214,17 @@ deny contains {
 #   severity: deny
 deny contains {
 	"code": "DES-COMMIT-STATUS",
-	"msg": concat("", [_path, ": phase ", _label(p), " has ", _status_text(status), ", which is not a phase status (", concat(", ", statuses), ")"]),
-	"field": _field(p, "status"),
+	"msg": concat("", [path, ": phase ", _label(p), " has ", _status_text(status), ", which is not a phase status (", concat(", ", statuses), ")"]),
+	"field": concat("", [p.at, "/status"]),
 	"phase": p.name,
-	"recovery": _status_recovery,
+	"recovery": recovery,
 } if {
 	_judges_phases
 	statuses := steps.phase_statuses
 	some status, group in _by_status
 	not status in statuses
+	path := _path # bound once, not per violation
+	recovery := _status_recovery
 	some p in group
 }
 
@@ -236,14 +236,17 @@ deny contains {
 #   severity: deny
 deny contains {
 	"code": "DES-COMMIT-PHASE-OPEN",
-	"msg": concat("", [_path, ": phase ", _label(p), " is ", status, "; every phase is finished (EXECUTED with an outcome, or SKIPPED with a reason) before the step is committed"]),
-	"field": _field(p, "status"),
+	"msg": concat("", [path, ": phase ", _label(p), " is ", status, "; every phase is finished (EXECUTED with an outcome, or SKIPPED with a reason) before the step is committed"]),
+	"field": concat("", [p.at, "/status"]),
 	"phase": p.name,
-	"recovery": _open_recovery,
+	"recovery": recovery,
 } if {
 	_judges_phases
 	some status in ["NOT_EXECUTED", "IN_PROGRESS"]
-	some p in _by_status[status]
+	group := _by_status[status]
+	path := _path
+	recovery := _open_recovery
+	some p in group
 }
 
 # METADATA
@@ -254,14 +257,16 @@ deny contains {
 #   severity: deny
 deny contains {
 	"code": "DES-COMMIT-OUTCOME",
-	"msg": concat("", [_path, ": phase ", _label(p), " is EXECUTED ", _outcome_text(p.outcome), "; an executed phase records outcome PASS or FAIL"]),
-	"field": _field(p, "outcome"),
+	"msg": concat("", [path, ": phase ", _label(p), " is EXECUTED ", _outcome_text(p.outcome), "; an executed phase records outcome PASS or FAIL"]),
+	"field": concat("", [p.at, "/outcome"]),
 	"phase": p.name,
-	"recovery": _outcome_recovery,
+	"recovery": recovery,
 } if {
 	_judges_phases
 	bad := _bad_outcomes
 	count(bad) > 0
+	path := _path
+	recovery := _outcome_recovery
 	some p in _by_status.EXECUTED
 	bad[p.outcome]
 }
@@ -278,14 +283,17 @@ _outcome_text(o) := concat(" ", ["with outcome", _quote(o)]) if o != ""
 #   severity: deny
 deny contains {
 	"code": "DES-COMMIT-SKIP-REASON",
-	"msg": concat("", [_path, ": phase ", _label(p), " is SKIPPED ", _blocked_text(p.blocked_by), "; blocked_by starts with one of ", _prefixes, ", then the reason"]),
-	"field": _field(p, "blocked_by"),
+	"msg": concat("", [path, ": phase ", _label(p), " is SKIPPED ", _blocked_text(p.blocked_by), "; blocked_by starts with one of ", _prefixes, ", then the reason"]),
+	"field": concat("", [p.at, "/blocked_by"]),
 	"phase": p.name,
-	"recovery": _skip_recovery,
+	"recovery": recovery,
 } if {
 	_judges_phases
+	skipped := _by_status.SKIPPED
 	deferred := data.des.commit.deferred_prefix
-	some p in _by_status.SKIPPED
+	path := _path
+	recovery := _skip_recovery
+	some p in skipped
 	not _valid_skip(p.blocked_by)
 	not startswith(p.blocked_by, deferred) # reported as DES-COMMIT-DEFERRED
 }
@@ -302,15 +310,17 @@ _blocked_text(b) := concat("", ["with blocked_by ", _quote(b), ", which has no a
 #   severity: deny
 deny contains {
 	"code": "DES-COMMIT-DEFERRED",
-	"msg": concat("", [_path, ": phase ", _label(p), " (", _status_text(p.status), ") is deferred, blocked_by ", _quote(p.blocked_by), "; deferred work blocks the commit"]),
-	"field": _field(p, "blocked_by"),
+	"msg": concat("", [path, ": phase ", _label(p), " (", _status_text(p.status), ") is deferred, blocked_by ", _quote(p.blocked_by), "; deferred work blocks the commit"]),
+	"field": concat("", [p.at, "/blocked_by"]),
 	"phase": p.name,
-	"recovery": _deferred_recovery,
+	"recovery": recovery,
 } if {
 	_judges_phases
 	deferred := data.des.commit.deferred_prefix
 	some p in _phases
 	startswith(p.blocked_by, deferred)
+	path := _path
+	recovery := _deferred_recovery
 }
 
 # METADATA
@@ -321,10 +331,10 @@ deny contains {
 #   severity: deny
 deny contains {
 	"code": "DES-COMMIT-GAP",
-	"msg": concat("", [_path, ": phase ", p.name, " is ", _gap_status(p), " but the later phase ", _next_executed(i), " is EXECUTED; in canonical order no phase is left undone (neither EXECUTED nor validly SKIPPED) before an executed one"]),
-	"field": _field(p, "status"),
+	"msg": concat("", [path, ": phase ", p.name, " is ", _gap_status(p), " but the later phase ", _next_executed(i), " is EXECUTED; in canonical order no phase is left undone (neither EXECUTED nor validly SKIPPED) before an executed one"]),
+	"field": concat("", [p.at, "/status"]),
 	"phase": p.name,
-	"recovery": _gap_recovery,
+	"recovery": recovery,
 } if {
 	_judges_phases
 	some status, group in _by_status
@@ -333,6 +343,8 @@ deny contains {
 	not _valid_skipped(p)
 	i := _order[p.name]
 	i < _last_executed
+	path := _path
+	recovery := _gap_recovery
 }
 
 # The first EXECUTED phase after canonical position i.

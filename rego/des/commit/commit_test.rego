@@ -6,7 +6,10 @@ log := "/tdd_cycle/phase_execution_log"
 
 canonical := data.des.steps.canonical_phases
 
-done_phase(i, name) := {"name": name, "pos": i, "status": "EXECUTED", "outcome": "PASS", "blocked_by": ""}
+done_phase(i, name) := {"name": name, "pos": i, "at": sprintf("%s/%d", [log, i]), "status": "EXECUTED", "outcome": "PASS", "blocked_by": ""}
+
+# phase is a phase entry at position i.
+phase(i, name, status) := object.union(done_phase(i, name), {"status": status, "outcome": ""})
 
 all_done := [done_phase(i, name) | some i, name in canonical]
 
@@ -87,7 +90,7 @@ test_duplicate_phase_hides_a_missing_one if {
 }
 
 test_fifteen_entries_pass if {
-	extra := array.concat(all_done, [{"name": "DOCS", "pos": 14, "status": "EXECUTED", "outcome": "PASS", "blocked_by": ""}])
+	extra := array.concat(all_done, [done_phase(14, "DOCS")])
 	count(commit.deny) == 0 with input as step(extra)
 }
 
@@ -169,7 +172,7 @@ test_unknown_statuses if {
 }
 
 test_status_of_an_unnamed_entry if {
-	phases := array.concat(all_done, [{"name": "", "pos": 14, "status": "DONE", "outcome": "", "blocked_by": ""}])
+	phases := array.concat(all_done, [phase(14, "", "DONE")])
 	some v in commit.deny with input as step(phases)
 	contains(v.msg, "phase #14 (no phase_name) has status \"DONE\"")
 }
@@ -190,7 +193,7 @@ test_gap_names_the_nearest_executed_phase if {
 		p := done_phase(i, name)
 		i >= 7
 	]
-	undone := [{"name": name, "pos": 7 + i, "status": "FAILED", "outcome": "", "blocked_by": ""} | some i, name in array.slice(canonical, 0, 7)]
+	undone := [phase(14 + i, name, "FAILED") | some i, name in array.slice(canonical, 0, 7)]
 	vs := only(commit.deny, "DES-COMMIT-GAP") with input as step(array.concat(phases, undone))
 	count(vs) == 7
 	every v in vs {
@@ -201,7 +204,7 @@ test_gap_names_the_nearest_executed_phase if {
 test_no_gap_after_the_last_executed_phase if {
 	phases := [p |
 		some i, name in canonical
-		p := {"name": name, "pos": i, "status": status(i), "outcome": "PASS", "blocked_by": ""}
+		p := object.union(done_phase(i, name), {"status": status(i)})
 	]
 	codes(commit.deny) == ["DES-COMMIT-PHASE-OPEN", "DES-COMMIT-PHASE-OPEN"] with input as step(phases)
 }
@@ -232,7 +235,9 @@ test_unknown_status_before_executed_is_a_gap if {
 }
 
 test_legacy_location_in_pointers if {
-	inp := {"step": object.union(step([]).step, {"phase_log": "/tdd_cycle/tdd_phase_tracking/phase_execution_log", "phases": with_phase(all_done, 5, {"outcome": ""})})}
+	legacy := "/tdd_cycle/tdd_phase_tracking/phase_execution_log"
+	phases := with_phase(all_done, 5, {"outcome": "", "at": concat("/", [legacy, "5"])})
+	inp := {"step": object.union(step([]).step, {"phase_log": legacy, "phases": phases})}
 	some v in commit.deny with input as inp
 	v.field == "/tdd_cycle/tdd_phase_tracking/phase_execution_log/5/outcome"
 }
