@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/policy"
@@ -294,40 +297,104 @@ func (f *commitStep) load(root string) error {
 }
 
 // commitFacts is input.step of des.gates.pre_commit (docs/policies.md).
+// The file is parsed once, straight into the policy's value (jsonValue),
+// and the phase log is read from that value the way statemachine.ParseStep
+// reads it; TestCommitFactsReadAsStatemachine holds the two together.
 func commitFacts(rel string, content []byte) map[string]any {
 	facts := map[string]any{"path": rel}
-	step, err := statemachine.ParseStep(content)
-	switch {
-	case errors.Is(err, statemachine.ErrNotObject):
-		facts["problem"], facts["error"] = "not_object", err.Error()
-		return facts
-	case err != nil:
-		facts["problem"], facts["error"] = "invalid_json", err.Error()
-		return facts
-	}
-	// The document goes to the policy as it is, converted in one pass
-	// (jsonValue) rather than decoded and then converted.
 	doc, err := jsonValue(content)
-	if err != nil { // valid JSON that OPA cannot hold, such as 1e99999
-		facts["problem"], facts["error"] = "invalid_json", err.Error()
+	if err != nil {
+		facts["problem"], facts["error"] = "invalid_json", jsonError(content, err)
 		return facts
 	}
-	logPointer := ""
-	if len(step.PhaseLogPath) > 0 {
-		logPointer = "/" + strings.Join(step.PhaseLogPath, "/") // fixed keys: nothing to escape
+	obj, ok := doc.(ast.Object)
+	if !ok {
+		facts["problem"], facts["error"] = "not_object", fmt.Sprintf("parse step file: %v", statemachine.ErrNotObject)
+		return facts
 	}
-	phases := make([]any, len(step.Phases))
-	for i, p := range step.Phases {
-		phases[i] = map[string]any{
-			"name": p.Name, "pos": p.Pos, "at": logPointer + "/" + strconv.Itoa(p.Pos),
-			"status": p.Status, "outcome": p.Outcome, "blocked_by": p.BlockedBy,
+	workflow := statemachine.WorkflowTDDCycle
+	if s, ok := astString(obj.Get(ast.InternedTerm("workflow_type"))); ok {
+		workflow = s
+	}
+	path, entries := phaseLog(obj)
+	logPointer := ""
+	if path != nil {
+		logPointer = "/" + strings.Join(path, "/") // fixed keys: nothing to escape
+	}
+	phases := make([]any, 0, len(entries))
+	for pos, e := range entries {
+		entry, ok := e.Value.(ast.Object)
+		if !ok {
+			continue // statemachine leaves out entries that are not objects
 		}
+		field := func(key string) string {
+			s, _ := astString(entry.Get(ast.InternedTerm(key)))
+			return s
+		}
+		phases = append(phases, map[string]any{
+			"name": field("phase_name"), "pos": pos, "at": logPointer + "/" + strconv.Itoa(pos),
+			"status": field("status"), "outcome": field("outcome"), "blocked_by": field("blocked_by"),
+		})
 	}
 	facts["document"] = doc
-	facts["workflow_type"] = step.WorkflowType
+	facts["workflow_type"] = workflow
 	facts["phase_log"] = logPointer
 	facts["phases"] = phases
 	return facts
+}
+
+// Where statemachine reads the phase log: this location, else the legacy one.
+var (
+	phaseLogAt       = []string{"tdd_cycle", "phase_execution_log"}
+	legacyPhaseLogAt = []string{"tdd_cycle", "tdd_phase_tracking", "phase_execution_log"}
+)
+
+// phaseLog is the phase log array and where it is, or nil when neither
+// location holds an array (a step without a TDD cycle, or a broken one).
+func phaseLog(doc ast.Object) ([]string, []*ast.Term) {
+	for _, at := range [][]string{phaseLogAt, legacyPhaseLogAt} {
+		var v ast.Value = doc
+		for _, key := range at {
+			o, ok := v.(ast.Object)
+			if !ok {
+				v = nil
+				break
+			}
+			t := o.Get(ast.InternedTerm(key))
+			if t == nil {
+				v = nil
+				break
+			}
+			v = t.Value
+		}
+		if arr, ok := v.(*ast.Array); ok {
+			terms := make([]*ast.Term, arr.Len())
+			for i := range terms {
+				terms[i] = arr.Elem(i)
+			}
+			return slices.Clone(at), terms
+		}
+	}
+	return nil, nil
+}
+
+func astString(t *ast.Term) (string, bool) {
+	if t == nil {
+		return "", false
+	}
+	s, ok := t.Value.(ast.String)
+	return string(s), ok
+}
+
+// jsonError words a parse failure as encoding/json does (the words the
+// other gates report), and keeps jsonValue's own for valid JSON that the
+// policy cannot hold, such as the number 1e99999.
+func jsonError(content []byte, err error) string {
+	var v any
+	if jerr := json.Unmarshal(content, &v); jerr != nil {
+		return "parse step file: " + jerr.Error()
+	}
+	return "parse step file: " + err.Error()
 }
 
 // gate2 reads the Gate 2 verdicts of the given steps from the audit trail,

@@ -127,3 +127,30 @@ func BenchmarkPreCommitEval(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPreCommitCorpusPassing is Gate 3 over 300 real step files that
+// pass: the 41 of the corpus that do, repeated under different paths, the
+// size of real finished steps (10 KB on average, with their prose).
+func BenchmarkPreCommitCorpusPassing(b *testing.B) {
+	p := newProjectTB(b)
+	res, err := p.eng.CheckCommit(b.Context(), gate.Commit{Files: stepCorpus(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var passing []gate.CommitFile
+	for i, f := range res.Files {
+		if !f.Denied() {
+			passing = append(passing, stepCorpus(b)[i])
+		}
+	}
+	var c gate.Commit
+	var steps []string
+	for i := range 300 {
+		f := passing[i%len(passing)]
+		rel := fmt.Sprintf("docs/feature/f%02d/steps/%02d-%02d.json", i/20, i/20+1, i%20+1)
+		c.Files = append(c.Files, gate.CommitFile{Path: rel, Content: f.Content})
+		steps = append(steps, rel)
+	}
+	benchTrail(b, p, steps)
+	benchPreCommit(b, p, c)
+}
