@@ -67,7 +67,8 @@ func StagedStepFiles(ctx context.Context, dir string) ([]CommitFile, error) {
 // exist) commits nothing and adds no file. A directory written with an
 // unresolved expansion (`cd "$D"`) is taken up to the expansion, i.e. the
 // nearest literal directory; `~` is the user's home. `git commit --dry-run`
-// commits nothing. Paths are absolute, each once, sorted.
+// commits nothing. Paths are absolute, each once, sorted within each
+// repository.
 func BashCommitFiles(ctx context.Context, cwd string, a BashAnalysis) ([]CommitFile, error) {
 	tops := map[string]string{} // directory -> top level ("" when not a repository)
 	topOf := func(dir string) (string, error) {
