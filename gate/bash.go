@@ -104,6 +104,13 @@ type GitCommit struct {
 	Args []string
 }
 
+// GitAdd is one `git add` (or `git stage`) a Bash command runs, read as
+// GitCommit is: Gate 3 judges what a command stages before it commits.
+type GitAdd struct {
+	Dir  string
+	Args []string
+}
+
 // BashAnalysis is what DES learns from a Bash command without running it.
 type BashAnalysis struct {
 	// Writes are the files the command may write, in the order DES meets
@@ -126,6 +133,8 @@ type BashAnalysis struct {
 	// through sudo/env/command/bash -c/eval...), never `git commit-tree` nor
 	// the words "git commit" as arguments of another command.
 	GitCommits []GitCommit
+	// GitAdds lists every `git add` and `git stage`, found as GitCommits are.
+	GitAdds []GitAdd
 	// ParseError is non-empty when the command could not be parsed (or
 	// nests too deeply to parse safely). Writes and GitCommits then come
 	// from a conservative scan that ignores quoting: every word after a
@@ -193,7 +202,7 @@ func bashPanicResult(command string, r any) (res BashAnalysis) {
 	defer func() { _ = recover() }() // the scan is best effort here
 	a := &bashAnalyzer{src: command}
 	a.fallback(command, &bashState{})
-	res.Writes, res.GitCommits = a.res.Writes, a.res.GitCommits
+	res.Writes, res.GitCommits, res.GitAdds = a.res.Writes, a.res.GitCommits, a.res.GitAdds
 	return res
 }
 
@@ -1830,6 +1839,20 @@ func (a *bashAnalyzer) git(args []bashArg, st *bashState) bool {
 		}
 		a.res.GitCommits = append(a.res.GitCommits, c)
 		return true
+	case "add", "stage":
+		c := GitAdd{Dir: at.path}
+		for _, r := range rest {
+			if r.lit {
+				c.Args = append(c.Args, r.val)
+			} else {
+				c.Args = append(c.Args, r.src)
+			}
+		}
+		if at.unknown {
+			a.res.Dynamic = true
+		}
+		a.res.GitAdds = append(a.res.GitAdds, c)
+		return false // staging writes no work-tree file
 	case "rm":
 		opts, ops := bashOptions(rest, "", []string{"pathspec-from-file"}, true)
 		if bashHasOpt(opts, "--cached") {

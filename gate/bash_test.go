@@ -22,6 +22,7 @@ type bashCase struct {
 	writes   []BashWrite
 	dynamic  bool
 	commits  []GitCommit
+	adds     []GitAdd
 	parseErr bool
 }
 
@@ -222,8 +223,13 @@ var bashCases = []bashCase{
 	// git commit (issue 6, item 4).
 	{name: "commit", cmd: `git commit -m x`, commits: []GitCommit{gc("", "-m", "x")}},
 	{name: "amend", cmd: `git commit --amend --no-edit`, commits: []GitCommit{gc("", "--amend", "--no-edit")}},
-	{name: "commit chained, && in message", cmd: `git add . && git commit -m "a && b"`, commits: []GitCommit{gc("", "-m", "a && b")}},
-	{name: "commit multi-line", cmd: "git add -A\ngit commit \\\n  -m 'msg'\necho done", commits: []GitCommit{gc("", "-m", "msg")}},
+	{name: "commit chained, && in message", cmd: `git add . && git commit -m "a && b"`, commits: []GitCommit{gc("", "-m", "a && b")}, adds: []GitAdd{{Args: []string{"."}}}},
+	{name: "commit multi-line", cmd: "git add -A\ngit commit \\\n  -m 'msg'\necho done", commits: []GitCommit{gc("", "-m", "msg")}, adds: []GitAdd{{Args: []string{"-A"}}}},
+	// git add before a commit (Gate 3 judges what the command stages).
+	{name: "add in a directory", cmd: `cd docs && git add feature/x/steps/01-01.json "$F" && git -C .. stage -u`,
+		adds: []GitAdd{{Dir: "docs", Args: []string{"feature/x/steps/01-01.json", "$F"}}, {Args: []string{"-u"}}}},
+	{name: "add through bash -c", cmd: `bash -c 'git add -A && git commit -qm x'`, commits: []GitCommit{gc("", "-qm", "x")}, adds: []GitAdd{{Args: []string{"-A"}}}},
+	{name: "not add-on words", cmd: `git add-on; echo git add x; git config alias.add x`},
 	{name: "commit after cd", cmd: `cd repo && git commit`, commits: []GitCommit{gc("repo")}},
 	{name: "commit -C", cmd: `git -C sub commit -m x`, commits: []GitCommit{gc("sub", "-m", "x")}},
 	{name: "commit cd and -C", cmd: `cd a && cd b && git -C ../c commit -q`, commits: []GitCommit{gc("a/c", "-q")}},
@@ -266,7 +272,7 @@ func TestAnalyzeBash(t *testing.T) {
 		names[c.name] = true
 		t.Run(c.name, func(t *testing.T) {
 			got := AnalyzeBash(c.cmd)
-			want := BashAnalysis{Writes: c.writes, Dynamic: c.dynamic, GitCommits: c.commits}
+			want := BashAnalysis{Writes: c.writes, Dynamic: c.dynamic, GitCommits: c.commits, GitAdds: c.adds}
 			gotCmp := got
 			gotCmp.ParseError = ""
 			if diff := cmp.Diff(want, gotCmp, cmpopts.EquateEmpty()); diff != "" {

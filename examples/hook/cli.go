@@ -49,6 +49,7 @@ func commands() []command {
 		{"policies", "[--json]           list the codes the loaded policies can yield", runPolicies},
 		{"stale", "[--resolve FILE]    list stale work, or reset it in FILE", runStale},
 		{"audit", "verify [--dir DIR] check the audit trail's hash chain", runAudit},
+		{"precommit", " [FILE...|--install] Gate 3: judge step files, or the staged ones", runPrecommit},
 		{"version", "                   print the versions of des, Go and OPA", runVersion},
 	}
 }
@@ -94,7 +95,8 @@ func newFlagSet(e env, name, synopsis, doc string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args; done means the command must return code now.
+// parseFlags parses args, allowing at most maxArgs arguments (any number
+// when negative); done means the command must return code now.
 // -h is a request, not an error, so it exits 0.
 func parseFlags(fs *flag.FlagSet, args []string, maxArgs int) (code int, done bool) {
 	if err := fs.Parse(args); err != nil {
@@ -103,7 +105,7 @@ func parseFlags(fs *flag.FlagSet, args []string, maxArgs int) (code int, done bo
 		}
 		return exitUsage, true // the flag package printed the error and usage
 	}
-	if fs.NArg() > maxArgs {
+	if maxArgs >= 0 && fs.NArg() > maxArgs { // maxArgs < 0: any number
 		fmt.Fprintf(fs.Output(), "hook %s: unexpected arguments: %s\n", fs.Name(), strings.Join(fs.Args(), " "))
 		fs.Usage()
 		return exitUsage, true

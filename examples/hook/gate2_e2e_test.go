@@ -42,8 +42,6 @@ func gate2Project(t *testing.T, env ...string) (root, transcript string, hookEnv
 	return root, transcript, hookEnv
 }
 
-var canonicalPhases = []string{"PREPARE", "RED_ACCEPTANCE", "RED_UNIT", "GREEN_UNIT", "CHECK_ACCEPTANCE", "GREEN_ACCEPTANCE", "REVIEW", "REFACTOR_L1", "REFACTOR_L2", "REFACTOR_L3", "REFACTOR_L4", "POST_REFACTOR_REVIEW", "FINAL_VALIDATE", "COMMIT"}
-
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 // stopEvent is a SubagentStop payload in the shape of the corpus's

@@ -136,45 +136,110 @@ func writeCall(ev *Event) (gate.WriteCall, bool) {
 	return call, call.Path != ""
 }
 
-// preToolUseResponse maps a gate result to PreToolUse output: a deny with
-// every violation, or the warnings for Claude and the user, or nothing.
-func preToolUseResponse(res gate.Result) response {
+// preToolUseResponse maps gate results to PreToolUse output: a deny with
+// every violation of them all, or the warnings for Claude and the user, or
+// nothing.
+func preToolUseResponse(results ...gate.Result) response {
+	var deny, warn []policy.Violation
+	for _, r := range results {
+		deny = append(deny, r.Decision.Deny...)
+		warn = append(warn, r.Decision.Warn...)
+	}
 	switch {
-	case res.Denied():
-		return denyPreToolUse(res.Reason())
-	case len(res.Decision.Warn) > 0:
-		w := res.Warnings()
+	case len(deny) > 0:
+		return denyPreToolUse(gate.Text(append(deny, warn...)...))
+	case len(warn) > 0:
+		w := gate.Text(warn...)
 		return warnPreToolUse(w, w)
 	default:
 		return noOpinion()
 	}
 }
 
-// preToolUseBash guards Bash: writes to guarded documents (tool_use) and
-// `git commit`, which runs Gate 3.
+// preToolUseBash guards Bash: writes to guarded documents and DES's files
+// (tool_use), and `git commit`, which runs Gate 3 on the step files the
+// commit would hold. Both may apply to one command: it is denied when either
+// denies, with every violation listed.
 func preToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
 	in, err := ev.BashInput()
 	if err != nil || in.Command == "" {
 		return noOpinion()
 	}
 	call := gate.BashCall{Command: in.Command, Cwd: ev.Cwd, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID}
+	commitFiles := bashCommitFiles(ctx, h, ev, in.Command)
 	eng, err := h.engine(ctx)
 	if err != nil {
 		defaults := des.DefaultConfig()
 		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles}
-		return h.internalError(gate.ToolUse{Root: h.root}.ConcernsBash(guard, call), err)
+		inside, _ := gate.PreCommit{Root: h.root}.InProject(commitFiles)
+		return h.internalError(len(inside) > 0 || gate.ToolUse{Root: h.root}.ConcernsBash(guard, call), err)
 	}
+	var results []gate.Result
 	res, err := eng.CheckBash(ctx, call)
-	if res.Evaluated {
+	switch {
+	case err != nil && !res.Evaluated:
+		if eng.ToolUse().ConcernsBash(eng.DocumentWrite(), call) {
+			h.requireValidation()
+			results = append(results, h.internalResult(policy.ToolUse, err))
+		} else {
+			h.logger.Error("DES internal error; no opinion on the command's writes because validation is not required here", "err", err)
+		}
+	case err != nil:
 		h.requireValidation()
-	}
-	if err != nil && !res.Evaluated {
-		return h.internalError(eng.ToolUse().ConcernsBash(eng.DocumentWrite(), call), err)
-	}
-	if err != nil {
 		h.logger.Error("hook: the decision stands but was not recorded", "err", err)
+		results = append(results, res)
+	case res.Evaluated:
+		h.requireValidation()
+		results = append(results, res)
 	}
-	return preToolUseResponse(res)
+	// DES is in charge of a commit that holds step files of the project.
+	if inside, _ := eng.PreCommitGate().InProject(commitFiles); len(inside) > 0 {
+		h.requireValidation()
+		cres, err := eng.CheckCommit(ctx, gate.Commit{Files: inside, Source: gate.SourceClaudeCode, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID})
+		switch {
+		case err != nil && (!errors.Is(err, gate.ErrNotRecorded) || !cres.Denied()):
+			results = append(results, h.internalResult(policy.PreCommit, err)) // an allow not recorded is not given
+		case err != nil:
+			h.logger.Error("hook: the Gate 3 deny stands but was not recorded", "err", err)
+			fallthrough
+		default:
+			for _, f := range cres.Files {
+				results = append(results, f.Result)
+			}
+		}
+	}
+	return preToolUseResponse(results...)
+}
+
+// bashCommitFiles lists the step files the `git commit`s of a command would
+// commit (gate.BashCommitFiles), its directories taken against the event's
+// cwd. When git cannot tell, DES does not know that it is in charge: it
+// logs and gives Gate 3 no opinion; the git pre-commit hook, when
+// installed, still judges the commit.
+func bashCommitFiles(ctx context.Context, h *hookEnv, ev *Event, command string) []gate.CommitFile {
+	a := gate.AnalyzeBash(command)
+	if len(a.GitCommits) == 0 {
+		return nil
+	}
+	cwd := ev.Cwd
+	if cwd == "" {
+		cwd = h.root
+	} else if !filepath.IsAbs(cwd) {
+		cwd = filepath.Join(h.root, cwd)
+	}
+	files, err := gate.BashCommitFiles(ctx, cwd, a)
+	if err != nil {
+		h.logger.Warn("hook: cannot tell which step files the git commit holds; Gate 3 gives no opinion", "err", err)
+		return nil
+	}
+	return files
+}
+
+// internalResult is the fail-closed result of an error where validation is
+// required, for merging with other results.
+func (h *hookEnv) internalResult(g policy.Gate, err error) gate.Result {
+	h.logger.Error("DES internal error where validation is required", "event", h.event, "err", err)
+	return gate.Internal(g, err, internalRecovery(err)...)
 }
 
 // postToolUseWrite confirms that a guarded write landed.

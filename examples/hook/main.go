@@ -7,6 +7,8 @@
 //
 //	hook settings [--command PATH]   print the .claude/settings.json hooks block
 //	hook policies [--json]           list the codes the loaded policies can yield
+//	hook precommit [FILE...]         Gate 3 on step files, or on the staged ones
+//	hook precommit --install         write the git pre-commit hook that runs it
 //	hook version                     print the versions of des, Go and OPA
 //
 // It is one consumer of package des and stays thin: it speaks Claude Code's

@@ -120,3 +120,13 @@ test_subagent_stop_gathers_stop_rules if {
 test_subagent_stop_missing_step_file if {
 	codes(gates.subagent_stop.deny) == {"DES-STEPFILE-MISSING"} with input as {"step": {"path": "steps/01-01.json", "problem": "missing", "error": "no such file"}}
 }
+
+test_pre_commit_gathers_commit_rules if {
+	inp := {"step": {"path": "s.json", "document": {"task_id": "1"}, "phase_log": "", "phases": []}, "gate2": [{"event": "SUBAGENT_STOP_VALIDATION", "outcome": "FAIL", "codes": [], "timestamp": "t"}]}
+	codes(gates.pre_commit.deny) == {"DES-COMMIT-INCOMPLETE", "DES-COMMIT-GATE2"} with input as inp
+}
+
+test_pre_commit_invalid_json_is_a_schema_error_only if {
+	inp := {"step": {"path": "s.json", "problem": "invalid_json", "error": "unexpected end of JSON input"}, "gate2": []}
+	codes(gates.pre_commit.deny) == {"DES-STEPFILE-SCHEMA"} with input as inp
+}

@@ -1,0 +1,514 @@
+package gate
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/deterministic-exec/des/statemachine"
+)
+
+// StepFilePattern matches the repository paths of the step files Gate 3
+// picks from git: steps/NN-NN.json in any directory.
+var StepFilePattern = regexp.MustCompile(`(^|/)steps/\d{2}-\d{2}\.json$`)
+
+// GitTimeout bounds each git command Gate 3 runs to list and read files.
+const GitTimeout = 10 * time.Second
+
+// ErrNotRepository is wrapped when a directory is not in a git work tree.
+var ErrNotRepository = errors.New("not in a git work tree")
+
+// StagedStepFiles returns the step files staged in the git work tree that
+// holds dir: the paths matching StepFilePattern that the index adds,
+// copies, modifies or renames relative to HEAD (every staged file before
+// the first commit), with the staged content, which is what the commit will
+// hold whatever the work tree says. Deleted files and symbolic links are
+// not step-file content and are left out. Paths are absolute.
+//
+// git runs without a shell, each command bounded by GitTimeout, in this
+// process's environment: under a git hook it reads the index git prepared
+// (GIT_INDEX_FILE), which is exactly what `git commit -a` or `git commit
+// PATH` is about to commit.
+func StagedStepFiles(ctx context.Context, dir string) ([]CommitFile, error) {
+	top, err := gitTopLevel(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return collect(ctx, top, map[string]string{}, true)
+}
+
+// BashCommitFiles returns the step files that the `git commit`s of a Bash
+// command (analysed by AnalyzeBash; cwd is where it runs, absolute) would
+// commit, as far as DES can tell before the command runs:
+//   - the staged step files of each commit's repository, with their staged
+//     content (StagedStepFiles);
+//   - with -a/--all, the tracked step files changed in the work tree; with
+//     pathspecs, the changed step files they name (and, unless -i, not the
+//     rest of the index); with their work-tree content;
+//   - for each `git add`/`git stage` of the command in the same repository,
+//     the changed or untracked step files it would stage (work-tree
+//     content), wherever it stands in the command;
+//   - when DES cannot read the arguments (an expansion, an option it does
+//     not know, an interactive -p), every changed or untracked step file of
+//     the repository: judging more is the safe side.
+//
+// A commit in a directory that is not in a git work tree (or does not
+// exist) commits nothing and adds no file. A directory written with an
+// unresolved expansion (`cd "$D"`) is taken up to the expansion, i.e. the
+// nearest literal directory; `~` is the user's home. `git commit --dry-run`
+// commits nothing. Paths are absolute, each once, sorted within each
+// repository.
+func BashCommitFiles(ctx context.Context, cwd string, a BashAnalysis) ([]CommitFile, error) {
+	tops := map[string]string{} // directory -> top level ("" when not a repository)
+	topOf := func(dir string) (string, error) {
+		abs := bashDir(cwd, dir)
+		if top, ok := tops[abs]; ok {
+			return top, nil
+		}
+		top, err := gitTopLevel(ctx, abs)
+		if errors.Is(err, ErrNotRepository) {
+			top, err = "", nil
+		}
+		tops[abs] = top
+		return top, err
+	}
+	type repo struct {
+		staged   bool
+		worktree map[string]string // repository path -> "" (work-tree content)
+	}
+	repos := map[string]*repo{}
+	var order []string
+	for _, c := range a.GitCommits {
+		plan := parseCommitArgs(c.Args)
+		if plan.dryRun {
+			continue
+		}
+		top, err := topOf(c.Dir)
+		if err != nil {
+			return nil, err
+		}
+		if top == "" {
+			continue
+		}
+		r := repos[top]
+		if r == nil {
+			r = &repo{worktree: map[string]string{}}
+			repos[top] = r
+			order = append(order, top)
+		}
+		dir := bashDir(cwd, c.Dir)
+		switch {
+		case plan.widen:
+			r.staged = true
+			if err := changedPaths(ctx, top, nil, true, true, r.worktree); err != nil {
+				return nil, err
+			}
+		case len(plan.pathspecs) > 0:
+			r.staged = r.staged || plan.include
+			if err := changedPaths(ctx, dir, plan.pathspecs, true, false, r.worktree); err != nil {
+				return nil, err
+			}
+		default:
+			r.staged = true
+			if plan.all {
+				if err := changedPaths(ctx, top, nil, false, false, r.worktree); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	for _, add := range a.GitAdds {
+		top, err := topOf(add.Dir)
+		if err != nil {
+			return nil, err
+		}
+		r := repos[top]
+		if top == "" || r == nil {
+			continue // no commit in that repository
+		}
+		plan := parseAddArgs(add.Args)
+		var err2 error
+		switch {
+		case plan.none:
+		case plan.widen:
+			err2 = changedPaths(ctx, top, nil, true, true, r.worktree)
+		case len(plan.pathspecs) == 0: // -A or -u: the whole tree
+			err2 = changedPaths(ctx, top, []string{":/"}, false, !plan.update, r.worktree)
+		default:
+			err2 = changedPaths(ctx, bashDir(cwd, add.Dir), plan.pathspecs, false, !plan.update, r.worktree)
+		}
+		if err2 != nil {
+			return nil, err2
+		}
+	}
+	var out []CommitFile
+	for _, top := range order {
+		r := repos[top]
+		var files []CommitFile
+		var err error
+		if r.staged || len(r.worktree) > 0 {
+			files, err = collect(ctx, top, r.worktree, r.staged)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, files...)
+	}
+	return out, nil
+}
+
+// collect reads the step files of a repository: the staged ones (when
+// staged is set) with their staged content, and those in worktree with
+// their work-tree content, which wins for a file in both.
+func collect(ctx context.Context, top string, worktree map[string]string, staged bool) ([]CommitFile, error) {
+	blobs := map[string]string{} // repository path -> staged blob
+	if staged {
+		out, err := runGit(ctx, top, nil, "diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-renames", "--diff-filter=ACMR")
+		if err != nil {
+			return nil, err
+		}
+		fields := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+		for i := 0; i+1 < len(fields); i += 2 {
+			meta, path := strings.Fields(fields[i]), fields[i+1]
+			// :oldmode newmode oldsha newsha status
+			if len(meta) != 5 || !StepFilePattern.MatchString(path) || !strings.HasPrefix(meta[1], "100") {
+				continue
+			}
+			blobs[path] = meta[3]
+		}
+	}
+	var paths []string
+	for p := range blobs {
+		if _, ok := worktree[p]; !ok {
+			paths = append(paths, p)
+		}
+	}
+	for p := range worktree {
+		if StepFilePattern.MatchString(p) {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	var oids []string
+	for _, p := range paths {
+		if _, ok := worktree[p]; !ok {
+			oids = append(oids, blobs[p])
+		}
+	}
+	contents, err := catBlobs(ctx, top, oids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CommitFile, 0, len(paths))
+	for _, p := range paths {
+		abs := filepath.Join(top, filepath.FromSlash(p))
+		if _, ok := worktree[p]; !ok {
+			out = append(out, CommitFile{Path: abs, Content: contents[blobs[p]]})
+			continue
+		}
+		content, err := readBounded(abs)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", abs, err)
+		}
+		if content == nil {
+			continue // deleted in the work tree: the commit removes it
+		}
+		out = append(out, CommitFile{Path: abs, Content: content})
+	}
+	return out, nil
+}
+
+// changedPaths adds to into the repository paths, under pathspecs (relative
+// to dir; none means all of dir), of tracked files that differ between the
+// index and the work tree, and with staged also between HEAD and the index;
+// with untracked also the untracked files that are not ignored.
+func changedPaths(ctx context.Context, dir string, pathspecs []string, staged, untracked bool, into map[string]string) error {
+	run := func(args ...string) error {
+		args = append(append(args, "--"), pathspecs...)
+		out, err := runGit(ctx, dir, nil, args...)
+		if err != nil {
+			return err
+		}
+		for _, p := range strings.Split(string(out), "\x00") {
+			if p != "" {
+				into[p] = ""
+			}
+		}
+		return nil
+	}
+	if err := run("diff", "--name-only", "-z", "--no-renames", "--diff-filter=ACMR"); err != nil {
+		return err
+	}
+	if staged {
+		if err := run("diff", "--cached", "--name-only", "-z", "--no-renames", "--diff-filter=ACMR"); err != nil {
+			return err
+		}
+	}
+	if untracked {
+		if err := run("ls-files", "-z", "--others", "--exclude-standard", "--full-name"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// catBlobs reads blobs with one `git cat-file --batch`.
+func catBlobs(ctx context.Context, top string, oids []string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	if len(oids) == 0 {
+		return out, nil
+	}
+	raw, err := runGit(ctx, top, []byte(strings.Join(oids, "\n")+"\n"), "cat-file", "--batch")
+	if err != nil {
+		return nil, err
+	}
+	r := bufio.NewReader(bytes.NewReader(raw))
+	for range oids {
+		header, err := r.ReadString('\n')
+		if err != nil {
+			return nil, fmt.Errorf("git cat-file: %w", err)
+		}
+		f := strings.Fields(header) // <oid> <type> <size>, or <oid> missing
+		if len(f) != 3 {
+			return nil, fmt.Errorf("git cat-file: %s", strings.TrimSpace(header))
+		}
+		size, err := strconv.Atoi(f[2])
+		if err != nil || size < 0 || size > statemachine.MaxStepFileSize {
+			return nil, fmt.Errorf("git cat-file: blob %s: size %s (at most %d MiB)", f[0], f[2], statemachine.MaxStepFileSize>>20)
+		}
+		buf := make([]byte, size+1) // content, then "\n"
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, fmt.Errorf("git cat-file: blob %s: %w", f[0], err)
+		}
+		out[f[0]] = buf[:size]
+	}
+	return out, nil
+}
+
+// gitTopLevel is the top of the work tree that holds dir.
+func gitTopLevel(ctx context.Context, dir string) (string, error) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%s: %w", dir, ErrNotRepository)
+	}
+	out, err := runGit(ctx, dir, nil, "rev-parse", "--show-toplevel")
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && ctx.Err() == nil {
+		return "", fmt.Errorf("%s: %w: %w", dir, ErrNotRepository, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	top := strings.TrimSpace(string(out))
+	if top == "" {
+		return "", fmt.Errorf("%s: %w (a bare repository or a .git directory)", dir, ErrNotRepository)
+	}
+	return filepath.FromSlash(top), nil
+}
+
+// runGit runs git in dir, without a shell, bounded by GitTimeout; errors
+// carry git's message.
+func runGit(ctx context.Context, dir string, stdin []byte, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, GitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (git is bounded by %v)", ctx.Err(), GitTimeout)
+		}
+		msg := strings.TrimSpace(stderr.String())
+		if msg != "" {
+			return nil, fmt.Errorf("git %s in %s: %w: %s", args[0], dir, err, msg)
+		}
+		return nil, fmt.Errorf("git %s in %s: %w", args[0], dir, err)
+	}
+	return out, nil
+}
+
+// bashDir is the absolute directory a git command of a Bash command runs
+// in: dir as BashWrite.Dir writes it, taken up to its first unresolved
+// expansion, against cwd; a leading ~ is the user's home.
+func bashDir(cwd, dir string) string {
+	if i := strings.IndexAny(dir, "$`"); i >= 0 {
+		dir = dir[:i]
+		if j := strings.LastIndex(dir, "/"); j >= 0 {
+			dir = dir[:j]
+		} else {
+			dir = ""
+		}
+	}
+	if dir == "~" || strings.HasPrefix(dir, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			dir = home + dir[1:]
+		}
+	}
+	if dir == "" {
+		return cwd
+	}
+	if filepath.IsAbs(filepath.FromSlash(dir)) {
+		return filepath.Clean(filepath.FromSlash(dir))
+	}
+	return filepath.Join(cwd, filepath.FromSlash(dir))
+}
+
+// commitPlan is what the arguments of one `git commit` say it commits.
+type commitPlan struct {
+	dryRun    bool     // --dry-run: nothing
+	all       bool     // -a: the index, and tracked changes of the work tree
+	include   bool     // -i: the index, and the pathspecs
+	widen     bool     // DES cannot tell: judge every changed step file
+	pathspecs []string // commit these (with --only, the default, only these)
+}
+
+// commitValueShort are git commit's short options that take a value.
+const commitValueShort = "mFCct"
+
+// commitLong are git commit's long options DES knows, each with whether it
+// takes a value as the next word (when not given with "=").
+var commitLong = map[string]bool{
+	"message": true, "file": true, "reuse-message": true, "reedit-message": true, "template": true,
+	"author": true, "date": true, "cleanup": true, "fixup": true, "squash": true, "trailer": true,
+	"all": false, "include": false, "only": false, "amend": false, "edit": false, "no-edit": false,
+	"signoff": false, "no-signoff": false, "verify": false, "no-verify": false, "allow-empty": false,
+	"allow-empty-message": false, "quiet": false, "verbose": false, "dry-run": false, "short": false,
+	"branch": false, "porcelain": false, "long": false, "null": false, "reset-author": false,
+	"no-post-rewrite": false, "status": false, "no-status": false, "no-gpg-sign": false,
+	"gpg-sign": false, "untracked-files": false, "no-ahead-behind": false, "ahead-behind": false,
+	"pathspec-file-nul": false,
+}
+
+func parseCommitArgs(args []string) commitPlan {
+	var p commitPlan
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			p.pathspecs = append(p.pathspecs, args[i+1:]...)
+			i = len(args)
+		case strings.HasPrefix(a, "--"):
+			name, _, hasVal := strings.Cut(a[2:], "=")
+			takesVal, known := commitLong[name]
+			switch {
+			case !known || name == "pathspec-from-file" || name == "patch" || name == "interactive":
+				p.widen = true
+			case name == "dry-run":
+				p.dryRun = true
+			case name == "all":
+				p.all = true
+			case name == "include":
+				p.include = true
+			case takesVal && !hasVal:
+				i++
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+		cluster:
+			for j := 1; j < len(a); j++ {
+				switch c := a[j]; {
+				case strings.IndexByte(commitValueShort, c) >= 0:
+					if j == len(a)-1 {
+						i++
+					}
+					break cluster
+				case c == 'a':
+					p.all = true
+				case c == 'i':
+					p.include = true
+				case c == 'p':
+					p.widen = true // hunks chosen interactively
+				case c == 'u' || c == 'S':
+					break cluster // an optional value, attached
+				case c == '$' || c == '`':
+					p.widen = true // options DES cannot read
+					break cluster
+				}
+			}
+		default:
+			p.pathspecs = append(p.pathspecs, a)
+		}
+	}
+	// A pathspec DES cannot read could name anything. Option values (a
+	// message from a command substitution, say) do not matter.
+	for _, ps := range p.pathspecs {
+		if strings.ContainsAny(ps, "$`") {
+			p.widen = true
+		}
+	}
+	return p
+}
+
+// addPlan is what the arguments of one `git add` say it stages.
+type addPlan struct {
+	none      bool // stages nothing (dry run, --refresh, no pathspec without -A/-u)
+	update    bool // -u: tracked files only
+	widen     bool
+	pathspecs []string
+}
+
+func parseAddArgs(args []string) addPlan {
+	var p addPlan
+	whole := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			p.pathspecs = append(p.pathspecs, args[i+1:]...)
+			i = len(args)
+		case strings.HasPrefix(a, "--"):
+			name, _, _ := strings.Cut(a[2:], "=")
+			switch name {
+			case "all", "no-ignore-removal":
+				whole = true
+			case "update":
+				whole, p.update = true, true
+			case "dry-run", "refresh":
+				p.none = true
+			case "pathspec-from-file", "patch", "interactive", "edit":
+				p.widen = true
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			for _, c := range a[1:] {
+				switch c {
+				case 'A':
+					whole = true
+				case 'u':
+					whole, p.update = true, true
+				case 'n':
+					p.none = true
+				case 'p', 'i', 'e', '$', '`':
+					p.widen = true
+				}
+			}
+		default:
+			p.pathspecs = append(p.pathspecs, a)
+		}
+	}
+	for _, ps := range p.pathspecs {
+		if strings.ContainsAny(ps, "$`") {
+			p.widen = true
+		}
+	}
+	switch {
+	case p.widen:
+		p.none = false
+	case p.none:
+	case len(p.pathspecs) == 0 && !whole:
+		p.none = true // `git add` alone stages nothing
+	}
+	return p
+}

@@ -1,0 +1,209 @@
+package gate_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/deterministic-exec/des/gate"
+)
+
+// newRepo is a git repository in a temporary directory, with an identity
+// of its own so that the tests do not depend on the user's settings.
+func newRepo(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	// Resolve /tmp links (macOS) so that paths compare as git prints them.
+	dir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, dir, "init", "-q")
+	runGit(t, dir, "config", "user.email", "des@example.com")
+	runGit(t, dir, "config", "user.name", "des")
+	runGit(t, dir, "config", "commit.gpgsign", "false")
+	return dir
+}
+
+func runGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func writeRepoFile(t *testing.T, dir, rel, content string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listed renders files as "path=content", paths relative to dir.
+func listed(t *testing.T, dir string, files []gate.CommitFile) []string {
+	t.Helper()
+	var out []string
+	for _, f := range files {
+		rel, err := filepath.Rel(dir, f.Path)
+		if err != nil || !filepath.IsAbs(f.Path) {
+			t.Fatalf("path %q is not absolute under %s", f.Path, dir)
+		}
+		out = append(out, filepath.ToSlash(rel)+"="+string(f.Content))
+	}
+	return out
+}
+
+func TestStagedStepFiles(t *testing.T) {
+	dir := newRepo(t)
+	// Before the first commit every staged file is new.
+	writeRepoFile(t, dir, "docs/feature/a/steps/01-01.json", "first")
+	runGit(t, dir, "add", ".")
+	files, err := gate.StagedStepFiles(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"docs/feature/a/steps/01-01.json=first"}, listed(t, dir, files)); diff != "" {
+		t.Errorf("before the first commit (-want +got):\n%s", diff)
+	}
+	runGit(t, dir, "commit", "-qm", "one")
+
+	writeRepoFile(t, dir, "docs/feature/a/steps/01-01.json", "staged")
+	writeRepoFile(t, dir, "steps/02-01.json", "top-level steps dir")
+	writeRepoFile(t, dir, "x/steps/1-1.json", "not NN-NN")
+	writeRepoFile(t, dir, "x/steps/01-01.json.bak", "not json")
+	writeRepoFile(t, dir, "x/nosteps/01-01.json", "not a steps dir")
+	writeRepoFile(t, dir, "src/main.go", "package main")
+	runGit(t, dir, "add", ".")
+	writeRepoFile(t, dir, "docs/feature/a/steps/01-01.json", "work tree, not staged")
+	writeRepoFile(t, dir, "docs/feature/a/steps/01-02.json", "untracked")
+	files, err = gate.StagedStepFiles(t.Context(), filepath.Join(dir, "docs")) // from a subdirectory
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"docs/feature/a/steps/01-01.json=staged", "steps/02-01.json=top-level steps dir"}
+	if diff := cmp.Diff(want, listed(t, dir, files)); diff != "" {
+		t.Errorf("staged step files (-want +got):\n%s", diff)
+	}
+
+	// Deleted and renamed files: a deletion commits no content.
+	runGit(t, dir, "commit", "-qm", "two")
+	runGit(t, dir, "rm", "-q", "steps/02-01.json")
+	runGit(t, dir, "mv", "docs/feature/a/steps/01-01.json", "docs/feature/a/steps/01-09.json")
+	files, err = gate.StagedStepFiles(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"docs/feature/a/steps/01-09.json=staged"}, listed(t, dir, files)); diff != "" {
+		t.Errorf("after rm and mv (-want +got):\n%s", diff)
+	}
+
+	if _, err := gate.StagedStepFiles(t.Context(), t.TempDir()); !errors.Is(err, gate.ErrNotRepository) {
+		t.Errorf("outside a repository: err = %v", err)
+	}
+}
+
+func TestBashCommitFiles(t *testing.T) {
+	step := "docs/feature/a/steps/01-01.json"
+	other := "docs/feature/a/steps/01-02.json"
+	newStep := "docs/feature/b/steps/02-01.json"
+	setup := func(t *testing.T) string {
+		dir := newRepo(t)
+		writeRepoFile(t, dir, step, "v1")
+		writeRepoFile(t, dir, other, "v1")
+		writeRepoFile(t, dir, "src/main.go", "v1")
+		runGit(t, dir, "add", ".")
+		runGit(t, dir, "commit", "-qm", "one")
+		// Now: step staged at v2 and changed again in the work tree (v3),
+		// other changed in the work tree only, newStep untracked.
+		writeRepoFile(t, dir, step, "v2")
+		runGit(t, dir, "add", step)
+		writeRepoFile(t, dir, step, "v3")
+		writeRepoFile(t, dir, other, "v2")
+		writeRepoFile(t, dir, newStep, "new")
+		writeRepoFile(t, dir, "src/main.go", "v2")
+		return dir
+	}
+	cases := []struct {
+		name, cmd, cwd string
+		want           []string
+	}{
+		{"plain commit: the staged content", `git commit -m "x"`, "", []string{step + "=v2"}},
+		{"-a adds tracked work-tree changes", `git commit -am "x"`, "", []string{step + "=v3", other + "=v2"}},
+		{"--all", `git commit --all --message x`, "", []string{step + "=v3", other + "=v2"}},
+		{"add then commit", `git add ` + other + ` && git commit -m "$(cat <<'EOF'
+feat: x
+EOF
+)"`, "", []string{step + "=v2", other + "=v2"}},
+		{"add of an unrelated file", `git add src/main.go && git commit -m x`, "", []string{step + "=v2"}},
+		{"add -A stages untracked files", `git add -A && git commit -m x`, "", []string{step + "=v3", other + "=v2", newStep + "=new"}},
+		{"add . in a subdirectory", `cd docs/feature/b && git add . && git commit -m x`, "", []string{step + "=v2", newStep + "=new"}},
+		{"add -u leaves untracked files", `git add -u; git commit -m x`, "", []string{step + "=v3", other + "=v2"}},
+		{"add --dry-run", `git add -n . && git commit -m x`, "", []string{step + "=v2"}},
+		{"pathspec commit: only those", `git commit -m x -- ` + other, "", []string{other + "=v2"}},
+		{"pathspec commit with -i", `git commit -i ` + other + ` -m x`, "", []string{step + "=v2", other + "=v2"}},
+		{"pathspec commit of a directory", `git commit docs/feature/a -m x`, "", []string{step + "=v3", other + "=v2"}},
+		{"expansion: everything changed", `git add "$F" && git commit -m x`, "", []string{step + "=v3", other + "=v2", newStep + "=new"}},
+		{"unknown option: everything changed", `git commit --frobnicate -m x`, "", []string{step + "=v3", other + "=v2", newStep + "=new"}},
+		{"-C dir", `git -C docs commit -m x`, "", []string{step + "=v2"}},
+		{"from a subdirectory cwd", `git commit -m x`, "src", []string{step + "=v2"}},
+		{"dry run", `git commit --dry-run -a`, "", nil},
+		{"no commit", `git add -A`, "", nil},
+		{"commit-tree is not a commit", `git commit-tree HEAD^{tree} -m x`, "", nil},
+		{"commit elsewhere", `cd /nonexistent && git commit -m x`, "", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := setup(t)
+			files, err := gate.BashCommitFiles(t.Context(), filepath.Join(dir, c.cwd), gate.AnalyzeBash(c.cmd))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(c.want, listed(t, dir, files)); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", c.cmd, diff)
+			}
+		})
+	}
+}
+
+func TestBashCommitFilesOtherRepository(t *testing.T) {
+	outer := newRepo(t)
+	inner := filepath.Join(outer, "vendor", "lib")
+	if err := os.MkdirAll(inner, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, inner, "init", "-q")
+	writeRepoFile(t, outer, "steps/01-01.json", "outer")
+	writeRepoFile(t, inner, "steps/01-01.json", "inner")
+	runGit(t, outer, "add", "steps")
+	runGit(t, inner, "add", ".")
+	// The add in the outer repository does not stage into the inner one.
+	files, err := gate.BashCommitFiles(t.Context(), outer, gate.AnalyzeBash(`git add -A && cd vendor/lib && git commit -m x`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"vendor/lib/steps/01-01.json=inner"}, listed(t, outer, files)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	files, err = gate.BashCommitFiles(t.Context(), outer, gate.AnalyzeBash(`git commit -m x; git -C vendor/lib commit -m y`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"steps/01-01.json=outer", "vendor/lib/steps/01-01.json=inner"}, listed(t, outer, files)); diff != "" {
+		t.Errorf("two repositories (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,391 @@
+# METADATA
+# title: Step files at commit
+# description: |
+#   Gate 3 judges a step file about to be committed: its phase log must hold
+#   every canonical phase, each one finished honestly, in order; and the audit
+#   trail must hold no unresolved Gate 2 failure for the step. Fields the gate
+#   does not read (state.status, budgets...) are the business of Gates 1 and 2,
+#   so the step schema is not applied here.
+#
+#   Input (built by Go):
+#     input.step.path           the step file, project-relative
+#     input.step.document       the parsed step file; absent when it did not
+#                               parse (problem and error then say why, and
+#                               des.stepfile reports DES-STEPFILE-SCHEMA, and
+#                               phase_log and phases are absent too)
+#     input.step.workflow_type  workflow_type, "tdd_cycle" when absent
+#     input.step.phase_log      JSON pointer of the phase log that was read:
+#                               "/tdd_cycle/phase_execution_log", the legacy
+#                               "/tdd_cycle/tdd_phase_tracking/phase_execution_log",
+#                               or "" when neither is an array
+#     input.step.phases         [{name, pos, at, status, outcome, blocked_by}],
+#                               one per object entry of the log in log order;
+#                               pos is the entry's array index and at its JSON
+#                               pointer; absent or non-string fields are ""
+#     input.gate2               [{event, outcome, codes, timestamp}]: the step's
+#                               SUBAGENT_STOP_VALIDATION and STALE_RESOLUTION
+#                               entries of the audit trail, oldest first;
+#                               outcome "" when absent
+#
+#   The phase-log rules apply to every workflow except those listed in
+#   data.des.commit.workflows_without_phase_log (configuration_setup, which
+#   has no TDD cycle). A FAILED phase is a known, final status: it does not
+#   block by itself, but it is not done, so an executed phase after it is a
+#   gap. Every violation is reported, one per phase where it applies; the
+#   recovery steps are per code, so a file with many open phases gets a short
+#   list.
+#
+#   Gate 3 judges hundreds of files per commit, and in OPA every iteration,
+#   data lookup, membership test or function call costs about a microsecond
+#   (docs/performance.md). So the rules group the phases by status once and
+#   test each status rather than each phase, bind data tables to locals
+#   before they loop, compare the contract's fixed statuses as literals, and
+#   build messages with concat.
+package des.commit
+
+import data.des.steps
+
+default _path := ""
+
+_path := input.step.path
+
+default _workflow := "tdd_cycle"
+
+_workflow := input.step.workflow_type
+
+# Go always hands the phases of a parsed step file (an empty list when it
+# has no phase log); without them there is nothing for these rules to judge.
+_judges_phases if {
+	is_array(input.step.phases)
+	not _workflow in data.des.commit.workflows_without_phase_log
+}
+
+default _log := ""
+
+_log := input.step.phase_log
+
+_phases := input.step.phases
+
+_canonical := steps.canonical_phases
+
+_order := {name: i | some i, name in _canonical}
+
+_names := {p.name | some p in _phases}
+
+_canonical_set := {name | some name in _canonical}
+
+# The usual log lists the canonical phases in order: one comparison then
+# says that none is missing.
+_in_canonical_order if [p.name | some p in _phases] == _canonical
+
+_missing := [name | some name in _canonical; missing[name]] if missing := _canonical_set - _names
+
+_not_canonical := sort(_names - _canonical_set)
+
+# The phases grouped by status: a file has few distinct statuses.
+_by_status := {status: group |
+	some status in {p.status | some p in _phases}
+	group := [p | some p in _phases; p.status == status]
+}
+
+# The outcomes of executed phases that are not valid outcomes.
+_bad_outcomes := {p.outcome | some p in _by_status.EXECUTED} - {o | some o in steps.phase_outcomes}
+
+# The canonical position of the last EXECUTED phase; undefined when none is.
+_last_executed := max(at) if {
+	order := _order
+	at := {i | some p in _by_status.EXECUTED; i := order[p.name]}
+	count(at) > 0
+}
+
+_valid_skip(b) if {
+	some prefix in data.des.commit.skip_prefixes
+	startswith(b, prefix)
+}
+
+_valid_skipped(p) if {
+	p.status == "SKIPPED"
+	_valid_skip(p.blocked_by)
+}
+
+# Message parts.
+
+_label(p) := p.name if p.name != ""
+
+_label(p) := concat("", ["#", format_int(p.pos, 10), " (no phase_name)"]) if p.name == ""
+
+# Long free-text values are cut in messages; the file holds them whole.
+_quote(s) := sprintf("%q", [s]) if count(s) <= 80
+
+_quote(s) := sprintf("%q...", [substring(s, 0, 77)]) if count(s) > 80
+
+_list(xs) := concat(", ", xs) if count(xs) > 0
+
+_list(xs) := "none" if count(xs) == 0
+
+_status_text("") := "no status"
+
+_status_text(s) := concat(" ", ["status", _quote(s)]) if s != ""
+
+_prefixes := concat(", ", data.des.commit.skip_prefixes)
+
+# Recovery steps, one list per code.
+
+_phase_recovery := concat("", [
+	"Record every canonical phase in tdd_cycle.phase_execution_log, in order (", concat(", ", _canonical),
+	"): EXECUTED with outcome PASS or FAIL, or SKIPPED with blocked_by starting with one of ", _prefixes, ".",
+])
+
+_resolve_recovery := concat("", ["If the work was abandoned, reset it with `hook stale --resolve ", _path, "` and run the step again."])
+
+_status_recovery := [
+	"Give every phase a status: EXECUTED (with outcome PASS or FAIL) or SKIPPED (with blocked_by) once it is done; COMPLETED, PASS and DEFERRED are not phase statuses.",
+	_phase_recovery,
+]
+
+_open_recovery := [
+	concat("", ["Finish every open phase and record it as EXECUTED with outcome PASS or FAIL, or as SKIPPED with blocked_by starting with one of ", _prefixes, "."]),
+	_resolve_recovery,
+]
+
+_outcome_recovery := ["Set the outcome of every EXECUTED phase to PASS or FAIL, with outcome_details giving the evidence; work that was skipped is SKIPPED, not EXECUTED."]
+
+_skip_recovery := [concat("", [
+	"Write blocked_by of every SKIPPED phase as PREFIX: reason, with PREFIX one of ", _prefixes,
+	" (e.g. \"NOT_APPLICABLE: no acceptance test for a pure refactoring\").",
+])]
+
+_deferred_recovery := [concat("", [
+	"Do the deferred work and record its phase as EXECUTED, or, when it really does not apply, as SKIPPED with blocked_by starting with one of ",
+	_prefixes, ".",
+])]
+
+_gap_recovery := [
+	"Run the phases in canonical order: run or validly skip every phase before one that is EXECUTED, and record it.",
+	_phase_recovery,
+]
+
+# METADATA
+# title: Phase log incomplete
+# description: The step file has no phase log (tdd_cycle.phase_execution_log, or the legacy tdd_cycle.tdd_phase_tracking.phase_execution_log), fewer than 14 entries, or lacks a canonical phase (one per phase when the log has 14 entries or more).
+# custom:
+#   code: DES-COMMIT-INCOMPLETE
+#   severity: deny
+deny contains {
+	"code": "DES-COMMIT-INCOMPLETE",
+	"msg": sprintf("%s has no phase log: neither tdd_cycle.phase_execution_log nor the legacy tdd_cycle.tdd_phase_tracking.phase_execution_log is an array; a step is committed with all %d canonical phases recorded", [_path, count(_canonical)]),
+	"field": "/tdd_cycle/phase_execution_log",
+	"recovery": [_phase_recovery, "Regenerate the step file with the current DES tooling if its phase log was lost."],
+} if {
+	_judges_phases
+	_log == ""
+}
+
+deny contains {
+	"code": "DES-COMMIT-INCOMPLETE",
+	"msg": sprintf("%s: the phase log holds %d entries, fewer than the %d canonical phases; missing: %s", [_path, count(_phases), count(_canonical), _list(_missing)]),
+	"field": _log,
+	"recovery": [_phase_recovery],
+} if {
+	_judges_phases
+	_log != ""
+	count(_phases) < count(_canonical)
+}
+
+deny contains {
+	"code": "DES-COMMIT-INCOMPLETE",
+	"msg": sprintf("%s: canonical phase %s is missing from the phase log (%d entries; names that are not canonical phases: %s)", [_path, name, count(_phases), _list(_not_canonical)]),
+	"field": _log,
+	"phase": name,
+	"recovery": [_phase_recovery],
+} if {
+	_judges_phases
+	_log != ""
+	count(_phases) >= count(_canonical)
+	not _in_canonical_order
+	some name in _missing
+}
+
+# METADATA
+# title: Unknown phase status
+# description: A phase's status is not one of NOT_EXECUTED, IN_PROGRESS, EXECUTED, SKIPPED, FAILED (e.g. COMPLETED, PASS, DEFERRED, or none).
+# custom:
+#   code: DES-COMMIT-STATUS
+#   severity: deny
+deny contains {
+	"code": "DES-COMMIT-STATUS",
+	"msg": concat("", [path, ": phase ", _label(p), " has ", _status_text(status), ", which is not a phase status (", concat(", ", statuses), ")"]),
+	"field": concat("", [p.at, "/status"]),
+	"phase": p.name,
+	"recovery": recovery,
+} if {
+	_judges_phases
+	statuses := steps.phase_statuses
+	some status, group in _by_status
+	not status in statuses
+	path := _path # bound once, not per violation
+	recovery := _status_recovery
+	some p in group
+}
+
+# METADATA
+# title: Phase still open
+# description: A phase is NOT_EXECUTED or IN_PROGRESS when the step is committed.
+# custom:
+#   code: DES-COMMIT-PHASE-OPEN
+#   severity: deny
+deny contains {
+	"code": "DES-COMMIT-PHASE-OPEN",
+	"msg": concat("", [path, ": phase ", _label(p), " is ", status, "; every phase is finished (EXECUTED with an outcome, or SKIPPED with a reason) before the step is committed"]),
+	"field": concat("", [p.at, "/status"]),
+	"phase": p.name,
+	"recovery": recovery,
+} if {
+	_judges_phases
+	some status in ["NOT_EXECUTED", "IN_PROGRESS"]
+	group := _by_status[status]
+	path := _path
+	recovery := _open_recovery
+	some p in group
+}
+
+# METADATA
+# title: Executed phase without outcome
+# description: A phase is EXECUTED with an outcome that is missing or not PASS/FAIL.
+# custom:
+#   code: DES-COMMIT-OUTCOME
+#   severity: deny
+deny contains {
+	"code": "DES-COMMIT-OUTCOME",
+	"msg": concat("", [path, ": phase ", _label(p), " is EXECUTED ", _outcome_text(p.outcome), "; an executed phase records outcome PASS or FAIL"]),
+	"field": concat("", [p.at, "/outcome"]),
+	"phase": p.name,
+	"recovery": recovery,
+} if {
+	_judges_phases
+	bad := _bad_outcomes
+	count(bad) > 0
+	path := _path
+	recovery := _outcome_recovery
+	some p in _by_status.EXECUTED
+	bad[p.outcome]
+}
+
+_outcome_text("") := "without an outcome"
+
+_outcome_text(o) := concat(" ", ["with outcome", _quote(o)]) if o != ""
+
+# METADATA
+# title: Skipped phase without an accepted reason
+# description: A phase is SKIPPED and its blocked_by does not start with an accepted prefix (BLOCKED_BY_DEPENDENCY:, NOT_APPLICABLE:, APPROVED_SKIP:, CHECKPOINT_PENDING:).
+# custom:
+#   code: DES-COMMIT-SKIP-REASON
+#   severity: deny
+deny contains {
+	"code": "DES-COMMIT-SKIP-REASON",
+	"msg": concat("", [path, ": phase ", _label(p), " is SKIPPED ", _blocked_text(p.blocked_by), "; blocked_by starts with one of ", _prefixes, ", then the reason"]),
+	"field": concat("", [p.at, "/blocked_by"]),
+	"phase": p.name,
+	"recovery": recovery,
+} if {
+	_judges_phases
+	skipped := _by_status.SKIPPED
+	deferred := data.des.commit.deferred_prefix
+	path := _path
+	recovery := _skip_recovery
+	some p in skipped
+	not _valid_skip(p.blocked_by)
+	not startswith(p.blocked_by, deferred) # reported as DES-COMMIT-DEFERRED
+}
+
+_blocked_text("") := "without blocked_by"
+
+_blocked_text(b) := concat("", ["with blocked_by ", _quote(b), ", which has no accepted prefix"]) if b != ""
+
+# METADATA
+# title: Deferred phase
+# description: A phase's blocked_by starts with DEFERRED:; deferred work blocks the commit.
+# custom:
+#   code: DES-COMMIT-DEFERRED
+#   severity: deny
+deny contains {
+	"code": "DES-COMMIT-DEFERRED",
+	"msg": concat("", [path, ": phase ", _label(p), " (", _status_text(p.status), ") is deferred, blocked_by ", _quote(p.blocked_by), "; deferred work blocks the commit"]),
+	"field": concat("", [p.at, "/blocked_by"]),
+	"phase": p.name,
+	"recovery": recovery,
+} if {
+	_judges_phases
+	deferred := data.des.commit.deferred_prefix
+	some p in _phases
+	startswith(p.blocked_by, deferred)
+	path := _path
+	recovery := _deferred_recovery
+}
+
+# METADATA
+# title: Gap in the phase order
+# description: In canonical order, a phase that is neither EXECUTED nor validly SKIPPED comes before an EXECUTED one.
+# custom:
+#   code: DES-COMMIT-GAP
+#   severity: deny
+deny contains {
+	"code": "DES-COMMIT-GAP",
+	"msg": concat("", [path, ": phase ", p.name, " is ", _gap_status(p), " but the later phase ", _next_executed(i), " is EXECUTED; in canonical order no phase is left undone (neither EXECUTED nor validly SKIPPED) before an executed one"]),
+	"field": concat("", [p.at, "/status"]),
+	"phase": p.name,
+	"recovery": recovery,
+} if {
+	_judges_phases
+	some status, group in _by_status
+	status != "EXECUTED"
+	some p in group
+	not _valid_skipped(p)
+	i := _order[p.name]
+	i < _last_executed
+	path := _path
+	recovery := _gap_recovery
+}
+
+# The first EXECUTED phase after canonical position i.
+_next_executed(i) := _canonical[min({j | some p in _by_status.EXECUTED; j := _order[p.name]; j > i})]
+
+_gap_status(p) := concat("", ["SKIPPED without an accepted reason (blocked_by ", _quote(p.blocked_by), ")"]) if p.status == "SKIPPED"
+
+_gap_status(p) := _status_text(p.status) if p.status != "SKIPPED"
+
+# Gate 2 verdicts: each audit entry has an effect by event and outcome
+# ("*" for any outcome); entries without one (NO_OPINION) are ignored.
+_verdicts := [[effect, e] |
+	effects := data.des.commit.gate2_effects
+	some e in input.gate2
+	by_outcome := effects[e.event]
+	effect := object.get(by_outcome, e.outcome, object.get(by_outcome, "*", ""))
+	effect != ""
+]
+
+_last_verdict := _verdicts[count(_verdicts) - 1]
+
+# METADATA
+# title: Unresolved Gate 2 failure
+# description: The step's last Gate 2 verdict in the audit trail is a failure that no later passing SUBAGENT_STOP_VALIDATION or STALE_RESOLUTION resolves.
+# custom:
+#   code: DES-COMMIT-GATE2
+#   severity: deny
+deny contains {
+	"code": "DES-COMMIT-GATE2",
+	"msg": concat("", [_path, ": Gate 2 failed this step at ", e.timestamp, " (", _codes_text(e.codes), "), and no later passing subagent stop or stale resolution resolves it"]),
+	"field": "",
+	"failed_at": e.timestamp,
+	"recovery": [
+		concat("", ["Read the SUBAGENT_STOP_VALIDATION entry of ", e.timestamp, " in the audit trail, redo the step until a subagent stop passes Gate 2, then commit."]),
+		concat("", ["If the work is to start over, reset it with `hook stale --resolve ", _path, "`."]),
+	],
+} if {
+	[effect, e] := _last_verdict
+	effect == "fail"
+}
+
+_codes_text(codes) := concat(", ", codes) if count(codes) > 0
+
+_codes_text(codes) := "no codes recorded" if count(codes) == 0

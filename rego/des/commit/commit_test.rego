@@ -1,0 +1,318 @@
+package des.commit_test
+
+import data.des.commit
+
+log := "/tdd_cycle/phase_execution_log"
+
+canonical := data.des.steps.canonical_phases
+
+done_phase(i, name) := {"name": name, "pos": i, "at": sprintf("%s/%d", [log, i]), "status": "EXECUTED", "outcome": "PASS", "blocked_by": ""}
+
+# phase is a phase entry at position i.
+phase(i, name, status) := object.union(done_phase(i, name), {"status": status, "outcome": ""})
+
+all_done := [done_phase(i, name) | some i, name in canonical]
+
+# with_phase replaces the phase at position i with the given fields.
+with_phase(phases, i, fields) := array.concat(
+	array.concat(array.slice(phases, 0, i), [object.union(phases[i], fields)]),
+	array.slice(phases, i + 1, count(phases)),
+)
+
+step(phases) := {"step": {
+	"path": "docs/feature/shop/steps/01-01.json",
+	"document": {"task_id": "01-01"},
+	"workflow_type": "tdd_cycle",
+	"phase_log": log,
+	"phases": phases,
+}}
+
+codes(vs) := [v.code | some v in vs]
+
+# only returns the violations of one code.
+only(vs, code) := [v | some v in vs; v.code == code]
+
+test_complete_step_passes if {
+	count(commit.deny) == 0 with input as step(all_done)
+}
+
+test_valid_skips_pass if {
+	skipped := [with_phase(all_done, 7, {"status": "SKIPPED", "outcome": "", "blocked_by": sprintf("%sreason", [p])}) | some p in data.des.commit.skip_prefixes]
+	every phases in skipped {
+		count(commit.deny) == 0 with input as step(phases)
+	}
+}
+
+test_fail_outcome_passes if {
+	count(commit.deny) == 0 with input as step(with_phase(all_done, 4, {"outcome": "FAIL"}))
+}
+
+test_failed_last_phase_passes if {
+	# FAILED is a final status: it blocks only as a gap before an executed phase.
+	count(commit.deny) == 0 with input as step(with_phase(all_done, 13, {"status": "FAILED", "outcome": ""}))
+}
+
+test_no_phase_log if {
+	inp := {"step": {"path": "s.json", "document": {}, "workflow_type": "tdd_cycle", "phase_log": "", "phases": []}}
+	vs := commit.deny with input as inp
+	codes(vs) == ["DES-COMMIT-INCOMPLETE"]
+	some v in vs
+	contains(v.msg, "s.json has no phase log")
+	contains(v.msg, "tdd_phase_tracking")
+	v.field == log
+}
+
+test_short_log_one_violation_naming_the_missing if {
+	vs := commit.deny with input as step(array.slice(all_done, 0, 8))
+	[v] := only(vs, "DES-COMMIT-INCOMPLETE")
+	contains(v.msg, "holds 8 entries, fewer than the 14 canonical phases")
+	contains(v.msg, "missing: REFACTOR_L2, REFACTOR_L3, REFACTOR_L4, POST_REFACTOR_REVIEW, FINAL_VALIDATE, COMMIT")
+}
+
+test_empty_log_is_incomplete if {
+	vs := commit.deny with input as step([])
+	codes(vs) == ["DES-COMMIT-INCOMPLETE"]
+}
+
+test_missing_canonical_phase_in_full_log if {
+	phases := with_phase(all_done, 3, {"name": "GREEN"})
+	vs := commit.deny with input as step(phases)
+	codes(vs) == ["DES-COMMIT-INCOMPLETE"]
+	some v in vs
+	v.phase == "GREEN_UNIT"
+	contains(v.msg, "canonical phase GREEN_UNIT is missing")
+	contains(v.msg, "not canonical phases: GREEN")
+}
+
+test_duplicate_phase_hides_a_missing_one if {
+	phases := with_phase(all_done, 13, {"name": "FINAL_VALIDATE"})
+	[v.phase | some v in commit.deny with input as step(phases)] == ["COMMIT"]
+}
+
+test_fifteen_entries_pass if {
+	extra := array.concat(all_done, [done_phase(14, "DOCS")])
+	count(commit.deny) == 0 with input as step(extra)
+}
+
+test_open_phases_each_reported if {
+	phases := with_phase(with_phase(all_done, 12, {"status": "IN_PROGRESS", "outcome": ""}), 13, {"status": "NOT_EXECUTED", "outcome": ""})
+	vs := only(commit.deny, "DES-COMMIT-PHASE-OPEN") with input as step(phases)
+	{v.phase: v.field | some v in vs} == {"FINAL_VALIDATE": "/tdd_cycle/phase_execution_log/12/status", "COMMIT": "/tdd_cycle/phase_execution_log/13/status"}
+	some v in vs
+	contains(v.msg, "phase COMMIT is NOT_EXECUTED")
+	codes(commit.deny) == ["DES-COMMIT-PHASE-OPEN", "DES-COMMIT-PHASE-OPEN"] with input as step(phases)
+}
+
+test_executed_without_outcome if {
+	phases := with_phase(with_phase(all_done, 1, {"outcome": ""}), 2, {"outcome": "SUCCESS"})
+	vs := commit.deny with input as step(phases)
+	codes(vs) == ["DES-COMMIT-OUTCOME", "DES-COMMIT-OUTCOME"]
+	msgs := {v.msg | some v in vs}
+	msgs == {
+		"docs/feature/shop/steps/01-01.json: phase RED_ACCEPTANCE is EXECUTED without an outcome; an executed phase records outcome PASS or FAIL",
+		"docs/feature/shop/steps/01-01.json: phase RED_UNIT is EXECUTED with outcome \"SUCCESS\"; an executed phase records outcome PASS or FAIL",
+	}
+	{v.field | some v in vs} == {"/tdd_cycle/phase_execution_log/1/outcome", "/tdd_cycle/phase_execution_log/2/outcome"}
+}
+
+test_skip_without_accepted_prefix if {
+	phases := with_phase(with_phase(all_done, 8, {"status": "SKIPPED", "outcome": "", "blocked_by": "No L2 issues"}), 9, {"status": "SKIPPED", "outcome": "", "blocked_by": ""})
+	vs := only(commit.deny, "DES-COMMIT-SKIP-REASON") with input as step(phases)
+	{v.phase | some v in vs} == {"REFACTOR_L2", "REFACTOR_L3"}
+	some v in vs
+	v.phase == "REFACTOR_L2"
+	contains(v.msg, "blocked_by \"No L2 issues\", which has no accepted prefix")
+	contains(v.msg, "BLOCKED_BY_DEPENDENCY:, NOT_APPLICABLE:, APPROVED_SKIP:, CHECKPOINT_PENDING:")
+	some w in vs
+	contains(w.msg, "REFACTOR_L3 is SKIPPED without blocked_by")
+}
+
+test_prefix_must_start_the_reason if {
+	phases := with_phase(all_done, 13, {"status": "SKIPPED", "blocked_by": "see NOT_APPLICABLE: x"})
+	codes(commit.deny) == ["DES-COMMIT-SKIP-REASON"] with input as step(phases)
+}
+
+test_long_reason_is_cut_in_the_message if {
+	long := concat("", ["x" | some _ in numbers.range(1, 200)])
+	phases := with_phase(all_done, 13, {"status": "SKIPPED", "blocked_by": long})
+	some v in commit.deny with input as step(phases)
+	contains(v.msg, sprintf("%q...", [substring(long, 0, 77)]))
+	not contains(v.msg, long)
+}
+
+test_deferred_blocks if {
+	phases := with_phase(all_done, 13, {"status": "SKIPPED", "outcome": "", "blocked_by": "DEFERRED: next sprint"})
+	vs := commit.deny with input as step(phases)
+	codes(vs) == ["DES-COMMIT-DEFERRED"] # not also SKIP-REASON
+	some v in vs
+	v.phase == "COMMIT"
+	contains(v.msg, "blocked_by \"DEFERRED: next sprint\"")
+	v.field == "/tdd_cycle/phase_execution_log/13/blocked_by"
+}
+
+test_deferred_before_an_executed_phase_is_also_a_gap if {
+	phases := with_phase(all_done, 10, {"status": "SKIPPED", "outcome": "", "blocked_by": "DEFERRED: next sprint"})
+	codes(commit.deny) == ["DES-COMMIT-DEFERRED", "DES-COMMIT-GAP"] with input as step(phases)
+}
+
+test_deferred_on_any_status if {
+	phases := with_phase(all_done, 13, {"status": "NOT_EXECUTED", "outcome": "", "blocked_by": "DEFERRED: later"})
+	codes(commit.deny) == ["DES-COMMIT-DEFERRED", "DES-COMMIT-PHASE-OPEN"] with input as step(phases)
+}
+
+test_unknown_statuses if {
+	phases := with_phase(with_phase(with_phase(all_done, 11, {"status": "COMPLETED"}), 12, {"status": "PASS"}), 13, {"status": ""})
+	vs := commit.deny with input as step(phases)
+	codes(vs) == ["DES-COMMIT-STATUS", "DES-COMMIT-STATUS", "DES-COMMIT-STATUS"]
+	{v.msg | some v in vs} == {
+		"docs/feature/shop/steps/01-01.json: phase POST_REFACTOR_REVIEW has status \"COMPLETED\", which is not a phase status (NOT_EXECUTED, IN_PROGRESS, EXECUTED, SKIPPED, FAILED)",
+		"docs/feature/shop/steps/01-01.json: phase FINAL_VALIDATE has status \"PASS\", which is not a phase status (NOT_EXECUTED, IN_PROGRESS, EXECUTED, SKIPPED, FAILED)",
+		"docs/feature/shop/steps/01-01.json: phase COMMIT has no status, which is not a phase status (NOT_EXECUTED, IN_PROGRESS, EXECUTED, SKIPPED, FAILED)",
+	}
+}
+
+test_status_of_an_unnamed_entry if {
+	phases := array.concat(all_done, [phase(14, "", "DONE")])
+	some v in commit.deny with input as step(phases)
+	contains(v.msg, "phase #14 (no phase_name) has status \"DONE\"")
+}
+
+test_gap_before_an_executed_phase if {
+	phases := with_phase(all_done, 2, {"status": "NOT_EXECUTED", "outcome": ""})
+	vs := commit.deny with input as step(phases)
+	codes(vs) == ["DES-COMMIT-GAP", "DES-COMMIT-PHASE-OPEN"]
+	some v in only(vs, "DES-COMMIT-GAP")
+	v.phase == "RED_UNIT"
+	contains(v.msg, "phase RED_UNIT is status \"NOT_EXECUTED\" but the later phase GREEN_UNIT is EXECUTED")
+}
+
+test_gap_names_the_nearest_executed_phase if {
+	# RED_UNIT to REVIEW not done; REFACTOR_L1 onwards executed.
+	phases := [p |
+		some i, name in canonical
+		p := done_phase(i, name)
+		i >= 7
+	]
+	undone := [phase(14 + i, name, "FAILED") | some i, name in array.slice(canonical, 0, 7)]
+	vs := only(commit.deny, "DES-COMMIT-GAP") with input as step(array.concat(phases, undone))
+	count(vs) == 7
+	every v in vs {
+		contains(v.msg, "the later phase REFACTOR_L1 is EXECUTED")
+	}
+}
+
+test_no_gap_after_the_last_executed_phase if {
+	phases := [p |
+		some i, name in canonical
+		p := object.union(done_phase(i, name), {"status": status(i)})
+	]
+	codes(commit.deny) == ["DES-COMMIT-PHASE-OPEN", "DES-COMMIT-PHASE-OPEN"] with input as step(phases)
+}
+
+status(i) := "EXECUTED" if i < 12
+
+status(i) := "NOT_EXECUTED" if i >= 12
+
+test_gap_in_canonical_not_log_order if {
+	# The log lists COMMIT first, executed; PREPARE after it, not done.
+	reordered := array.concat([done_phase(0, "COMMIT")], [done_phase(i + 1, name) | some i, name in array.slice(canonical, 0, 13)])
+	phases := with_phase(reordered, 1, {"status": "SKIPPED", "blocked_by": "no reason"})
+	vs := commit.deny with input as step(phases)
+	codes(vs) == ["DES-COMMIT-GAP", "DES-COMMIT-SKIP-REASON"]
+	some v in only(vs, "DES-COMMIT-GAP")
+	contains(v.msg, "phase PREPARE is SKIPPED without an accepted reason (blocked_by \"no reason\") but the later phase RED_ACCEPTANCE is EXECUTED")
+	v.field == "/tdd_cycle/phase_execution_log/1/status"
+}
+
+test_valid_skip_is_no_gap if {
+	phases := with_phase(all_done, 0, {"status": "SKIPPED", "blocked_by": "APPROVED_SKIP: by the lead"})
+	count(commit.deny) == 0 with input as step(phases)
+}
+
+test_unknown_status_before_executed_is_a_gap if {
+	phases := with_phase(all_done, 0, {"status": "COMPLETED"})
+	codes(commit.deny) == ["DES-COMMIT-GAP", "DES-COMMIT-STATUS"] with input as step(phases)
+}
+
+test_legacy_location_in_pointers if {
+	legacy := "/tdd_cycle/tdd_phase_tracking/phase_execution_log"
+	phases := with_phase(all_done, 5, {"outcome": "", "at": concat("/", [legacy, "5"])})
+	inp := {"step": object.union(step([]).step, {"phase_log": legacy, "phases": phases})}
+	some v in commit.deny with input as inp
+	v.field == "/tdd_cycle/tdd_phase_tracking/phase_execution_log/5/outcome"
+}
+
+test_configuration_setup_has_no_phase_log_rules if {
+	inp := {"step": {"path": "s.json", "document": {}, "workflow_type": "configuration_setup", "phase_log": "", "phases": []}}
+	count(commit.deny) == 0 with input as inp
+}
+
+test_unknown_workflow_is_judged if {
+	inp := {"step": {"path": "s.json", "document": {}, "workflow_type": "other", "phase_log": "", "phases": []}}
+	codes(commit.deny) == ["DES-COMMIT-INCOMPLETE"] with input as inp
+}
+
+test_without_phase_facts_no_phase_rules if {
+	# A hand-written input with only the document: nothing to judge.
+	count(commit.deny) == 0 with input as {"step": {"path": "s.json", "document": {}}}
+}
+
+test_unparsed_step_gets_no_phase_rules if {
+	inp := {"step": {"path": "s.json", "problem": "invalid_json", "error": "unexpected end of JSON input"}}
+	count(commit.deny) == 0 with input as inp
+	count(commit.deny) == 0 with input as {}
+}
+
+# Gate 2 verdicts.
+
+stop(outcome, codes, ts) := {"event": "SUBAGENT_STOP_VALIDATION", "outcome": outcome, "codes": codes, "timestamp": ts}
+
+stale(ts) := {"event": "STALE_RESOLUTION", "outcome": "", "codes": [], "timestamp": ts}
+
+with_gate2(entries) := object.union(step(all_done), {"gate2": entries})
+
+test_gate2_failure_blocks if {
+	vs := commit.deny with input as with_gate2([stop("PASS", [], "2026-11-22T10:00:00Z"), stop("FAIL", ["DES-PHASE-ABANDONED", "DES-TURN-LIMIT"], "2026-11-22T11:00:00Z")])
+	codes(vs) == ["DES-COMMIT-GATE2"]
+	some v in vs
+	v.msg == "docs/feature/shop/steps/01-01.json: Gate 2 failed this step at 2026-11-22T11:00:00Z (DES-PHASE-ABANDONED, DES-TURN-LIMIT), and no later passing subagent stop or stale resolution resolves it"
+	v.failed_at == "2026-11-22T11:00:00Z"
+}
+
+test_gate2_failure_without_codes if {
+	some v in commit.deny with input as with_gate2([stop("FAIL", [], "t1")])
+	contains(v.msg, "(no codes recorded)")
+}
+
+test_gate2_failure_resolved_by_a_later_pass if {
+	count(commit.deny) == 0 with input as with_gate2([stop("FAIL", ["X"], "t1"), stop("PASS", [], "t2")])
+}
+
+test_gate2_failure_resolved_by_stale_resolution if {
+	count(commit.deny) == 0 with input as with_gate2([stop("FAIL", ["X"], "t1"), stale("t2")])
+}
+
+test_gate2_no_opinion_is_ignored if {
+	codes(commit.deny) == ["DES-COMMIT-GATE2"] with input as with_gate2([stop("FAIL", ["X"], "t1"), stop("NO_OPINION", [], "t2")])
+	count(commit.deny) == 0 with input as with_gate2([stop("NO_OPINION", [], "t1")])
+}
+
+test_gate2_failure_after_resolution_blocks if {
+	codes(commit.deny) == ["DES-COMMIT-GATE2"] with input as with_gate2([stop("FAIL", ["X"], "t1"), stale("t2"), stop("FAIL", ["Y"], "t3")])
+}
+
+test_gate2_applies_to_an_unparsed_step if {
+	inp := {"step": {"path": "s.json", "problem": "invalid_json", "error": "x"}, "gate2": [stop("FAIL", ["X"], "t1")]}
+	codes(commit.deny) == ["DES-COMMIT-GATE2"] with input as inp
+}
+
+test_every_violation_of_a_file_is_listed if {
+	phases := with_phase(with_phase(with_phase(array.slice(all_done, 0, 13), 0, {"status": "COMPLETED"}), 5, {"outcome": ""}), 12, {"status": "IN_PROGRESS"})
+	inp := object.union(step(phases), {"gate2": [stop("FAIL", [], "t")]})
+	{c | some c in codes(commit.deny)} == {"DES-COMMIT-INCOMPLETE", "DES-COMMIT-STATUS", "DES-COMMIT-GAP", "DES-COMMIT-OUTCOME", "DES-COMMIT-PHASE-OPEN", "DES-COMMIT-GATE2"} with input as inp
+}
+
+test_absent_workflow_type_is_tdd_cycle if {
+	inp := {"step": {"path": "s.json", "document": {}, "phase_log": "", "phases": []}}
+	codes(commit.deny) == ["DES-COMMIT-INCOMPLETE"] with input as inp
+}
