@@ -160,7 +160,6 @@ func indent(s string) string {
 	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
 }
 
-
 // hookMarker identifies a pre-commit hook DES wrote, which --install may
 // rewrite; any other hook is left alone.
 const hookMarker = "# Installed by `hook precommit --install` (des)."
