@@ -54,7 +54,7 @@ func (p *jsonParser) skipSpace() {
 // value reads one value as a term; strings, booleans and small integers
 // come from OPA's interned terms, as ast.InterfaceToValue would give them.
 func (p *jsonParser) value(depth int) (*ast.Term, error) {
-	if depth > jsonMaxDepth {
+	if depth >= jsonMaxDepth {
 		return nil, p.fail("nested too deeply")
 	}
 	p.skipSpace()

@@ -29,6 +29,11 @@ const GitTimeout = 10 * time.Second
 // ErrNotRepository is wrapped when a directory is not in a git work tree.
 var ErrNotRepository = errors.New("not in a git work tree")
 
+// ErrStepFileUnreadable reports a step file of the commit that exists but
+// cannot be read (too large, unreadable): the commit holds step files, so a
+// caller is in charge and fails closed.
+var ErrStepFileUnreadable = errors.New("a step file of the commit cannot be read")
+
 // StagedStepFiles returns the step files staged in the git work tree that
 // holds dir: the paths matching StepFilePattern that the index adds,
 // copies, modifies or renames relative to HEAD (every staged file before
@@ -174,7 +179,7 @@ func BashCommitFiles(ctx context.Context, cwd string, a BashAnalysis) ([]CommitF
 func collect(ctx context.Context, top string, worktree map[string]string, staged bool) ([]CommitFile, error) {
 	blobs := map[string]string{} // repository path -> staged blob
 	if staged {
-		out, err := runGit(ctx, top, nil, "diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-renames", "--diff-filter=ACMR")
+		out, err := runGit(ctx, top, nil, "diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-relative", "--no-renames", "--diff-filter=ACMRT")
 		if err != nil {
 			return nil, err
 		}
@@ -219,7 +224,7 @@ func collect(ctx context.Context, top string, worktree map[string]string, staged
 		}
 		content, err := readBounded(abs)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", abs, err)
+			return nil, fmt.Errorf("%w: read %s: %w", ErrStepFileUnreadable, abs, err)
 		}
 		if content == nil {
 			continue // deleted in the work tree: the commit removes it
@@ -247,11 +252,11 @@ func changedPaths(ctx context.Context, dir string, pathspecs []string, staged, u
 		}
 		return nil
 	}
-	if err := run("diff", "--name-only", "-z", "--no-renames", "--diff-filter=ACMR"); err != nil {
+	if err := run("diff", "--name-only", "--no-relative", "-z", "--no-renames", "--diff-filter=ACMRT"); err != nil {
 		return err
 	}
 	if staged {
-		if err := run("diff", "--cached", "--name-only", "-z", "--no-renames", "--diff-filter=ACMR"); err != nil {
+		if err := run("diff", "--cached", "--name-only", "--no-relative", "-z", "--no-renames", "--diff-filter=ACMRT"); err != nil {
 			return err
 		}
 	}
@@ -285,7 +290,7 @@ func catBlobs(ctx context.Context, top string, oids []string) (map[string][]byte
 		}
 		size, err := strconv.Atoi(f[2])
 		if err != nil || size < 0 || size > statemachine.MaxStepFileSize {
-			return nil, fmt.Errorf("git cat-file: blob %s: size %s (at most %d MiB)", f[0], f[2], statemachine.MaxStepFileSize>>20)
+			return nil, fmt.Errorf("%w: git cat-file: blob %s: size %s (at most %d MiB)", ErrStepFileUnreadable, f[0], f[2], statemachine.MaxStepFileSize>>20)
 		}
 		buf := make([]byte, size+1) // content, then "\n"
 		if _, err := io.ReadFull(r, buf); err != nil {

@@ -166,7 +166,11 @@ func preToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
 		return noOpinion()
 	}
 	call := gate.BashCall{Command: in.Command, Cwd: ev.Cwd, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID}
-	commitFiles := bashCommitFiles(ctx, h, ev, in.Command)
+	commitFiles, unreadable := bashCommitFiles(ctx, h, ev, in.Command)
+	if unreadable != nil {
+		h.requireValidation()
+		return h.internalError(true, unreadable)
+	}
 	eng, err := h.engine(ctx)
 	if err != nil {
 		defaults := des.DefaultConfig()
@@ -215,11 +219,12 @@ func preToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
 // commit (gate.BashCommitFiles), its directories taken against the event's
 // cwd. When git cannot tell, DES does not know that it is in charge: it
 // logs and gives Gate 3 no opinion; the git pre-commit hook, when
-// installed, still judges the commit.
-func bashCommitFiles(ctx context.Context, h *hookEnv, ev *Event, command string) []gate.CommitFile {
+// installed, still judges the commit. A step file it found but cannot read
+// is an error: DES is in charge of that commit.
+func bashCommitFiles(ctx context.Context, h *hookEnv, ev *Event, command string) ([]gate.CommitFile, error) {
 	a := gate.AnalyzeBash(command)
 	if len(a.GitCommits) == 0 {
-		return nil
+		return nil, nil
 	}
 	cwd := ev.Cwd
 	if cwd == "" {
@@ -228,11 +233,14 @@ func bashCommitFiles(ctx context.Context, h *hookEnv, ev *Event, command string)
 		cwd = filepath.Join(h.root, cwd)
 	}
 	files, err := gate.BashCommitFiles(ctx, cwd, a)
+	if errors.Is(err, gate.ErrStepFileUnreadable) {
+		return nil, err // the commit holds step files: DES is in charge
+	}
 	if err != nil {
 		h.logger.Warn("hook: cannot tell which step files the git commit holds; Gate 3 gives no opinion", "err", err)
-		return nil
+		return nil, nil
 	}
-	return files
+	return files, nil
 }
 
 // internalResult is the fail-closed result of an error where validation is

@@ -178,10 +178,20 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 		fmt.Fprintf(e.stderr, "hook precommit: %v\n", err)
 		return exitUsage
 	}
+	// The project root is fixed at install time: a commit from a terminal
+	// has no CLAUDE_PROJECT_DIR, and in a monorepo the git top level is not
+	// the project whose audit trail holds the Gate 2 verdicts.
+	root, err := filepath.Abs(installRoot(ctx, e.lookupEnv))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "hook precommit: %v\n", err)
+		return exitUsage
+	}
+	setRoot := "if [ -z \"$CLAUDE_PROJECT_DIR\" ]; then CLAUDE_PROJECT_DIR=" + shellQuote(root) + "; fi\n" +
+		"export CLAUDE_PROJECT_DIR\n"
 	line := shellQuote(command) + " precommit --git-hook"
 	script := "#!/bin/sh\n" + hookMarker + "\n" +
 		"# DES Gate 3: refuses a commit whose staged step files are unfinished. Remove this file to uninstall.\n" +
-		"exec " + line + "\n"
+		setRoot + "exec " + line + "\n"
 	path := filepath.Join(hooks, "pre-commit")
 	old, err := os.ReadFile(path)
 	switch {
@@ -191,7 +201,7 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 		return exitUsage
 	case !bytes.Contains(old, []byte(hookMarker)):
 		fmt.Fprintf(e.stderr, "hook precommit: %s already exists and was not written by DES; it is left as it is.\n"+
-			"Add this line to it, where a failure should stop the commit:\n\n    %s || exit 1\n", path, line)
+			"Add these lines to it, where a failure should stop the commit:\n\n%s%s || exit 1\n", path, setRoot, line)
 		return exitUsage
 	}
 	if err := os.MkdirAll(hooks, 0o755); err != nil {
@@ -206,8 +216,33 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 		fmt.Fprintf(e.stderr, "hook precommit: %v\n", err)
 		return exitUsage
 	}
-	fmt.Fprintf(e.stdout, "installed %s: it runs %s\n", path, line)
+	fmt.Fprintf(e.stdout, "installed %s: it runs %s for the project %s\n", path, line, root)
 	return exitOK
+}
+
+// installRoot is the project the installed hook judges for: the
+// subcommands' root (CLAUDE_PROJECT_DIR, else the git top level), except
+// that without CLAUDE_PROJECT_DIR the nearest directory from here up to the
+// top level that holds .des wins, so that a project inside a larger
+// repository keeps its own audit trail.
+func installRoot(ctx context.Context, lookupEnv func(string) (string, bool)) string {
+	root := commandRoot(ctx, lookupEnv)
+	if v, ok := lookupEnv("CLAUDE_PROJECT_DIR"); ok && v != "" {
+		return root
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return root
+	}
+	top, _ := filepath.Abs(root)
+	for d := wd; ; d = filepath.Dir(d) {
+		if fi, err := os.Stat(filepath.Join(d, ".des")); err == nil && fi.IsDir() {
+			return d
+		}
+		if d == top || filepath.Dir(d) == d {
+			return root
+		}
+	}
 }
 
 // gitHooksDir is where git looks for hooks in the repository of the current

@@ -160,4 +160,14 @@ func TestE2EGitCommitFailsClosedWhereInCharge(t *testing.T) {
 	if !strings.HasPrefix(reason, "[DES-INTERNAL] ") || !strings.Contains(reason, "audit-2026-11-20.log") {
 		t.Errorf("malformed audit trail: reason %q", reason)
 	}
+	// A staged step file too large to read is still a step file of the commit.
+	if err := os.Remove(filepath.Join(root, ".des", "audit", "audit-2026-11-20.log")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, root, stepPath, `{"task_id": "01-02", "padding": "`+strings.Repeat("x", 17<<20)+`"}`)
+	git(t, root, "add", stepPath)
+	reason = denyReason(t, runHookProcess(t, root, nil, bashEvent(t, root, "git commit -m x")))
+	if !strings.HasPrefix(reason, "[DES-INTERNAL] ") || !strings.Contains(reason, "cannot be read") {
+		t.Errorf("oversized staged step file: reason %q", reason)
+	}
 }

@@ -348,3 +348,25 @@ func TestE2EPrecommitInstallHooksPath(t *testing.T) {
 		t.Errorf("outside a repository: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// A project inside a larger repository: the hook installed from the project
+// judges with the project's audit trail, though a terminal commit carries no
+// CLAUDE_PROJECT_DIR and git's top level is the larger repository.
+func TestE2EPrecommitInstallInAMonorepo(t *testing.T) {
+	repo := gitProject(t)
+	proj := filepath.Join(repo, "shop")
+	writeFile(t, proj, ".des/audit/audit-2026-11-20.log",
+		`{"timestamp":"2026-11-20T10:00:00Z","event":"SUBAGENT_STOP_VALIDATION","action":"record","codes":["DES-PHASE-ABANDONED"],"outcome":"FAIL","step_file":"`+stepPath+`"}`+"\n")
+	if r := runIn(t, proj, nil, "precommit", "--install"); r.code != 0 || !strings.Contains(r.stdout, "for the project "+proj) {
+		t.Fatalf("install: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	writeFile(t, proj, stepPath, finishedStep(t, "EXECUTED"))
+	git(t, repo, "add", ".")
+	out, code := gitRun(t, repo, "commit", "-qm", "finished, but Gate 2 failed it")
+	if code == 0 || !strings.Contains(out, "[DES-COMMIT-GATE2]") {
+		t.Errorf("commit: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".des")); err == nil {
+		t.Error("the hook judged with a trail at the repository's top level")
+	}
+}

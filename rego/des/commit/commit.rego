@@ -55,9 +55,16 @@ _workflow := input.step.workflow_type
 
 # Go always hands the phases of a parsed step file (an empty list when it
 # has no phase log); without them there is nothing for these rules to judge.
+# A workflow that needs no phase log (configuration setup) is judged on its
+# log when it has one: changing workflow_type must not escape the gate.
 _judges_phases if {
 	is_array(input.step.phases)
 	not _workflow in data.des.commit.workflows_without_phase_log
+}
+
+_judges_phases if {
+	is_array(input.step.phases)
+	_log != ""
 }
 
 default _log := ""
@@ -101,6 +108,7 @@ _last_executed := max(at) if {
 _valid_skip(b) if {
 	some prefix in data.des.commit.skip_prefixes
 	startswith(b, prefix)
+	trim_space(substring(b, count(prefix), -1)) != "" # the prefix, then the reason
 }
 
 _valid_skipped(p) if {

@@ -247,6 +247,16 @@ test_configuration_setup_has_no_phase_log_rules if {
 	count(commit.deny) == 0 with input as inp
 }
 
+test_bare_skip_prefix_is_no_reason if {
+	inp := step(with_phase(all_done, 7, {"status": "SKIPPED", "outcome": "", "blocked_by": "NOT_APPLICABLE: "}))
+	"DES-COMMIT-SKIP-REASON" in codes(commit.deny) with input as inp
+}
+
+test_configuration_setup_with_a_phase_log_is_judged if {
+	inp := json.patch(step([phase(i, name, "NOT_EXECUTED") | some i, name in canonical]), [{"op": "replace", "path": "/step/workflow_type", "value": "configuration_setup"}])
+	"DES-COMMIT-PHASE-OPEN" in codes(commit.deny) with input as inp
+}
+
 test_unknown_workflow_is_judged if {
 	inp := {"step": {"path": "s.json", "document": {}, "workflow_type": "other", "phase_log": "", "phases": []}}
 	codes(commit.deny) == ["DES-COMMIT-INCOMPLETE"] with input as inp
