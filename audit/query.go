@@ -59,9 +59,11 @@ func (q Query) skipDay(day time.Time) bool {
 // read, and a line is decoded only when its bytes can match q, judged from
 // the "timestamp" and "event" at its start and from q.StepFile as JSON
 // writes it. A line that is decoded and does not parse, and a torn last
-// line of a file, are errors wrapping [ErrMalformedLine] naming the file
-// and line: a reader that decides on the trail must not decide on part of
-// it. A damaged line that cannot match is not decoded, and Read does not
+// line of a file other than the newest, are errors wrapping
+// [ErrMalformedLine] naming the file and line: a reader that decides on the
+// trail must not decide on part of it. Read takes no lock, so the newest
+// file's unterminated last line is taken as a line another process is still
+// writing, and left out. A damaged line that cannot match is not decoded, and Read does not
 // check the hash chain: [Verify] does both.
 func (l *Log) Read(ctx context.Context, q Query) ([]Entry, error) {
 	srcs, err := listTrail(l.dir)
@@ -70,7 +72,7 @@ func (l *Log) Read(ctx context.Context, q Query) ([]Entry, error) {
 	}
 	f := newPrefilter(q)
 	var out []Entry
-	for _, s := range srcs {
+	for i, s := range srcs {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("audit: read %s: %w", l.dir, err)
 		}
@@ -80,6 +82,11 @@ func (l *Log) Read(ctx context.Context, q Query) ([]Entry, error) {
 		data, err := s.read(-1)
 		if err != nil {
 			return nil, err
+		}
+		if i == len(srcs)-1 {
+			// Read takes no lock: the newest file may end in a line another
+			// process is still writing. It is not written yet, not torn.
+			data = data[:bytes.LastIndexByte(data, '\n')+1]
 		}
 		err = eachLine(s.path, data, func(n int, line []byte) error {
 			if !f.maybe(line) {
@@ -123,7 +130,9 @@ var (
 // maybe reports whether line may match. It is never false for a line
 // Append wrote that matches; a line in another form is left to the decoder.
 func (f prefilter) maybe(line []byte) bool {
-	if f.stepFile != nil && !bytes.Contains(line, f.stepFile) {
+	// A line with escapes may spell the step file otherwise than Append
+	// would (a legacy line's "\/"): only the decoder can tell.
+	if f.stepFile != nil && !bytes.Contains(line, f.stepFile) && bytes.IndexByte(line, '\\') < 0 {
 		return false
 	}
 	if len(f.q.Events) == 0 && f.q.Since.IsZero() && f.q.Until.IsZero() {

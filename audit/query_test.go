@@ -119,3 +119,49 @@ func TestReadPrefilter(t *testing.T) {
 		t.Errorf("damaged line that cannot match: %+v, %v", got, err)
 	}
 }
+
+// Read takes no lock: the newest file's unterminated last line is a line
+// being written, not a torn one; an older file's is torn.
+func TestReadLeavesOutALineBeingWritten(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := mustOpen(t, dir)
+	day := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	if err := l.Append(ctx, Entry{Time: day, Event: HookError, Fields: map[string]any{"error": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	newest := filepath.Join(dir, FileName(day))
+	f, err := os.OpenFile(newest, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"timestamp":"2026-11-20T10:00:01Z","event":"HOOK_ERR`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	got, err := l.Read(ctx, Query{})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Read during a write = %d entries, %v; want the complete line only", len(got), err)
+	}
+	// Once a newer file exists, the unterminated line is torn.
+	if err := os.WriteFile(filepath.Join(dir, FileName(day.AddDate(0, 0, 1))), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Read(ctx, Query{}); !errors.Is(err, ErrMalformedLine) {
+		t.Fatalf("torn line in an older file: err = %v, want ErrMalformedLine", err)
+	}
+}
+
+// A line not written by Append may spell the step file with escapes; the
+// byte pre-filter must leave it to the decoder.
+func TestReadFindsEscapedLegacyLines(t *testing.T) {
+	dir := t.TempDir()
+	legacy := `{"timestamp":"2026-11-20T10:00:00Z","event":"SUBAGENT_STOP_VALIDATION","step_file":"docs\/steps\/01-01.json","outcome":"FAIL","codes":[],"action":"record"}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "audit-2026-11-20.log"), []byte(legacy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := mustOpen(t, dir).Read(context.Background(), Query{StepFile: "docs/steps/01-01.json"})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Read = %d entries, %v; want the legacy line", len(got), err)
+	}
+}
