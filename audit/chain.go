@@ -200,12 +200,19 @@ func readHead(dir string) (rec headRecord, ok bool, size int, err error) {
 
 // recordedHead is the head of the chain as HeadFile records it, when the
 // file it names is still exactly as the record left it and holds no date
-// before last, the newest date of the lines to write (they all go there).
-// Anything else (no record, a file that changed, a new day) is left to
-// findHead.
+// before last, the newest date of the lines to write (they all go there),
+// and no day file for the day after it exists. Anything else (no record, a
+// file that changed, a new day) is left to findHead.
 func recordedHead(dir string, rec headRecord, last time.Time) (chainHead, bool) {
 	day, ok := parseDay(rec.File, "")
 	if !ok || last.After(day) {
+		return chainHead{}, false
+	}
+	// A crash between a line and its head record can leave the line in a
+	// newer day file than the record names; an entry dated earlier must
+	// not then be chained behind the record. The day after the record's is
+	// where such a line is (the clock's day when it was written).
+	if _, err := os.Lstat(filepath.Join(dir, FileName(day.AddDate(0, 0, 1)))); err == nil {
 		return chainHead{}, false
 	}
 	fi, err := os.Stat(filepath.Join(dir, rec.File))
