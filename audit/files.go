@@ -153,20 +153,25 @@ func readMembers(path string) ([][]byte, error) {
 	br := bufio.NewReader(f)
 	zr, err := gzip.NewReader(br)
 	if err != nil {
-		return nil, fmt.Errorf("audit: read %s: %w", path, err)
+		return nil, fmt.Errorf("audit: read %s: %w: %w", path, errArchiveCorrupt, err)
 	}
 	var members [][]byte
 	for {
 		zr.Multistream(false)
 		data, err := io.ReadAll(zr)
 		if err != nil {
-			return nil, fmt.Errorf("audit: read %s: %w", path, err)
+			return nil, fmt.Errorf("audit: read %s: %w: %w", path, errArchiveCorrupt, err)
 		}
 		members = append(members, data)
 		if err := zr.Reset(br); errors.Is(err, io.EOF) {
 			return members, nil
 		} else if err != nil {
-			return nil, fmt.Errorf("audit: read %s: %w", path, err)
+			return nil, fmt.Errorf("audit: read %s: %w: %w", path, errArchiveCorrupt, err)
 		}
 	}
 }
+
+// errArchiveCorrupt marks an archive that opens but does not decompress.
+// Archives are written whole and renamed into place, so a damaged one is
+// a broken trail, not a crash.
+var errArchiveCorrupt = errors.New("the archive does not decompress")

@@ -207,3 +207,34 @@ func TestVerifyFindsEditInArchive(t *testing.T) {
 		t.Errorf("break = %v, want edited at %s:1", rep.Break, arch)
 	}
 }
+
+// A damaged archive is a broken trail (exit 1 from hook audit verify), not
+// a check that could not run: archives are written whole, so damage is not
+// a crash.
+func TestVerifyFindsDamagedArchive(t *testing.T) {
+	for name, damage := range map[string]func([]byte) []byte{
+		"truncated": func(b []byte) []byte { return b[:len(b)/2] },
+		"emptied":   func([]byte) []byte { return nil },
+		"garbage":   func([]byte) []byte { return []byte("not gzip at all\n") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := dailyTrail(t, 3)
+			if _, err := mustOpen(t, dir, WithRetention(1)).Archive(ctx, retDay.AddDate(0, 0, 2)); err != nil {
+				t.Fatal(err)
+			}
+			arch := filepath.Join(dir, ArchiveDir, "audit-2026-03-01.log.gz")
+			data, err := os.ReadFile(arch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(arch, damage(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rep := mustVerify(t, dir)
+			if rep.Intact() || rep.Break.Kind != BreakMalformed || rep.Break.File != arch {
+				t.Errorf("break = %v, want malformed at %s", rep.Break, arch)
+			}
+		})
+	}
+}

@@ -435,6 +435,11 @@ func (w *walker) next() (vline, bool, error) {
 		}
 		s := w.snap.srcs[w.i]
 		data, err := s.read(w.snap.limits[w.i])
+		if errors.Is(err, errArchiveCorrupt) {
+			w.i++
+			w.files++
+			return vline{file: s.path, n: 1, first: true, bad: BreakMalformed, why: err.Error()}, true, nil
+		}
 		if err != nil {
 			return vline{}, false, err
 		}
