@@ -90,9 +90,31 @@ func listTrail(dir string) ([]source, error) {
 	if err != nil {
 		return nil, err
 	}
+	archived := map[time.Time]string{}
+	for _, a := range archives {
+		archived[a.day] = a.path
+	}
+	// A crash between an archive's rename and its day file's removal
+	// leaves the day file beside its own copy, the archive's last member:
+	// that is one day, not the same lines twice (Archive removes it later).
+	days = slices.DeleteFunc(days, func(d source) bool {
+		arch, ok := archived[d.day]
+		return ok && archivedAlready(arch, d.path)
+	})
 	all := append(archives, days...)
 	slices.SortStableFunc(all, func(a, b source) int { return a.day.Compare(b.day) })
 	return all, nil
+}
+
+// archivedAlready reports whether the day file at path is the last member
+// of the archive arch.
+func archivedAlready(arch, path string) bool {
+	members, err := readMembers(arch)
+	if err != nil || len(members) == 0 {
+		return false
+	}
+	data, err := os.ReadFile(path)
+	return err == nil && bytes.Equal(members[len(members)-1], data)
 }
 
 // read returns the content of a trail file: a day file as it is (at most
