@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
@@ -121,6 +123,15 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 	return exitOK
 }
 
+// printablePath keeps one violation on one line: a path with a control
+// character (a newline, say) is printed Go-quoted.
+func printablePath(p string) string {
+	if strings.IndexFunc(p, unicode.IsControl) >= 0 {
+		return strconv.Quote(p)
+	}
+	return p
+}
+
 // printCommitResult prints FILE: [CODE] message per violation, the recovery
 // steps, and a summary line.
 func printCommitResult(e env, res gate.CommitResult) {
@@ -130,7 +141,7 @@ func printCommitResult(e env, res gate.CommitResult) {
 		for _, v := range append(slices.Clone(f.Decision.Deny), f.Decision.Warn...) {
 			// Messages name their file; the line already starts with it.
 			msg := strings.TrimPrefix(v.Message, f.StepFile+": ")
-			fmt.Fprintf(e.stdout, "%s: [%s] %s\n", f.StepFile, v.Code, indent(msg))
+			fmt.Fprintf(e.stdout, "%s: [%s] %s\n", printablePath(f.StepFile), v.Code, indent(msg))
 			for _, s := range v.Recovery {
 				if s = strings.TrimSpace(s); s != "" && !slices.Contains(steps, s) {
 					steps = append(steps, s)

@@ -370,3 +370,15 @@ func TestE2EPrecommitInstallInAMonorepo(t *testing.T) {
 		t.Error("the hook judged with a trail at the repository's top level")
 	}
 }
+
+func TestPrintablePath(t *testing.T) {
+	for in, want := range map[string]string{
+		"docs/steps/01-01.json":        "docs/steps/01-01.json",
+		"docs/feat x/steps/01-01.json": "docs/feat x/steps/01-01.json",
+		"docs/a\nb/steps/01-01.json":   `"docs/a\nb/steps/01-01.json"`,
+	} {
+		if got := printablePath(in); got != want {
+			t.Errorf("printablePath(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
