@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 // maxArchivePerAppend bounds the day files one Append compresses, so that a
@@ -100,7 +102,7 @@ func archiveDay(dir string, d source) (string, error) {
 	if err := zw.Close(); err != nil {
 		return fail(err)
 	}
-	if err := writeFileAtomic(arch, buf.Bytes()); err != nil {
+	if err := fileio.WriteAtomic(arch, buf.Bytes()); err != nil {
 		return fail(err)
 	}
 	return arch, removeDay(dir, d.path)
@@ -110,41 +112,8 @@ func removeDay(dir, path string) error {
 	if err := os.Remove(path); err != nil {
 		return fmt.Errorf("audit: archive %s: archived, but not removed: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fileio.SyncDir(dir); err != nil {
 		return fmt.Errorf("audit: archive %s: sync directory: %w", path, err)
 	}
 	return nil
-}
-
-// writeFileAtomic writes data to path through a synced temporary file in
-// the same directory, renamed into place, and syncs the directory.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/glob"
 	"github.com/deterministic-exec/des/policy"
 	"github.com/deterministic-exec/des/statemachine"
@@ -192,33 +192,15 @@ func (d DocumentWrite) record(ctx context.Context, entries ...audit.Entry) error
 // maxDocumentSize bounds what the guard reads of a document on disk.
 const maxDocumentSize = statemachine.MaxStepFileSize
 
-// readBounded reads a regular file, nil when it does not exist. Anything
-// else (a FIFO would block the open forever, a device could be endless) is
-// an error.
+// readBounded reads a regular file of at most maxDocumentSize bytes, nil
+// when it does not exist. Anything else (a FIFO would block the open
+// forever, a device could be endless) is an error.
 func readBounded(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
+	data, err := fileio.ReadBounded(path, maxDocumentSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(f, maxDocumentSize+1)); err != nil {
-		return nil, err
-	}
-	if buf.Len() > maxDocumentSize {
-		return nil, fmt.Errorf("%w: over %d MiB", statemachine.ErrTooLarge, maxDocumentSize>>20)
-	}
-	return buf.Bytes(), nil
+	return data, err
 }
 
 type parsedStep struct {

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 // Bounds on reading a subagent transcript. The first user line is the
@@ -30,7 +32,7 @@ var errTranscriptNotReady = errors.New("not written yet")
 // message content of the transcript's first user line, a string or (in some
 // versions) an array of content blocks whose text blocks are joined.
 func transcriptPrompt(path string) (string, error) {
-	f, err := openRegular(path)
+	f, _, err := fileio.OpenRegular(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("%w: no such file", errTranscriptNotReady)
 	}
@@ -132,17 +134,12 @@ func readTranscriptPrompt(ctx context.Context, path string, wait time.Duration) 
 
 // metaToolUseID reads the tool_use_id of the call that started the agent
 // from the agent-<id>.meta.json file newer Claude Code versions write beside
-// its transcript; "" when there is none, or when it is not a small regular
-// file.
+// its transcript; "" when there is none, or when it is not a regular file
+// of at most 1 MiB.
 func metaToolUseID(transcript string) string {
 	meta := strings.TrimSuffix(transcript, filepath.Ext(transcript)) + ".meta.json"
-	f, err := openRegular(meta)
+	data, err := fileio.ReadBounded(meta, 1<<20)
 	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, 1<<20+1))
-	if err != nil || len(data) > 1<<20 {
 		return ""
 	}
 	var m struct {
@@ -152,23 +149,6 @@ func metaToolUseID(transcript string) string {
 		return ""
 	}
 	return m.ToolUseID
-}
-
-// errNotRegular refuses a path that is a FIFO, a device or a directory: a
-// hook must not block on a pipe nor read /dev/zero.
-var errNotRegular = errors.New("not a regular file")
-
-// openRegular opens path for reading if, links followed, it is a regular
-// file.
-func openRegular(path string) (*os.File, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w", path, errNotRegular)
-	}
-	return os.Open(path)
 }
 
 // inside reports whether path, with links resolved, is inside one of dirs

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 func TestTranscriptPrompt(t *testing.T) {
@@ -207,8 +209,8 @@ func TestSpecialFilesAreNotRead(t *testing.T) {
 	if err := makeFIFO(fifo); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	if _, err := transcriptPrompt(fifo); !errors.Is(err, errNotRegular) {
-		t.Errorf("FIFO transcript: err = %v, want errNotRegular (without blocking)", err)
+	if _, err := transcriptPrompt(fifo); !errors.Is(err, fileio.ErrNotRegular) {
+		t.Errorf("FIFO transcript: err = %v, want fileio.ErrNotRegular (without blocking)", err)
 	}
 	if err := os.Symlink("/dev/zero", filepath.Join(dir, "agent-a2.meta.json")); err != nil {
 		t.Skipf("symlinks: %v", err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/filelock"
 )
 
@@ -147,7 +148,7 @@ func ParseState(data []byte) (*State, error) {
 // MaxStateFileSize are refused unread. The raw bytes are returned too, also
 // when they do not parse.
 func ReadState(path string) (*State, []byte, error) {
-	data, err := readBounded(path, MaxStateFileSize)
+	data, err := fileio.ReadBounded(path, MaxStateFileSize)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read workflow state: %w", err)
 	}
@@ -715,7 +716,7 @@ func nextStateVersion(disk, base *int64) (int64, error) {
 // diskStateVersion reads the version of the state file at target: nil when
 // the file does not exist or its state_version is absent or null.
 func diskStateVersion(target string) (*int64, error) {
-	data, err := readBounded(target, MaxStateFileSize)
+	data, err := fileio.ReadBounded(target, MaxStateFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

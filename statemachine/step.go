@@ -3,13 +3,12 @@ package statemachine
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 // MaxStepFileSize bounds what DES reads as a step file. Real ones are tens
@@ -18,7 +17,7 @@ import (
 const MaxStepFileSize = 16 << 20
 
 // ErrTooLarge is wrapped when a file exceeds MaxStepFileSize.
-var ErrTooLarge = errors.New("file too large")
+var ErrTooLarge = fileio.ErrTooLarge
 
 // Workflow types (contract §2).
 const (
@@ -116,7 +115,7 @@ func ParseStep(data []byte) (*Step, error) {
 // MaxStepFileSize are refused unread. The raw bytes are returned too, also
 // when they do not parse, so a caller can report what it found.
 func ReadStep(path string) (*Step, []byte, error) {
-	data, err := readBounded(path, MaxStepFileSize)
+	data, err := fileio.ReadBounded(path, MaxStepFileSize)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read step file: %w", err)
 	}
@@ -125,37 +124,6 @@ func ReadStep(path string) (*Step, []byte, error) {
 		return nil, data, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, data, nil
-}
-
-// readBounded reads a regular file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	// Stat before opening: opening a FIFO for reading would block.
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s: %w: %d bytes, over the %d MiB limit", path, ErrTooLarge, fi.Size(), limit>>20)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	// Sized from Stat to read in one go; the file may grow between Stat and
-	// read, and the limit holds anyway.
-	b := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
-	if _, err := b.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	data := b.Bytes()
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: %w: over the %d MiB limit", path, ErrTooLarge, limit>>20)
-	}
-	return data, nil
 }
 
 // read refreshes the typed fields from the document.

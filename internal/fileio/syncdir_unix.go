@@ -1,6 +1,6 @@
 //go:build unix
 
-package audit
+package fileio
 
 import (
 	"errors"
@@ -8,14 +8,14 @@ import (
 	"syscall"
 )
 
-// syncDir makes a rename or removal in dir durable.
-func syncDir(dir string) error {
+// SyncDir makes a rename or removal in dir durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	// Some file systems cannot sync a directory; the change has happened
+	// Some file systems cannot sync a directory; the rename has happened
 	// and there is nothing more to do there.
 	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
 		return err

@@ -1,4 +1,4 @@
-package statemachine
+package fileio
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 
 // A failure after the temporary file exists (here the rename) removes it
 // and leaves the original as it was.
-func TestReplaceFileRenameFailure(t *testing.T) {
+func TestReplaceRenameFailure(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "01-01.json")
 	if err := os.WriteFile(path, []byte("original"), 0o644); err != nil {
@@ -18,7 +18,7 @@ func TestReplaceFileRenameFailure(t *testing.T) {
 	}
 	var tmp string
 	boom := errors.New("boom")
-	err := replaceFile(path, []byte("new"), 0o644, func(from, _ string) error {
+	err := replace(path, []byte("new"), 0o644, func(from, _ string) error {
 		tmp = from
 		if data, err := os.ReadFile(from); err != nil || string(data) != "new" {
 			t.Errorf("temporary file before rename: %q, %v", data, err)

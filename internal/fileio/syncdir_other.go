@@ -1,0 +1,7 @@
+//go:build !unix
+
+package fileio
+
+// SyncDir is a no-op where directories cannot be opened for syncing
+// (Windows); the rename itself is atomic there.
+func SyncDir(string) error { return nil }
