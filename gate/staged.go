@@ -23,7 +23,8 @@ import (
 // picks from git: steps/NN-NN.json in any directory.
 var StepFilePattern = regexp.MustCompile(`(^|/)steps/\d{2}-\d{2}\.json$`)
 
-// GitTimeout bounds each git command Gate 3 runs to list and read files.
+// GitTimeout bounds each git command a gate runs (Gate 2's scope, Gate 3's
+// staged files).
 const GitTimeout = 10 * time.Second
 
 // ErrNotRepository is wrapped when a directory is not in a git work tree.
@@ -326,7 +327,11 @@ func gitTopLevel(ctx context.Context, dir string) (string, error) {
 func runGit(ctx context.Context, dir string, stdin []byte, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, GitTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	// core.fsmonitor off: a repository's config must not run a command
+	// inside the hook.
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.fsmonitor=false", "-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0") // a read must not take the index lock from a running commit
+	cmd.WaitDelay = time.Second                            // a child holding stdout must not outlive the timeout
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if stdin != nil {

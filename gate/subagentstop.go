@@ -111,8 +111,7 @@ type SubagentStop struct {
 	// TranscriptWait bounds the retries for a transcript not flushed yet;
 	// 0 means 200ms.
 	TranscriptWait time.Duration
-	GitTimeout     time.Duration // 0 means DefaultGitTimeout
-	Logger         *slog.Logger  // nil discards
+	Logger         *slog.Logger // nil discards
 }
 
 // Check runs Gate 2. A stop whose transcript has no DES markers is not
@@ -366,7 +365,7 @@ func (g SubagentStop) scope(ctx context.Context, step stepRead) (map[string]any,
 	if len(patterns) == 0 {
 		return f, nil
 	}
-	files, err := changedFiles(ctx, g.Root, g.GitTimeout)
+	files, err := changedFiles(ctx, g.Root)
 	if err != nil {
 		f["checked"], f["error"] = false, err.Error()
 		return f, nil

@@ -152,7 +152,7 @@ func TestChangedFiles(t *testing.T) {
 	write(t, repo, "build/out.bin", "ignored\n")         // ignored directory
 	write(t, repo, "name with space.txt", "untracked\n") // quoting: -z keeps it verbatim
 
-	got, err := changedFiles(context.Background(), repo, 0)
+	got, err := changedFiles(context.Background(), repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestChangedFiles(t *testing.T) {
 	}
 
 	// A project in a subdirectory sees its own files, relative to itself.
-	got, err = changedFiles(context.Background(), filepath.Join(repo, "src"), 0)
+	got, err = changedFiles(context.Background(), filepath.Join(repo, "src"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestChangedFiles(t *testing.T) {
 		t.Errorf("changedFiles in src (-want +got):\n%s", diff)
 	}
 
-	if _, err := changedFiles(context.Background(), t.TempDir(), 0); err == nil || !strings.Contains(err.Error(), "not inside a git repository") {
+	if _, err := changedFiles(context.Background(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "not inside a git repository") {
 		t.Errorf("outside a repository: err = %v", err)
 	}
 }
@@ -194,7 +194,7 @@ func TestChangedFilesThroughALinkedRoot(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Skipf("symlinks: %v", err)
 	}
-	got, err := changedFiles(context.Background(), link, 0)
+	got, err := changedFiles(context.Background(), link)
 	if err != nil {
 		t.Fatal(err)
 	}
