@@ -45,10 +45,13 @@ func newBenchProject(b *testing.B) *project {
 	return p
 }
 
+// canonical is the contract's 14 phases, in order.
+var canonical = []string{"PREPARE", "RED_ACCEPTANCE", "RED_UNIT", "GREEN_UNIT", "CHECK_ACCEPTANCE", "GREEN_ACCEPTANCE", "REVIEW",
+	"REFACTOR_L1", "REFACTOR_L2", "REFACTOR_L3", "REFACTOR_L4", "POST_REFACTOR_REVIEW", "FINAL_VALIDATE", "COMMIT"}
+
 func fourteenPhases() []any {
 	var log []any
-	for i, name := range []string{"PREPARE", "RED_ACCEPTANCE", "RED_UNIT", "GREEN_UNIT", "CHECK_ACCEPTANCE", "GREEN_ACCEPTANCE", "REVIEW",
-		"REFACTOR_L1", "REFACTOR_L2", "REFACTOR_L3", "REFACTOR_L4", "POST_REFACTOR_REVIEW", "FINAL_VALIDATE", "COMMIT"} {
+	for i, name := range canonical {
 		log = append(log, map[string]any{"phase_name": name, "phase_index": i, "status": "EXECUTED", "outcome": "PASS",
 			"outcome_details": "all tests green", "started_at": "2026-11-20T10:00:00Z", "ended_at": "2026-11-20T10:05:00Z",
 			"turn_count": 3, "duration_seconds": 300, "history": []any{}})

@@ -23,8 +23,7 @@ func benchTrail(b *testing.B, p *project, steps []string) {
 	var entries []audit.Entry
 	at := gate1Now.Add(-48 * time.Hour)
 	for i, s := range steps {
-		for _, name := range []string{"PREPARE", "RED_ACCEPTANCE", "RED_UNIT", "GREEN_UNIT", "CHECK_ACCEPTANCE", "GREEN_ACCEPTANCE", "REVIEW",
-			"REFACTOR_L1", "REFACTOR_L2", "REFACTOR_L3", "REFACTOR_L4", "POST_REFACTOR_REVIEW", "FINAL_VALIDATE", "COMMIT"} {
+		for _, name := range canonical {
 			at = at.Add(time.Second)
 			entries = append(entries, audit.Entry{Time: at, Event: audit.PhaseCompleted, Fields: map[string]any{
 				"step_file": s, "phase": name, "from": "IN_PROGRESS", "to": "EXECUTED", "outcome": "PASS", "confirmed": true, "tool_use_id": "toolu_x", "session_id": "s"}})

@@ -13,27 +13,34 @@ import (
 	"github.com/deterministic-exec/des/gate"
 )
 
-// newRepo is a git repository in a temporary directory, with an identity
-// of its own so that the tests do not depend on the user's settings.
+// newRepo is a git repository in a temporary directory (see initRepo).
 func newRepo(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
 	dir := t.TempDir()
 	// Resolve /tmp links (macOS) so that paths compare as git prints them.
 	dir, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	initRepo(t, dir)
+	return dir
+}
+
+// initRepo makes dir a git repository with an identity of its own, so that
+// the tests do not depend on the user's settings; without git the test is
+// skipped.
+func initRepo(t testing.TB, dir string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
 	runGit(t, dir, "init", "-q")
 	runGit(t, dir, "config", "user.email", "des@example.com")
 	runGit(t, dir, "config", "user.name", "des")
 	runGit(t, dir, "config", "commit.gpgsign", "false")
-	return dir
 }
 
-func runGit(t *testing.T, dir string, args ...string) string {
+func runGit(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
 	out, err := cmd.CombinedOutput()
@@ -43,7 +50,7 @@ func runGit(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
-func writeRepoFile(t *testing.T, dir, rel, content string) {
+func writeRepoFile(t testing.TB, dir, rel, content string) {
 	t.Helper()
 	p := filepath.Join(dir, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

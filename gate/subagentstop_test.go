@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -276,35 +275,15 @@ func anyStrings(v any) []string {
 }
 
 func TestGate2ScopeWithGit(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
 	p := newStopProject(t) // allowed_file_patterns: src/**
-	gitIn := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", p.root, "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"}, args...)...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	gitIn("init", "-q", "-b", "main")
-	writeRel := func(rel, content string) {
-		t.Helper()
-		path := filepath.Join(p.root, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeRel("README.md", "base\n")
-	writeRel(".gitignore", "*.tmp\n")
-	gitIn("add", ".")
-	gitIn("commit", "-q", "-m", "base")
-	writeRel("src/cart/total.go", "package cart\n") // in scope, nested under **
-	writeRel("README.md", "changed\n")              // out of scope
-	writeRel("scratch.tmp", "ignored\n")            // ignored: not a change
+	initRepo(t, p.root)
+	writeRepoFile(t, p.root, "README.md", "base\n")
+	writeRepoFile(t, p.root, ".gitignore", "*.tmp\n")
+	runGit(t, p.root, "add", ".")
+	runGit(t, p.root, "commit", "-q", "-m", "base")
+	writeRepoFile(t, p.root, "src/cart/total.go", "package cart\n") // in scope, nested under **
+	writeRepoFile(t, p.root, "README.md", "changed\n")              // out of scope
+	writeRepoFile(t, p.root, "scratch.tmp", "ignored\n")            // ignored: not a change
 
 	res, err := p.gate().Check(t.Context(), p.eng, p.stop())
 	if err != nil {
