@@ -98,7 +98,8 @@ func decodeStop(t *testing.T, r hookRun) stopOutput {
 	return out
 }
 
-func readStepState(t *testing.T, root string) map[string]any {
+// readStep reads the step file, which must have kept its unknown field.
+func readStep(t *testing.T, root string) map[string]any {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(e2eStep)))
 	if err != nil {
@@ -111,7 +112,17 @@ func readStepState(t *testing.T, root string) map[string]any {
 	if doc["team_notes"] == nil {
 		t.Errorf("a rewrite lost an unknown field: %s", raw)
 	}
-	return doc["state"].(map[string]any)
+	return doc
+}
+
+func readStepState(t *testing.T, root string) map[string]any {
+	t.Helper()
+	return readStep(t, root)["state"].(map[string]any)
+}
+
+// stepPhases is the step file's phase log.
+func stepPhases(doc map[string]any) []any {
+	return doc["tdd_cycle"].(map[string]any)["phase_execution_log"].([]any)
 }
 
 func TestE2EGate2FailedStopIsRecordedAndReported(t *testing.T) {
@@ -154,24 +165,9 @@ func TestE2EGate2FailedStopIsRecordedAndReported(t *testing.T) {
 		t.Errorf("after stale --resolve: %v", s)
 	}
 	// The phases written as finished around the guard must be done again.
-	raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(e2eStep)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		TDD struct {
-			Log []struct {
-				Name   string `json:"phase_name"`
-				Status string `json:"status"`
-			} `json:"phase_execution_log"`
-		} `json:"tdd_cycle"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range doc.TDD.Log {
-		if p.Status != "NOT_EXECUTED" {
-			t.Errorf("after stale --resolve, phase %s is %s; want NOT_EXECUTED (Gate 2 found it jumped)", p.Name, p.Status)
+	for _, p := range stepPhases(readStep(t, root)) {
+		if p := p.(map[string]any); p["status"] != "NOT_EXECUTED" {
+			t.Errorf("after stale --resolve, phase %s is %s; want NOT_EXECUTED (Gate 2 found it jumped)", p["phase_name"], p["status"])
 		}
 	}
 }
@@ -204,15 +200,8 @@ func TestE2EGate2HonestStopPasses(t *testing.T) {
 		{"status": "IN_PROGRESS", "started_at": "2026-11-22T12:00:00Z"},
 		{"status": "EXECUTED", "outcome": "PASS", "outcome_details": "ok", "ended_at": "2026-11-22T12:05:00Z"},
 	} {
-		raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(e2eStep)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var doc map[string]any
-		if err := json.Unmarshal(raw, &doc); err != nil {
-			t.Fatal(err)
-		}
-		prepare := doc["tdd_cycle"].(map[string]any)["phase_execution_log"].([]any)[0].(map[string]any)
+		doc := readStep(t, root)
+		prepare := stepPhases(doc)[0].(map[string]any)
 		for k, v := range set {
 			prepare[k] = v
 		}
