@@ -124,60 +124,41 @@ func TestHeadRecordFallback(t *testing.T) {
 }
 
 // A crash after lines went to a new day file and before the head record
-// was written leaves a record that names the older file: the next append,
-// on a later day, still continues from the newest line.
+// was written leaves a record that names the older file. The next append
+// still continues from the newest line, whether it is dated a later day, or
+// the record's day (an explicit Time, or a clock stepped back), which must
+// not fork the chain behind the record.
 func TestCrashBeforeHeadRecord(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	l := mustOpen(t, dir)
-	if err := l.Append(ctx, Entry{Time: day, Event: HookError, Fields: map[string]any{"error": "a"}}); err != nil {
-		t.Fatal(err)
+	for name, next := range map[string]time.Time{
+		"later day":    day.AddDate(0, 0, 2),
+		"record's day": day,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			l := mustOpen(t, dir)
+			if err := l.Append(ctx, Entry{Time: day, Event: HookError, Fields: map[string]any{"error": "a"}}); err != nil {
+				t.Fatal(err)
+			}
+			rec, _, _, err := readHead(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Append(ctx, Entry{Time: day.AddDate(0, 0, 1), Event: HookError, Fields: map[string]any{"error": "b"}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := writeHead(dir, rec, -1, false); err != nil { // as if the second append died before its record
+				t.Fatal(err)
+			}
+			if err := l.Append(ctx, Entry{Time: next, Event: HookError, Fields: map[string]any{"error": "c"}}); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]int64{1, 2, 3}, seqs(t, l)); diff != "" {
+				t.Errorf("seqs (-want +got):\n%s", diff)
+			}
+			assertIntact(t, dir, 3)
+		})
 	}
-	rec, _, _, err := readHead(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Append(ctx, Entry{Time: day.AddDate(0, 0, 1), Event: HookError, Fields: map[string]any{"error": "b"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeHead(dir, rec, -1, false); err != nil { // as if the second append died before its record
-		t.Fatal(err)
-	}
-	if err := l.Append(ctx, Entry{Time: day.AddDate(0, 0, 2), Event: HookError, Fields: map[string]any{"error": "c"}}); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]int64{1, 2, 3}, seqs(t, l)); diff != "" {
-		t.Errorf("seqs (-want +got):\n%s", diff)
-	}
-	assertIntact(t, dir, 3)
-}
-
-// The same crash, then an entry dated the record's day (an explicit Time,
-// or a clock stepped back): it must not fork the chain behind the record.
-func TestCrashBeforeHeadRecordThenAnEarlierEntry(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	l := mustOpen(t, dir)
-	if err := l.Append(ctx, Entry{Time: day, Event: HookError, Fields: map[string]any{"error": "a"}}); err != nil {
-		t.Fatal(err)
-	}
-	rec, _, _, err := readHead(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Append(ctx, Entry{Time: day.AddDate(0, 0, 1), Event: HookError, Fields: map[string]any{"error": "b"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeHead(dir, rec, -1, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Append(ctx, Entry{Time: day, Event: HookError, Fields: map[string]any{"error": "c"}}); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]int64{1, 2, 3}, seqs(t, l)); diff != "" {
-		t.Errorf("seqs (-want +got):\n%s", diff)
-	}
-	assertIntact(t, dir, 3)
 }
 
 // Append does not chain behind a last line it cannot read: that would bury
