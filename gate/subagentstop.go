@@ -219,14 +219,7 @@ func (g SubagentStop) locate(ctx context.Context, s Stop) (location, error) {
 	if run := g.readRun(toolUseID); run != nil && run.StepFile != "" {
 		return location{stepFile: run.StepFile, found: "record", run: run, toolUseID: toolUseID}, nil
 	}
-	return location{}, fmt.Errorf("cannot tell which step the subagent worked on: transcript %s: %w; and no record of its invocation", nonEmptyText(s.TranscriptPath, `""`), terr)
-}
-
-func nonEmptyText(s, fallback string) string {
-	if s == "" {
-		return fallback
-	}
-	return s
+	return location{}, fmt.Errorf("cannot tell which step the subagent worked on: transcript %s: %w; and no record of its invocation", cmpOr(s.TranscriptPath, `""`), terr)
 }
 
 // transcript resolves a transcript path against the root and refuses one
@@ -324,22 +317,22 @@ func stopStepFacts(s stepRead) map[string]any {
 	if st == nil {
 		return f
 	}
-	phases := make([]any, len(st.Phases))
+	// The write guard's status facts, and what the stop rules read besides.
+	for k, v := range stepStatusFacts(st) {
+		f[k] = v
+	}
 	for i, p := range st.Phases {
-		pf := map[string]any{
-			"name": p.Name, "index": p.Pos, "status": p.Status, "outcome": p.Outcome,
-			"outcome_details": p.OutcomeDetails, "blocked_by": p.BlockedBy,
-		}
+		pf := f["phases"].([]any)[i].(map[string]any)
+		pf["index"], pf["outcome_details"] = p.Pos, p.OutcomeDetails
 		setNum(pf, "turn_count", p.TurnCount)
 		setNum(pf, "max_turns", p.MaxTurns)
 		setNum(pf, "duration_seconds", p.DurationSeconds)
-		phases[i] = pf
 	}
 	budget := map[string]any{}
 	setNum(budget, "max_turns", st.MaxTurns)
 	setNum(budget, "duration_minutes", st.DurationMinutes)
 	setNum(budget, "total_extensions_minutes", st.TotalExtensionsMinutes)
-	f["workflow_type"], f["task_status"], f["phases"], f["budget"] = st.WorkflowType, st.Status, phases, budget
+	f["workflow_type"], f["budget"] = st.WorkflowType, budget
 	f["validation_output"], f["documentation"] = st.ValidationOutput, st.Documentation
 	if len(st.PhaseLogPath) > 0 {
 		f["phase_log"] = "/" + strings.Join(st.PhaseLogPath, "/")
