@@ -400,6 +400,22 @@ func (g PreInvocation) recordRun(inv Invocation, s stepRead, origin string, now 
 	return writeRecord(g.RunsDir, "prompt-"+run.PromptSHA256+".json", run)
 }
 
+// readRecord decodes the record dir/name, written by writeRecord, into v;
+// false when there is none.
+func readRecord(dir, name string, v any) (bool, error) {
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return false, fmt.Errorf("read %s: %w", name, err)
+	}
+	return true, nil
+}
+
 // writeRecord writes v as indented JSON to dir/name, atomically (rename) but
 // not fsynced: run records only help the gates find a step, which they can
 // also do from the transcript, so a record lost in a crash costs little,

@@ -3,10 +3,8 @@ package gate
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -243,13 +241,9 @@ func (g SubagentStop) readRun(key string) *Run {
 	if g.RunsDir == "" || !safeID(key) {
 		return nil
 	}
-	data, err := os.ReadFile(filepath.Join(g.RunsDir, key+".json"))
-	if err != nil {
-		return nil
-	}
 	var r Run
-	if json.Unmarshal(data, &r) != nil {
-		return nil
+	if ok, err := readRecord(g.RunsDir, key+".json", &r); !ok || err != nil {
+		return nil // no record to go by: Gate 2 does without
 	}
 	return &r
 }
@@ -594,20 +588,15 @@ func (g SubagentStop) keepVerdict(s Stop, res StopResult, loc location) error {
 	if id == "" && loc.run != nil {
 		id = loc.run.ToolUseID
 	}
-	name := ""
-	switch {
-	case safeID(id):
-		name = id + ".stop.json"
-	case safeID(s.AgentID):
-		name = "agent-" + s.AgentID + ".stop.json"
-	default:
+	names := stopRecordNames(id, s.AgentID)
+	if len(names) == 0 {
 		return nil
 	}
 	rec := StopRecord{ToolUseID: id, AgentID: s.AgentID, StepFile: res.StepFile, At: g.now().UTC(), Failed: res.Denied(), Action: res.Action, Marked: res.Marked}
 	if res.Denied() {
 		rec.Reason = res.Reason()
 	}
-	if err := writeRecord(g.RunsDir, name, rec); err != nil {
+	if err := writeRecord(g.RunsDir, names[0], rec); err != nil {
 		return fmt.Errorf("gate 2: keep the verdict for the orchestrator: %w", err)
 	}
 	return nil
@@ -624,6 +613,22 @@ func (g SubagentStop) now() time.Time {
 // Agent/Task call toolUseID, else on the agent agentID; nil when there is
 // none (the stop was not DES's, or has not happened).
 func ReadStopRecord(runsDir, toolUseID, agentID string) (*StopRecord, error) {
+	for _, n := range stopRecordNames(toolUseID, agentID) {
+		var r StopRecord
+		ok, err := readRecord(runsDir, n, &r)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return &r, nil
+		}
+	}
+	return nil, nil
+}
+
+// stopRecordNames are the names a verdict is kept under, the preferred
+// first: the Agent/Task call's id, else the agent's.
+func stopRecordNames(toolUseID, agentID string) []string {
 	var names []string
 	if safeID(toolUseID) {
 		names = append(names, toolUseID+".stop.json")
@@ -631,19 +636,5 @@ func ReadStopRecord(runsDir, toolUseID, agentID string) (*StopRecord, error) {
 	if safeID(agentID) {
 		names = append(names, "agent-"+agentID+".stop.json")
 	}
-	for _, n := range names {
-		data, err := os.ReadFile(filepath.Join(runsDir, n))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		var r StopRecord
-		if err := json.Unmarshal(data, &r); err != nil {
-			return nil, fmt.Errorf("read %s: %w", n, err)
-		}
-		return &r, nil
-	}
-	return nil, nil
+	return names
 }
