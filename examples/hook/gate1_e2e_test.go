@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -150,19 +149,10 @@ func TestE2EStaleWorkLoop(t *testing.T) {
 	}
 }
 
-// runBinCLI runs a subcommand of the built binary in root.
+// runBinCLI runs a subcommand of the built binary in root, as its project.
 func runBinCLI(t *testing.T, root string, args ...string) hookRun {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), hookBin, args...)
-	cmd.Env = append(cleanEnviron(), "CLAUDE_PROJECT_DIR="+root)
-	cmd.Dir = root
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
-		t.Fatal(err)
-	}
-	return hookRun{cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()}
+	return runIn(t, root, []string{"CLAUDE_PROJECT_DIR=" + root}, args...)
 }
 
 // The README's Gate 1 walk-through fixture gives the deny it shows.
