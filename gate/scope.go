@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/deterministic-exec/des/internal/gitexec"
 	"github.com/deterministic-exec/des/internal/glob"
 )
 
@@ -28,7 +29,7 @@ func changedFiles(ctx context.Context, root string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := runGit(ctx, root, nil, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=dirty")
+	out, err := runGit(ctx, new(gitexec.Runner), root, nil, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=dirty")
 	if err != nil {
 		return nil, err
 	}

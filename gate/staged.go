@@ -14,8 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/deterministic-exec/des/internal/gitexec"
 	"github.com/deterministic-exec/des/statemachine"
 )
 
@@ -25,7 +25,7 @@ var StepFilePattern = regexp.MustCompile(`(^|/)steps/\d{2}-\d{2}\.json$`)
 
 // GitTimeout bounds each git command a gate runs (Gate 2's scope, Gate 3's
 // staged files).
-const GitTimeout = 10 * time.Second
+const GitTimeout = gitexec.Timeout
 
 // ErrNotRepository is wrapped when a directory is not in a git work tree.
 var ErrNotRepository = errors.New("not in a git work tree")
@@ -47,11 +47,12 @@ var ErrStepFileUnreadable = errors.New("a step file of the commit cannot be read
 // (GIT_INDEX_FILE), which is exactly what `git commit -a` or `git commit
 // PATH` is about to commit.
 func StagedStepFiles(ctx context.Context, dir string) ([]CommitFile, error) {
-	top, err := gitTopLevel(ctx, dir)
+	git := new(gitexec.Runner)
+	top, err := gitTopLevel(ctx, git, dir)
 	if err != nil {
 		return nil, err
 	}
-	return collect(ctx, top, map[string]string{}, true)
+	return collect(ctx, git, top, map[string]string{}, true)
 }
 
 // BashCommitFiles returns the step files that the `git commit`s of a Bash
@@ -76,13 +77,14 @@ func StagedStepFiles(ctx context.Context, dir string) ([]CommitFile, error) {
 // commits nothing. Paths are absolute, each once, sorted within each
 // repository.
 func BashCommitFiles(ctx context.Context, cwd string, a BashAnalysis) ([]CommitFile, error) {
+	git := new(gitexec.Runner)
 	tops := map[string]string{} // directory -> top level ("" when not a repository)
 	topOf := func(dir string) (string, error) {
 		abs := bashDir(cwd, dir)
 		if top, ok := tops[abs]; ok {
 			return top, nil
 		}
-		top, err := gitTopLevel(ctx, abs)
+		top, err := gitTopLevel(ctx, git, abs)
 		if errors.Is(err, ErrNotRepository) {
 			top, err = "", nil
 		}
@@ -117,18 +119,18 @@ func BashCommitFiles(ctx context.Context, cwd string, a BashAnalysis) ([]CommitF
 		switch {
 		case plan.widen:
 			r.staged = true
-			if err := changedPaths(ctx, top, nil, true, true, r.worktree); err != nil {
+			if err := changedPaths(ctx, git, top, nil, true, true, r.worktree); err != nil {
 				return nil, err
 			}
 		case len(plan.pathspecs) > 0:
 			r.staged = r.staged || plan.include
-			if err := changedPaths(ctx, dir, plan.pathspecs, true, false, r.worktree); err != nil {
+			if err := changedPaths(ctx, git, dir, plan.pathspecs, true, false, r.worktree); err != nil {
 				return nil, err
 			}
 		default:
 			r.staged = true
 			if plan.all {
-				if err := changedPaths(ctx, top, nil, false, false, r.worktree); err != nil {
+				if err := changedPaths(ctx, git, top, nil, false, false, r.worktree); err != nil {
 					return nil, err
 				}
 			}
@@ -148,11 +150,11 @@ func BashCommitFiles(ctx context.Context, cwd string, a BashAnalysis) ([]CommitF
 		switch {
 		case plan.none:
 		case plan.widen:
-			err2 = changedPaths(ctx, top, nil, true, true, r.worktree)
+			err2 = changedPaths(ctx, git, top, nil, true, true, r.worktree)
 		case len(plan.pathspecs) == 0: // -A or -u: the whole tree
-			err2 = changedPaths(ctx, top, []string{":/"}, false, !plan.update, r.worktree)
+			err2 = changedPaths(ctx, git, top, []string{":/"}, false, !plan.update, r.worktree)
 		default:
-			err2 = changedPaths(ctx, bashDir(cwd, add.Dir), plan.pathspecs, false, !plan.update, r.worktree)
+			err2 = changedPaths(ctx, git, bashDir(cwd, add.Dir), plan.pathspecs, false, !plan.update, r.worktree)
 		}
 		if err2 != nil {
 			return nil, err2
@@ -164,7 +166,7 @@ func BashCommitFiles(ctx context.Context, cwd string, a BashAnalysis) ([]CommitF
 		var files []CommitFile
 		var err error
 		if r.staged || len(r.worktree) > 0 {
-			files, err = collect(ctx, top, r.worktree, r.staged)
+			files, err = collect(ctx, git, top, r.worktree, r.staged)
 		}
 		if err != nil {
 			return nil, err
@@ -177,10 +179,10 @@ func BashCommitFiles(ctx context.Context, cwd string, a BashAnalysis) ([]CommitF
 // collect reads the step files of a repository: the staged ones (when
 // staged is set) with their staged content, and those in worktree with
 // their work-tree content, which wins for a file in both.
-func collect(ctx context.Context, top string, worktree map[string]string, staged bool) ([]CommitFile, error) {
+func collect(ctx context.Context, git *gitexec.Runner, top string, worktree map[string]string, staged bool) ([]CommitFile, error) {
 	blobs := map[string]string{} // repository path -> staged blob
 	if staged {
-		out, err := runGit(ctx, top, nil, "diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-relative", "--no-renames", "--diff-filter=ACMRT")
+		out, err := runGit(ctx, git, top, nil, "diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-relative", "--no-renames", "--diff-filter=ACMRT")
 		if err != nil {
 			return nil, err
 		}
@@ -212,7 +214,7 @@ func collect(ctx context.Context, top string, worktree map[string]string, staged
 			oids = append(oids, blobs[p])
 		}
 	}
-	contents, err := catBlobs(ctx, top, oids)
+	contents, err := catBlobs(ctx, git, top, oids)
 	if err != nil {
 		return nil, err
 	}
@@ -239,10 +241,10 @@ func collect(ctx context.Context, top string, worktree map[string]string, staged
 // to dir; none means all of dir), of tracked files that differ between the
 // index and the work tree, and with staged also between HEAD and the index;
 // with untracked also the untracked files that are not ignored.
-func changedPaths(ctx context.Context, dir string, pathspecs []string, staged, untracked bool, into map[string]string) error {
+func changedPaths(ctx context.Context, git *gitexec.Runner, dir string, pathspecs []string, staged, untracked bool, into map[string]string) error {
 	run := func(args ...string) error {
 		args = append(append(args, "--"), pathspecs...)
-		out, err := runGit(ctx, dir, nil, args...)
+		out, err := runGit(ctx, git, dir, nil, args...)
 		if err != nil {
 			return err
 		}
@@ -270,12 +272,12 @@ func changedPaths(ctx context.Context, dir string, pathspecs []string, staged, u
 }
 
 // catBlobs reads blobs with one `git cat-file --batch`.
-func catBlobs(ctx context.Context, top string, oids []string) (map[string][]byte, error) {
+func catBlobs(ctx context.Context, git *gitexec.Runner, top string, oids []string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	if len(oids) == 0 {
 		return out, nil
 	}
-	raw, err := runGit(ctx, top, []byte(strings.Join(oids, "\n")+"\n"), "cat-file", "--batch")
+	raw, err := runGit(ctx, git, top, []byte(strings.Join(oids, "\n")+"\n"), "cat-file", "--batch")
 	if err != nil {
 		return nil, err
 	}
@@ -303,11 +305,11 @@ func catBlobs(ctx context.Context, top string, oids []string) (map[string][]byte
 }
 
 // gitTopLevel is the top of the work tree that holds dir.
-func gitTopLevel(ctx context.Context, dir string) (string, error) {
+func gitTopLevel(ctx context.Context, git *gitexec.Runner, dir string) (string, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return "", fmt.Errorf("%s: %w", dir, ErrNotRepository)
 	}
-	out, err := runGit(ctx, dir, nil, "rev-parse", "--show-toplevel")
+	out, err := runGit(ctx, git, dir, nil, "rev-parse", "--show-toplevel")
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && ctx.Err() == nil {
 		return "", fmt.Errorf("%s: %w: %w", dir, ErrNotRepository, err)
@@ -322,33 +324,10 @@ func gitTopLevel(ctx context.Context, dir string) (string, error) {
 	return filepath.FromSlash(top), nil
 }
 
-// runGit runs git in dir, without a shell, bounded by GitTimeout; errors
-// carry git's message.
-func runGit(ctx context.Context, dir string, stdin []byte, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, GitTimeout)
-	defer cancel()
-	// core.fsmonitor off: a repository's config must not run a command
-	// inside the hook.
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.fsmonitor=false", "-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0") // a read must not take the index lock from a running commit
-	cmd.WaitDelay = time.Second                            // a child holding stdout must not outlive the timeout
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	out, err := cmd.Output()
-	if err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (git is bounded by %v)", ctx.Err(), GitTimeout)
-		}
-		msg := strings.TrimSpace(stderr.String())
-		if msg != "" {
-			return nil, fmt.Errorf("git %s in %s: %w: %s", args[0], dir, err, msg)
-		}
-		return nil, fmt.Errorf("git %s in %s: %w", args[0], dir, err)
-	}
-	return out, nil
+// runGit runs one git command in dir through git (gitexec: nothing the
+// repository configures is run), bounded by GitTimeout and ctx.
+func runGit(ctx context.Context, git *gitexec.Runner, dir string, stdin []byte, args ...string) ([]byte, error) {
+	return git.Run(ctx, dir, stdin, args...)
 }
 
 // bashDir is the absolute directory a git command of a Bash command runs

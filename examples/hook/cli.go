@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/internal/gitexec"
 	"github.com/open-policy-agent/opa/v1/version"
 )
 
@@ -248,7 +248,7 @@ func commandRoot(ctx context.Context, lookupEnv func(string) (string, bool)) str
 func gitTopLevel(ctx context.Context) (string, bool) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "git", "rev-parse", "--show-toplevel").Output()
+	out, err := new(gitexec.Runner).Run(ctx, ".", nil, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return "", false
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/gitexec"
 	"github.com/deterministic-exec/des/policy"
 )
 
@@ -261,12 +261,9 @@ func installRoot(ctx context.Context, lookupEnv func(string) (string, bool)) str
 func gitHooksDir(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "rev-parse", "--git-path", "hooks")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := new(gitexec.Runner).Run(ctx, ".", nil, "rev-parse", "--git-path", "hooks")
 	if err != nil {
-		return "", fmt.Errorf("cannot find the git hooks directory (is this a git repository?): %v: %s", err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("cannot find the git hooks directory (is this a git repository?): %w", err)
 	}
 	dir := filepath.FromSlash(strings.TrimSpace(string(out)))
 	if !filepath.IsAbs(dir) {

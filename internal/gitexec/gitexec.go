@@ -1,0 +1,204 @@
+// Package gitexec runs git for des's own read commands (which files are
+// staged, which changed, what a blob holds, which aliases a repository
+// defines) so that nothing the repository names is run inside the hook.
+//
+// A repository's config and attributes can make git run programs: clean,
+// smudge and process filters (filter.<driver>.*, chosen by .gitattributes),
+// textconv and external diff drivers, core.fsmonitor, a pager. An agent
+// working in the project can set any of them, so a Runner switches them all
+// off for every command it runs:
+//
+//   - core.fsmonitor=false on the command line;
+//   - every filter driver the repository's config defines is overridden
+//     with empty clean, smudge and process commands and required=false
+//     (git runs no filter whose command is empty), through
+//     GIT_CONFIG_COUNT/KEY/VALUE, which takes names as they are, where -c
+//     would split a driver name holding "=". git 2.39 has no switch that
+//     ignores .gitattributes for a command, so the drivers are listed first
+//     with `git config --get-regexp`, which runs nothing;
+//   - diff, log and show get --no-ext-diff and --no-textconv;
+//   - --no-pager, GIT_PAGER=cat, GIT_TERMINAL_PROMPT=0 (never a prompt),
+//     GIT_OPTIONAL_LOCKS=0 (a read does not take the index lock from a
+//     commit running beside it), GIT_CONFIG_NOSYSTEM=1.
+//
+// Hooks (core.hooksPath) do not matter: no read command runs one. git
+// itself is found on PATH, never in the current directory (os/exec refuses
+// "." entries). Every command is bounded by Timeout and by the caller's
+// context; a child that keeps git's output open does not outlive it.
+package gitexec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Timeout bounds each git command when the caller's context allows more.
+const Timeout = 10 * time.Second
+
+// Runner runs git commands with everything the repository could make git
+// run switched off. It remembers, per directory, the filter drivers it
+// found, so a Runner is meant for one operation (one hook event); its
+// methods are safe for concurrent use. The zero value is ready.
+type Runner struct {
+	mu      sync.Mutex
+	drivers map[string][]string // directory -> filter driver names
+}
+
+// Run runs `git args...` in dir with stdin (nil: none) and returns its
+// standard output. The error names the command and directory, wraps
+// *exec.ExitError when git ran and failed (its message included), and
+// wraps the context's error when the deadline or Timeout ended it.
+func (r *Runner) Run(ctx context.Context, dir string, stdin []byte, args ...string) ([]byte, error) {
+	if len(args) == 0 {
+		return nil, errors.New("gitexec: no git command")
+	}
+	drivers, err := r.filterDrivers(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return run(ctx, dir, stdin, drivers, args)
+}
+
+// Config returns the config entries whose names match the extended regular
+// expression re (`git config -z --get-regexp`), as name and value, in
+// git's order (later entries win); none is not an error. Names are as git
+// prints them: section and variable lower case, a subsection as written.
+func (r *Runner) Config(ctx context.Context, dir, re string) ([][2]string, error) {
+	drivers, err := r.filterDrivers(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return config(ctx, dir, re, drivers)
+}
+
+func config(ctx context.Context, dir, re string, drivers []string) ([][2]string, error) {
+	out, err := run(ctx, dir, nil, drivers, []string{"config", "-z", "--get-regexp", re})
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 1 && ctx.Err() == nil {
+		return nil, nil // git config's "no such key"
+	}
+	if err != nil {
+		return nil, err
+	}
+	var entries [][2]string
+	for _, e := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		if e == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(e, "\n") // a name alone is a boolean true
+		entries = append(entries, [2]string{name, value})
+	}
+	return entries, nil
+}
+
+// filterDrivers lists the filter drivers the config of dir's repository
+// defines, once per directory.
+func (r *Runner) filterDrivers(ctx context.Context, dir string) ([]string, error) {
+	r.mu.Lock()
+	d, ok := r.drivers[dir]
+	r.mu.Unlock()
+	if ok {
+		return d, nil
+	}
+	entries, err := config(ctx, dir, `^filter\.`, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list the filter drivers the repository configures: %w", err)
+	}
+	for _, e := range entries {
+		// filter.<driver>.<variable>: the driver is everything between
+		// the first and the last dot.
+		rest, ok := strings.CutPrefix(e[0], "filter.")
+		i := strings.LastIndexByte(rest, '.')
+		if !ok || i < 0 {
+			continue
+		}
+		if name := rest[:i]; !slices.Contains(d, name) {
+			d = append(d, name)
+		}
+	}
+	if d == nil {
+		d = []string{}
+	}
+	r.mu.Lock()
+	if r.drivers == nil {
+		r.drivers = map[string][]string{}
+	}
+	r.drivers[dir] = d
+	r.mu.Unlock()
+	return d, nil
+}
+
+// run runs one git command with drivers switched off.
+func run(ctx context.Context, dir string, stdin []byte, drivers, args []string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	full := []string{"--no-pager", "-c", "core.fsmonitor=false", "-C", dir, args[0]}
+	switch args[0] {
+	case "diff", "log", "show":
+		full = append(full, "--no-ext-diff", "--no-textconv")
+	}
+	full = append(full, args[1:]...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Env = Env(os.Environ(), drivers)
+	cmd.WaitDelay = time.Second // a child holding stdout must not outlive the deadline
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (each git command is bounded by %v and by the hook's deadline)", ctx.Err(), Timeout)
+		}
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return nil, fmt.Errorf("git %s in %s: %w: %s", args[0], dir, err, msg)
+		}
+		return nil, fmt.Errorf("git %s in %s: %w", args[0], dir, err)
+	}
+	return out, nil
+}
+
+// Env is environ with the settings a Runner gives git: the fixed ones, and
+// the filter drivers switched off, appended after any GIT_CONFIG_COUNT
+// entries environ already holds (later entries win).
+func Env(environ []string, drivers []string) []string {
+	env := make([]string, 0, len(environ)+8+4*2*len(drivers))
+	n := 0
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "GIT_CONFIG_NOSYSTEM", "GIT_OPTIONAL_LOCKS", "GIT_TERMINAL_PROMPT", "GIT_PAGER", "PAGER", "GIT_CONFIG_COUNT":
+			if k == "GIT_CONFIG_COUNT" {
+				n, _ = strconv.Atoi(v)
+				n = max(n, 0)
+			}
+			continue // set below
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "GIT_CONFIG_NOSYSTEM=1", "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "PAGER=cat")
+	set := func(key, value string) {
+		env = append(env, "GIT_CONFIG_KEY_"+strconv.Itoa(n)+"="+key, "GIT_CONFIG_VALUE_"+strconv.Itoa(n)+"="+value)
+		n++
+	}
+	for _, d := range drivers {
+		set("filter."+d+".clean", "")
+		set("filter."+d+".smudge", "")
+		set("filter."+d+".process", "")
+		set("filter."+d+".required", "false")
+	}
+	if n > 0 {
+		env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(n))
+	}
+	return env
+}
