@@ -222,17 +222,13 @@ func preToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
 // installed, still judges the commit. A step file it found but cannot read
 // is an error: DES is in charge of that commit.
 func bashCommitFiles(ctx context.Context, h *hookEnv, ev *Event, command string) ([]gate.CommitFile, error) {
-	a := gate.AnalyzeBash(command)
-	if len(a.GitCommits) == 0 {
-		return nil, nil
-	}
 	cwd := ev.Cwd
 	if cwd == "" {
 		cwd = h.root
 	} else if !filepath.IsAbs(cwd) {
 		cwd = filepath.Join(h.root, cwd)
 	}
-	files, err := gate.BashCommitFiles(ctx, cwd, a)
+	files, err := gate.BashCommitFiles(ctx, cwd, command)
 	if errors.Is(err, gate.ErrStepFileUnreadable) {
 		return nil, err // the commit holds step files: DES is in charge
 	}
