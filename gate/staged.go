@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -505,4 +506,52 @@ func parseAddArgs(args []string) addPlan {
 		p.none = true // `git add` alone stages nothing
 	}
 	return p
+}
+
+// maxStepFileSearch bounds the entries HasStepFiles looks at.
+const maxStepFileSearch = 50000
+
+// errSearchBound stops HasStepFiles' walk at its bound.
+var errSearchBound = errors.New("search bound reached")
+
+// HasStepFiles reports whether the project under root holds a step file
+// (StepFilePattern) on disk, looking at most at 50,000 entries and leaving
+// out .git directories. It is how a caller decides whether DES is in charge
+// of a commit when git cannot say which files the commit holds: a project
+// with step files is DES's. When the bound or ctx ends the search first,
+// it reports true with the reason: DES cannot show that it is not in
+// charge.
+func HasStepFiles(ctx context.Context, root string) (bool, error) {
+	n := 0
+	found := errors.New("found")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // an unreadable directory holds nothing DES can judge
+		}
+		if n++; n > maxStepFileSearch {
+			return errSearchBound
+		}
+		if n%256 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if rel, err := filepath.Rel(root, path); err == nil && StepFilePattern.MatchString(filepath.ToSlash(rel)) {
+			return found
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, found):
+		return true, nil
+	case errors.Is(err, errSearchBound):
+		return true, fmt.Errorf("looked for step files in %s: %w (%d entries)", root, err, maxStepFileSearch)
+	case err != nil:
+		return true, fmt.Errorf("looked for step files in %s: %w", root, err)
+	}
+	return false, nil
 }

@@ -217,10 +217,11 @@ func preToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
 
 // bashCommitFiles lists the step files the `git commit`s of a command would
 // commit (gate.BashCommitFiles), its directories taken against the event's
-// cwd. When git cannot tell, DES does not know that it is in charge: it
-// logs and gives Gate 3 no opinion; the git pre-commit hook, when
-// installed, still judges the commit. A step file it found but cannot read
-// is an error: DES is in charge of that commit.
+// cwd. An error means DES is in charge and could not tell what the commit
+// holds: a step file it found but cannot read, or git failing (or running
+// out of time) while DES lists what is staged in a project that holds step
+// files (gate.HasStepFiles). git failing in a project without step files is
+// logged, and Gate 3 gives no opinion.
 func bashCommitFiles(ctx context.Context, h *hookEnv, ev *Event, command string) ([]gate.CommitFile, error) {
 	cwd := ev.Cwd
 	if cwd == "" {
@@ -229,14 +230,21 @@ func bashCommitFiles(ctx context.Context, h *hookEnv, ev *Event, command string)
 		cwd = filepath.Join(h.root, cwd)
 	}
 	files, err := gate.BashCommitFiles(ctx, cwd, command)
+	if err == nil {
+		return files, nil
+	}
 	if errors.Is(err, gate.ErrStepFileUnreadable) {
 		return nil, err // the commit holds step files: DES is in charge
 	}
-	if err != nil {
-		h.logger.Warn("hook: cannot tell which step files the git commit holds; Gate 3 gives no opinion", "err", err)
-		return nil, nil
+	has, why := gate.HasStepFiles(ctx, h.root)
+	if has {
+		if why != nil {
+			h.logger.Warn("hook: cannot show that the project holds no step file", "err", why)
+		}
+		return nil, fmt.Errorf("cannot tell which step files the git commit would hold: %w", err)
 	}
-	return files, nil
+	h.logger.Warn("hook: cannot tell which step files the git commit holds; Gate 3 gives no opinion, the project holds no step file", "err", err)
+	return nil, nil
 }
 
 // internalResult is the fail-closed result of an error where validation is

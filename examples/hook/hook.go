@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/deterministic-exec/des"
 )
@@ -108,6 +110,41 @@ func (h *hookEnv) call(ctx context.Context, fn handlerFunc, ev *Event) (r respon
 	return fn(ctx, h, ev)
 }
 
+// Deadlines of one hook event, well below the timeouts `hook settings`
+// gives Claude Code (30 s for tool events, 60 s for SubagentStop): a hook
+// that Claude Code times out does not block, so DES must answer first. The
+// deadline starts when the hook starts and covers reading stdin; every
+// wait of the handler (locks, git, a transcript not flushed yet) ends with
+// it, and where DES is in charge running out of time is DES-INTERNAL naming
+// what it waited on. DES_HOOK_DEADLINE_MS replaces both.
+const (
+	toolDeadline = 20 * time.Second
+	stopDeadline = 50 * time.Second
+	// deadlineGrace is how long after the deadline the hook still waits
+	// for a handler to report, before answering without it.
+	deadlineGrace = time.Second
+	deadlineEnv   = "DES_HOOK_DEADLINE_MS"
+)
+
+// deadlines returns the deadline of the stdin read and of an event of the
+// given name, both counted from the hook's start.
+func deadlines(lookupEnv func(string) (string, bool), logger *slog.Logger) (read time.Duration, event func(name string) time.Duration) {
+	if raw, ok := lookupEnv(deadlineEnv); ok && strings.TrimSpace(raw) != "" {
+		ms, err := strconv.Atoi(strings.TrimSpace(raw))
+		if err == nil && ms > 0 && ms <= int(stopDeadline/time.Millisecond) {
+			d := time.Duration(ms) * time.Millisecond
+			return d, func(string) time.Duration { return d }
+		}
+		logger.Warn(deadlineEnv+" is not a number of milliseconds from 1 to 50000; using the defaults", "value", raw)
+	}
+	return toolDeadline, func(name string) time.Duration {
+		if name == eventSubagentStop {
+			return stopDeadline
+		}
+		return toolDeadline
+	}
+}
+
 // runHook is hook mode: read one event, route it, render the response. It
 // always returns 0: Claude Code reads exit status 2 as a block, and any
 // other failure must not look like one.
@@ -118,9 +155,11 @@ func runHook(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, loo
 			code = 0
 		}
 	}()
+	start := time.Now()
 	logger := newLogger(stderr, lookupEnv)
+	readWithin, eventWithin := deadlines(lookupEnv, logger)
 
-	ev, warnings, err := readEvent(stdin)
+	ev, warnings, err := readEventWithin(ctx, stdin, readWithin)
 	if err != nil {
 		logger.Error("hook: no opinion: " + err.Error())
 		return 0
@@ -132,13 +171,64 @@ func runHook(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, loo
 	if !ok {
 		return 0 // fast path: DES has no opinion, and builds nothing
 	}
+	within := eventWithin(ev.HookEventName)
+	ctx, cancel := context.WithDeadline(ctx, start.Add(within))
+	defer cancel()
 	h := newHookEnv(hookRoot(lookupEnv, ev), ev.HookEventName, lookupEnv, logger, stderr)
 	logger.Debug("hook: routing", "event", key.event, "tool", key.tool, "root", h.root)
-	r := h.call(ctx, fn, ev)
+	r := h.callWithin(ctx, fn, ev, within)
 	if err := render(stdout, ev.HookEventName, r); err != nil {
 		logger.Error("hook: no opinion: cannot write the response", "event", ev.HookEventName, "tool", ev.ToolName, "err", err)
 	}
 	return 0
+}
+
+// callWithin runs the handler under ctx and answers without it when it has
+// not returned deadlineGrace after ctx ends: every wait in des honours ctx,
+// and this is the net under one that would not. The handler then goes on
+// in the background until the process exits, its response unused.
+func (h *hookEnv) callWithin(ctx context.Context, fn handlerFunc, ev *Event, within time.Duration) response {
+	done := make(chan response, 1)
+	go func() { done <- h.call(ctx, fn, ev) }()
+	select {
+	case r := <-done:
+		return r
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(deadlineGrace)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r
+	case <-t.C:
+		return h.internalError(h.validationRequired(), fmt.Errorf("the %s handler did not finish within the hook's deadline of %v: %w", h.event, within, context.Cause(ctx)))
+	}
+}
+
+// readEventWithin is readEvent bounded by d: a writer that never closes
+// stdin must not hold the hook past Claude Code's timeout. Before the event
+// is read DES cannot be in charge, so running out of time is no opinion.
+func readEventWithin(ctx context.Context, r io.Reader, d time.Duration) (*Event, []string, error) {
+	type read struct {
+		ev       *Event
+		warnings []string
+		err      error
+	}
+	done := make(chan read, 1)
+	go func() {
+		ev, w, err := readEvent(r)
+		done <- read{ev, w, err}
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case x := <-done:
+		return x.ev, x.warnings, x.err
+	case <-t.C:
+		return nil, nil, fmt.Errorf("read stdin: the event was not complete (stdin not closed) within %v", d)
+	case <-ctx.Done():
+		return nil, nil, fmt.Errorf("read stdin: %w", ctx.Err())
+	}
 }
 
 // hookRoot is the project root in hook mode (contract §5): CLAUDE_PROJECT_DIR,

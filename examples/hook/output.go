@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"os/exec"
 	"strings"
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/filelock"
 	"github.com/deterministic-exec/des/policy"
 )
 
@@ -162,15 +165,29 @@ func (h *hookEnv) internalError(required bool, err error) response {
 }
 
 // internalRecovery suggests the fix for the kinds of internal error a user
-// can fix: a bad setting or a policy that does not compile.
+// can fix: a bad setting, a policy that does not compile, a lock another
+// process holds, a wait that ran out of time, git failing.
 func internalRecovery(err error) []string {
 	var cfgErr *des.ConfigError
 	var polErr policy.Errors
+	var exitErr *exec.ExitError
 	switch {
 	case errors.As(err, &cfgErr):
 		return []string{
 			"Fix the setting named above in " + des.ConfigFile + " or its DES_* environment variable, then retry.",
 			"Run `hook policies` from the project root to check that DES starts.",
+		}
+	case errors.Is(err, filelock.ErrHeld):
+		return []string{
+			"Another process holds the lock named above and did not release it before the hook's deadline: wait for it to finish, or find it (`fuser FILE` or `lsof FILE`) and end it if it is stuck, then retry.",
+		}
+	case errors.Is(err, context.DeadlineExceeded):
+		return []string{
+			"The hook ran out of time on what is named above (a slow or stuck git, a file system that does not answer): fix that, then retry. " + deadlineEnv + " sets the hook's deadline, below Claude Code's hook timeout.",
+		}
+	case errors.As(err, &exitErr):
+		return []string{
+			"git failed as shown above: run the same git command in the repository to see it, fix the cause (a broken .git/config, a repository git refuses), then retry.",
 		}
 	case errors.As(err, &polErr):
 		return []string{

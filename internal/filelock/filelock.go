@@ -8,6 +8,7 @@ package filelock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -20,6 +21,10 @@ const (
 	minDelay = 200 * time.Microsecond
 	maxDelay = 10 * time.Millisecond
 )
+
+// ErrHeld is wrapped, with the context's error, when Acquire gives up on a
+// lock another holder kept until the caller's deadline.
+var ErrHeld = errors.New("held by another process, which did not release it in time")
 
 // locker is the platform's lock on one open file.
 type locker interface {
@@ -36,7 +41,7 @@ type Lock struct {
 
 // Acquire opens (creating it, mode 0o644) the file at path and takes an
 // exclusive lock on it, retrying with a jittered back-off until ctx is done;
-// the error then wraps ctx.Err() and names the file (and, where holding the
+// the error then wraps ErrHeld and ctx.Err() and names the file (and, where holding the
 // lock is the file's existence, who holds it). The directory must exist.
 func Acquire(ctx context.Context, path string) (*Lock, error) {
 	l, err := open(path)
@@ -59,7 +64,7 @@ func Acquire(ctx context.Context, path string) (*Lock, error) {
 		case <-ctx.Done():
 			t.Stop()
 			_ = l.close()
-			return nil, fmt.Errorf("lock %s: %w%s", path, ctx.Err(), holderHint(path))
+			return nil, fmt.Errorf("lock %s: %w: %w%s", path, ErrHeld, ctx.Err(), holderHint(path))
 		case <-t.C:
 		}
 		delay = min(2*delay, maxDelay)
