@@ -317,7 +317,10 @@ func gitTopLevel(ctx context.Context, git *gitexec.Runner, dir string) (string, 
 	}
 	out, err := runGit(ctx, git, dir, nil, "rev-parse", "--show-toplevel")
 	var exit *exec.ExitError
-	if errors.As(err, &exit) && ctx.Err() == nil {
+	// Only git's own "not a git repository" says so (gitexec runs git in
+	// the C locale): a repository whose config git cannot read is an error,
+	// not a directory without a repository.
+	if errors.As(err, &exit) && ctx.Err() == nil && strings.Contains(err.Error(), "not a git repository") {
 		return "", fmt.Errorf("%s: %w: %w", dir, ErrNotRepository, err)
 	}
 	if err != nil {
