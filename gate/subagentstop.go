@@ -50,9 +50,15 @@ const (
 type StopResult struct {
 	Result
 	StepFile string // the step judged, relative to the root ("" when none was found)
-	// Found tells how the step was found: "caller", "transcript" or "record"
-	// (Gate 1's record of the invocation); "" when it was not.
+	// Found tells how the step was found: "caller", "transcript" (its
+	// prompt), "record" (Gate 1's record of the invocation, by the call's
+	// id) or "session" (the one open run of the session); "" when it was
+	// not.
 	Found string
+	// TranscriptState is what the transcript says against Gate 1's record
+	// of the run: one of the Transcript constants ("" when no step was
+	// found).
+	TranscriptState string
 	// NoOpinion says why Gate 2 did not judge a stop it could not place;
 	// "" when it judged, or when the subagent was not DES's (no markers).
 	NoOpinion  string
@@ -133,7 +139,7 @@ func (g SubagentStop) Check(ctx context.Context, ev Evaluator, s Stop) (StopResu
 	if loc.stepFile == "" {
 		return res, nil // not a DES subagent
 	}
-	res.Found = loc.found
+	res.Found, res.TranscriptState = loc.found, loc.transcript.state
 	if s.ToolUseID == "" {
 		s.ToolUseID = loc.toolUseID
 	}
@@ -178,19 +184,58 @@ type location struct {
 	found     string
 	run       *Run   // Gate 1's record, nil when there is none
 	toolUseID string // the Agent/Task call, when known
+	// transcript is what the transcript says against the run record.
+	transcript transcriptCheck
 }
 
-// locate finds the step of a stop: the caller's, else the transcript's
-// DES-STEP-FILE marker, else Gate 1's record. An empty stepFile with a nil
-// error means the subagent is not DES's.
+// States of a transcript checked against Gate 1's record of the run
+// (input.transcript.state).
+const (
+	TranscriptAgrees     = "agrees"     // its prompt names the run's step file
+	TranscriptMissing    = "missing"    // the file is not there
+	TranscriptUnreadable = "unreadable" // it cannot be read, or holds no prompt
+	TranscriptNoMarkers  = "no_markers" // its prompt has no DES markers, or no step file
+	TranscriptOtherStep  = "other_step" // its prompt names another step file
+	// TranscriptPromptChanged: its prompt names the run's step file but is
+	// not the prompt Gate 1 allowed (Claude Code writes the Agent/Task
+	// prompt verbatim as the transcript's first user message).
+	TranscriptPromptChanged = "prompt_changed"
+	TranscriptNotChecked    = "not_checked" // no run record to check it against
+)
+
+// transcriptCheck is input.transcript of des.gates.subagent_stop.
+type transcriptCheck struct {
+	path     string // as the event names it
+	state    string
+	stepFile string // the step file the transcript's prompt names
+	err      string
+}
+
+func (c transcriptCheck) facts() map[string]any {
+	return map[string]any{
+		"checked": c.state != TranscriptNotChecked, "state": c.state, "path": c.path,
+		"step_file": c.stepFile, "error": c.err,
+	}
+}
+
+// locate finds the step of a stop, trusting what DES recorded over the
+// transcript, which the subagent can edit or delete: the caller's step;
+// else Gate 1's record of the run, found by the Agent/Task call's id (the
+// caller's, or the agent-<id>.meta.json beside the transcript), by the
+// transcript's prompt, or, when the transcript cannot be read, as the one
+// run of the session still open (same agent type); else the transcript's
+// DES-STEP-FILE marker. With a run record the transcript is checked
+// against it (location.transcript). An empty stepFile with a nil error
+// means the subagent is not DES's.
 func (g SubagentStop) locate(ctx context.Context, s Stop) (location, error) {
 	transcript, terr := g.transcript(s.TranscriptPath)
 	toolUseID := s.ToolUseID
 	if toolUseID == "" && terr == nil {
 		toolUseID = metaToolUseID(transcript)
 	}
+	run := g.readRun(toolUseID)
 	if s.StepFile != "" {
-		return location{stepFile: s.StepFile, found: "caller", run: g.readRun(toolUseID), toolUseID: toolUseID}, nil
+		return location{stepFile: s.StepFile, found: "caller", run: run, toolUseID: toolUseID, transcript: transcriptCheck{path: s.TranscriptPath, state: TranscriptNotChecked}}, nil
 	}
 	var prompt string
 	if terr == nil {
@@ -202,29 +247,111 @@ func (g SubagentStop) locate(ctx context.Context, s Stop) (location, error) {
 	}
 	if terr == nil {
 		p := template.Parse(prompt)
-		if !p.HasMarkers || p.StepFile == "" {
-			return location{}, nil
+		marked := p.HasMarkers && p.StepFile != ""
+		found := "record"
+		if run == nil && marked {
+			run, found = g.readRun("prompt-"+promptKey(prompt)), "transcript"
 		}
-		run := g.readRun(toolUseID) // the call's own record, when its id is known
-		if run == nil {
-			run = g.readRun("prompt-" + promptKey(prompt))
+		if run == nil || run.StepFile == "" {
+			if !marked {
+				return location{}, nil // not a DES subagent, as far as DES recorded
+			}
+			return location{stepFile: p.StepFile, found: "transcript", toolUseID: toolUseID, transcript: transcriptCheck{path: s.TranscriptPath, state: TranscriptNotChecked, stepFile: p.StepFile}}, nil
 		}
-		if toolUseID == "" && run != nil {
-			toolUseID = run.ToolUseID
+		check := transcriptCheck{path: s.TranscriptPath, state: TranscriptAgrees, stepFile: p.StepFile}
+		switch {
+		case !marked:
+			check.state = TranscriptNoMarkers
+		case markedRel(g.Root, p.StepFile) != run.StepFile:
+			check.state = TranscriptOtherStep
+		case run.PromptSHA256 != "" && promptKey(prompt) != run.PromptSHA256:
+			check.state = TranscriptPromptChanged
 		}
-		return location{stepFile: p.StepFile, found: "transcript", run: run, toolUseID: toolUseID}, nil
+		return location{stepFile: run.StepFile, found: found, run: run, toolUseID: cmpOr(toolUseID, run.ToolUseID), transcript: check}, nil
 	}
-	if run := g.readRun(toolUseID); run != nil && run.StepFile != "" {
-		return location{stepFile: run.StepFile, found: "record", run: run, toolUseID: toolUseID}, nil
+	found := "record"
+	if run == nil || run.StepFile == "" {
+		run, found = g.openSessionRun(s), "session"
+	}
+	if run != nil && run.StepFile != "" {
+		check := transcriptCheck{path: s.TranscriptPath, state: TranscriptUnreadable, err: terr.Error()}
+		if errors.Is(terr, errTranscriptMissing) {
+			check.state = TranscriptMissing
+		}
+		return location{stepFile: run.StepFile, found: found, run: run, toolUseID: cmpOr(toolUseID, run.ToolUseID), transcript: check}, nil
 	}
 	return location{}, fmt.Errorf("cannot tell which step the subagent worked on: transcript %s: %w; and no record of its invocation", cmpOr(s.TranscriptPath, `""`), terr)
+}
+
+// markedRel is a DES-STEP-FILE marker as Gate 1 records it: relative to
+// the root, slash-separated, when it is inside the root.
+func markedRel(root, marked string) string {
+	abs := marked
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(root, filepath.FromSlash(marked))
+	}
+	if rel, ok := within(root, filepath.Clean(abs)); ok {
+		return rel
+	}
+	return filepath.ToSlash(marked)
+}
+
+// Bounds of the search for a session's open run.
+const (
+	sessionRunAge   = 24 * time.Hour // runs started earlier are not looked at
+	sessionRunFiles = 1000           // run records read at most
+)
+
+// openSessionRun is the run of the stop's session that Gate 1 started and
+// Gate 2 has not judged yet (no verdict, or a block the subagent went back
+// to work after), of the stop's agent type when both are known; nil when
+// there is none or more than one, since DES cannot tell which of them
+// stopped.
+func (g SubagentStop) openSessionRun(s Stop) *Run {
+	if g.RunsDir == "" || s.SessionID == "" {
+		return nil
+	}
+	ents, err := os.ReadDir(g.RunsDir)
+	if err != nil {
+		return nil
+	}
+	var found *Run
+	read := 0
+	for _, e := range ents {
+		name := e.Name()
+		id, ok := strings.CutSuffix(name, ".json")
+		if !ok || strings.HasPrefix(name, "prompt-") || strings.HasPrefix(name, "agent-") || strings.HasSuffix(id, ".stop") || !safeID(id) {
+			continue
+		}
+		if info, err := e.Info(); err != nil || g.now().Sub(info.ModTime()) > sessionRunAge {
+			continue
+		}
+		if read++; read > sessionRunFiles {
+			return nil // too many to tell
+		}
+		r := g.readRun(id)
+		if r == nil || r.SessionID != s.SessionID || r.ToolUseID != id {
+			continue
+		}
+		if s.AgentType != "" && r.AgentType != "" && s.AgentType != r.AgentType {
+			continue
+		}
+		if v, err := ReadStopRecord(g.RunsDir, r.ToolUseID, ""); err != nil || (v != nil && v.Action != StopActionBlock) {
+			continue
+		}
+		if found != nil {
+			return nil // two open runs: either could be this one
+		}
+		found = r
+	}
+	return found
 }
 
 // transcript resolves a transcript path against the root and refuses one
 // outside the project and the user's Claude directory.
 func (g SubagentStop) transcript(path string) (string, error) {
 	if path == "" {
-		return "", errors.New("the event names none")
+		return "", fmt.Errorf("the event names none: %w", errTranscriptMissing)
 	}
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(g.Root, path)
@@ -254,7 +381,7 @@ var runEvents = []audit.EventType{audit.PhaseStarted, audit.PhaseCompleted, audi
 // input builds des.gates.subagent_stop's input document (docs/policies.md)
 // and returns the out-of-scope files with it.
 func (g SubagentStop) input(ctx context.Context, step stepRead, loc location) (map[string]any, []string, error) {
-	in := map[string]any{"step": stopStepFacts(step)}
+	in := map[string]any{"step": stopStepFacts(step), "transcript": loc.transcript.facts()}
 	if step.step == nil {
 		return in, nil, nil
 	}
@@ -572,6 +699,9 @@ func (g SubagentStop) record(ctx context.Context, s Stop, res StopResult, start 
 	}
 	if res.NoOpinion != "" {
 		fields["reason"] = res.NoOpinion
+	}
+	if res.Found != "" {
+		fields["found"], fields["transcript_state"] = res.Found, res.TranscriptState
 	}
 	if phases, ok := res.Decision.Info["reset_phases"].([]any); ok && res.Denied() {
 		fields["reset_phases"] = phases // what `hook stale --resolve` resets besides unfinished phases

@@ -204,9 +204,10 @@ func TestGate2NotDESAndNoOpinion(t *testing.T) {
 	}
 	n := len(p.auditEvents())
 
-	// No transcript and no record: no opinion, and the trail says why.
+	// No transcript and no record (the session's run is another
+	// session's): no opinion, and the trail says why.
 	s := p.stop()
-	s.TranscriptPath = filepath.Join(p.claude, "missing.jsonl")
+	s.TranscriptPath, s.SessionID = filepath.Join(p.claude, "missing.jsonl"), "other-session"
 	res, err = p.gate().Check(t.Context(), ev, s)
 	if err != nil || res.Evaluated || !strings.Contains(res.NoOpinion, "cannot tell which step") {
 		t.Fatalf("missing transcript: %+v, %v", res, err)
@@ -237,7 +238,9 @@ func TestGate2RefusesTranscriptsElsewhere(t *testing.T) {
 	p := newStopProject(t)
 	g := p.gate()
 	g.ClaudeDirs = nil // the transcript's directory is no longer the user's Claude directory
-	res, err := g.Check(t.Context(), &fakeEvaluator{}, p.stop())
+	s := p.stop()
+	s.SessionID = "other-session" // and no open run of the session to fall back on
+	res, err := g.Check(t.Context(), &fakeEvaluator{}, s)
 	if err != nil || res.Evaluated || !strings.Contains(res.NoOpinion, "outside the project") {
 		t.Fatalf("result = %+v, %v; want the transcript refused", res, err)
 	}

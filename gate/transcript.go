@@ -28,13 +28,16 @@ const (
 // when SubagentStop arrives).
 var errTranscriptNotReady = errors.New("not written yet")
 
+// errTranscriptMissing is wrapped when there is no transcript file at all.
+var errTranscriptMissing = errors.New("no such file")
+
 // transcriptPrompt returns the prompt a subagent was started with: the
 // message content of the transcript's first user line, a string or (in some
 // versions) an array of content blocks whose text blocks are joined.
 func transcriptPrompt(path string) (string, error) {
 	f, _, err := fileio.OpenRegular(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("%w: no such file", errTranscriptNotReady)
+		return "", fmt.Errorf("%w: %w", errTranscriptNotReady, errTranscriptMissing)
 	}
 	if err != nil {
 		return "", err

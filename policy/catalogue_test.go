@@ -37,6 +37,8 @@ var extensionCodes = map[string]policy.Severity{
 	"DES-STATE-HANDSHAKE-ACTIVE": policy.Warn,
 	// Gate 2 could not list the changed files (no git, not a repository).
 	"DES-SCOPE-UNCHECKED": policy.Warn,
+	// Gate 2: the transcript disagrees with Gate 1's record of the run.
+	"DES-TRANSCRIPT-TAMPERED": policy.Deny,
 }
 
 // TestBuiltinCodesAreInTheContract fails when a built-in deny or warn rule can

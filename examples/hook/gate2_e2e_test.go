@@ -196,6 +196,20 @@ func TestE2EGate2BlockModeBlocksOnce(t *testing.T) {
 // with the task still in progress: Gate 2 has nothing to say.
 func TestE2EGate2HonestStopPasses(t *testing.T) {
 	root, transcript, env := gate2Project(t)
+	prepareThroughTheGuard(t, root, env)
+	out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false)))
+	if out != (stopOutput{}) {
+		t.Fatalf("honest stop: %+v; want no opinion", out)
+	}
+	if s := readStepState(t, root); s["status"] != "IN_PROGRESS" {
+		t.Errorf("honest stop changed the task: %v", s)
+	}
+}
+
+// prepareThroughTheGuard is an honest subagent's work: it starts and
+// finishes PREPARE with Write calls the write guard allows and confirms.
+func prepareThroughTheGuard(t *testing.T, root string, env []string) {
+	t.Helper()
 	for i, set := range []map[string]any{
 		{"status": "IN_PROGRESS", "started_at": "2026-11-22T12:00:00Z"},
 		{"status": "EXECUTED", "outcome": "PASS", "outcome_details": "ok", "ended_at": "2026-11-22T12:05:00Z"},
@@ -217,13 +231,6 @@ func TestE2EGate2HonestStopPasses(t *testing.T) {
 		if r := runHookProcess(t, root, env, ev); r.code != 0 || r.stdout != "" {
 			t.Fatalf("PostToolUse %d: %+v", i, r)
 		}
-	}
-	out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false)))
-	if out != (stopOutput{}) {
-		t.Fatalf("honest stop: %+v; want no opinion", out)
-	}
-	if s := readStepState(t, root); s["status"] != "IN_PROGRESS" {
-		t.Errorf("honest stop changed the task: %v", s)
 	}
 }
 

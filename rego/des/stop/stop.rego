@@ -11,7 +11,8 @@
 #   turn_count, max_turns, duration_seconds}, budget, validation_output,
 #   documentation, safety, phase_log}, input.run.{source, task_status_at_start,
 #   phases_at_start, events[] {event, phase, from, to, confirmed, by}},
-#   input.scope.{checked, patterns, changed, outside, error}. Tables are
+#   input.scope.{checked, patterns, changed, outside, error},
+#   input.transcript.{checked, state, path, step_file, error}. Tables are
 #   data.des.stop (data.json beside this file), data.des.steps,
 #   data.des.transitions and data.des.config.turn_budget_default.
 package des.stop
@@ -104,6 +105,40 @@ deny contains {
 } if {
 	_problem in {"missing", "unreadable"}
 }
+
+# METADATA
+# title: Transcript disagrees with DES's record of the run
+# description: |
+#   Gate 1 recorded the run (the Agent/Task call and its step file), and the
+#   subagent's transcript no longer says the same: it is missing or cannot
+#   be read, its prompt lost its DES markers, or it names another step
+#   file. A subagent can edit or delete its own transcript, so DES judges
+#   the step from its record and fails the stop. The states that fail, and
+#   how each is worded, are data.des.stop.transcript_tampered.
+# custom:
+#   code: DES-TRANSCRIPT-TAMPERED
+#   severity: deny
+deny contains {
+	"code": "DES-TRANSCRIPT-TAMPERED",
+	"msg": sprintf("%s: the subagent's transcript %s %s%s; DES started this run on %s (Gate 1's record), judged that step from its record, and fails the stop", [_path, _transcript_path, _tampered_text, _transcript_names, _path]),
+	"field": "",
+	"transcript_state": input.transcript.state,
+	"recovery": [
+		sprintf("Find out what changed or removed the transcript %s during the run (the subagent's own commands: `sed -i`, `rm`, a write to it); a subagent must not touch its transcript.", [_transcript_path]),
+		_resolve_line,
+	],
+} if {
+	input.transcript.checked == true
+	_tampered_text := data.des.stop.transcript_tampered[input.transcript.state]
+}
+
+default _transcript_names := ""
+
+_transcript_names := sprintf(" (its prompt names %s)", [input.transcript.step_file]) if input.transcript.step_file != ""
+
+default _transcript_path := "\"\""
+
+_transcript_path := input.transcript.path if input.transcript.path != ""
 
 # METADATA
 # title: Phase abandoned

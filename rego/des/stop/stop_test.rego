@@ -632,3 +632,30 @@ test_field_pointers_follow_the_log_location if {
 	vs2 := stop.deny with input as object.union(inp, {"step": {"phases": phases}})
 	[v.field | some v in vs2] == ["/tdd_cycle/phase_execution_log"]
 }
+
+# DES-TRANSCRIPT-TAMPERED
+
+transcript(state, step_file) := object.union(clean, {"transcript": {"checked": true, "state": state, "path": "/home/u/.claude/projects/p/s/subagents/agent-a1.jsonl", "step_file": step_file, "error": ""}})
+
+test_transcript_tampered_fails_the_stop if {
+	every state in ["missing", "unreadable", "no_markers"] {
+		vs := stop.deny with input as transcript(state, "")
+		codes(vs) == {"DES-TRANSCRIPT-TAMPERED"}
+	}
+	vs := stop.deny with input as transcript("other_step", "docs/feature/x/steps/09-09.json")
+	some v in vs
+	v.code == "DES-TRANSCRIPT-TAMPERED"
+	v.transcript_state == "other_step"
+	contains(v.msg, "agent-a1.jsonl names another step file than the one Gate 1 started (its prompt names docs/feature/x/steps/09-09.json)")
+	contains(v.msg, "judged that step from its record")
+}
+
+test_transcript_agreeing_or_unchecked_passes if {
+	count(stop.deny) == 0 with input as transcript("agrees", "")
+	count(stop.deny) == 0 with input as object.union(clean, {"transcript": {"checked": false, "state": "not_checked", "path": "", "step_file": "", "error": ""}})
+	count(stop.deny) == 0 with input as clean
+}
+
+test_transcript_tampered_states_are_data if {
+	count(stop.deny) == 0 with input as transcript("no_markers", "") with data.des.stop.transcript_tampered as {"missing": "is missing"}
+}
