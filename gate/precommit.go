@@ -51,7 +51,8 @@ type FileResult struct {
 }
 
 // CommitResult is Gate 3's decision on a commit: one FileResult per
-// distinct file, in the order given. The commit may land only when no file
+// distinct file and content (the commits of a cherry-pick or rebase may
+// hold several versions of one file), in the order given. The commit may land only when no file
 // is denied.
 type CommitResult struct {
 	Files []FileResult
@@ -259,17 +260,23 @@ type commitStep struct {
 }
 
 // resolve makes every path root-relative, refusing those outside the root,
-// and keeps each file once.
+// and keeps each file once per content: the commits of a cherry-pick or a
+// rebase may hold several versions of one step file, each judged.
 func (g PreCommit) resolve(in []CommitFile) ([]*commitStep, error) {
-	seen := make(map[string]bool, len(in))
+	type key struct {
+		rel, content string
+		disk         bool
+	}
+	seen := make(map[key]bool, len(in))
 	out := make([]*commitStep, 0, len(in))
 	for _, f := range in {
 		rel, ok := g.rel(f.Path)
 		if !ok {
 			return nil, fmt.Errorf("gate 3: step file %s: %w %s", f.Path, ErrOutsideRoot, g.Root)
 		}
-		if !seen[rel] {
-			seen[rel] = true
+		k := key{rel, string(f.Content), f.Content == nil}
+		if !seen[k] {
+			seen[k] = true
 			out = append(out, &commitStep{rel: rel, content: f.Content})
 		}
 	}

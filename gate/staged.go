@@ -54,7 +54,7 @@ func StagedStepFiles(ctx context.Context, dir string) ([]CommitFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return collect(ctx, git, top, map[string]string{}, true)
+	return collect(ctx, git, top, map[string]string{}, true, nil)
 }
 
 // BashCommitFiles returns the step files that the `git commit`s of a Bash
@@ -100,19 +100,44 @@ func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, er
 	type repo struct {
 		staged   bool
 		worktree map[string]string // repository path -> "" (work-tree content)
+		blobs    []blobRef         // versions the new commits hold (merge, pick, revert, rebase)
 	}
 	repos := map[string]*repo{}
 	var order []string
-	for _, c := range a.GitCommits {
-		plan := parseCommitArgs(c.Args)
-		if plan.dryRun {
-			continue
+	aliases := map[string]map[string]string{} // top level -> alias name -> value
+	aliasesOf := func(top string) (map[string]string, error) {
+		if al, ok := aliases[top]; ok {
+			return al, nil
 		}
+		entries, err := git.Config(ctx, top, aliasConfigKey)
+		if err != nil {
+			return nil, fmt.Errorf("read the repository's aliases: %w", err)
+		}
+		al := map[string]string{}
+		for _, e := range entries {
+			al[strings.TrimPrefix(e[0], "alias.")] = e[1] // the last definition wins, as in git
+		}
+		aliases[top] = al
+		return al, nil
+	}
+	for _, c := range a.GitCommits {
 		top, err := topOf(c.Dir)
 		if err != nil {
 			return nil, err
 		}
 		if top == "" {
+			continue
+		}
+		sub, dynamic := gitSubcommand(c)
+		var al map[string]string
+		if !dynamic && !knownSubcommand(sub) {
+			if al, err = aliasesOf(top); err != nil {
+				return nil, err
+			}
+		}
+		inv := classify(sub, c.Args, dynamic, al)
+		plan := parseCommitArgs(inv.args)
+		if inv.kind == commitNone || inv.kind == commitOutside || inv.kind == commitIndex && plan.dryRun {
 			continue
 		}
 		r := repos[top]
@@ -122,23 +147,38 @@ func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, er
 			order = append(order, top)
 		}
 		dir := bashDir(cwd, c.Dir)
-		switch {
-		case plan.widen:
+		widen := inv.kind == commitWiden
+		switch inv.kind {
+		case commitIndex:
+			switch {
+			case plan.widen:
+				widen = true
+			case len(plan.pathspecs) > 0:
+				r.staged = r.staged || plan.include
+				if err := changedPaths(ctx, git, dir, plan.pathspecs, true, false, r.worktree); err != nil {
+					return nil, err
+				}
+			default:
+				r.staged = true
+				if plan.all {
+					if err := changedPaths(ctx, git, top, nil, false, false, r.worktree); err != nil {
+						return nil, err
+					}
+				}
+			}
+		case commitMerge, commitPick, commitRevert, commitRebase:
+			err := sequencerBlobs(ctx, git, top, inv, &r.blobs)
+			if errors.Is(err, errWiden) {
+				widen, err = true, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if widen {
 			r.staged = true
 			if err := changedPaths(ctx, git, top, nil, true, true, r.worktree); err != nil {
 				return nil, err
-			}
-		case len(plan.pathspecs) > 0:
-			r.staged = r.staged || plan.include
-			if err := changedPaths(ctx, git, dir, plan.pathspecs, true, false, r.worktree); err != nil {
-				return nil, err
-			}
-		default:
-			r.staged = true
-			if plan.all {
-				if err := changedPaths(ctx, git, top, nil, false, false, r.worktree); err != nil {
-					return nil, err
-				}
 			}
 		}
 	}
@@ -171,8 +211,8 @@ func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, er
 		r := repos[top]
 		var files []CommitFile
 		var err error
-		if r.staged || len(r.worktree) > 0 {
-			files, err = collect(ctx, git, top, r.worktree, r.staged)
+		if r.staged || len(r.worktree) > 0 || len(r.blobs) > 0 {
+			files, err = collect(ctx, git, top, r.worktree, r.staged, r.blobs)
 		}
 		if err != nil {
 			return nil, err
@@ -184,8 +224,10 @@ func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, er
 
 // collect reads the step files of a repository: the staged ones (when
 // staged is set) with their staged content, and those in worktree with
-// their work-tree content, which wins for a file in both.
-func collect(ctx context.Context, git *gitexec.Runner, top string, worktree map[string]string, staged bool) ([]CommitFile, error) {
+// their work-tree content, which wins for a file in both; then each
+// version in extra (the commits a merge, pick, revert or rebase makes),
+// with its blob's content, once per path and blob.
+func collect(ctx context.Context, git *gitexec.Runner, top string, worktree map[string]string, staged bool, extra []blobRef) ([]CommitFile, error) {
 	blobs := map[string]string{} // repository path -> staged blob
 	if staged {
 		out, err := runGit(ctx, git, top, nil, "diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-relative", "--no-renames", "--diff-filter=ACMRT")
@@ -214,23 +256,39 @@ func collect(ctx context.Context, git *gitexec.Runner, top string, worktree map[
 		}
 	}
 	slices.Sort(paths)
-	var oids []string
+	var refs []blobRef // staged versions, then the commits' own
 	for _, p := range paths {
 		if _, ok := worktree[p]; !ok {
-			oids = append(oids, blobs[p])
+			refs = append(refs, blobRef{p, blobs[p]})
 		}
+	}
+	seen := map[blobRef]bool{}
+	for _, b := range refs {
+		seen[b] = true
+	}
+	for _, b := range extra {
+		if !seen[b] {
+			seen[b] = true
+			refs = append(refs, b)
+		}
+	}
+	oids := make([]string, len(refs))
+	for i, b := range refs {
+		oids[i] = b.oid
 	}
 	contents, err := catBlobs(ctx, git, top, oids)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]CommitFile, 0, len(paths))
+	out := make([]CommitFile, 0, len(paths)+len(extra))
+	for _, b := range refs {
+		out = append(out, CommitFile{Path: filepath.Join(top, filepath.FromSlash(b.path)), Content: contents[b.oid]})
+	}
 	for _, p := range paths {
-		abs := filepath.Join(top, filepath.FromSlash(p))
 		if _, ok := worktree[p]; !ok {
-			out = append(out, CommitFile{Path: abs, Content: contents[blobs[p]]})
 			continue
 		}
+		abs := filepath.Join(top, filepath.FromSlash(p))
 		content, err := readBounded(abs)
 		if err != nil {
 			return nil, fmt.Errorf("%w: read %s: %w", ErrStepFileUnreadable, abs, err)
