@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runBash runs command with bash in dir, as Claude Code would after an
+// allow, with a deadline.
+func runBash(t *testing.T, dir, command string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "bash", "-c", command)
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnviron(), "HOME="+os.Getenv("HOME"))
+	cmd.WaitDelay = 5 * time.Second
+	_ = cmd.Run() // a failing command is fine: the files on disk are what the test compares
+}
+
+// linkChain makes n symbolic links l1 -> l0 ... in dir under root, l0 a
+// directory, and returns the path of the last one relative to root.
+func linkChain(t *testing.T, root, dir string, n int) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(root, dir, "l0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		if err := os.Symlink(fmt.Sprintf("l%d", i-1), filepath.Join(root, dir, fmt.Sprintf("l%d", i))); err != nil {
+			t.Skip("symlinks unavailable:", err)
+		}
+	}
+	return fmt.Sprintf("%s/l%d", dir, n)
+}
+
+// A deep symbolic link chain is resolved within the kernel's 40 links, fast;
+// past that, a write that could name DES's files fails closed instead of
+// hanging (a hook that times out is an allow).
+func TestE2ELinkChainsNeverHang(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, root, ".isdlc/state.json", stateV5)
+	deep := linkChain(t, root, "deep", 24)
+	if err := os.Symlink(filepath.Join(root, ".isdlc"), filepath.Join(root, "deep", "l0", "isdlc")); err != nil {
+		t.Fatal(err)
+	}
+	over := linkChain(t, root, "over", 100)
+	cases := []struct {
+		name  string
+		event map[string]any
+		code  string // "" = no opinion
+	}{
+		{"Write through 24 links to the state", writeToolEvent(root, "Write", deep+"/isdlc/state.json", map[string]any{"content": "{}"}), "DES-STATE-V7-UNVERSIONED"},
+		{"Bash through 24 links to the state", bashEvent(t, root, "echo '{}' > "+deep+"/isdlc/state.json"), "DES-STATE-BASH-WRITE"},
+		{"Bash through 24 links elsewhere", bashEvent(t, root, "echo hi > "+deep+"/notes.txt"), ""},
+		{"Write past 40 links", writeToolEvent(root, "Write", over+"/x.json", map[string]any{"content": "{}"}), "DES-INTERNAL"},
+		{"Bash past 40 links", bashEvent(t, root, "echo '{}' > "+over+"/x.json"), "DES-INTERNAL"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			r := runHookProcess(t, root, nil, c.event)
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("took %v", took)
+			}
+			reason := denyReason(t, r)
+			if (c.code == "") != (reason == "") || c.code != "" && !strings.Contains(reason, "["+c.code+"]") {
+				t.Errorf("want %q, got %q", c.code, reason)
+			}
+		})
+	}
+	if raw, _ := os.ReadFile(filepath.Join(root, ".isdlc", "state.json")); string(raw) != stateV5 {
+		t.Error("the state changed")
+	}
+}
