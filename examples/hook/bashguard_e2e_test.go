@@ -75,3 +75,33 @@ func TestE2ELinkChainsNeverHang(t *testing.T) {
 		t.Error("the state changed")
 	}
 }
+
+// A relative file_path is where Claude Code writes it: against the event's
+// cwd, not the project root.
+func TestE2ERelativeWritePathsFollowCwd(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, root, ".isdlc/state.json", stateV5)
+	writeFile(t, root, "sub/keep.txt", "")
+	event := func(cwd, path string) map[string]any {
+		ev := writeToolEvent(root, "Write", "", map[string]any{"content": "{}"})
+		ev["cwd"], ev["tool_input"].(map[string]any)["file_path"] = cwd, path
+		return ev
+	}
+	cases := []struct {
+		name  string
+		event map[string]any
+		deny  bool
+	}{
+		{"state.json from .isdlc", event(filepath.Join(root, ".isdlc"), "state.json"), true},
+		{"../.isdlc/state.json from sub", event(filepath.Join(root, "sub"), "../.isdlc/state.json"), true},
+		{".isdlc/state.json from sub is another file", event(filepath.Join(root, "sub"), ".isdlc/state.json"), false},
+		{"../.des/config.json from sub", event(filepath.Join(root, "sub"), "../.des/config.json"), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if reason := denyReason(t, runHookProcess(t, root, nil, c.event)); (reason != "") != c.deny {
+				t.Errorf("deny = %v, want %v: %s", reason != "", c.deny, reason)
+			}
+		})
+	}
+}
