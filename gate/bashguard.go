@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/deterministic-exec/des/internal/shell"
 	"github.com/deterministic-exec/des/policy"
 )
 
@@ -20,7 +21,7 @@ type BashCall struct {
 }
 
 // CheckBash runs the tool_use gate on the files a Bash command may write
-// (AnalyzeBash): those that are, or are directories that may hold, a
+// (shell.Analyze): those that are, or are directories that may hold, a
 // guarded document of docs or one of DES's protected files. A command that
 // writes none of them is not evaluated. A denied command is recorded as
 // DOCUMENT_WRITE_BLOCKED.
@@ -50,7 +51,7 @@ func (t ToolUse) bashWrites(docs DocumentWrite, call BashCall) ([]any, error) {
 		cwd = t.Root
 	}
 	var out []any
-	for _, w := range AnalyzeBash(call.Command).Writes {
+	for _, w := range shell.Analyze(call.Command).Writes {
 		p := w.Path
 		if strings.HasPrefix(p, "~") || strings.Contains(p, "$HOME") || strings.Contains(p, "${HOME}") {
 			continue // the user's home: outside what DES guards

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deterministic-exec/des/internal/shell"
 	"github.com/deterministic-exec/des/statemachine"
 )
 
@@ -55,7 +56,7 @@ func StagedStepFiles(ctx context.Context, dir string) ([]CommitFile, error) {
 }
 
 // BashCommitFiles returns the step files that the `git commit`s of a Bash
-// command (analysed by AnalyzeBash; cwd is where it runs, absolute) would
+// command (as internal/shell analyses it; cwd is where it runs, absolute) would
 // commit, as far as DES can tell before the command runs:
 //   - the staged step files of each commit's repository, with their staged
 //     content (StagedStepFiles);
@@ -75,7 +76,11 @@ func StagedStepFiles(ctx context.Context, dir string) ([]CommitFile, error) {
 // nearest literal directory; `~` is the user's home. `git commit --dry-run`
 // commits nothing. Paths are absolute, each once, sorted within each
 // repository.
-func BashCommitFiles(ctx context.Context, cwd string, a BashAnalysis) ([]CommitFile, error) {
+func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, error) {
+	a := shell.Analyze(command)
+	if len(a.GitCommits) == 0 {
+		return nil, nil // no git to ask
+	}
 	tops := map[string]string{} // directory -> top level ("" when not a repository)
 	topOf := func(dir string) (string, error) {
 		abs := bashDir(cwd, dir)
@@ -352,7 +357,7 @@ func runGit(ctx context.Context, dir string, stdin []byte, args ...string) ([]by
 }
 
 // bashDir is the absolute directory a git command of a Bash command runs
-// in: dir as BashWrite.Dir writes it, taken up to its first unresolved
+// in: dir as shell.Write.Dir writes it, taken up to its first unresolved
 // expansion, against cwd; a leading ~ is the user's home.
 func bashDir(cwd, dir string) string {
 	if i := strings.IndexAny(dir, "$`"); i >= 0 {

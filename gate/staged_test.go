@@ -176,7 +176,7 @@ EOF
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := setup(t)
-			files, err := gate.BashCommitFiles(t.Context(), filepath.Join(dir, c.cwd), gate.AnalyzeBash(c.cmd))
+			files, err := gate.BashCommitFiles(t.Context(), filepath.Join(dir, c.cwd), c.cmd)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -199,14 +199,14 @@ func TestBashCommitFilesOtherRepository(t *testing.T) {
 	runGit(t, outer, "add", "steps")
 	runGit(t, inner, "add", ".")
 	// The add in the outer repository does not stage into the inner one.
-	files, err := gate.BashCommitFiles(t.Context(), outer, gate.AnalyzeBash(`git add -A && cd vendor/lib && git commit -m x`))
+	files, err := gate.BashCommitFiles(t.Context(), outer, `git add -A && cd vendor/lib && git commit -m x`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"vendor/lib/steps/01-01.json=inner"}, listed(t, outer, files)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	files, err = gate.BashCommitFiles(t.Context(), outer, gate.AnalyzeBash(`git commit -m x; git -C vendor/lib commit -m y`))
+	files, err = gate.BashCommitFiles(t.Context(), outer, `git commit -m x; git -C vendor/lib commit -m y`)
 	if err != nil {
 		t.Fatal(err)
 	}

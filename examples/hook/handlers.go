@@ -238,11 +238,7 @@ func preToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
 // installed, still judges the commit. A step file it found but cannot read
 // is an error: DES is in charge of that commit.
 func bashCommitFiles(ctx context.Context, h *hookEnv, ev *Event, command string) ([]gate.CommitFile, error) {
-	a := gate.AnalyzeBash(command)
-	if len(a.GitCommits) == 0 {
-		return nil, nil
-	}
-	files, err := gate.BashCommitFiles(ctx, eventDir(ev, h.root), a)
+	files, err := gate.BashCommitFiles(ctx, eventDir(ev, h.root), command)
 	if errors.Is(err, gate.ErrStepFileUnreadable) {
 		return nil, err // the commit holds step files: DES is in charge
 	}

@@ -7,7 +7,7 @@
 #   sets document to "step" or "state" when the path is a guarded document
 #   or a directory that may hold one, and "" otherwise. What Go can see of
 #   a command is limited: paths built at run time ($VAR, $(...)) are not
-#   seen (gate.AnalyzeBash documents the limits).
+#   seen (internal/shell documents the limits).
 package des.bashwrite
 
 # METADATA

@@ -1,0 +1,244 @@
+// Package shell reads a Bash command without running it: which files it may
+// write and which git commits and adds it runs. These are facts only; the
+// Rego policy decides what they mean (DES-STATE-BASH-WRITE,
+// DES-PROTECTED-PATH, Gate 3 on commit).
+//
+// The command is parsed with mvdan.cc/sh/v3/syntax (Bash dialect) and walked
+// without running anything. Nothing here reads the file system or the
+// environment, so the same command always gives the same answer.
+package shell
+
+import (
+	"fmt"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// How values of [Write]: the fixed vocabulary of ways a command writes.
+const (
+	HowRedirect    = "redirect"       // > >> >| &> &>> <> and >&FILE, on any command
+	HowTee         = "tee"            // tee FILE...
+	HowSedInPlace  = "sed -i"         // sed -i / --in-place: the file operands
+	HowPerlInPlace = "perl -i"        // perl -i: the file operands
+	HowRubyInPlace = "ruby -i"        // ruby -i: the file operands
+	HowAwkInPlace  = "awk -i inplace" // gawk -i inplace: the file operands
+	HowCp          = "cp"             // destination (or DIR/name of each source)
+	HowMv          = "mv"             // destination and every source (moving deletes it)
+	HowInstall     = "install"        // destination, or every operand with -d
+	HowLn          = "ln"             // the link created
+	HowRsync       = "rsync"          // local destination; sources with --remove-source-files
+	HowDd          = "dd"             // dd of=FILE
+	HowTruncate    = "truncate"       // truncate FILE...
+	HowRm          = "rm"             // rm FILE...: deleting a document is writing it
+	HowUnlink      = "unlink"         // unlink FILE
+	HowShred       = "shred"          // shred FILE...
+	HowTouch       = "touch"          // touch FILE...
+	HowChmod       = "chmod"          // chmod MODE FILE...: can lock DES out of its files
+	HowChown       = "chown"          // chown OWNER FILE...
+	HowChgrp       = "chgrp"          // chgrp GROUP FILE...
+	HowSponge      = "sponge"         // sponge FILE (moreutils)
+	HowSortOut     = "sort -o"        // sort -o FILE / --output=FILE
+	HowCurlOut     = "curl -o"        // curl -o FILE / --output FILE
+	HowWgetOut     = "wget -O"        // wget -O FILE / --output-document=FILE
+	HowFind        = "find"           // find -fprint/-fprint0/-fprintf/-fls FILE
+	HowGitRm       = "git rm"         // git rm PATH... (not --cached)
+	HowGitMv       = "git mv"         // git mv SRC... DST
+	HowGitCheckout = "git checkout"   // git checkout [TREE] [--] PATH...
+	HowGitRestore  = "git restore"    // git restore PATH... (unless only --staged)
+	HowPython      = "python"         // python -c / stdin script opening a literal path for writing
+	HowNode        = "node"           // node/bun/deno script writing a literal path
+	HowRuby        = "ruby"           // ruby -e script writing a literal path
+	HowPerl        = "perl"           // perl -e script writing a literal path
+)
+
+// Hows lists every How value Analyze can report, in a stable order.
+var Hows = []string{
+	HowRedirect, HowTee, HowSedInPlace, HowPerlInPlace, HowRubyInPlace, HowAwkInPlace,
+	HowCp, HowMv, HowInstall, HowLn, HowRsync, HowDd, HowTruncate,
+	HowRm, HowUnlink, HowShred, HowTouch, HowChmod, HowChown, HowChgrp,
+	HowSponge, HowSortOut, HowCurlOut, HowWgetOut, HowFind,
+	HowGitRm, HowGitMv, HowGitCheckout, HowGitRestore,
+	HowPython, HowNode, HowRuby, HowPerl,
+}
+
+// Write is a file a Bash command may write, and how.
+//
+// Path is the operand as written in the command after quote removal and
+// backslash unescaping; it is not cleaned. A leading `~` and `$HOME`/`${HOME}`
+// are kept as written (DES does not expand them; they only ever name the
+// user's home). A relative Path is relative to Dir.
+//
+// A Path may name a directory: `rm -r d`, `cp -r x d`, `rsync ... d`,
+// `chmod -R`, `git checkout .` write everything beneath it, and `cp f d`
+// writes d/f when d is an existing directory. A policy should treat a guarded
+// file under Path (Path + "/" prefix) as written too.
+//
+// Dir is the directory the command runs in at that point, as written in the
+// command: "" is the hook's cwd; after `cd proj` it is "proj", after
+// `cd /abs` it is "/abs", successive cds are joined and cleaned (`cd a && cd
+// ../b` gives "b"). `pushd`/`popd`, `cd -`, `git -C`, `env -C`, `sudo -D` and
+// `uv run --directory` are followed too. When a cd DES cannot follow ran
+// before (`cd "$D"`, branches that end in different directories), Dir holds
+// the best guess with the unresolved part as written (e.g. "$D"), and
+// Analysis.Dynamic is set for every relative Path written there.
+//
+// How is one of [Hows].
+type Write struct {
+	Path string
+	Dir  string
+	How  string
+}
+
+// GitCommit is one `git commit` a Bash command runs.
+type GitCommit struct {
+	// Dir is where git runs: the cwd after any preceding cd joined with every
+	// `git -C DIR`, written like Write.Dir ("" = the hook's cwd).
+	Dir string
+	// Args are the words after `commit`, quotes removed. A word DES cannot
+	// resolve statically (an expansion, or a command substitution such as
+	// the usual `-m "$(cat <<'EOF' ... EOF)"`) has its literal parts unquoted
+	// and each expansion kept as written: `"$(cat <<'EOF' ...)"` gives
+	// `$(cat <<'EOF' ...)`.
+	Args []string
+}
+
+// GitAdd is one `git add` (or `git stage`) a Bash command runs, read as
+// GitCommit is: Gate 3 judges what a command stages before it commits.
+type GitAdd struct {
+	Dir  string
+	Args []string
+}
+
+// Analysis is what DES learns from a Bash command without running it.
+type Analysis struct {
+	// Writes are the files the command may write, in the order DES meets
+	// them (a statement's redirections before its command), without
+	// duplicates. Only literal words give paths.
+	Writes []Write
+	// Dynamic is set when the command may write paths DES cannot see
+	// statically: a write target or written directory built from $VAR,
+	// $(...), arithmetic, a glob or a brace sequence; eval or bash -c of a
+	// non-literal script; xargs or find -exec running a writing command;
+	// find -delete; a command name that is itself an expansion; an
+	// interpreter reading its script from a pipe; a script whose write call
+	// names a non-literal path or mode; a relative write or a commit after
+	// a cd DES could not follow; input past DES's size bounds (brace groups,
+	// directory length, write calls in one script, eight nested scripts);
+	// and every ParseError. A policy may treat guarded directories
+	// conservatively when it is set.
+	Dynamic bool
+	// GitCommits lists every `git commit` (also --amend, `git -C dir commit`,
+	// through sudo/env/command/bash -c/eval...), never `git commit-tree` nor
+	// the words "git commit" as arguments of another command.
+	GitCommits []GitCommit
+	// GitAdds lists every `git add` and `git stage`, found as GitCommits are.
+	GitAdds []GitAdd
+	// ParseError is non-empty when the command could not be parsed (or
+	// nests too deeply to parse safely). Writes and GitCommits then come
+	// from a conservative scan that ignores quoting: every word after a
+	// redirection operator, and the operands of write commands, in every
+	// `;`, `&&`, `||`, `|`, `(`, `)`, newline or `$(` separated piece.
+	// Dynamic is always set with it.
+	ParseError string
+}
+
+// Analyze reports the files a Bash command may write and the `git
+// commit`s it runs, without running it.
+//
+// It looks through subshells, blocks, pipelines, lists, if/for/while/case
+// bodies, function bodies, command and process substitutions, here-documents
+// (their substitutions run; a here-document that feeds an interpreter is read
+// as its script), the wrappers sudo, doas, env, command, builtin, exec, nohup,
+// nice, ionice, timeout, stdbuf, time, chronic, unbuffer, caffeinate, xargs,
+// `uv run`, `poetry run`, `pipenv run`, `bundle exec`; literal scripts given
+// to bash/sh/zsh/dash/ksh -c, to eval, or on their stdin by a here-document
+// are parsed recursively (eight levels at most, then Dynamic).
+//
+// Limits — what a determined command can still hide (DES reports the facts
+// it sees; it cannot prove a command harmless):
+//   - any program or script file it runs: `./x.sh`, `make`, `python x.py`,
+//     `python -m`, `npm run`, `source f`, git hooks, aliases of the
+//     user's shell, `git` aliases (`git ci`), a function called by name;
+//   - tools not in the vocabulary: editors (`vim -c`, `ed`, `ex`), `patch`,
+//     archive extraction (`tar -x`, `unzip`), `git stash`/`reset --hard`/
+//     `clean`/`pull`/`apply`, `sudoedit`, `time -o`, `tar -f` output,
+//     `python -m json.tool in out`, `curl -O`, `ssh`/`docker exec`;
+//   - values built at run time that are not write targets DES inspects:
+//     `F=.des/state.json; cp x "$F"` is Dynamic (the path is not reported),
+//     `printf '%s' .des/state.json | xargs rm` is Dynamic, `eval "$(...)"`
+//     is Dynamic;
+//   - interpreter scripts are scanned with patterns, not parsed: a write
+//     call whose path or mode is not one string literal (a variable, a
+//     concatenation, an f-string) is Dynamic, but aliased imports (`from os
+//     import remove as r`), `exec`/`eval`/`getattr` inside the script,
+//     libraries outside the pattern list, and commands the script starts
+//     (`os.system`, `subprocess`, `child_process`, backticks) are not seen;
+//     a pattern inside a string or comment of the script counts as a write
+//     (conservative);
+//   - directories: CDPATH, symlinks, `cd` inside a function DES did not
+//     see called, and os.chdir/process.chdir inside interpreter scripts are
+//     not followed; a loop body is read once; `cd` in a `||` branch is
+//     assumed to run;
+//   - `git checkout X` without `--` reports X only when it looks like a file
+//     (its last element has a dot); later operands are always reported.
+//
+// Analyze never panics: an internal failure is reported as ParseError
+// with Dynamic set and the conservative scan.
+func Analyze(command string, opts ...Option) (res Analysis) {
+	defer func() {
+		if r := recover(); r != nil {
+			res = panicResult(command, r)
+		}
+	}()
+	return analyze(command)
+}
+
+// Option adjusts what Analyze knows about the shell the command runs in.
+type Option func(*config)
+
+// config is what the options set.
+type config struct{}
+
+// panicResult is the answer after a bug in the walker: fail towards
+// "DES cannot see", never towards "no writes".
+func panicResult(command string, r any) (res Analysis) {
+	res = Analysis{Dynamic: true, ParseError: fmt.Sprintf("internal error while analysing the command: %v", r)}
+	defer func() { _ = recover() }() // the scan is best effort here
+	a := &analyzer{src: command}
+	a.fallback(command, &walkState{})
+	res.Writes, res.GitCommits, res.GitAdds = a.res.Writes, a.res.GitCommits, a.res.GitAdds
+	return res
+}
+
+// maxNesting bounds how deeply nested a command may be before DES parses
+// it: the parser recurses once per level (about 1.6 KB of stack; a Go stack
+// overflow is fatal, which the hook would report as exit status 2) and slows
+// down super-linearly on deep arithmetic. Real commands nest a few dozen
+// levels; the estimate counts openers in here-document text too.
+const maxNesting = 5000
+
+// maxScripts bounds bash -c / eval recursion.
+const maxScripts = 8
+
+func analyze(command string) Analysis {
+	a := &analyzer{src: command}
+	st := &walkState{}
+	if d := nestingDepth(command); d > maxNesting {
+		a.res.ParseError = fmt.Sprintf("command nests about %d levels deep, more than the %d DES parses", d, maxNesting)
+		a.fallback(command, st)
+		return a.res
+	}
+	f, err := parseBash(command)
+	if err != nil {
+		a.res.ParseError = err.Error()
+		a.fallback(command, st)
+		return a.res
+	}
+	a.stmts(f.Stmts, st)
+	return a.res
+}
+
+func parseBash(src string) (*syntax.File, error) {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+}
