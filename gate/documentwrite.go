@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	pathpkg "path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -55,16 +57,47 @@ type DocumentWrite struct {
 	Now        func() time.Time
 }
 
-// Kind tells whether path is a guarded document, and its root-relative path.
+// Kind tells whether path is a guarded document, and its root-relative path,
+// from its name and what the file holds now. A path matching a step glob is
+// a step file only when it looks like one (LooksLikeStep): "**/steps/*.json"
+// also matches src/onboarding/steps/welcome.json, which is not DES's. A
+// file that looks like neither a step nor ordinary JSON because DES cannot
+// read it (a FIFO, too large) is taken as a step file: the gate then fails
+// closed on it rather than letting a write through unjudged.
 func (d DocumentWrite) Kind(path string) (kind, rel string) {
-	rel = ToolUse{Root: d.Root}.normalize(path)
+	return d.kind(path, nil)
+}
+
+// WriteKind is Kind for a Write, Edit or MultiEdit call: a step-glob path is
+// also a step file when the content the call would leave looks like one.
+func (d DocumentWrite) WriteKind(call WriteCall) (kind, rel string) {
+	return d.kind(call.Path, func(disk []byte) []byte {
+		content, _ := Incoming(call, disk)
+		return content
+	})
+}
+
+// kind is Kind; incoming, when set, gives the content a write would leave
+// from the disk's.
+func (d DocumentWrite) kind(path string, incoming func(disk []byte) []byte) (string, string) {
+	rel := ToolUse{Root: d.Root}.normalize(path)
 	if filepath.IsAbs(filepath.FromSlash(rel)) {
 		return "", rel
 	}
 	for _, g := range d.StepGlobs {
-		if glob.Match(g, rel) {
+		if !glob.Match(g, rel) {
+			continue
+		}
+		// Claimed by name, else by content: a look-alike check that reads
+		// only files a step glob matches, at most one read.
+		if stepName(rel) {
 			return KindStep, rel
 		}
+		disk, err := readBounded(filepath.Join(d.Root, filepath.FromSlash(rel)))
+		if err != nil || LooksLikeStep(disk) || incoming != nil && LooksLikeStep(incoming(disk)) {
+			return KindStep, rel
+		}
+		break // one step glob's answer is every step glob's
 	}
 	for _, g := range d.StateGlobs {
 		if glob.Match(g, rel) {
@@ -72,6 +105,37 @@ func (d DocumentWrite) Kind(path string) (kind, rel string) {
 		}
 	}
 	return "", rel
+}
+
+// stepNamePattern is the name of a DES step file in a steps directory:
+// NN-NN.json, with nWave's variants (a letter suffix such as 01-02a, a
+// prefix such as US005-03-05 or phase2-01).
+var stepNamePattern = regexp.MustCompile(`^(?:[A-Za-z0-9_]+-)*[A-Za-z_]*[0-9]+-[0-9]+[A-Za-z]?\.json$`)
+
+// stepName reports whether rel is named as a step file in a steps directory.
+func stepName(rel string) bool {
+	dir, name := pathpkg.Split(rel)
+	return pathpkg.Base(dir) == "steps" && stepNamePattern.MatchString(name)
+}
+
+// stepKeys are the top-level members of which a step file has at least
+// one, in every layout DES reads or rejects as obsolete.
+var stepKeys = []string{"task_id", "task_specification", "tdd_cycle", "step_id", "phase_id", "tdd_phase"}
+
+// LooksLikeStep reports whether content is a JSON object with a top-level
+// member only step files have (task_id, task_specification, tdd_cycle, or
+// an obsolete layout's step_id, phase_id, tdd_phase).
+func LooksLikeStep(content []byte) bool {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(content, &members) != nil {
+		return false
+	}
+	for _, k := range stepKeys {
+		if _, ok := members[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Incoming is the content the call would leave in the file, from what the
@@ -130,7 +194,7 @@ func applyEdits(out string, edits []Edit) (string, bool) {
 // are recorded once PostToolUse confirms they landed (Confirm).
 func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) (Result, error) {
 	res := Result{Gate: policy.DocumentWrite}
-	kind, rel := d.Kind(call.Path)
+	kind, rel := d.WriteKind(call)
 	if kind == "" {
 		return res, nil
 	}

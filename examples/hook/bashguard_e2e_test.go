@@ -105,3 +105,45 @@ func TestE2ERelativeWritePathsFollowCwd(t *testing.T) {
 		})
 	}
 }
+
+// JSON under a steps/ folder that is not a DES step file gets no opinion,
+// from Write and from Bash; a real step file there is still guarded.
+func TestE2EStepLookAlikesAreNotGuarded(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, root, "src/onboarding/steps/welcome.json", `{"title": "Welcome"}`)
+	writeFile(t, root, ".github/workflows/steps/build.json", `{"run": "make"}`)
+	step := `{"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}`
+	writeFile(t, root, "plans/steps/setup.json", step)
+	cases := []struct {
+		name  string
+		event map[string]any
+		deny  bool
+		file  string // for Bash: the file the command changes when it runs
+	}{
+		{"Write welcome.json", writeToolEvent(root, "Write", "src/onboarding/steps/welcome.json", map[string]any{"content": `{"title": "Hi"}`}), false, ""},
+		{"Bash build.json", bashEvent(t, root, `echo '{"run": "make all"}' > .github/workflows/steps/build.json`), false, ".github/workflows/steps/build.json"},
+		{"Bash rm -rf the onboarding steps", bashEvent(t, root, `rm -rf src/onboarding/steps`), false, "src/onboarding/steps/welcome.json"},
+		{"Write step content to a new name", writeToolEvent(root, "Write", "src/onboarding/steps/next.json", map[string]any{"content": `{"task_id": ""}`}), true, ""},
+		{"Bash onto a step file by content", bashEvent(t, root, `echo '{}' > plans/steps/setup.json`), true, ""},
+		{"Bash a new step file by name", bashEvent(t, root, `mkdir -p d/steps && echo '{}' > d/steps/01-01.json`), true, ""},
+		{"Bash rm -rf a folder holding a step file", bashEvent(t, root, `rm -rf plans`), true, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			reason := denyReason(t, runHookProcess(t, root, nil, c.event))
+			if (reason != "") != c.deny {
+				t.Fatalf("deny = %v, want %v: %s", reason != "", c.deny, reason)
+			}
+			if c.file != "" {
+				before, _ := os.ReadFile(filepath.Join(root, c.file))
+				runBash(t, root, c.event["tool_input"].(map[string]any)["command"].(string))
+				if after, _ := os.ReadFile(filepath.Join(root, c.file)); string(after) == string(before) {
+					t.Errorf("the allowed command did not change %s", c.file)
+				}
+			}
+		})
+	}
+	if raw, _ := os.ReadFile(filepath.Join(root, "plans/steps/setup.json")); string(raw) != step {
+		t.Error("the step file changed")
+	}
+}

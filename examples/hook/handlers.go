@@ -70,11 +70,11 @@ func preToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 		// documents, are known to be DES's.
 		defaults := des.DefaultConfig()
 		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles}
-		kind, _ := guard.Kind(call.Path)
+		kind, _ := guard.WriteKind(call)
 		return h.internalError(kind != "" || gate.ToolUse{Root: h.root}.Concerns(tool), err)
 	}
 	var res gate.Result
-	switch kind, _ := eng.DocumentWrite().Kind(call.Path); {
+	switch kind, _ := eng.DocumentWrite().WriteKind(call); {
 	case kind != "":
 		h.requireValidation()
 		res, err = eng.CheckWrite(ctx, call)
