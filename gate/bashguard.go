@@ -66,11 +66,21 @@ func (t ToolUse) bashWrites(docs DocumentWrite, call BashCall) ([]any, error) {
 			}
 			p = base + string(filepath.Separator) + p
 		}
-		rel, err := t.resolve(p)
+		rel, err := t.target(p)
 		if err != nil {
 			return nil, err
 		}
 		document := docs.documentAt(rel)
+		if document == "" && !t.coversProtected(rel) {
+			// Another hard link of a guarded document is that document.
+			kind, doc, err := docs.documentLink(rel)
+			if err != nil {
+				return nil, err
+			}
+			if kind != "" {
+				document, rel = kind, doc
+			}
+		}
 		if document == "" && !t.coversProtected(rel) {
 			continue
 		}

@@ -61,16 +61,23 @@ type DocumentWrite struct {
 // from its name and what the file holds now. A path matching a step glob is
 // a step file only when it looks like one (LooksLikeStep): "**/steps/*.json"
 // also matches src/onboarding/steps/welcome.json, which is not DES's. A
-// file that looks like neither a step nor ordinary JSON because DES cannot
-// read it (a FIFO, too large) is taken as a step file: the gate then fails
-// closed on it rather than letting a write through unjudged.
+// file DES cannot read there (a FIFO, too large) is taken as a step file:
+// the gate then fails closed on it rather than letting a write through
+// unjudged. A path that is another hard link of a guarded document is that
+// document, and rel is the document's path; when DES cannot finish looking
+// for the other names (ErrLinkScan), the path is taken as a step file too.
 func (d DocumentWrite) Kind(path string) (kind, rel string) {
-	return d.kind(path, nil)
+	kind, rel, err := d.kind(path, nil)
+	if err != nil {
+		return KindStep, rel
+	}
+	return kind, rel
 }
 
 // WriteKind is Kind for a Write, Edit or MultiEdit call: a step-glob path is
 // also a step file when the content the call would leave looks like one.
-func (d DocumentWrite) WriteKind(call WriteCall) (kind, rel string) {
+// An error (wrapping ErrLinkScan) means DES cannot tell: fail closed.
+func (d DocumentWrite) WriteKind(call WriteCall) (kind, rel string, err error) {
 	return d.kind(call.Path, func(disk []byte) []byte {
 		content, _ := Incoming(call, disk)
 		return content
@@ -79,8 +86,40 @@ func (d DocumentWrite) WriteKind(call WriteCall) (kind, rel string) {
 
 // kind is Kind; incoming, when set, gives the content a write would leave
 // from the disk's.
-func (d DocumentWrite) kind(path string, incoming func(disk []byte) []byte) (string, string) {
+func (d DocumentWrite) kind(path string, incoming func(disk []byte) []byte) (string, string, error) {
 	rel := ToolUse{Root: d.Root}.normalize(path)
+	if kind, rel := d.kindOf(rel, incoming); kind != "" {
+		return kind, rel, nil
+	}
+	kind, doc, err := d.documentLink(rel)
+	if err != nil {
+		return "", rel, fmt.Errorf("write guard: %s: %w", rel, err)
+	}
+	if kind != "" {
+		return kind, doc, nil
+	}
+	return "", rel, nil
+}
+
+// globKind is the kind a root-relative path's name gives, before looking
+// at any content: a step glob's match may still not be a step file.
+func (d DocumentWrite) globKind(rel string) string {
+	for _, g := range d.StepGlobs {
+		if glob.Match(g, rel) {
+			return KindStep
+		}
+	}
+	for _, g := range d.StateGlobs {
+		if glob.Match(g, rel) {
+			return KindState
+		}
+	}
+	return ""
+}
+
+// kindOf is the kind of the document at the root-relative path rel, by its
+// name and content (Kind), not looking for other hard links.
+func (d DocumentWrite) kindOf(rel string, incoming func(disk []byte) []byte) (string, string) {
 	if filepath.IsAbs(filepath.FromSlash(rel)) {
 		return "", rel
 	}
@@ -194,9 +233,9 @@ func applyEdits(out string, edits []Edit) (string, bool) {
 // are recorded once PostToolUse confirms they landed (Confirm).
 func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) (Result, error) {
 	res := Result{Gate: policy.DocumentWrite}
-	kind, rel := d.WriteKind(call)
-	if kind == "" {
-		return res, nil
+	kind, rel, err := d.WriteKind(call)
+	if err != nil || kind == "" {
+		return res, err
 	}
 	abs := filepath.Join(d.Root, filepath.FromSlash(rel))
 	disk, err := readBounded(abs)

@@ -3,6 +3,7 @@ package gate_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/deterministic-exec/des/gate"
@@ -52,18 +53,18 @@ func TestStepLookAlikes(t *testing.T) {
 		{`not json`, ""},
 	} {
 		call := gate.WriteCall{Tool: "Write", Path: "src/onboarding/steps/welcome.json", Content: &c.content}
-		if kind, _ := guard.WriteKind(call); kind != c.want {
+		if kind, _, _ := guard.WriteKind(call); kind != c.want {
 			t.Errorf("WriteKind(%s) = %q, want %q", c.content, kind, c.want)
 		}
 	}
 	// Overwriting a step file with anything is a step write.
 	junk := `{"title": "x"}`
-	if kind, _ := guard.WriteKind(gate.WriteCall{Tool: "Write", Path: "plans/steps/setup.json", Content: &junk}); kind != gate.KindStep {
+	if kind, _, _ := guard.WriteKind(gate.WriteCall{Tool: "Write", Path: "plans/steps/setup.json", Content: &junk}); kind != gate.KindStep {
 		t.Errorf("overwriting a step file: %q", kind)
 	}
 	// An Edit that makes an ordinary file a step file is a step write.
 	edit := gate.WriteCall{Tool: "Edit", Path: ".github/workflows/steps/build.json", Edits: []gate.Edit{{Old: `"run"`, New: `"task_id"`}}}
-	if kind, _ := guard.WriteKind(edit); kind != gate.KindStep {
+	if kind, _, _ := guard.WriteKind(edit); kind != gate.KindStep {
 		t.Errorf("edit into a step file: %q", kind)
 	}
 }
@@ -83,5 +84,32 @@ func TestStepLookAlikeCorpus(t *testing.T) {
 		if !gate.LooksLikeStep(raw) {
 			t.Errorf("%s does not look like a step file", e.Name())
 		}
+	}
+}
+
+// Another hard link of a guarded document or a protected file is that file.
+func TestHardLinksAreTheirDocument(t *testing.T) {
+	p := newProject(t, nil)
+	p.writeStep(".isdlc/state.json", map[string]any{"state_version": 1})
+	if err := os.MkdirAll(filepath.Join(p.root, ".des"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.root, ".des", "config.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for old, name := range map[string]string{".isdlc/state.json": "s.json", ".des/config.json": "c.json"} {
+		if err := os.Link(filepath.Join(p.root, old), filepath.Join(p.root, name)); err != nil {
+			t.Skip("hard links unavailable:", err)
+		}
+	}
+	if kind, rel := p.eng.DocumentWrite().Kind("s.json"); kind != gate.KindState || rel != ".isdlc/state.json" {
+		t.Errorf("Kind(s.json) = %q, %q", kind, rel)
+	}
+	if !p.eng.ToolUse().Concerns(gate.ToolCall{Tool: "Write", Paths: []string{"c.json"}}) {
+		t.Error("a hard link of .des/config.json does not concern DES")
+	}
+	res, err := p.eng.CheckToolUse(t.Context(), gate.ToolCall{Tool: "Write", Paths: []string{"c.json"}})
+	if err != nil || !res.Denied() || !strings.Contains(res.Reason(), ".des/config.json") {
+		t.Errorf("write to c.json: %v, %s", err, res.Reason())
 	}
 }

@@ -37,10 +37,11 @@ const DESDir = ".des"
 
 // Concerns reports whether the call writes under a protected root, which is
 // when the gate evaluates it and when an error must fail closed. A path DES
-// cannot resolve (ErrTooManyLinks) concerns it: it could name any file.
+// cannot resolve (ErrTooManyLinks), or whose other hard links it cannot
+// finish looking for (ErrLinkScan), concerns it: it could name any file.
 func (t ToolUse) Concerns(call ToolCall) bool {
 	for _, p := range call.Paths {
-		rel, err := t.resolve(p)
+		rel, err := t.target(p)
 		if err != nil || t.protectedRoot(rel) {
 			return true
 		}
@@ -53,7 +54,9 @@ func (t ToolUse) Concerns(call ToolCall) bool {
 // is recorded as DOCUMENT_WRITE_BLOCKED with its codes. When the decision
 // was made but could not be recorded, Check returns the Result with an
 // error wrapping ErrNotRecorded: the decision stands. A path that cannot be
-// resolved is an error wrapping ErrTooManyLinks, with nothing evaluated.
+// resolved is an error wrapping ErrTooManyLinks (or ErrLinkScan), with
+// nothing evaluated. A write to another hard link of a protected file is
+// handed to the policy as a write to that file.
 func (t ToolUse) Check(ctx context.Context, ev Evaluator, call ToolCall) (Result, error) {
 	res := Result{Gate: policy.ToolUse}
 	if !t.Concerns(call) {
@@ -61,13 +64,27 @@ func (t ToolUse) Check(ctx context.Context, ev Evaluator, call ToolCall) (Result
 	}
 	writes := make([]any, len(call.Paths))
 	for i, p := range call.Paths {
-		rel, err := t.resolve(p)
+		rel, err := t.target(p)
 		if err != nil {
 			return res, fmt.Errorf("tool_use: %w", err)
 		}
 		writes[i] = map[string]any{"path": rel, "tool": call.Tool}
 	}
 	return t.evaluate(ctx, ev, call.Tool, writes, nil)
+}
+
+// target is the ProjectPath of the file a write to p changes: p resolved,
+// or the protected file p is another hard link of.
+func (t ToolUse) target(p string) (string, error) {
+	rel, err := t.resolve(p)
+	if err != nil || t.protectedRoot(rel) {
+		return rel, err
+	}
+	linked, err := t.protectedLink(rel)
+	if err != nil || linked == "" {
+		return rel, err
+	}
+	return linked, nil
 }
 
 // evaluate asks des.gates.tool_use about writes and records a block as

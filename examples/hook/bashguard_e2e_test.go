@@ -147,3 +147,55 @@ func TestE2EStepLookAlikesAreNotGuarded(t *testing.T) {
 		t.Error("the step file changed")
 	}
 }
+
+// A write to a file with more than one hard link writes every name: a
+// write to another name of DES's settings or of a guarded document is
+// judged as a write to it.
+func TestE2EHardLinks(t *testing.T) {
+	root := t.TempDir()
+	const config = `{"stale_threshold_minutes": 30}`
+	writeFile(t, root, ".des/config.json", config)
+	writeFile(t, root, ".isdlc/state.json", stateV5)
+	writeFile(t, root, "a.txt", "a")
+	for old, name := range map[string]string{".des/config.json": "c.json", ".isdlc/state.json": "sub/s.json", "a.txt": "b.txt"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(filepath.Join(root, old), filepath.Join(root, name)); err != nil {
+			t.Skip("hard links unavailable:", err)
+		}
+	}
+	cases := []struct {
+		name  string
+		event map[string]any
+		code  string // "" = no opinion
+		file  string // with no opinion: the file the command changes when it runs
+	}{
+		{"Write the settings' other name", writeToolEvent(root, "Write", "c.json", map[string]any{"content": `{"guarded_state_files": ["none/x.json"]}`}), "DES-PROTECTED-PATH", ""},
+		{"Edit the settings' other name", writeToolEvent(root, "Edit", "c.json", map[string]any{"old_string": "30", "new_string": "99"}), "DES-PROTECTED-PATH", ""},
+		{"Bash the settings' other name", bashEvent(t, root, `echo '{"guarded_state_files":["none/x.json"]}' > c.json`), "DES-PROTECTED-PATH", ""},
+		{"Write the state's other name", writeToolEvent(root, "Write", "sub/s.json", map[string]any{"content": "{}"}), "DES-STATE-V7-UNVERSIONED", ""},
+		{"Bash the state's other name", bashEvent(t, root, `cd sub && echo '{}' > s.json`), "DES-STATE-BASH-WRITE", ""},
+		{"Bash an ordinary hard link", bashEvent(t, root, `echo b > b.txt`), "", "a.txt"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			reason := denyReason(t, runHookProcess(t, root, nil, c.event))
+			if (c.code == "") != (reason == "") || c.code != "" && !strings.Contains(reason, "["+c.code+"]") {
+				t.Fatalf("want %q, got %q", c.code, reason)
+			}
+			if c.file != "" {
+				runBash(t, root, c.event["tool_input"].(map[string]any)["command"].(string))
+				if raw, _ := os.ReadFile(filepath.Join(root, c.file)); string(raw) != "b\n" {
+					t.Errorf("the allowed command did not write %s: %q", c.file, raw)
+				}
+			}
+		})
+	}
+	if raw, _ := os.ReadFile(filepath.Join(root, ".des/config.json")); string(raw) != config {
+		t.Error("the settings changed")
+	}
+	if raw, _ := os.ReadFile(filepath.Join(root, ".isdlc/state.json")); string(raw) != stateV5 {
+		t.Error("the state changed")
+	}
+}

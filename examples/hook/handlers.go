@@ -70,11 +70,16 @@ func preToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 		// documents, are known to be DES's.
 		defaults := des.DefaultConfig()
 		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles}
-		kind, _ := guard.WriteKind(call)
-		return h.internalError(kind != "" || gate.ToolUse{Root: h.root}.Concerns(tool), err)
+		kind, _, kerr := guard.WriteKind(call)
+		return h.internalError(kind != "" || kerr != nil || gate.ToolUse{Root: h.root}.Concerns(tool), err)
+	}
+	kind, _, err := eng.DocumentWrite().WriteKind(call)
+	if err != nil {
+		h.requireValidation()
+		return h.internalError(true, err) // it may be a guarded document: DES cannot tell
 	}
 	var res gate.Result
-	switch kind, _ := eng.DocumentWrite().WriteKind(call); {
+	switch {
 	case kind != "":
 		h.requireValidation()
 		res, err = eng.CheckWrite(ctx, call)
