@@ -88,6 +88,13 @@ type Write struct {
 	Path string
 	Dir  string
 	How  string
+	// Detail is what the write depends on, for the writes whose effect DES
+	// can compare with the disk: for chmod, the mode as written ("" when
+	// it is unknown: --reference or an expansion); for git checkout and
+	// git restore, the tree the files come from as written ("" for the
+	// index; "HEAD" for restore --staged --worktree). Other writes have
+	// none.
+	Detail string
 }
 
 // GitCommit is one `git commit` a Bash command runs.

@@ -99,6 +99,9 @@ type analyzer struct {
 	seen  map[Write]bool
 	src   string // the script being walked, to quote words as written
 	depth int    // nested scripts (bash -c, eval) being walked
+	// detail is the Detail of the writes being added (chmod's mode, git
+	// checkout's tree), set around the calls that add them.
+	detail string
 }
 
 func (a *analyzer) source(n syntax.Node) string {
@@ -116,7 +119,7 @@ func (a *analyzer) addWrite(p string, at location, how string) {
 	if at.unknown && !isAbs(p) {
 		a.res.Dynamic = true
 	}
-	w := Write{Path: p, Dir: at.path, How: how}
+	w := Write{Path: p, Dir: at.path, How: how, Detail: a.detail}
 	if a.seen[w] {
 		return
 	}
