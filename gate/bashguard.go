@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -25,7 +26,10 @@ type BashCall struct {
 // writes none of them is not evaluated. A denied command is recorded as
 // DOCUMENT_WRITE_BLOCKED.
 func (t ToolUse) CheckBash(ctx context.Context, ev Evaluator, docs DocumentWrite, call BashCall) (Result, error) {
-	writes := t.bashWrites(docs, call)
+	writes, err := t.bashWrites(docs, call)
+	if err != nil {
+		return Result{Gate: policy.ToolUse}, fmt.Errorf("tool_use: %w", err)
+	}
 	if len(writes) == 0 {
 		return Result{Gate: policy.ToolUse}, nil
 	}
@@ -34,12 +38,14 @@ func (t ToolUse) CheckBash(ctx context.Context, ev Evaluator, docs DocumentWrite
 
 // ConcernsBash reports whether a command may write a guarded document or
 // one of DES's files: when CheckBash evaluates it, and when an error must
-// fail closed.
+// fail closed. A written path DES cannot resolve (ErrTooManyLinks)
+// concerns it.
 func (t ToolUse) ConcernsBash(docs DocumentWrite, call BashCall) bool {
-	return len(t.bashWrites(docs, call)) > 0
+	writes, err := t.bashWrites(docs, call)
+	return err != nil || len(writes) > 0
 }
 
-func (t ToolUse) bashWrites(docs DocumentWrite, call BashCall) []any {
+func (t ToolUse) bashWrites(docs DocumentWrite, call BashCall) ([]any, error) {
 	cwd := call.Cwd
 	if cwd == "" {
 		cwd = t.Root
@@ -60,14 +66,27 @@ func (t ToolUse) bashWrites(docs DocumentWrite, call BashCall) []any {
 			}
 			p = base + string(filepath.Separator) + p
 		}
-		rel := ProjectPath(t.Root, p)
+		rel, err := t.target(p)
+		if err != nil {
+			return nil, err
+		}
 		document := docs.documentAt(rel)
+		if document == "" && !t.coversProtected(rel) {
+			// Another hard link of a guarded document is that document.
+			kind, doc, err := docs.documentLink(rel)
+			if err != nil {
+				return nil, err
+			}
+			if kind != "" {
+				document, rel = kind, doc
+			}
+		}
 		if document == "" && !t.coversProtected(rel) {
 			continue
 		}
 		out = append(out, map[string]any{"path": rel, "tool": "Bash", "how": w.How, "document": document})
 	}
-	return out
+	return out, nil
 }
 
 // documentAt is the kind of guarded document at rel, or of one that the

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	pathpkg "path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -55,16 +57,86 @@ type DocumentWrite struct {
 	Now        func() time.Time
 }
 
-// Kind tells whether path is a guarded document, and its root-relative path.
+// Kind tells whether path is a guarded document, and its root-relative path,
+// from its name and what the file holds now. A path matching a step glob is
+// a step file only when it looks like one (LooksLikeStep): "**/steps/*.json"
+// also matches src/onboarding/steps/welcome.json, which is not DES's. A
+// file DES cannot read there (a FIFO, too large) is taken as a step file:
+// the gate then fails closed on it rather than letting a write through
+// unjudged. A path that is another hard link of a guarded document is that
+// document, and rel is the document's path; when DES cannot finish looking
+// for the other names (ErrLinkScan), the path is taken as a step file too.
 func (d DocumentWrite) Kind(path string) (kind, rel string) {
-	rel = ToolUse{Root: d.Root}.normalize(path)
+	kind, rel, err := d.kind(path, nil)
+	if err != nil {
+		return KindStep, rel
+	}
+	return kind, rel
+}
+
+// WriteKind is Kind for a Write, Edit or MultiEdit call: a step-glob path is
+// also a step file when the content the call would leave looks like one.
+// An error (wrapping ErrLinkScan) means DES cannot tell: fail closed.
+func (d DocumentWrite) WriteKind(call WriteCall) (kind, rel string, err error) {
+	return d.kind(call.Path, func(disk []byte) []byte {
+		content, _ := Incoming(call, disk)
+		return content
+	})
+}
+
+// kind is Kind; incoming, when set, gives the content a write would leave
+// from the disk's.
+func (d DocumentWrite) kind(path string, incoming func(disk []byte) []byte) (string, string, error) {
+	rel := ToolUse{Root: d.Root}.normalize(path)
+	if kind, rel := d.kindOf(rel, incoming); kind != "" {
+		return kind, rel, nil
+	}
+	kind, doc, err := d.documentLink(rel)
+	if err != nil {
+		return "", rel, fmt.Errorf("write guard: %s: %w", rel, err)
+	}
+	if kind != "" {
+		return kind, doc, nil
+	}
+	return "", rel, nil
+}
+
+// globKind is the kind a root-relative path's name gives, before looking
+// at any content: a step glob's match may still not be a step file.
+func (d DocumentWrite) globKind(rel string) string {
+	for _, g := range d.StepGlobs {
+		if glob.Match(g, rel) {
+			return KindStep
+		}
+	}
+	for _, g := range d.StateGlobs {
+		if glob.Match(g, rel) {
+			return KindState
+		}
+	}
+	return ""
+}
+
+// kindOf is the kind of the document at the root-relative path rel, by its
+// name and content (Kind), not looking for other hard links.
+func (d DocumentWrite) kindOf(rel string, incoming func(disk []byte) []byte) (string, string) {
 	if filepath.IsAbs(filepath.FromSlash(rel)) {
 		return "", rel
 	}
 	for _, g := range d.StepGlobs {
-		if glob.Match(g, rel) {
+		if !glob.Match(g, rel) {
+			continue
+		}
+		// Claimed by name, else by content: a look-alike check that reads
+		// only files a step glob matches, at most one read.
+		if stepName(rel) {
 			return KindStep, rel
 		}
+		disk, err := readBounded(filepath.Join(d.Root, filepath.FromSlash(rel)))
+		if err != nil || LooksLikeStep(disk) || incoming != nil && LooksLikeStep(incoming(disk)) {
+			return KindStep, rel
+		}
+		break // one step glob's answer is every step glob's
 	}
 	for _, g := range d.StateGlobs {
 		if glob.Match(g, rel) {
@@ -72,6 +144,37 @@ func (d DocumentWrite) Kind(path string) (kind, rel string) {
 		}
 	}
 	return "", rel
+}
+
+// stepNamePattern is the name of a DES step file in a steps directory:
+// NN-NN.json, with nWave's variants (a letter suffix such as 01-02a, a
+// prefix such as US005-03-05 or phase2-01).
+var stepNamePattern = regexp.MustCompile(`^(?:[A-Za-z0-9_]+-)*[A-Za-z_]*[0-9]+-[0-9]+[A-Za-z]?\.json$`)
+
+// stepName reports whether rel is named as a step file in a steps directory.
+func stepName(rel string) bool {
+	dir, name := pathpkg.Split(rel)
+	return pathpkg.Base(dir) == "steps" && stepNamePattern.MatchString(name)
+}
+
+// stepKeys are the top-level members of which a step file has at least
+// one, in every layout DES reads or rejects as obsolete.
+var stepKeys = []string{"task_id", "task_specification", "tdd_cycle", "step_id", "phase_id", "tdd_phase"}
+
+// LooksLikeStep reports whether content is a JSON object with a top-level
+// member only step files have (task_id, task_specification, tdd_cycle, or
+// an obsolete layout's step_id, phase_id, tdd_phase).
+func LooksLikeStep(content []byte) bool {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(content, &members) != nil {
+		return false
+	}
+	for _, k := range stepKeys {
+		if _, ok := members[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Incoming is the content the call would leave in the file, from what the
@@ -130,9 +233,9 @@ func applyEdits(out string, edits []Edit) (string, bool) {
 // are recorded once PostToolUse confirms they landed (Confirm).
 func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) (Result, error) {
 	res := Result{Gate: policy.DocumentWrite}
-	kind, rel := d.Kind(call.Path)
-	if kind == "" {
-		return res, nil
+	kind, rel, err := d.WriteKind(call)
+	if err != nil || kind == "" {
+		return res, err
 	}
 	abs := filepath.Join(d.Root, filepath.FromSlash(rel))
 	disk, err := readBounded(abs)

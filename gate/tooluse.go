@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -35,10 +36,13 @@ type ToolUse struct {
 const DESDir = ".des"
 
 // Concerns reports whether the call writes under a protected root, which is
-// when the gate evaluates it and when an error must fail closed.
+// when the gate evaluates it and when an error must fail closed. A path DES
+// cannot resolve (ErrTooManyLinks), or whose other hard links it cannot
+// finish looking for (ErrLinkScan), concerns it: it could name any file.
 func (t ToolUse) Concerns(call ToolCall) bool {
 	for _, p := range call.Paths {
-		if t.protectedRoot(t.normalize(p)) {
+		rel, err := t.target(p)
+		if err != nil || t.protectedRoot(rel) {
 			return true
 		}
 	}
@@ -49,7 +53,10 @@ func (t ToolUse) Concerns(call ToolCall) bool {
 // it returns a Result with Evaluated false and asks no policy. A denied call
 // is recorded as DOCUMENT_WRITE_BLOCKED with its codes. When the decision
 // was made but could not be recorded, Check returns the Result with an
-// error wrapping ErrNotRecorded: the decision stands.
+// error wrapping ErrNotRecorded: the decision stands. A path that cannot be
+// resolved is an error wrapping ErrTooManyLinks (or ErrLinkScan), with
+// nothing evaluated. A write to another hard link of a protected file is
+// handed to the policy as a write to that file.
 func (t ToolUse) Check(ctx context.Context, ev Evaluator, call ToolCall) (Result, error) {
 	res := Result{Gate: policy.ToolUse}
 	if !t.Concerns(call) {
@@ -57,9 +64,27 @@ func (t ToolUse) Check(ctx context.Context, ev Evaluator, call ToolCall) (Result
 	}
 	writes := make([]any, len(call.Paths))
 	for i, p := range call.Paths {
-		writes[i] = map[string]any{"path": t.normalize(p), "tool": call.Tool}
+		rel, err := t.target(p)
+		if err != nil {
+			return res, fmt.Errorf("tool_use: %w", err)
+		}
+		writes[i] = map[string]any{"path": rel, "tool": call.Tool}
 	}
 	return t.evaluate(ctx, ev, call.Tool, writes, nil)
+}
+
+// target is the ProjectPath of the file a write to p changes: p resolved,
+// or the protected file p is another hard link of.
+func (t ToolUse) target(p string) (string, error) {
+	rel, err := t.resolve(p)
+	if err != nil || t.protectedRoot(rel) {
+		return rel, err
+	}
+	linked, err := t.protectedLink(rel)
+	if err != nil || linked == "" {
+		return rel, err
+	}
+	return linked, nil
 }
 
 // evaluate asks des.gates.tool_use about writes and records a block as
@@ -103,37 +128,77 @@ func (t ToolUse) protectedRoot(p string) bool {
 // normalize turns a path into the form policies see (ProjectPath).
 func (t ToolUse) normalize(p string) string { return ProjectPath(t.Root, p) }
 
+// resolve is normalize for a path a tool writes: one DES cannot resolve is
+// an error (ResolveProjectPath).
+func (t ToolUse) resolve(p string) (string, error) { return ResolveProjectPath(t.Root, p) }
+
 // ProjectPath turns a path into the form DES hands policies: symbolic links
 // resolved as the operating system would resolve them (a dangling link at
 // the end is followed to its target, and "link/.." is taken after the
 // link), then slash-separated and relative to root when inside it, else
 // absolute. A relative path is relative to root.
+//
+// A path whose resolution follows more than 40 links (ErrTooManyLinks) is
+// returned cleaned, its links unresolved: use ResolveProjectPath where that
+// must be an error.
 func ProjectPath(root, p string) string {
+	rel, err := ResolveProjectPath(root, p)
+	if err != nil {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(root, p)
+		}
+		return filepath.ToSlash(filepath.Clean(p))
+	}
+	return rel
+}
+
+// ErrTooManyLinks is wrapped when resolving a path follows more than 40
+// symbolic links in total, where the kernel gives up with ELOOP: a write
+// through such a path fails, but DES cannot tell which file it names.
+var ErrTooManyLinks = errors.New("too many levels of symbolic links")
+
+// ResolveProjectPath is ProjectPath, with an error wrapping ErrTooManyLinks
+// when p or root cannot be resolved within the kernel's link bound.
+func ResolveProjectPath(root, p string) (string, error) {
 	if !filepath.IsAbs(p) {
 		p = root + string(filepath.Separator) + p // not Join: cleaning first would take "link/.." lexically
 	}
-	p = resolvePath(p, 0)
-	r := resolvePath(root, 0)
-	if rel, ok := within(r, p); ok {
-		return rel // "." for the root itself
+	p, err := resolvePath(p)
+	if err != nil {
+		return "", err
 	}
-	return filepath.ToSlash(p)
+	r, err := resolvePath(root)
+	if err != nil {
+		return "", err
+	}
+	if rel, ok := within(r, p); ok {
+		return rel, nil // "." for the root itself
+	}
+	return filepath.ToSlash(p), nil
 }
 
-// maxLinks bounds link following, as the kernel's ELOOP does.
+// maxLinks bounds link following in one resolution, in total, as the
+// kernel's ELOOP does (MAXSYMLINKS).
 const maxLinks = 40
 
 // resolvePath resolves the symbolic links of an absolute path in one walk
 // from the root, as realpath does, with one lstat per element: elements
 // that exist are resolved (a final link whose target does not exist yet is
 // followed to it), and once an element is missing the rest is taken as
-// written, ".." lexically.
-func resolvePath(p string, depth int) string {
+// written, ".." lexically. A link's target replaces it at the front of
+// what is left to walk, so the work is linear in the path and the link
+// targets read: at most maxLinks targets, each at most a few KiB. No
+// deadline is needed; a path that needs more hops is an error.
+func resolvePath(p string) (string, error) {
 	sep := string(filepath.Separator)
 	vol := filepath.VolumeName(p)
+	todo := strings.Split(p[len(vol):], sep)
 	resolved := vol + sep
 	missing := false
-	for _, part := range strings.Split(p[len(vol):], sep) {
+	hops := 0
+	for len(todo) > 0 {
+		part := todo[0]
+		todo = todo[1:]
 		switch part {
 		case "", ".":
 			continue
@@ -147,22 +212,26 @@ func resolvePath(p string, depth int) string {
 			continue
 		}
 		fi, err := os.Lstat(next)
-		switch {
-		case err != nil:
+		if err != nil {
 			missing, resolved = true, next
-		case fi.Mode()&fs.ModeSymlink != 0 && depth < maxLinks:
-			target, err := os.Readlink(next)
-			if err != nil {
-				resolved = next
-				break
-			}
-			if !filepath.IsAbs(target) {
-				target = resolved + sep + target
-			}
-			resolved = resolvePath(target, depth+1)
-		default:
-			resolved = next
+			continue
 		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			resolved = next
+			continue
+		}
+		if hops++; hops > maxLinks {
+			return "", fmt.Errorf("resolve %s: %w", p, ErrTooManyLinks)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			resolved = next // vanished or unreadable: taken as written
+			continue
+		}
+		if tv := filepath.VolumeName(target); filepath.IsAbs(target) {
+			resolved, target = tv+sep, target[len(tv):]
+		}
+		todo = append(strings.Split(target, sep), todo...)
 	}
-	return resolved
+	return resolved, nil
 }

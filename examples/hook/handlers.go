@@ -59,7 +59,7 @@ func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 // preToolUseWrite guards Write/Edit/MultiEdit before they land: workflow
 // documents (document_write) and DES's own files (protected paths).
 func preToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
-	call, ok := writeCall(ev)
+	call, ok := writeCall(ev, h.root)
 	if !ok {
 		return noOpinion() // no file named: Claude Code refuses the call itself
 	}
@@ -70,11 +70,16 @@ func preToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 		// documents, are known to be DES's.
 		defaults := des.DefaultConfig()
 		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles}
-		kind, _ := guard.Kind(call.Path)
-		return h.internalError(kind != "" || gate.ToolUse{Root: h.root}.Concerns(tool), err)
+		kind, _, kerr := guard.WriteKind(call)
+		return h.internalError(kind != "" || kerr != nil || gate.ToolUse{Root: h.root}.Concerns(tool), err)
+	}
+	kind, _, err := eng.DocumentWrite().WriteKind(call)
+	if err != nil {
+		h.requireValidation()
+		return h.internalError(true, err) // it may be a guarded document: DES cannot tell
 	}
 	var res gate.Result
-	switch kind, _ := eng.DocumentWrite().Kind(call.Path); {
+	switch {
 	case kind != "":
 		h.requireValidation()
 		res, err = eng.CheckWrite(ctx, call)
@@ -107,8 +112,10 @@ func subagentPrompt(ev *Event) (string, error) {
 	return *in.Prompt, nil
 }
 
-// writeCall reads a Write, Edit or MultiEdit call.
-func writeCall(ev *Event) (gate.WriteCall, bool) {
+// writeCall reads a Write, Edit or MultiEdit call. A relative file_path is
+// taken against the event's cwd, where Claude Code resolves it, not the
+// project root: the two differ once the session has cd'd.
+func writeCall(ev *Event, root string) (gate.WriteCall, bool) {
 	call := gate.WriteCall{Tool: ev.ToolName, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID}
 	switch ev.ToolName {
 	case toolWrite:
@@ -133,7 +140,21 @@ func writeCall(ev *Event) (gate.WriteCall, bool) {
 			call.Edits = append(call.Edits, gate.Edit{Old: e.OldString, New: e.NewString, ReplaceAll: e.ReplaceAll})
 		}
 	}
+	if call.Path != "" && !filepath.IsAbs(call.Path) {
+		call.Path = eventDir(ev, root) + string(filepath.Separator) + call.Path // not Join: "link/.." is taken after the link
+	}
 	return call, call.Path != ""
+}
+
+// eventDir is the event's cwd, absolute: the root when the event has none.
+func eventDir(ev *Event, root string) string {
+	switch {
+	case ev.Cwd == "":
+		return root
+	case !filepath.IsAbs(ev.Cwd):
+		return filepath.Join(root, ev.Cwd)
+	}
+	return ev.Cwd
 }
 
 // preToolUseResponse maps gate results to PreToolUse output: a deny with
@@ -165,7 +186,7 @@ func preToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
 	if err != nil || in.Command == "" {
 		return noOpinion()
 	}
-	call := gate.BashCall{Command: in.Command, Cwd: ev.Cwd, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID}
+	call := gate.BashCall{Command: in.Command, Cwd: eventDir(ev, h.root), ToolUseID: ev.ToolUseID, SessionID: ev.SessionID}
 	commitFiles, unreadable := bashCommitFiles(ctx, h, ev, in.Command)
 	if unreadable != nil {
 		h.requireValidation()
@@ -223,13 +244,7 @@ func preToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
 // files (gate.HasStepFiles). git failing in a project without step files is
 // logged, and Gate 3 gives no opinion.
 func bashCommitFiles(ctx context.Context, h *hookEnv, ev *Event, command string) ([]gate.CommitFile, error) {
-	cwd := ev.Cwd
-	if cwd == "" {
-		cwd = h.root
-	} else if !filepath.IsAbs(cwd) {
-		cwd = filepath.Join(h.root, cwd)
-	}
-	files, err := gate.BashCommitFiles(ctx, cwd, command)
+	files, err := gate.BashCommitFiles(ctx, eventDir(ev, h.root), command)
 	if err == nil {
 		return files, nil
 	}
@@ -256,7 +271,7 @@ func (h *hookEnv) internalResult(g policy.Gate, err error) gate.Result {
 
 // postToolUseWrite confirms that a guarded write landed.
 func postToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
-	call, ok := writeCall(ev)
+	call, ok := writeCall(ev, h.root)
 	if !ok || ev.ToolUseID == "" {
 		return noOpinion()
 	}

@@ -577,6 +577,10 @@ func (a *analyzer) chmod(name string, args []word, st *walkState) {
 		ops = append(ops, arg)
 	}
 	if !ref && len(ops) > 0 {
+		if name == "chmod" && ops[0].lit {
+			a.detail = ops[0].val
+			defer func() { a.detail = "" }()
+		}
 		ops = ops[1:] // the mode or owner
 	}
 	how := map[string]string{"chmod": HowChmod, "chown": HowChown, "chgrp": HowChgrp}[name]

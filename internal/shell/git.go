@@ -176,6 +176,19 @@ func (a *analyzer) git(args []word, st *walkState) bool {
 		if hasOpt(opts, "-S", "--staged") && !hasOpt(opts, "-W", "--worktree") {
 			return false
 		}
+		a.detail = ""
+		if hasOpt(opts, "-S", "--staged") {
+			a.detail = "HEAD"
+		}
+		for _, o := range opts {
+			if o.name == "-s" || o.name == "--source" {
+				a.detail = o.val.val
+				if !o.val.lit {
+					a.detail = o.val.src
+				}
+			}
+		}
+		defer func() { a.detail = "" }()
 		for _, op := range ops {
 			a.writeArg(op, at, HowGitRestore)
 		}
@@ -277,7 +290,14 @@ func (a *analyzer) gitCheckout(args []word, st *walkState) bool {
 		before = args[:dd]
 	}
 	opts, ops := parseOptions(before, "bB", []string{"orphan", "conflict", "pathspec-from-file"}, true)
+	defer func() { a.detail = "" }()
 	if dd >= 0 {
+		if len(ops) > 0 {
+			a.detail = ops[0].val // the tree the paths come from
+			if !ops[0].lit {
+				a.detail = ops[0].src
+			}
+		}
 		for _, op := range args[dd+1:] {
 			a.writeArg(op, st, HowGitCheckout)
 		}
@@ -290,6 +310,11 @@ func (a *analyzer) gitCheckout(args []word, st *walkState) bool {
 	// when it looks like a file; later operands are paths.
 	if first := ops[0]; first.lit && strings.Contains(path.Base(first.val), ".") {
 		a.writeArg(first, st, HowGitCheckout)
+	} else {
+		a.detail = first.val // a branch or tree: later operands come from it
+		if !first.lit {
+			a.detail = first.src
+		}
 	}
 	for _, op := range ops[1:] {
 		a.writeArg(op, st, HowGitCheckout)

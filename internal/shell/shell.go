@@ -118,6 +118,13 @@ type Write struct {
 	// as written (`.isdlc/$X`, `$D/state.json`, `~/x` without WithHome), or
 	// the directory is not known (Dir holds the best guess).
 	Dynamic bool
+	// Detail is what the write depends on, for the writes whose effect DES
+	// can compare with the disk: for chmod, the mode as written ("" when
+	// it is unknown: --reference or an expansion); for git checkout and
+	// git restore, the tree the files come from as written ("" for the
+	// index; "HEAD" for restore --staged --worktree). Other writes have
+	// none.
+	Detail string
 }
 
 // GitCommit is one `git commit` a Bash command runs.

@@ -132,7 +132,7 @@ var testCases = []testCase{
 		writes: []Write{bw(".des", "rm"), bw("-weird", "rm"), bw("u", "unlink"), bw("s", "shred")}},
 	{name: "touch options", cmd: `touch -d '1 day ago' t1; touch -r ref t2`, writes: []Write{bw("t1", "touch"), bw("t2", "touch")}},
 	{name: "chmod chown chgrp", cmd: `chmod 644 m1; chmod -R u+w m2; chmod -w m3; chmod --reference=r m4; chown u:g o1; chgrp staff g1`,
-		writes: []Write{bw("m1", "chmod"), bw("m2", "chmod"), bw("m3", "chmod"), bw("m4", "chmod"), bw("o1", "chown"), bw("g1", "chgrp")}},
+		writes: []Write{{Path: "m1", How: "chmod", Detail: "644"}, {Path: "m2", How: "chmod", Detail: "u+w"}, {Path: "m3", How: "chmod", Detail: "-w"}, bw("m4", "chmod"), bw("o1", "chown"), bw("g1", "chgrp")}},
 	{name: "sponge and sort -o", cmd: `jq . a | sponge a; sort -o out.txt in.txt; sort --output=o2 in`,
 		writes: []Write{bw("a", "sponge"), bw("out.txt", "sort -o"), bw("o2", "sort -o")}},
 	{name: "curl and wget", cmd: `curl -sSLo out.bin https://x; curl -o - https://x; curl --output-dir d -o f https://x; curl -H 'a: b' https://x; wget -O f.html https://x; wget -qO- https://x`,
@@ -225,10 +225,10 @@ var testCases = []testCase{
 
 	// git, files.
 	{name: "git checkout branch", cmd: `git checkout main; git checkout -b feat; git switch x`},
-	{name: "git checkout paths", cmd: `git checkout -- .des/state.json; git checkout HEAD~1 s.json; git checkout .`,
-		writes: []Write{bw(".des/state.json", "git checkout"), bw("s.json", "git checkout"), bw(".", "git checkout")}},
-	{name: "git restore rm mv", cmd: `git restore --staged f0; git restore f1; git rm --cached f2; git rm f3; git mv f4 f5`,
-		writes: []Write{bw("f1", "git restore"), bw("f3", "git rm"), bw("f4", "git mv"), bw("f5", "git mv")}},
+	{name: "git checkout paths", cmd: `git checkout -- .des/state.json; git checkout HEAD~1 s.json; git checkout .; git checkout main -- a`,
+		writes: []Write{bw(".des/state.json", "git checkout"), {Path: "s.json", How: "git checkout", Detail: "HEAD~1"}, bw(".", "git checkout"), {Path: "a", How: "git checkout", Detail: "main"}}},
+	{name: "git restore rm mv", cmd: `git restore --staged f0; git restore f1; git rm --cached f2; git rm f3; git mv f4 f5; git restore -s HEAD~2 f6; git restore -SW f7`,
+		writes: []Write{bw("f1", "git restore"), bw("f3", "git rm"), bw("f4", "git mv"), bw("f5", "git mv"), {Path: "f6", How: "git restore", Detail: "HEAD~2"}, {Path: "f7", How: "git restore", Detail: "HEAD"}}},
 	{name: "git -C and files", cmd: `git -C sub rm x`, writes: []Write{bwd("x", "sub", "git rm")}},
 
 	// git commit (issue 6, item 4).

@@ -17,6 +17,9 @@ type analyzer struct {
 	dirWork    int               // directory text built (maxDirWork)
 	funcs      map[string]bool   // functions the command declares
 	gitAliases map[string]string // git config alias.NAME VALUE run earlier in the command
+	// detail is the Detail of the writes being added (chmod's mode, git
+	// checkout's tree), set around the calls that add them.
+	detail string
 }
 
 func (a *analyzer) source(n syntax.Node) string {
@@ -477,12 +480,12 @@ func (a *analyzer) put(p string, st *walkState, how string, glob, dyn bool) {
 	}
 	for _, l := range st.dir.list() {
 		abs := isAbs(p)
-		a.record(Write{Path: p, Dir: l.path, How: how, Glob: glob, Dynamic: dyn || !abs && (l.unknown || st.dir.over)})
+		a.record(Write{Path: p, Dir: l.path, How: how, Glob: glob, Dynamic: dyn || !abs && (l.unknown || st.dir.over), Detail: a.detail})
 		if !glob && !dyn && (abs || !l.unknown) {
 			full := joinPath(l.path, p)
 			for _, lk := range st.links {
 				if full == lk.path || strings.HasPrefix(full, lk.path+"/") {
-					a.record(Write{Path: lk.target + full[len(lk.path):], How: how})
+					a.record(Write{Path: lk.target + full[len(lk.path):], How: how, Detail: a.detail})
 				}
 			}
 		}
