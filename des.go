@@ -15,6 +15,7 @@ import (
 
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/statedir"
 	"github.com/deterministic-exec/des/policy"
 )
 
@@ -153,7 +154,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		popts = append(popts, policy.WithFS(f.name, f.fsys))
 	}
 	log, err := audit.Open(resolve(root, cfg.AuditDir), audit.WithClock(o.clock), audit.WithLogger(o.logger),
-		audit.WithRetention(cfg.AuditLogRetentionDays))
+		audit.WithRetention(cfg.AuditLogRetentionDays), audit.WithWitness(AuditWitnessDir(o.lookupEnv)))
 	if err != nil {
 		return nil, fmt.Errorf("des: %w", err)
 	}
@@ -168,6 +169,15 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		}
 	}
 	return e, nil
+}
+
+// AuditWitnessDir is where des witnesses the head of every audit trail it
+// appends to: a directory of the per-user state directory (statedir.Base:
+// $DES_STATE_DIR, else $XDG_STATE_HOME/des, else ~/.local/state/des), outside
+// every project, one file per absolute audit directory. lookupEnv nil means
+// os.LookupEnv.
+func AuditWitnessDir(lookupEnv func(string) (string, bool)) string {
+	return filepath.Join(statedir.Base(lookupEnv), "audit-witness")
 }
 
 // Policy returns the policy engine, loading and compiling the policies on

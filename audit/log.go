@@ -59,6 +59,8 @@ type Log struct {
 	logger    *slog.Logger
 	fsync     bool
 	retention int
+	// witnessDir is where the chain's head is witnessed; "" keeps none.
+	witnessDir string
 	// sem serialises this Log's appends so that its own goroutines queue on
 	// a channel (which honours ctx) instead of polling the file lock.
 	sem chan struct{}
@@ -207,6 +209,18 @@ func (l *Log) Append(ctx context.Context, entries ...Entry) error {
 	if err := writeHead(l.dir, rec, recLen, l.fsync); err != nil {
 		return fmt.Errorf("audit: append to %s: %d lines written, but the head record %s was not updated: %w",
 			l.dir, len(lines), HeadFile, err)
+	}
+	if l.witnessDir != "" {
+		moved, err := l.advanceWitness(head, rec)
+		switch {
+		case errors.Is(err, errBadWitness):
+			l.logger.Warn("audit: witness unusable, left as it is for Verify to report", "dir", l.dir, "err", err)
+		case err != nil:
+			return fmt.Errorf("audit: append to %s: %d lines written, but the witness %s was not updated: %w",
+				l.dir, len(lines), WitnessPath(l.witnessDir, l.dir), err)
+		case !moved:
+			l.logger.Warn("audit: the trail does not continue its witness (deleted, cut or rewritten?); the witness stays where it was", "dir", l.dir, "witness", WitnessPath(l.witnessDir, l.dir))
+		}
 	}
 	return nil
 }

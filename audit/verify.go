@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,10 @@ const (
 	// BreakHead: the head record (HeadFile) is missing or unreadable while
 	// the trail has chained lines, so its end cannot be checked.
 	BreakHead BreakKind = "head"
+	// BreakWitness: the trail disagrees with its witness (WithWitness): it
+	// does not hold the witnessed line unchanged (deleted, cut, rewritten),
+	// or it has chained lines but no witness, or the witness is unusable.
+	BreakWitness BreakKind = "witness"
 )
 
 // Break is the first broken place of a trail.
@@ -91,6 +96,22 @@ type Report struct {
 	LastSeq int64
 	// Break is the first broken place; nil when the trail is intact.
 	Break *Break
+	// Witness is what Verify found of the witness, when given one.
+	Witness WitnessReport
+}
+
+// WitnessReport says how the trail stands against its witness.
+type WitnessReport struct {
+	// Path is the witness file; "" when Verify was given no witness.
+	Path string
+	// Found is whether the witness file exists.
+	Found bool
+	// Seq is the witnessed seq (0 when not Found).
+	Seq int64
+	// Behind is how many chained lines follow the witnessed one: lines
+	// written since, whose witness update a crash (or a writer without the
+	// witness) skipped. They are chained but not witnessed.
+	Behind int64
 }
 
 // Intact reports whether Verify found no break.
@@ -131,9 +152,40 @@ func (r Report) Intact() bool { return r.Break == nil }
 // recomputed: whoever can write the directory can do that. Keep a copy of
 // the head record elsewhere to pin the trail. Unchained lines other than
 // the last are not covered.
-func Verify(ctx context.Context, dir string) (Report, error) {
+//
+// With WithWitness (other options are ignored), the trail must also hold
+// the witnessed line, with the witnessed hash: a trail deleted (even with
+// its directory), cut below it, or rewritten from any line up to it, is a
+// BreakWitness. Lines after the witnessed one are fine (Report.Witness
+// counts them). No witness file is fine only while the trail has no chained
+// line (a new trail, a new machine before its first append): Report.Witness
+// says it is not witnessed; a trail with chained lines and no witness is a
+// BreakWitness, since it cannot be told from a trail whose witness was
+// deleted.
+func Verify(ctx context.Context, dir string, opts ...Option) (Report, error) {
 	var rep Report
+	var cfg Log
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&cfg)
+		}
+	}
+	var wit witnessRecord
+	var wErr error
+	if cfg.witnessDir != "" {
+		rep.Witness.Path = WitnessPath(cfg.witnessDir, dir)
+		wit, rep.Witness.Found, wErr = readWitness(rep.Witness.Path)
+		if wErr != nil && !rep.Witness.Found {
+			return rep, fmt.Errorf("audit: verify %s: witness: %w", dir, wErr)
+		}
+		rep.Witness.Seq = wit.Seq
+	}
 	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) && rep.Witness.Found {
+		rep.Break = &Break{Kind: BreakWitness, File: dir,
+			Msg: fmt.Sprintf("the audit directory is gone, but the witness %s records seq %d (%s): the trail was deleted", rep.Witness.Path, wit.Seq, wit.File)}
+		return rep, nil
+	}
 	if err != nil {
 		return rep, fmt.Errorf("audit: verify %s: %w", dir, err)
 	}
@@ -146,8 +198,8 @@ func Verify(ctx context.Context, dir string) (Report, error) {
 	}
 	w := &walker{ctx: ctx, snap: snap}
 	// Values, not pointers, so that a line does not escape to the heap.
-	var last, first, atHead vline // the last line that kept the chain, the first line, the line the head record names
-	var hasLast, hasFirst, hasAtHead bool
+	var last, first, atHead, atWitness vline // the last line that kept the chain, the first line, the line the head record names, the witnessed line
+	var hasLast, hasFirst, hasAtHead, hasAtWitness bool
 	started := false
 	for {
 		c, ok, err := w.next()
@@ -181,6 +233,9 @@ func Verify(ctx context.Context, dir string) (Report, error) {
 			if snap.headOK && c.seq == snap.head.Seq {
 				atHead, hasAtHead = c, true
 			}
+			if rep.Witness.Found && c.seq == wit.Seq {
+				atWitness, hasAtWitness = c, true
+			}
 			continue
 		}
 		rest, err := w.rest()
@@ -203,7 +258,60 @@ func Verify(ctx context.Context, dir string) (Report, error) {
 		hp = &atHead
 	}
 	rep.Break = checkEnd(dir, lp, hp, started, rep.LastSeq, snap)
+	if rep.Break == nil && rep.Witness.Path != "" {
+		var wp *vline
+		if hasAtWitness {
+			wp = &atWitness
+		}
+		rep.Break = checkWitness(dir, rep, wit, wErr, wp, lp)
+		if rep.Break == nil && rep.Witness.Found {
+			rep.Witness.Behind = rep.LastSeq - wit.Seq
+		}
+	}
 	return rep, nil
+}
+
+// checkWitness compares an otherwise intact trail with its witness w
+// (wErr: why it is unusable), atWitness being the line with the witnessed
+// seq and last the trail's last chained line.
+func checkWitness(dir string, rep Report, w witnessRecord, wErr error, atWitness, last *vline) *Break {
+	path := rep.Witness.Path
+	switch {
+	case wErr != nil:
+		return &Break{Kind: BreakWitness, File: path, Msg: wErr.Error()}
+	case !rep.Witness.Found && rep.LastSeq > 0:
+		return &Break{Kind: BreakWitness, File: path,
+			Msg: fmt.Sprintf("no witness, though the trail has chained lines up to seq %d: a trail whose witness was deleted looks the same, so its end cannot be trusted", rep.LastSeq)}
+	case !rep.Witness.Found:
+		return nil
+	case w.Dir != "" && !sameDir(w.Dir, dir):
+		return &Break{Kind: BreakWitness, File: path, Msg: fmt.Sprintf("the witness is for %s, not %s", w.Dir, dir)}
+	case atWitness == nil:
+		file, n := dir, 0
+		if last != nil {
+			file, n = last.file, last.n+1
+		}
+		if rep.LastSeq == 0 {
+			return &Break{Kind: BreakWitness, File: file, Line: n,
+				Msg: fmt.Sprintf("the trail holds no chained line, but the witness %s records seq %d (%s): the trail was deleted", path, w.Seq, w.File)}
+		}
+		return &Break{Kind: BreakWitness, File: file, Line: n,
+			Msg: fmt.Sprintf("the trail ends at seq %d, but the witness %s records seq %d (%s): %d lines were cut from the end (and the head record rewritten), or the trail deleted and started again",
+				rep.LastSeq, path, w.Seq, w.File, w.Seq-rep.LastSeq)}
+	case atWitness.hash.String() != w.SHA256:
+		return &Break{Kind: BreakWitness, File: atWitness.file, Line: atWitness.n,
+			Msg: fmt.Sprintf("seq %d hashes to %s, but the witness %s records %s: the trail was rewritten at or before this line (or cut and written again)",
+				w.Seq, atWitness.hash, path, w.SHA256)}
+	}
+	return nil
+}
+
+func sameDir(a, b string) bool {
+	ab, err := filepath.Abs(b)
+	if err != nil {
+		return false
+	}
+	return filepath.Clean(a) == ab
 }
 
 // checkEnd compares the end of an otherwise intact trail with the head

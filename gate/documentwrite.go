@@ -182,46 +182,53 @@ func LooksLikeStep(content []byte) bool {
 // Code would refuse the call itself: an Edit of a missing file, or an
 // old_string that is not there, or not unique without replace_all.
 //
-// Two Edit conventions of Claude Code are followed: an empty old_string on a
-// missing or empty file creates it with new_string, and a file with CRLF
-// line endings is matched with LF edits and keeps its CRLF endings.
+// Edits are applied as Claude Code applies them (see editsim.go): an empty
+// old_string on a missing or empty file creates it with new_string; a file
+// with CRLF line endings is matched with LF edits and keeps its CRLF
+// endings; new_string loses trailing white space outside Markdown; an
+// old_string is matched through desanitisation and with curly quotes read as
+// straight ones, and new_string then takes the file's quote style.
 func Incoming(call WriteCall, disk []byte) (content []byte, ok bool) {
 	if call.Content != nil {
 		return []byte(*call.Content), true
 	}
 	if len(call.Edits) == 1 && call.Edits[0].Old == "" && len(bytes.TrimSpace(disk)) == 0 {
-		return []byte(call.Edits[0].New), true
+		e := normalizeEdit(call.Path, string(disk), call.Edits[0])
+		return []byte(e.New), true
 	}
 	if disk == nil || len(call.Edits) == 0 {
 		return nil, false
 	}
-	if out, ok := applyEdits(string(disk), call.Edits); ok {
+	if out, ok := applyEdits(call.Path, string(disk), call.Edits); ok {
 		return []byte(out), true
 	}
 	if !bytes.Contains(disk, []byte("\r\n")) {
 		return nil, false
 	}
 	lf := strings.ReplaceAll(string(disk), "\r\n", "\n")
-	out, ok := applyEdits(lf, call.Edits)
+	out, ok := applyEdits(call.Path, lf, call.Edits)
 	if !ok {
 		return nil, false
 	}
 	return []byte(strings.ReplaceAll(out, "\n", "\r\n")), true
 }
 
-func applyEdits(out string, edits []Edit) (string, bool) {
+func applyEdits(path, out string, edits []Edit) (string, bool) {
+	original := out
 	for _, e := range edits {
-		n := strings.Count(out, e.Old)
-		switch {
-		case e.Old == "" || n == 0:
+		e = normalizeEdit(path, original, e)
+		if e.Old == "" {
 			return "", false
-		case e.ReplaceAll:
-			out = strings.ReplaceAll(out, e.Old, e.New)
-		case n > 1:
-			return "", false
-		default:
-			out = strings.Replace(out, e.Old, e.New, 1)
 		}
+		actual, found := findActualString(out, e.Old)
+		if !found {
+			return "", false
+		}
+		newStr := preserveQuoteStyle(e.Old, actual, e.New)
+		if !e.ReplaceAll && strings.Count(out, actual) > 1 {
+			return "", false
+		}
+		out = applyEditToFile(out, actual, newStr, e.ReplaceAll)
 	}
 	return out, true
 }

@@ -22,7 +22,14 @@ const auditVerifyDoc = "Checks the hash chain of the audit trail: every day file
 	"The trail is DIR, else the configured audit directory (DES_AUDIT_DIR) of the\n" +
 	"project root (CLAUDE_PROJECT_DIR, else the git top level, else the current\n" +
 	"directory). Exit status: 0 intact, 1 broken, 2 the check could not run (bad\n" +
-	"flag or setting, no such directory, unreadable file)."
+	"flag or setting, no such directory, unreadable file).\n\n" +
+	"The trail's head is also witnessed outside it, in the per-user state directory\n" +
+	"(DES_STATE_DIR, else XDG_STATE_HOME/des, else ~/.local/state/des): a trail\n" +
+	"deleted, cut at its end or rewritten from its first line is broken even when its\n" +
+	"chain is valid. A trail with no witness yet is \"not witnessed\": fine while it\n" +
+	"is empty, broken once it has lines. --adopt witnesses the current end of an\n" +
+	"intact trail (a new machine, a moved project, a trail from before witnesses,\n" +
+	"or after you removed or rewrote it yourself)."
 
 // runAudit dispatches `hook audit SUBCOMMAND`; verify is the only one.
 func runAudit(ctx context.Context, e env, args []string) int {
@@ -31,18 +38,19 @@ func runAudit(ctx context.Context, e env, args []string) int {
 		case "verify":
 			return runAuditVerify(ctx, e, args[1:])
 		case "help", "-h", "-help", "--help":
-			fmt.Fprintf(e.stdout, "usage: hook audit verify [--dir DIR]\n\n%s\n", auditVerifyDoc)
+			fmt.Fprintf(e.stdout, "usage: hook audit verify [--dir DIR] [--adopt]\n\n%s\n", auditVerifyDoc)
 			return exitOK
 		}
 		fmt.Fprintf(e.stderr, "hook audit: unknown subcommand %q\n", args[0])
 	}
-	fmt.Fprintln(e.stderr, "usage: hook audit verify [--dir DIR]")
+	fmt.Fprintln(e.stderr, "usage: hook audit verify [--dir DIR] [--adopt]")
 	return exitUsage
 }
 
 func runAuditVerify(ctx context.Context, e env, args []string) int {
-	flags := newFlagSet(e, "audit verify", "[--dir DIR]", auditVerifyDoc)
+	flags := newFlagSet(e, "audit verify", "[--dir DIR] [--adopt]", auditVerifyDoc)
 	dir := flags.String("dir", "", "the audit directory to check (default: the configured one)")
+	adopt := flags.Bool("adopt", false, "witness the current end of the trail, when its chain is intact")
 	if code, done := parseFlags(flags, args, 0); done {
 		return code
 	}
@@ -66,8 +74,17 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 			return p
 		}
 	}
-	rep, err := audit.Verify(ctx, *dir)
+	witness := audit.WithWitness(des.AuditWitnessDir(e.lookupEnv))
+	verify := audit.Verify
+	if *adopt {
+		verify = audit.AdoptWitness
+	}
+	rep, err := verify(ctx, *dir, witness)
 	switch {
+	case errors.Is(err, audit.ErrNotIntact):
+		b := rep.Break
+		fmt.Fprintf(e.stdout, "audit trail broken, not adopted: %s: %s: %s\n", show(b.File), b.Kind, b.Msg)
+		return exitBroken
 	case errors.Is(err, fs.ErrNotExist):
 		fmt.Fprintf(e.stderr, "hook audit verify: no audit trail at %s: no such directory\n", show(*dir))
 		return exitUsage
@@ -81,6 +98,9 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 			where = fmt.Sprintf("%s:%d", where, b.Line)
 		}
 		fmt.Fprintf(e.stdout, "audit trail broken: %s: %s: %s\n", where, b.Kind, b.Msg)
+		if b.Kind == audit.BreakWitness {
+			fmt.Fprintln(e.stdout, "If you removed or rewrote the trail yourself, or it was written on another machine or before des kept witnesses, check it by other means and run `hook audit verify --adopt` to witness its current end.")
+		}
 		return exitBroken
 	}
 	fmt.Fprintf(e.stdout, "audit trail intact: %s in %s", plural(rep.Lines, "line"), plural(rep.Files, "file"))
@@ -88,6 +108,14 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stdout, " (the first %s predate the hash chain; only the last of them is covered)", plural(rep.Unchained, "line"))
 	}
 	fmt.Fprintln(e.stdout)
+	switch w := rep.Witness; {
+	case *adopt && w.Found:
+		fmt.Fprintf(e.stdout, "witnessed: seq %d, in %s\n", w.Seq, w.Path)
+	case !w.Found:
+		fmt.Fprintf(e.stdout, "not witnessed: the trail has no chained line yet; its head will be witnessed in %s from the first append\n", w.Path)
+	case w.Behind > 0:
+		fmt.Fprintf(e.stdout, "witnessed up to seq %d; the %s after it were written since (an append interrupted before its witness update, or by a writer without the witness) and are chained but not witnessed\n", w.Seq, plural(int(w.Behind), "line"))
+	}
 	return exitOK
 }
 

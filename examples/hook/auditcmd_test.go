@@ -1,7 +1,12 @@
 package main
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"os"
+	"os/exec"
+
+	"github.com/deterministic-exec/des"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -22,7 +27,7 @@ func TestE2EAuditVerify(t *testing.T) {
 		t.Fatalf("day files %v, %v", days, err)
 	}
 	ok := runBinCLI(t, root, "audit", "verify")
-	if ok.code != 0 || ok.stdout != "audit trail intact: 3 lines in 1 file\n" || ok.stderr != "" {
+	if ok.code != 0 || ok.stdout != "audit trail intact: 3 lines in 1 file\n" || ok.stderr != "" { // witnessed, at its end
 		t.Fatalf("intact trail: %+v", ok)
 	}
 
@@ -58,7 +63,7 @@ func TestAuditVerifyCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(trail, "audit-2026-03-14.log"), []byte(legacy+legacy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := envMap{"CLAUDE_PROJECT_DIR": root}
+	env := envMap{"CLAUDE_PROJECT_DIR": root, "DES_STATE_DIR": t.TempDir()}
 	for _, tc := range []struct {
 		name   string
 		env    envMap
@@ -68,9 +73,9 @@ func TestAuditVerifyCommand(t *testing.T) {
 		stderr string // a part of stderr
 	}{
 		{"unchained lines", env, []string{"audit", "verify"}, 0,
-			"audit trail intact: 2 lines in 1 file (the first 2 lines predate the hash chain; only the last of them is covered)\n", ""},
-		{"empty directory", env, []string{"audit", "verify", "--dir", t.TempDir()}, 0, "audit trail intact: 0 lines in 0 files\n", ""},
-		{"configured directory", envMap{"CLAUDE_PROJECT_DIR": root, "DES_AUDIT_DIR": "elsewhere"}, []string{"audit", "verify"}, 2, "",
+			"audit trail intact: 2 lines in 1 file (the first 2 lines predate the hash chain; only the last of them is covered)\nnot witnessed: the trail has no chained line yet; its head will be witnessed in " + des.AuditWitnessDir(env.lookup), ""},
+		{"empty directory", env, []string{"audit", "verify", "--dir", t.TempDir()}, 0, "audit trail intact: 0 lines in 0 files\nnot witnessed: ", ""},
+		{"configured directory", envMap{"CLAUDE_PROJECT_DIR": root, "DES_AUDIT_DIR": "elsewhere", "DES_STATE_DIR": t.TempDir()}, []string{"audit", "verify"}, 2, "",
 			"hook audit verify: no audit trail at elsewhere: no such directory"},
 		{"missing --dir", env, []string{"audit", "verify", "--dir", filepath.Join(root, "nope")}, 2, "", "no audit trail at " + filepath.Join(root, "nope")},
 		{"bad setting", envMap{"CLAUDE_PROJECT_DIR": root, "DES_AUDIT_LOG_RETENTION_DAYS": "0"}, []string{"audit", "verify"}, 2, "", "hook audit verify: "},
@@ -82,9 +87,75 @@ func TestAuditVerifyCommand(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runCLI(t, tc.env, tc.args...)
-			if res.code != tc.code || (tc.stdout != "" && res.stdout != tc.stdout) || !strings.Contains(res.stderr, tc.stderr) {
+			if res.code != tc.code || !strings.HasPrefix(res.stdout, tc.stdout) || !strings.Contains(res.stderr, tc.stderr) {
 				t.Errorf("hook %s = %+v\nwant code %d, stdout %q, stderr with %q", strings.Join(tc.args, " "), res, tc.code, tc.stdout, tc.stderr)
 			}
 		})
 	}
+}
+
+// The trail attacks of the issue, run against the trail the built hook
+// wrote: each leaves a valid chain, and `hook audit verify` exits 1 naming
+// the witness it disagrees with.
+func TestE2EAuditWitness(t *testing.T) {
+	newTrail := func(t *testing.T, n int) (root, dir string) {
+		root = t.TempDir()
+		for i := range n {
+			if denyReason(t, runHookProcess(t, root, nil, writeEvent(root, "Write", fmt.Sprintf(".des/policies/p%d.rego", i)))) == "" {
+				t.Fatal("protected write allowed")
+			}
+		}
+		if ok := runBinCLI(t, root, "audit", "verify"); ok.code != 0 {
+			t.Fatalf("fresh trail: %+v", ok)
+		}
+		return root, filepath.Join(root, ".des", "audit")
+	}
+	broken := func(t *testing.T, root, want string) {
+		t.Helper()
+		r := runBinCLI(t, root, "audit", "verify")
+		if r.code != 1 || !strings.Contains(r.stdout, ": witness: ") || !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "--adopt") {
+			t.Errorf("verify = %+v, want exit 1 with a witness break saying %q", r, want)
+		}
+	}
+	t.Run("find -type f -delete", func(t *testing.T) {
+		root, dir := newTrail(t, 3)
+		if out, err := exec.Command("find", dir, "-type", "f", "-delete").CombinedOutput(); err != nil {
+			t.Skipf("find: %v %s", err, out)
+		}
+		broken(t, root, "the trail was deleted")
+		// A hook event afterwards starts a new chain; the witness does not follow it.
+		runHookProcess(t, root, nil, writeEvent(root, "Write", ".des/policies/x.rego"))
+		broken(t, root, "the trail ends at seq 1, but the witness")
+	})
+	t.Run("end cut and head rewritten", func(t *testing.T) {
+		root, dir := newTrail(t, 4)
+		days, _ := filepath.Glob(filepath.Join(dir, "audit-*.log"))
+		data, _ := os.ReadFile(days[0])
+		lines := strings.SplitAfter(string(data), "\n")
+		kept := strings.Join(lines[:2], "")
+		os.WriteFile(days[0], []byte(kept), 0o644)
+		sum := sha256.Sum256([]byte(lines[1]))
+		head := fmt.Sprintf(`{"seq":2,"sha256":"%x","file":"%s","size":%d}`+"\n", sum, filepath.Base(days[0]), len(kept))
+		os.WriteFile(filepath.Join(dir, ".head"), []byte(head), 0o644)
+		if r := runBinCLI(t, root, "audit", "verify", "--dir", dir); r.code != 1 {
+			t.Errorf("verify --dir: %+v", r)
+		}
+		broken(t, root, "the trail ends at seq 2, but the witness")
+	})
+	t.Run("rewritten from line 1", func(t *testing.T) {
+		root, dir := newTrail(t, 2)
+		other, _ := newTrail(t, 2) // same events, another project: a valid chain of two lines
+		os.RemoveAll(dir)
+		if err := os.Rename(filepath.Join(other, ".des", "audit"), dir); err != nil {
+			t.Fatal(err)
+		}
+		broken(t, root, "seq 2 hashes to")
+		// The person who did it adopts the new trail on purpose.
+		if r := runBinCLI(t, root, "audit", "verify", "--adopt"); r.code != 0 || !strings.Contains(r.stdout, "witnessed: seq 2") {
+			t.Errorf("--adopt: %+v", r)
+		}
+		if r := runBinCLI(t, root, "audit", "verify"); r.code != 0 {
+			t.Errorf("after --adopt: %+v", r)
+		}
+	})
 }

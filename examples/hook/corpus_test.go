@@ -51,6 +51,7 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	hookBin = bin
+	testStateDir = filepath.Join(dir, "state")
 	return m.Run()
 }
 
@@ -124,10 +125,17 @@ func loadCorpus(t *testing.T, dir string) []payload {
 // cleanEnviron is this process's environment without DES's settings and
 // CLAUDE_PROJECT_DIR, so a developer's shell cannot change the outcome.
 func cleanEnviron() []string {
-	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "DES_") || strings.HasPrefix(kv, "CLAUDE_PROJECT_DIR=")
 	})
+	// des's per-user state (audit witnesses, ...) goes to the test's own
+	// directory, never the user's; a test may set its own after this.
+	return append(env, "DES_STATE_DIR="+testStateDir)
 }
+
+// testStateDir is the per-user state directory of the hook processes the
+// tests run, below TestMain's temporary directory.
+var testStateDir string
 
 // checkHookOutput applies the corpus README's rule: exit 0, stdout empty or
 // exactly one JSON object, no deny or block, no panic.

@@ -126,21 +126,24 @@ func decodeEvent(data []byte) (*Event, []string, error) {
 	if trimmed[0] != '{' {
 		return nil, nil, errNotObject
 	}
-	var ev Event
-	var warnings []string
+	// The whole payload is checked first (syntax, one object, nothing after
+	// it); fields are then taken by their exact keys.
+	var members map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if err := dec.Decode(&ev); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if !errors.As(err, &typeErr) {
-			return nil, nil, fmt.Errorf("malformed JSON event: %w", err)
-		}
-		warnings = append(warnings, fmt.Sprintf("field %q has JSON type %s, expected %s; treated as absent", typeErr.Field, typeErr.Value, typeErr.Type))
-	}
-	if dec.More() {
-		return nil, nil, errors.New("malformed JSON event: data after the event object")
+	if err := dec.Decode(&members); err != nil {
+		return nil, nil, fmt.Errorf("malformed JSON event: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, nil, errors.New("malformed JSON event: data after the event object")
+	}
+	var ev Event
+	mistyped, err := decodeExact(trimmed, &ev, true)
+	if err != nil {
+		return nil, nil, fmt.Errorf("malformed JSON event: %w", err)
+	}
+	var warnings []string
+	for _, m := range mistyped {
+		warnings = append(warnings, fmt.Sprintf("field %q: %v; treated as absent", m.Field, m.Err))
 	}
 	ev.Raw = json.RawMessage(trimmed)
 	return &ev, warnings, nil
@@ -282,7 +285,9 @@ func decodeObject(name string, raw json.RawMessage, v any) error {
 	if raw[0] != '{' {
 		return fmt.Errorf("%s: not a JSON object", name)
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	// Keys are matched exactly, duplicates last-wins, as Claude Code reads
+	// them: the file judged is the file written (see decodeExact).
+	if _, err := decodeExact(raw, v, false); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil

@@ -190,3 +190,30 @@ func TestE2EGate1ToleratesOddFields(t *testing.T) {
 		t.Errorf("unreadable marked prompt: reason = %q", reason)
 	}
 }
+
+// A DONE step is terminal at every validation level: a prompt whose origin
+// needs no sections (level none) may not start a subagent on it either, and
+// the step file is left as it was.
+func TestE2EGate1DoneIsTerminalAtLevelNone(t *testing.T) {
+	for _, origin := range []string{"command:/nw:review", "ad-hoc", "command:/nw:execute"} {
+		t.Run(origin, func(t *testing.T) {
+			root := gate1Project(t, "DONE")
+			before, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(e2eStep)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompt := "<!-- DES-VALIDATION: required -->\n<!-- DES-ORIGIN: " + origin + " -->\n<!-- DES-STEP-FILE: " + e2eStep + " -->\nReview the cart total once more.\n"
+			reason := denyReason(t, runHookProcess(t, root, nil, agentEvent(root, "Agent", prompt)))
+			if !strings.Contains(reason, "[DES-TASK-TERMINAL] the task of "+e2eStep+" is already complete") {
+				t.Errorf("reason = %q, want DES-TASK-TERMINAL", reason)
+			}
+			after, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(e2eStep)))
+			if err != nil || string(after) != string(before) {
+				t.Errorf("the DONE step changed: %s (%v)", after, err)
+			}
+			if _, err := os.Stat(filepath.Join(root, ".des", "runs", "toolu_e2e.json")); err == nil {
+				t.Error("a run was recorded for a denied invocation")
+			}
+		})
+	}
+}

@@ -131,3 +131,33 @@ func TestE2EBashWriteToStateBlocked(t *testing.T) {
 		t.Errorf("a read was judged: %s", r.stdout)
 	}
 }
+
+// Claude Code matches an Edit's old_string with curly quotes read as
+// straight ones; the guard must judge the document that edit produces, not
+// let it through as "not matched".
+func TestE2ECurlyQuoteEditIsJudged(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, root, ".isdlc/state.json", stateV5)
+	for _, tool := range []string{"Edit", "MultiEdit"} {
+		t.Run(tool, func(t *testing.T) {
+			edit := map[string]any{"old_string": "“01-requirements”: {“status”: “completed”}", "new_string": `"01-requirements": {"status": "pending"}`}
+			in := edit
+			if tool == "MultiEdit" {
+				in = map[string]any{"edits": []any{edit}}
+			}
+			reason := denyReason(t, runHookProcess(t, root, nil, writeToolEvent(root, tool, ".isdlc/state.json", in)))
+			if !strings.Contains(reason, "[DES-STATE-V8-STATUS]") || !strings.Contains(reason, `phases["01-requirements"].status moves down from "completed"`) {
+				t.Errorf("reason = %q, want DES-STATE-V8-STATUS for 01-requirements", reason)
+			}
+			if raw, _ := os.ReadFile(filepath.Join(root, ".isdlc", "state.json")); string(raw) != stateV5 {
+				t.Errorf("state changed:\n%s", raw)
+			}
+		})
+	}
+	// The same edit moving forward is allowed.
+	r := runHookProcess(t, root, nil, writeToolEvent(root, "Edit", ".isdlc/state.json", map[string]any{
+		"old_string": "“02-design”: {“status”: “in_progress”}", "new_string": `"02-design": {"status": "completed"}`}))
+	if strings.Contains(r.stdout, `"permissionDecision":"deny"`) {
+		t.Errorf("forward curly edit denied: %s", r.stdout)
+	}
+}

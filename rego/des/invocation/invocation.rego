@@ -89,7 +89,10 @@ _task_status := input.step.document.state.status
 
 # METADATA
 # title: Task already done
-# description: The step's task is DONE, a terminal status.
+# description: |
+#   A step file the prompt names has its task DONE, a terminal status. This
+#   holds at every validation level, none included: a level says which
+#   sections a prompt needs, never that a finished task may run again.
 # custom:
 #   code: DES-TASK-TERMINAL
 #   severity: deny
@@ -102,7 +105,7 @@ deny contains {
 		"If the step really must be redone, create a new step file for the new work.",
 	],
 } if {
-	sections.level != "none"
+	_has_step_marker
 	_task_status == "DONE"
 }
 

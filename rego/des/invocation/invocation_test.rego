@@ -57,6 +57,19 @@ test_level_none_needs_no_step if {
 	count(invocation.deny) == 0 with input as {"prompt": p, "step": step("DONE")}
 }
 
+# A level says which sections a prompt needs, never that a DONE task may run again.
+test_done_is_terminal_at_every_level if {
+	every origin in ["command:/nw:review", "command:/nw:research", "ad-hoc", "command:/nw:baseline", "command:/nw:execute"] {
+		violations := invocation.deny with input as {"prompt": object.union(good_prompt, {"origin": origin}), "step": step("DONE")}
+		"DES-TASK-TERMINAL" in codes(violations)
+	}
+}
+
+test_done_at_level_none_is_the_only_violation if {
+	p := object.union(good_prompt, {"origin": "command:/nw:review", "sections": []})
+	codes(invocation.deny) == {"DES-TASK-TERMINAL"} with input as {"prompt": p, "step": step("DONE")}
+}
+
 test_done_is_terminal if {
 	violations := invocation.deny with input as inp("DONE")
 	codes(violations) == {"DES-TASK-TERMINAL"}

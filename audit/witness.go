@@ -1,0 +1,223 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// The chain and its head record live in the audit directory, so whoever can
+// write that directory can delete the trail, cut its end and fix the head
+// record, or rewrite it from the first line: each is a valid chain again. A
+// witness kept outside the directory pins the chain's end: every Append
+// also records the seq, hash, day file and file size of the last line it
+// wrote in a witness file elsewhere (WithWitness), and Verify, given the
+// same witness directory, requires the trail to hold that line unchanged.
+//
+// The witness only moves forward along the chain: Append advances it when
+// the trail it appends to ends at the witnessed line, or continues past it
+// with that line intact (a crash between an append and the witness update
+// leaves the witness behind, never ahead). A trail that does not continue
+// the witness (deleted, cut, rewritten) is appended to, but the witness
+// stays where it was, so Verify keeps reporting the break until a person
+// removes the witness file.
+//
+// Order of writes in Append: the lines, then the head record, then the
+// witness, each complete before the next starts. A crash at any point
+// leaves a witness equal to or behind the trail's end, which Verify accepts.
+
+// WithWitness makes the Log record the chain's head in a witness file in
+// dir (created, mode 0700, when missing), named by a hash of the log's
+// absolute directory, so one witness directory serves many trails. dir
+// should be outside the audit directory, where the writers the trail is
+// meant to catch cannot write. Verify takes the same option. "" (the
+// default) keeps no witness.
+func WithWitness(dir string) Option {
+	return func(l *Log) { l.witnessDir = dir }
+}
+
+// WitnessPath returns the witness file of the trail in auditDir under the
+// witness directory dir.
+func WitnessPath(dir, auditDir string) string {
+	abs, err := filepath.Abs(auditDir)
+	if err != nil {
+		abs = filepath.Clean(auditDir)
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(dir, "audit-"+hex.EncodeToString(sum[:16])+".json")
+}
+
+// witnessRecord is the content of a witness file.
+type witnessRecord struct {
+	Dir    string `json:"dir"`    // the absolute audit directory
+	Seq    int64  `json:"seq"`    // seq of the witnessed line: the number of chained lines up to it
+	SHA256 string `json:"sha256"` // lineHash of that line
+	File   string `json:"file"`   // its day file
+	Size   int64  `json:"size"`   // the day file's size just after it
+}
+
+// errBadWitness marks a witness file that exists but cannot be used.
+var errBadWitness = errors.New("witness does not parse")
+
+func readWitness(path string) (rec witnessRecord, ok bool, err error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return rec, false, nil
+	}
+	if err != nil {
+		return rec, false, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rec); err != nil {
+		return rec, true, fmt.Errorf("%w: %s: %w", errBadWitness, path, err)
+	}
+	if rec.Seq < 1 || len(rec.SHA256) != 64 {
+		return rec, true, fmt.Errorf("%w: %s holds %q", errBadWitness, path, bytes.TrimSpace(data))
+	}
+	return rec, true, nil
+}
+
+// writeWitness replaces the witness file by rename, so that a reader (or a
+// crash) sees the old record or the new one; with sync, the data and the
+// directory entry are on disk before it returns.
+func writeWitness(path string, rec witnessRecord, sync bool) (err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(append(data, '\n')); err != nil {
+		return err
+	}
+	if sync {
+		if err = f.Sync(); err != nil {
+			return err
+		}
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	if sync {
+		if d, derr := os.Open(filepath.Dir(path)); derr == nil {
+			_ = d.Sync() // not every platform syncs a directory
+			d.Close()
+		}
+	}
+	return nil
+}
+
+// advanceWitness moves the witness to next, the head after an append whose
+// trail ended at prev before it, when that trail continues the witness.
+// Called under the directory lock. It returns whether the witness moved; a
+// trail that does not continue it leaves it in place (and is reported by
+// Verify).
+func (l *Log) advanceWitness(prev chainHead, next headRecord) (bool, error) {
+	path := WitnessPath(l.witnessDir, l.dir)
+	w, ok, err := readWitness(path)
+	if err != nil {
+		return false, err
+	}
+	continues := !ok || // first witness of this trail
+		prev.seq == w.Seq && prev.hash == w.SHA256 || // the trail ended at the witnessed line
+		prev.seq > w.Seq && witnessedLineIntact(l.dir, w) // a crash left the witness behind
+	if !continues {
+		return false, nil
+	}
+	abs, err := filepath.Abs(l.dir)
+	if err != nil {
+		return false, err
+	}
+	return true, writeWitness(path, witnessRecord{Dir: abs, Seq: next.Seq, SHA256: next.SHA256, File: next.File, Size: next.Size}, l.fsync)
+}
+
+// witnessedLineIntact reports whether the day file the witness names still
+// holds the witnessed line where it was: the line ending at w.Size hashes
+// to w.SHA256.
+func witnessedLineIntact(dir string, w witnessRecord) bool {
+	if w.Size < 1 || filepath.Base(w.File) != w.File || !isDayFile(w.File) {
+		return false
+	}
+	f, err := os.Open(filepath.Join(dir, w.File))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	n := min(w.Size, int64(MaxLineSize)+1)
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, w.Size-n); err != nil && !errors.Is(err, io.EOF) {
+		return false
+	}
+	if buf[n-1] != '\n' {
+		return false
+	}
+	start := bytes.LastIndexByte(buf[:n-1], '\n') + 1
+	return lineHash(buf[start:]) == w.SHA256
+}
+
+// ErrNotIntact is returned by AdoptWitness for a trail Verify finds broken.
+var ErrNotIntact = errors.New("the trail is not intact")
+
+// AdoptWitness witnesses the current end of the trail in dir, replacing any
+// witness it has: for a trail that is trusted but has no witness here (a
+// new machine, a moved project, a trail written before des kept witnesses),
+// or after a person deliberately removed or rewrote the trail. It checks
+// the chain first (without the witness) and refuses a broken trail with
+// ErrNotIntact. The witness directory comes from WithWitness. It returns
+// the report of that check; a trail with no chained line is left without a
+// witness.
+func AdoptWitness(ctx context.Context, dir string, opts ...Option) (Report, error) {
+	var cfg Log
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&cfg)
+		}
+	}
+	if cfg.witnessDir == "" {
+		return Report{}, errors.New("audit: adopt witness: no witness directory (WithWitness)")
+	}
+	rep, err := Verify(ctx, dir)
+	if err != nil {
+		return rep, err
+	}
+	if !rep.Intact() {
+		return rep, fmt.Errorf("audit: adopt witness for %s: %w: %v", dir, ErrNotIntact, rep.Break)
+	}
+	rec, ok, _, err := readHead(dir)
+	if err != nil || !ok {
+		return rep, err // no chained line: nothing to witness
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return rep, err
+	}
+	path := WitnessPath(cfg.witnessDir, dir)
+	if err := writeWitness(path, witnessRecord{Dir: abs, Seq: rec.Seq, SHA256: rec.SHA256, File: rec.File, Size: rec.Size}, true); err != nil {
+		return rep, fmt.Errorf("audit: adopt witness %s: %w", path, err)
+	}
+	rep.Witness = WitnessReport{Path: path, Found: true, Seq: rec.Seq, Behind: rep.LastSeq - rec.Seq}
+	return rep, nil
+}
