@@ -16,6 +16,9 @@ import (
 type ToolCall struct {
 	Tool  string   // Write, Edit, MultiEdit, Bash, ...
 	Paths []string // files it writes: absolute, or relative to the project root
+	// Facts are added to each write the policy sees (des_hooks_changed for
+	// Claude Code's settings, hooks_path_changed for git's config).
+	Facts map[string]any
 }
 
 // ToolUse is the tool_use gate: it asks des.gates.tool_use about tool calls
@@ -57,7 +60,11 @@ func (t ToolUse) Check(ctx context.Context, ev Evaluator, call ToolCall) (Result
 	}
 	writes := make([]any, len(call.Paths))
 	for i, p := range call.Paths {
-		writes[i] = map[string]any{"path": t.normalize(p), "tool": call.Tool}
+		w := map[string]any{"path": t.normalize(p), "tool": call.Tool}
+		for k, v := range call.Facts {
+			w[k] = v
+		}
+		writes[i] = w
 	}
 	return t.evaluate(ctx, ev, call.Tool, writes, nil)
 }

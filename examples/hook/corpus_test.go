@@ -51,6 +51,9 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	hookBin = bin
+	// The built hook keeps its per-user state (the effect check's
+	// baseline) here, not in the home directory of whoever runs the tests.
+	testStateDir = filepath.Join(dir, "state")
 	return m.Run()
 }
 
@@ -124,10 +127,17 @@ func loadCorpus(t *testing.T, dir string) []payload {
 // cleanEnviron is this process's environment without DES's settings and
 // CLAUDE_PROJECT_DIR, so a developer's shell cannot change the outcome.
 func cleanEnviron() []string {
-	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "DES_") || strings.HasPrefix(kv, "CLAUDE_PROJECT_DIR=")
 	})
+	if testStateDir != "" {
+		env = append(env, "DES_STATE_DIR="+testStateDir)
+	}
+	return env
 }
+
+// testStateDir is DES_STATE_DIR for the hook processes of the tests.
+var testStateDir string
 
 // checkHookOutput applies the corpus README's rule: exit 0, stdout empty or
 // exactly one JSON object, no deny or block, no panic.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/deterministic-exec/des/internal/fileio"
 )
@@ -17,8 +18,10 @@ import (
 // changes made between tool calls (a user's hand edit) are accepted. The
 // call is then recorded as in flight under id. w is the watched set of the
 // settings in force, nil when they could not be loaded (the baseline's own
-// is used). It returns whether the baseline was refreshed.
-func (c *Checker) Begin(ctx context.Context, id string, w *Watch) (bool, error) {
+// is used). The call counts as in flight for at most lifetime
+// (InFlightLifetime when 0) if End never comes. It returns whether the
+// baseline was refreshed.
+func (c *Checker) Begin(ctx context.Context, id string, w *Watch, lifetime time.Duration) (bool, error) {
 	unlock, err := c.lock(ctx)
 	if err != nil {
 		return false, err
@@ -36,8 +39,12 @@ func (c *Checker) Begin(ctx context.Context, id string, w *Watch) (bool, error) 
 		}
 		refreshed = true
 	}
-	return refreshed, c.mark(id)
+	return refreshed, c.mark(id, lifetime)
 }
+
+// Cancel clears a call that will not run (denied at PreToolUse) from the
+// calls in flight.
+func (c *Checker) Cancel(id string) { c.unmark(id) }
 
 // End is called once a watched tool call has run (PostToolUse or
 // PostToolUseFailure): it compares every watched path with the baseline and
@@ -121,6 +128,13 @@ func (c *Checker) check(ctx context.Context, m *manifest) (rep Report, changed b
 			return rep, changed, err
 		}
 		now.Tree, now.Keep = was.Tree, was.Keep
+		if !known && was.Kind == KindDir && now.Type == typeDir {
+			// A new directory in a protected one holds nothing by itself;
+			// the files put in it are judged one by one. DES makes some
+			// (the pending records' directory).
+			m.Entries[key], changed = now, true
+			continue
+		}
 		if equivalent(was, now) {
 			if known && now.Type == typeFile {
 				if err := c.keep(now.SHA256, data); err != nil {

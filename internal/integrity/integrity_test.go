@@ -34,7 +34,7 @@ func project(t *testing.T) (root string, c *Checker) {
 		write(t, root, p, s)
 	}
 	c = New(Options{Root: root, StateDir: t.TempDir(), IsDESCommand: isDES})
-	if _, err := c.Begin(context.Background(), "toolu_setup", nil); err != nil {
+	if _, err := c.Begin(context.Background(), "toolu_setup", nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.End(context.Background(), "toolu_setup", false); err != nil {
@@ -67,7 +67,7 @@ func readFile(t *testing.T, root, p string) string {
 func call(t *testing.T, c *Checker, id string, fn func()) Report {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := c.Begin(ctx, id, nil); err != nil {
+	if _, err := c.Begin(ctx, id, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	fn()
@@ -116,7 +116,7 @@ func TestRestoresRewrittenFilesAndRemovesNewOnes(t *testing.T) {
 	if got := readFile(t, root, ".des/config.json"); !strings.Contains(got, "stale") {
 		t.Errorf("config = %q", got)
 	}
-	for _, p := range []string{".des/policies/evil.rego", ".des/policies/sub", ".des/state.json", "docs/feature/x/steps/01-02.json"} {
+	for _, p := range []string{".des/policies/evil.rego", ".des/policies/sub/z.rego", ".des/state.json", "docs/feature/x/steps/01-02.json"} {
 		if _, err := os.Lstat(filepath.Join(root, p)); !os.IsNotExist(err) {
 			t.Errorf("%s still there (%v)", p, err)
 		}
@@ -242,11 +242,11 @@ func TestHandEditBetweenCallsIsAcceptedButNotWhileACallRuns(t *testing.T) {
 		t.Fatalf("hand edit undone: %+v", rep)
 	}
 	// One agent's command is running; another agent's call starts.
-	if _, err := c.Begin(ctx, "toolu_long", nil); err != nil {
+	if _, err := c.Begin(ctx, "toolu_long", nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	write(t, root, ".des/config.json", `{"stale_threshold_minutes": 1}`) // the running command's write
-	refreshed, err := c.Begin(ctx, "toolu_other", nil)
+	refreshed, err := c.Begin(ctx, "toolu_other", nil, 0)
 	if err != nil || refreshed {
 		t.Fatalf("Begin while a call runs: refreshed=%v err=%v", refreshed, err)
 	}

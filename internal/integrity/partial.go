@@ -169,6 +169,17 @@ func mergeClaude(current, good []byte, isDES func(string) bool) ([]byte, bool) {
 	return append(out, '\n'), true
 }
 
+// DESHooksChanged reports whether after changes the part of a Claude Code
+// settings file DES guards (its hook entries, disableAllHooks) from before;
+// nil is an absent file.
+func DESHooksChanged(before, after []byte, isDES func(string) bool) bool {
+	return claudeView(before, isDES) != claudeView(after, isDES)
+}
+
+// HooksPathChanged reports whether after changes core.hooksPath or the
+// include directives of a git config file from before.
+func HooksPathChanged(before, after []byte) bool { return gitView(before) != gitView(after) }
+
 // gitConf is the compared part of git's config file: core.hooksPath and
 // the include directives (an included file could set it).
 type gitConf struct {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/deterministic-exec/des/internal/glob"
 )
@@ -28,6 +29,12 @@ var claudeSettings = []string{".claude/settings.json", ".claude/settings.local.j
 // skipDirs are never walked for step files: they are not the project's
 // documents, and they can be huge.
 var skipDirs = map[string]bool{".git": true, "node_modules": true, "vendor": true}
+
+// tempName matches the temporary files DES's writers rename into place
+// (os.CreateTemp's ".run-*", fileio.WriteAtomic's ".NAME.tmp-*"): a check
+// must not remove one between its creation and its rename. The names end
+// in digits, so no policy or data loader takes them for its own.
+var tempName = regexp.MustCompile(`^\.(run-|.+\.tmp-)[0-9]+$`)
 
 // stepName is the conventional name of a DES step file.
 var stepName = regexp.MustCompile(`^[0-9]+-[0-9]+\.json$`)
@@ -143,6 +150,9 @@ func (c *Checker) targets(ctx context.Context, m *manifest, walk bool) ([]target
 			}
 			if n++; n > maxTreeSize {
 				return fmt.Errorf("integrity: more than %d entries under %s", maxTreeSize, tree)
+			}
+			if tempName.MatchString(d.Name()) {
+				return nil // DES's own writer's temporary file, about to be renamed
 			}
 			kind := KindFile
 			if d.IsDir() {
@@ -444,7 +454,7 @@ func (c *Checker) inFlight(id string) []string {
 		if err != nil {
 			continue
 		}
-		if c.now().Sub(fi.ModTime()) > InFlightLifetime {
+		if c.now().After(fi.ModTime()) { // the time is when the record expires
 			_ = os.Remove(filepath.Join(dir, e.Name()))
 			continue
 		}
@@ -473,7 +483,10 @@ func safeName(id string) string {
 	return "h-" + hashOf([]byte(id))[:32]
 }
 
-func (c *Checker) mark(id string) error {
+func (c *Checker) mark(id string, lifetime time.Duration) error {
+	if lifetime <= 0 || lifetime > InFlightLifetime {
+		lifetime = InFlightLifetime
+	}
 	dir := filepath.Join(c.dir, "inflight")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("integrity: %w", err)
@@ -482,8 +495,10 @@ func (c *Checker) mark(id string) error {
 	if err := os.WriteFile(p, nil, 0o600); err != nil {
 		return fmt.Errorf("integrity: record the call in flight: %w", err)
 	}
-	now := c.now()
-	_ = os.Chtimes(p, now, now)
+	until := c.now().Add(lifetime)
+	if err := os.Chtimes(p, until, until); err != nil {
+		return fmt.Errorf("integrity: record the call in flight: %w", err)
+	}
 	return nil
 }
 
