@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -35,10 +36,37 @@ func (h *hookEnv) checker() *integrity.Checker {
 			Root:         h.root,
 			StateDir:     statedir.For(h.root, h.lookupEnv),
 			IsDESCommand: h.isDESCommand,
+			UserFiles:    userFiles(h.lookupEnv),
 			Logger:       h.logger,
 		})
 	})
 	return h.chk
+}
+
+// userFiles are the files outside the project that can switch DES off for
+// it: the user's Claude Code settings (disableAllHooks) and git's global
+// config (core.hooksPath).
+func userFiles(lookupEnv func(string) (string, bool)) map[string]string {
+	out := map[string]string{}
+	home, _ := lookupEnv("HOME")
+	claudeDir, _ := lookupEnv("CLAUDE_CONFIG_DIR")
+	if claudeDir == "" && filepath.IsAbs(home) {
+		claudeDir = filepath.Join(home, ".claude")
+	}
+	if filepath.IsAbs(claudeDir) {
+		out[filepath.Join(claudeDir, "settings.json")] = integrity.KindClaudeSettings
+	}
+	if filepath.IsAbs(home) {
+		out[filepath.Join(home, ".gitconfig")] = integrity.KindGitConfig
+	}
+	xdg, _ := lookupEnv("XDG_CONFIG_HOME")
+	if !filepath.IsAbs(xdg) && filepath.IsAbs(home) {
+		xdg = filepath.Join(home, ".config")
+	}
+	if filepath.IsAbs(xdg) {
+		out[filepath.Join(xdg, "git", "config")] = integrity.KindGitConfig
+	}
+	return out
 }
 
 // isDESCommand tells DES's own hook entries in Claude Code's settings:
@@ -109,14 +137,26 @@ func callLifetime(ev *Event) time.Duration {
 	return d + time.Minute
 }
 
-// runsOn reports a Bash command left running in the background: its
-// effects may come after PostToolUse, so it stays in flight.
+// runsOn reports a Bash command that may leave something running once it
+// returns (run_in_background, "&", nohup, setsid, ...): its effects may come
+// after PostToolUse, so it stays in flight for its lifetime, and the checks
+// of later calls keep comparing with the baseline taken before it instead
+// of taking the disk as the new one. Reading the command can only keep a
+// call in flight longer, never shorter.
 func runsOn(ev *Event) bool {
 	var in struct {
-		Background bool `json:"run_in_background"`
+		Command    string `json:"command"`
+		Background bool   `json:"run_in_background"`
 	}
-	return ev.ToolName == toolBash && ev.toolInput(&in) == nil && in.Background
+	if ev.ToolName != toolBash || ev.toolInput(&in) != nil {
+		return false
+	}
+	return in.Background || detaches.MatchString(in.Command)
 }
+
+// detaches matches a shell's background operator (a lone "&", not "&&",
+// "&>", ">&" or "|&") and the commands that outlive their caller.
+var detaches = regexp.MustCompile(`(^|[^&><|])&([^&>]|$)|\b(nohup|setsid|disown|daemonize|start-stop-daemon|systemd-run|crontab|screen|tmux)\b`)
 
 // preToolUseMCP starts watching an MCP tool's effects. DES has no opinion on
 // what an MCP tool is asked to do; a failure to watch is logged, and the
@@ -178,7 +218,11 @@ func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
 	rep, err := c.End(cctx, ev.ToolUseID, runsOn(ev))
 	cancel()
 	if errors.Is(err, integrity.ErrNoBaseline) {
-		return noOpinion() // DES has never recorded this project's files
+		// DES never recorded this project's files (installed during the
+		// call), or its state directory was removed during it: there is
+		// nothing to compare with. The next PreToolUse records a baseline.
+		h.logger.Warn("hook: no baseline of DES's files to compare the call with", "tool", ev.ToolName, "state", c.Dir())
+		return noOpinion()
 	}
 	if err != nil && len(rep.Changes) == 0 {
 		h.requireValidation()

@@ -66,6 +66,9 @@ func (c *Checker) End(ctx context.Context, id string, stillRunning bool) (Report
 		return Report{}, err
 	}
 	if m == nil {
+		// Begin records a baseline before every watched call: none now
+		// means the state directory was removed during the call (or DES
+		// was installed during it).
 		return Report{}, ErrNoBaseline
 	}
 	rep, changed, err := c.check(ctx, m)

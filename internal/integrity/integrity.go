@@ -77,7 +77,7 @@ const (
 const (
 	maxFileSize = 16 << 20
 	maxWalk     = 200000
-	maxTreeSize = 20000 // files under the protected directories
+	maxTreeSize = 200000 // entries under the protected directories: an agent's flood of new files is removed, not a reason to stop
 )
 
 // Lifetimes of the records that let concurrent calls agree.
@@ -156,13 +156,19 @@ type Options struct {
 	// IsDESCommand tells whether a hook command in Claude Code's settings
 	// runs DES. Nil: no entry is DES's (only disableAllHooks is watched).
 	IsDESCommand func(command string) bool
-	Now          func() time.Time
+	// UserFiles are files outside the project that can switch DES off for
+	// it, watched like their project counterparts: the user's Claude Code
+	// settings (disableAllHooks, DES's entries) and git's global config
+	// (core.hooksPath), by kind.
+	UserFiles map[string]string // absolute path -> KindClaudeSettings or KindGitConfig
+	Now       func() time.Time
 	Logger       *slog.Logger
 }
 
 // Checker compares and restores the watched files of one project.
 type Checker struct {
 	root, dir string
+	user      map[string]string
 	isDES     func(string) bool
 	now       func() time.Time
 	logger    *slog.Logger
@@ -170,7 +176,7 @@ type Checker struct {
 
 // New returns a Checker. It touches nothing on disk.
 func New(o Options) *Checker {
-	c := &Checker{root: filepath.Clean(o.Root), dir: filepath.Join(o.StateDir, "integrity"), isDES: o.IsDESCommand, now: o.Now, logger: o.Logger}
+	c := &Checker{root: filepath.Clean(o.Root), dir: filepath.Join(o.StateDir, "integrity"), isDES: o.IsDESCommand, now: o.Now, logger: o.Logger, user: o.UserFiles}
 	if c.now == nil {
 		c.now = time.Now
 	}

@@ -213,6 +213,12 @@ func (c *Checker) targets(ctx context.Context, m *manifest, walk bool) ([]target
 		}
 	}
 
+	for p, kind := range c.user {
+		if kind == KindClaudeSettings || kind == KindGitConfig {
+			add(target{key: c.key(filepath.Clean(p)), kind: kind, keep: true})
+		}
+	}
+
 	// Git's files that can switch DES's pre-commit hook off.
 	if cfg, hooks := c.gitPaths(m); cfg != "" {
 		add(target{key: c.key(cfg), kind: KindGitConfig, keep: true})
