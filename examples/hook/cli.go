@@ -51,6 +51,7 @@ func commands() []command {
 		{"stale", "[--resolve FILE]    list stale work, or reset it in FILE", runStale},
 		{"audit", "verify [--dir DIR] check the audit trail's hash chain", runAudit},
 		{"precommit", " [FILE...|--install] Gate 3: judge step files, or the staged ones", runPrecommit},
+		{"integrity", " accept|check     take DES's files as they are now, or restore them", runIntegrity},
 		{"version", "                   print the versions of des, Go and OPA", runVersion},
 	}
 }

@@ -381,3 +381,63 @@ func TestE2EParallelCalls(t *testing.T) {
 		t.Errorf("A's own check found something left: %+v", got)
 	}
 }
+
+func TestE2EIntegrityCommand(t *testing.T) {
+	root := effProject(t)
+	begin(t, root)
+	edited := `{"stale_threshold_minutes": 50}`
+
+	// While an agent's command runs, accept refuses: the command could be
+	// accepting its own changes.
+	runHookProcess(t, root, nil, effBashEvent(root, "PreToolUse", "toolu_run", "hook integrity accept"))
+	writeFile(t, root, ".des/config.json", edited)
+	if r := runBinCLI(t, root, "integrity", "accept"); r.code != 2 || !strings.Contains(r.stderr, "toolu_run") {
+		t.Fatalf("accept during a call: code %d, stderr %s", r.code, r.stderr)
+	}
+	wantRestored(t, readAfter(t, runHookProcess(t, root, nil, effBashEvent(root, "PostToolUse", "toolu_run", "hook integrity accept"))), ".des/config.json")
+
+	// Between calls, accept takes the hand edit; check then finds nothing.
+	writeFile(t, root, ".des/config.json", edited)
+	if r := runBinCLI(t, root, "integrity", "accept"); r.code != 0 {
+		t.Fatalf("accept: code %d, stderr %s", r.code, r.stderr)
+	}
+	if r := runBinCLI(t, root, "integrity", "check"); r.code != 0 || fileText(t, root, ".des/config.json") != edited {
+		t.Fatalf("check after accept: code %d, stdout %s, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	// check restores what changed since.
+	writeFile(t, root, ".des/policies/new.rego", "package des.x\n")
+	if r := runBinCLI(t, root, "integrity", "check"); r.code != 1 || !strings.Contains(r.stdout, ".des/policies/new.rego: created (restored)") {
+		t.Fatalf("check: code %d, stdout %s, stderr %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestE2EEditOfClaudeSettings(t *testing.T) {
+	root := effProject(t)
+	settings := fileText(t, root, ".claude/settings.json")
+	edit := func(old, new string) string {
+		return denyReason(t, runHookProcess(t, root, nil, writeToolEvent(root, "Edit", ".claude/settings.json", map[string]any{"old_string": old, "new_string": new, "replace_all": true})))
+	}
+	// Claude Code's own kind of change: a permission.
+	if r := edit(`"Bash(ls)"`, `"Bash(ls)", "Bash(npm test)"`); r != "" {
+		t.Errorf("an Edit that keeps DES's hooks was denied: %s", r)
+	}
+	// DES's hook entry pointed elsewhere, or hooks switched off.
+	if r := edit(`"command": "`+hookBin+`"`, `"command": "true"`); !strings.Contains(r, "[DES-PROTECTED-PATH]") {
+		t.Errorf("an Edit of DES's hook entry was not denied: %q", r)
+	}
+	if r := edit(`"permissions": {`, `"disableAllHooks": true, "permissions": {`); !strings.Contains(r, "[DES-PROTECTED-PATH]") {
+		t.Errorf("disableAllHooks was not denied: %q", r)
+	}
+	// A Write of git's config that switches the pre-commit hook off.
+	cfg := fileText(t, root, ".git/config")
+	r := denyReason(t, runHookProcess(t, root, nil, writeToolEvent(root, "Write", ".git/config", map[string]any{"content": cfg + "[core]\n\thooksPath = /dev/null\n"})))
+	if !strings.Contains(r, "[DES-PROTECTED-PATH]") {
+		t.Errorf("a Write setting core.hooksPath was not denied: %q", r)
+	}
+	if r := denyReason(t, runHookProcess(t, root, nil, writeToolEvent(root, "Write", ".git/config", map[string]any{"content": cfg + "[user]\n\tname = x\n"}))); r != "" {
+		t.Errorf("a Write of git's config that keeps core.hooksPath was denied: %s", r)
+	}
+	if fileText(t, root, ".claude/settings.json") != settings {
+		t.Error("PreToolUse changed the settings")
+	}
+}

@@ -80,6 +80,10 @@ func (c *Checker) End(ctx context.Context, id string, stillRunning bool) (Report
 	return rep, err
 }
 
+// ErrCallsRunning is returned by Accept while watched calls are in flight:
+// what is on disk may be their doing.
+var ErrCallsRunning = errors.New("tool calls are running")
+
 // Check compares and restores like End, for a caller outside a tool call
 // (`hook integrity check`).
 func (c *Checker) Check(ctx context.Context) (Report, error) {

@@ -162,7 +162,7 @@ type Options struct {
 	// (core.hooksPath), by kind.
 	UserFiles map[string]string // absolute path -> KindClaudeSettings or KindGitConfig
 	Now       func() time.Time
-	Logger       *slog.Logger
+	Logger    *slog.Logger
 }
 
 // Checker compares and restores the watched files of one project.
@@ -598,13 +598,19 @@ func (c *Checker) put(m *manifest, key string, e *entry) {
 }
 
 // Accept takes every watched path as it is now as the new baseline, as
-// Begin does between calls; for `hook integrity accept` after a hand edit.
+// Begin does between calls, walking the project again for step files; for
+// `hook integrity accept` after a hand edit. It refuses while watched calls
+// are in flight (ErrCallsRunning, with their ids): what is on disk may be
+// their doing, and a command must not accept its own changes.
 func (c *Checker) Accept(ctx context.Context, w *Watch) error {
 	unlock, err := c.lock(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	if running := c.inFlight(""); len(running) > 0 {
+		return fmt.Errorf("integrity: %w: %s (each counts until its PostToolUse, or until %s after it started)", ErrCallsRunning, strings.Join(running, ", "), InFlightLifetime)
+	}
 	return c.refresh(ctx, w, true)
 }
 
