@@ -33,6 +33,7 @@ type options struct {
 	clock     func() time.Time
 	logger    *slog.Logger
 	lazy      bool
+	writes    gate.Writes
 }
 
 type namedFS struct {
@@ -79,6 +80,12 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.clock 
 // WithLogger sets the logger; the default discards.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
+// WithWrites tells w of each file DES writes in the project (step
+// rewrites, run records, pending records), before and after the write, so
+// that a check of tool-call effects running at the same time takes them
+// for DES's own (see gate.Writes).
+func WithWrites(w gate.Writes) Option { return func(o *options) { o.writes = w } }
+
 // WithLazyPolicies defers loading the policies to the first evaluation, and
 // compiles for each gate only its own package and the packages it refers to
 // (policy.WithLazyCompile). A policy error is then returned by the first
@@ -93,7 +100,9 @@ type Engine struct {
 	audit  *audit.Log
 	now    func() time.Time
 	logger *slog.Logger
+	writes gate.Writes
 
+	stateDir   string   // per-user state directory (statedir.For)
 	claudeDirs []string // where subagent transcripts may be read, besides the root
 
 	policyOpts []policy.Option
@@ -143,7 +152,12 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	for i, d := range cfg.PolicyDirs {
 		seen.PolicyDirs[i] = gate.ProjectPath(root, d)
 	}
-	popts := []policy.Option{policy.WithLogger(o.logger), policy.WithData("des.config", seen.policyData())}
+	// DES's per-user state directory is protected too; policies see it
+	// absolute, as ProjectPath gives a path outside the project.
+	stateDir := statedir.For(root, o.lookupEnv)
+	pdata := seen.policyData()
+	pdata["state_dir"] = gate.ProjectPath(root, stateDir)
+	popts := []policy.Option{policy.WithLogger(o.logger), policy.WithData("des.config", pdata)}
 	dirs, err := policyDirs(root, cfg.PolicyDirs, o.logger)
 	if err != nil {
 		return nil, err
@@ -161,7 +175,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if o.lazy {
 		popts = append(popts, policy.WithLazyCompile())
 	}
-	e := &Engine{root: root, cfg: cfg, audit: log, now: o.clock, logger: o.logger, policyOpts: popts}
+	e := &Engine{root: root, cfg: cfg, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir}
 	e.claudeDirs = gate.ClaudeDirs(o.lookupEnv)
 	if !o.lazy {
 		if _, err := e.Policy(ctx); err != nil {
@@ -280,11 +294,28 @@ func (e *Engine) Evaluate(ctx context.Context, gate policy.Gate, input any) (pol
 	return d, nil
 }
 
-// ToolUse returns the tool_use gate for this project: DES's directory and
-// the configured policy and audit directories are protected.
+// ToolUse returns the tool_use gate for this project: DES's directory, the
+// configured policy and audit directories, git's hooks directory and DES's
+// per-user state directory are protected, and so, in part, are Claude
+// Code's project settings (DES's hook entries) and git's config
+// (core.hooksPath): des.protected decides on facts the caller gives.
 func (e *Engine) ToolUse() gate.ToolUse {
-	return gate.ToolUse{Root: e.root, Protected: append(slices.Clone(e.cfg.PolicyDirs), e.cfg.AuditDir), Audit: e.audit}
+	protected := append(e.protectedDirs(), ".git/hooks", ".claude/settings.json", ".claude/settings.local.json", ".git/config")
+	if e.stateDir != "" {
+		protected = append(protected, e.stateDir)
+	}
+	return gate.ToolUse{Root: e.root, Protected: protected, Audit: e.audit}
 }
+
+// protectedDirs are the directories that never hold a step file and whose
+// changes are always outside a step's scope.
+func (e *Engine) protectedDirs() []string {
+	return append(slices.Clone(e.cfg.PolicyDirs), e.cfg.AuditDir)
+}
+
+// StateDir is DES's per-user state directory for this project (see
+// internal/statedir); it may not exist yet.
+func (e *Engine) StateDir() string { return e.stateDir }
 
 // CheckToolUse runs the tool_use gate on a tool call about to write files.
 // Calls that write none of DES's files are not evaluated (Result.Evaluated
@@ -306,11 +337,12 @@ const RunsDir = ".des/runs"
 func (e *Engine) PreInvocation(ctx context.Context, inv gate.Invocation) (gate.InvocationResult, error) {
 	g := gate.PreInvocation{
 		Root:      e.root,
-		Protected: e.ToolUse().Protected,
+		Protected: e.protectedDirs(),
 		Audit:     e.audit,
 		Timeout:   time.Duration(e.cfg.ValidationTimeoutMS) * time.Millisecond,
 		Now:       e.now,
 		RunsDir:   filepath.Join(e.root, RunsDir),
+		Writes:    e.writes,
 	}
 	return g.Check(ctx, e, inv)
 }
@@ -329,6 +361,7 @@ func (e *Engine) DocumentWrite() gate.DocumentWrite {
 		Audit:      e.audit,
 		PendingDir: filepath.Join(e.root, PendingDir),
 		Now:        e.now,
+		Writes:     e.writes,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/statemachine"
 )
 
@@ -157,7 +158,7 @@ func (e *Engine) ResolveStale(ctx context.Context, file string) (Resolution, err
 	if err != nil {
 		return res, fmt.Errorf("des: resolve %s: %w", res.StepFile, err)
 	}
-	if err := statemachine.WriteFileAtomic(abs, data); err != nil {
+	if err := gate.Announced(ctx, e.writes, abs, data, func() error { return statemachine.WriteFileAtomic(abs, data) }); err != nil {
 		return res, fmt.Errorf("des: resolve %s: %w", res.StepFile, err)
 	}
 	err = e.audit.Append(ctx,

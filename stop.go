@@ -13,13 +13,14 @@ import (
 func (e *Engine) SubagentStop() gate.SubagentStop {
 	return gate.SubagentStop{
 		Root:       e.root,
-		Protected:  e.ToolUse().Protected,
+		Protected:  e.protectedDirs(),
 		Audit:      e.audit,
 		RunsDir:    filepath.Join(e.root, RunsDir),
 		ClaudeDirs: append([]string(nil), e.claudeDirs...),
 		OnFailure:  e.cfg.Gate2OnFailure,
 		Now:        e.now,
 		Logger:     e.logger,
+		Writes:     e.writes,
 	}
 }
 

@@ -35,6 +35,9 @@ const (
 	TaskStateChanged        EventType = "TASK_STATE_CHANGED"
 	PolicyException         EventType = "POLICY_EXCEPTION"
 	HookError               EventType = "HOOK_ERROR"
+	// IntegrityViolation: a tool call changed a protected file or guarded
+	// document outside an allowed write, and DES restored it.
+	IntegrityViolation EventType = "INTEGRITY_VIOLATION"
 )
 
 // EventTypes returns the event types of contract §7, in the order listed
@@ -46,6 +49,7 @@ func EventTypes() []EventType {
 		SubagentStopValidation, StaleResolution, CommitValidationPassed, CommitValidationFailed,
 		PreExecuteSafetyPassed, PreExecuteSafetyBlocked, ScopeViolation, InvalidTransition,
 		DocumentWriteBlocked, TaskStateChanged, PolicyException, HookError,
+		IntegrityViolation,
 	}
 }
 

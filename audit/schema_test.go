@@ -48,6 +48,9 @@ func representative() map[EventType][]Entry {
 		},
 		HookError: {{Event: HookError, Fields: map[string]any{"step_file": step, "tool_use_id": tu, "error": "rename: permission denied",
 			"msg": "the TASK_STATE_CHANGED recorded just before was not applied: the step file could not be rewritten"}}},
+		IntegrityViolation: {{Event: IntegrityViolation, Fields: map[string]any{"gate": "tool_use", "tool": "Bash", "paths": []any{".des/config.json"},
+			"changes": []any{map[string]any{"path": ".des/config.json", "kind": "file", "what": "modified", "was": "file", "now": "file", "restored": true}},
+			"codes":   []string{"DES-INTEGRITY"}, "tool_use_id": tu, "session_id": sess}}},
 		DocumentWriteBlocked: {
 			{Event: DocumentWriteBlocked, Fields: map[string]any{"gate": "document_write", "tool": "Write", "paths": []any{step}, "kind": "step",
 				"codes": []string{"DES-STEP-TRANSITION"}, "tool_use_id": tu, "session_id": sess}},

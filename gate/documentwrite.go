@@ -55,6 +55,7 @@ type DocumentWrite struct {
 	Audit      *audit.Log // nil records nothing
 	PendingDir string     // where allowed changes wait for PostToolUse; "" records them at once
 	Now        func() time.Time
+	Writes     Writes // told of the pending records and of each allowed write; nil tells nothing
 }
 
 // Kind tells whether path is a guarded document, and its root-relative path,
@@ -280,6 +281,11 @@ func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) 
 		}})
 		return res, err
 	}
+	if d.Writes != nil {
+		// Allowed: the write is announced with the content judged, so that a
+		// check of another call's effects running meanwhile keeps it.
+		_ = d.Writes.Expect(abs, content)
+	}
 	if len(changes) > 0 {
 		for i := range changes {
 			changes[i].Fields["tool_use_id"], changes[i].Fields["session_id"] = call.ToolUseID, call.SessionID
@@ -444,7 +450,8 @@ func (d DocumentWrite) pend(ctx context.Context, toolUseID, rel string, content 
 	if err := os.MkdirAll(d.PendingDir, 0o755); err != nil {
 		return err
 	}
-	return statemachine.WriteFileAtomic(filepath.Join(d.PendingDir, toolUseID+".json"), data)
+	p := filepath.Join(d.PendingDir, toolUseID+".json")
+	return Announced(ctx, d.Writes, p, data, func() error { return statemachine.WriteFileAtomic(p, data) })
 }
 
 // Confirm is PostToolUse for a Write, Edit or MultiEdit: when an allowed
@@ -464,7 +471,7 @@ func (d DocumentWrite) Confirm(ctx context.Context, toolUseID string) (bool, err
 	if err != nil {
 		return false, err
 	}
-	defer os.Remove(path)
+	defer Announced(ctx, d.Writes, path, nil, func() error { return os.Remove(path) })
 	var p pending
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return false, fmt.Errorf("write guard: pending record %s: %w", path, err)

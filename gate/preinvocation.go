@@ -53,6 +53,7 @@ type PreInvocation struct {
 	Timeout   time.Duration    // evaluation budget; 0 means none
 	Now       func() time.Time // clock; nil means time.Now
 	RunsDir   string           // where invocations are recorded for Gate 2; "" records none
+	Writes    Writes           // told of the step rewrite and the records; nil tells nothing
 }
 
 // Check runs Gate 1. A prompt without DES markers is ad hoc: Check returns a
@@ -337,7 +338,7 @@ func (g PreInvocation) start(s stepRead, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	return statemachine.WriteFileAtomic(s.abs, data)
+	return Announced(context.Background(), g.Writes, s.abs, data, func() error { return statemachine.WriteFileAtomic(s.abs, data) })
 }
 
 // Run is the record of one allowed invocation, kept so that Gate 2 can find
@@ -394,10 +395,10 @@ func (g PreInvocation) recordRun(inv Invocation, s stepRead, origin string, now 
 	for _, p := range s.step.Phases {
 		run.Phases[p.Name] = p.Status
 	}
-	if err := writeRecord(g.RunsDir, inv.ToolUseID+".json", run); err != nil {
+	if err := writeRecord(g.Writes, g.RunsDir, inv.ToolUseID+".json", run); err != nil {
 		return err
 	}
-	return writeRecord(g.RunsDir, "prompt-"+run.PromptSHA256+".json", run)
+	return writeRecord(g.Writes, g.RunsDir, "prompt-"+run.PromptSHA256+".json", run)
 }
 
 // readRecord decodes the record dir/name, written by writeRecord, into v;
@@ -420,11 +421,16 @@ func readRecord(dir, name string, v any) (bool, error) {
 // not fsynced: run records only help the gates find a step, which they can
 // also do from the transcript, so a record lost in a crash costs little,
 // while an fsync here would cost every invocation.
-func writeRecord(dir, name string, v any) error {
+func writeRecord(w Writes, dir, name string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
+	data = append(data, '\n')
+	return Announced(context.Background(), w, filepath.Join(dir, name), data, func() error { return putRecord(dir, name, data) })
+}
+
+func putRecord(dir, name string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -433,7 +439,7 @@ func writeRecord(dir, name string, v any) error {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename this finds nothing
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return err
 	}

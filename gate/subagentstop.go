@@ -116,6 +116,7 @@ type SubagentStop struct {
 	// 0 means 200ms.
 	TranscriptWait time.Duration
 	Logger         *slog.Logger // nil discards
+	Writes         Writes       // told of the step rewrite and the verdict; nil tells nothing
 }
 
 // Check runs Gate 2. A stop whose transcript has no DES markers is not
@@ -665,7 +666,7 @@ func (g SubagentStop) rewrite(step stepRead, data []byte) error {
 	if !bytes.Equal(now, step.raw) {
 		return errChangedMeanwhile
 	}
-	return statemachine.WriteFileAtomic(step.abs, data)
+	return Announced(context.Background(), g.Writes, step.abs, data, func() error { return statemachine.WriteFileAtomic(step.abs, data) })
 }
 
 func (g SubagentStop) logger() *slog.Logger {
@@ -726,7 +727,7 @@ func (g SubagentStop) keepVerdict(s Stop, res StopResult, loc location) error {
 	if res.Denied() {
 		rec.Reason = res.Reason()
 	}
-	if err := writeRecord(g.RunsDir, names[0], rec); err != nil {
+	if err := writeRecord(g.Writes, g.RunsDir, names[0], rec); err != nil {
 		return fmt.Errorf("gate 2: keep the verdict for the orchestrator: %w", err)
 	}
 	return nil

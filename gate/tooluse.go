@@ -17,6 +17,9 @@ import (
 type ToolCall struct {
 	Tool  string   // Write, Edit, MultiEdit, Bash, ...
 	Paths []string // files it writes: absolute, or relative to the project root
+	// Facts are added to each write the policy sees (des_hooks_changed for
+	// Claude Code's settings, hooks_path_changed for git's config).
+	Facts map[string]any
 }
 
 // ToolUse is the tool_use gate: it asks des.gates.tool_use about tool calls
@@ -68,7 +71,11 @@ func (t ToolUse) Check(ctx context.Context, ev Evaluator, call ToolCall) (Result
 		if err != nil {
 			return res, fmt.Errorf("tool_use: %w", err)
 		}
-		writes[i] = map[string]any{"path": rel, "tool": call.Tool}
+		w := map[string]any{"path": rel, "tool": call.Tool}
+		for k, v := range call.Facts {
+			w[k] = v
+		}
+		writes[i] = w
 	}
 	return t.evaluate(ctx, ev, call.Tool, writes, nil)
 }

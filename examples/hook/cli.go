@@ -18,6 +18,7 @@ import (
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/internal/gitexec"
+	"github.com/deterministic-exec/des/internal/statedir"
 	"github.com/open-policy-agent/opa/v1/version"
 )
 
@@ -45,11 +46,12 @@ type command struct {
 // commands lists the subcommands, in the order usage shows them.
 func commands() []command {
 	return []command{
-		{"settings", "[--command PATH]   print the .claude/settings.json hooks block", runSettings},
+		{"settings", "[--command PATH]   print the .claude/settings.json part that installs DES", runSettings},
 		{"policies", "[--json]           list the codes the loaded policies can yield", runPolicies},
 		{"stale", "[--resolve FILE]    list stale work, or reset it in FILE", runStale},
 		{"audit", "verify [--dir DIR] check the audit trail's hash chain", runAudit},
 		{"precommit", " [FILE...|--install] Gate 3: judge step files, or the staged ones", runPrecommit},
+		{"integrity", " accept|check     take DES's files as they are now, or restore them", runIntegrity},
 		{"version", "                   print the versions of des, Go and OPA", runVersion},
 	}
 }
@@ -115,18 +117,24 @@ func parseFlags(fs *flag.FlagSet, args []string, maxArgs int) (code int, done bo
 
 // Matchers and timeouts (seconds) of the hooks block. The matchers are the
 // tools defaultRoutes handles, so Claude Code does not start the hook for
-// tools DES ignores.
+// tools DES ignores. Matchers are regular expressions: "mcp__.*" is every
+// MCP tool.
 const (
-	preToolUseMatcher  = "Agent|Task|Write|Edit|MultiEdit|Bash"
-	postToolUseMatcher = "Agent|Task|Write|Edit|MultiEdit"
-	toolHookTimeout    = 30
-	stopHookTimeout    = 60 // Gate 2 reads the step file, the audit trail and git
+	preToolUseMatcher         = "Agent|Task|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*"
+	postToolUseMatcher        = "Agent|Task|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*"
+	postToolUseFailureMatcher = "Bash|NotebookEdit|mcp__.*"
+	toolHookTimeout           = 30
+	stopHookTimeout           = 60 // Gate 2 reads the step file, the audit trail and git
 )
 
 type hookCommand struct {
 	Type    string `json:"type"`
 	Command string `json:"command"`
 	Timeout int    `json:"timeout,omitempty"`
+	// OnFailure "block" makes Claude Code block the call when the hook
+	// cannot start, times out or exits with an unexpected status, instead
+	// of letting it through (Claude Code 2.1.295).
+	OnFailure string `json:"onFailure,omitempty"`
 }
 
 type hookMatcher struct {
@@ -134,31 +142,110 @@ type hookMatcher struct {
 	Hooks   []hookCommand `json:"hooks"`
 }
 
-// settingsBlock is the "hooks" part of .claude/settings.json; a struct keeps
-// the events in the order a reader expects.
+// settingsBlock is the part of .claude/settings.json that installs DES; a
+// struct keeps the keys in the order a reader expects.
 type settingsBlock struct {
 	Hooks struct {
-		PreToolUse   []hookMatcher `json:"PreToolUse"`
-		PostToolUse  []hookMatcher `json:"PostToolUse"`
-		SubagentStop []hookMatcher `json:"SubagentStop"`
+		PreToolUse         []hookMatcher `json:"PreToolUse"`
+		PostToolUse        []hookMatcher `json:"PostToolUse"`
+		PostToolUseFailure []hookMatcher `json:"PostToolUseFailure"`
+		SubagentStop       []hookMatcher `json:"SubagentStop"`
 	} `json:"hooks"`
+	Permissions struct {
+		Deny []string `json:"deny"`
+	} `json:"permissions"`
+	Sandbox struct {
+		Enabled    bool `json:"enabled"`
+		Filesystem struct {
+			DenyWrite []string `json:"denyWrite"`
+		} `json:"filesystem"`
+	} `json:"sandbox"`
 }
 
-func hooksSettings(command string) settingsBlock {
-	var s settingsBlock
-	hook := func(timeout int) []hookCommand {
-		return []hookCommand{{Type: "command", Command: command, Timeout: timeout}}
+// protections are the paths Claude Code's own protections cover, written
+// as .claude/settings.json reads them: "/x" from the project root, "//x"
+// from the file system root.
+type protections struct {
+	denyEdit  []string // permissions.deny: an Edit(...) rule covers every built-in file-editing tool
+	denyWrite []string // sandbox.filesystem.denyWrite: what sandboxed Bash may not write
+}
+
+// settingsPath writes a path, relative to the project root or absolute,
+// the way Claude Code's settings read it.
+func settingsPath(p string) string {
+	p = filepath.ToSlash(filepath.Clean(p))
+	if strings.HasPrefix(p, "/") {
+		return "/" + p
 	}
-	s.Hooks.PreToolUse = []hookMatcher{{Matcher: preToolUseMatcher, Hooks: hook(toolHookTimeout)}}
-	s.Hooks.PostToolUse = []hookMatcher{{Matcher: postToolUseMatcher, Hooks: hook(toolHookTimeout)}}
-	s.Hooks.SubagentStop = []hookMatcher{{Hooks: hook(stopHookTimeout)}}
+	return "/" + strings.TrimPrefix(p, "./")
+}
+
+// protectedPaths lists what Claude Code is told to protect: for the file
+// tools, DES's protected files (the workflow documents are written with
+// those tools, through the write guard); for sandboxed Bash, those and the
+// workflow-state documents, but not the audit directory and the run
+// records, which a `git commit` from sandboxed Bash appends to through the
+// pre-commit hook (they are tamper-evident, and checked after each call).
+func protectedPaths(cfg des.Config, stateDir string) protections {
+	var p protections
+	tree := func(d string) string { return settingsPath(d) + "/**" }
+	p.denyEdit = append(p.denyEdit, settingsPath(des.ConfigFile))
+	for _, d := range cfg.PolicyDirs {
+		p.denyEdit = append(p.denyEdit, tree(d))
+	}
+	p.denyEdit = append(p.denyEdit, tree(des.RunsDir), tree(cfg.AuditDir), tree(".git/hooks"), tree(stateDir))
+
+	p.denyWrite = append(p.denyWrite, settingsPath(des.ConfigFile))
+	for _, d := range cfg.PolicyDirs {
+		p.denyWrite = append(p.denyWrite, settingsPath(d))
+	}
+	p.denyWrite = append(p.denyWrite, settingsPath(".git/hooks"), settingsPath(".claude/settings.json"),
+		settingsPath(".claude/settings.local.json"), settingsPath(stateDir))
+	for _, g := range cfg.GuardedStateFiles {
+		p.denyWrite = append(p.denyWrite, settingsPath(g))
+	}
+	return p
+}
+
+func hooksSettings(command string, prot protections) settingsBlock {
+	var s settingsBlock
+	hook := func(timeout int, onFailure string) []hookCommand {
+		return []hookCommand{{Type: "command", Command: command, Timeout: timeout, OnFailure: onFailure}}
+	}
+	// Only PreToolUse blocks on a failed hook: it is where DES decides
+	// before a call. A failed check after a call is caught up by the next
+	// call's check, which compares with the same baseline.
+	s.Hooks.PreToolUse = []hookMatcher{{Matcher: preToolUseMatcher, Hooks: hook(toolHookTimeout, "block")}}
+	s.Hooks.PostToolUse = []hookMatcher{{Matcher: postToolUseMatcher, Hooks: hook(toolHookTimeout, "")}}
+	s.Hooks.PostToolUseFailure = []hookMatcher{{Matcher: postToolUseFailureMatcher, Hooks: hook(toolHookTimeout, "")}}
+	s.Hooks.SubagentStop = []hookMatcher{{Hooks: hook(stopHookTimeout, "")}}
+	for _, p := range prot.denyEdit {
+		s.Permissions.Deny = append(s.Permissions.Deny, "Edit("+p+")")
+	}
+	s.Sandbox.Enabled = true
+	s.Sandbox.Filesystem.DenyWrite = prot.denyWrite
 	return s
 }
 
+// settingsNotes go to stderr: which Claude Code version each part needs.
+const settingsNotes = `hook settings: merge this object into .claude/settings.json. What each part needs:
+  hooks PreToolUse, PostToolUse, SubagentStop   any Claude Code with command hooks
+  hooks PostToolUseFailure                      a Claude Code that sends the event (2.1 and later)
+  matcher "mcp__.*"                             every MCP tool (matchers are regular expressions)
+  onFailure "block" on PreToolUse               Claude Code 2.1.295 or later; older versions ignore it,
+                                                and a hook that fails then lets the call through
+  permissions.deny Edit(...)                    any Claude Code with permission rules; an Edit rule
+                                                covers Write, Edit, MultiEdit and NotebookEdit
+  sandbox.enabled, sandbox.filesystem.denyWrite a Claude Code with the sandboxed Bash tool, on macOS,
+                                                Linux or WSL2 (Linux: bubblewrap and socat installed)
+`
+
 func runSettings(ctx context.Context, e env, args []string) int {
 	fs := newFlagSet(e, "settings", "[--command PATH]",
-		"Prints the hooks block of .claude/settings.json that installs this binary as DES's\n"+
-			"Claude Code hook. Merge it into the project's settings.")
+		"Prints the part of .claude/settings.json that installs this binary as DES's Claude Code\n"+
+			"hook and turns on Claude Code's own protections of DES's files: permission deny rules\n"+
+			"for the file tools and the sandbox's denyWrite list. Merge it into the project's\n"+
+			"settings. Which Claude Code version each part needs is printed on stderr.")
 	command := fs.String("command", "", "path of the hook binary, quoted for the shell (default: this executable)")
 	if code, done := parseFlags(fs, args, 0); done {
 		return code
@@ -174,7 +261,14 @@ func runSettings(ctx context.Context, e env, args []string) int {
 		// working across upgrades.
 		path = exe
 	}
-	return writeJSON(e, "settings", hooksSettings(shellQuote(path)))
+	root := commandRoot(ctx, e.lookupEnv)
+	cfg, err := des.LoadConfig(root, e.lookupEnv)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "hook settings: %v; the protected paths are those of the default settings\n", err)
+		cfg = des.DefaultConfig()
+	}
+	fmt.Fprint(e.stderr, settingsNotes)
+	return writeJSON(e, "settings", hooksSettings(shellQuote(path), protectedPaths(cfg, statedir.For(root, e.lookupEnv))))
 }
 
 // shellSafe matches words a POSIX shell reads literally.

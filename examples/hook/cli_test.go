@@ -31,28 +31,42 @@ func runCLI(t *testing.T, env envMap, args ...string) cliResult {
 func TestSettings(t *testing.T) {
 	check := func(t *testing.T, res cliResult, wantCommand string) {
 		t.Helper()
-		if res.code != 0 || res.stderr != "" {
-			t.Fatalf("code %d, stderr %q", res.code, res.stderr)
+		if res.code != 0 || !strings.Contains(res.stderr, "onFailure") {
+			t.Fatalf("code %d, stderr %q; want the version notes on stderr", res.code, res.stderr)
 		}
 		var s struct {
 			Hooks map[string][]struct {
 				Matcher string `json:"matcher"`
 				Hooks   []struct {
-					Type    string `json:"type"`
-					Command string `json:"command"`
-					Timeout int    `json:"timeout"`
+					Type      string `json:"type"`
+					Command   string `json:"command"`
+					Timeout   int    `json:"timeout"`
+					OnFailure string `json:"onFailure"`
 				} `json:"hooks"`
 			} `json:"hooks"`
+			Permissions struct {
+				Deny []string `json:"deny"`
+			} `json:"permissions"`
+			Sandbox struct {
+				Enabled    bool `json:"enabled"`
+				Filesystem struct {
+					DenyWrite []string `json:"denyWrite"`
+				} `json:"filesystem"`
+			} `json:"sandbox"`
 		}
 		dec := json.NewDecoder(strings.NewReader(res.stdout))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&s); err != nil {
-			t.Fatalf("settings output is not the hooks block: %v\n%s", err, res.stdout)
+			t.Fatalf("settings output is not the settings fragment: %v\n%s", err, res.stdout)
+		}
+		if dec.More() {
+			t.Fatalf("stdout holds more than one JSON value:\n%s", res.stdout)
 		}
 		want := map[string]string{
-			"PreToolUse":   "Agent|Task|Write|Edit|MultiEdit|Bash",
-			"PostToolUse":  "Agent|Task|Write|Edit|MultiEdit",
-			"SubagentStop": "",
+			"PreToolUse":         "Agent|Task|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*",
+			"PostToolUse":        "Agent|Task|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*",
+			"PostToolUseFailure": "Bash|NotebookEdit|mcp__.*",
+			"SubagentStop":       "",
 		}
 		if len(s.Hooks) != len(want) {
 			t.Errorf("events %v, want the %d of %v", s.Hooks, len(want), want)
@@ -67,6 +81,36 @@ func TestSettings(t *testing.T) {
 			if h.Type != "command" || h.Command != wantCommand || h.Timeout <= 0 {
 				t.Errorf("%s hook = %+v, want command %q", event, h, wantCommand)
 			}
+			if (event == "PreToolUse") != (h.OnFailure == "block") {
+				t.Errorf("%s onFailure = %q; want \"block\" on PreToolUse only", event, h.OnFailure)
+			}
+		}
+		for _, rule := range []string{"Edit(/.des/config.json)", "Edit(/.des/policies/**)", "Edit(/.des/runs/**)", "Edit(/.git/hooks/**)"} {
+			if !slices.Contains(s.Permissions.Deny, rule) {
+				t.Errorf("permissions.deny %v lacks %s", s.Permissions.Deny, rule)
+			}
+		}
+		if !s.Sandbox.Enabled {
+			t.Error("sandbox.enabled is not true")
+		}
+		for _, p := range []string{"/.des/config.json", "/.des/policies", "/.claude/settings.json", "/.isdlc/state.json"} {
+			if !slices.Contains(s.Sandbox.Filesystem.DenyWrite, p) {
+				t.Errorf("sandbox.filesystem.denyWrite %v lacks %s", s.Sandbox.Filesystem.DenyWrite, p)
+			}
+		}
+		for _, p := range s.Sandbox.Filesystem.DenyWrite {
+			if strings.Contains(p, "audit") || strings.Contains(p, "runs") {
+				t.Errorf("denyWrite lists %s: a git commit from sandboxed Bash must still append there", p)
+			}
+		}
+		var state string
+		for _, p := range s.Sandbox.Filesystem.DenyWrite {
+			if strings.HasPrefix(p, "//") {
+				state = p
+			}
+		}
+		if state == "" || !slices.Contains(s.Permissions.Deny, "Edit("+state+"/**)") {
+			t.Errorf("the state directory is not protected: denyWrite %v, deny %v", s.Sandbox.Filesystem.DenyWrite, s.Permissions.Deny)
 		}
 	}
 

@@ -51,6 +51,8 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	hookBin = bin
+	// The built hook keeps its per-user state (the effect check's
+	// baseline) here, not in the home directory of whoever runs the tests.
 	testStateDir = filepath.Join(dir, "state")
 	return m.Run()
 }

@@ -18,6 +18,9 @@ const (
 	eventPreToolUse   = "PreToolUse"
 	eventPostToolUse  = "PostToolUse"
 	eventSubagentStop = "SubagentStop"
+	// eventPostToolUseFailure follows a tool call that failed: its effects
+	// on disk are checked all the same.
+	eventPostToolUseFailure = "PostToolUseFailure"
 )
 
 // Tool names DES routes on. "Task" is the pre-2.1.63 name of "Agent".
@@ -28,6 +31,10 @@ const (
 	toolEdit      = "Edit"
 	toolMultiEdit = "MultiEdit"
 	toolBash      = "Bash"
+	toolNotebook  = "NotebookEdit"
+	// toolMCP stands, in the route table, for every MCP tool
+	// (mcp__<server>__<tool>).
+	toolMCP = "mcp__*"
 )
 
 // isSubagentTool reports whether name is the tool that starts a subagent,

@@ -36,9 +36,9 @@ var curatedRoutes = map[string]struct {
 }{
 	"Notification.json":                              {},
 	"PermissionRequest_Bash.json":                    {},
-	"PostToolUseFailure_Bash.json":                   {},
+	"PostToolUseFailure_Bash.json":                   {routeKey{"PostToolUseFailure", "Bash"}, "postToolUseEffects"},
 	"PostToolUse_Agent_async_launched_windows.json":  {routeKey{"PostToolUse", "Agent"}, "postToolUseSubagent"},
-	"PostToolUse_Bash.json":                          {},
+	"PostToolUse_Bash.json":                          {routeKey{"PostToolUse", "Bash"}, "postToolUseEffects"},
 	"PostToolUse_Edit_subagent.json":                 {routeKey{"PostToolUse", "Edit"}, "postToolUseWrite"},
 	"PostToolUse_Task_async_launched.json":           {routeKey{"PostToolUse", "Task"}, "postToolUseSubagent"},
 	"PostToolUse_Task_completed.json":                {routeKey{"PostToolUse", "Task"}, "postToolUseSubagent"},
@@ -164,6 +164,15 @@ func TestDefaultRoutes(t *testing.T) {
 		{"PostToolUse", "Agent"}:     "postToolUseSubagent",
 		{"PostToolUse", "Task"}:      "postToolUseSubagent",
 		{"SubagentStop", ""}:         "subagentStop",
+
+		{"PreToolUse", "NotebookEdit"}:         "preToolUseNotebook",
+		{"PreToolUse", "mcp__*"}:               "preToolUseMCP",
+		{"PostToolUse", "Bash"}:                "postToolUseEffects",
+		{"PostToolUse", "NotebookEdit"}:        "postToolUseEffects",
+		{"PostToolUse", "mcp__*"}:              "postToolUseEffects",
+		{"PostToolUseFailure", "Bash"}:         "postToolUseEffects",
+		{"PostToolUseFailure", "NotebookEdit"}: "postToolUseEffects",
+		{"PostToolUseFailure", "mcp__*"}:       "postToolUseEffects",
 	}
 	routes := defaultRoutes()
 	if len(routes) != len(want) {
@@ -182,9 +191,9 @@ func TestDefaultRoutes(t *testing.T) {
 	// Tools DES ignores, and the events it does not handle, fall through.
 	for _, ev := range []Event{
 		{HookEventName: "PreToolUse", ToolName: "Read"},
-		{HookEventName: "PreToolUse", ToolName: "mcp__github__create_issue"},
+		{HookEventName: "PreToolUse", ToolName: "mcp_github_create_issue"},
 		{HookEventName: "PreToolUse"},
-		{HookEventName: "PostToolUse", ToolName: "Bash"},
+		{HookEventName: "PostToolUse", ToolName: "Read"},
 		{HookEventName: "PostToolUseFailure", ToolName: "Write"},
 		{HookEventName: "PermissionRequest", ToolName: "Agent"},
 		{HookEventName: "Stop"},
@@ -195,6 +204,10 @@ func TestDefaultRoutes(t *testing.T) {
 		if k, _, ok := routes.lookup(&ev); ok {
 			t.Errorf("lookup(%q, %q) routed to %v, want none", ev.HookEventName, ev.ToolName, k)
 		}
+	}
+	// Every MCP tool shares one route.
+	if k, _, ok := routes.lookup(&Event{HookEventName: "PostToolUse", ToolName: "mcp__filesystem__write_file"}); !ok || k.tool != "mcp__*" {
+		t.Errorf("an MCP tool routed to %v, %v", k, ok)
 	}
 	// SubagentStop routes whatever else it carries.
 	if _, _, ok := routes.lookup(&Event{HookEventName: "SubagentStop", ToolName: "X"}); !ok {

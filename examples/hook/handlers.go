@@ -63,7 +63,7 @@ func preToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 	if !ok {
 		return noOpinion() // no file named: Claude Code refuses the call itself
 	}
-	tool := gate.ToolCall{Tool: ev.ToolName, Paths: []string{call.Path}}
+	tool := gate.ToolCall{Tool: ev.ToolName, Paths: []string{call.Path}, Facts: h.partialFacts(call)}
 	eng, err := h.engine(ctx)
 	if err != nil {
 		// Without settings only .des itself, and the default guarded
@@ -186,6 +186,23 @@ func preToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
 	if err != nil || in.Command == "" {
 		return noOpinion()
 	}
+	// Whatever the reading of the command below finds, its effect on DES's
+	// files is checked after it runs: the baseline is taken now.
+	if err := h.beginEffects(ctx, ev); err != nil {
+		h.requireValidation()
+		return h.internalError(true, err)
+	}
+	r := preToolUseBashGuard(ctx, h, ev, in.Command)
+	if r.permissionDecision == "deny" {
+		h.cancelEffects(ev) // the command will not run
+	}
+	return r
+}
+
+// preToolUseBashGuard reads the command for writes to guarded documents
+// and DES's files, and for git commits.
+func preToolUseBashGuard(ctx context.Context, h *hookEnv, ev *Event, command string) response {
+	in := struct{ Command string }{command}
 	call := gate.BashCall{Command: in.Command, Cwd: eventDir(ev, h.root), ToolUseID: ev.ToolUseID, SessionID: ev.SessionID}
 	commitFiles, unreadable := bashCommitFiles(ctx, h, ev, in.Command)
 	if unreadable != nil {
@@ -283,6 +300,7 @@ func postToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 	if kind, _ := eng.DocumentWrite().Kind(call.Path); kind == "" {
 		return noOpinion()
 	}
+	h.settleWrite(ctx, call.Path)
 	if _, err := eng.ConfirmWrite(ctx, ev.ToolUseID); err != nil {
 		h.logger.Error("hook: cannot confirm a guarded write", "tool_use_id", ev.ToolUseID, "err", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/internal/integrity"
 )
 
 // handlerFunc handles one routed event. It returns the response to render;
@@ -42,6 +43,17 @@ func defaultRoutes() routeTable {
 		{eventPostToolUse, toolAgent}:     postToolUseSubagent,
 		{eventPostToolUse, toolTask}:      postToolUseSubagent,
 		{eventSubagentStop, ""}:           subagentStop,
+
+		// Tools that write files DES cannot read ahead of time: their effect
+		// is checked after they run (internal/integrity).
+		{eventPreToolUse, toolNotebook}:         preToolUseNotebook,
+		{eventPreToolUse, toolMCP}:              preToolUseMCP,
+		{eventPostToolUse, toolBash}:            postToolUseEffects,
+		{eventPostToolUse, toolNotebook}:        postToolUseEffects,
+		{eventPostToolUse, toolMCP}:             postToolUseEffects,
+		{eventPostToolUseFailure, toolBash}:     postToolUseEffects,
+		{eventPostToolUseFailure, toolNotebook}: postToolUseEffects,
+		{eventPostToolUseFailure, toolMCP}:      postToolUseEffects,
 	}
 }
 
@@ -51,6 +63,11 @@ func (t routeTable) lookup(ev *Event) (routeKey, handlerFunc, bool) {
 	k := routeKey{ev.HookEventName, ev.ToolName}
 	if fn, ok := t[k]; ok {
 		return k, fn, true
+	}
+	if strings.HasPrefix(ev.ToolName, "mcp__") {
+		if fn, ok := t[routeKey{ev.HookEventName, toolMCP}]; ok {
+			return routeKey{ev.HookEventName, toolMCP}, fn, true
+		}
 	}
 	k = routeKey{ev.HookEventName, ""}
 	fn, ok := t[k]
@@ -73,6 +90,10 @@ type hookEnv struct {
 	eng        *des.Engine
 	engErr     error
 	newEngine  func(ctx context.Context, opts ...des.Option) (*des.Engine, error)
+
+	checkerOnce sync.Once
+	chk         *integrity.Checker // nil when the project has no directory
+	exe         string             // this executable, to tell DES's hook entries
 }
 
 func newHookEnv(root, event string, lookupEnv func(string) (string, bool), logger *slog.Logger, stderr io.Writer) *hookEnv {
@@ -85,7 +106,13 @@ func newHookEnv(root, event string, lookupEnv func(string) (string, bool), logge
 func (h *hookEnv) engine(ctx context.Context) (*des.Engine, error) {
 	h.engineOnce.Do(func() {
 		// Lazy: a handler that finds nothing for DES to judge compiles no policy.
-		h.eng, h.engErr = h.newEngine(ctx, des.WithRoot(h.root), des.WithEnv(h.lookupEnv), des.WithLogger(h.logger), des.WithLazyPolicies())
+		opts := []des.Option{des.WithRoot(h.root), des.WithEnv(h.lookupEnv), des.WithLogger(h.logger), des.WithLazyPolicies()}
+		if c := h.checker(); c != nil {
+			// DES's own writes are announced, so that another call's effect
+			// check running meanwhile keeps them.
+			opts = append(opts, des.WithWrites(c))
+		}
+		h.eng, h.engErr = h.newEngine(ctx, opts...)
 	})
 	return h.eng, h.engErr
 }

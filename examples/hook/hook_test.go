@@ -165,8 +165,8 @@ func TestFastPathReadsNoSettings(t *testing.T) {
 	}
 	for _, payload := range []string{
 		`{"hook_event_name":"Notification","message":"hi"}`,
-		`{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_response":{}}`,
-		`{"hook_event_name":"PreToolUse","tool_name":"mcp__x__y","tool_input":{}}`,
+		`{"hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{"file_path":"x"},"tool_response":{}}`,
+		`{"hook_event_name":"PreToolUse","tool_name":"Glob","tool_input":{}}`,
 		`{"hook_event_name":"NewEvent2027"}`,
 	} {
 		looked = nil

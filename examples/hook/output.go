@@ -77,6 +77,18 @@ func postToolContext(additional string) response {
 	return response{specificEvent: eventPostToolUse, additionalContext: additional}
 }
 
+// blockAfterTool tells Claude, after a tool ran, what DES found and undid:
+// on PostToolUse decision "block" with the reason, which Claude Code shows
+// the model; on PostToolUseFailure, which has no decision, additionalContext.
+// sysmsg reaches the user.
+func blockAfterTool(event, reason, sysmsg string) response {
+	reason = nonEmpty(reason, "DES blocked after the tool call without giving a reason.")
+	if event == eventPostToolUseFailure {
+		return response{specificEvent: eventPostToolUseFailure, additionalContext: reason, systemMessage: sysmsg}
+	}
+	return response{decision: "block", reason: reason, systemMessage: sysmsg}
+}
+
 func nonEmpty(s, fallback string) string {
 	if strings.TrimSpace(s) == "" {
 		return fallback

@@ -30,6 +30,11 @@ test_write_gates_gather_protected_paths if {
 	codes(gates.document_write.deny) == {"DES-PROTECTED-PATH"} with input as protected_write
 }
 
+test_tool_use_gathers_integrity if {
+	changes := [{"path": ".des/config.json", "kind": "file", "what": "deleted", "restored": true}]
+	codes(gates.tool_use.deny) == {"DES-INTEGRITY"} with input as {"tool": "Bash", "integrity": {"changes": changes}}
+}
+
 test_empty_input_allows_everywhere if {
 	count(gates.subagent_stop.deny) == 0 with input as {}
 	count(gates.pre_commit.deny) == 0 with input as {}

@@ -6,6 +6,9 @@ package des.gates.tool_use
 
 deny contains v if some v in data.des.protected.deny
 
+# After the call: what DES found changed and restored (input.integrity).
+deny contains v if some v in data.des.integrity.deny
+
 deny contains v if {
 	input.tool == "Bash" # only Bash writes bypass the write guard
 	some v in data.des.bashwrite.deny

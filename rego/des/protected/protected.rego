@@ -9,11 +9,29 @@
 #   and so are the configured directories in data.des.config.
 package des.protected
 
-# The protected roots: .des/config.json and DES's run records always, plus
-# the configured audit and policy directories (DES hands settings to policies
-# clean and slash-separated). Kept to one array and built-ins: this rule runs
-# on every write under a protected root, and user functions cost more.
-roots := array.concat([".des/config.json", ".des/runs", data.des.config.audit_dir], data.des.config.policy_dirs)
+# The protected roots: .des/config.json, DES's run records and git's hooks
+# directory (a pre-commit hook replaced switches Gate 3 off) always, plus the
+# configured audit and policy directories and DES's per-user state directory
+# (its last good copies; absolute, outside the project) when Go names it
+# (DES hands settings to policies clean and slash-separated). Kept to one
+# array and built-ins: this rule runs on every write under a protected root,
+# and user functions cost more.
+roots := array.concat(
+	array.concat([".des/config.json", ".des/runs", ".git/hooks", data.des.config.audit_dir], data.des.config.policy_dirs),
+	[d | d := object.get(data.des.config, "state_dir", ""); d != ""],
+)
+
+# Files DES guards only in part, and the fact Go computes for a Write or Edit
+# there: Claude Code's project settings, which Claude Code rewrites itself,
+# hold DES's hook entries (des_hooks_changed); git's config, which git
+# rewrites, holds core.hooksPath (hooks_path_changed). A Bash write to the
+# settings files, whose effect Go cannot compute before it runs, is denied;
+# git's config is left to the check after the call.
+partial := {
+	".claude/settings.json": {"fact": "des_hooks_changed", "what": "DES's hook entries (or disableAllHooks)", "bash": true},
+	".claude/settings.local.json": {"fact": "des_hooks_changed", "what": "DES's hook entries (or disableAllHooks)", "bash": true},
+	".git/config": {"fact": "hooks_path_changed", "what": "core.hooksPath (or an include)", "bash": false},
+}
 
 # METADATA
 # title: Write to a protected DES path
@@ -46,4 +64,40 @@ deny contains {
 		startswith(pair[1], pair[0])
 	]
 	count(covered) > 0
+}
+
+# METADATA
+# title: Change DES's hook entries or git's pre-commit switch
+# description: |
+#   A Write or Edit changes DES's hook entries in Claude Code's settings
+#   (or sets disableAllHooks), or core.hooksPath in git's config; a Bash
+#   command writes Claude Code's settings files. Other changes to these
+#   files are Claude Code's and git's own, and allowed.
+# custom:
+#   code: DES-PROTECTED-PATH
+#   severity: deny
+deny contains {
+	"code": "DES-PROTECTED-PATH",
+	"msg": sprintf("%s may not change %s in %s: they are what runs DES and its pre-commit gate", [w.tool, p.what, file]),
+	"field": "/tool_input/file_path",
+	"recovery": [
+		sprintf("Leave %s in %s as they are; other settings in the file may be changed with the Edit tool.", [p.what, file]),
+		"If the user wants DES's hooks changed, the user edits the file by hand (`hook settings` prints DES's entries).",
+	],
+} if {
+	some w in input.writes
+	some file, p in partial
+	partial_write(w, file, p)
+}
+
+partial_write(w, file, p) if {
+	w.path == file
+	object.get(w, p.fact, false) == true
+}
+
+# A Bash write to the file, or to a directory above it (rm -r .claude).
+partial_write(w, file, p) if {
+	p.bash
+	w.tool == "Bash"
+	startswith(concat("", [file, "/"]), trim_prefix(concat("", [w.path, "/"]), "./"))
 }

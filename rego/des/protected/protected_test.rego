@@ -36,3 +36,25 @@ test_parent_directory_writes_cover_protected_roots if {
 	count(protected.deny) == 0 with input as write("src")
 	count(protected.deny) == 0 with input as write(".de")
 }
+
+test_git_hooks_and_state_dir_are_protected if {
+	count(protected.deny) == 1 with input as write(".git/hooks/pre-commit")
+	count(protected.deny) == 1 with input as write("/home/u/.local/state/des/projects/ab/integrity/manifest.json") with data.des.config.state_dir as "/home/u/.local/state/des/projects/ab"
+	count(protected.deny) == 0 with input as write("/home/u/.local/state/des/projects/ab/x") with data.des.config.state_dir as ""
+}
+
+test_claude_settings_only_des_hooks if {
+	count(protected.deny) == 0 with input as write(".claude/settings.json")
+	some v in protected.deny with input as {"writes": [{"path": ".claude/settings.json", "tool": "Edit", "des_hooks_changed": true}]}
+	contains(v.msg, "DES's hook entries")
+	count(protected.deny) == 0 with input as {"writes": [{"path": ".claude/settings.json", "tool": "Edit", "des_hooks_changed": false}]}
+	count(protected.deny) == 1 with input as {"writes": [{"path": ".claude/settings.local.json", "tool": "Bash"}]}
+	count(protected.deny) == 2 with input as {"writes": [{"path": ".claude", "tool": "Bash"}]}
+	count(protected.deny) == 0 with input as {"writes": [{"path": ".claude/agents/x.md", "tool": "Bash"}]}
+}
+
+test_git_config_only_hooks_path if {
+	count(protected.deny) == 0 with input as write(".git/config")
+	count(protected.deny) == 0 with input as {"writes": [{"path": ".git/config", "tool": "Bash"}]}
+	count(protected.deny) == 1 with input as {"writes": [{"path": ".git/config", "tool": "Edit", "hooks_path_changed": true}]}
+}

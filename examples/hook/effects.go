@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/integrity"
+	"github.com/deterministic-exec/des/internal/statedir"
+	"github.com/deterministic-exec/des/policy"
+)
+
+// integrityBudget bounds the effect check of one event, lock wait
+// included: well below the 30 s Claude Code gives the hook, so that running
+// out of time is DES-INTERNAL, never a hook killed by its timeout (which
+// Claude Code would take as no opinion).
+const integrityBudget = 10 * time.Second
+
+// checker returns the project's effect checker (internal/integrity), nil
+// when the project root is not a directory (an event from elsewhere).
+// Building it touches nothing on disk.
+func (h *hookEnv) checker() *integrity.Checker {
+	h.checkerOnce.Do(func() {
+		if fi, err := os.Stat(h.root); err != nil || !fi.IsDir() {
+			return
+		}
+		h.exe, _ = os.Executable()
+		h.chk = integrity.New(integrity.Options{
+			Root:         h.root,
+			StateDir:     statedir.For(h.root, h.lookupEnv),
+			IsDESCommand: h.isDESCommand,
+			UserFiles:    userFiles(h.lookupEnv),
+			Logger:       h.logger,
+		})
+	})
+	return h.chk
+}
+
+// userFiles are the files outside the project that can switch DES off for
+// it: the user's Claude Code settings (disableAllHooks) and git's global
+// config (core.hooksPath).
+func userFiles(lookupEnv func(string) (string, bool)) map[string]string {
+	out := map[string]string{}
+	home, _ := lookupEnv("HOME")
+	claudeDir, _ := lookupEnv("CLAUDE_CONFIG_DIR")
+	if claudeDir == "" && filepath.IsAbs(home) {
+		claudeDir = filepath.Join(home, ".claude")
+	}
+	if filepath.IsAbs(claudeDir) {
+		out[filepath.Join(claudeDir, "settings.json")] = integrity.KindClaudeSettings
+	}
+	if filepath.IsAbs(home) {
+		out[filepath.Join(home, ".gitconfig")] = integrity.KindGitConfig
+	}
+	xdg, _ := lookupEnv("XDG_CONFIG_HOME")
+	if !filepath.IsAbs(xdg) && filepath.IsAbs(home) {
+		xdg = filepath.Join(home, ".config")
+	}
+	if filepath.IsAbs(xdg) {
+		out[filepath.Join(xdg, "git", "config")] = integrity.KindGitConfig
+	}
+	return out
+}
+
+// isDESCommand tells DES's own hook entries in Claude Code's settings:
+// those whose command runs this executable.
+func (h *hookEnv) isDESCommand(command string) bool {
+	return h.exe != "" && integrity.CommandRunsExecutable(command, h.exe, h.root)
+}
+
+// watched is the watched set of the settings in force, nil when they do
+// not load (the checker then uses the one its baseline recorded).
+func (h *hookEnv) watched(ctx context.Context) *integrity.Watch {
+	eng, err := h.engine(ctx)
+	if err != nil {
+		return nil
+	}
+	cfg := eng.Config()
+	return &integrity.Watch{
+		ConfigFile: des.ConfigFile,
+		Trees:      append([]string{des.RunsDir}, cfg.PolicyDirs...),
+		StateGlobs: cfg.GuardedStateFiles,
+		StepGlobs:  cfg.GuardedStepFiles,
+	}
+}
+
+// beginEffects starts watching a tool call's effects (PreToolUse): the
+// baseline is refreshed when no other call is running, and the call is
+// recorded as running. The error is DES's failure to watch.
+func (h *hookEnv) beginEffects(ctx context.Context, ev *Event) error {
+	c := h.checker()
+	if c == nil {
+		return nil
+	}
+	w := h.watched(ctx)
+	ctx, cancel := context.WithTimeout(ctx, integrityBudget)
+	defer cancel()
+	if _, err := c.Begin(ctx, ev.ToolUseID, w, callLifetime(ev)); err != nil {
+		return fmt.Errorf("cannot record DES's files before the %s call: %w", ev.ToolName, err)
+	}
+	return nil
+}
+
+// cancelEffects forgets a call that will not run (DES denied it).
+func (h *hookEnv) cancelEffects(ev *Event) {
+	if c := h.checker(); c != nil {
+		c.Cancel(ev.ToolUseID)
+	}
+}
+
+// callLifetime is how long a call may run: a Bash command's own timeout
+// (2 minutes by default) and a minute more; other tools, and commands left
+// running in the background, the longest.
+func callLifetime(ev *Event) time.Duration {
+	if ev.ToolName != toolBash {
+		return integrity.InFlightLifetime
+	}
+	var in struct {
+		Timeout    float64 `json:"timeout"`
+		Background bool    `json:"run_in_background"`
+	}
+	_ = ev.toolInput(&in)
+	if in.Background {
+		return integrity.InFlightLifetime
+	}
+	d := 2 * time.Minute
+	if in.Timeout > 0 {
+		d = time.Duration(in.Timeout) * time.Millisecond
+	}
+	return d + time.Minute
+}
+
+// runsOn reports a Bash command that may leave something running once it
+// returns (run_in_background, "&", nohup, setsid, ...): its effects may come
+// after PostToolUse, so it stays in flight for its lifetime, and the checks
+// of later calls keep comparing with the baseline taken before it instead
+// of taking the disk as the new one. Reading the command can only keep a
+// call in flight longer, never shorter.
+func runsOn(ev *Event) bool {
+	var in struct {
+		Command    string `json:"command"`
+		Background bool   `json:"run_in_background"`
+	}
+	if ev.ToolName != toolBash || ev.toolInput(&in) != nil {
+		return false
+	}
+	return in.Background || detaches.MatchString(in.Command)
+}
+
+// detaches matches a shell's background operator (a lone "&", not "&&",
+// "&>", ">&" or "|&") and the commands that outlive their caller.
+var detaches = regexp.MustCompile(`(^|[^&><|])&([^&>]|$)|\b(nohup|setsid|disown|daemonize|start-stop-daemon|systemd-run|crontab|screen|tmux)\b`)
+
+// preToolUseMCP starts watching an MCP tool's effects. DES has no opinion on
+// what an MCP tool is asked to do; a failure to watch is logged, and the
+// check after the call still compares with the last baseline.
+func preToolUseMCP(ctx context.Context, h *hookEnv, ev *Event) response {
+	if err := h.beginEffects(ctx, ev); err != nil {
+		h.logger.Error("hook: "+err.Error()+"; the check after the call compares with the last baseline", "tool", ev.ToolName)
+	}
+	return noOpinion()
+}
+
+// preToolUseNotebook judges a NotebookEdit on DES's protected files
+// (DES-PROTECTED-PATH), then starts watching its effects. Claude Code edits
+// only .ipynb files with it, so a guarded document (JSON) cannot be its
+// target; the check after the call covers what it may do anyway.
+func preToolUseNotebook(ctx context.Context, h *hookEnv, ev *Event) response {
+	var in struct {
+		Path string `json:"notebook_path"`
+	}
+	_ = ev.toolInput(&in)
+	if in.Path != "" {
+		// What the edit leaves in a partly guarded file cannot be computed:
+		// it is taken as changing DES's part.
+		call := gate.ToolCall{Tool: ev.ToolName, Paths: []string{in.Path}, Facts: map[string]any{"des_hooks_changed": true, "hooks_path_changed": true}}
+		eng, err := h.engine(ctx)
+		switch {
+		case err != nil:
+			if (gate.ToolUse{Root: h.root}).Concerns(call) {
+				return h.internalError(true, err)
+			}
+		case eng.ToolUse().Concerns(call):
+			h.requireValidation()
+			res, err := eng.CheckToolUse(ctx, call)
+			if err != nil && !res.Evaluated {
+				return h.internalError(true, err)
+			}
+			if res.Denied() {
+				return preToolUseResponse(res)
+			}
+		}
+	}
+	if err := h.beginEffects(ctx, ev); err != nil {
+		h.requireValidation()
+		return h.internalError(true, err)
+	}
+	return noOpinion()
+}
+
+// postToolUseEffects checks what a tool call did to DES's files (PostToolUse
+// and PostToolUseFailure for Bash, NotebookEdit and MCP tools), before and
+// without loading settings or policies, restores what changed outside an
+// allowed write, then records and reports it (DES-INTEGRITY).
+func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
+	c := h.checker()
+	if c == nil {
+		return noOpinion()
+	}
+	cctx, cancel := context.WithTimeout(ctx, integrityBudget)
+	rep, err := c.End(cctx, ev.ToolUseID, runsOn(ev))
+	cancel()
+	if errors.Is(err, integrity.ErrNoBaseline) {
+		// DES never recorded this project's files (installed during the
+		// call), or its state directory was removed during it: there is
+		// nothing to compare with. The next PreToolUse records a baseline.
+		h.logger.Warn("hook: no baseline of DES's files to compare the call with", "tool", ev.ToolName, "state", c.Dir())
+		return noOpinion()
+	}
+	if err != nil && len(rep.Changes) == 0 {
+		h.requireValidation()
+		h.logger.Error("DES internal error: the effect check could not run", "tool", ev.ToolName, "err", err)
+		text := gate.Internal(policy.ToolUse, fmt.Errorf("DES could not check what the %s call changed in its files: %w", ev.ToolName, err),
+			"Retry the call; if this persists, check that nothing holds DES's state directory "+c.Dir()+" (its lock), then run `hook integrity check`.").Reason()
+		return blockAfterTool(ev.HookEventName, text, "DES could not check the effects of the last "+ev.ToolName+" call: "+err.Error())
+	}
+	if len(rep.Changes) == 0 {
+		return noOpinion()
+	}
+	h.requireValidation()
+	eff := gate.Effects{Tool: ev.ToolName, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID}
+	for _, ch := range rep.Changes {
+		eff.Changes = append(eff.Changes, gate.EffectChange{Path: ch.Path, Kind: ch.Kind, What: ch.What, Was: ch.Was, Now: ch.Now, Restored: ch.Restored, Error: ch.Error})
+	}
+	var res gate.Result
+	eng, eerr := h.engine(ctx)
+	if eerr != nil {
+		h.logger.Error("hook: DES-INTEGRITY worded and not recorded: DES does not start", "err", eerr)
+		res = gate.Result{Gate: policy.ToolUse, Evaluated: true}
+		res.Decision.Deny = []policy.Violation{gate.EffectsFallback(eff)}
+	} else if res, eerr = eng.CheckEffects(ctx, eff); eerr != nil {
+		h.logger.Error("hook: DES-INTEGRITY not fully recorded", "err", eerr)
+	}
+	reason := res.Reason()
+	if err != nil {
+		reason += "\nThe check stopped early: " + err.Error()
+	}
+	n := len(rep.Changes)
+	verb := "restored"
+	if !rep.Restored() {
+		verb = "found (not all could be restored)"
+	}
+	return blockAfterTool(ev.HookEventName, reason, fmt.Sprintf("DES %s %d change(s) the %s call made to its files: %s", verb, n, ev.ToolName, strings.Join(rep.Paths(), ", ")))
+}
+
+// partialFacts are the facts des.protected needs for a Write or Edit of a
+// file DES guards only in part: whether it changes DES's hook entries in
+// Claude Code's settings, or core.hooksPath in git's config.
+func (h *hookEnv) partialFacts(call gate.WriteCall) map[string]any {
+	rel := gate.ProjectPath(h.root, call.Path)
+	var fact string
+	switch rel {
+	case ".claude/settings.json", ".claude/settings.local.json":
+		fact = "des_hooks_changed"
+	case ".git/config":
+		fact = "hooks_path_changed"
+	default:
+		return nil
+	}
+	disk, err := os.ReadFile(filepath.Join(h.root, filepath.FromSlash(rel)))
+	if err != nil {
+		disk = nil
+	}
+	after, ok := gate.Incoming(call, disk)
+	if !ok {
+		return nil // Claude Code refuses the call itself
+	}
+	h.checker() // sets h.exe
+	changed := integrity.HooksPathChanged(disk, after)
+	if fact == "des_hooks_changed" {
+		changed = integrity.DESHooksChanged(disk, after, h.isDESCommand)
+	}
+	return map[string]any{fact: changed}
+}
+
+// settleWrite records, after a Write or Edit the write guard allowed, the
+// new content as the baseline (it was announced with the content judged).
+func (h *hookEnv) settleWrite(ctx context.Context, path string) {
+	c := h.checker()
+	if c == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, integrityBudget)
+	defer cancel()
+	if err := c.Settle(ctx, path); err != nil {
+		h.logger.Warn("hook: cannot record an allowed write in DES's baseline; a later check may undo it", "path", path, "err", err)
+	}
+}

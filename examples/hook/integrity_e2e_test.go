@@ -1,0 +1,443 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The effect check end to end: the built hook at PreToolUse, the command
+// really run by bash in the project, the hook at PostToolUse, then the
+// files compared on disk.
+//
+// The command runs even when PreToolUse denies it: whatever the reading of
+// a command catches, the check after it must hold on its own.
+
+const (
+	effStep  = "docs/feature/shop/steps/01-01.json"
+	effState = ".isdlc/state.json"
+	effCfg   = `{"stale_threshold_minutes": 30}`
+)
+
+// effProject is a git repository with DES installed: settings, a team
+// policy, a run record, a step file, a workflow state, Claude Code settings
+// with DES's hooks beside a user's own, and DES's pre-commit hook.
+func effProject(t *testing.T) string {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("runs commands with bash")
+	}
+	root := t.TempDir()
+	git(t, root, "init", "-q", ".")
+	writeFile(t, root, ".des/config.json", effCfg)
+	writeFile(t, root, ".des/policies/team.rego", "package des.team\n")
+	writeFile(t, root, ".des/runs/toolu_old.json", `{"step_file": "`+effStep+`"}`+"\n")
+	writeFile(t, root, effStep, `{"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}`+"\n")
+	writeFile(t, root, effState, `{"state_version": 1}`+"\n")
+	writeFile(t, root, ".git/hooks/pre-commit", "#!/bin/sh\nexec "+hookBin+" precommit\n")
+	if err := os.Chmod(filepath.Join(root, ".git/hooks/pre-commit"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string]any{
+		"hooks": map[string]any{
+			"PreToolUse":  []any{map[string]any{"matcher": "Bash", "hooks": []any{map[string]any{"type": "command", "command": hookBin}, map[string]any{"type": "command", "command": "./lint.sh"}}}},
+			"PostToolUse": []any{map[string]any{"matcher": "Bash", "hooks": []any{map[string]any{"type": "command", "command": hookBin}}}},
+		},
+		"permissions": map[string]any{"allow": []any{"Bash(ls)"}},
+	}
+	data, _ := json.MarshalIndent(settings, "", "  ")
+	writeFile(t, root, ".claude/settings.json", string(data))
+	return root
+}
+
+func effBashEvent(root, event, id, command string) map[string]any {
+	ev := map[string]any{
+		"session_id": "s1", "cwd": root, "hook_event_name": event, "tool_name": "Bash", "tool_use_id": id,
+		"tool_input": map[string]any{"command": command},
+	}
+	if event != "PreToolUse" {
+		ev["tool_response"] = map[string]any{"stdout": "", "stderr": "", "interrupted": false}
+	}
+	return ev
+}
+
+// afterTool reads a PostToolUse (or PostToolUseFailure) response.
+type afterTool struct {
+	Decision      string `json:"decision"`
+	Reason        string `json:"reason"`
+	SystemMessage string `json:"systemMessage"`
+	Specific      struct {
+		HookEventName     string `json:"hookEventName"`
+		AdditionalContext string `json:"additionalContext"`
+	} `json:"hookSpecificOutput"`
+}
+
+func readAfter(t *testing.T, r hookRun) afterTool {
+	t.Helper()
+	var out afterTool
+	if r.code != 0 {
+		t.Fatalf("exit status %d; stderr: %s", r.code, r.stderr)
+	}
+	if strings.TrimSpace(r.stdout) == "" {
+		return out
+	}
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	if err := dec.Decode(&out); err != nil || dec.More() {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, r.stdout)
+	}
+	return out
+}
+
+// bashToolCall is one Bash tool call: PreToolUse, the command, PostToolUse.
+func bashToolCall(t *testing.T, root, id, command string) (pre string, post afterTool) {
+	t.Helper()
+	pre = denyReason(t, runHookProcess(t, root, nil, effBashEvent(root, "PreToolUse", id, command)))
+	sh(t, root, command)
+	post = readAfter(t, runHookProcess(t, root, nil, effBashEvent(root, "PostToolUse", id, command)))
+	return pre, post
+}
+
+func sh(t *testing.T, root, command string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", command)
+	cmd.Dir = root
+	cmd.Env = append(cleanEnviron(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("$ %s\n%s(%v)", command, out, err)
+}
+
+func fileText(t *testing.T, root, rel string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+	return string(data)
+}
+
+// begin starts watching a project (the first call of a session).
+func begin(t *testing.T, root string) {
+	t.Helper()
+	if _, post := bashToolCall(t, root, "toolu_begin", "true"); post.Decision != "" {
+		t.Fatalf("a command that changes nothing was reported: %+v", post)
+	}
+}
+
+func wantRestored(t *testing.T, post afterTool, paths ...string) {
+	t.Helper()
+	if post.Decision != "block" || !strings.Contains(post.Reason, "[DES-INTEGRITY]") {
+		t.Fatalf("PostToolUse = %+v; want a block with DES-INTEGRITY", post)
+	}
+	for _, p := range paths {
+		if !strings.Contains(post.Reason, p) {
+			t.Errorf("the reason does not name %s:\n%s", p, post.Reason)
+		}
+	}
+	if strings.Contains(post.Reason, "NOT restored") {
+		t.Errorf("something was not restored:\n%s", post.Reason)
+	}
+}
+
+func TestE2EEffectsUndone(t *testing.T) {
+	cases := []struct {
+		name, command string
+		check         func(t *testing.T, root string)
+		paths         []string
+	}{
+		{"settings clobbered", `echo '{}' > .claude/settings.json`, func(t *testing.T, root string) {
+			if s := fileText(t, root, ".claude/settings.json"); !strings.Contains(s, hookBin) || strings.Count(s, hookBin) != 2 {
+				t.Errorf("DES's hooks not restored:\n%s", s)
+			}
+		}, []string{".claude/settings.json"}},
+		{"rm -rf .des", `rm -rf .des`, func(t *testing.T, root string) {
+			if fileText(t, root, ".des/config.json") != effCfg || fileText(t, root, ".des/policies/team.rego") != "package des.team\n" {
+				t.Error(".des not restored")
+			}
+			fileText(t, root, ".des/runs/toolu_old.json")
+		}, []string{".des/config.json", ".des/policies/team.rego"}},
+		{"config no longer parses", `F=.des/config.json; echo x > $F`, func(t *testing.T, root string) {
+			if fileText(t, root, ".des/config.json") != effCfg {
+				t.Error("config not restored")
+			}
+		}, []string{".des/config.json"}},
+		{"hard link then write", `ln .des/config.json c.json && echo '{"guarded_state_files":["none/x.json"]}' > c.json`, func(t *testing.T, root string) {
+			if fileText(t, root, ".des/config.json") != effCfg {
+				t.Error("config not restored")
+			}
+			writeFile(t, root, "c.json", "later")
+			if fileText(t, root, ".des/config.json") != effCfg {
+				t.Error("the link still reaches the config")
+			}
+		}, []string{".des/config.json"}},
+		{"find -delete", `find .des -type f -delete`, func(t *testing.T, root string) {
+			fileText(t, root, ".des/policies/team.rego")
+			fileText(t, root, ".des/runs/toolu_old.json")
+		}, []string{".des/runs/toolu_old.json"}},
+		{"step file deleted", `rm ` + effStep, func(t *testing.T, root string) {
+			fileText(t, root, effStep)
+		}, []string{effStep}},
+		{"python writes the state", `python3 -c "open('` + effState + `','w').write('{}')" || printf '{}' > ` + effState, func(t *testing.T, root string) {
+			if s := fileText(t, root, effState); !strings.Contains(s, `"state_version": 1`) {
+				t.Errorf("state = %s", s)
+			}
+		}, []string{effState}},
+		{"new policy and new state", `echo 'package des.gates.tool_use' > .des/policies/evil.rego; printf '{}' > .des/state.json`, func(t *testing.T, root string) {
+			for _, p := range []string{".des/policies/evil.rego", ".des/state.json"} {
+				if _, err := os.Lstat(filepath.Join(root, p)); !os.IsNotExist(err) {
+					t.Errorf("%s was not removed (%v)", p, err)
+				}
+			}
+		}, []string{".des/policies/evil.rego", ".des/state.json"}},
+		{"git hooks switched off", `git config core.hooksPath /dev/null; rm .git/hooks/pre-commit`, func(t *testing.T, root string) {
+			if s := fileText(t, root, ".git/config"); strings.Contains(s, "hooksPath") {
+				t.Errorf("core.hooksPath still set:\n%s", s)
+			}
+			if fi, err := os.Stat(filepath.Join(root, ".git/hooks/pre-commit")); err != nil || fi.Mode().Perm()&0o100 == 0 {
+				t.Errorf("pre-commit not restored executable: %v %v", fi, err)
+			}
+		}, []string{"hooksPath", "pre-commit"}},
+		{"policies replaced by a link", `mv .des/policies /tmp/des-e2e-moved-$$; ln -s /tmp .des/policies`, func(t *testing.T, root string) {
+			if fi, err := os.Lstat(filepath.Join(root, ".des/policies")); err != nil || !fi.IsDir() {
+				t.Errorf(".des/policies = %v, %v; want a directory", fi, err)
+			}
+			fileText(t, root, ".des/policies/team.rego")
+		}, []string{".des/policies"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			root := effProject(t)
+			begin(t, root)
+			pre, post := bashToolCall(t, root, "toolu_attack", c.command)
+			t.Logf("PreToolUse: %q", pre)
+			wantRestored(t, post, c.paths...)
+			c.check(t, root)
+			// DES starts again: the next call is judged normally.
+			if _, post := bashToolCall(t, root, "toolu_next", "true"); post.Decision != "" {
+				t.Errorf("the call after the restore was reported: %+v", post)
+			}
+			audit := auditText(t, root)
+			if !strings.Contains(audit, `"INTEGRITY_VIOLATION"`) || !strings.Contains(audit, "toolu_attack") {
+				t.Errorf("no INTEGRITY_VIOLATION for toolu_attack in the audit trail:\n%s", audit)
+			}
+		})
+	}
+}
+
+func auditText(t *testing.T, root string) string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(root, ".des/audit/audit-*.log"))
+	var b strings.Builder
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		b.Write(data)
+	}
+	return b.String()
+}
+
+func TestE2EClaudeCodeRewriteKept(t *testing.T) {
+	root := effProject(t)
+	begin(t, root)
+	// Claude Code adds a permission while the call waits (a prompt answered
+	// "don't ask again"); the command then drops DES's hooks, keeping the rest.
+	pre := denyReason(t, runHookProcess(t, root, nil, effBashEvent(root, "PreToolUse", "toolu_a", "python3 edit")))
+	t.Logf("PreToolUse: %q", pre)
+	var doc map[string]any
+	_ = json.Unmarshal([]byte(fileText(t, root, ".claude/settings.json")), &doc)
+	doc["permissions"] = map[string]any{"allow": []any{"Bash(ls)", "Bash(npm test)"}}
+	data, _ := json.Marshal(doc)
+	writeFile(t, root, ".claude/settings.json", string(data))
+	sh(t, root, `python3 - <<'EOF'
+import json
+p='.claude/settings.json'
+d=json.load(open(p))
+d.pop('hooks')
+d['model']='cheap'
+json.dump(d, open(p,'w'))
+EOF`)
+	post := readAfter(t, runHookProcess(t, root, nil, effBashEvent(root, "PostToolUse", "toolu_a", "python3 edit")))
+	wantRestored(t, post, ".claude/settings.json")
+	s := fileText(t, root, ".claude/settings.json")
+	for _, want := range []string{hookBin, "Bash(npm test)", `"cheap"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("settings lack %s:\n%s", want, s)
+		}
+	}
+	// Only DES's entries are DES's to restore: the user's own hook, which
+	// the command dropped too, stays dropped.
+	if strings.Contains(s, "./lint.sh") {
+		t.Errorf("a hook that is not DES's was restored:\n%s", s)
+	}
+}
+
+func TestE2EFailedCommandIsCheckedToo(t *testing.T) {
+	root := effProject(t)
+	begin(t, root)
+	cmd := "rm .des/config.json; exit 3"
+	runHookProcess(t, root, nil, effBashEvent(root, "PreToolUse", "toolu_f", cmd))
+	sh(t, root, cmd)
+	ev := effBashEvent(root, "PostToolUseFailure", "toolu_f", cmd)
+	ev["error"] = "Exit code 3"
+	post := readAfter(t, runHookProcess(t, root, nil, ev))
+	if post.Specific.HookEventName != "PostToolUseFailure" || !strings.Contains(post.Specific.AdditionalContext, "[DES-INTEGRITY]") || post.Decision != "" {
+		t.Fatalf("PostToolUseFailure = %+v", post)
+	}
+	if fileText(t, root, ".des/config.json") != effCfg {
+		t.Error("config not restored")
+	}
+}
+
+func TestE2EAllowedWritesKept(t *testing.T) {
+	root := effProject(t)
+	begin(t, root)
+	// A long command of another agent is running meanwhile.
+	runHookProcess(t, root, nil, effBashEvent(root, "PreToolUse", "toolu_long", "sleep 1"))
+
+	// An allowed Write of the workflow state.
+	next := `{"state_version": 2}` + "\n"
+	pre := runHookProcess(t, root, nil, writeToolEvent(root, "Write", effState, map[string]any{"content": next}))
+	if r := denyReason(t, pre); r != "" {
+		t.Fatalf("the Write was denied: %s", r)
+	}
+	writeFile(t, root, effState, next)
+	post := writeToolEvent(root, "Write", effState, map[string]any{"content": next})
+	post["hook_event_name"] = "PostToolUse"
+	runHookProcess(t, root, nil, post)
+
+	// Gate 1 starts the step: DES rewrites it and records the run.
+	prompt := renderPrompt(t, "execute-step")
+	if r := denyReason(t, runHookProcess(t, root, nil, agentEvent(root, "Agent", prompt))); r != "" {
+		t.Fatalf("Gate 1 denied: %s", r)
+	}
+
+	if got := readAfter(t, runHookProcess(t, root, nil, effBashEvent(root, "PostToolUse", "toolu_long", "sleep 1"))); got.Decision != "" {
+		t.Fatalf("allowed writes were reported: %+v", got)
+	}
+	if fileText(t, root, effState) != next {
+		t.Error("the allowed Write was undone")
+	}
+	if s := fileText(t, root, effStep); !strings.Contains(s, "IN_PROGRESS") {
+		t.Errorf("Gate 1's rewrite was undone:\n%s", s)
+	}
+	fileText(t, root, ".des/runs/toolu_e2e.json")
+}
+
+func TestE2EHandEditBetweenCallsAccepted(t *testing.T) {
+	root := effProject(t)
+	begin(t, root)
+	edited := `{"stale_threshold_minutes": 45}`
+	writeFile(t, root, ".des/config.json", edited) // the user, by hand
+	if _, post := bashToolCall(t, root, "toolu_next", "ls"); post.Decision != "" {
+		t.Fatalf("a hand edit between calls was reported: %+v", post)
+	}
+	if fileText(t, root, ".des/config.json") != edited {
+		t.Error("the hand edit was undone")
+	}
+}
+
+func TestE2EParallelCalls(t *testing.T) {
+	root := effProject(t)
+	begin(t, root)
+	// Agent A's command starts and rewrites the settings while it runs.
+	runHookProcess(t, root, nil, effBashEvent(root, "PreToolUse", "toolu_A", "slow"))
+	sh(t, root, `echo '{"guarded_step_files": ["none"]}' > .des/config.json`)
+	// Agent B's calls start and end meanwhile: B's PreToolUse must not take
+	// A's write as the baseline, and B's PostToolUse undoes it.
+	var wg sync.WaitGroup
+	posts := make([]afterTool, 4)
+	for i := range posts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("toolu_B%d", i)
+			runHookProcess(t, root, nil, effBashEvent(root, "PreToolUse", id, "ls"))
+			posts[i] = readAfter(t, runHookProcess(t, root, nil, effBashEvent(root, "PostToolUse", id, "ls")))
+		}()
+	}
+	wg.Wait()
+	reported := 0
+	for _, p := range posts {
+		if p.Decision == "block" {
+			reported++
+		}
+	}
+	if reported == 0 {
+		t.Errorf("no call reported the running command's write: %+v", posts)
+	}
+	if fileText(t, root, ".des/config.json") != effCfg {
+		t.Error("the running command's write was kept")
+	}
+	if got := readAfter(t, runHookProcess(t, root, nil, effBashEvent(root, "PostToolUse", "toolu_A", "slow"))); got.Decision != "" {
+		t.Errorf("A's own check found something left: %+v", got)
+	}
+}
+
+func TestE2EIntegrityCommand(t *testing.T) {
+	root := effProject(t)
+	begin(t, root)
+	edited := `{"stale_threshold_minutes": 50}`
+
+	// While an agent's command runs, accept refuses: the command could be
+	// accepting its own changes.
+	runHookProcess(t, root, nil, effBashEvent(root, "PreToolUse", "toolu_run", "hook integrity accept"))
+	writeFile(t, root, ".des/config.json", edited)
+	if r := runBinCLI(t, root, "integrity", "accept"); r.code != 2 || !strings.Contains(r.stderr, "toolu_run") {
+		t.Fatalf("accept during a call: code %d, stderr %s", r.code, r.stderr)
+	}
+	wantRestored(t, readAfter(t, runHookProcess(t, root, nil, effBashEvent(root, "PostToolUse", "toolu_run", "hook integrity accept"))), ".des/config.json")
+
+	// Between calls, accept takes the hand edit; check then finds nothing.
+	writeFile(t, root, ".des/config.json", edited)
+	if r := runBinCLI(t, root, "integrity", "accept"); r.code != 0 {
+		t.Fatalf("accept: code %d, stderr %s", r.code, r.stderr)
+	}
+	if r := runBinCLI(t, root, "integrity", "check"); r.code != 0 || fileText(t, root, ".des/config.json") != edited {
+		t.Fatalf("check after accept: code %d, stdout %s, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	// check restores what changed since.
+	writeFile(t, root, ".des/policies/new.rego", "package des.x\n")
+	if r := runBinCLI(t, root, "integrity", "check"); r.code != 1 || !strings.Contains(r.stdout, ".des/policies/new.rego: created (restored)") {
+		t.Fatalf("check: code %d, stdout %s, stderr %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestE2EEditOfClaudeSettings(t *testing.T) {
+	root := effProject(t)
+	settings := fileText(t, root, ".claude/settings.json")
+	edit := func(old, new string) string {
+		return denyReason(t, runHookProcess(t, root, nil, writeToolEvent(root, "Edit", ".claude/settings.json", map[string]any{"old_string": old, "new_string": new, "replace_all": true})))
+	}
+	// Claude Code's own kind of change: a permission.
+	if r := edit(`"Bash(ls)"`, `"Bash(ls)", "Bash(npm test)"`); r != "" {
+		t.Errorf("an Edit that keeps DES's hooks was denied: %s", r)
+	}
+	// DES's hook entry pointed elsewhere, or hooks switched off.
+	if r := edit(`"command": "`+hookBin+`"`, `"command": "true"`); !strings.Contains(r, "[DES-PROTECTED-PATH]") {
+		t.Errorf("an Edit of DES's hook entry was not denied: %q", r)
+	}
+	if r := edit(`"permissions": {`, `"disableAllHooks": true, "permissions": {`); !strings.Contains(r, "[DES-PROTECTED-PATH]") {
+		t.Errorf("disableAllHooks was not denied: %q", r)
+	}
+	// A Write of git's config that switches the pre-commit hook off.
+	cfg := fileText(t, root, ".git/config")
+	r := denyReason(t, runHookProcess(t, root, nil, writeToolEvent(root, "Write", ".git/config", map[string]any{"content": cfg + "[core]\n\thooksPath = /dev/null\n"})))
+	if !strings.Contains(r, "[DES-PROTECTED-PATH]") {
+		t.Errorf("a Write setting core.hooksPath was not denied: %q", r)
+	}
+	if r := denyReason(t, runHookProcess(t, root, nil, writeToolEvent(root, "Write", ".git/config", map[string]any{"content": cfg + "[user]\n\tname = x\n"}))); r != "" {
+		t.Errorf("a Write of git's config that keeps core.hooksPath was denied: %s", r)
+	}
+	if fileText(t, root, ".claude/settings.json") != settings {
+		t.Error("PreToolUse changed the settings")
+	}
+}

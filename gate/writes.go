@@ -1,0 +1,27 @@
+package gate
+
+import "context"
+
+// Writes is told of each file DES writes in the project, before and after
+// the write, so that a check of tool-call effects running at the same time
+// (internal/integrity) takes it for DES's own write and does not undo it.
+// A gate with a nil Writes tells nothing.
+type Writes interface {
+	// Expect announces that path is about to hold data (nil: be removed).
+	Expect(path string, data []byte) error
+	// Settle is called once the write is done.
+	Settle(ctx context.Context, path string) error
+}
+
+// Announced runs write, telling w about it. Telling is best effort: a
+// failure to tell only risks a concurrent check undoing the write, which
+// is no reason to leave the write undone.
+func Announced(ctx context.Context, w Writes, path string, data []byte, write func() error) error {
+	if w == nil {
+		return write()
+	}
+	_ = w.Expect(path, data)
+	err := write()
+	_ = w.Settle(context.WithoutCancel(ctx), path)
+	return err
+}

@@ -1,0 +1,279 @@
+package integrity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/deterministic-exec/des/internal/fileio"
+)
+
+// Begin is called before a watched tool call runs (PreToolUse). When no
+// other watched call is in flight, the disk is taken as the baseline: the
+// changes made between tool calls (a user's hand edit) are accepted. The
+// call is then recorded as in flight under id. w is the watched set of the
+// settings in force, nil when they could not be loaded (the baseline's own
+// is used). The call counts as in flight for at most lifetime
+// (InFlightLifetime when 0) if End never comes. It returns whether the
+// baseline was refreshed.
+func (c *Checker) Begin(ctx context.Context, id string, w *Watch, lifetime time.Duration) (bool, error) {
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	refreshed := false
+	if len(c.inFlight(id)) == 0 {
+		if err := c.refresh(ctx, w, false); err != nil {
+			return false, err
+		}
+		refreshed = true
+	} else if _, err := os.Lstat(c.manifestPath()); errors.Is(err, fs.ErrNotExist) {
+		if err := c.refresh(ctx, w, false); err != nil {
+			return false, err
+		}
+		refreshed = true
+	}
+	return refreshed, c.mark(id, lifetime)
+}
+
+// Cancel clears a call that will not run (denied at PreToolUse) from the
+// calls in flight.
+func (c *Checker) Cancel(id string) { c.unmark(id) }
+
+// End is called once a watched tool call has run (PostToolUse or
+// PostToolUseFailure): it compares every watched path with the baseline and
+// restores what changed outside an announced write, then clears the call
+// from the calls in flight, unless stillRunning (a command left running in
+// the background, whose later writes the next checks must still judge).
+// With no baseline it returns ErrNoBaseline.
+func (c *Checker) End(ctx context.Context, id string, stillRunning bool) (Report, error) {
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	defer unlock()
+	if !stillRunning {
+		defer c.unmark(id)
+	}
+	m, err := c.load()
+	if err != nil {
+		return Report{}, err
+	}
+	if m == nil {
+		// Begin records a baseline before every watched call: none now
+		// means the state directory was removed during the call (or DES
+		// was installed during it).
+		return Report{}, ErrNoBaseline
+	}
+	rep, changed, err := c.check(ctx, m)
+	if changed {
+		if serr := c.save(m); serr != nil && err == nil {
+			err = serr
+		}
+	}
+	return rep, err
+}
+
+// ErrCallsRunning is returned by Accept while watched calls are in flight:
+// what is on disk may be their doing.
+var ErrCallsRunning = errors.New("tool calls are running")
+
+// Check compares and restores like End, for a caller outside a tool call
+// (`hook integrity check`).
+func (c *Checker) Check(ctx context.Context) (Report, error) {
+	return c.End(ctx, "", true)
+}
+
+// check compares m with the disk and restores. It updates m (stat of
+// unchanged content, restored files, accepted writes); changed tells
+// whether m must be saved.
+func (c *Checker) check(ctx context.Context, m *manifest) (rep Report, changed bool, err error) {
+	ts, err := c.targets(ctx, m, false)
+	if err != nil {
+		return rep, false, err
+	}
+	all := map[string]target{}
+	for k, e := range m.Entries {
+		all[k] = target{key: k, kind: e.Kind, tree: e.Tree, keep: e.Keep}
+	}
+	for _, t := range ts {
+		if _, ok := all[t.key]; !ok {
+			all[t.key] = t
+		}
+	}
+	keys := make([]string, 0, len(all))
+	for k := range all {
+		keys = append(keys, k)
+	}
+	// Parents sort before their children: a directory is restored before
+	// what it holds.
+	sort.Strings(keys)
+	for _, key := range keys {
+		if err := ctx.Err(); err != nil {
+			return rep, changed, fmt.Errorf("integrity: the check ran out of time: %w", err)
+		}
+		t := all[key]
+		was, known := m.Entries[key]
+		if !known {
+			was = &entry{Kind: t.kind, Tree: t.tree, stat: stat{Type: typeAbsent}}
+		}
+		s, _, err := lstat(c.abs(key))
+		if err != nil {
+			return rep, changed, fmt.Errorf("integrity: %w", err)
+		}
+		if known && was.sameStat(s, m.Recorded) {
+			continue
+		}
+		now, data, err := c.snapshot(key, was.Kind, s)
+		if err != nil {
+			return rep, changed, err
+		}
+		now.Tree, now.Keep = was.Tree, was.Keep
+		if !known && was.Kind == KindDir && now.Type == typeDir {
+			// A new directory in a protected one holds nothing by itself;
+			// the files put in it are judged one by one. DES makes some
+			// (the pending records' directory).
+			m.Entries[key], changed = now, true
+			continue
+		}
+		if equivalent(was, now) {
+			if known && now.Type == typeFile {
+				if err := c.keep(now.SHA256, data); err != nil {
+					return rep, changed, err
+				}
+			}
+			if known {
+				m.Entries[key], changed = now, true
+			}
+			continue
+		}
+		sum := now.SHA256
+		if now.Type == typeAbsent {
+			sum = typeAbsent
+		}
+		if (now.Type == typeFile || now.Type == typeAbsent) && c.expected(key, sum) {
+			if now.Type == typeFile {
+				if err := c.keep(now.SHA256, data); err != nil {
+					return rep, changed, err
+				}
+			}
+			c.forget(key, sum)
+			c.put(m, key, now)
+			rep.Accepted = append(rep.Accepted, key)
+			changed = true
+			continue
+		}
+		ch := Change{Path: key, Kind: was.Kind, What: what(was, now), Was: was.Type, Now: now.Type}
+		if err := c.restore(key, was, now, data); err != nil {
+			ch.Error = err.Error()
+			c.logger.Error("integrity: cannot restore", "path", key, "err", err)
+		} else {
+			ch.Restored = true
+		}
+		rep.Changes = append(rep.Changes, ch)
+		// What is on disk now is the baseline again (a merged settings
+		// file included): record its stat so the next check is cheap.
+		if ch.Restored {
+			after, err := c.observe(key, was.Kind, was.Tree)
+			if err == nil {
+				after.Keep = was.Keep
+				c.put(m, key, after)
+			}
+		}
+		changed = true
+	}
+	return rep, changed, nil
+}
+
+// snapshot reads key as it is now (s is its lstat), without keeping a copy.
+func (c *Checker) snapshot(key, kind string, s stat) (*entry, []byte, error) {
+	e := &entry{Kind: kind, stat: s}
+	if s.Type != typeFile {
+		if kind == KindClaudeSettings || kind == KindGitConfig {
+			e.View = c.view(kind, nil)
+		}
+		return e, nil, nil
+	}
+	data, err := read(c.abs(key))
+	if err != nil {
+		return nil, nil, fmt.Errorf("integrity: %w", err)
+	}
+	e.SHA256 = hashOf(data)
+	if kind == KindClaudeSettings || kind == KindGitConfig {
+		e.View = c.view(kind, data)
+	}
+	return e, data, nil
+}
+
+// restore puts was back at key, where now (with content data) is found.
+func (c *Checker) restore(key string, was, now *entry, data []byte) error {
+	p := c.abs(key)
+	switch was.Type {
+	case typeAbsent:
+		if was.Kind == KindClaudeSettings || was.Kind == KindGitConfig {
+			if merged, ok := c.merge(was.Kind, data, nil); ok && now.Type == typeFile {
+				return fileio.WriteAtomic(p, merged)
+			}
+		}
+		return os.RemoveAll(p)
+	case typeDir:
+		if now.Type != typeDir {
+			if err := os.RemoveAll(p); err != nil {
+				return err
+			}
+			if err := os.MkdirAll(p, fs.FileMode(was.Mode)); err != nil {
+				return err
+			}
+		}
+		return os.Chmod(p, fs.FileMode(was.Mode))
+	case typeSymlink:
+		if err := os.RemoveAll(p); err != nil {
+			return err
+		}
+		return os.Symlink(was.Link, p)
+	case typeFile:
+		good, err := c.copyOf(was.SHA256)
+		if err != nil {
+			return err
+		}
+		if (was.Kind == KindClaudeSettings || was.Kind == KindGitConfig) && now.Type == typeFile {
+			if merged, ok := c.merge(was.Kind, data, good); ok {
+				good = merged
+			}
+		}
+		if now.Type != typeFile {
+			if err := os.RemoveAll(p); err != nil {
+				return err
+			}
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		// A new temporary file renamed over the path: a hard link the agent
+		// made to the old file keeps the old inode and is cut off.
+		if err := fileio.WriteAtomic(p, good); err != nil {
+			return err
+		}
+		return os.Chmod(p, fs.FileMode(was.Mode))
+	}
+	return fmt.Errorf("cannot restore a %s", was.Type)
+}
+
+// merge puts the compared part of the good content into the current one
+// (Claude Code's and git's own changes kept). ok is false when the current
+// content cannot be read as its format: the whole good copy is restored.
+func (c *Checker) merge(kind string, current, good []byte) ([]byte, bool) {
+	switch kind {
+	case KindClaudeSettings:
+		return mergeClaude(current, good, c.isDES)
+	case KindGitConfig:
+		return mergeGit(current, good)
+	}
+	return nil, false
+}

@@ -1,0 +1,625 @@
+// Package integrity checks the effect of tool calls on the files DES
+// depends on, and undoes what changed outside an allowed write.
+//
+// A shell command can write a file in more ways than any reading of the
+// command ahead of time can tell. So DES keeps, outside the project (in the
+// per-user state directory, internal/statedir), a baseline: a manifest
+// that records for each watched path its type, mode, size, times, inode,
+// link count and SHA-256 (or that it is absent), and a content-addressed
+// copy of each file's last good content. After a tool call that may write
+// anything (Bash, NotebookEdit, MCP tools), [Checker.End] compares every
+// watched path with the baseline, stat first and hashing only what stat
+// says may have changed, and restores what changed: a rewritten or deleted
+// file from its copy, a new file in a protected directory or a new guarded
+// document removed, a directory replaced by a file or a link recreated, a
+// mode put back. It needs neither settings nor policies: the watched set is
+// in the manifest, recorded when the settings last loaded, so a config that
+// no longer parses or a deleted .des/ is undone too.
+//
+// Changes that are allowed are never undone. Between tool calls (no watched
+// call in flight), [Checker.Begin] takes the disk as the new baseline: that
+// is how a user's hand edit is accepted. A write DES allowed (the write
+// guard's Write/Edit) or makes itself (a step rewrite, a run record) is
+// announced with [Checker.Expect] before it lands, with the content it will
+// have; a check that finds exactly that content takes it, and
+// [Checker.Settle] records it once the write is done.
+//
+// For the two Claude Code settings files only DES's own hook entries (and
+// disableAllHooks, which would switch them off) are compared and restored,
+// because Claude Code itself rewrites these files. For git's config only
+// core.hooksPath and include directives are, because git rewrites it.
+//
+// Every wait has a deadline: the lock on the state directory is taken with
+// the caller's context, and each file operation checks it.
+package integrity
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/deterministic-exec/des/internal/fileio"
+	"github.com/deterministic-exec/des/internal/filelock"
+)
+
+// Kinds of watched path: how it is compared and restored.
+const (
+	KindFile           = "file"            // the whole file
+	KindDir            = "dir"             // a directory (its type and mode; children are entries of their own)
+	KindClaudeSettings = "claude-settings" // only DES's hook entries and disableAllHooks
+	KindGitConfig      = "git-config"      // only core.hooksPath and include directives
+)
+
+// Types a path can have on disk.
+const (
+	typeAbsent  = "absent"
+	typeFile    = "file"
+	typeDir     = "dir"
+	typeSymlink = "symlink"
+	typeOther   = "other" // FIFO, device, socket: never DES's, never opened
+)
+
+// Limits. A watched file larger than maxFileSize is an error of the check
+// (DES's files are small); walks stop at maxWalk entries.
+const (
+	maxFileSize = 16 << 20
+	maxWalk     = 200000
+	maxTreeSize = 200000 // entries under the protected directories: an agent's flood of new files is removed, not a reason to stop
+)
+
+// Lifetimes of the records that let concurrent calls agree.
+const (
+	// InFlightLifetime bounds how long a call counts as running when its
+	// PostToolUse never comes: Claude Code's longest Bash timeout is 10
+	// minutes.
+	InFlightLifetime = 11 * time.Minute
+	// ExpectLifetime bounds how long an announced write may land.
+	ExpectLifetime = 11 * time.Minute
+	// stepRescan is how old the list of step directories may get before a
+	// refresh walks the project again.
+	stepRescan = 10 * time.Minute
+)
+
+// ErrNoBaseline is returned by End when no baseline was ever recorded.
+var ErrNoBaseline = errors.New("no integrity baseline recorded yet")
+
+// Watch is the part of the watched set that comes from the settings.
+// Paths and globs are slash-separated, relative to the project root.
+type Watch struct {
+	ConfigFile string   `json:"config_file"` // .des/config.json
+	Trees      []string `json:"trees"`       // protected directories: policy directories, run records
+	StateGlobs []string `json:"state_globs"` // workflow-state documents
+	StepGlobs  []string `json:"step_globs"`  // step files
+}
+
+// DefaultWatch is the watched set of the default settings, used when no
+// baseline has recorded one.
+func DefaultWatch() Watch {
+	return Watch{
+		ConfigFile: ".des/config.json",
+		Trees:      []string{".des/policies", ".des/runs"},
+		StateGlobs: []string{".des/state.json", ".isdlc/state.json", ".isdlc/projects/*/state.json"},
+		StepGlobs:  []string{"**/steps/*.json"},
+	}
+}
+
+// merge returns w with d's entries added (the defaults are always watched).
+func (w Watch) merge(d Watch) Watch {
+	out := Watch{ConfigFile: w.ConfigFile}
+	if out.ConfigFile == "" {
+		out.ConfigFile = d.ConfigFile
+	}
+	out.Trees = union(w.Trees, d.Trees)
+	out.StateGlobs = union(w.StateGlobs, d.StateGlobs)
+	out.StepGlobs = union(w.StepGlobs, d.StepGlobs)
+	return out
+}
+
+func union(a, b []string) []string {
+	var out []string
+	for _, s := range append(slices.Clone(a), b...) {
+		s = cleanRel(s)
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// cleanRel cleans a slash path; "" for the root or nothing.
+func cleanRel(s string) string {
+	s = filepath.ToSlash(filepath.Clean(filepath.FromSlash(strings.TrimPrefix(s, "./"))))
+	if s == "." {
+		return ""
+	}
+	return s
+}
+
+// Options configure a Checker.
+type Options struct {
+	Root     string // absolute project root
+	StateDir string // the project's state directory (statedir.Ensure); the checker uses StateDir/integrity
+	// IsDESCommand tells whether a hook command in Claude Code's settings
+	// runs DES. Nil: no entry is DES's (only disableAllHooks is watched).
+	IsDESCommand func(command string) bool
+	// UserFiles are files outside the project that can switch DES off for
+	// it, watched like their project counterparts: the user's Claude Code
+	// settings (disableAllHooks, DES's entries) and git's global config
+	// (core.hooksPath), by kind.
+	UserFiles map[string]string // absolute path -> KindClaudeSettings or KindGitConfig
+	Now       func() time.Time
+	Logger    *slog.Logger
+}
+
+// Checker compares and restores the watched files of one project.
+type Checker struct {
+	root, dir string
+	user      map[string]string
+	isDES     func(string) bool
+	now       func() time.Time
+	logger    *slog.Logger
+}
+
+// New returns a Checker. It touches nothing on disk.
+func New(o Options) *Checker {
+	c := &Checker{root: filepath.Clean(o.Root), dir: filepath.Join(o.StateDir, "integrity"), isDES: o.IsDESCommand, now: o.Now, logger: o.Logger, user: o.UserFiles}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	if c.isDES == nil {
+		c.isDES = func(string) bool { return false }
+	}
+	return c
+}
+
+// Dir is where the checker keeps its manifest and copies.
+func (c *Checker) Dir() string { return c.dir }
+
+// Change is one watched path found changed by End.
+type Change struct {
+	Path     string `json:"path"`     // relative to the root when inside it, else absolute; slash-separated
+	Kind     string `json:"kind"`     // KindFile, KindDir, KindClaudeSettings, KindGitConfig
+	What     string `json:"what"`     // modified, deleted, created, type, mode, linked, hooks, hooks_path
+	Was      string `json:"was"`      // type before
+	Now      string `json:"now"`      // type found
+	Restored bool   `json:"restored"` // the baseline is back on disk
+	Error    string `json:"error,omitempty"`
+}
+
+// Report is what End found.
+type Report struct {
+	Changes  []Change `json:"changes"`
+	Accepted []string `json:"accepted,omitempty"` // changes that were announced writes
+}
+
+// Restored reports whether every change was undone.
+func (r Report) Restored() bool {
+	for _, ch := range r.Changes {
+		if !ch.Restored {
+			return false
+		}
+	}
+	return true
+}
+
+// Paths lists the changed paths.
+func (r Report) Paths() []string {
+	out := make([]string, len(r.Changes))
+	for i, ch := range r.Changes {
+		out[i] = ch.Path
+	}
+	return out
+}
+
+// stat is what the cheap comparison looks at.
+type stat struct {
+	Type  string `json:"type"`
+	Mode  uint32 `json:"mode,omitempty"` // permission bits
+	Size  int64  `json:"size,omitempty"`
+	MTime int64  `json:"mtime,omitempty"`
+	CTime int64  `json:"ctime,omitempty"`
+	Ino   uint64 `json:"ino,omitempty"`
+	Nlink uint64 `json:"nlink,omitempty"`
+	Link  string `json:"link,omitempty"` // a symbolic link's target
+}
+
+// entry is one watched path in the manifest.
+type entry struct {
+	Kind string `json:"kind"`
+	stat
+	SHA256 string `json:"sha256,omitempty"` // of the whole file
+	View   string `json:"view,omitempty"`   // the compared part, for the partial kinds
+	Tree   string `json:"tree,omitempty"`   // the protected directory it is under
+	Keep   bool   `json:"keep,omitempty"`   // watched even when absent: a file appearing there is new
+}
+
+// manifest is the baseline.
+type manifest struct {
+	Version   int               `json:"version"`
+	Watch     Watch             `json:"watch"`
+	StepDirs  []string          `json:"step_dirs"` // directories that may hold step files (cached walk)
+	Scanned   time.Time         `json:"scanned"`   // when StepDirs was walked
+	Recorded  time.Time         `json:"recorded"`  // when the baseline was last taken from disk
+	GitHooks  string            `json:"git_hooks,omitempty"`
+	Entries   map[string]*entry `json:"entries"`
+	IgnoreNew []string          `json:"-"`
+}
+
+const manifestVersion = 1
+
+func (c *Checker) manifestPath() string { return filepath.Join(c.dir, "manifest.json") }
+func (c *Checker) objectPath(sum string) string {
+	return filepath.Join(c.dir, "objects", sum)
+}
+
+// lock takes the checker's lock, waiting at most until ctx is done.
+func (c *Checker) lock(ctx context.Context) (func(), error) {
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("integrity: %w", err)
+	}
+	l, err := filelock.Acquire(ctx, filepath.Join(c.dir, "lock"))
+	if err != nil {
+		return nil, fmt.Errorf("integrity: %w", err)
+	}
+	return func() { _ = l.Unlock() }, nil
+}
+
+func (c *Checker) load() (*manifest, error) {
+	data, err := fileio.ReadBounded(c.manifestPath(), 256<<20)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("integrity: read the baseline: %w", err)
+	}
+	var m manifest
+	if err := json.Unmarshal(data, &m); err != nil || m.Version != manifestVersion || m.Entries == nil {
+		// A damaged baseline cannot be trusted to restore from; the caller
+		// records a new one from disk.
+		return nil, fmt.Errorf("integrity: the baseline %s is damaged: %v", c.manifestPath(), err)
+	}
+	return &m, nil
+}
+
+func (c *Checker) save(m *manifest) error {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("integrity: %w", err)
+	}
+	if err := fileio.WriteAtomic(c.manifestPath(), data); err != nil {
+		return fmt.Errorf("integrity: save the baseline: %w", err)
+	}
+	return nil
+}
+
+// keep stores data as a content-addressed copy, once.
+func (c *Checker) keep(sum string, data []byte) error {
+	p := c.objectPath(sum)
+	if _, err := os.Lstat(p); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return fmt.Errorf("integrity: %w", err)
+	}
+	if err := fileio.WriteAtomic(p, data); err != nil {
+		return fmt.Errorf("integrity: keep a copy: %w", err)
+	}
+	return nil
+}
+
+// copyOf reads a kept copy and checks it against its name.
+func (c *Checker) copyOf(sum string) ([]byte, error) {
+	data, err := fileio.ReadBounded(c.objectPath(sum), maxFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("integrity: the last good copy %s: %w", sum, err)
+	}
+	if hashOf(data) != sum {
+		return nil, fmt.Errorf("integrity: the last good copy %s is damaged", sum)
+	}
+	return data, nil
+}
+
+func hashOf(data []byte) string {
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
+}
+
+// key names a path in the manifest: slash-separated, relative to the root
+// when inside it, else absolute.
+func (c *Checker) key(abs string) string {
+	if rel, err := filepath.Rel(c.root, abs); err == nil && rel != "." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != ".." {
+		return filepath.ToSlash(rel)
+	}
+	return filepath.ToSlash(abs)
+}
+
+// abs is the inverse of key.
+func (c *Checker) abs(key string) string {
+	p := filepath.FromSlash(key)
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.root, p)
+}
+
+// lstat reads a path's stat without following a final link.
+func lstat(p string) (stat, fs.FileInfo, error) {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return stat{Type: typeAbsent}, nil, nil
+	}
+	if err != nil {
+		return stat{}, nil, err
+	}
+	s := stat{Mode: uint32(fi.Mode().Perm()), MTime: fi.ModTime().UnixNano()}
+	switch {
+	case fi.Mode().IsRegular():
+		s.Type, s.Size = typeFile, fi.Size()
+	case fi.IsDir():
+		s.Type = typeDir
+	case fi.Mode()&fs.ModeSymlink != 0:
+		s.Type = typeSymlink
+		s.Link, _ = os.Readlink(p)
+	default:
+		s.Type = typeOther
+	}
+	sysStat(fi, &s)
+	return s, fi, nil
+}
+
+// sameStat reports whether stat shows no change. A file modified within
+// the second the baseline was taken may share its modification time with
+// the recorded one ("racy", as git calls it), so it is always hashed.
+func (e *entry) sameStat(s stat, recorded time.Time) bool {
+	if e.stat != s {
+		return false
+	}
+	if e.Type == typeFile && recorded.UnixNano()-e.MTime < int64(2*time.Second) {
+		return false
+	}
+	return true
+}
+
+// read reads a regular file's content, bounded.
+func read(p string) ([]byte, error) {
+	return fileio.ReadBounded(p, maxFileSize)
+}
+
+// observe records path as it is now: stat, hash and view, keeping a copy.
+func (c *Checker) observe(key, kind, tree string) (*entry, error) {
+	p := c.abs(key)
+	s, _, err := lstat(p)
+	if err != nil {
+		return nil, err
+	}
+	e := &entry{Kind: kind, stat: s, Tree: tree}
+	if s.Type != typeFile {
+		if kind == KindClaudeSettings || kind == KindGitConfig {
+			e.View = c.view(kind, nil)
+		}
+		return e, nil
+	}
+	data, err := read(p)
+	if err != nil {
+		return nil, err
+	}
+	e.SHA256 = hashOf(data)
+	if kind == KindClaudeSettings || kind == KindGitConfig {
+		e.View = c.view(kind, data)
+	}
+	if err := c.keep(e.SHA256, data); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// view is the compared part of a partial kind's content.
+func (c *Checker) view(kind string, data []byte) string {
+	switch kind {
+	case KindClaudeSettings:
+		return claudeView(data, c.isDES)
+	case KindGitConfig:
+		return gitView(data)
+	}
+	return ""
+}
+
+// equivalent reports whether now holds what was (the compared part).
+func equivalent(was, now *entry) bool {
+	if was.Type != now.Type {
+		return was.Kind != KindFile && was.Kind != KindDir && was.View == now.View && (was.Type == typeAbsent || now.Type == typeAbsent)
+	}
+	switch was.Kind {
+	case KindClaudeSettings, KindGitConfig:
+		return was.View == now.View
+	case KindDir:
+		return was.Mode == now.Mode && was.Link == now.Link
+	}
+	if was.Type == typeSymlink {
+		return was.Link == now.Link
+	}
+	// A new hard link to a watched file lets a later write through the
+	// link change it: the file is replaced (restored) so the link is cut.
+	return was.SHA256 == now.SHA256 && was.Mode == now.Mode && (now.Nlink <= max(was.Nlink, 1))
+}
+
+// what names the change from was to now.
+func what(was, now *entry) string {
+	switch {
+	case was.Type == typeAbsent:
+		return "created"
+	case now.Type == typeAbsent:
+		return "deleted"
+	case was.Type != now.Type:
+		return "type"
+	case was.Kind == KindClaudeSettings:
+		return "hooks"
+	case was.Kind == KindGitConfig:
+		return "hooks_path"
+	case was.SHA256 != now.SHA256 || was.Link != now.Link:
+		return "modified"
+	case was.Mode != now.Mode:
+		return "mode"
+	default:
+		return "linked"
+	}
+}
+
+// Expect announces a write that is allowed: path will hold data (nil: it
+// will be removed). A check that finds exactly that content takes it as
+// the new baseline instead of undoing it. Call it before the write lands.
+func (c *Checker) Expect(path string, data []byte) error {
+	sum := typeAbsent
+	if data != nil {
+		sum = hashOf(data)
+	}
+	return c.expectSum(path, sum)
+}
+
+func (c *Checker) expectSum(path, sum string) error {
+	dir := filepath.Join(c.dir, "expect")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("integrity: %w", err)
+	}
+	name := filepath.Join(dir, expectName(c.key(c.absPath(path)), sum))
+	// The file's time is its age; its content names the path for a reader.
+	if err := os.WriteFile(name, []byte(c.key(c.absPath(path))+"\n"), 0o600); err != nil {
+		return fmt.Errorf("integrity: announce a write: %w", err)
+	}
+	now := c.now()
+	_ = os.Chtimes(name, now, now)
+	return nil
+}
+
+func expectName(key, sum string) string {
+	k := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(k[:12]) + "-" + sum
+}
+
+// expected reports whether a live announcement says key may hold sum, and
+// consumes it.
+func (c *Checker) expected(key, sum string) bool {
+	name := filepath.Join(c.dir, "expect", expectName(key, sum))
+	fi, err := os.Lstat(name)
+	if err != nil {
+		return false
+	}
+	if c.now().Sub(fi.ModTime()) > ExpectLifetime {
+		_ = os.Remove(name)
+		return false
+	}
+	return true
+}
+
+func (c *Checker) forget(key, sum string) {
+	_ = os.Remove(filepath.Join(c.dir, "expect", expectName(key, sum)))
+}
+
+// absPath makes a path absolute against the root, links in the directory
+// part left as they are (the manifest keys paths as DES names them).
+func (c *Checker) absPath(p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(c.root, p)
+	}
+	return filepath.Clean(p)
+}
+
+// Settle records an announced write once it has landed: when path holds
+// what Expect announced, the baseline takes it; otherwise nothing changes
+// (and a later check undoes what is there). Paths the baseline does not
+// watch are ignored.
+func (c *Checker) Settle(ctx context.Context, path string) error {
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	m, err := c.load()
+	if err != nil || m == nil {
+		return err
+	}
+	key := c.key(c.absPath(path))
+	was, ok := m.Entries[key]
+	kind, tree := KindFile, ""
+	if ok {
+		kind, tree = was.Kind, was.Tree
+	} else if tree = c.treeOf(m, key); tree == "" && !c.isGuardedDoc(m, key) {
+		return nil
+	}
+	now, err := c.observe(key, kind, tree)
+	if err != nil {
+		return err
+	}
+	now.Keep = ok && was.Keep
+	sum := now.SHA256
+	if now.Type == typeAbsent {
+		sum = typeAbsent
+	}
+	if !c.expected(key, sum) {
+		return nil
+	}
+	c.forget(key, sum)
+	c.put(m, key, now)
+	return c.save(m)
+}
+
+// put records e for key; an absent path that is not a literal watched
+// path leaves the manifest.
+func (c *Checker) put(m *manifest, key string, e *entry) {
+	if e.Type == typeAbsent && !e.Keep {
+		delete(m.Entries, key)
+		return
+	}
+	m.Entries[key] = e
+	if e.Type == typeFile && e.Kind == KindFile && matchAny(m.Watch.StepGlobs, key) {
+		d := pathDir(key)
+		if !slices.Contains(m.StepDirs, d) {
+			m.StepDirs = append(m.StepDirs, d)
+			sort.Strings(m.StepDirs)
+		}
+	}
+}
+
+// Accept takes every watched path as it is now as the new baseline, as
+// Begin does between calls, walking the project again for step files; for
+// `hook integrity accept` after a hand edit. It refuses while watched calls
+// are in flight (ErrCallsRunning, with their ids): what is on disk may be
+// their doing, and a command must not accept its own changes.
+func (c *Checker) Accept(ctx context.Context, w *Watch) error {
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if running := c.inFlight(""); len(running) > 0 {
+		return fmt.Errorf("integrity: %w: %s (each counts until its PostToolUse, or until %s after it started)", ErrCallsRunning, strings.Join(running, ", "), InFlightLifetime)
+	}
+	return c.refresh(ctx, w, true)
+}
+
+// bytesHasAny reports whether data contains any of the needles.
+func bytesHasAny(data []byte, needles ...string) bool {
+	for _, n := range needles {
+		if bytes.Contains(data, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}

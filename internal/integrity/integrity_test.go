@@ -1,0 +1,304 @@
+package integrity
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+const desHook = "/opt/des/hook"
+
+func isDES(cmd string) bool { return strings.HasPrefix(cmd, desHook) }
+
+// project makes a project with DES's files, a step file, a workflow state
+// and Claude Code settings holding DES's hooks and one of the user's.
+func project(t *testing.T) (root string, c *Checker) {
+	t.Helper()
+	root = t.TempDir()
+	files := map[string]string{
+		".des/config.json":                  `{"stale_threshold_minutes": 30}`,
+		".des/policies/team.rego":           "package des.gates.tool_use\n",
+		".des/runs/toolu_1.json":            `{"step_file": "docs/steps/01-01.json"}`,
+		".isdlc/state.json":                 `{"state_version": 1}`,
+		"docs/feature/x/steps/01-01.json":   `{"task_id": "01-01", "tdd_cycle": {}}`,
+		"src/onboarding/steps/welcome.json": `{"title": "hi"}`,
+		".claude/settings.json":             `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "` + desHook + `"}, {"type": "command", "command": "lint"}]}]}, "permissions": {"allow": []}}`,
+	}
+	for p, s := range files {
+		write(t, root, p, s)
+	}
+	c = New(Options{Root: root, StateDir: t.TempDir(), IsDESCommand: isDES})
+	if _, err := c.Begin(context.Background(), "toolu_setup", nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.End(context.Background(), "toolu_setup", false); err != nil {
+		t.Fatal(err)
+	}
+	return root, c
+}
+
+func write(t *testing.T, root, p, s string) {
+	t.Helper()
+	abs := filepath.Join(root, p)
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(abs, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, root, p string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, p))
+	if err != nil {
+		t.Fatalf("read %s: %v", p, err)
+	}
+	return string(data)
+}
+
+// call runs fn as a watched tool call and returns what End found.
+func call(t *testing.T, c *Checker, id string, fn func()) Report {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.Begin(ctx, id, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	fn()
+	rep, err := c.End(ctx, id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func sh(t *testing.T, root, script string) {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("needs a POSIX shell")
+	}
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Logf("sh %q: %v\n%s", script, err, out)
+	}
+}
+
+func TestRestoresDeletedDESDirectory(t *testing.T) {
+	root, c := project(t)
+	rep := call(t, c, "toolu_a", func() { sh(t, root, "rm -rf .des") })
+	if len(rep.Changes) == 0 || !rep.Restored() {
+		t.Fatalf("report = %+v, want restored changes", rep)
+	}
+	if got := readFile(t, root, ".des/config.json"); got != `{"stale_threshold_minutes": 30}` {
+		t.Errorf("config = %q", got)
+	}
+	readFile(t, root, ".des/policies/team.rego")
+	readFile(t, root, ".des/runs/toolu_1.json")
+}
+
+func TestRestoresRewrittenFilesAndRemovesNewOnes(t *testing.T) {
+	root, c := project(t)
+	rep := call(t, c, "toolu_a", func() {
+		sh(t, root, `echo x > .des/config.json; echo 'package evil' > .des/policies/evil.rego; mkdir -p .des/policies/sub && echo y > .des/policies/sub/z.rego;
+			python3 -c "open('.isdlc/state.json','w').write('{}')" 2>/dev/null || echo '{}' > .isdlc/state.json; echo '{}' > .des/state.json;
+			echo '{"tdd_cycle": 1}' > docs/feature/x/steps/01-02.json; rm docs/feature/x/steps/01-01.json; echo changed > src/onboarding/steps/welcome.json`)
+	})
+	if !rep.Restored() {
+		t.Fatalf("not all restored: %+v", rep)
+	}
+	if got := readFile(t, root, ".des/config.json"); !strings.Contains(got, "stale") {
+		t.Errorf("config = %q", got)
+	}
+	for _, p := range []string{".des/policies/evil.rego", ".des/policies/sub/z.rego", ".des/state.json", "docs/feature/x/steps/01-02.json"} {
+		if _, err := os.Lstat(filepath.Join(root, p)); !os.IsNotExist(err) {
+			t.Errorf("%s still there (%v)", p, err)
+		}
+	}
+	if got := readFile(t, root, ".isdlc/state.json"); got != `{"state_version": 1}` {
+		t.Errorf("state = %q", got)
+	}
+	readFile(t, root, "docs/feature/x/steps/01-01.json")
+	// Not a DES step file: not watched.
+	if got := readFile(t, root, "src/onboarding/steps/welcome.json"); got != "changed\n" {
+		t.Errorf("a JSON file under steps/ that is not a step was restored: %q", got)
+	}
+}
+
+func TestHardLinkModeAndSymlink(t *testing.T) {
+	root, c := project(t)
+	rep := call(t, c, "toolu_a", func() {
+		sh(t, root, `ln .des/config.json c.json && echo '{"guarded_state_files":["none"]}' > c.json; chmod 600 .isdlc/state.json;
+			mv .des/policies /tmp/ignored-$$ 2>/dev/null; ln -s /tmp .des/policies`)
+	})
+	if !rep.Restored() || len(rep.Changes) < 3 {
+		t.Fatalf("report = %+v", rep)
+	}
+	if got := readFile(t, root, ".des/config.json"); !strings.Contains(got, "stale") {
+		t.Errorf("config = %q", got)
+	}
+	fi, err := os.Lstat(filepath.Join(root, ".des/policies"))
+	if err != nil || !fi.IsDir() {
+		t.Errorf(".des/policies = %v, %v; want a directory", fi, err)
+	}
+	readFile(t, root, ".des/policies/team.rego")
+	if fi, _ := os.Stat(filepath.Join(root, ".isdlc/state.json")); fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode = %v", fi.Mode())
+	}
+	// A write through the link no longer reaches the config.
+	write(t, root, "c.json", "again")
+	if got := readFile(t, root, ".des/config.json"); !strings.Contains(got, "stale") {
+		t.Errorf("the hard link still reaches the config: %q", got)
+	}
+}
+
+func TestClaudeSettingsOnlyDESHooks(t *testing.T) {
+	root, c := project(t)
+	rep := call(t, c, "toolu_a", func() {
+		// Claude Code adds a permission (legitimate); the agent removes DES's hook.
+		write(t, root, ".claude/settings.json", `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint"}]}]}, "permissions": {"allow": ["Bash(ls)"]}, "model": "x"}`)
+	})
+	if len(rep.Changes) != 1 || rep.Changes[0].What != "hooks" || !rep.Restored() {
+		t.Fatalf("report = %+v", rep)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(readFile(t, root, ".claude/settings.json")), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["model"] != "x" || !strings.Contains(readFile(t, root, ".claude/settings.json"), "Bash(ls)") {
+		t.Errorf("Claude Code's own change was lost: %v", doc)
+	}
+	if !strings.Contains(readFile(t, root, ".claude/settings.json"), desHook) {
+		t.Errorf("DES's hook not restored")
+	}
+	// A rewrite that keeps DES's hooks is no change at all.
+	rep = call(t, c, "toolu_b", func() {
+		write(t, root, ".claude/settings.json", `{"permissions": {"allow": ["Bash(cat)"]}, "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "`+desHook+`"}]}]}}`)
+	})
+	if len(rep.Changes) != 0 {
+		t.Fatalf("a legitimate rewrite was reported: %+v", rep)
+	}
+	// disableAllHooks in the local settings is undone; the file stays.
+	rep = call(t, c, "toolu_c", func() {
+		write(t, root, ".claude/settings.local.json", `{"disableAllHooks": true, "permissions": {"allow": ["Bash(x)"]}}`)
+	})
+	if len(rep.Changes) != 1 || strings.Contains(readFile(t, root, ".claude/settings.local.json"), "disableAllHooks") {
+		t.Fatalf("report = %+v, file %s", rep, readFile(t, root, ".claude/settings.local.json"))
+	}
+	// Garbage: the whole last good copy is back.
+	rep = call(t, c, "toolu_d", func() { write(t, root, ".claude/settings.json", "{}") })
+	if len(rep.Changes) != 1 || !strings.Contains(readFile(t, root, ".claude/settings.json"), desHook) {
+		t.Fatalf("report = %+v", rep)
+	}
+}
+
+func TestAnnouncedWriteIsKept(t *testing.T) {
+	root, c := project(t)
+	next := `{"state_version": 2}`
+	rep := call(t, c, "toolu_a", func() {
+		if err := c.Expect(filepath.Join(root, ".isdlc/state.json"), []byte(next)); err != nil {
+			t.Fatal(err)
+		}
+		write(t, root, ".isdlc/state.json", next)
+	})
+	if len(rep.Changes) != 0 || len(rep.Accepted) != 1 {
+		t.Fatalf("report = %+v", rep)
+	}
+	if got := readFile(t, root, ".isdlc/state.json"); got != next {
+		t.Errorf("state = %q", got)
+	}
+	// Another content at the same path is not the announced one.
+	rep = call(t, c, "toolu_b", func() { write(t, root, ".isdlc/state.json", `{"state_version": 9}`) })
+	if len(rep.Changes) != 1 || readFile(t, root, ".isdlc/state.json") != next {
+		t.Fatalf("report = %+v", rep)
+	}
+	// Settle records an announced write outside a check.
+	if err := c.Expect(".des/runs/toolu_2.json", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, root, ".des/runs/toolu_2.json", "{}")
+	if err := c.Settle(context.Background(), ".des/runs/toolu_2.json"); err != nil {
+		t.Fatal(err)
+	}
+	rep = call(t, c, "toolu_c", func() {})
+	if len(rep.Changes) != 0 {
+		t.Fatalf("a settled write was undone: %+v", rep)
+	}
+	readFile(t, root, ".des/runs/toolu_2.json")
+}
+
+func TestHandEditBetweenCallsIsAcceptedButNotWhileACallRuns(t *testing.T) {
+	root, c := project(t)
+	ctx := context.Background()
+	write(t, root, ".des/config.json", `{"stale_threshold_minutes": 45}`)
+	rep := call(t, c, "toolu_a", func() {})
+	if len(rep.Changes) != 0 || !strings.Contains(readFile(t, root, ".des/config.json"), "45") {
+		t.Fatalf("hand edit undone: %+v", rep)
+	}
+	// One agent's command is running; another agent's call starts.
+	if _, err := c.Begin(ctx, "toolu_long", nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	write(t, root, ".des/config.json", `{"stale_threshold_minutes": 1}`) // the running command's write
+	refreshed, err := c.Begin(ctx, "toolu_other", nil, 0)
+	if err != nil || refreshed {
+		t.Fatalf("Begin while a call runs: refreshed=%v err=%v", refreshed, err)
+	}
+	rep, err = c.End(ctx, "toolu_other", false)
+	if err != nil || len(rep.Changes) != 1 || !strings.Contains(readFile(t, root, ".des/config.json"), "45") {
+		t.Fatalf("the running command's write was accepted: %+v %v", rep, err)
+	}
+	if _, err := c.End(ctx, "toolu_long", false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGitHooksPath(t *testing.T) {
+	root, c0 := project(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	sh(t, root, "git init -q . && git config user.email a@b && mkdir -p .git/hooks && printf '#!/bin/sh\\nexec hook precommit\\n' > .git/hooks/pre-commit && chmod 755 .git/hooks/pre-commit")
+	c := New(Options{Root: root, StateDir: filepath.Dir(c0.Dir()), IsDESCommand: isDES})
+	rep := call(t, c, "toolu_a", func() {
+		sh(t, root, "git config core.hooksPath /dev/null && git config user.name someone && rm .git/hooks/pre-commit")
+	})
+	if len(rep.Changes) != 2 || !rep.Restored() {
+		t.Fatalf("report = %+v", rep)
+	}
+	cfg := readFile(t, root, ".git/config")
+	if strings.Contains(cfg, "hooksPath") || !strings.Contains(cfg, "someone") {
+		t.Errorf("config = %s", cfg)
+	}
+	if fi, err := os.Stat(filepath.Join(root, ".git/hooks/pre-commit")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("pre-commit = %v %v", fi, err)
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	_, c := project(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	time.Sleep(time.Millisecond)
+	if _, err := c.End(ctx, "toolu_x", false); err == nil {
+		t.Fatal("End past its deadline succeeded")
+	}
+}
+
+func TestCommandRunsExecutable(t *testing.T) {
+	exe, _ := os.Executable()
+	for _, cmd := range []string{exe, "'" + exe + "' --x", `"` + exe + `"`} {
+		if !CommandRunsExecutable(cmd, exe, "/") {
+			t.Errorf("%q not recognised", cmd)
+		}
+	}
+	if CommandRunsExecutable("lint "+exe, exe, "/") {
+		t.Error("a command that names the executable as an argument was taken for it")
+	}
+}

@@ -1,0 +1,352 @@
+package integrity
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// claudeDES is the part of a Claude Code settings file DES compares: its
+// own hook entries, kept with their event and matcher, and disableAllHooks,
+// which switches every hook off.
+type claudeDES struct {
+	Hooks           map[string][]claudeGroup `json:"hooks,omitempty"`
+	DisableAllHooks json.RawMessage          `json:"disableAllHooks,omitempty"`
+}
+
+type claudeGroup struct {
+	Matcher json.RawMessage   `json:"matcher,omitempty"`
+	Hooks   []json.RawMessage `json:"hooks"`
+}
+
+// claudeParts reads a settings file's DES part; ok is false when data is
+// not a JSON object (absent counts as an empty object).
+func claudeParts(data []byte, isDES func(string) bool) (doc map[string]json.RawMessage, part claudeDES, ok bool) {
+	doc = map[string]json.RawMessage{}
+	if data != nil {
+		if err := json.Unmarshal(data, &doc); err != nil || doc == nil {
+			return nil, part, false
+		}
+	}
+	part.DisableAllHooks = doc["disableAllHooks"]
+	var hooks map[string][]struct {
+		Matcher json.RawMessage   `json:"matcher"`
+		Hooks   []json.RawMessage `json:"hooks"`
+	}
+	if raw, found := doc["hooks"]; found && json.Unmarshal(raw, &hooks) != nil {
+		hooks = nil // a hooks value Claude Code cannot read holds no DES hook
+	}
+	for event, groups := range hooks {
+		for _, g := range groups {
+			var mine []json.RawMessage
+			for _, h := range g.Hooks {
+				var cmd struct {
+					Command string `json:"command"`
+				}
+				if json.Unmarshal(h, &cmd) == nil && cmd.Command != "" && isDES(cmd.Command) {
+					mine = append(mine, compact(h))
+				}
+			}
+			if len(mine) > 0 {
+				if part.Hooks == nil {
+					part.Hooks = map[string][]claudeGroup{}
+				}
+				part.Hooks[event] = append(part.Hooks[event], claudeGroup{Matcher: compact(g.Matcher), Hooks: mine})
+			}
+		}
+	}
+	return doc, part, true
+}
+
+func compact(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
+// claudeView is the compared part as canonical JSON; a file that is not a
+// JSON object has none (Claude Code would not run hooks from it either).
+func claudeView(data []byte, isDES func(string) bool) string {
+	_, part, ok := claudeParts(data, isDES)
+	if !ok {
+		return ""
+	}
+	out, _ := json.Marshal(part)
+	if string(out) == "{}" {
+		return ""
+	}
+	return string(out)
+}
+
+// mergeClaude returns current with its DES part replaced by good's: DES's
+// hook entries removed wherever they are and good's added back, and
+// disableAllHooks as good has it. Every other key, Claude Code's own, is
+// kept. ok is false when current is not a JSON object.
+func mergeClaude(current, good []byte, isDES func(string) bool) ([]byte, bool) {
+	doc, _, ok := claudeParts(current, isDES)
+	if !ok {
+		return nil, false
+	}
+	_, want, gok := claudeParts(good, isDES)
+	if !gok {
+		want = claudeDES{}
+	}
+	var hooks map[string][]map[string]json.RawMessage
+	if raw, found := doc["hooks"]; found {
+		if json.Unmarshal(raw, &hooks) != nil {
+			hooks = nil // replaced: it could not hold hooks Claude Code runs
+		}
+	}
+	if hooks == nil {
+		hooks = map[string][]map[string]json.RawMessage{}
+	}
+	for event, groups := range hooks {
+		var kept []map[string]json.RawMessage
+		for _, g := range groups {
+			var hs []json.RawMessage
+			if json.Unmarshal(g["hooks"], &hs) != nil {
+				kept = append(kept, g)
+				continue
+			}
+			var rest []json.RawMessage
+			for _, h := range hs {
+				var cmd struct {
+					Command string `json:"command"`
+				}
+				if json.Unmarshal(h, &cmd) == nil && cmd.Command != "" && isDES(cmd.Command) {
+					continue
+				}
+				rest = append(rest, h)
+			}
+			if len(rest) == 0 && len(hs) > 0 {
+				continue // the group held only DES's hooks
+			}
+			if len(rest) != len(hs) {
+				g["hooks"], _ = json.Marshal(rest)
+			}
+			kept = append(kept, g)
+		}
+		hooks[event] = kept
+	}
+	for event, groups := range want.Hooks {
+		for _, g := range groups {
+			m := map[string]json.RawMessage{}
+			if len(g.Matcher) > 0 {
+				m["matcher"] = g.Matcher
+			}
+			m["hooks"], _ = json.Marshal(g.Hooks)
+			hooks[event] = append(hooks[event], m)
+		}
+	}
+	for event, groups := range hooks {
+		if len(groups) == 0 {
+			delete(hooks, event)
+		}
+	}
+	if len(hooks) > 0 {
+		doc["hooks"], _ = json.Marshal(hooks)
+	} else {
+		delete(doc, "hooks")
+	}
+	if len(want.DisableAllHooks) > 0 {
+		doc["disableAllHooks"] = want.DisableAllHooks
+	} else {
+		delete(doc, "disableAllHooks")
+	}
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, false
+	}
+	return append(out, '\n'), true
+}
+
+// DESHooksChanged reports whether after changes the part of a Claude Code
+// settings file DES guards (its hook entries, disableAllHooks) from before;
+// nil is an absent file.
+func DESHooksChanged(before, after []byte, isDES func(string) bool) bool {
+	return claudeView(before, isDES) != claudeView(after, isDES)
+}
+
+// HooksPathChanged reports whether after changes core.hooksPath or the
+// include directives of a git config file from before.
+func HooksPathChanged(before, after []byte) bool { return gitView(before) != gitView(after) }
+
+// gitConf is the compared part of git's config file: core.hooksPath and
+// the include directives (an included file could set it).
+type gitConf struct {
+	HooksPath []string `json:"hooks_path,omitempty"`
+	Includes  []string `json:"includes,omitempty"`
+}
+
+// parseGit reads the compared part of a git config file. It follows git's
+// syntax as far as these keys need: section headers (case-insensitive
+// names, quoted subsections), "key = value" lines, comments.
+func parseGit(data []byte) gitConf {
+	var g gitConf
+	section := ""
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), maxFileSize)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if line[0] == '[' {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				continue
+			}
+			section = strings.ToLower(strings.TrimSpace(line[1:end]))
+			if name, sub, found := strings.Cut(section, " "); found {
+				section = name + " " + strings.TrimSpace(sub)
+			}
+			line = strings.TrimSpace(line[end+1:])
+			if line == "" {
+				continue
+			}
+		}
+		key, value, _ := strings.Cut(line, "=")
+		key = strings.ToLower(strings.TrimSpace(key))
+		value = strings.Trim(strings.TrimSpace(value), `"`)
+		switch {
+		case section == "core" && key == "hookspath":
+			g.HooksPath = append(g.HooksPath, value)
+		case (section == "include" || strings.HasPrefix(section, "includeif ")) && key == "path":
+			g.Includes = append(g.Includes, section+" "+value)
+		}
+	}
+	return g
+}
+
+func gitView(data []byte) string {
+	g := parseGit(data)
+	if len(g.HooksPath) == 0 && len(g.Includes) == 0 {
+		return ""
+	}
+	out, _ := json.Marshal(g)
+	return string(out)
+}
+
+// hooksPathOf is the core.hooksPath a view records (git takes the last).
+func hooksPathOf(view string) string {
+	var g gitConf
+	if json.Unmarshal([]byte(view), &g) != nil || len(g.HooksPath) == 0 {
+		return ""
+	}
+	return g.HooksPath[len(g.HooksPath)-1]
+}
+
+// mergeGit returns current with core.hooksPath as good has it. When the
+// include directives differ, ok is false and the whole good copy is
+// restored: an include can hide any setting.
+func mergeGit(current, good []byte) ([]byte, bool) {
+	cur, want := parseGit(current), parseGit(good)
+	if !slices.Equal(cur.Includes, want.Includes) {
+		return nil, false
+	}
+	var out bytes.Buffer
+	section, inserted := "", false
+	for _, line := range strings.SplitAfter(string(current), "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "[") {
+			if end := strings.IndexByte(t, ']'); end > 0 {
+				section = strings.ToLower(strings.TrimSpace(t[1:end]))
+			}
+		}
+		if section == "core" && !strings.HasPrefix(t, "[") {
+			key, _, _ := strings.Cut(t, "=")
+			if strings.ToLower(strings.TrimSpace(key)) == "hookspath" {
+				continue
+			}
+		}
+		out.WriteString(line)
+		if section == "core" && strings.HasPrefix(t, "[") && !inserted {
+			if !strings.HasSuffix(line, "\n") {
+				out.WriteString("\n")
+			}
+			for _, v := range want.HooksPath {
+				out.WriteString("\thooksPath = " + v + "\n")
+			}
+			inserted = true
+		}
+	}
+	if !inserted && len(want.HooksPath) > 0 {
+		if out.Len() > 0 && !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
+			out.WriteString("\n")
+		}
+		out.WriteString("[core]\n")
+		for _, v := range want.HooksPath {
+			out.WriteString("\thooksPath = " + v + "\n")
+		}
+	}
+	return out.Bytes(), true
+}
+
+// CommandRunsExecutable reports whether a hook command from Claude Code's
+// settings runs the program exe: its first shell word, unquoted, with
+// $CLAUDE_PROJECT_DIR (root) and a leading ~ expanded, names the same file.
+// It is the usual IsDESCommand.
+func CommandRunsExecutable(command, exe, root string) bool {
+	word := firstWord(command)
+	if word == "" {
+		return false
+	}
+	for _, v := range []string{"${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR"} {
+		word = strings.ReplaceAll(word, v, root)
+	}
+	if strings.HasPrefix(word, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			word = filepath.Join(home, word[2:])
+		}
+	}
+	if word == exe {
+		return true
+	}
+	a, err1 := os.Stat(word)
+	b, err2 := os.Stat(exe)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
+// firstWord is the first word of a POSIX shell command, quotes removed;
+// "" when it cannot be read simply.
+func firstWord(s string) string {
+	s = strings.TrimLeft(s, " \t")
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; ch {
+		case ' ', '\t', '\n', ';', '&', '|':
+			return b.String()
+		case '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return ""
+			}
+			b.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+		case '"':
+			j := strings.IndexByte(s[i+1:], '"')
+			if j < 0 {
+				return ""
+			}
+			b.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+		case '\\':
+			if i+1 < len(s) {
+				b.WriteByte(s[i+1])
+				i++
+			}
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	return b.String()
+}

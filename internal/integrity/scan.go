@@ -1,0 +1,516 @@
+package integrity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/deterministic-exec/des/internal/glob"
+)
+
+// target is a path the baseline watches.
+type target struct {
+	key, kind, tree string
+	keep            bool // recorded even when absent: a file appearing there is new
+}
+
+// Claude Code's project settings files, where DES's hooks live.
+var claudeSettings = []string{".claude/settings.json", ".claude/settings.local.json"}
+
+// skipDirs are never walked for step files: they are not the project's
+// documents, and they can be huge.
+var skipDirs = map[string]bool{".git": true, "node_modules": true, "vendor": true}
+
+// tempName matches the temporary files DES's writers rename into place
+// (os.CreateTemp's ".run-*", fileio.WriteAtomic's ".NAME.tmp-*"): a check
+// must not remove one between its creation and its rename. The names end
+// in digits, so no policy or data loader takes them for its own.
+var tempName = regexp.MustCompile(`^\.(run-|.+\.tmp-)[0-9]+$`)
+
+// stepName is the conventional name of a DES step file.
+var stepName = regexp.MustCompile(`^[0-9]+-[0-9]+\.json$`)
+
+// looksLikeStep tells a DES step file from any JSON file under a "steps"
+// folder (a CI workflow's, an onboarding flow's): its conventional name, or
+// a key only a step file has.
+func looksLikeStep(name string, data []byte) bool {
+	return stepName.MatchString(name) || bytesHasAny(data, `"tdd_cycle"`, `"task_specification"`, `"phase_execution_log"`)
+}
+
+func isMeta(s string) bool { return strings.ContainsAny(s, "*?[\\") }
+
+func matchAny(globs []string, key string) bool {
+	for _, g := range globs {
+		if glob.Match(g, key) {
+			return true
+		}
+	}
+	return false
+}
+
+func pathDir(key string) string {
+	d := path.Dir(key)
+	if d == "." {
+		return ""
+	}
+	return d
+}
+
+// deepGlobs are the globs a directory walk finds ("**"), as opposed to
+// those filepath.Glob expands.
+func deepGlobs(w Watch) []string {
+	var out []string
+	for _, g := range append(slices.Clone(w.StepGlobs), w.StateGlobs...) {
+		if strings.Contains(g, "**") {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// walkStepDirs walks the project, boundedly, for directories holding a
+// file that a "**" glob matches.
+func (c *Checker) walkStepDirs(ctx context.Context, globs []string) ([]string, error) {
+	if len(globs) == 0 {
+		return nil, nil
+	}
+	seen, n := map[string]bool{}, 0
+	err := filepath.WalkDir(c.root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == c.root {
+				return err
+			}
+			return nil // an unreadable directory is not DES's
+		}
+		if n++; n > maxWalk {
+			c.logger.Warn("integrity: the walk for step files stopped at its bound", "entries", maxWalk)
+			return filepath.SkipAll
+		}
+		if n%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if d.IsDir() {
+			if p != c.root && skipDirs[d.Name()] {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if key := c.key(p); matchAny(globs, key) {
+			seen[pathDir(key)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("integrity: walk %s: %w", c.root, err)
+	}
+	dirs := make([]string, 0, len(seen))
+	for d := range seen {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	return dirs, nil
+}
+
+// targets lists the watched paths as the disk shows them now, from the
+// watched set and the step directories of m (walked again when walk).
+func (c *Checker) targets(ctx context.Context, m *manifest, walk bool) ([]target, error) {
+	w := m.Watch
+	out := map[string]target{}
+	add := func(t target) {
+		if t.key == "" {
+			return
+		}
+		if old, ok := out[t.key]; ok {
+			t.keep = t.keep || old.keep
+		}
+		out[t.key] = t
+	}
+	add(target{key: cleanRel(w.ConfigFile), kind: KindFile, keep: true})
+	for _, s := range claudeSettings {
+		add(target{key: s, kind: KindClaudeSettings, keep: true})
+	}
+
+	// Protected directories: the directory and all below it.
+	for _, tree := range w.Trees {
+		root := c.abs(tree)
+		add(target{key: c.key(root), kind: KindDir, tree: tree})
+		n := 0
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || p == root {
+				return nil
+			}
+			if n++; n > maxTreeSize {
+				return fmt.Errorf("integrity: more than %d entries under %s", maxTreeSize, tree)
+			}
+			if tempName.MatchString(d.Name()) {
+				return nil // DES's own writer's temporary file, about to be renamed
+			}
+			kind := KindFile
+			if d.IsDir() {
+				kind = KindDir
+			}
+			add(target{key: c.key(p), kind: kind, tree: tree})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	// Workflow-state documents: literal paths are kept even when absent.
+	for _, g := range w.StateGlobs {
+		switch {
+		case strings.Contains(g, "**"):
+			continue // found with the step directories
+		case !isMeta(g):
+			add(target{key: cleanRel(g), kind: KindFile, keep: true})
+		default:
+			matches, _ := filepath.Glob(c.abs(g))
+			for _, p := range matches {
+				add(target{key: c.key(p), kind: KindFile})
+			}
+		}
+	}
+
+	// Step files (and "**" state globs) in the known directories.
+	deep := deepGlobs(w)
+	if walk {
+		dirs, err := c.walkStepDirs(ctx, deep)
+		if err != nil {
+			return nil, err
+		}
+		m.StepDirs, m.Scanned = dirs, c.now()
+	}
+	for _, d := range m.StepDirs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ents, err := os.ReadDir(c.abs(d))
+		if err != nil {
+			continue // gone: its files are entries, checked as such
+		}
+		for _, e := range ents {
+			key := path.Join(d, e.Name())
+			if !matchAny(deep, key) {
+				continue
+			}
+			if _, known := m.Entries[key]; !known && matchAny(w.StepGlobs, key) && !matchAny(w.StateGlobs, key) {
+				data, _ := read(c.abs(key))
+				if !looksLikeStep(e.Name(), data) {
+					continue // a JSON file in a "steps" folder that is not DES's
+				}
+			}
+			add(target{key: key, kind: KindFile})
+		}
+	}
+
+	for p, kind := range c.user {
+		if kind == KindClaudeSettings || kind == KindGitConfig {
+			add(target{key: c.key(filepath.Clean(p)), kind: kind, keep: true})
+		}
+	}
+
+	// Git's files that can switch DES's pre-commit hook off.
+	if cfg, hooks := c.gitPaths(m); cfg != "" {
+		add(target{key: c.key(cfg), kind: KindGitConfig, keep: true})
+		add(target{key: c.key(filepath.Join(hooks, "pre-commit")), kind: KindFile, keep: true})
+	}
+
+	list := make([]target, 0, len(out))
+	for _, t := range out {
+		list = append(list, t)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].key < list[j].key })
+	return list, nil
+}
+
+// ancestors lists the directories between the root and each target inside
+// it, so that a directory replaced by a link (which would carry every
+// write through it elsewhere) is seen and restored first.
+func ancestors(ts []target) []target {
+	seen := map[string]bool{}
+	var out []target
+	for _, t := range ts {
+		if filepath.IsAbs(filepath.FromSlash(t.key)) {
+			continue
+		}
+		for d := pathDir(t.key); d != ""; d = pathDir(d) {
+			if seen[d] {
+				break
+			}
+			seen[d] = true
+			out = append(out, target{key: d, kind: KindDir})
+		}
+	}
+	return out
+}
+
+// gitPaths finds git's config file and hooks directory for the project:
+// the repository whose work tree holds the root (a worktree's .git file
+// followed to its common directory). The hooks directory is core.hooksPath
+// as the baseline recorded it, else the common directory's hooks.
+func (c *Checker) gitPaths(m *manifest) (config, hooks string) {
+	top, gitDir := "", ""
+	for dir := c.root; ; {
+		p := filepath.Join(dir, ".git")
+		if fi, err := os.Stat(p); err == nil {
+			top = dir
+			if fi.IsDir() {
+				gitDir = p
+			} else if data, err := read(p); err == nil {
+				if s, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:"); ok {
+					gitDir = strings.TrimSpace(s)
+					if !filepath.IsAbs(gitDir) {
+						gitDir = filepath.Join(dir, gitDir)
+					}
+				}
+			}
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", ""
+		}
+		dir = parent
+	}
+	if gitDir == "" {
+		return "", ""
+	}
+	common := gitDir
+	if data, err := read(filepath.Join(gitDir, "commondir")); err == nil {
+		common = strings.TrimSpace(string(data))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gitDir, common)
+		}
+	}
+	config = filepath.Clean(filepath.Join(common, "config"))
+	hooks = filepath.Join(common, "hooks")
+	if m != nil {
+		if e, ok := m.Entries[c.key(config)]; ok && e.View != "" {
+			if hp := hooksPathOf(e.View); hp != "" {
+				if strings.HasPrefix(hp, "~/") {
+					if home, err := os.UserHomeDir(); err == nil {
+						hp = filepath.Join(home, hp[2:])
+					}
+				}
+				if !filepath.IsAbs(hp) {
+					hp = filepath.Join(top, hp)
+				}
+				hooks = hp
+			}
+		}
+	}
+	return config, filepath.Clean(hooks)
+}
+
+// isGuardedDoc reports whether key names a guarded document of m's watch.
+func (c *Checker) isGuardedDoc(m *manifest, key string) bool {
+	return matchAny(m.Watch.StateGlobs, key) || matchAny(m.Watch.StepGlobs, key)
+}
+
+// treeOf is the protected directory key is in, "" when none.
+func (c *Checker) treeOf(m *manifest, key string) string {
+	for _, t := range m.Watch.Trees {
+		if key == t || strings.HasPrefix(key, t+"/") {
+			return t
+		}
+	}
+	return ""
+}
+
+// refresh takes the disk as the baseline. Entries whose stat did not
+// change are kept without reading the file. full walks for step
+// directories again whatever the age of the last walk.
+func (c *Checker) refresh(ctx context.Context, w *Watch, full bool) error {
+	old, err := c.load()
+	if err != nil {
+		c.logger.Warn("integrity: recording a new baseline", "err", err)
+		old = nil
+	}
+	watch := DefaultWatch()
+	switch {
+	case w != nil:
+		watch = w.merge(DefaultWatch())
+	case old != nil:
+		watch = old.Watch.merge(DefaultWatch())
+	}
+	m := &manifest{Version: manifestVersion, Watch: watch, Entries: map[string]*entry{}}
+	walk := full || old == nil || c.now().Sub(old.Scanned) > stepRescan || !slices.Equal(deepGlobs(old.Watch), deepGlobs(watch))
+	if !walk {
+		m.StepDirs, m.Scanned = old.StepDirs, old.Scanned
+	}
+	// Git's config comes first: its recorded core.hooksPath says where the
+	// pre-commit hook is.
+	if cfg, _ := c.gitPaths(nil); cfg != "" {
+		e, err := c.observe(c.key(cfg), KindGitConfig, "")
+		if err != nil {
+			return err
+		}
+		m.Entries = map[string]*entry{c.key(cfg): e}
+	} else {
+		m.Entries = map[string]*entry{}
+	}
+	if !walk { // lets targets tell known step files from new ones
+		for k, e := range old.Entries {
+			if _, ok := m.Entries[k]; !ok {
+				m.Entries[k] = e
+			}
+		}
+	}
+	ts, err := c.targets(ctx, m, walk)
+	if err != nil {
+		return err
+	}
+	ts = append(ts, ancestors(ts)...)
+	entries := map[string]*entry{}
+	for _, t := range ts {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("integrity: %w", err)
+		}
+		s, _, err := lstat(c.abs(t.key))
+		if err != nil {
+			return fmt.Errorf("integrity: %w", err)
+		}
+		if t.kind == KindDir && s.Type == typeAbsent {
+			continue // a missing directory above a watched path is not recorded
+		}
+		if old != nil {
+			if e, ok := old.Entries[t.key]; ok && e.Kind == t.kind && e.sameStat(s, old.Recorded) {
+				e.Tree, e.Keep = t.tree, t.keep
+				entries[t.key] = e
+				continue
+			}
+		}
+		e, err := c.observe(t.key, t.kind, t.tree)
+		if err != nil {
+			return err
+		}
+		e.Keep = t.keep
+		if e.Type == typeAbsent && !e.Keep {
+			continue
+		}
+		entries[t.key] = e
+	}
+	m.Entries = entries
+	m.Recorded = c.now()
+	if old != nil && old.sameAs(m) {
+		return nil
+	}
+	if err := c.save(m); err != nil {
+		return err
+	}
+	c.collect(m)
+	return nil
+}
+
+// sameAs reports whether two baselines record the same thing, so that an
+// unchanged one is not written again.
+func (m *manifest) sameAs(o *manifest) bool {
+	if !slices.Equal(m.StepDirs, o.StepDirs) || !m.Scanned.Equal(o.Scanned) || len(m.Entries) != len(o.Entries) ||
+		m.Watch.ConfigFile != o.Watch.ConfigFile || !slices.Equal(m.Watch.Trees, o.Watch.Trees) ||
+		!slices.Equal(m.Watch.StateGlobs, o.Watch.StateGlobs) || !slices.Equal(m.Watch.StepGlobs, o.Watch.StepGlobs) {
+		return false
+	}
+	for k, e := range m.Entries {
+		if f, ok := o.Entries[k]; !ok || *f != *e {
+			return false
+		}
+	}
+	return true
+}
+
+// collect removes the copies the baseline no longer refers to, once they
+// outnumber the ones it does.
+func (c *Checker) collect(m *manifest) {
+	ents, err := os.ReadDir(filepath.Join(c.dir, "objects"))
+	if err != nil || len(ents) <= 2*len(m.Entries)+64 {
+		return
+	}
+	used := map[string]bool{}
+	for _, e := range m.Entries {
+		used[e.SHA256] = true
+	}
+	for _, e := range ents {
+		if !used[e.Name()] {
+			_ = os.Remove(filepath.Join(c.dir, "objects", e.Name()))
+		}
+	}
+}
+
+// inFlight lists the calls recorded as running, other than id, removing
+// those past their lifetime.
+func (c *Checker) inFlight(id string) []string {
+	dir := filepath.Join(c.dir, "inflight")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if c.now().After(fi.ModTime()) { // the time is when the record expires
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+			continue
+		}
+		if e.Name() != safeName(id) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// safeName makes a tool_use_id a file name.
+func safeName(id string) string {
+	if id == "" {
+		return "unknown"
+	}
+	ok := true
+	for _, r := range id {
+		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			ok = false
+			break
+		}
+	}
+	if ok && len(id) <= 128 {
+		return id
+	}
+	return "h-" + hashOf([]byte(id))[:32]
+}
+
+func (c *Checker) mark(id string, lifetime time.Duration) error {
+	if lifetime <= 0 || lifetime > InFlightLifetime {
+		lifetime = InFlightLifetime
+	}
+	dir := filepath.Join(c.dir, "inflight")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("integrity: %w", err)
+	}
+	p := filepath.Join(dir, safeName(id))
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		return fmt.Errorf("integrity: record the call in flight: %w", err)
+	}
+	until := c.now().Add(lifetime)
+	if err := os.Chtimes(p, until, until); err != nil {
+		return fmt.Errorf("integrity: record the call in flight: %w", err)
+	}
+	return nil
+}
+
+func (c *Checker) unmark(id string) {
+	err := os.Remove(filepath.Join(c.dir, "inflight", safeName(id)))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		c.logger.Warn("integrity: cannot clear the call in flight", "tool_use_id", id, "err", err)
+	}
+}

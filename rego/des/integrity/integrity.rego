@@ -1,0 +1,52 @@
+# METADATA
+# title: Effects of tool calls
+# description: |
+#   After a tool call that can write files DES cannot read ahead of time
+#   (Bash, NotebookEdit, MCP tools), DES compares its protected files and the
+#   guarded documents with the baseline it keeps outside the project, and
+#   restores what changed outside an allowed write, before any policy loads.
+#   These rules word the report.
+#   Input: input.tool, and input.integrity.changes[] with {path, kind, what,
+#   was, now, restored, error}: path as in the audit trail (slash-separated,
+#   relative to the project root when inside it); kind one of file, dir,
+#   claude-settings, git-config; what one of modified, deleted, created,
+#   type, mode, linked, hooks, hooks_path.
+package des.integrity
+
+# How each change reads in a message.
+describe := {
+	"modified": "rewritten",
+	"deleted": "deleted",
+	"created": "created",
+	"type": "replaced by another kind of file (a directory, a link)",
+	"mode": "permissions changed",
+	"linked": "given another hard link",
+	"hooks": "DES's hook entries (or disableAllHooks) changed",
+	"hooks_path": "core.hooksPath (or an include) changed",
+}
+
+line(c) := sprintf("%s %s: %s", [c.path, object.get(describe, c.what, c.what), outcome(c)])
+
+outcome(c) := "restored" if c.restored
+
+outcome(c) := sprintf("NOT restored (%s)", [object.get(c, "error", "unknown error")]) if not c.restored
+
+# METADATA
+# title: A protected file or guarded document changed outside an allowed write
+# description: |
+#   A tool call changed DES's own files, Claude Code's hook entries for DES,
+#   git's pre-commit switch or a guarded workflow document behind the guards'
+#   back; DES restored the last good state.
+# custom:
+#   code: DES-INTEGRITY
+#   severity: deny
+deny contains {
+	"code": "DES-INTEGRITY",
+	"msg": sprintf("%s changed files DES protects outside an allowed write:\n%s", [input.tool, concat("\n", sort([line(c) | some c in input.integrity.changes]))]),
+	"recovery": [
+		"Do not change DES's files, its hook settings or guarded documents from Bash, notebooks or MCP tools; write guarded documents with the Write or Edit tool, which DES checks.",
+		"If the user meant the change, the user makes it by hand between tool calls, or runs `hook integrity accept` afterwards.",
+	],
+} if {
+	count(input.integrity.changes) > 0
+}
