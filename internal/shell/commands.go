@@ -105,7 +105,7 @@ func (a *analyzer) run(args []word, st *walkState, call callInfo) flow {
 		case "false":
 			return flow{fail: st}
 		case "set":
-			return flow{ok: setOptions(args[1:], st), fail: st}
+			return flow{ok: setOptions(args[1:], st)}
 		case "eval":
 			return a.eval(args[1:], st)
 		case "unset", "read", "mapfile", "readarray", "getopts", "printf":
