@@ -117,6 +117,35 @@ func (a *analyzer) run(args []word, st *walkState, call callInfo) flow {
 	if call.xargs && (writer || a.changed(m)) {
 		a.res.Dynamic = true // it also writes operands xargs/find supply
 	}
+	if (name == "ln" || name == "link") && !call.xargs {
+		if linked := a.linked(name, args[1:], st); linked != st {
+			return flow{ok: linked, fail: st}
+		}
+	}
+	return out
+}
+
+// linked is the state after ln or link made a link DES can follow (two
+// literal operands): later writes to it are writes to its target.
+func (a *analyzer) linked(name string, args []word, st *walkState) *walkState {
+	c := copiers["ln"]
+	opts, ops := parseOptions(args, c.shortArg, c.longArg, true)
+	if len(ops) != 2 || !ops[0].lit || !ops[1].lit || hasOpt(opts, "-t", "--target-directory") {
+		return st
+	}
+	symbolic := name == "ln" && hasOpt(opts, "-s", "--symbolic")
+	out := st
+	for _, l := range st.dir.list() {
+		if l.unknown {
+			continue
+		}
+		lp := joinPath(l.path, ops[1].val)
+		target := joinPath(l.path, ops[0].val)
+		if symbolic && !isAbs(ops[0].val) {
+			target = joinPath(path.Dir(lp), ops[0].val)
+		}
+		out = out.addLink(link{path: lp, target: target, hard: !symbolic})
+	}
 	return out
 }
 
@@ -382,6 +411,7 @@ var copiers = map[string]copierSpec{
 	"mv":      {how: HowMv, shortArg: "tS", longArg: []string{"target-directory", "suffix"}, srcWrites: true},
 	"install": {how: HowInstall, shortArg: "tSmog", longArg: []string{"target-directory", "suffix", "mode", "owner", "group", "strip-program"}},
 	"ln":      {how: HowLn, shortArg: "tS", longArg: []string{"target-directory", "suffix"}, single: true},
+	"link":    {how: HowLn},
 }
 
 // simple analyses a command that is not a wrapper; it reports whether the
@@ -483,6 +513,19 @@ func isPython(name string) bool {
 
 func (a *analyzer) copier(c copierSpec, args []word, st *walkState) {
 	opts, ops := parseOptions(args, c.shortArg, c.longArg, true)
+	// A hard link makes the existing file writable under another name: it
+	// is written as much as the link is.
+	hard := c.how == HowLn && !hasOpt(opts, "-s", "--symbolic") ||
+		c.how == HowCp && hasOpt(opts, "-l", "--link")
+	if hard {
+		srcs := ops
+		if !hasOpt(opts, "-t", "--target-directory") && len(ops) > 1 {
+			srcs = ops[:len(ops)-1]
+		}
+		for _, s := range srcs {
+			a.writeArg(s, st, HowHardLink)
+		}
+	}
 	var target *word
 	for _, o := range opts {
 		switch o.name {

@@ -161,3 +161,24 @@ func TestDirBound(t *testing.T) {
 		t.Errorf("%+v: an absolute path is known wherever the command is", w)
 	}
 }
+
+// Links made in the command: the linked file is written through them.
+func TestLinks(t *testing.T) {
+	runOptCases(t, []optCase{
+		{name: "hard link then write", cmd: `ln .des/config.json c.json && echo '{}' > c.json`,
+			writes: []Write{bw(".des/config.json", "hard link"), bw("c.json", "ln"), bw("c.json", "redirect"), bw(".des/config.json", "redirect")}},
+		{name: "cp -l", cmd: `cp -l .des/config.json c`, writes: []Write{bw(".des/config.json", "hard link"), bw("c", "cp")}},
+		{name: "cp --link", cmd: `cp --link a b`, writes: []Write{bw("a", "hard link"), bw("b", "cp")}},
+		{name: "link", cmd: `link .des/config.json c; echo x >> c`,
+			writes: []Write{bw(".des/config.json", "hard link"), bw("c", "ln"), bw("c", "redirect"), bw(".des/config.json", "redirect")}},
+		{name: "symlink then write", cmd: `ln -s .des/config.json c; echo x > c`,
+			writes: []Write{bw("c", "ln"), bw("c", "redirect"), bw(".des/config.json", "redirect")}},
+		{name: "symlink -sf relative to its directory", cmd: `ln -sf ../.des/config.json sub/c && sed -i s/a/b/ sub/c`,
+			writes: []Write{bw("sub/c", "ln"), bw("sub/c", "sed -i"), bw(".des/config.json", "sed -i")}},
+		{name: "directory symlink", cmd: `ln -s .des d && cp x d/state.json`,
+			writes: []Write{bw("d", "ln"), bw("d/state.json", "cp"), bw(".des/state.json", "cp")}},
+		{name: "symlink from another directory", cmd: `cd sub && ln -s /p/.des/config.json c && cd .. && echo > sub/c`,
+			writes: []Write{bwd("c", "sub", "ln"), bw("sub/c", "redirect"), bw("/p/.des/config.json", "redirect")}},
+		{name: "symlink is not a hard link", cmd: `ln -s .des/config.json c`, writes: []Write{bw("c", "ln")}},
+	})
+}
