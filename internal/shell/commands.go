@@ -441,10 +441,43 @@ func (a *analyzer) simple(name string, args []word, st *walkState, call callInfo
 			}
 		}
 		return true
-	case "sed":
-		return a.sed(args[1:], st)
-	case "awk", "gawk":
-		return a.awk(args[1:], st)
+	case "sed", "gsed":
+		w := a.sedW(args[1:], st)
+		return a.sed(args[1:], st) || w
+	case "awk", "gawk", "mawk", "nawk":
+		w := a.awkOut(args[1:], st)
+		return a.awk(args[1:], st) || w
+	case "shuf":
+		a.outputOpt(args[1:], "ino", []string{"input-range", "head-count", "output", "random-source"}, []string{"-o", "--output"}, st, HowShufOut)
+		return true
+	case "uniq":
+		a.uniq(args[1:], st)
+		return true
+	case "tar", "gtar", "bsdtar":
+		return a.tar(args[1:], st)
+	case "unzip", "cpio":
+		return a.extractDir(name, args[1:], st)
+	case "patch":
+		return a.patch(args[1:], st)
+	case "ed", "red", "ex", "vim", "vi", "nvim", "view":
+		return a.editor(name, args[1:], st)
+	case "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "lzma", "unlzma", "zstd", "unzstd", "lz4", "compress", "uncompress":
+		return a.compress(args[1:], st)
+	case "split", "csplit":
+		return a.split(name, args[1:], st)
+	case "mkfifo", "mknod":
+		_, ops := parseOptions(args[1:], "mZ", []string{"mode", "context"}, true)
+		if len(ops) > 0 {
+			if name == "mknod" {
+				ops = ops[:1]
+			}
+			for _, op := range ops {
+				a.writeArg(op, st, HowMkfifo)
+			}
+		}
+		return true
+	case "script":
+		return a.scriptCmd(args[1:], st)
 	case "rsync":
 		a.rsync(args[1:], st)
 		return true
