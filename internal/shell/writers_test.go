@@ -57,3 +57,21 @@ w not a file' z`},
 		{name: "source a file", cmd: `source ./env.sh`},
 	})
 }
+
+// Commands that interpreter scripts run are read as shell.
+func TestScriptCommands(t *testing.T) {
+	runOptCases(t, []optCase{
+		{name: "os.system", cmd: `python3 -c "import os; os.system('rm .des/state.json')"`, writes: []Write{bw(".des/state.json", "rm")}},
+		{name: "subprocess shell", cmd: `python3 -c 'import subprocess; subprocess.run("echo > a.json", shell=True)'`, writes: []Write{bw("a.json", "redirect")}},
+		{name: "subprocess list", cmd: `python3 -c 'import subprocess; subprocess.run(["cp", "x", ".des/config.json"])'`, writes: []Write{bw(".des/config.json", "cp")}},
+		{name: "subprocess dynamic", cmd: `python3 -c 'import subprocess, sys; subprocess.run(sys.argv[1:])'`, dynamic: true},
+		{name: "node execSync", cmd: `node -e "require('child_process').execSync('touch .des/x')"`, writes: []Write{bw(".des/x", "touch")}},
+		{name: "node spawn", cmd: `node -e "const {spawnSync} = require('child_process'); spawnSync('rm', ['-f', 's.json'])"`, writes: []Write{bw("s.json", "rm")}},
+		{name: "perl system list", cmd: `perl -e 'system("mv", "a", ".isdlc/state.json")'`, writes: []Write{bw("a", "mv"), bw(".isdlc/state.json", "mv")}},
+		{name: "perl system string", cmd: `perl -e 'system "echo x > f.json"'`, writes: []Write{bw("f.json", "redirect")}},
+		{name: "perl backticks", cmd: "perl -e 'my $x = `truncate -s0 s.json`;'", writes: []Write{bw("s.json", "truncate")}},
+		{name: "perl interpolated backticks", cmd: "perl -e 'my $x = `rm $f`;'", dynamic: true},
+		{name: "ruby system and %x", cmd: `ruby -e 'system("touch a"); %x{touch b}'`, writes: []Write{bw("a", "touch"), bw("b", "touch")}},
+		{name: "ruby interpolated", cmd: "ruby -e 'f=1; `rm #{f}`'", dynamic: true},
+	})
+}
