@@ -79,7 +79,14 @@ func StagedStepFiles(ctx context.Context, dir string) ([]CommitFile, error) {
 // commits nothing. Paths are absolute, each once, sorted within each
 // repository.
 func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, error) {
-	a := shell.Analyze(command)
+	var opts []shell.Option
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		opts = append(opts, shell.WithHome(filepath.ToSlash(home)))
+	}
+	if filepath.IsAbs(cwd) {
+		opts = append(opts, shell.WithCwd(filepath.ToSlash(cwd)))
+	}
+	a := shell.Analyze(command, opts...)
 	if len(a.GitCommits) == 0 {
 		return nil, nil // no git to ask
 	}
