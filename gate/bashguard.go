@@ -26,7 +26,7 @@ type BashCall struct {
 // writes none of them is not evaluated. A denied command is recorded as
 // DOCUMENT_WRITE_BLOCKED.
 func (t ToolUse) CheckBash(ctx context.Context, ev Evaluator, docs DocumentWrite, call BashCall) (Result, error) {
-	writes, err := t.bashWrites(docs, call)
+	writes, err := t.bashWrites(ctx, docs, call, true)
 	if err != nil {
 		return Result{Gate: policy.ToolUse}, fmt.Errorf("tool_use: %w", err)
 	}
@@ -41,29 +41,34 @@ func (t ToolUse) CheckBash(ctx context.Context, ev Evaluator, docs DocumentWrite
 // fail closed. A written path DES cannot resolve (ErrTooManyLinks)
 // concerns it.
 func (t ToolUse) ConcernsBash(docs DocumentWrite, call BashCall) bool {
-	writes, err := t.bashWrites(docs, call)
+	writes, err := t.bashWrites(context.Background(), docs, call, false)
 	return err != nil || len(writes) > 0
 }
 
-func (t ToolUse) bashWrites(docs DocumentWrite, call BashCall) ([]any, error) {
+// bashWrites are the policy's input writes of a command: those of
+// shell.Analyze that reach a guarded document or DES's files. With facts,
+// the writes of broad commands (chmod, git checkout, git restore) carry
+// "changes": whether they would change one of those files (wouldChange).
+func (t ToolUse) bashWrites(ctx context.Context, docs DocumentWrite, call BashCall, facts bool) ([]any, error) {
 	cwd := call.Cwd
 	if cwd == "" {
 		cwd = t.Root
 	}
 	var out []any
-	for _, w := range shell.Analyze(call.Command).Writes {
+	a := shell.Analyze(call.Command)
+	for _, w := range a.Writes {
 		p := w.Path
 		if strings.HasPrefix(p, "~") || strings.Contains(p, "$HOME") || strings.Contains(p, "${HOME}") {
 			continue // the user's home: outside what DES guards
 		}
-		if !filepath.IsAbs(p) {
-			base := cwd
-			if w.Dir != "" {
-				base = w.Dir
-				if !filepath.IsAbs(base) {
-					base = cwd + string(filepath.Separator) + base
-				}
+		base := cwd
+		if w.Dir != "" {
+			base = w.Dir
+			if !filepath.IsAbs(base) {
+				base = cwd + string(filepath.Separator) + base
 			}
+		}
+		if !filepath.IsAbs(p) {
 			p = base + string(filepath.Separator) + p
 		}
 		rel, err := t.target(p)
@@ -84,7 +89,12 @@ func (t ToolUse) bashWrites(docs DocumentWrite, call BashCall) ([]any, error) {
 		if document == "" && !t.coversProtected(rel) {
 			continue
 		}
-		out = append(out, map[string]any{"path": rel, "tool": "Bash", "how": w.How, "document": document})
+		in := map[string]any{"path": rel, "tool": "Bash", "how": w.How, "document": document}
+		if facts && changeFacts[w.How] {
+			// A command DES could not parse may hide its mode or source.
+			in["changes"] = a.ParseError != "" || t.wouldChange(ctx, docs, w, base, t.abs(rel))
+		}
+		out = append(out, in)
 	}
 	return out, nil
 }
@@ -135,4 +145,13 @@ func (t ToolUse) coversProtected(rel string) bool {
 		}
 	}
 	return false
+}
+
+// abs is the absolute path of a ProjectPath.
+func (t ToolUse) abs(rel string) string {
+	p := filepath.FromSlash(rel)
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(t.Root, p)
 }

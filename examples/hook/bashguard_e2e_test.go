@@ -16,7 +16,7 @@ func runBash(t *testing.T, dir, command string) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), "bash", "-c", command)
 	cmd.Dir = dir
-	cmd.Env = append(cleanEnviron(), "HOME="+os.Getenv("HOME"))
+	cmd.Env = cleanEnviron()
 	cmd.WaitDelay = 5 * time.Second
 	_ = cmd.Run() // a failing command is fine: the files on disk are what the test compares
 }
@@ -197,5 +197,105 @@ func TestE2EHardLinks(t *testing.T) {
 	}
 	if raw, _ := os.ReadFile(filepath.Join(root, ".isdlc/state.json")); string(raw) != stateV5 {
 		t.Error("the state changed")
+	}
+}
+
+// Broad commands are denied only when they would change a guarded document
+// or DES's files: the command is judged, then (when allowed) really run and
+// the files compared.
+func TestE2EBroadCommandsOnlyWhenTheyChangeAGuardedDocument(t *testing.T) {
+	const step = `{"task_id": "01-01", "state": {"status": "TODO"}}` + "\n"
+	setup := func(t *testing.T) string {
+		root := gitProject(t)
+		writeFile(t, root, ".isdlc/state.json", stateV5)
+		writeFile(t, root, "docs/feature/x/steps/01-01.json", step)
+		writeFile(t, root, "src/main.go", "package main\n")
+		writeFile(t, root, "build/out.bin", "x")
+		git(t, root, "add", ".")
+		git(t, root, "commit", "-qm", "docs")
+		return root
+	}
+	const edited = "package main // edited\n"
+	cases := []struct {
+		name    string
+		prepare func(t *testing.T, root string)
+		command string
+		code    string // "" = no opinion, then the command runs
+	}{
+		{"git checkout . restoring only code", nil, "git checkout .", ""},
+		{"git restore . restoring only code", nil, "git restore .", ""},
+		{"git checkout . over an edited state", func(t *testing.T, root string) {
+			writeFile(t, root, ".isdlc/state.json", "{}")
+		}, "git checkout .", "DES-STATE-BASH-WRITE"},
+		{"git restore docs over an edited step", func(t *testing.T, root string) {
+			writeFile(t, root, "docs/feature/x/steps/01-01.json", "{}")
+		}, "git restore docs", "DES-STATE-BASH-WRITE"},
+		{"git checkout -- . when the state is staged", func(t *testing.T, root string) {
+			writeFile(t, root, ".isdlc/state.json", "{}")
+			git(t, root, "add", ".isdlc/state.json")
+		}, "git checkout -- .", ""},
+		{"git checkout HEAD -- . when the state is staged", func(t *testing.T, root string) {
+			writeFile(t, root, ".isdlc/state.json", "{}")
+			git(t, root, "add", ".isdlc/state.json")
+		}, "git checkout HEAD -- .", "DES-STATE-BASH-WRITE"},
+		{"git checkout of an unknown tree", nil, "git checkout nosuchbranch -- .", "DES-STATE-BASH-WRITE"},
+		{"chmod -R u+w . changing nothing of DES's", nil, "chmod -R u+w .", ""},
+		{"chmod 644 on a 644 state", nil, "chmod 644 .isdlc/state.json", ""},
+		{"chmod -R a-w .", nil, "chmod -R a-w .", "DES-STATE-BASH-WRITE"},
+		{"chmod 000 the state", nil, "chmod 000 .isdlc/state.json", "DES-STATE-BASH-WRITE"},
+		{"chmod with a mode DES cannot read", nil, "chmod --reference=README.md -R .", "DES-STATE-BASH-WRITE"},
+		{"rm -rf build/", nil, "rm -rf build/", ""},
+		{"rm -rf docs", nil, "rm -rf docs", "DES-STATE-BASH-WRITE"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := setup(t)
+			writeFile(t, root, "src/main.go", edited)
+			if err := os.Chmod(filepath.Join(root, ".isdlc", "state.json"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if c.prepare != nil {
+				c.prepare(t, root)
+			}
+			state, _ := os.ReadFile(filepath.Join(root, ".isdlc", "state.json"))
+			reason := denyReason(t, runHookProcess(t, root, nil, bashEvent(t, root, c.command)))
+			if (c.code == "") != (reason == "") || c.code != "" && !strings.Contains(reason, "["+c.code+"]") {
+				t.Fatalf("want %q, got %q", c.code, reason)
+			}
+			if c.code != "" {
+				return
+			}
+			runBash(t, root, c.command)
+			if now, _ := os.ReadFile(filepath.Join(root, ".isdlc", "state.json")); string(now) != string(state) {
+				t.Errorf("the allowed command changed the state: %q", now)
+			}
+			if raw, _ := os.ReadFile(filepath.Join(root, "docs/feature/x/steps/01-01.json")); string(raw) != step {
+				t.Errorf("the allowed command changed the step: %q", raw)
+			}
+			if raw, _ := os.ReadFile(filepath.Join(root, "src/main.go")); strings.HasPrefix(c.command, "git") && string(raw) == edited {
+				t.Error("the allowed command did not restore the code")
+			}
+		})
+	}
+}
+
+// DES's look at the index runs none of the repository's filters: an agent
+// that configures a clean filter does not get code run inside the hook.
+func TestE2EBroadCommandsRunNoRepositoryFilter(t *testing.T) {
+	root := gitProject(t)
+	writeFile(t, root, ".isdlc/state.json", stateV5)
+	git(t, root, "add", ".")
+	git(t, root, "commit", "-qm", "state")
+	marker := filepath.Join(t.TempDir(), "ran")
+	git(t, root, "config", "filter.x.clean", "touch "+marker+"; cat")
+	writeFile(t, root, ".gitattributes", "* filter=x\n")
+	if err := os.Chtimes(filepath.Join(root, ".isdlc", "state.json"), time.Now().Add(time.Hour), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err) // stat-dirty, so that git itself would run the filter
+	}
+	if reason := denyReason(t, runHookProcess(t, root, nil, bashEvent(t, root, "git checkout ."))); reason != "" {
+		t.Errorf("denied: %s", reason)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the hook ran the repository's clean filter")
 	}
 }

@@ -3,11 +3,17 @@
 # description: |
 #   A Bash command that writes a guarded workflow document (a step file or a
 #   workflow state) skips the write guard, which sees only Write, Edit and
-#   MultiEdit. Input: input.writes[] {path, tool, how, document}, where Go
-#   sets document to "step" or "state" when the path is a guarded document
-#   or a directory that may hold one, and "" otherwise. What Go can see of
-#   a command is limited: paths built at run time ($VAR, $(...)) are not
-#   seen (internal/shell documents the limits).
+#   MultiEdit. Input: input.writes[] {path, tool, how, document, changes},
+#   where Go sets document to "step" or "state" when the path is a guarded
+#   document (another hard link of one counts as it), or a directory that
+#   holds one, and "" otherwise. For the broad commands that change a file
+#   only sometimes (how "chmod", "git checkout", "git restore"), changes
+#   tells whether the command would change a guarded document or DES's
+#   files: a mode that differs, content that differs from the index (or
+#   the named tree); Go sets true whenever it cannot tell. Other writes
+#   have no changes field. What Go can see of a command is limited: paths
+#   built at run time ($VAR, $(...)) are not seen (internal/shell documents
+#   the limits).
 package des.bashwrite
 
 # METADATA
@@ -28,4 +34,5 @@ deny contains {
 	some w in input.writes
 	w.tool == "Bash"
 	w.document != ""
+	object.get(w, "changes", true) != false # git checkout . that restores nothing is fine
 }

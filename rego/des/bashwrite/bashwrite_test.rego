@@ -16,3 +16,10 @@ test_other_writes_are_fine if {
 	count(bashwrite.deny) == 0 with input as {"writes": [{"path": ".isdlc/state.json", "tool": "Write", "how": "", "document": "state"}]}
 	count(bashwrite.deny) == 0 with input as {}
 }
+
+test_broad_commands_only_when_they_change_a_document if {
+	unchanged := {"writes": [{"path": ".", "tool": "Bash", "how": "git checkout", "document": "state", "changes": false}]}
+	count(bashwrite.deny) == 0 with input as unchanged
+	changed := {"writes": [{"path": ".", "tool": "Bash", "how": "chmod", "document": "step", "changes": true}]}
+	count(bashwrite.deny) == 1 with input as changed
+}

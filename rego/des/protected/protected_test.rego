@@ -36,3 +36,8 @@ test_parent_directory_writes_cover_protected_roots if {
 	count(protected.deny) == 0 with input as write("src")
 	count(protected.deny) == 0 with input as write(".de")
 }
+
+test_broad_commands_that_change_nothing_are_fine if {
+	count(protected.deny) == 0 with input as {"writes": [{"path": ".", "tool": "Bash", "how": "git checkout", "changes": false}]}
+	count(protected.deny) == 1 with input as {"writes": [{"path": ".", "tool": "Bash", "how": "chmod", "changes": true}]}
+}
