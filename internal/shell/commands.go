@@ -49,39 +49,153 @@ var wrapperSpecs = map[string]wrapperSpec{
 	"bundle": {sub: "exec"},
 }
 
-// run analyses one simple command given as words.
-func (a *analyzer) run(args []word, st *walkState, call callInfo) {
+// inShell are the wrappers that run a builtin in the current shell, so
+// that cd, set and exit through them still act.
+var inShell = map[string]bool{"command": true, "builtin": true, "time": true}
+
+// run analyses one simple command given as words and says where it leaves
+// the shell.
+func (a *analyzer) run(args []word, st *walkState, call callInfo) flow {
+	out := plain(st)
+	same := true // still in the current shell
 	for len(args) > 0 {
 		first := args[0]
 		if first.proc {
-			return
+			return out
 		}
 		if !first.lit {
 			a.res.Dynamic = true // the command itself is computed: anything may run
-			return
+			a.dynamicGit(args, st)
+			return out
 		}
 		name := baseName(first.val)
 		w, ok := wrapperSpecs[name]
-		if !ok {
+		if !ok || a.funcs[name] {
 			break
 		}
 		rest, at, ok := a.unwrap(name, w, args, st)
 		if !ok {
-			return
+			return out
 		}
 		if name == "xargs" {
 			call.xargs = true
 		}
+		same = same && inShell[name]
 		args, st = rest, at
 	}
 	if len(args) == 0 {
-		return
+		return out
+	}
+	name := baseName(args[0].val)
+	if a.funcs[name] {
+		// A function the command declared: its body was read where it
+		// was declared, but where it leaves the shell is not followed.
+		c := st.copy()
+		c.dir = markAll(st.dir)
+		return plain(c)
+	}
+	if same && !call.xargs {
+		switch name {
+		case "cd", "chdir", "pushd", "popd":
+			return flow{ok: a.chdir(name, args[1:], st), fail: st}
+		case "exit", "return", "logout":
+			return flow{}
+		case "true", ":":
+			return flow{ok: st}
+		case "false":
+			return flow{fail: st}
+		case "set":
+			return flow{ok: setOptions(args[1:], st)}
+		case "eval":
+			return a.eval(args[1:], st)
+		case "unset", "read", "mapfile", "readarray", "getopts", "printf":
+			return plain(a.unknownVars(name, args[1:], st))
+		}
 	}
 	m := a.mark()
-	writer := a.simple(baseName(args[0].val), args, st, call)
+	writer := a.simple(name, args, st, call)
 	if call.xargs && (writer || a.changed(m)) {
 		a.res.Dynamic = true // it also writes operands xargs/find supply
 	}
+	if (name == "ln" || name == "link") && !call.xargs {
+		if linked := a.linked(name, args[1:], st); linked != st {
+			return flow{ok: linked, fail: st}
+		}
+	}
+	return out
+}
+
+// linked is the state after ln or link made a link DES can follow (two
+// literal operands): later writes to it are writes to its target.
+func (a *analyzer) linked(name string, args []word, st *walkState) *walkState {
+	c := copiers["ln"]
+	opts, ops := parseOptions(args, c.shortArg, c.longArg, true)
+	if len(ops) != 2 || !ops[0].lit || !ops[1].lit || hasOpt(opts, "-t", "--target-directory") {
+		return st
+	}
+	symbolic := name == "ln" && hasOpt(opts, "-s", "--symbolic")
+	out := st
+	for _, l := range st.dir.list() {
+		if l.unknown {
+			continue
+		}
+		lp := joinPath(l.path, ops[1].val)
+		target := joinPath(l.path, ops[0].val)
+		if symbolic && !isAbs(ops[0].val) {
+			target = joinPath(path.Dir(lp), ops[0].val)
+		}
+		out = out.addLink(link{path: lp, target: target, hard: !symbolic})
+	}
+	return out
+}
+
+// setOptions is the state after set: only errexit matters to DES.
+func setOptions(args []word, st *walkState) *walkState {
+	on := st.errexit
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if !arg.lit || len(arg.val) < 2 || (arg.val[0] != '-' && arg.val[0] != '+') || arg.val == "--" {
+			break
+		}
+		v, val := arg.val, arg.val[0] == '-'
+		if v[1:] == "o" && i+1 < len(args) {
+			i++
+			if args[i].lit && args[i].val == "errexit" {
+				on = val
+			}
+			continue
+		}
+		if strings.ContainsRune(v[1:], 'e') {
+			on = val
+		}
+	}
+	if on == st.errexit {
+		return st
+	}
+	c := st.copy()
+	c.errexit = on
+	return c
+}
+
+// unknownVars is the state after a builtin that assigns variables DES
+// does not read (read NAME, unset NAME, printf -v NAME, ...).
+func (a *analyzer) unknownVars(name string, args []word, st *walkState) *walkState {
+	for i, arg := range args {
+		if !arg.lit {
+			continue
+		}
+		v := arg.val
+		if name == "printf" {
+			if v == "-v" && i+1 < len(args) && args[i+1].lit {
+				st = st.assign(args[i+1].val, "", false)
+			}
+			continue
+		}
+		if syntax.ValidName(v) {
+			st = st.assign(v, "", false)
+		}
+	}
+	return st
 }
 
 // unwrap strips a wrapper and its options; false when no command runs.
@@ -102,11 +216,11 @@ func (a *analyzer) unwrap(name string, w wrapperSpec, args []word, st *walkState
 		}
 		for _, c := range w.chdir {
 			if o.name == c {
-				if at == st {
-					at = st.clone()
-				}
-				at.cd(o.val)
+				at = a.cd(at, o.val)
 			}
+		}
+		if name == "time" && (o.name == "-o" || o.name == "--output") {
+			a.writeArg(o.val, st, HowTimeOut)
 		}
 		if name == "xargs" {
 			switch {
@@ -297,6 +411,7 @@ var copiers = map[string]copierSpec{
 	"mv":      {how: HowMv, shortArg: "tS", longArg: []string{"target-directory", "suffix"}, srcWrites: true},
 	"install": {how: HowInstall, shortArg: "tSmog", longArg: []string{"target-directory", "suffix", "mode", "owner", "group", "strip-program"}},
 	"ln":      {how: HowLn, shortArg: "tS", longArg: []string{"target-directory", "suffix"}, single: true},
+	"link":    {how: HowLn},
 }
 
 // simple analyses a command that is not a wrapper; it reports whether the
@@ -305,53 +420,81 @@ func (a *analyzer) simple(name string, args []word, st *walkState, call callInfo
 	if w, ok := simpleWriters[name]; ok {
 		_, ops := parseOptions(args[1:], w.shortArg, w.longArg, true)
 		for _, op := range ops {
-			a.writeArg(op, st.dir, w.how)
+			a.writeArg(op, st, w.how)
 		}
 		return true
 	}
 	if c, ok := copiers[name]; ok {
-		a.copier(c, args[1:], st.dir)
+		a.copier(c, args[1:], st)
 		return true
 	}
 	switch name {
-	case "cd", "chdir", "pushd", "popd":
-		if !call.xargs {
-			a.chdir(name, args[1:], st)
-		}
-		return false
 	case "chmod", "chown", "chgrp":
-		a.chmod(name, args[1:], st.dir)
+		a.chmod(name, args[1:], st)
 		return true
 	case "dd":
 		for _, arg := range args[1:] {
 			if arg.lit && strings.HasPrefix(arg.val, "of=") {
-				a.addWrite(arg.val[3:], st.dir, HowDd)
+				a.addWrite(arg.val[3:], st, HowDd)
 			} else if !arg.lit && strings.HasPrefix(arg.src, "of=") {
 				a.res.Dynamic = true
 			}
 		}
 		return true
-	case "sed":
-		return a.sed(args[1:], st.dir)
-	case "awk", "gawk":
-		return a.awk(args[1:], st.dir)
+	case "sed", "gsed":
+		w := a.sedW(args[1:], st)
+		return a.sed(args[1:], st) || w
+	case "awk", "gawk", "mawk", "nawk":
+		w := a.awkOut(args[1:], st)
+		return a.awk(args[1:], st) || w
+	case "shuf":
+		a.outputOpt(args[1:], "ino", []string{"input-range", "head-count", "output", "random-source"}, []string{"-o", "--output"}, st, HowShufOut)
+		return true
+	case "uniq":
+		a.uniq(args[1:], st)
+		return true
+	case "tar", "gtar", "bsdtar":
+		return a.tar(args[1:], st)
+	case "unzip", "cpio":
+		return a.extractDir(name, args[1:], st)
+	case "patch":
+		return a.patch(args[1:], st)
+	case "ed", "red", "ex", "vim", "vi", "nvim", "view":
+		return a.editor(name, args[1:], st)
+	case "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "lzma", "unlzma", "zstd", "unzstd", "lz4", "compress", "uncompress":
+		return a.compress(args[1:], st)
+	case "split", "csplit":
+		return a.split(name, args[1:], st)
+	case "mkfifo", "mknod":
+		_, ops := parseOptions(args[1:], "mZ", []string{"mode", "context"}, true)
+		if len(ops) > 0 {
+			if name == "mknod" {
+				ops = ops[:1]
+			}
+			for _, op := range ops {
+				a.writeArg(op, st, HowMkfifo)
+			}
+		}
+		return true
+	case "script":
+		return a.scriptCmd(args[1:], st)
 	case "rsync":
-		a.rsync(args[1:], st.dir)
+		a.rsync(args[1:], st)
 		return true
 	case "sort":
 		opts, _ := parseOptions(args[1:], "kotST", []string{"key", "output", "field-separator", "buffer-size", "temporary-directory",
 			"files0-from", "batch-size", "compress-program", "parallel", "random-source", "sort"}, true)
 		for _, o := range opts {
 			if o.name == "-o" || o.name == "--output" {
-				a.writeArg(o.val, st.dir, HowSortOut)
+				a.writeArg(o.val, st, HowSortOut)
 			}
 		}
 		return true
 	case "curl":
-		a.curl(args[1:], st.dir)
+		a.curl(args[1:], st)
 		return true
 	case "wget":
-		a.wget(args[1:], st.dir)
+		a.wget(args[1:], st)
 		return true
 	case "find":
 		return a.find(args[1:], st)
@@ -360,6 +503,10 @@ func (a *analyzer) simple(name string, args []word, st *walkState, call callInfo
 	case "eval":
 		m := a.mark()
 		a.eval(args[1:], st)
+		return a.changed(m)
+	case "source", ".":
+		m := a.mark()
+		a.sourced(args[1:], st)
 		return a.changed(m)
 	case "perl":
 		return a.perl(args[1:], st, call)
@@ -397,8 +544,21 @@ func isPython(name string) bool {
 	return ok && strings.Trim(rest, "0123456789.") == ""
 }
 
-func (a *analyzer) copier(c copierSpec, args []word, at location) {
+func (a *analyzer) copier(c copierSpec, args []word, st *walkState) {
 	opts, ops := parseOptions(args, c.shortArg, c.longArg, true)
+	// A hard link makes the existing file writable under another name: it
+	// is written as much as the link is.
+	hard := c.how == HowLn && !hasOpt(opts, "-s", "--symbolic") ||
+		c.how == HowCp && hasOpt(opts, "-l", "--link")
+	if hard {
+		srcs := ops
+		if !hasOpt(opts, "-t", "--target-directory") && len(ops) > 1 {
+			srcs = ops[:len(ops)-1]
+		}
+		for _, s := range srcs {
+			a.writeArg(s, st, HowHardLink)
+		}
+	}
 	var target *word
 	for _, o := range opts {
 		switch o.name {
@@ -408,7 +568,7 @@ func (a *analyzer) copier(c copierSpec, args []word, at location) {
 		case "-d", "--directory":
 			if c.how == HowInstall {
 				for _, op := range ops {
-					a.writeArg(op, at, c.how)
+					a.writeArg(op, st, c.how)
 				}
 				return
 			}
@@ -417,7 +577,7 @@ func (a *analyzer) copier(c copierSpec, args []word, at location) {
 	srcs := ops
 	if target == nil && len(ops) == 1 {
 		if c.single && ops[0].lit {
-			a.addWrite(path.Base(strings.TrimRight(ops[0].val, "/")), at, c.how)
+			a.addWrite(path.Base(strings.TrimRight(ops[0].val, "/")), st, c.how)
 		} else if c.single {
 			a.res.Dynamic = true
 		}
@@ -428,24 +588,24 @@ func (a *analyzer) copier(c copierSpec, args []word, at location) {
 	}
 	if c.srcWrites {
 		for _, s := range srcs {
-			a.writeArg(s, at, c.how)
+			a.writeArg(s, st, c.how)
 		}
 	}
 	switch {
 	case target != nil:
-		a.into(*target, srcs, at, c.how)
+		a.into(*target, srcs, st, c.how)
 	case len(ops) > 1:
 		dest := ops[len(ops)-1]
 		if dest.lit && (len(srcs) > 1 || strings.HasSuffix(dest.val, "/")) {
-			a.into(dest, srcs, at, c.how) // surely a directory
+			a.into(dest, srcs, st, c.how) // surely a directory
 		} else {
-			a.writeArg(dest, at, c.how)
+			a.writeArg(dest, st, c.how)
 		}
 	}
 }
 
 // into records the files sources get inside directory dir.
-func (a *analyzer) into(dir word, srcs []word, at location, how string) {
+func (a *analyzer) into(dir word, srcs []word, st *walkState, how string) {
 	if !dir.lit {
 		a.res.Dynamic = true
 		return
@@ -453,19 +613,19 @@ func (a *analyzer) into(dir word, srcs []word, at location, how string) {
 	for _, s := range srcs {
 		if !s.lit {
 			a.res.Dynamic = true
-			a.addWrite(dir.val, at, how) // somewhere inside it
+			a.addWrite(dir.val, st, how) // somewhere inside it
 			continue
 		}
 		name := path.Base(strings.TrimRight(s.val, "/"))
 		if strings.HasSuffix(dir.val, "/") {
-			a.addWrite(dir.val+name, at, how)
+			a.addWrite(dir.val+name, st, how)
 		} else {
-			a.addWrite(dir.val+"/"+name, at, how)
+			a.addWrite(dir.val+"/"+name, st, how)
 		}
 	}
 }
 
-func (a *analyzer) chmod(name string, args []word, at location) {
+func (a *analyzer) chmod(name string, args []word, st *walkState) {
 	var ops []word
 	ref, done := false, false
 	for i := 0; i < len(args); i++ {
@@ -501,12 +661,12 @@ func (a *analyzer) chmod(name string, args []word, at location) {
 	}
 	how := map[string]string{"chmod": HowChmod, "chown": HowChown, "chgrp": HowChgrp}[name]
 	for _, op := range ops {
-		a.writeArg(op, at, how)
+		a.writeArg(op, st, how)
 	}
 }
 
 // sed reports the files of sed -i (GNU -i[SUF], --in-place[=SUF], BSD -i SUF).
-func (a *analyzer) sed(args []word, at location) bool {
+func (a *analyzer) sed(args []word, st *walkState) bool {
 	explicit := false // a script came with -e/-f: every operand is a file
 	for _, arg := range args {
 		v := arg.val
@@ -576,13 +736,13 @@ func (a *analyzer) sed(args []word, at location) bool {
 		ops = ops[1:] // the script
 	}
 	for _, op := range ops {
-		a.writeArg(op, at, HowSedInPlace)
+		a.writeArg(op, st, HowSedInPlace)
 	}
 	return true
 }
 
 // awk reports the files of gawk -i inplace.
-func (a *analyzer) awk(args []word, at location) bool {
+func (a *analyzer) awk(args []word, st *walkState) bool {
 	opts, ops := parseOptions(args, "fvFieEl", []string{"file", "assign", "field-separator", "include", "source", "exec", "load"}, true)
 	inPlace, program := false, false
 	for _, o := range opts {
@@ -605,12 +765,12 @@ func (a *analyzer) awk(args []word, at location) bool {
 		if op.lit && isAssign(op.val) {
 			continue // var=value operands
 		}
-		a.writeArg(op, at, HowAwkInPlace)
+		a.writeArg(op, st, HowAwkInPlace)
 	}
 	return true
 }
 
-func (a *analyzer) rsync(args []word, at location) {
+func (a *analyzer) rsync(args []word, st *walkState) {
 	opts, ops := parseOptions(args, "efTBM@", []string{"exclude", "include", "filter", "exclude-from", "include-from", "files-from",
 		"rsh", "rsync-path", "temp-dir", "backup-dir", "suffix", "chmod", "chown", "usermap", "groupmap", "block-size",
 		"partial-dir", "log-file", "log-file-format", "out-format", "password-file", "port", "timeout", "contimeout",
@@ -624,12 +784,12 @@ func (a *analyzer) rsync(args []word, at location) {
 	if hasOpt(opts, "--remove-source-files", "--remove-sent-files") {
 		for _, s := range ops[:len(ops)-1] {
 			if !isRemote(s) {
-				a.writeArg(s, at, HowRsync)
+				a.writeArg(s, st, HowRsync)
 			}
 		}
 	}
 	if dest := ops[len(ops)-1]; !isRemote(dest) {
-		a.writeArg(dest, at, HowRsync)
+		a.writeArg(dest, st, HowRsync)
 	}
 }
 
@@ -647,7 +807,7 @@ func isRemote(arg word) bool {
 	return colon > 1 && (slash < 0 || colon < slash)
 }
 
-func (a *analyzer) curl(args []word, at location) {
+func (a *analyzer) curl(args []word, st *walkState) {
 	const withValue = "AbCcDdEeFHKmoPQrTtUuwXxYyz"
 	var outs []word
 	var dir *word
@@ -703,34 +863,56 @@ func (a *analyzer) curl(args []word, at location) {
 			}
 			o = litArg(strings.TrimSuffix(dir.val, "/") + "/" + o.val)
 		}
-		a.writeArg(o, at, HowCurlOut)
+		a.writeArg(o, st, HowCurlOut)
 	}
 }
 
-func (a *analyzer) wget(args []word, at location) {
+func (a *analyzer) wget(args []word, st *walkState) {
 	opts, _ := parseOptions(args, "oaOeDPQtTwYUBiIlAXR", []string{"output-document", "output-file", "append-output", "directory-prefix",
 		"execute", "tries", "timeout", "wait", "user", "password", "header", "input-file", "level", "accept", "reject"}, true)
 	for _, o := range opts {
 		if (o.name == "-O" || o.name == "--output-document") && !(o.val.lit && o.val.val == "-") {
-			a.writeArg(o.val, at, HowWgetOut)
+			a.writeArg(o.val, st, HowWgetOut)
 		}
 	}
 }
 
 func (a *analyzer) find(args []word, st *walkState) bool {
-	writer := false
-	for i := 0; i < len(args); i++ {
+	// The start points come before the first expression word.
+	var starts []word
+	k := 0
+	for ; k < len(args); k++ {
+		arg := args[k]
+		if arg.lit && (arg.val == "-H" || arg.val == "-L" || arg.val == "-P" || strings.HasPrefix(arg.val, "-O") || arg.val == "-D") {
+			if arg.val == "-D" {
+				k++
+			}
+			continue
+		}
+		break
+	}
+	for ; k < len(args); k++ {
+		arg := args[k]
+		if arg.lit && (strings.HasPrefix(arg.val, "-") || arg.val == "(" || arg.val == "!" || arg.val == ",") {
+			break
+		}
+		starts = append(starts, arg)
+	}
+	if len(starts) == 0 {
+		starts = []word{litArg(".")}
+	}
+	writer, deletes := false, false
+	for i := k; i < len(args); i++ {
 		arg := args[i]
 		if !arg.lit {
 			continue
 		}
 		switch arg.val {
 		case "-delete":
-			a.res.Dynamic = true
-			writer = true
+			deletes = true
 		case "-fprint", "-fprint0", "-fprintf", "-fls":
 			if i+1 < len(args) {
-				a.writeArg(args[i+1], st.dir, HowFind)
+				a.writeArg(args[i+1], st, HowFind)
 				writer = true
 				i++
 			}
@@ -740,12 +922,19 @@ func (a *analyzer) find(args []word, st *walkState) bool {
 				j++
 			}
 			m := a.mark()
-			a.run(placeholders(args[i+1:j], "{}"), st.clone(), callInfo{xargs: true})
-			writer = writer || a.changed(m)
+			a.run(placeholders(args[i+1:j], "{}"), st, callInfo{xargs: true})
+			deletes = deletes || a.changed(m)
 			i = j
 		}
 	}
-	return writer
+	if deletes {
+		// Which files match is known only on disk: every start directory
+		// is written as a whole.
+		for _, s := range starts {
+			a.writeArg(s, st, HowFindDelete)
+		}
+	}
+	return writer || deletes
 }
 
 // placeholders makes the words holding find's {} or xargs's -I string

@@ -37,7 +37,7 @@ func (a *analyzer) fallback(src string, st *walkState) {
 			default:
 				continue // input and here-documents
 			}
-			a.writeArg(word{val: target, src: target, lit: !strings.ContainsAny(target, "$*?[`")}, st.dir, HowRedirect)
+			a.writeArg(word{val: target, src: target, lit: !strings.ContainsAny(target, "$*?[`")}, st, HowRedirect)
 		}
 		// Pieces split at ; start with the keyword of the compound command.
 		for len(args) > 0 && roughKeywords[args[0].val] {

@@ -6,8 +6,11 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
+// unknownVar stands for text DES cannot know in a script it parses.
+const unknownVar = "${__DES_UNKNOWN__}"
+
 // eval runs its words joined by spaces in the current shell.
-func (a *analyzer) eval(args []word, st *walkState) {
+func (a *analyzer) eval(args []word, st *walkState) flow {
 	parts := make([]string, 0, len(args))
 	holes := false
 	for _, arg := range args {
@@ -16,23 +19,23 @@ func (a *analyzer) eval(args []word, st *walkState) {
 		}
 		parts = append(parts, scriptOf(arg))
 	}
-	a.script(strings.Join(parts, " "), st, holes)
+	return a.script(strings.Join(parts, " "), st, holes)
 }
 
 // script walks a shell script given as text (bash -c, eval, stdin); holes
 // marks text with parts substituted at run time, which DES reads as
 // unknown expansions.
-func (a *analyzer) script(src string, st *walkState, holes bool) {
+func (a *analyzer) script(src string, st *walkState, holes bool) flow {
 	if holes || strings.Contains(src, hole) {
 		a.res.Dynamic = true
-		src = strings.ReplaceAll(src, hole, "${__DES_UNKNOWN__}")
+		src = strings.ReplaceAll(src, hole, unknownVar)
 	}
-	if strings.TrimSpace(src) == "" || strings.TrimSpace(strings.ReplaceAll(src, "${__DES_UNKNOWN__}", "")) == "" {
-		return
+	if strings.TrimSpace(src) == "" || strings.TrimSpace(strings.ReplaceAll(src, unknownVar, "")) == "" {
+		return plain(st)
 	}
 	if a.depth >= maxScripts {
 		a.res.Dynamic = true
-		return
+		return plain(st)
 	}
 	a.depth++
 	saved := a.src
@@ -40,14 +43,14 @@ func (a *analyzer) script(src string, st *walkState, holes bool) {
 	defer func() { a.depth--; a.src = saved }()
 	if nestingDepth(src) > maxNesting {
 		a.fallback(src, st)
-		return
+		return plain(st)
 	}
 	f, err := parseBash(src)
 	if err != nil {
 		a.fallback(src, st)
-		return
+		return plain(st)
 	}
-	a.stmts(f.Stmts, st)
+	return a.stmts(f.Stmts, st)
 }
 
 // stdinKind says what an interpreter reads as its script when it gets none
@@ -152,7 +155,9 @@ options:
 			return false
 		}
 		scr := args[i]
-		a.script(scriptOf(scr), st.clone(), !scr.lit)
+		a.script(scriptOf(scr), st, !scr.lit)
+	case i < len(args) && !sflag && args[i].proc:
+		a.sourced(args[i:], st) // bash <(...)
 	case i < len(args) && !sflag:
 		return false // a script file
 	default:
@@ -161,7 +166,7 @@ options:
 		case stdinUnknown:
 			a.res.Dynamic = true
 		case stdinText:
-			a.script(text, st.clone(), false)
+			a.script(text, st, false)
 		}
 	}
 	return a.changed(m)
@@ -225,23 +230,23 @@ options:
 	}
 	switch {
 	case found:
-		a.scan(langPython, code, st.dir)
+		a.scan(langPython, code, st)
 	case i < len(args) && !(args[i].lit && args[i].val == "-"):
 		return false // a script file
 	default:
-		a.stdinScan(langPython, call, st.dir)
+		a.stdinScan(langPython, call, st)
 	}
 	return a.changed(m)
 }
 
 // stdinScan scans a script an interpreter reads from stdin.
-func (a *analyzer) stdinScan(lang language, call callInfo, at location) {
+func (a *analyzer) stdinScan(lang language, call callInfo, st *walkState) {
 	text, kind := a.stdinScript(call)
 	switch kind {
 	case stdinUnknown:
 		a.res.Dynamic = true
 	case stdinText:
-		a.scan(lang, text, at)
+		a.scan(lang, text, st)
 	}
 }
 
@@ -259,12 +264,12 @@ func (a *analyzer) node(args []word, st *walkState, call callInfo) bool {
 		switch {
 		case v == "-e" || v == "--eval" || v == "-p" || v == "--print" || v == "-pe" || v == "-ep":
 			if i+1 < len(args) {
-				a.scan(langJS, scriptOf(args[i+1]), st.dir)
+				a.scan(langJS, scriptOf(args[i+1]), st)
 			}
 			return a.changed(m)
 		case strings.HasPrefix(v, "--eval=") || strings.HasPrefix(v, "--print="):
 			_, code, _ := strings.Cut(v, "=")
-			a.scan(langJS, code, st.dir)
+			a.scan(langJS, code, st)
 			return a.changed(m)
 		case v == "-v" || v == "--version" || v == "-h" || v == "--help" || v == "-c" || v == "--check":
 			return false
@@ -272,7 +277,7 @@ func (a *analyzer) node(args []word, st *walkState, call callInfo) bool {
 			v == "-C" || v == "--conditions" || v == "--input-type" || v == "--env-file":
 			i++
 		case v == "-":
-			a.stdinScan(langJS, call, st.dir)
+			a.stdinScan(langJS, call, st)
 			return a.changed(m)
 		case v == "--":
 			return false
@@ -281,7 +286,7 @@ func (a *analyzer) node(args []word, st *walkState, call callInfo) bool {
 			return false // a script file
 		}
 	}
-	a.stdinScan(langJS, call, st.dir)
+	a.stdinScan(langJS, call, st)
 	return a.changed(m)
 }
 
@@ -290,7 +295,7 @@ func (a *analyzer) bun(args []word, st *walkState) bool {
 	m := a.mark()
 	for i, arg := range args {
 		if arg.lit && (arg.val == "-e" || arg.val == "--eval" || arg.val == "-p" || arg.val == "--print") && i+1 < len(args) {
-			a.scan(langJS, scriptOf(args[i+1]), st.dir)
+			a.scan(langJS, scriptOf(args[i+1]), st)
 			break
 		}
 		if arg.lit && !strings.HasPrefix(arg.val, "-") {
@@ -306,7 +311,7 @@ func (a *analyzer) deno(args []word, st *walkState) bool {
 	if len(args) > 1 && args[0].lit && args[0].val == "eval" {
 		_, ops := parseOptions(args[1:], "", []string{"ext", "config", "import-map", "location", "cert", "v8-flags"}, true)
 		if len(ops) > 0 {
-			a.scan(langJS, scriptOf(ops[0]), st.dir)
+			a.scan(langJS, scriptOf(ops[0]), st)
 		}
 	}
 	return a.changed(m)
@@ -378,15 +383,15 @@ func (a *analyzer) perl(args []word, st *walkState, call callInfo) bool {
 		case info:
 			return false
 		default:
-			a.stdinScan(langPerl, call, st.dir)
+			a.stdinScan(langPerl, call, st)
 		}
 	}
 	for _, s := range scripts {
-		a.scan(langPerl, s, st.dir)
+		a.scan(langPerl, s, st)
 	}
 	if inPlace {
 		for _, op := range ops {
-			a.writeArg(op, st.dir, HowPerlInPlace)
+			a.writeArg(op, st, HowPerlInPlace)
 		}
 	}
 	return a.changed(m) || inPlace
@@ -395,7 +400,7 @@ func (a *analyzer) perl(args []word, st *walkState, call callInfo) bool {
 // ruby: like perl, with -C DIR moving first.
 func (a *analyzer) ruby(args []word, st *walkState, call callInfo) bool {
 	m := a.mark()
-	at := st.dir
+	at := st
 	var scripts []string
 	inPlace, info := false, false
 	var ops []word
@@ -448,11 +453,7 @@ func (a *analyzer) ruby(args []word, st *walkState, call callInfo) bool {
 					val = args[i]
 				}
 				if c == 'C' {
-					if val.lit {
-						at = joinDir(at, val.val, false)
-					} else {
-						at = joinDir(at, val.src, true)
-					}
+					at = a.cd(at, val)
 				}
 				break cluster
 			case '0', 'l', 'W', 'x', 'T', 'K':
@@ -503,6 +504,7 @@ const (
 	modeFlags                    // O_WRONLY/O_CREAT... flags
 	modePerlOpen                 // perl open, 2- and 3-argument forms
 	modeReceiver                 // a Python pathlib method: the receiver Path('...') is the file
+	modeShell                    // the call runs a command: a string (sh -c) or an argument list
 )
 
 // pattern is a call in a script that writes files.
@@ -547,6 +549,8 @@ var scriptPats = [...][]pattern{
 		patterns(-1, modeNone, arg1, "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "os.symlink", "os.link"),
 		patterns(-1, modeReceiver, nil, ".write_text", ".write_bytes", ".touch", ".unlink", ".rename", ".replace", ".symlink_to", ".hardlink_to"),
 		[]pattern{{name: ".open", mode: 0, modeKw: "mode", kind: modeReceiver}},
+		patterns(-1, modeShell, nil, "os.system", "os.popen", "subprocess.run", "subprocess.call", "subprocess.check_call",
+			"subprocess.check_output", "subprocess.Popen", "subprocess.getoutput", "subprocess.getstatusoutput"),
 	),
 	langJS: joinPats(
 		patterns(-1, modeNone, arg0, "writeFileSync", "writeFile", "appendFileSync", "appendFile", "createWriteStream",
@@ -558,6 +562,7 @@ var scriptPats = [...][]pattern{
 		patterns(-1, modeNone, arg1, "copyFileSync", "cpSync", "copySync", "symlinkSync", "linkSync",
 			"Deno.copyFile", "Deno.copyFileSync", ".copyFile", ".cp", ".copy", ".symlink", ".link"),
 		patterns(1, modeChars, arg0, "openSync", ".open"),
+		patterns(-1, modeShell, nil, "execSync", "exec", "execFileSync", "execFile", "spawnSync", "spawn"),
 	),
 	langRuby: joinPats(
 		patterns(-1, modeNone, arg0, "File.write", "IO.write", "File.binwrite", "IO.binwrite", "File.truncate"),
@@ -572,6 +577,8 @@ var scriptPats = [...][]pattern{
 		patterns(-1, modeNone, arg01, "File.rename", "FileUtils.mv", "FileUtils.move"),
 		patterns(-1, modeNone, arg1, "FileUtils.cp", "FileUtils.copy", "FileUtils.cp_r", "FileUtils.install",
 			"FileUtils.copy_file", "FileUtils.ln", "FileUtils.ln_s", "FileUtils.ln_sf", "File.symlink", "File.link"),
+		patterns(-1, modeShell, nil, "system", "exec", "spawn", "IO.popen", "Open3.capture2", "Open3.capture2e",
+			"Open3.capture3", "Open3.popen3", "Open3.popen2"),
 	),
 	langPerl: joinPats(
 		[]pattern{{name: "open", mode: 1, kind: modePerlOpen}},
@@ -580,6 +587,7 @@ var scriptPats = [...][]pattern{
 		patterns(-1, modeNone, arg01, "rename", "move"),
 		patterns(-1, modeNone, arg0, "truncate"),
 		patterns(-1, modeNone, arg1, "copy", "symlink", "link"),
+		patterns(-1, modeShell, nil, "system", "exec"),
 	),
 }
 
@@ -592,7 +600,7 @@ type scriptMatch struct {
 
 // scan records the files a script writes with literal paths, and Dynamic
 // for write calls whose path or mode DES cannot read.
-func (a *analyzer) scan(lang language, script string, at location) {
+func (a *analyzer) scan(lang language, script string, st *walkState) {
 	if strings.Trim(script, hole+" \t\r\n") == "" {
 		if strings.Contains(script, hole) {
 			a.res.Dynamic = true // the whole script is computed
@@ -629,7 +637,10 @@ func (a *analyzer) scan(lang language, script string, at location) {
 		}
 	}
 	for _, m := range found {
-		a.scriptCall(lang, m, script, at)
+		a.scriptCall(lang, m, script, st)
+	}
+	if lang == langPerl || lang == langRuby {
+		a.backticks(lang, script, st)
 	}
 }
 
@@ -910,23 +921,26 @@ func modeWrites(lang language, kind modeKind, arg string) (writes, known bool) {
 }
 
 // writeScriptArg records a path argument of a script call.
-func (a *analyzer) writeScriptArg(lang language, arg string, at location) {
+func (a *analyzer) writeScriptArg(lang language, arg string, st *walkState) {
 	if p, ok := scriptString(lang, arg); ok {
-		a.addWrite(p, at, langHow[lang])
+		a.addWrite(p, st, langHow[lang])
 		return
 	}
 	a.res.Dynamic = true
 }
 
-func (a *analyzer) scriptCall(lang language, m scriptMatch, script string, at location) {
+func (a *analyzer) scriptCall(lang language, m scriptMatch, script string, st *walkState) {
 	p := m.pat
 	pos, kw := splitKw(lang, m.args)
 	switch p.kind {
 	case modeReceiver:
-		a.pathMethod(p, script, m.at, pos, kw, at)
+		a.pathMethod(p, script, m.at, pos, kw, st)
 		return
 	case modePerlOpen:
-		a.perlOpen(pos, at)
+		a.perlOpen(pos, st)
+		return
+	case modeShell:
+		a.scriptRuns(lang, pos, st)
 		return
 	}
 	if p.mode >= 0 {
@@ -949,7 +963,7 @@ func (a *analyzer) scriptCall(lang language, m scriptMatch, script string, at lo
 	}
 	if p.paths == nil {
 		for _, arg := range pos {
-			a.writeScriptArg(lang, arg, at)
+			a.writeScriptArg(lang, arg, st)
 		}
 		if len(pos) == 0 {
 			a.res.Dynamic = true // e.g. Perl's unlink with no list works on $_
@@ -962,14 +976,14 @@ func (a *analyzer) scriptCall(lang language, m scriptMatch, script string, at lo
 			name = p.pathKw
 		}
 		if arg, ok := argAt(pos, kw, i, name); ok {
-			a.writeScriptArg(lang, arg, at)
+			a.writeScriptArg(lang, arg, st)
 		}
 	}
 }
 
 // pathMethod handles pathlib methods: Path('x').write_text(...) writes x;
 // the same method on a variable receiver is Dynamic.
-func (a *analyzer) pathMethod(p *pattern, script string, k int, pos []string, kw map[string]string, at location) {
+func (a *analyzer) pathMethod(p *pattern, script string, k int, pos []string, kw map[string]string, st *walkState) {
 	file, recv := pyReceiver(script, k)
 	switch p.name {
 	case ".open":
@@ -985,7 +999,7 @@ func (a *analyzer) pathMethod(p *pattern, script string, k int, pos []string, kw
 			a.res.Dynamic = true
 			return
 		}
-		a.addWrite(file, at, HowPython)
+		a.addWrite(file, st, HowPython)
 	case ".rename", ".replace", ".symlink_to", ".hardlink_to":
 		// Common names on other objects (str.replace): only a literal
 		// Path receiver counts.
@@ -993,17 +1007,17 @@ func (a *analyzer) pathMethod(p *pattern, script string, k int, pos []string, kw
 			return
 		}
 		if p.name == ".rename" || p.name == ".replace" {
-			a.addWrite(file, at, HowPython)
+			a.addWrite(file, st, HowPython)
 			if arg, ok := argAt(pos, kw, 0, "target"); ok {
-				a.writeScriptArg(langPython, arg, at)
+				a.writeScriptArg(langPython, arg, st)
 			}
 			return
 		}
-		a.addWrite(file, at, HowPython)
+		a.addWrite(file, st, HowPython)
 	default:
 		switch recv {
 		case recvPath:
-			a.addWrite(file, at, HowPython)
+			a.addWrite(file, st, HowPython)
 		case recvModule:
 		default:
 			a.res.Dynamic = true
@@ -1073,7 +1087,7 @@ func pyReceiver(s string, dot int) (string, receiver) {
 }
 
 // perlOpen handles open(FH, '>file') and open(FH, '>', 'file').
-func (a *analyzer) perlOpen(pos []string, at location) {
+func (a *analyzer) perlOpen(pos []string, st *walkState) {
 	if len(pos) < 2 {
 		return
 	}
@@ -1094,7 +1108,7 @@ func (a *analyzer) perlOpen(pos []string, at location) {
 			if rest == "" || rest == "-" || strings.HasPrefix(rest, "&") {
 				return // a duplicated handle
 			}
-			a.addWrite(rest, at, HowPerl)
+			a.addWrite(rest, st, HowPerl)
 			return
 		}
 		t := strings.TrimSpace(m)
@@ -1114,6 +1128,185 @@ func (a *analyzer) perlOpen(pos []string, at location) {
 		return
 	}
 	if t := strings.TrimSpace(s); strings.HasPrefix(t, ">") || strings.HasPrefix(t, "+") {
-		a.writeScriptArg(langPerl, pos[2], at)
+		a.writeScriptArg(langPerl, pos[2], st)
+	}
+}
+
+// procScript is the text a process substitution <(...) gives a shell that
+// runs it as a script, when it is a literal echo, printf or cat of a
+// here-document; false when DES cannot know it.
+func (a *analyzer) procScript(w *syntax.Word) (string, bool) {
+	if w == nil || len(w.Parts) != 1 {
+		return "", false
+	}
+	ps, ok := w.Parts[0].(*syntax.ProcSubst)
+	if !ok || ps.Op != syntax.CmdIn || len(ps.Stmts) != 1 {
+		return "", false
+	}
+	s := ps.Stmts[0]
+	call, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Args) == 0 || len(call.Assigns) > 0 {
+		return "", false
+	}
+	var vals []string
+	for _, arg := range call.Args {
+		v, ok := plainValue(arg.Parts)
+		if !ok {
+			return "", false
+		}
+		vals = append(vals, v)
+	}
+	switch vals[0] {
+	case "echo":
+		if len(s.Redirs) > 0 || len(vals) > 1 && strings.HasPrefix(vals[1], "-") {
+			return "", false
+		}
+		return strings.Join(vals[1:], " ") + "\n", true
+	case "printf":
+		if len(s.Redirs) > 0 || len(vals) != 2 || strings.ContainsAny(vals[1], `%\`) {
+			return "", false
+		}
+		return vals[1], true
+	case "cat":
+		if len(vals) != 1 {
+			return "", false
+		}
+		text, kind := a.stdinScript(callInfo{stmt: s})
+		return text, kind == stdinText && !strings.Contains(text, hole)
+	}
+	return "", false
+}
+
+// sourced reads `source FILE` and `. FILE`: a process substitution DES can
+// read is walked as a script; any other is Dynamic (`source <(curl ...)`).
+func (a *analyzer) sourced(args []word, st *walkState) {
+	if len(args) == 0 || !args[0].proc {
+		return // a script file: not read (see the package's limits)
+	}
+	if text, ok := a.procScript(args[0].word); ok {
+		a.script(text, st, false)
+		return
+	}
+	a.res.Dynamic = true
+}
+
+// maxArgv bounds the words of an argument list DES reads from a script.
+const maxArgv = 256
+
+// scriptRuns reads a command a script runs: a literal string is a shell
+// command (os.system, subprocess with shell=True, execSync, Perl and Ruby
+// system with one string), a literal list an argument vector
+// (subprocess.run(["cp", ...]), spawn("cp", [...]), system("cp", ...));
+// anything else is Dynamic.
+func (a *analyzer) scriptRuns(lang language, pos []string, st *walkState) {
+	if len(pos) == 0 {
+		a.res.Dynamic = true
+		return
+	}
+	var argv []string
+	if s, ok := scriptString(lang, pos[0]); ok {
+		if len(pos) == 1 || lang == langPython {
+			a.script(s, st, false)
+			return
+		}
+		argv = append(argv, s)
+		rest := pos[1:]
+		if lang == langJS {
+			rest = pos[1:2] // spawn(cmd, [args], options)
+		}
+		for _, p := range rest {
+			more, ok := scriptList(lang, p)
+			if !ok {
+				a.res.Dynamic = true
+				return
+			}
+			argv = append(argv, more...)
+		}
+	} else {
+		var ok bool
+		if argv, ok = scriptList(lang, pos[0]); !ok {
+			a.res.Dynamic = true
+			return
+		}
+	}
+	if len(argv) == 0 || len(argv) > maxArgv {
+		a.res.Dynamic = true
+		return
+	}
+	words := make([]word, len(argv))
+	for i, v := range argv {
+		words[i] = litArg(v)
+	}
+	a.run(words, st, callInfo{})
+}
+
+// scriptList reads a literal list of strings ([...] or (...)), or one
+// string, from a script argument.
+func scriptList(lang language, arg string) ([]string, bool) {
+	t := strings.TrimSpace(arg)
+	if s, ok := scriptString(lang, t); ok {
+		return []string{s}, true
+	}
+	if len(t) < 2 || !(t[0] == '[' && t[len(t)-1] == ']' || t[0] == '(' && t[len(t)-1] == ')') {
+		return nil, false
+	}
+	var out []string
+	for _, el := range splitArgs(t[1:len(t)-1], true) {
+		if strings.TrimSpace(el) == "" {
+			continue
+		}
+		s, ok := scriptString(lang, el)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
+}
+
+// backticks reads the `command` strings of a Perl or Ruby script (and
+// Ruby's %x{...}): a literal one is a shell command, one that
+// interpolates is Dynamic.
+func (a *analyzer) backticks(lang language, script string, st *walkState) {
+	for i := 0; i < len(script); i++ {
+		var body string
+		switch {
+		case script[i] == '`':
+			end := strings.IndexByte(script[i+1:], '`')
+			if end < 0 {
+				return
+			}
+			body = script[i+1 : i+1+end]
+			i += end + 1
+		case lang == langRuby && strings.HasPrefix(script[i:], "%x{"):
+			end := strings.IndexByte(script[i+3:], '}')
+			if end < 0 {
+				return
+			}
+			body = script[i+3 : i+3+end]
+			i += end + 3
+		case lang == langPerl && strings.HasPrefix(script[i:], "qx") && (i == 0 || !identByte(script[i-1])) && i+2 < len(script):
+			open := script[i+2]
+			closer := map[byte]byte{'{': '}', '(': ')', '[': ']', '<': '>'}[open]
+			if closer == 0 {
+				if identByte(open) || open == ' ' {
+					continue
+				}
+				closer = open
+			}
+			end := strings.IndexByte(script[i+3:], closer)
+			if end < 0 {
+				return
+			}
+			body = script[i+3 : i+3+end]
+			i += end + 3
+		default:
+			continue
+		}
+		if strings.Contains(body, hole) || lang == langPerl && perlInterpolates(body) || lang == langRuby && strings.Contains(body, "#{") {
+			a.res.Dynamic = true
+			continue
+		}
+		a.script(body, st, false)
 	}
 }

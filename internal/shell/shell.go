@@ -10,6 +10,7 @@ package shell
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -50,6 +51,23 @@ const (
 	HowNode        = "node"           // node/bun/deno script writing a literal path
 	HowRuby        = "ruby"           // ruby -e script writing a literal path
 	HowPerl        = "perl"           // perl -e script writing a literal path
+	HowHardLink    = "hard link"      // ln TARGET LINK, cp -l, link: the existing file, writable under another name
+	HowTimeOut     = "time -o"        // time -o FILE / --output=FILE
+	HowShufOut     = "shuf -o"        // shuf -o FILE / --output=FILE
+	HowUniq        = "uniq"           // uniq IN OUT: OUT
+	HowSedWrite    = "sed w"          // sed 'w FILE' and s///w FILE
+	HowAwk         = "awk"            // awk print/printf > "FILE" and >> "FILE"
+	HowTarExtract  = "tar -x"         // tar -x: the members named, or the whole directory (-C DIR, else .)
+	HowTarCreate   = "tar -c"         // tar -c/-r/-u -f FILE: the archive
+	HowUnzip       = "unzip"          // unzip: the directory it extracts into (-d DIR, else .)
+	HowCpio        = "cpio -i"        // cpio -i: the directory it extracts into (-D DIR, else .)
+	HowFindDelete  = "find -delete"   // find -delete, or -exec of a writing command: each start directory
+	HowPatch       = "patch"          // patch FILE, -o FILE; patch without a file operand is Dynamic
+	HowEditor      = "editor"         // ed, ex, vim/vi/nvim with -c/-s/-e/+cmd: the file operands
+	HowCompress    = "compress"       // gzip/bzip2/xz/zstd/lz4 and their un- forms: FILE replaced
+	HowSplit       = "split"          // split/csplit: the output pieces (PREFIX*)
+	HowMkfifo      = "mkfifo"         // mkfifo/mknod NAME
+	HowScript      = "script"         // script FILE (default typescript)
 )
 
 // Hows lists every How value Analyze can report, in a stable order.
@@ -60,6 +78,8 @@ var Hows = []string{
 	HowSponge, HowSortOut, HowCurlOut, HowWgetOut, HowFind,
 	HowGitRm, HowGitMv, HowGitCheckout, HowGitRestore,
 	HowPython, HowNode, HowRuby, HowPerl,
+	HowHardLink, HowTimeOut, HowShufOut, HowUniq, HowSedWrite, HowAwk, HowTarExtract, HowTarCreate,
+	HowUnzip, HowCpio, HowFindDelete, HowPatch, HowEditor, HowCompress, HowSplit, HowMkfifo, HowScript,
 }
 
 // Write is a file a Bash command may write, and how.
@@ -95,6 +115,16 @@ type Write struct {
 	// index; "HEAD" for restore --staged --worktree). Other writes have
 	// none.
 	Detail string
+	// Glob is set when Path is a pattern (an unquoted * ? or [ in the
+	// target): it names the existing files it matches, or itself when none
+	// does. Metacharacters that were quoted are escaped with a backslash, as
+	// path.Match reads them.
+	Glob bool
+	// Dynamic is set when DES cannot know the path: Path then holds the
+	// literal parts of the target with each expansion DES could not resolve
+	// as written (`.isdlc/$X`, `$D/state.json`, `~/x` without WithHome), or
+	// the directory is not known (Dir holds the best guess).
+	Dynamic bool
 }
 
 // GitCommit is one `git commit` a Bash command runs.
@@ -108,6 +138,24 @@ type GitCommit struct {
 	// and each expansion kept as written: `"$(cat <<'EOF' ...)"` gives
 	// `$(cat <<'EOF' ...)`.
 	Args []string
+	// Subcommand is the git subcommand as DES read it: "commit", another
+	// subcommand that makes commits (merge, cherry-pick, revert, rebase,
+	// am, pull), a word that is not a built-in git command (Alias set: a
+	// repository or user alias such as `git ci`, or an external git-*
+	// command), or, with Dynamic, the word as written. For an alias defined
+	// in the command (`git -c alias.c=commit c`) it is what the alias runs
+	// ("commit"), and Args start with the alias's own words.
+	Subcommand string
+	// Alias is set when Subcommand is not a built-in git command: only the
+	// repository's (or user's) configuration can tell what it runs.
+	Alias bool
+	// Dynamic is set when DES cannot read the command name or the
+	// subcommand (`$G commit`, `git $(echo commit)`, `git "$SUB"`), or the
+	// directory.
+	Dynamic bool
+	// Options are git's global options before the subcommand, as read
+	// (`-c`, `core.hooksPath=/dev/null`, `--git-dir=x`, ...).
+	Options []string
 }
 
 // GitAdd is one `git add` (or `git stage`) a Bash command runs, read as
@@ -198,14 +246,42 @@ func Analyze(command string, opts ...Option) (res Analysis) {
 			res = panicResult(command, r)
 		}
 	}()
-	return analyze(command)
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return analyzeWith(command, cfg)
 }
 
-// Option adjusts what Analyze knows about the shell the command runs in.
+// Option tells Analyze about the shell the command runs in.
 type Option func(*config)
 
+// absClean is an absolute directory cleaned, or "" for any other.
+func absClean(dir string) string {
+	if !strings.HasPrefix(dir, "/") {
+		return ""
+	}
+	return path.Clean(dir)
+}
+
 // config is what the options set.
-type config struct{}
+type config struct {
+	home, cwd, oldpwd string
+}
+
+// WithHome is the home directory (absolute) that ~, ~/x, $HOME and ${HOME}
+// expand to, and a bare cd goes to. Without it they stay as written and a
+// write there is Dynamic.
+func WithHome(dir string) Option { return func(c *config) { c.home = absClean(dir) } }
+
+// WithCwd is the absolute directory the command starts in: $PWD and ~+
+// expand from it (following the command's cds). Write.Dir stays relative
+// to it as before.
+func WithCwd(dir string) Option { return func(c *config) { c.cwd = absClean(dir) } }
+
+// WithOldPwd is $OLDPWD when the command starts: ~-, $OLDPWD and `cd -`
+// before any cd of the command use it.
+func WithOldPwd(dir string) Option { return func(c *config) { c.oldpwd = absClean(dir) } }
 
 // panicResult is the answer after a bug in the walker: fail towards
 // "DES cannot see", never towards "no writes".
@@ -213,7 +289,7 @@ func panicResult(command string, r any) (res Analysis) {
 	res = Analysis{Dynamic: true, ParseError: fmt.Sprintf("internal error while analysing the command: %v", r)}
 	defer func() { _ = recover() }() // the scan is best effort here
 	a := &analyzer{src: command}
-	a.fallback(command, &walkState{})
+	a.fallback(command, a.start())
 	res.Writes, res.GitCommits, res.GitAdds = a.res.Writes, a.res.GitCommits, a.res.GitAdds
 	return res
 }
@@ -228,9 +304,11 @@ const maxNesting = 5000
 // maxScripts bounds bash -c / eval recursion.
 const maxScripts = 8
 
-func analyze(command string) Analysis {
-	a := &analyzer{src: command}
-	st := &walkState{}
+func analyze(command string) Analysis { return analyzeWith(command, config{}) }
+
+func analyzeWith(command string, cfg config) Analysis {
+	a := &analyzer{src: command, cfg: cfg}
+	st := a.start()
 	if d := nestingDepth(command); d > maxNesting {
 		a.res.ParseError = fmt.Sprintf("command nests about %d levels deep, more than the %d DES parses", d, maxNesting)
 		a.fallback(command, st)

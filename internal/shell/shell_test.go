@@ -29,8 +29,15 @@ type testCase struct {
 // bw is a write in the hook's cwd; bwd one in dir.
 func bw(path, how string) Write       { return Write{Path: path, How: how} }
 func bwd(path, dir, how string) Write { return Write{Path: path, Dir: dir, How: how} }
+
+// dyn is a write DES cannot resolve, as written.
+func dyn(path, dir, how string) Write { return Write{Path: path, Dir: dir, How: how, Dynamic: true} }
+
+// opts sets a commit's global options.
+func opts(c GitCommit, o ...string) GitCommit { c.Options = o; return c }
+
 func gc(dir string, args ...string) GitCommit {
-	return GitCommit{Dir: dir, Args: args}
+	return GitCommit{Dir: dir, Args: args, Subcommand: "commit"}
 }
 
 var testCases = []testCase{
@@ -51,14 +58,15 @@ var testCases = []testCase{
 	{name: "after ;", cmd: `true; echo x >> s.json`, writes: []Write{bw("s.json", "redirect")}},
 	{name: "backslash-newline", cmd: "echo a \\\n  > b.json \\\n  && tee \\\n  c.json", writes: []Write{bw("b.json", "redirect"), bw("c.json", "tee")}},
 	{name: "several lines", cmd: "ls\necho c >> d.json\n\nrm e.json\n", writes: []Write{bw("d.json", "redirect"), bw("e.json", "rm")}},
-	{name: "subshell keeps its cd", cmd: `(cd a; echo > b.json); echo > c.json`, writes: []Write{bwd("b.json", "a", "redirect"), bw("c.json", "redirect")}},
-	{name: "block shares the cd", cmd: `{ cd a; echo > b.json; }; echo > c.json`, writes: []Write{bwd("b.json", "a", "redirect"), bwd("c.json", "a", "redirect")}},
+	{name: "subshell keeps its cd", cmd: `(cd a && echo > b.json); echo > c.json`, writes: []Write{bwd("b.json", "a", "redirect"), bw("c.json", "redirect")}},
+	{name: "a cd that may fail leaves both", cmd: `(cd a; echo > b.json); echo > c.json`, writes: []Write{bwd("b.json", "a", "redirect"), bw("b.json", "redirect"), bw("c.json", "redirect")}},
+	{name: "block shares the cd", cmd: `{ cd a || exit; echo > b.json; }; echo > c.json`, writes: []Write{bwd("b.json", "a", "redirect"), bwd("c.json", "a", "redirect")}},
 	{name: "bash -c literal", cmd: `bash -c 'echo x > f.json'`, writes: []Write{bw("f.json", "redirect")}},
 	{name: "sh -c with cd", cmd: `sh -c "cd d && tee f.json"; touch g`, writes: []Write{bwd("f.json", "d", "tee"), bw("g", "touch")}},
 	{name: "bash -lc cluster", cmd: `bash -lc 'rm x.json'`, writes: []Write{bw("x.json", "rm")}},
 	{name: "bash -c inside bash -c", cmd: `bash -c 'bash -c "echo > deep.json"'`, writes: []Write{bw("deep.json", "redirect")}},
 	{name: "bash -c non-literal", cmd: `bash -c "$SCRIPT"`, dynamic: true},
-	{name: "bash -c partly literal", cmd: `bash -c "echo x > $F; git commit -m y"`, dynamic: true, commits: []GitCommit{gc("", "-m", "y")}},
+	{name: "bash -c partly literal", cmd: `bash -c "echo x > $F; git commit -m y"`, writes: []Write{dyn("$(...)", "", "redirect")}, dynamic: true, commits: []GitCommit{gc("", "-m", "y")}},
 	{name: "bash reads a here-document", cmd: "bash <<'EOF'\necho > h.json\nEOF", writes: []Write{bw("h.json", "redirect")}},
 	{name: "shell fed by a pipe", cmd: `curl -s https://x | sh`, dynamic: true},
 	{name: "shell script file is opaque", cmd: `bash scripts/build.sh --fast`},
@@ -91,16 +99,16 @@ var testCases = []testCase{
 	// Quoting and expansion.
 	{name: "quotes removed", cmd: `echo x > 'a b.json'; echo y > "c d.json"; echo z > e\ f.json`,
 		writes: []Write{bw("a b.json", "redirect"), bw("c d.json", "redirect"), bw("e f.json", "redirect")}},
-	{name: "tilde and HOME kept", cmd: `echo x > ~/n1; echo x > "$HOME/n2"; echo x > ${HOME}/n3`,
-		writes: []Write{bw("~/n1", "redirect"), bw("$HOME/n2", "redirect"), bw("$HOME/n3", "redirect")}},
-	{name: "variable target", cmd: `echo > "$F"`, dynamic: true},
-	{name: "substitution target", cmd: `echo > $(mktemp)`, dynamic: true},
-	{name: "glob target", cmd: `sed -i s/a/b/ *.json`, dynamic: true},
+	{name: "tilde and HOME kept without WithHome", cmd: `echo x > ~/n1; echo x > "$HOME/n2"; echo x > ${HOME}/n3`,
+		writes: []Write{dyn("~/n1", "", "redirect"), dyn("$HOME/n2", "", "redirect"), dyn("${HOME}/n3", "", "redirect")}, dynamic: true},
+	{name: "variable target", cmd: `echo > "$F"`, writes: []Write{dyn("$F", "", "redirect")}, dynamic: true},
+	{name: "substitution target", cmd: `echo > $(mktemp)`, writes: []Write{dyn("$(mktemp)", "", "redirect")}, dynamic: true},
+	{name: "glob target", cmd: `sed -i s/a/b/ *.json`, writes: []Write{{Path: "*.json", How: "sed -i", Glob: true}}},
 	{name: "escaped glob is literal", cmd: `rm a\*.json`, writes: []Write{bw("a*.json", "rm")}},
-	{name: "glob loop", cmd: `for f in *.json; do sed -i s/a/b/ "$f"; done`, dynamic: true},
+	{name: "glob loop", cmd: `for f in *.json; do sed -i s/a/b/ "$f"; done`, writes: []Write{dyn("$f", "", "sed -i")}, dynamic: true},
 	{name: "brace alternatives", cmd: `cp a.json{,.bak}; touch {x,y}/z`,
 		writes: []Write{bw("a.json.bak", "cp"), bw("x/z", "touch"), bw("y/z", "touch")}},
-	{name: "brace sequence", cmd: `touch {1..3}.json`, dynamic: true},
+	{name: "brace sequence", cmd: `touch {1..3}.json`, writes: []Write{dyn("{1..3}.json", "", "touch")}, dynamic: true},
 	{name: "computed command", cmd: `$EDITOR notes.md`, dynamic: true},
 
 	// Reads are not writes.
@@ -130,8 +138,9 @@ var testCases = []testCase{
 	{name: "curl and wget", cmd: `curl -sSLo out.bin https://x; curl -o - https://x; curl --output-dir d -o f https://x; curl -H 'a: b' https://x; wget -O f.html https://x; wget -qO- https://x`,
 		writes: []Write{bw("out.bin", "curl -o"), bw("d/f", "curl -o"), bw("f.html", "wget -O")}},
 	{name: "find -fprint", cmd: `find . -name '*.go' -fprint list.txt`, writes: []Write{bw("list.txt", "find")}},
-	{name: "find -delete", cmd: `find . -name '*.json' -delete`, dynamic: true},
-	{name: "find -exec writer", cmd: `find . -name x -exec rm {} \;`, dynamic: true},
+	{name: "find -delete", cmd: `find . -name '*.json' -delete`, writes: []Write{bw(".", "find -delete")}},
+	{name: "find -delete start points", cmd: `find -L .des docs -type f -delete`, writes: []Write{bw(".des", "find -delete"), bw("docs", "find -delete")}},
+	{name: "find -exec writer", cmd: `find . -name x -exec rm {} \;`, writes: []Write{dyn("{}", "", "rm"), bw(".", "find -delete")}, dynamic: true},
 	{name: "find -exec reader", cmd: `find . -name '*.json' -exec cat {} + | head`},
 	{name: "xargs writer", cmd: `ls | xargs rm`, dynamic: true},
 	{name: "xargs reader", cmd: `ls | xargs -0 grep -l x`},
@@ -197,20 +206,22 @@ var testCases = []testCase{
 	{name: "external time and stdbuf", cmd: `/usr/bin/time -v rm t1; stdbuf -oL tee t2`, writes: []Write{bw("t1", "rm"), bw("t2", "tee")}},
 	{name: "uv run python", cmd: `uv run --with requests python -c "open('u.txt','w')"`, writes: []Write{bw("u.txt", "python")}},
 	{name: "eval literal", cmd: `eval 'echo > e.json'`, writes: []Write{bw("e.json", "redirect")}},
-	{name: "eval non-literal", cmd: `eval "echo > $X"`, dynamic: true},
+	{name: "eval non-literal", cmd: `eval "echo > $X"`, writes: []Write{dyn("$(...)", "", "redirect")}, dynamic: true},
 	{name: "eval too deep", cmd: strings.Repeat("eval ", 12) + "touch deep", dynamic: true},
 
 	// Directories.
 	{name: "cd joins", cmd: `cd a && cd ../b && touch f`, writes: []Write{bwd("f", "b", "touch")}},
 	{name: "cd absolute", cmd: `cd /tmp && touch f`, writes: []Write{bwd("f", "/tmp", "touch")}},
-	{name: "cd home", cmd: `cd && touch f`, writes: []Write{bwd("f", "~", "touch")}},
+	{name: "cd home", cmd: `cd && touch f`, writes: []Write{dyn("f", "~", "touch")}, dynamic: true},
 	{name: "cd windows drive", cmd: `cd "C:/Users/me/proj" && echo >> .gitignore`, writes: []Write{bwd(".gitignore", "C:/Users/me/proj", "redirect")}},
 	{name: "pushd popd", cmd: `pushd a && touch f && popd && touch g`, writes: []Write{bwd("f", "a", "touch"), bw("g", "touch")}},
-	{name: "cd -", cmd: `cd a; cd -; touch f`, writes: []Write{bw("f", "touch")}},
-	{name: "cd variable", cmd: `cd "$D" && touch f`, writes: []Write{bwd("f", "$D", "touch")}, dynamic: true},
+	{name: "cd -", cmd: `cd a && cd - && touch f`, writes: []Write{bw("f", "touch")}},
+	{name: "cd - first", cmd: `cd - && touch f`, writes: []Write{dyn("f", "$OLDPWD", "touch")}, dynamic: true},
+	{name: "cd - back", cmd: `cd a && cd b && cd - && touch f`, writes: []Write{bwd("f", "a", "touch")}},
+	{name: "cd variable", cmd: `cd "$D" && touch f`, writes: []Write{dyn("f", "$D", "touch")}, dynamic: true},
 	{name: "cd variable, absolute write", cmd: `cd "$D" && touch /abs/f`, writes: []Write{bwd("/abs/f", "$D", "touch")}},
 	{name: "cd in a pipeline stays there", cmd: `echo x | cd a; touch f`, writes: []Write{bw("f", "touch")}},
-	{name: "cd in one branch", cmd: `if test -d a; then cd a; fi; touch f`, writes: []Write{bwd("f", "a", "touch")}, dynamic: true},
+	{name: "cd in one branch", cmd: `if test -d a; then cd a; fi; touch f`, writes: []Write{bwd("f", "a", "touch"), bw("f", "touch")}},
 
 	// git, files.
 	{name: "git checkout branch", cmd: `git checkout main; git checkout -b feat; git switch x`},
@@ -229,24 +240,25 @@ var testCases = []testCase{
 	{name: "add in a directory", cmd: `cd docs && git add feature/x/steps/01-01.json "$F" && git -C .. stage -u`,
 		adds: []GitAdd{{Dir: "docs", Args: []string{"feature/x/steps/01-01.json", "$F"}}, {Args: []string{"-u"}}}},
 	{name: "add through bash -c", cmd: `bash -c 'git add -A && git commit -qm x'`, commits: []GitCommit{gc("", "-qm", "x")}, adds: []GitAdd{{Args: []string{"-A"}}}},
-	{name: "not add-on words", cmd: `git add-on; echo git add x; git config alias.add x`},
+	{name: "not add-on words", cmd: `echo git add x; git config alias.add x`},
+	{name: "unknown subcommand is an alias", cmd: `git add-on; git ci -m x`, commits: []GitCommit{{Subcommand: "add-on", Alias: true}, {Subcommand: "ci", Alias: true, Args: []string{"-m", "x"}}}},
 	{name: "commit after cd", cmd: `cd repo && git commit`, commits: []GitCommit{gc("repo")}},
-	{name: "commit -C", cmd: `git -C sub commit -m x`, commits: []GitCommit{gc("sub", "-m", "x")}},
-	{name: "commit cd and -C", cmd: `cd a && cd b && git -C ../c commit -q`, commits: []GitCommit{gc("a/c", "-q")}},
+	{name: "commit -C", cmd: `git -C sub commit -m x`, commits: []GitCommit{opts(gc("sub", "-m", "x"), "-C", "sub")}},
+	{name: "commit cd and -C", cmd: `cd a && cd b && git -C ../c commit -q`, commits: []GitCommit{opts(gc("a/c", "-q"), "-C", "../c")}},
 	{name: "commit with assignment", cmd: `GIT_AUTHOR_NAME=x git commit`, commits: []GitCommit{gc("")}},
-	{name: "commit global options", cmd: `git -c user.name=x --no-pager commit -a; git --git-dir .git commit`, commits: []GitCommit{gc("", "-a"), gc("")}},
+	{name: "commit global options", cmd: `git -c user.name=x --no-pager commit -a; git --git-dir .git commit`, commits: []GitCommit{opts(gc("", "-a"), "-c", "user.name=x", "--no-pager"), opts(gc(""), "--git-dir", ".git")}},
 	{name: "commit through wrappers", cmd: `sudo git commit; env -C w git commit; command git commit; bash -c 'git commit -m y'`,
 		commits: []GitCommit{gc(""), gc("w"), gc(""), gc("", "-m", "y")}},
 	{name: "commit message from here-document", cmd: "git commit -m \"$(cat <<'EOF'\nfeat: x\n\nbody\nEOF\n)\"",
 		commits: []GitCommit{gc("", "-m", "$(cat <<'EOF'\nfeat: x\n\nbody\nEOF\n)")}},
 	{name: "commit in a loop", cmd: `for b in a b; do git checkout "$b" && git commit --allow-empty -m x; done`,
 		commits: []GitCommit{gc("", "--allow-empty", "-m", "x")}},
-	{name: "commit after unknown cd", cmd: `cd "$R" && git commit`, commits: []GitCommit{gc("$R")}, dynamic: true},
-	{name: "not commit-tree", cmd: `git commit-tree HEAD^{tree} -m x`},
+	{name: "commit after unknown cd", cmd: `cd "$R" && git commit`, commits: []GitCommit{{Dir: "$R", Subcommand: "commit", Dynamic: true}}, dynamic: true},
+	{name: "commit-tree", cmd: `git commit-tree HEAD^{tree} -m x`, commits: []GitCommit{{Subcommand: "commit-tree", Args: []string{"HEAD^{tree}", "-m", "x"}}}},
 	{name: "not echo git commit", cmd: `echo git commit; printf 'git commit\n'`},
 	{name: "not log --grep commit", cmd: `git log --grep commit`},
 	{name: "not config commit.gpgsign", cmd: `git config commit.gpgsign true`},
-	{name: "not a computed subcommand", cmd: `git $SUB -m x`},
+	{name: "a computed subcommand", cmd: `git $SUB -m x`, commits: []GitCommit{{Subcommand: "$SUB", Args: []string{"-m", "x"}, Dynamic: true}}, dynamic: true},
 
 	// Unparsable: conservative scan.
 	{name: "unterminated quote", cmd: `echo 'unterminated`, parseErr: true, dynamic: true},
@@ -348,10 +360,10 @@ func TestAnalyzeLargeInputs(t *testing.T) {
 	}{
 		{"perl paren-less calls", "perl -e '" + strings.Repeat("unlink ", 200000) + "'", true, 0},
 		{"node method calls", "node -e '" + strings.Repeat("x.rm(a) ", 100000) + "'", true, 0},
-		{"many statements", strings.Repeat("echo > a$RANDOM; touch b; ", 20000), true, 1},
+		{"many statements", strings.Repeat("echo > a$RANDOM; touch b; ", 20000), true, 2},
 		{"pushd and pipelines", strings.Repeat("pushd a; ", 20000) + strings.Repeat("a | b; ", 20000), false, 0},
-		{"endless cd", strings.Repeat("cd a; ", 100000) + "touch f", true, 1},
-		{"brace soup", "touch " + strings.Repeat("{a,b}", 200) + " " + strings.Repeat("{x,", 5000), true, 0},
+		{"endless cd", strings.Repeat("cd a; ", 100000) + "touch f", true, maxDirs},
+		{"brace soup", "touch " + strings.Repeat("{a,b}", 200) + " " + strings.Repeat("{x,", 5000), true, 2},
 		{"nested just under the limit", strings.Repeat("$(", maxNesting-10) + strings.Repeat(")", maxNesting-10), true, 0}, // $(...) as a command name
 		{"nested in an unquoted here-document", "cat <<EOF\n" + strings.Repeat("(", maxNesting+1) + "\nEOF", true, 0},
 		{"huge here-document", "cat > big.py <<'EOF'\n" + strings.Repeat("if x: open('y', 'w')\n", 50000) + "EOF", false, 1},

@@ -7,98 +7,16 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// location is a directory as written in the command ("" = the hook's cwd).
-type location struct {
-	path    string
-	unknown bool // a cd DES could not resolve statically: path is a best guess
-}
-
-// walkState is the shell state DES follows: the directory, OLDPWD and the
-// pushd stack. Subshells, pipeline members and child shells get a copy.
-type walkState struct {
-	dir    location
-	old    location
-	hasOld bool
-	stack  []location
-	lost   bool // the oldest pushd entries were forgotten (maxStack)
-}
-
-func (s *walkState) clone() *walkState {
-	c := *s
-	c.stack = append([]location(nil), s.stack...)
-	return &c
-}
-
-func (s *walkState) setDir(p location) {
-	s.old, s.hasOld = s.dir, true
-	s.dir = p
-}
-
-// cd moves to the directory operand t.
-func (s *walkState) cd(t word) {
-	if t.lit {
-		s.setDir(joinDir(s.dir, t.val, false))
-	} else {
-		s.setDir(joinDir(s.dir, t.src, true))
-	}
-}
-
-// maxDir bounds the directory text DES follows.
-const maxDir = 4096
-
-// maxStack bounds the pushd stack DES follows (it is copied per subshell).
-const maxStack = 32
-
-// merge is the directory after two alternative branches.
-func merge(a, b *walkState) *walkState {
-	if a.dir != b.dir {
-		a.dir.unknown = true
-	}
-	return a
-}
-
-func joinDir(base location, p string, unknown bool) location {
-	out := p
-	if !isAbs(p) && base.path != "" {
-		if len(base.path)+len(p) >= maxDir {
-			return location{path: base.path, unknown: true} // cd a; cd a; ... without end
-		}
-		out = base.path + "/" + p
-	}
-	if len(out) >= maxDir {
-		return location{path: base.path, unknown: true}
-	}
-	out = path.Clean(out)
-	if out == "." {
-		out = ""
-	}
-	return location{path: out, unknown: unknown || base.unknown && !isAbs(p)}
-}
-
-// isAbs reports whether p does not depend on the cwd: /x, ~, ~user,
-// $HOME, and Windows drive paths (Git Bash users write C:/...).
-func isAbs(p string) bool {
-	if strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || strings.HasPrefix(p, "$HOME") || strings.HasPrefix(p, "${HOME}") {
-		return true
-	}
-	return len(p) >= 3 && p[1] == ':' && (p[2] == '/' || p[2] == '\\') &&
-		(p[0] >= 'a' && p[0] <= 'z' || p[0] >= 'A' && p[0] <= 'Z')
-}
-
-// isDevice reports the special files that are not documents.
-func isDevice(p string) bool {
-	switch p {
-	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty":
-		return true
-	}
-	return strings.HasPrefix(p, "/dev/fd/")
-}
-
 type analyzer struct {
-	res   Analysis
-	seen  map[Write]bool
-	src   string // the script being walked, to quote words as written
-	depth int    // nested scripts (bash -c, eval) being walked
+	res        Analysis
+	cfg        config
+	seen       map[Write]bool
+	src        string            // the script being walked, to quote words as written
+	depth      int               // nested scripts (bash -c, eval) being walked
+	loops      int               // loop bodies being walked twice
+	dirWork    int               // directory text built (maxDirWork)
+	funcs      map[string]bool   // functions the command declares
+	gitAliases map[string]string // git config alias.NAME VALUE run earlier in the command
 	// detail is the Detail of the writes being added (chmod's mode, git
 	// checkout's tree), set around the calls that add them.
 	detail string
@@ -110,35 +28,6 @@ func (a *analyzer) source(n syntax.Node) string {
 		return ""
 	}
 	return a.src[s:e]
-}
-
-func (a *analyzer) addWrite(p string, at location, how string) {
-	if p == "" || isDevice(p) {
-		return
-	}
-	if at.unknown && !isAbs(p) {
-		a.res.Dynamic = true
-	}
-	w := Write{Path: p, Dir: at.path, How: how, Detail: a.detail}
-	if a.seen[w] {
-		return
-	}
-	if a.seen == nil {
-		a.seen = map[Write]bool{}
-	}
-	a.seen[w] = true
-	a.res.Writes = append(a.res.Writes, w)
-}
-
-// writeArg records a write of an operand; a non-literal one is Dynamic.
-func (a *analyzer) writeArg(arg word, at location, how string) {
-	switch {
-	case arg.proc:
-	case !arg.lit:
-		a.res.Dynamic = true
-	default:
-		a.addWrite(arg.val, at, how)
-	}
 }
 
 // marker remembers what was found so far, to tell whether a command added
@@ -156,24 +45,47 @@ func (a *analyzer) changed(m marker) bool {
 	return len(a.res.Writes) != m.writes || len(a.res.GitCommits) != m.commits || a.res.Dynamic != m.dynamic
 }
 
-func (a *analyzer) stmts(list []*syntax.Stmt, st *walkState) {
+// stmts walks a list; its flow is that of its last statement. A statement
+// the list cannot reach (after exit) is still read, where the list stood
+// before: DES reports what it may write rather than trust that it is dead.
+func (a *analyzer) stmts(list []*syntax.Stmt, st *walkState) flow {
+	f := flow{ok: st}
+	cur, last := st, st
 	for _, s := range list {
-		a.stmt(s, st)
+		if cur == nil {
+			a.stmt(s, last)
+			continue
+		}
+		f = a.stmt(s, cur)
+		last, cur = cur, f.after()
 	}
+	if cur == nil {
+		return flow{}
+	}
+	return f
 }
 
-func (a *analyzer) stmt(s *syntax.Stmt, st *walkState) {
+// plainStmt reports a statement that is only its command.
+func plainStmt(s *syntax.Stmt) bool {
+	return s != nil && !s.Negated && !s.Background && !s.Coprocess && len(s.Redirs) == 0
+}
+
+func (a *analyzer) stmt(s *syntax.Stmt, st *walkState) flow {
 	if s == nil {
-		return
-	}
-	if s.Background || s.Coprocess {
-		st = st.clone() // runs in a subshell: its cd does not stay
+		return flow{ok: st}
 	}
 	// Redirections are opened before the command runs, so before its cd.
 	for _, r := range s.Redirs {
 		a.redirect(r, st)
 	}
-	a.command(s.Cmd, s, st)
+	f := a.command(s.Cmd, s, st)
+	if s.Background || s.Coprocess {
+		return flow{ok: st} // a subshell: its cd does not stay; status 0
+	}
+	if s.Negated {
+		f = flow{ok: merge(f.fail, f.soft), soft: f.ok} // ! never ends the shell
+	}
+	return f
 }
 
 func (a *analyzer) redirect(r *syntax.Redirect, st *walkState) {
@@ -192,8 +104,7 @@ func (a *analyzer) redirect(r *syntax.Redirect, st *walkState) {
 		if r.Word == nil {
 			return
 		}
-		v, ok := wordValue(r.Word.Parts)
-		if ok && (v == "-" || strings.Trim(strings.TrimSuffix(v, "-"), "0123456789") == "") {
+		if v, ok := plainValue(r.Word.Parts); ok && (v == "-" || strings.Trim(strings.TrimSuffix(v, "-"), "0123456789") == "") {
 			return
 		}
 		a.redirTarget(r.Word, st)
@@ -204,167 +115,414 @@ func (a *analyzer) redirTarget(w *syntax.Word, st *walkState) {
 	if w == nil {
 		return
 	}
-	for _, arg := range a.words([]*syntax.Word{w}) {
-		a.writeArg(arg, st.dir, HowRedirect)
+	for _, arg := range a.words([]*syntax.Word{w}, st) {
+		a.writeArg(arg, st, HowRedirect)
 	}
 }
+
+// maxWalkDepth bounds how deep DES looks into one word, test or
+// arithmetic expression for substitutions; past it the command is Dynamic.
+const maxWalkDepth = 1000
 
 // nested walks the command and process substitutions inside a node that
 // holds no statements of its own (words, assignments, tests, arithmetic).
 func (a *analyzer) nested(n syntax.Node, st *walkState) {
-	syntax.Walk(n, func(n syntax.Node) bool {
-		switch n := n.(type) {
+	a.nestedDepth(n, st, 0)
+}
+
+func (a *analyzer) nestedDepth(n syntax.Node, st *walkState, depth int) {
+	syntax.Walk(n, func(c syntax.Node) bool {
+		if c == n {
+			return true
+		}
+		if c == nil {
+			return false // Walk's call after a node's children
+		}
+		switch c := c.(type) {
 		case *syntax.CmdSubst:
-			a.stmts(n.Stmts, st.clone())
+			a.stmts(c.Stmts, st)
 			return false
 		case *syntax.ProcSubst:
-			a.stmts(n.Stmts, st.clone())
+			a.stmts(c.Stmts, st)
+			return false
+		case *syntax.Lit, *syntax.SglQuoted:
 			return false
 		}
-		return true
+		if depth >= maxWalkDepth {
+			a.res.Dynamic = true
+			return false
+		}
+		a.nestedDepth(c, st, depth+1)
+		return false
 	})
 }
 
-func (a *analyzer) command(cmd syntax.Command, s *syntax.Stmt, st *walkState) {
+func (a *analyzer) command(cmd syntax.Command, s *syntax.Stmt, st *walkState) flow {
 	switch c := cmd.(type) {
 	case nil:
+		return flow{ok: st}
 	case *syntax.CallExpr:
 		a.nested(c, st)
-		if len(c.Args) > 0 {
-			a.run(a.words(c.Args), st, callInfo{stmt: s})
+		if len(c.Args) == 0 {
+			return flow{ok: a.assigns(c.Assigns, st)}
 		}
+		return a.run(a.words(c.Args, st), st, callInfo{stmt: s})
 	case *syntax.BinaryCmd:
 		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
-			// Every member of a pipeline runs in a subshell.
-			a.stmt(c.X, st.clone())
-			a.stmt(c.Y, st.clone())
-			return
+			a.pipeline(c, st)
+			return plain(st)
 		}
-		a.stmt(c.X, st)
-		a.stmt(c.Y, st)
+		return a.andOr(c, st)
 	case *syntax.Subshell:
-		a.stmts(c.Stmts, st.clone())
-	case *syntax.Block:
-		a.stmts(c.Stmts, st)
-	case *syntax.IfClause:
-		a.ifClause(c, st)
-	case *syntax.WhileClause:
-		before := st.dir
-		a.stmts(c.Cond, st)
-		a.stmts(c.Do, st)
-		if st.dir != before {
-			st.dir.unknown = true // the body runs any number of times
+		f := a.stmts(c.Stmts, st)
+		if f.ok == nil && f.fail == nil && f.soft == nil {
+			return plain(st) // exit N: its status is not followed
 		}
+		return flow{ok: keep(f.ok, st), fail: keep(merge(f.fail, f.soft), st)}
+	case *syntax.Block:
+		return a.stmts(c.Stmts, st)
+	case *syntax.IfClause:
+		return a.ifClause(c, st)
+	case *syntax.WhileClause:
+		return a.loop(st, func(in *walkState) flow {
+			fc := a.stmts(c.Cond, in)
+			cont, exit := fc.ok, merge(fc.fail, fc.soft)
+			if c.Until {
+				cont, exit = exit, cont
+			}
+			body := a.branch(c.Do, cont, in)
+			return flow{ok: merge(exit, body.after())}
+		})
 	case *syntax.ForClause:
 		a.nested(c.Loop, st)
-		before := st.dir
-		a.stmts(c.Do, st)
-		if st.dir != before {
-			st.dir.unknown = true
+		in := st
+		if wi, ok := c.Loop.(*syntax.WordIter); ok && wi.Name != nil {
+			in = st.assign(wi.Name.Value, "", false)
 		}
+		return a.loop(in, func(in *walkState) flow {
+			return flow{ok: merge(in, a.stmts(c.Do, in).after())}
+		})
 	case *syntax.CaseClause:
 		a.nested(c.Word, st)
-		var out *walkState
+		out := flow{ok: st} // no pattern may match
 		for _, it := range c.Items {
 			for _, p := range it.Patterns {
 				a.nested(p, st)
 			}
-			branch := st.clone()
-			a.stmts(it.Stmts, branch)
-			if out == nil {
-				out = branch
-			} else {
-				out = merge(out, branch)
-			}
+			f := a.stmts(it.Stmts, st)
+			out = flow{ok: merge(out.ok, f.ok), fail: merge(out.fail, f.fail), soft: merge(out.soft, f.soft)}
 		}
-		if out != nil {
-			*st = *merge(out, st.clone()) // no pattern may match
-		}
+		return out
 	case *syntax.FuncDecl:
 		// The body may run wherever the function is called; DES reads it
 		// once, where it is declared.
-		a.stmt(c.Body, st.clone())
+		if a.funcs == nil {
+			a.funcs = map[string]bool{}
+		}
+		if c.Name != nil {
+			a.funcs[c.Name.Value] = true
+		}
+		a.stmt(c.Body, st)
+		return flow{ok: st}
 	case *syntax.TimeClause:
-		a.stmt(c.Stmt, st)
+		return a.stmt(c.Stmt, st)
 	case *syntax.CoprocClause:
-		a.stmt(c.Stmt, st.clone())
+		a.stmt(c.Stmt, st)
+		return flow{ok: st}
 	case *syntax.TestDecl:
-		a.stmt(c.Body, st.clone())
-	default:
-		// ArithmCmd, TestClause, DeclClause, LetClause: only substitutions
-		// inside them can write.
+		a.stmt(c.Body, st)
+		return flow{ok: st}
+	case *syntax.DeclClause:
 		a.nested(c, st)
+		if c.Variant != nil && c.Variant.Value == "nameref" {
+			return plain(st)
+		}
+		return flow{ok: a.assigns(c.Args, st)}
+	default:
+		// ArithmCmd, TestClause, LetClause: only substitutions inside them
+		// can write.
+		a.nested(c, st)
+		return plain(st)
 	}
 }
 
-func (a *analyzer) ifClause(c *syntax.IfClause, st *walkState) {
+// keep is st where f may be reached, else nil.
+func keep(f, st *walkState) *walkState {
+	if f == nil {
+		return nil
+	}
+	return st
+}
+
+// branch walks a list that runs in st; when st is nil (it cannot run) it
+// is still read, in fallback, and its flow is empty.
+func (a *analyzer) branch(list []*syntax.Stmt, st, fallback *walkState) flow {
+	if st == nil {
+		a.stmts(list, fallback)
+		return flow{}
+	}
+	return a.stmts(list, st)
+}
+
+// maxLoopRewalk bounds the loops nested inside each other whose body DES
+// reads a second time.
+const maxLoopRewalk = 3
+
+// loop walks a loop once; when its body changes the directory it walks it
+// again from every directory the first pass may end in (a write before the
+// cd runs there on the next turn), and marks the directories a further turn
+// could change as unknown.
+func (a *analyzer) loop(st *walkState, once func(*walkState) flow) flow {
+	f := once(st)
+	out := merge(st, f.ok)
+	if out.dir.equal(st.dir) {
+		return flow{ok: out}
+	}
+	if a.loops >= maxLoopRewalk {
+		a.res.Dynamic = true
+	} else {
+		a.loops++
+		f2 := once(out)
+		a.loops--
+		out = merge(out, f2.ok)
+	}
+	c := out.copy()
+	c.dir = out.dir.markUnknown(st.dir)
+	return flow{ok: c}
+}
+
+// andOr walks a && and || list without recursion: the parser nests them
+// to the left, one level per operator.
+func (a *analyzer) andOr(c *syntax.BinaryCmd, st *walkState) flow {
+	chain := []*syntax.BinaryCmd{c}
+	for {
+		x := chain[len(chain)-1].X
+		inner, ok := x.Cmd.(*syntax.BinaryCmd)
+		if !ok || !plainStmt(x) || (inner.Op != syntax.AndStmt && inner.Op != syntax.OrStmt) {
+			break
+		}
+		chain = append(chain, inner)
+	}
+	f := a.stmt(chain[len(chain)-1].X, st)
+	for i := len(chain) - 1; i >= 0; i-- {
+		b := chain[i]
+		if b.Op == syntax.AndStmt {
+			var fy flow
+			if f.ok == nil {
+				a.stmt(b.Y, st) // cannot run; still read
+			} else {
+				fy = a.stmt(b.Y, f.ok)
+			}
+			f = flow{ok: fy.ok, fail: fy.fail, soft: merge(merge(f.fail, f.soft), fy.soft)}
+		} else {
+			var fy flow
+			if in := merge(f.fail, f.soft); in == nil {
+				a.stmt(b.Y, st)
+			} else {
+				fy = a.stmt(b.Y, in)
+			}
+			f = flow{ok: merge(f.ok, fy.ok), fail: fy.fail, soft: fy.soft}
+		}
+	}
+	return f
+}
+
+// pipeline walks every member of a pipeline, each in a subshell, without
+// recursion.
+func (a *analyzer) pipeline(c *syntax.BinaryCmd, st *walkState) {
+	todo := []*syntax.Stmt{c.Y, c.X}
+	for len(todo) > 0 {
+		s := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && plainStmt(s) && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
+			todo = append(todo, b.Y, b.X)
+			continue
+		}
+		a.stmt(s, st)
+	}
+}
+
+func (a *analyzer) ifClause(c *syntax.IfClause, st *walkState) flow {
 	if len(c.Cond) == 0 && !c.ThenPos.IsValid() {
-		a.stmts(c.Then, st) // a plain else
-		return
+		return a.stmts(c.Then, st) // a plain else
 	}
-	a.stmts(c.Cond, st)
-	then := st.clone()
-	a.stmts(c.Then, then)
-	other := st.clone()
-	if c.Else != nil {
-		a.ifClause(c.Else, other)
+	fc := a.stmts(c.Cond, st)
+	ft := a.branch(c.Then, fc.ok, st)
+	other := merge(fc.fail, fc.soft)
+	var fe flow
+	switch {
+	case c.Else == nil:
+		fe = flow{ok: other}
+	case other == nil:
+		a.ifClause(c.Else, st)
+	default:
+		fe = a.ifClause(c.Else, other)
 	}
-	*st = *merge(then, other)
+	return flow{ok: merge(ft.ok, fe.ok), fail: merge(ft.fail, fe.fail), soft: merge(ft.soft, fe.soft)}
 }
 
-func (a *analyzer) chdir(name string, args []word, st *walkState) {
+// assigns is the state after NAME=VALUE assignments (alone on a line, or
+// with export, declare, local, readonly, typeset).
+func (a *analyzer) assigns(as []*syntax.Assign, st *walkState) *walkState {
+	for _, as := range as {
+		if as.Name == nil || as.Naked || as.Index != nil {
+			continue
+		}
+		if as.Array != nil {
+			st = st.assign(as.Name.Value, "", false)
+			continue
+		}
+		if as.Value == nil {
+			st = st.assign(as.Name.Value, "", !as.Append)
+			continue
+		}
+		ws := a.words([]*syntax.Word{as.Value}, st)
+		if as.Append || len(ws) != 1 || !ws[0].lit {
+			st = st.assign(as.Name.Value, "", false)
+			continue
+		}
+		st = st.assign(as.Name.Value, ws[0].val, true)
+	}
+	return st
+}
+
+// chdir is the state after a successful cd, pushd or popd.
+func (a *analyzer) chdir(name string, args []word, st *walkState) *walkState {
 	opts, ops := parseOptions(args, "", nil, false)
 	switch name {
 	case "cd", "chdir":
 		if len(ops) == 0 {
-			st.setDir(location{path: "~"})
-			return
+			return st.withDir(single(a.home()))
 		}
 		if ops[0].lit && ops[0].val == "-" {
-			if st.hasOld {
-				st.setDir(st.old)
-			} else {
-				st.setDir(location{path: st.dir.path, unknown: true})
-			}
-			return
+			return st.withDir(st.old)
 		}
-		st.cd(ops[0])
+		return a.cd(st, ops[0])
 	case "pushd":
 		if hasOpt(opts, "-n") {
-			return // only the stack changes
+			return st // only the stack changes
 		}
 		if len(opts) > 0 && len(ops) == 0 {
-			st.dir.unknown = true // pushd -N / +N rotates the stack
-			return
+			return st.withDir(markAll(st.dir)) // pushd -N / +N rotates the stack
 		}
 		if len(ops) == 0 {
-			if n := len(st.stack); n > 0 {
-				top := st.stack[n-1]
-				st.stack[n-1] = st.dir
-				st.setDir(top)
+			n := len(st.stack)
+			if n == 0 {
+				return st
 			}
-			return
+			c := st.withDir(st.stack[n-1])
+			c.stack = append(append([]dirSet(nil), st.stack[:n-1]...), st.dir)
+			return c
 		}
 		if ops[0].lit && strings.HasPrefix(ops[0].val, "+") {
-			st.dir.unknown = true
-			return
+			return st.withDir(markAll(st.dir))
 		}
-		if len(st.stack) >= maxStack {
-			st.stack = st.stack[1:] // forget the oldest: popd that far is unknown
-			st.lost = true
+		c := a.cd(st, ops[0])
+		c.stack = append(append([]dirSet(nil), st.stack...), st.dir)
+		if len(c.stack) > maxStack {
+			c.stack = c.stack[1:] // forget the oldest: popd that far is unknown
+			c.lost = true
 		}
-		st.stack = append(st.stack, st.dir)
-		st.cd(ops[0])
+		return c
 	case "popd":
 		if len(opts) > 0 || len(ops) > 0 {
-			return // popd -n / +N drop entries without moving
+			return st // popd -n / +N drop entries without moving
 		}
 		if n := len(st.stack); n > 0 {
-			top := st.stack[n-1]
-			st.stack = st.stack[:n-1]
-			st.setDir(top)
-		} else if st.lost {
-			st.setDir(location{path: st.dir.path, unknown: true})
+			c := st.withDir(st.stack[n-1])
+			c.stack = st.stack[: n-1 : n-1]
+			return c
+		}
+		if st.lost {
+			return st.withDir(markAll(st.dir))
 		}
 	}
+	return st
+}
+
+// markAll is d with every directory unknown.
+func markAll(d dirSet) dirSet {
+	b := dirBuilder{d: dirSet{over: d.over}}
+	for _, l := range d.list() {
+		l.unknown = true
+		b.add(l)
+	}
+	return b.set()
+}
+
+// record adds a write once.
+func (a *analyzer) record(w Write) {
+	if w.Dynamic {
+		a.res.Dynamic = true
+	}
+	if a.seen[w] {
+		return
+	}
+	if a.seen == nil {
+		a.seen = map[Write]bool{}
+	}
+	a.seen[w] = true
+	a.res.Writes = append(a.res.Writes, w)
+}
+
+// addWrite records a write of the literal path p from every directory st
+// may be in, and through every link the command made before.
+func (a *analyzer) addWrite(p string, st *walkState, how string) {
+	a.put(p, st, how, false, false)
+}
+
+func (a *analyzer) put(p string, st *walkState, how string, glob, dyn bool) {
+	if p == "" || isDevice(p) {
+		return
+	}
+	if dyn {
+		a.res.Dynamic = true
+	}
+	for _, l := range st.dir.list() {
+		abs := isAbs(p)
+		a.record(Write{Path: p, Dir: l.path, How: how, Glob: glob, Dynamic: dyn || !abs && (l.unknown || st.dir.over), Detail: a.detail})
+		if !glob && !dyn && (abs || !l.unknown) {
+			full := joinPath(l.path, p)
+			for _, lk := range st.links {
+				if full == lk.path || strings.HasPrefix(full, lk.path+"/") {
+					a.record(Write{Path: lk.target + full[len(lk.path):], How: how, Detail: a.detail})
+				}
+			}
+		}
+		if abs {
+			break // the same file from every directory
+		}
+	}
+}
+
+// joinPath is p as seen from the hook's cwd when written in dir.
+func joinPath(dir, p string) string {
+	if isAbs(p) || dir == "" {
+		return path.Clean(p)
+	}
+	return path.Clean(dir + "/" + p)
+}
+
+// writeArg records a write of an operand: a literal path, a pattern, or
+// one DES cannot resolve (Dynamic, its literal parts kept).
+func (a *analyzer) writeArg(arg word, st *walkState, how string) {
+	switch {
+	case arg.proc:
+	case arg.glob:
+		a.put(arg.val, st, how, true, false)
+	case !arg.lit:
+		a.res.Dynamic = true
+		a.put(strings.ReplaceAll(arg.src, unknownVar, "$(...)"), st, how, false, true)
+	default:
+		a.addWrite(arg.val, st, how)
+	}
+}
+
+// start is the state a command starts in.
+func (a *analyzer) start() *walkState {
+	old := location{path: a.cfg.oldpwd}
+	if old.path == "" {
+		old = location{path: "$OLDPWD", unknown: true}
+	}
+	return &walkState{old: single(old)}
 }
