@@ -299,3 +299,77 @@ func TestE2EBroadCommandsRunNoRepositoryFilter(t *testing.T) {
 		t.Error("the hook ran the repository's clean filter")
 	}
 }
+
+// The issue's spellings of the project's paths, hard links made by the
+// command, and targets DES cannot know: each denied command is judged
+// only, each allowed one is really run with bash and its effect checked.
+func TestE2EBashSpellingsLinksAndDynamicTargets(t *testing.T) {
+	home := t.TempDir()
+	root := filepath.Join(home, "proj")
+	writeFile(t, root, ".isdlc/state.json", stateV5)
+	writeFile(t, root, ".des/config.json", "{}")
+	writeFile(t, root, "docs/feature/x/steps/01-01.json", `{"task_id": "01-01"}`)
+	writeFile(t, root, "a.txt", "a")
+	writeFile(t, root, "build/x.o", "o")
+	writeFile(t, root, "sub/keep", "")
+	env := []string{"HOME=" + home, "OLDPWD=" + root}
+	cases := []struct {
+		name, cwd, command string
+		code               string // "" = no opinion: the command runs
+		effect             string // with no opinion: a file the command must leave behind
+	}{
+		{"~ spells the project", "", `echo '{}' > ~/proj/.isdlc/state.json`, "DES-STATE-BASH-WRITE", ""},
+		{"$HOME spells the project", "", `echo '{}' > "$HOME/proj/.isdlc/state.json"`, "DES-STATE-BASH-WRITE", ""},
+		{"~+ is the cwd", "", `echo '{}' > ~+/.isdlc/state.json`, "DES-STATE-BASH-WRITE", ""},
+		{"$PWD is the cwd", "sub", `echo '{}' > $PWD/../.isdlc/state.json`, "DES-STATE-BASH-WRITE", ""},
+		{"~- is the previous directory", "sub", `echo '{}' > ~-/.isdlc/state.json`, "DES-STATE-BASH-WRITE", ""},
+		{"$OLDPWD is the previous directory", "sub", `echo '{}' > "$OLDPWD/.des/config.json"`, "DES-PROTECTED-PATH", ""},
+		{"a cd that fails", "", `cd /nonexistent; echo X > .isdlc/state.json`, "DES-STATE-BASH-WRITE", ""},
+		{"a cd that does not run", "", `false && cd /tmp; echo X > .isdlc/state.json`, "DES-STATE-BASH-WRITE", ""},
+		{"~ elsewhere", "", `echo hi > ~/notes.txt`, "", filepath.Join(home, "notes.txt")},
+		{"ln to the settings", "", `ln .des/config.json c.json && echo '{"guarded_state_files":["none/x.json"]}' > c.json`, "DES-PROTECTED-PATH", ""},
+		{"cp -l of the state", "", `cp -l .isdlc/state.json s.json`, "DES-STATE-BASH-WRITE", ""},
+		{"link to a step file", "", `link docs/feature/x/steps/01-01.json s.json`, "DES-STATE-BASH-WRITE", ""},
+		{"ln of an ordinary file", "", `ln a.txt b.txt`, "", "b.txt"},
+		{"a variable in a guarded directory", "", `echo x > .isdlc/$X`, "DES-STATE-BASH-WRITE", ""},
+		{"a variable before a guarded name", "", `echo '{}' > "$D/state.json"`, "DES-STATE-BASH-WRITE", ""},
+		{"a variable before a step file's name", "", `echo '{}' > "$(pwd)/docs/x/steps/$N/01-02.json"`, "DES-STATE-BASH-WRITE", ""},
+		{"a variable starting DES's directory", "", `echo '{}' > .d$X/config.json`, "DES-PROTECTED-PATH", ""},
+		{"a variable writing elsewhere", "", `echo ok > "$(echo build)/report.json"`, "", "build/report.json"},
+		{"a glob naming the state", "", `echo '{}' > .isdlc/stat?.json`, "DES-STATE-BASH-WRITE", ""},
+		{"a glob matching step files", "", `rm docs/*/x/steps/*.json`, "DES-STATE-BASH-WRITE", ""},
+		{"a glob elsewhere", "", `rm build/*.o`, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cwd := filepath.Join(root, c.cwd)
+			reason := denyReason(t, runHookProcess(t, root, env, bashEvent(t, cwd, c.command)))
+			if (c.code == "") != (reason == "") || c.code != "" && !strings.Contains(reason, "["+c.code+"]") {
+				t.Fatalf("want %q, got %q", c.code, reason)
+			}
+			if c.code != "" {
+				return
+			}
+			cmd := exec.CommandContext(t.Context(), "bash", "-c", c.command)
+			cmd.Dir, cmd.Env, cmd.WaitDelay = cwd, append(cleanEnviron(), env...), 5*time.Second
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("the allowed command failed: %v\n%s", err, out)
+			}
+			if c.effect != "" {
+				p := c.effect
+				if !filepath.IsAbs(p) {
+					p = filepath.Join(root, p)
+				}
+				if _, err := os.Stat(p); err != nil {
+					t.Errorf("the allowed command left no %s: %v", c.effect, err)
+				}
+			}
+		})
+	}
+	if raw, _ := os.ReadFile(filepath.Join(root, ".isdlc", "state.json")); string(raw) != stateV5 {
+		t.Error("the state changed")
+	}
+	if raw, _ := os.ReadFile(filepath.Join(root, ".des", "config.json")); string(raw) != "{}" {
+		t.Error("the settings changed")
+	}
+}
