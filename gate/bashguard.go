@@ -183,15 +183,17 @@ func globBounded(p string) ([]string, error) {
 // of a name N, and its last element S when that is literal. It could name:
 //   - a protected file when D is in a protected root, or when N is not
 //     empty and D/N starts a protected root's path (`.d$X`);
-//   - a guarded document when D is in the directory of a guarded glob
-//     (`.isdlc/$X` for .isdlc/state.json, `docs/steps/$X` for
-//     **/steps/*.json), when N is not empty and D/N starts a guarded path
-//     with no pattern, or when S is the name a guarded glob ends in
-//     (`$D/state.json`; for step globs, a step file's name, `$D/01-01.json`).
+//   - a guarded document, when S is absent or matches the guarded glob's
+//     last element, and D is the directory of a guarded glob (`.isdlc/$X`
+//     for .isdlc/state.json, `docs/steps/$X` for **/steps/*.json), or N is
+//     not empty and D/N starts a guarded path with no pattern (`.is$X/...`),
+//     or S is the name a guarded glob ends in (`$D/state.json`; for step
+//     globs, a step file's name, `$D/01-01.json`).
 //
-// A target whose literal part says nothing (`$OUT`, `"$D/out.json"`) could
-// name anything through ".." or a link; it gets no opinion, and the
-// PostToolUse integrity check undoes what it changes.
+// A target whose literal part says nothing (`$OUT`, `"$D/out.json"`), or
+// whose unknown part spans directories (`docs/$X` for docs/steps/01-01.json)
+// or climbs out with "..", could name more than this rule sees; it gets no
+// opinion, and the PostToolUse integrity check undoes what it changes.
 func (t ToolUse) dynamicWrite(docs DocumentWrite, w shell.Write, p string) map[string]any {
 	unknown := "$`"
 	if w.Glob {
@@ -241,11 +243,14 @@ func (t ToolUse) dynamicWrite(docs DocumentWrite, w shell.Write, p string) map[s
 			gdir, gname := pathpkg.Split(g)
 			gdir = strings.TrimSuffix(gdir, "/")
 			nameMatch, _ := pathpkg.Match(gname, last)
+			if last != "" && !nameMatch {
+				continue // a literal name the glob cannot end in
+			}
 			switch {
-			case gdir != "" && (glob.Match(gdir, relDir) || glob.Match(gdir+"/**", relDir)),
+			case gdir != "" && glob.Match(gdir, relDir),
 				gdir == "" && relDir == ".",
 				start != "" && !strings.ContainsAny(g, "*?[") && strings.HasPrefix(g, prefix),
-				last != "" && nameMatch && (set.kind != KindStep || stepNamePattern.MatchString(last)):
+				last != "" && (set.kind != KindStep || stepNamePattern.MatchString(last)):
 				if document == "" {
 					document = set.kind
 				}
