@@ -271,7 +271,7 @@ func (t ToolUse) dynamicWrite(docs DocumentWrite, w shell.Write, p string) map[s
 // into, boundedly, rather than judged by pattern: "**/steps/*.json" could
 // match under any directory, and `rm -rf node_modules` must stay possible.
 func (d DocumentWrite) documentAt(rel string) string {
-	if kind, _ := d.Kind(rel); kind != "" {
+	if kind, _ := d.kindOf(rel, nil); kind != "" { // other hard links: the caller's documentLink
 		return kind
 	}
 	abs := filepath.Join(d.Root, filepath.FromSlash(rel))
@@ -290,7 +290,7 @@ func (d DocumentWrite) documentAt(rel string) string {
 			return filepath.SkipDir
 		}
 		if !e.IsDir() {
-			kind, _ = d.Kind(p)
+			kind, _ = d.kindOf(ProjectPath(d.Root, p), nil) // no hard-link search per file: removing one name leaves the others
 		}
 		return nil
 	})

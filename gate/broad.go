@@ -252,8 +252,9 @@ func (t ToolUse) gitChanges(ctx context.Context, docs DocumentWrite, w shell.Wri
 			return true, nil
 		}
 	}
-	if w.How == shell.HowGitRestore {
-		// restore removes tracked files the source lacks.
+	if w.How == shell.HowGitRestore || w.Detail != "" {
+		// restore (and checkout --no-overlay, which DES does not tell
+		// apart) removes tracked files the source lacks.
 		for name := range index {
 			if _, ok := source[name]; ok {
 				continue
