@@ -77,7 +77,14 @@ func StagedStepFiles(ctx context.Context, dir string) ([]CommitFile, error) {
 // commits nothing. Paths are absolute, each once, sorted within each
 // repository.
 func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, error) {
-	a := shell.Analyze(command)
+	var opts []shell.Option
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		opts = append(opts, shell.WithHome(filepath.ToSlash(home)))
+	}
+	if filepath.IsAbs(cwd) {
+		opts = append(opts, shell.WithCwd(filepath.ToSlash(cwd)))
+	}
+	a := shell.Analyze(command, opts...)
 	if len(a.GitCommits) == 0 {
 		return nil, nil // no git to ask
 	}
@@ -101,7 +108,13 @@ func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, er
 	repos := map[string]*repo{}
 	var order []string
 	for _, c := range a.GitCommits {
+		if c.Subcommand != "commit" && !c.Dynamic {
+			continue // merge, pull, aliases (c.Alias): not judged here yet
+		}
 		plan := parseCommitArgs(c.Args)
+		if c.Dynamic {
+			plan = commitPlan{widen: true} // `$G commit`, `git "$SUB"`: DES cannot read it
+		}
 		if plan.dryRun {
 			continue
 		}

@@ -41,7 +41,7 @@ func (a *analyzer) script(src string, st *walkState, holes bool) flow {
 	saved := a.src
 	a.src = src
 	defer func() { a.depth--; a.src = saved }()
-	if nestingDepth(src) > maxNesting {
+	if tooBig(src) != "" {
 		a.fallback(src, st)
 		return plain(st)
 	}

@@ -301,6 +301,25 @@ func panicResult(command string, r any) (res Analysis) {
 // levels; the estimate counts openers in here-document text too.
 const maxNesting = 5000
 
+// maxTokens bounds the tokens (words and operators, over-estimated) of a
+// command DES parses: the parser and the walk cost about a microsecond per
+// token, and the hook must answer within its timeout. Larger commands get
+// the linear rough scan. Real commands have a few hundred tokens; a large
+// here-document with a quoted delimiter counts as one.
+const maxTokens = 100000
+
+// tooBig says why DES does not parse src, or "".
+func tooBig(src string) string {
+	m := measureSrc(src)
+	switch {
+	case m.depth > maxNesting:
+		return fmt.Sprintf("command nests about %d levels deep, more than the %d DES parses", m.depth, maxNesting)
+	case m.tokens > maxTokens:
+		return fmt.Sprintf("command has about %d words and operators, more than the %d DES parses", m.tokens, maxTokens)
+	}
+	return ""
+}
+
 // maxScripts bounds bash -c / eval recursion.
 const maxScripts = 8
 
@@ -309,8 +328,8 @@ func analyze(command string) Analysis { return analyzeWith(command, config{}) }
 func analyzeWith(command string, cfg config) Analysis {
 	a := &analyzer{src: command, cfg: cfg}
 	st := a.start()
-	if d := nestingDepth(command); d > maxNesting {
-		a.res.ParseError = fmt.Sprintf("command nests about %d levels deep, more than the %d DES parses", d, maxNesting)
+	if msg := tooBig(command); msg != "" {
+		a.res.ParseError = msg
 		a.fallback(command, st)
 		return a.res
 	}
