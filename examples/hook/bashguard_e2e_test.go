@@ -16,7 +16,7 @@ func runBash(t *testing.T, dir, command string) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), "bash", "-c", command)
 	cmd.Dir = dir
-	cmd.Env = append(cleanEnviron(), "HOME="+os.Getenv("HOME"))
+	cmd.Env = cleanEnviron()
 	cmd.WaitDelay = 5 * time.Second
 	_ = cmd.Run() // a failing command is fine: the files on disk are what the test compares
 }
@@ -197,5 +197,179 @@ func TestE2EHardLinks(t *testing.T) {
 	}
 	if raw, _ := os.ReadFile(filepath.Join(root, ".isdlc/state.json")); string(raw) != stateV5 {
 		t.Error("the state changed")
+	}
+}
+
+// Broad commands are denied only when they would change a guarded document
+// or DES's files: the command is judged, then (when allowed) really run and
+// the files compared.
+func TestE2EBroadCommandsOnlyWhenTheyChangeAGuardedDocument(t *testing.T) {
+	const step = `{"task_id": "01-01", "state": {"status": "TODO"}}` + "\n"
+	setup := func(t *testing.T) string {
+		root := gitProject(t)
+		writeFile(t, root, ".isdlc/state.json", stateV5)
+		writeFile(t, root, "docs/feature/x/steps/01-01.json", step)
+		writeFile(t, root, "src/main.go", "package main\n")
+		writeFile(t, root, "build/out.bin", "x")
+		git(t, root, "add", ".")
+		git(t, root, "commit", "-qm", "docs")
+		return root
+	}
+	const edited = "package main // edited\n"
+	cases := []struct {
+		name    string
+		prepare func(t *testing.T, root string)
+		command string
+		code    string // "" = no opinion, then the command runs
+	}{
+		{"git checkout . restoring only code", nil, "git checkout .", ""},
+		{"git restore . restoring only code", nil, "git restore .", ""},
+		{"git checkout . over an edited state", func(t *testing.T, root string) {
+			writeFile(t, root, ".isdlc/state.json", "{}")
+		}, "git checkout .", "DES-STATE-BASH-WRITE"},
+		{"git restore docs over an edited step", func(t *testing.T, root string) {
+			writeFile(t, root, "docs/feature/x/steps/01-01.json", "{}")
+		}, "git restore docs", "DES-STATE-BASH-WRITE"},
+		{"git checkout -- . when the state is staged", func(t *testing.T, root string) {
+			writeFile(t, root, ".isdlc/state.json", "{}")
+			git(t, root, "add", ".isdlc/state.json")
+		}, "git checkout -- .", ""},
+		{"git checkout HEAD -- . when the state is staged", func(t *testing.T, root string) {
+			writeFile(t, root, ".isdlc/state.json", "{}")
+			git(t, root, "add", ".isdlc/state.json")
+		}, "git checkout HEAD -- .", "DES-STATE-BASH-WRITE"},
+		{"git checkout of an unknown tree", nil, "git checkout nosuchbranch -- .", "DES-STATE-BASH-WRITE"},
+		{"chmod -R u+w . changing nothing of DES's", nil, "chmod -R u+w .", ""},
+		{"chmod 644 on a 644 state", nil, "chmod 644 .isdlc/state.json", ""},
+		{"chmod -R a-w .", nil, "chmod -R a-w .", "DES-STATE-BASH-WRITE"},
+		{"chmod 000 the state", nil, "chmod 000 .isdlc/state.json", "DES-STATE-BASH-WRITE"},
+		{"chmod with a mode DES cannot read", nil, "chmod --reference=README.md -R .", "DES-STATE-BASH-WRITE"},
+		{"rm -rf build/", nil, "rm -rf build/", ""},
+		{"rm -rf docs", nil, "rm -rf docs", "DES-STATE-BASH-WRITE"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := setup(t)
+			writeFile(t, root, "src/main.go", edited)
+			if err := os.Chmod(filepath.Join(root, ".isdlc", "state.json"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if c.prepare != nil {
+				c.prepare(t, root)
+			}
+			state, _ := os.ReadFile(filepath.Join(root, ".isdlc", "state.json"))
+			reason := denyReason(t, runHookProcess(t, root, nil, bashEvent(t, root, c.command)))
+			if (c.code == "") != (reason == "") || c.code != "" && !strings.Contains(reason, "["+c.code+"]") {
+				t.Fatalf("want %q, got %q", c.code, reason)
+			}
+			if c.code != "" {
+				return
+			}
+			runBash(t, root, c.command)
+			if now, _ := os.ReadFile(filepath.Join(root, ".isdlc", "state.json")); string(now) != string(state) {
+				t.Errorf("the allowed command changed the state: %q", now)
+			}
+			if raw, _ := os.ReadFile(filepath.Join(root, "docs/feature/x/steps/01-01.json")); string(raw) != step {
+				t.Errorf("the allowed command changed the step: %q", raw)
+			}
+			if raw, _ := os.ReadFile(filepath.Join(root, "src/main.go")); strings.HasPrefix(c.command, "git") && string(raw) == edited {
+				t.Error("the allowed command did not restore the code")
+			}
+		})
+	}
+}
+
+// DES's look at the index runs none of the repository's filters: an agent
+// that configures a clean filter does not get code run inside the hook.
+func TestE2EBroadCommandsRunNoRepositoryFilter(t *testing.T) {
+	root := gitProject(t)
+	writeFile(t, root, ".isdlc/state.json", stateV5)
+	git(t, root, "add", ".")
+	git(t, root, "commit", "-qm", "state")
+	marker := filepath.Join(t.TempDir(), "ran")
+	git(t, root, "config", "filter.x.clean", "touch "+marker+"; cat")
+	writeFile(t, root, ".gitattributes", "* filter=x\n")
+	if err := os.Chtimes(filepath.Join(root, ".isdlc", "state.json"), time.Now().Add(time.Hour), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err) // stat-dirty, so that git itself would run the filter
+	}
+	if reason := denyReason(t, runHookProcess(t, root, nil, bashEvent(t, root, "git checkout ."))); reason != "" {
+		t.Errorf("denied: %s", reason)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the hook ran the repository's clean filter")
+	}
+}
+
+// The issue's spellings of the project's paths, hard links made by the
+// command, and targets DES cannot know: each denied command is judged
+// only, each allowed one is really run with bash and its effect checked.
+func TestE2EBashSpellingsLinksAndDynamicTargets(t *testing.T) {
+	home := t.TempDir()
+	root := filepath.Join(home, "proj")
+	writeFile(t, root, ".isdlc/state.json", stateV5)
+	writeFile(t, root, ".des/config.json", "{}")
+	writeFile(t, root, "docs/feature/x/steps/01-01.json", `{"task_id": "01-01"}`)
+	writeFile(t, root, "a.txt", "a")
+	writeFile(t, root, "build/x.o", "o")
+	writeFile(t, root, "sub/keep", "")
+	env := []string{"HOME=" + home, "OLDPWD=" + root}
+	cases := []struct {
+		name, cwd, command string
+		code               string // "" = no opinion: the command runs
+		effect             string // with no opinion: a file the command must leave behind
+	}{
+		{"~ spells the project", "", `echo '{}' > ~/proj/.isdlc/state.json`, "DES-STATE-BASH-WRITE", ""},
+		{"$HOME spells the project", "", `echo '{}' > "$HOME/proj/.isdlc/state.json"`, "DES-STATE-BASH-WRITE", ""},
+		{"~+ is the cwd", "", `echo '{}' > ~+/.isdlc/state.json`, "DES-STATE-BASH-WRITE", ""},
+		{"$PWD is the cwd", "sub", `echo '{}' > $PWD/../.isdlc/state.json`, "DES-STATE-BASH-WRITE", ""},
+		{"~- is the previous directory", "sub", `echo '{}' > ~-/.isdlc/state.json`, "DES-STATE-BASH-WRITE", ""},
+		{"$OLDPWD is the previous directory", "sub", `echo '{}' > "$OLDPWD/.des/config.json"`, "DES-PROTECTED-PATH", ""},
+		{"a cd that fails", "", `cd /nonexistent; echo X > .isdlc/state.json`, "DES-STATE-BASH-WRITE", ""},
+		{"a cd that does not run", "", `false && cd /tmp; echo X > .isdlc/state.json`, "DES-STATE-BASH-WRITE", ""},
+		{"~ elsewhere", "", `echo hi > ~/notes.txt`, "", filepath.Join(home, "notes.txt")},
+		{"ln to the settings", "", `ln .des/config.json c.json && echo '{"guarded_state_files":["none/x.json"]}' > c.json`, "DES-PROTECTED-PATH", ""},
+		{"cp -l of the state", "", `cp -l .isdlc/state.json s.json`, "DES-STATE-BASH-WRITE", ""},
+		{"link to a step file", "", `link docs/feature/x/steps/01-01.json s.json`, "DES-STATE-BASH-WRITE", ""},
+		{"ln of an ordinary file", "", `ln a.txt b.txt`, "", "b.txt"},
+		{"a variable in a guarded directory", "", `echo x > .isdlc/$X`, "DES-STATE-BASH-WRITE", ""},
+		{"a variable before a guarded name", "", `echo '{}' > "$D/state.json"`, "DES-STATE-BASH-WRITE", ""},
+		{"a variable before a step file's name", "", `echo '{}' > "$(pwd)/docs/x/steps/$N/01-02.json"`, "DES-STATE-BASH-WRITE", ""},
+		{"a variable starting DES's directory", "", `echo '{}' > .d$X/config.json`, "DES-PROTECTED-PATH", ""},
+		{"a variable writing elsewhere", "", `echo ok > "$(echo build)/report.json"`, "", "build/report.json"},
+		{"a glob naming the state", "", `echo '{}' > .isdlc/stat?.json`, "DES-STATE-BASH-WRITE", ""},
+		{"a glob matching step files", "", `rm docs/*/x/steps/*.json`, "DES-STATE-BASH-WRITE", ""},
+		{"a glob elsewhere", "", `rm build/*.o`, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cwd := filepath.Join(root, c.cwd)
+			reason := denyReason(t, runHookProcess(t, root, env, bashEvent(t, cwd, c.command)))
+			if (c.code == "") != (reason == "") || c.code != "" && !strings.Contains(reason, "["+c.code+"]") {
+				t.Fatalf("want %q, got %q", c.code, reason)
+			}
+			if c.code != "" {
+				return
+			}
+			cmd := exec.CommandContext(t.Context(), "bash", "-c", c.command)
+			cmd.Dir, cmd.Env, cmd.WaitDelay = cwd, append(cleanEnviron(), env...), 5*time.Second
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("the allowed command failed: %v\n%s", err, out)
+			}
+			if c.effect != "" {
+				p := c.effect
+				if !filepath.IsAbs(p) {
+					p = filepath.Join(root, p)
+				}
+				if _, err := os.Stat(p); err != nil {
+					t.Errorf("the allowed command left no %s: %v", c.effect, err)
+				}
+			}
+		})
+	}
+	if raw, _ := os.ReadFile(filepath.Join(root, ".isdlc", "state.json")); string(raw) != stateV5 {
+		t.Error("the state changed")
+	}
+	if raw, _ := os.ReadFile(filepath.Join(root, ".des", "config.json")); string(raw) != "{}" {
+		t.Error("the settings changed")
 	}
 }

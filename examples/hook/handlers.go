@@ -204,6 +204,10 @@ func preToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
 func preToolUseBashGuard(ctx context.Context, h *hookEnv, ev *Event, command string) response {
 	in := struct{ Command string }{command}
 	call := gate.BashCall{Command: in.Command, Cwd: eventDir(ev, h.root), ToolUseID: ev.ToolUseID, SessionID: ev.SessionID}
+	// The Bash tool's shell inherits Claude Code's environment, as the hook
+	// does: ~, $HOME and $OLDPWD in the command are these.
+	call.Home, _ = h.lookupEnv("HOME")
+	call.OldPwd, _ = h.lookupEnv("OLDPWD")
 	commitFiles, unreadable := bashCommitFiles(ctx, h, ev, in.Command)
 	if unreadable != nil {
 		h.requireValidation()

@@ -3,11 +3,25 @@
 # description: |
 #   A Bash command that writes a guarded workflow document (a step file or a
 #   workflow state) skips the write guard, which sees only Write, Edit and
-#   MultiEdit. Input: input.writes[] {path, tool, how, document}, where Go
-#   sets document to "step" or "state" when the path is a guarded document
-#   or a directory that may hold one, and "" otherwise. What Go can see of
-#   a command is limited: paths built at run time ($VAR, $(...)) are not
-#   seen (internal/shell documents the limits).
+#   MultiEdit. Input: input.writes[] {path, tool, how, document, changes},
+#   where Go sets document to "step" or "state" when the path is a guarded
+#   document (another hard link of one counts as it), or a directory that
+#   holds one, and "" otherwise. For the broad commands that change a file
+#   only sometimes (how "chmod", "git checkout", "git restore"), changes
+#   tells whether the command would change a guarded document or DES's
+#   files: a mode that differs, content that differs from the index (or
+#   the named tree); Go sets true whenever it cannot tell. Other writes
+#   have no changes field. A target DES cannot know exactly (a path built
+#   at run time, `.isdlc/$X`, or a glob, `stat?.json`) comes with dynamic:
+#   true, path as written with each unknown part kept ($(...) for one DES
+#   could not read), document the kind of guarded document it could name
+#   ("" for none) and protected whether it could name DES's files (its
+#   literal directory in a protected root or a guarded glob's directory, its
+#   literal start a prefix of such a path, or its literal last element a
+#   guarded name; gate.ToolUse documents the rule). A glob's existing
+#   matches come as ordinary writes besides. What Go can see of a command
+#   is limited (internal/shell documents the limits); the PostToolUse
+#   integrity check undoes what slips through.
 package des.bashwrite
 
 # METADATA
@@ -27,5 +41,49 @@ deny contains {
 } if {
 	some w in input.writes
 	w.tool == "Bash"
+	not w.dynamic
 	w.document != ""
+	object.get(w, "changes", true) != false # git checkout . that restores nothing is fine
+}
+
+# METADATA
+# title: Bash may write a guarded document through a path it builds
+# description: A Bash command writes a target DES cannot know before it runs (a variable, a command substitution, a glob) whose literal part could name a step file or a workflow state.
+# custom:
+#   code: DES-STATE-BASH-WRITE
+#   severity: deny
+deny contains {
+	"code": "DES-STATE-BASH-WRITE",
+	"msg": sprintf("Bash would write %s through %q; DES cannot know that path before the command runs, and it could be a %s file, which is changed only with Write, Edit or MultiEdit", [w.path, w.how, w.document]),
+	"field": "/tool_input/command",
+	"recovery": [
+		"Write the path out literally in the command if it is not a workflow document, so DES can see where it goes.",
+		"To change a step file or workflow state, Read it, then use the Edit tool (or Write the whole document).",
+	],
+} if {
+	some w in input.writes
+	w.tool == "Bash"
+	w.dynamic
+	w.document != ""
+}
+
+# METADATA
+# title: Bash may write DES's files through a path it builds
+# description: A Bash command writes a target DES cannot know before it runs whose literal part could name a policy, the settings, the audit trail or a run record.
+# custom:
+#   code: DES-PROTECTED-PATH
+#   severity: deny
+deny contains {
+	"code": "DES-PROTECTED-PATH",
+	"msg": sprintf("Bash would write %s through %q; DES cannot know that path before the command runs, and it could be one of DES's own files, which an agent may not change", [w.path, w.how]),
+	"field": "/tool_input/command",
+	"recovery": [
+		"Write the path out literally in the command, outside DES's directories, so DES can see where it goes.",
+		"Leave DES's files alone; ask the user to change policies, settings or the audit trail by hand.",
+	],
+} if {
+	some w in input.writes
+	w.tool == "Bash"
+	w.dynamic
+	w.protected
 }

@@ -3,7 +3,10 @@
 # description: |
 #   DES's own files: the policies that judge an agent, the settings, the audit
 #   trail and DES's run records. A tool call must not write them.
-#   Input: input.writes[] with {path, tool}; paths are in the form of
+#   Input: input.writes[] with {path, tool} and, for Bash's broad commands
+#   (chmod, git checkout, git restore), changes: false when Go found that
+#   the command would change none of DES's files, and dynamic: true for a
+#   path DES cannot know (judged by des.bashwrite instead); paths are in the form of
 #   gate.ProjectPath (symbolic links resolved, slash-separated, relative to
 #   the project root when inside it, "." for the root, absolute otherwise),
 #   and so are the configured directories in data.des.config.
@@ -49,6 +52,8 @@ deny contains {
 	],
 } if {
 	some w in input.writes
+	object.get(w, "changes", true) != false
+	not w.dynamic # a path DES cannot know is judged by des.bashwrite
 
 	# Paths end in "/" so that ".des/policies-old" is not under ".des/policies";
 	# the root itself (".") becomes "", a prefix of everything.
@@ -99,5 +104,6 @@ partial_write(w, file, p) if {
 partial_write(w, file, p) if {
 	p.bash
 	w.tool == "Bash"
+	object.get(w, "changes", true) != false
 	startswith(concat("", [file, "/"]), trim_prefix(concat("", [w.path, "/"]), "./"))
 }

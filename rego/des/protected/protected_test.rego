@@ -58,3 +58,9 @@ test_git_config_only_hooks_path if {
 	count(protected.deny) == 0 with input as {"writes": [{"path": ".git/config", "tool": "Bash"}]}
 	count(protected.deny) == 1 with input as {"writes": [{"path": ".git/config", "tool": "Edit", "hooks_path_changed": true}]}
 }
+
+test_broad_commands_that_change_nothing_are_fine if {
+	count(protected.deny) == 0 with input as {"writes": [{"path": ".", "tool": "Bash", "how": "git checkout", "changes": false}]}
+	count(protected.deny) > 0 with input as {"writes": [{"path": ".", "tool": "Bash", "how": "chmod", "changes": true}]}
+	count(protected.deny) == 0 with input as {"writes": [{"path": ".", "tool": "Bash", "how": "chmod", "changes": false}]}
+}
