@@ -252,9 +252,27 @@ func pickBlobs(ctx context.Context, git *gitexec.Runner, top string, commits []s
 }
 
 // gitSubcommand is the subcommand of a git invocation the analyzer
-// reports, and whether it is an expansion DES cannot read.
+// reports, and whether it is an expansion DES cannot read (a directory DES
+// cannot read does not hide a subcommand it can).
 func gitSubcommand(c shell.GitCommit) (string, bool) {
-	return "commit", false
+	return c.Subcommand, c.Dynamic && !knownSubcommand(c.Subcommand) && !c.Alias
+}
+
+// ErrRepositoryUnknown is wrapped when a git invocation names its
+// repository with options DES does not follow (--git-dir, --work-tree,
+// core.worktree): DES cannot tell what it commits.
+var ErrRepositoryUnknown = errors.New("cannot tell which repository the git command commits in")
+
+// repositoryOptions refuses the global options that move git to another
+// repository or work tree than its directory's.
+func repositoryOptions(c shell.GitCommit) error {
+	for _, o := range c.Options {
+		lo := strings.ToLower(o)
+		if strings.HasPrefix(lo, "--git-dir") || strings.HasPrefix(lo, "--work-tree") || strings.HasPrefix(lo, "core.worktree") || strings.HasPrefix(lo, "core.bare") {
+			return fmt.Errorf("git %s %s: %w (%s); run it without that option, from the repository's work tree", strings.Join(c.Options, " "), c.Subcommand, ErrRepositoryUnknown, o)
+		}
+	}
+	return nil
 }
 
 // knownSubcommand reports whether classify needs no alias to read sub.

@@ -77,8 +77,9 @@ func TestRevisions(t *testing.T) {
 	}
 }
 
-// seqRepo is a repository on branch topic, which changed the step file
-// twice (v1, then v2) since main, whose own version is v0.
+// seqRepo is a repository whose branch topic changed the step file twice
+// (v1, then v2) since main, whose own version is v0; branch other changed
+// it to v9.
 func seqRepo(t *testing.T) (dir string, git *gitexec.Runner) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
@@ -111,6 +112,9 @@ func seqRepo(t *testing.T) (dir string, git *gitexec.Runner) {
 	run("commit", "-qam", "v1")
 	write(`{"v": 2}`)
 	run("commit", "-qam", "v2")
+	run("checkout", "-qb", "other", "main") // a version of its own: merging topic conflicts
+	write(`{"v": 9}`)
+	run("commit", "-qam", "v9")
 	return dir, new(gitexec.Runner)
 }
 
@@ -150,7 +154,8 @@ func TestSequencerBlobs(t *testing.T) {
 		{"revert", []string{"HEAD"}, "topic", []string{`{"v": 1}`}},
 		{"rebase", []string{"main"}, "topic", []string{`{"v": 1}`, `{"v": 2}`}},
 		{"rebase", []string{"--onto", "main", "main", "topic"}, "main", []string{`{"v": 1}`, `{"v": 2}`}},
-		{"merge", []string{"main"}, "topic", nil}, // main brings no step change
+		{"merge", []string{"main"}, "topic", nil},  // main brings no step change
+		{"merge", []string{"topic"}, "other", nil}, // a conflict: the merge stops, and its resolution is judged
 	} {
 		cmd := exec.Command("git", "-C", dir, "checkout", "-q", c.head)
 		if out, err := cmd.CombinedOutput(); err != nil {

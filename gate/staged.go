@@ -57,9 +57,10 @@ func StagedStepFiles(ctx context.Context, dir string) ([]CommitFile, error) {
 	return collect(ctx, git, top, map[string]string{}, true, nil)
 }
 
-// BashCommitFiles returns the step files that the `git commit`s of a Bash
-// command (as internal/shell analyses it; cwd is where it runs, absolute) would
-// commit, as far as DES can tell before the command runs:
+// BashCommitFiles returns the step files that the git invocations of a
+// Bash command that may commit (as internal/shell analyses it; cwd is
+// where it runs, absolute) would commit, as far as DES can tell before the
+// command runs:
 //   - the staged step files of each commit's repository, with their staged
 //     content (StagedStepFiles);
 //   - with -a/--all, the tracked step files changed in the work tree; with
@@ -72,12 +73,20 @@ func StagedStepFiles(ctx context.Context, dir string) ([]CommitFile, error) {
 //     not know, an interactive -p), every changed or untracked step file of
 //     the repository: judging more is the safe side.
 //
+// A subcommand is read through the repository's aliases (an alias that
+// runs a shell command widens as above); one DES cannot read at all
+// (`git $(echo commit)`) is a commit. merge, cherry-pick, revert and
+// rebase add the step files the commits they make hold, one entry per
+// version (the blob's content); a --continue commits the index; am and
+// pull, whose content is not in the repository yet, add nothing. An
+// invocation that names its repository with --git-dir, --work-tree or
+// core.worktree is an error wrapping ErrRepositoryUnknown.
+//
 // A commit in a directory that is not in a git work tree (or does not
 // exist) commits nothing and adds no file. A directory written with an
 // unresolved expansion (`cd "$D"`) is taken up to the expansion, i.e. the
 // nearest literal directory; `~` is the user's home. `git commit --dry-run`
-// commits nothing. Paths are absolute, each once, sorted within each
-// repository.
+// commits nothing. Paths are absolute, sorted within each repository.
 func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, error) {
 	var opts []shell.Option
 	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
@@ -128,6 +137,9 @@ func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, er
 		return al, nil
 	}
 	for _, c := range a.GitCommits {
+		if err := repositoryOptions(c); err != nil {
+			return nil, err
+		}
 		top, err := topOf(c.Dir)
 		if err != nil {
 			return nil, err

@@ -222,7 +222,8 @@ func (c transcriptCheck) facts() map[string]any {
 // locate finds the step of a stop, trusting what DES recorded over the
 // transcript, which the subagent can edit or delete: the caller's step;
 // else Gate 1's record of the run, found by the Agent/Task call's id (the
-// caller's, or the agent-<id>.meta.json beside the transcript), by the
+// caller's, the agent-<id>.meta.json beside the transcript, or the binding
+// Bind made at the subagent's first tool call), by the
 // transcript's prompt, or, when the transcript cannot be read, as the one
 // run of the session still open (same agent type); else the transcript's
 // DES-STEP-FILE marker. With a run record the transcript is checked
@@ -233,6 +234,9 @@ func (g SubagentStop) locate(ctx context.Context, s Stop) (location, error) {
 	toolUseID := s.ToolUseID
 	if toolUseID == "" && terr == nil {
 		toolUseID = metaToolUseID(transcript)
+	}
+	if toolUseID == "" {
+		toolUseID = g.boundToolUseID(s.AgentID)
 	}
 	run := g.readRun(toolUseID)
 	if s.StepFile != "" {
@@ -768,4 +772,71 @@ func stopRecordNames(toolUseID, agentID string) []string {
 		names = append(names, "agent-"+agentID+".stop.json")
 	}
 	return names
+}
+
+// agentBinding ties a subagent to the Agent/Task call that started it,
+// kept as "agent-<agent_id>.run.json" in the runs directory. ToolUseID ""
+// records that the subagent is not one Gate 1 started.
+type agentBinding struct {
+	AgentID   string    `json:"agent_id"`
+	ToolUseID string    `json:"tool_use_id"`
+	At        time.Time `json:"at"`
+}
+
+func bindingName(agentID string) string { return "agent-" + agentID + ".run.json" }
+
+// boundToolUseID is the call Bind tied the agent to; "" when none.
+func (g SubagentStop) boundToolUseID(agentID string) string {
+	if g.RunsDir == "" || !safeID(agentID) {
+		return ""
+	}
+	var b agentBinding
+	if ok, err := readRecord(g.RunsDir, bindingName(agentID), &b); !ok || err != nil || !safeID(b.ToolUseID) {
+		return ""
+	}
+	return b.ToolUseID
+}
+
+// Bind ties a subagent to its run the first time DES sees one of its tool
+// calls (PreToolUse with agent_id), while its transcript is still as
+// Claude Code wrote it: a tool call runs after its PreToolUse hook, so the
+// subagent cannot have edited the transcript yet. sessionTranscript is the
+// event's transcript_path (the parent session's); the subagent's is
+// <session>/subagents/agent-<agent_id>.jsonl beside it. The run is found as
+// at the stop (the meta file's call id, else the prompt's hash); a
+// subagent Gate 1 did not start is recorded as such, so its later calls
+// read nothing. In a project where Gate 1 never ran (no runs directory),
+// or once the agent is bound, Bind does nothing.
+func (g SubagentStop) Bind(ctx context.Context, agentID, sessionTranscript string) error {
+	if g.RunsDir == "" || !safeID(agentID) || sessionTranscript == "" {
+		return nil
+	}
+	if fi, err := os.Stat(g.RunsDir); err != nil || !fi.IsDir() {
+		return nil
+	}
+	name := bindingName(agentID)
+	if _, err := os.Stat(filepath.Join(g.RunsDir, name)); err == nil {
+		return nil
+	}
+	path := filepath.Join(strings.TrimSuffix(sessionTranscript, filepath.Ext(sessionTranscript)), "subagents", "agent-"+agentID+".jsonl")
+	path, err := g.transcript(path)
+	if err != nil {
+		return fmt.Errorf("bind agent %s: transcript: %w", agentID, err)
+	}
+	id := metaToolUseID(path)
+	run := g.readRun(id)
+	if run == nil {
+		prompt, err := readTranscriptPrompt(ctx, path, 0)
+		if err != nil {
+			return fmt.Errorf("bind agent %s: transcript %s: %w", agentID, path, err)
+		}
+		if p := template.Parse(prompt); p.HasMarkers {
+			run = g.readRun("prompt-" + promptKey(prompt))
+		}
+	}
+	b := agentBinding{AgentID: agentID, At: g.now().UTC()}
+	if run != nil {
+		b.ToolUseID = run.ToolUseID
+	}
+	return writeRecord(g.Writes, g.RunsDir, name, b)
 }

@@ -123,3 +123,45 @@ func TestGate2SessionFallbackNeedsOneOpenRun(t *testing.T) {
 		t.Fatalf("one open run: %+v, %v", res, err)
 	}
 }
+
+// Without the meta file, the binding made at the subagent's first tool
+// call (while its transcript was intact) still links the stop to its run.
+func TestGate2BindingOutlivesTheTranscript(t *testing.T) {
+	p := newStopProject(t)
+	session := filepath.Join(p.claude, "projects", "p", "sess.jsonl")
+	g := p.gate()
+	if err := g.Bind(t.Context(), "a1", session); err != nil {
+		t.Fatal(err)
+	}
+	// Every marker of the prompt edited away, and no meta file.
+	p.writeTranscript(strings.ReplaceAll(p.prompt, "DES-", "DES_"))
+	res, err := g.Check(t.Context(), p.eng, p.stop())
+	if err != nil || res.StepFile != stepRel || res.Found != "record" || res.TranscriptState != gate.TranscriptNoMarkers {
+		t.Fatalf("after the binding: %+v, %v", res, err)
+	}
+	if !strings.Contains(strings.Join(res.Decision.Codes(), " "), "DES-TRANSCRIPT-TAMPERED") {
+		t.Errorf("codes %v", res.Decision.Codes())
+	}
+
+	// A subagent Gate 1 did not start is bound to no run, and stays not DES's.
+	other := filepath.Join(p.claude, "projects", "p", "sess", "subagents", "agent-b2.jsonl")
+	if err := os.WriteFile(other, []byte(`{"type":"user","message":{"role":"user","content":"Explore the code."}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Bind(t.Context(), "b2", session); err != nil {
+		t.Fatal(err)
+	}
+	s := p.stop()
+	s.AgentID, s.TranscriptPath = "b2", other
+	if res, err := g.Check(t.Context(), p.eng, s); err != nil || res.StepFile != "" {
+		t.Errorf("ad hoc subagent: %+v, %v", res, err)
+	}
+	// Without a runs directory (Gate 1 never ran) Bind writes nothing.
+	g.RunsDir = filepath.Join(t.TempDir(), "runs")
+	if err := g.Bind(t.Context(), "a1", session); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(g.RunsDir); err == nil {
+		t.Error("Bind created a runs directory")
+	}
+}

@@ -74,3 +74,33 @@ func TestE2EGate2TamperedTranscriptFailsTheStop(t *testing.T) {
 		})
 	}
 }
+
+// On a Claude Code version that writes no meta file, the subagent's first
+// tool call binds it to its run (PreToolUse runs before the call), so a
+// `sed -i 's/DES-/DES_/g'` on its transcript, the command itself, does not
+// hide the run from Gate 2.
+func TestE2EGate2BindingAtTheFirstToolCall(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash is not installed")
+	}
+	root, transcript, env := gate2Project(t)
+	prepareThroughTheGuard(t, root, env)
+	command := "sed -i 's/DES-/DES_/g' " + transcript
+	ev := stopEvent(root, transcript, false) // the session's fields
+	pre := map[string]any{
+		"session_id": ev["session_id"], "transcript_path": ev["transcript_path"], "cwd": root, "permission_mode": "auto",
+		"agent_id": ev["agent_id"], "agent_type": ev["agent_type"], "hook_event_name": "PreToolUse", "tool_name": "Bash",
+		"tool_input": map[string]any{"command": command, "description": "tidy"}, "tool_use_id": "toolu_sed",
+	}
+	if r := runHookProcess(t, root, env, pre); r.code != 0 || r.stdout != "" {
+		t.Fatalf("PreToolUse of the sed: %+v", r)
+	}
+	mustRunBash(t, root, command)
+	out := decodeStop(t, runHookProcess(t, root, env, ev))
+	if !strings.Contains(out.SystemMessage, "[DES-TRANSCRIPT-TAMPERED] "+e2eStep) || !strings.Contains(out.SystemMessage, "without the DES markers") {
+		t.Errorf("systemMessage:\n%s", out.SystemMessage)
+	}
+	if s := readStepState(t, root); s["status"] != "FAILED" {
+		t.Errorf("step state: %v", s)
+	}
+}

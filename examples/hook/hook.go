@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/integrity"
 )
 
@@ -134,7 +135,21 @@ func (h *hookEnv) call(ctx context.Context, fn handlerFunc, ev *Event) (r respon
 			r = h.internalError(h.validationRequired(), fmt.Errorf("panic in the %s handler: %v", h.event, p))
 		}
 	}()
+	if ev.HookEventName == eventPreToolUse && ev.AgentID != "" {
+		h.bindAgent(ctx, ev)
+	}
 	return fn(ctx, h, ev)
+}
+
+// bindAgent ties a subagent to the run Gate 1 recorded, at its first tool
+// call, before the call could touch its transcript (gate.SubagentStop.Bind).
+// It needs no settings; a failure only loses the binding, and Gate 2 falls
+// back on the other ways to find the run.
+func (h *hookEnv) bindAgent(ctx context.Context, ev *Event) {
+	g := gate.SubagentStop{Root: h.root, RunsDir: filepath.Join(h.root, des.RunsDir), ClaudeDirs: gate.ClaudeDirs(h.lookupEnv)}
+	if err := g.Bind(ctx, ev.AgentID, ev.TranscriptPath); err != nil {
+		h.logger.Info("hook: the subagent is not bound to a run", "agent_id", ev.AgentID, "err", err)
+	}
 }
 
 // Deadlines of one hook event, well below the timeouts `hook settings`
