@@ -95,6 +95,7 @@ type Engine struct {
 	logger *slog.Logger
 
 	claudeDirs []string // where subagent transcripts may be read, besides the root
+	stateDir   string   // the project's per-user state directory (statedir.For), outside the project
 
 	policyOpts []policy.Option
 	policyOnce sync.Once
@@ -163,6 +164,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	}
 	e := &Engine{root: root, cfg: cfg, audit: log, now: o.clock, logger: o.logger, policyOpts: popts}
 	e.claudeDirs = gate.ClaudeDirs(o.lookupEnv)
+	e.stateDir = statedir.For(root, o.lookupEnv)
 	if !o.lazy {
 		if _, err := e.Policy(ctx); err != nil {
 			return nil, err
@@ -328,6 +330,7 @@ func (e *Engine) DocumentWrite() gate.DocumentWrite {
 		StateGlobs: slices.Clone(e.cfg.GuardedStateFiles),
 		Audit:      e.audit,
 		PendingDir: filepath.Join(e.root, PendingDir),
+		StateDir:   e.stateDir,
 		Now:        e.now,
 	}
 }
