@@ -102,8 +102,8 @@ type Engine struct {
 	logger *slog.Logger
 	writes gate.Writes
 
-	stateDir   string   // per-user state directory (statedir.For)
 	claudeDirs []string // where subagent transcripts may be read, besides the root
+	stateDir   string   // the project's per-user state directory (statedir.For), outside the project
 
 	policyOpts []policy.Option
 	policyOnce sync.Once
@@ -360,6 +360,7 @@ func (e *Engine) DocumentWrite() gate.DocumentWrite {
 		StateGlobs: slices.Clone(e.cfg.GuardedStateFiles),
 		Audit:      e.audit,
 		PendingDir: filepath.Join(e.root, PendingDir),
+		StateDir:   e.stateDir,
 		Now:        e.now,
 		Writes:     e.writes,
 	}

@@ -54,8 +54,13 @@ type DocumentWrite struct {
 	Protected  []string   // DES's own files, as for ToolUse
 	Audit      *audit.Log // nil records nothing
 	PendingDir string     // where allowed changes wait for PostToolUse; "" records them at once
-	Now        func() time.Time
-	Writes     Writes // told of the pending records and of each allowed write; nil tells nothing
+	// StateDir is the project's per-user state directory, outside the
+	// project, where des remembers the highest status each workflow phase
+	// has reached (see statememory.go); "" keeps no memory, and V8 then
+	// compares with the disk only.
+	StateDir string
+	Now      func() time.Time
+	Writes   Writes // told of the pending records and of each allowed write; nil tells nothing
 }
 
 // Kind tells whether path is a guarded document, and its root-relative path,
@@ -256,6 +261,7 @@ func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) 
 	}
 	in := map[string]any{"tool": call.Tool, "writes": []any{map[string]any{"path": rel, "tool": call.Tool}}}
 	var changes []audit.Entry
+	var seen map[string]any
 	switch kind {
 	case KindStep:
 		incoming, diskStep := stepWriteFacts(rel, content, disk)
@@ -267,7 +273,10 @@ func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) 
 			changes = stepChanges(rel, diskStep, incoming.step)
 		}
 	case KindState:
-		in["state"] = stateWriteFacts(rel, content, disk)
+		if seen, err = d.readSeen(rel); err != nil {
+			return res, fmt.Errorf("write guard: %w", err)
+		}
+		in["state"] = stateWriteFacts(rel, content, disk, seen)
 	}
 	dec, err := ev.Evaluate(ctx, policy.DocumentWrite, in)
 	if err != nil {
@@ -280,6 +289,12 @@ func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) 
 			"codes": dec.Codes(), "tool_use_id": call.ToolUseID, "session_id": call.SessionID,
 		}})
 		return res, err
+	}
+	if kind == KindState {
+		next, _ := dec.Info["state_seen"].(map[string]any)
+		if err := d.pendState(ctx, call.ToolUseID, rel, content, next); err != nil {
+			return res, fmt.Errorf("write guard: allowed, but des's memory of %s could not be prepared: %w", rel, err)
+		}
 	}
 	if d.Writes != nil {
 		// Allowed: the write is announced with the content judged, so that a
@@ -457,9 +472,19 @@ func (d DocumentWrite) pend(ctx context.Context, toolUseID, rel string, content 
 // Confirm is PostToolUse for a Write, Edit or MultiEdit: when an allowed
 // write recorded changes under toolUseID and the file now holds exactly the
 // content that was allowed, the changes are appended to the audit trail
-// with "confirmed": true. Otherwise nothing is recorded. It returns whether
-// changes were confirmed.
+// with "confirmed": true, and, for a workflow state, des's memory of its
+// phase statuses moves on. Otherwise nothing is recorded. It returns
+// whether changes were confirmed.
 func (d DocumentWrite) Confirm(ctx context.Context, toolUseID string) (bool, error) {
+	kept, err := d.confirmState(ctx, toolUseID)
+	if err != nil {
+		return kept, err
+	}
+	confirmed, err := d.confirmSteps(ctx, toolUseID)
+	return kept || confirmed, err
+}
+
+func (d DocumentWrite) confirmSteps(ctx context.Context, toolUseID string) (bool, error) {
 	if d.PendingDir == "" || !safeID(toolUseID) {
 		return false, nil
 	}

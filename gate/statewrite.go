@@ -9,9 +9,13 @@ import (
 
 // stateWriteFacts are what the workflow-state rules (des.statewrite) read:
 // the known fields of the incoming document and of the file on disk, nulls
-// dropped, and what is wrong with the incoming content.
-func stateWriteFacts(rel string, content, disk []byte) map[string]any {
+// dropped, des's memory of the document (seen, nil when none), and what is
+// wrong with the incoming content.
+func stateWriteFacts(rel string, content, disk []byte, seen map[string]any) map[string]any {
 	facts := map[string]any{"path": rel}
+	if seen != nil {
+		facts["seen"] = seen
+	}
 	if disk != nil {
 		if s, err := statemachine.ParseState(disk); err == nil {
 			facts["disk"] = s.Facts()

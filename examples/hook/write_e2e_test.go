@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,5 +160,93 @@ func TestE2ECurlyQuoteEditIsJudged(t *testing.T) {
 		"old_string": "“02-design”: {“status”: “in_progress”}", "new_string": `"02-design": {"status": "completed"}`}))
 	if strings.Contains(r.stdout, `"permissionDecision":"deny"`) {
 		t.Errorf("forward curly edit denied: %s", r.stdout)
+	}
+}
+
+// stateStep is one Write of a workflow state through the built hook as
+// Claude Code runs it: PreToolUse, then (when allowed) the file written and
+// PostToolUse. It returns the deny reason, "" when the write landed.
+func stateStep(t *testing.T, root string, env []string, id, content string) string {
+	t.Helper()
+	ev := writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": content})
+	ev["tool_use_id"] = id
+	if r := runHookProcess(t, root, env, ev); strings.Contains(r.stdout, `"permissionDecision":"deny"`) {
+		return denyReason(t, r)
+	} else if r.code != 0 {
+		t.Fatalf("PreToolUse: %+v", r)
+	}
+	writeFile(t, root, ".isdlc/state.json", content)
+	ev["hook_event_name"] = "PostToolUse"
+	ev["tool_response"] = map[string]any{"type": "update", "filePath": ev["tool_input"].(map[string]any)["file_path"]}
+	if r := runHookProcess(t, root, env, ev); r.code != 0 || strings.Contains(r.stdout, "deny") {
+		t.Fatalf("PostToolUse: %+v", r)
+	}
+	return ""
+}
+
+func versioned(doc string, v int) string {
+	return strings.Replace(doc, `"state_version": 5`, fmt.Sprintf(`"state_version": %d`, v), 1)
+}
+
+// V8 across writes: completed → reset (or removed) → pending. The first
+// step is denied; had it happened anyway (the file rewritten outside the
+// guarded tools), the second is denied from what des saw, kept in the
+// per-user state directory.
+func TestE2EWorkflowStateMemory(t *testing.T) {
+	for _, step1 := range []struct{ name, from, to string }{
+		{"unknown status", `"01-requirements": "completed", "02-design"`, `"01-requirements": "reset", "02-design"`},
+		{"key removed", `"01-requirements": "completed", "02-design"`, `"02-design"`},
+	} {
+		t.Run(step1.name, func(t *testing.T) {
+			root, env := t.TempDir(), []string{"DES_STATE_DIR=" + t.TempDir()}
+			writeFile(t, root, ".isdlc/state.json", stateV5)
+			if reason := stateStep(t, root, env, "toolu_a", versioned(stateV5, 6)); reason != "" {
+				t.Fatalf("forward write denied: %s", reason)
+			}
+			first := strings.Replace(versioned(stateV5, 7), step1.from, step1.to, 1)
+			reason := stateStep(t, root, env, "toolu_b", first)
+			if !strings.Contains(reason, `active_workflow.phase_status["01-requirements"] was "completed" but is `) {
+				t.Fatalf("first step: %q", reason)
+			}
+			writeFile(t, root, ".isdlc/state.json", first) // it happened anyway
+			second := strings.Replace(versioned(stateV5, 8), `"01-requirements": "completed", "02-design"`, `"01-requirements": "pending", "02-design"`, 1)
+			reason = stateStep(t, root, env, "toolu_c", second)
+			if !strings.Contains(reason, `[DES-STATE-V8-STATUS] .isdlc/state.json: active_workflow.phase_status["01-requirements"] is "pending" in this write, but des saw it reach "completed" since the workflow started`) {
+				t.Errorf("second step: %q", reason)
+			}
+			if raw, _ := os.ReadFile(filepath.Join(root, ".isdlc", "state.json")); string(raw) != first {
+				t.Errorf("the second step landed:\n%s", raw)
+			}
+			// Without the memory (another state directory) only the disk speaks, and it says less.
+			fresh := []string{"DES_STATE_DIR=" + t.TempDir()}
+			if r := runHookProcess(t, root, fresh, writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": second})); strings.Contains(r.stdout, "des saw") {
+				t.Errorf("memory leaked between state directories: %q", r.stdout)
+			}
+		})
+	}
+}
+
+// A recovery exemption covers the write that introduces it, not the later
+// writes that keep it in the document.
+func TestE2ERecoveryExemptionAppliesOnce(t *testing.T) {
+	root, env := t.TempDir(), []string{"DES_STATE_DIR=" + t.TempDir()}
+	writeFile(t, root, ".isdlc/state.json", stateV5)
+	rollback := strings.Replace(versioned(stateV5, 6), `"type": "feature",`, `"type": "feature", "recovery_action": {"type": "rollback"},`, 1)
+	rollback = strings.Replace(rollback, `"01-requirements": "completed", "02-design"`, `"01-requirements": "in_progress", "02-design"`, 1)
+	rollback = strings.Replace(rollback, `"01-requirements": {"status": "completed"}`, `"01-requirements": {"status": "in_progress"}`, 1)
+	if reason := stateStep(t, root, env, "toolu_r1", rollback); reason != "" {
+		t.Fatalf("the rollback itself denied: %s", reason)
+	}
+	later := strings.Replace(strings.Replace(rollback, `"state_version": 6`, `"state_version": 7`, 1), `"02-design": "in_progress"`, `"02-design": "pending"`, 1)
+	later = strings.Replace(later, `"02-design": {"status": "in_progress"}`, `"02-design": {"status": "pending"}`, 1)
+	reason := stateStep(t, root, env, "toolu_r2", later)
+	if !strings.Contains(reason, `moves down from "in_progress" (on disk) to "pending" (in this write)`) || !strings.Contains(reason, `recovery_action.type "rollback" is on disk already`) {
+		t.Errorf("a later write keeping the rollback: %q", reason)
+	}
+	// Moving forward again after the rollback is fine: the memory went down with it.
+	forward := strings.Replace(strings.Replace(rollback, `"state_version": 6`, `"state_version": 7`, 1), `"01-requirements": "in_progress", "02-design"`, `"01-requirements": "completed", "02-design"`, 1)
+	forward = strings.Replace(forward, `"01-requirements": {"status": "in_progress"}`, `"01-requirements": {"status": "completed"}`, 1)
+	if reason := stateStep(t, root, env, "toolu_r3", forward); reason != "" {
+		t.Errorf("forward after the rollback: %s", reason)
 	}
 }

@@ -26,3 +26,7 @@ warn contains v if {
 	input.state
 	some v in data.des.statewrite.warn
 }
+
+# des's memory of a workflow state after this write, kept by Go once the
+# write is seen to land (gate.DocumentWrite, StateDir).
+info := {"state_seen": data.des.statewrite.seen_next} if input.state

@@ -14,6 +14,13 @@
 #     input.state.incoming       the known fields of the document the write would produce
 #     input.state.disk           the known fields of the file on disk; absent when there
 #                                is no file or it is not a parsable object
+#     input.state.seen           des's memory of this document, kept outside the project
+#                                and moved on only by writes des allowed and saw land:
+#                                {workflow: bool (the last document had an active_workflow),
+#                                phase_status: {k: status}, phases: {k: status} (the highest
+#                                ordered status each phase reached since the workflow
+#                                started), current_phase_index: n (the highest)}; absent
+#                                when des has none (a first write, a new machine)
 #   Known fields (both sides): state_version, current_phase, active_agent,
 #   active_workflow {type, phases[], current_phase, current_phase_index,
 #   phase_status{}, supervised_review {status, redo_count}, recovery_action {type}},
@@ -33,9 +40,18 @@
 #   one phase in_progress in phase_status).
 #
 #   Every rule that compares fires only when the fields it reads exist (on both
-#   sides for disk-vs-incoming rules); V7-UNVERSIONED is the one rule about a
-#   field missing on one side. Exemptions (supervised_review, recovery_action)
-#   are read from the incoming document. V7 is conceptually checked before V8,
+#   sides for disk-vs-incoming rules); V7-UNVERSIONED and the V8 rules about a
+#   completed phase are the rules about a field missing on one side.
+#   V8 compares with the disk and with des's memory (input.state.seen): a
+#   status below the highest one seen, or anything but completed (an unknown
+#   status, or the key removed while a workflow is active) after completed,
+#   is a regression. A write that starts a workflow (the disk has no
+#   active_workflow, and neither had the last document des saw) starts the
+#   memory afresh. Exemptions (supervised_review, recovery_action) are read
+#   from the incoming document and apply only to the write that introduces
+#   them: a recovery_action.type the disk did not have (or had another), a
+#   supervised_review.status newly redo_pending or a redo_count above the
+#   disk's. The next memory is seen_next (the gate's info "state_seen"). V7 is conceptually checked before V8,
 #   but nothing short-circuits: every violation is reported, and the engine
 #   sorts them by code, so the order is stable. When the incoming content is
 #   not a JSON object only DES-STATE-INVALID is reported. The status order and
@@ -67,22 +83,189 @@ _error := input.state.error
 # JSON pointer escaping of one reference token (RFC 6901): ~ is ~0, / is ~1.
 _pointer_escape := {"~": "~0", "/": "~1"}
 
-# Exemptions, read from the incoming document only.
+# Exemptions, read from the incoming document, and applying only to the
+# write that introduces them: a recovery_action left in the document must
+# not exempt every later write.
 default _recovery_type := ""
 
 _recovery_type := input.state.incoming.active_workflow.recovery_action.type
 
-_status_recovery_exempt if _recovery_type in data.des.statewrite.recovery_exempt
+default _disk_recovery_type := ""
 
-_index_recovery_exempt if _recovery_type in data.des.statewrite.index_recovery_exempt
+_disk_recovery_type := input.state.disk.active_workflow.recovery_action.type
 
-_supervised_redo if input.state.incoming.active_workflow.supervised_review.status == data.des.statewrite.redo_pending_status
+_recovery_introduced if {
+	_recovery_type != ""
+	_recovery_type != _disk_recovery_type
+}
+
+_status_recovery_exempt if {
+	_recovery_introduced
+	_recovery_type in data.des.statewrite.recovery_exempt
+}
+
+_index_recovery_exempt if {
+	_recovery_introduced
+	_recovery_type in data.des.statewrite.index_recovery_exempt
+}
+
+default _disk_review_status := ""
+
+_disk_review_status := input.state.disk.active_workflow.supervised_review.status
+
+default _disk_redo_count := 0
+
+_disk_redo_count := n if {
+	n := input.state.disk.active_workflow.supervised_review.redo_count
+	is_number(n)
+}
+
+_supervised_redo if {
+	input.state.incoming.active_workflow.supervised_review.status == data.des.statewrite.redo_pending_status
+	_disk_review_status != data.des.statewrite.redo_pending_status
+}
 
 _supervised_redo if {
 	n := input.state.incoming.active_workflow.supervised_review.redo_count
 	is_number(n)
 	n > 0
+	n > _disk_redo_count
 }
+
+# An exemption found in the incoming document that does not apply, because
+# the disk has it already: said in the message, so the writer knows why.
+_stale_exemption_hint := sprintf(" (recovery_action.type %q is on disk already: an exemption applies only to the write that introduces it)", [_recovery_type]) if {
+	_recovery_type in data.des.statewrite.recovery_exempt
+	not _recovery_introduced
+}
+
+default _stale_exemption_hint := ""
+
+# ---------------------------------------------------------------------------
+# des's memory (input.state.seen) and where a workflow starts.
+
+_incoming_workflow if is_object(input.state.incoming.active_workflow)
+
+default _workflow_active := false
+
+_workflow_active if _incoming_workflow
+
+_disk_workflow if is_object(input.state.disk.active_workflow)
+
+_seen_workflow if input.state.seen.workflow == true
+
+# A write that starts a workflow: the memory of the previous one no longer
+# applies (iSDLC resets every phase to pending for a new workflow).
+_workflow_starts if {
+	_incoming_workflow
+	not _disk_workflow
+	not _seen_workflow
+}
+
+default _seen_phase_status := {}
+
+_seen_phase_status := input.state.seen.phase_status if not _workflow_starts
+
+default _seen_phases := {}
+
+_seen_phases := input.state.seen.phases if not _workflow_starts
+
+_order := data.des.statewrite.status_order
+
+_top := data.des.statewrite.completed_status
+
+# The highest ordered status of a set (ties broken by name), undefined when
+# none is ordered.
+_highest(xs) := min({x | some x in xs; _order[x] == m}) if {
+	m := max({_order[x] | some x in xs; _order[x]})
+}
+
+default _disk_phase_status := {}
+
+_disk_phase_status := input.state.disk.active_workflow.phase_status
+
+_disk_phases := {k: s | some k, p in input.state.disk.phases; s := p.status}
+
+# The highest status each phase had before this write: on disk, or in
+# des's memory.
+_prev_phase_status := {k: h |
+	some k in (object.keys(_disk_phase_status) | object.keys(_seen_phase_status))
+	h := _highest({s | some s in [object.get(_disk_phase_status, k, null), object.get(_seen_phase_status, k, null)]; is_string(s)})
+}
+
+_prev_phases := {k: h |
+	some k in (object.keys(_disk_phases) | object.keys(_seen_phases))
+	h := _highest({s | some s in [object.get(_disk_phases, k, null), object.get(_seen_phases, k, null)]; is_string(s)})
+}
+
+default _incoming_phase_status_map := {}
+
+_incoming_phase_status_map := input.state.incoming.active_workflow.phase_status
+
+# The status of phase k in a map, as a message reads it.
+_status_text(m, k) := sprintf("%q", [m[k]])
+
+_status_text(m, k) := "absent" if not m[k]
+
+# ---------------------------------------------------------------------------
+# The memory after this write (used by Go only when the write is allowed and
+# lands): per phase, the highest ordered status of before and after, except
+# where an exemption lowered it; cleared for phase_status (and the index)
+# when the workflow ends, and started afresh when one starts.
+
+_exempt_move(_, _) if _status_recovery_exempt
+
+_exempt_move(prev, incoming) if [prev, incoming] in _redo_moves
+
+_next_one(prev, incoming) := incoming if {
+	_exempt_move(prev, incoming)
+	_order[incoming]
+} else := h if {
+	not _exempt_move(prev, incoming)
+	h := _highest({s | some s in [prev, incoming]; is_string(s)})
+}
+
+_next_of(prev_map, in_map) := {k: h |
+	some k in (object.keys(prev_map) | object.keys(in_map))
+	h := _next_one(object.get(prev_map, k, null), object.get(in_map, k, null))
+}
+
+default _next_phase_status := {}
+
+_next_phase_status := _next_of(_prev_phase_status, _incoming_phase_status_map) if _incoming_workflow
+
+_prev_indexes contains i if {
+	i := input.state.disk.active_workflow.current_phase_index
+	is_number(i)
+}
+
+_prev_indexes contains i if {
+	not _workflow_starts
+	i := input.state.seen.current_phase_index
+	is_number(i)
+}
+
+_next_index := i if {
+	_index_recovery_exempt
+	i := input.state.incoming.active_workflow.current_phase_index
+	is_number(i)
+} else := max(_prev_indexes | {i | i := input.state.incoming.active_workflow.current_phase_index; is_number(i)}) if {
+	_incoming_workflow
+	not _index_recovery_exempt
+	count(_prev_indexes | {i | i := input.state.incoming.active_workflow.current_phase_index; is_number(i)}) > 0
+}
+
+# METADATA
+# title: des's memory after the write
+# description: What des remembers of the document once this write lands (input.state.seen of the next write).
+seen_next := object.union(
+	{
+		"workflow": _workflow_active,
+		"phase_status": _next_phase_status,
+		"phases": _next_of(_prev_phases, _incoming_phase_status),
+	},
+	{"current_phase_index": i | i := _next_index},
+)
 
 # The status moves a supervised redo allows, as [from, to] pairs.
 default _redo_moves := set()
@@ -229,7 +412,7 @@ _status_recovery(k, old) := [
 #   severity: deny
 deny contains {
 	"code": "DES-STATE-V8-STATUS",
-	"msg": sprintf("%s: active_workflow.phase_status[%q] moves down from %q (on disk) to %q (in this write); a phase status only moves forward, pending → in_progress → completed%s", [_path, k, old, incoming, hint]),
+	"msg": sprintf("%s: active_workflow.phase_status[%q] moves down from %q (on disk) to %q (in this write); a phase status only moves forward, pending → in_progress → completed%s%s", [_path, k, old, incoming, hint, _stale_exemption_hint]),
 	"field": concat("/", ["", "active_workflow", "phase_status", strings.replace_n(_pointer_escape, sprintf("%v", [k]))]),
 	"recovery": _status_recovery(k, old),
 } if {
@@ -253,7 +436,7 @@ deny contains {
 #   severity: deny
 deny contains {
 	"code": "DES-STATE-V8-STATUS",
-	"msg": sprintf("%s: phases[%q].status moves down from %q (on disk) to %q (in this write); a phase status only moves forward, pending → in_progress → completed%s", [_path, k, old, incoming, hint]),
+	"msg": sprintf("%s: phases[%q].status moves down from %q (on disk) to %q (in this write); a phase status only moves forward, pending → in_progress → completed%s%s", [_path, k, old, incoming, hint, _stale_exemption_hint]),
 	"field": concat("/", ["", "phases", strings.replace_n(_pointer_escape, sprintf("%v", [k])), "status"]),
 	"recovery": _status_recovery(k, old),
 } if {
@@ -266,6 +449,119 @@ deny contains {
 	order[incoming] < order[old]
 	not [old, incoming] in _redo_moves
 	hint := concat("", [" (the supervised redo exemption allows completed → in_progress only)" | _supervised_redo])
+}
+
+# V8 against des's memory, and after completed.
+
+# m[k] is an ordered status.
+_has_ordered(m, k) if _order[m[k]] >= 0
+
+# The disk rule above already reports k going down from the disk's status.
+_disk_lower(m, k, incoming) if _order[incoming] < _order[m[k]]
+
+_redo_hint := concat("", [" (the supervised redo exemption allows completed → in_progress only)" | _supervised_redo])
+
+# Where a regression is reported: [field text, JSON pointer] per location.
+_where(loc, k) := [sprintf("active_workflow.phase_status[%q]", [k]), concat("/", ["", "active_workflow", "phase_status", strings.replace_n(_pointer_escape, sprintf("%v", [k]))])] if loc == "phase_status"
+
+_where(loc, k) := [sprintf("phases[%q].status", [k]), concat("/", ["", "phases", strings.replace_n(_pointer_escape, sprintf("%v", [k])), "status"])] if loc == "phases"
+
+# The maps each rule compares, by location.
+_seen_of := {"phase_status": _seen_phase_status, "phases": _seen_phases}
+
+_prev_of := {"phase_status": _prev_phase_status, "phases": _prev_phases}
+
+_disk_of := {"phase_status": _disk_phase_status, "phases": _disk_phases}
+
+_incoming_of := {"phase_status": _incoming_phase_status_map, "phases": _incoming_phase_status}
+
+# METADATA
+# title: Phase status goes back below what des saw
+# description: |
+#   A phase status (active_workflow.phase_status[k] or phases[k].status) moves
+#   below the highest status des saw it reach since the workflow started,
+#   though the disk may say less (a status lowered in an earlier write, or
+#   the file replaced). Same exemptions as the disk rule.
+# custom:
+#   code: DES-STATE-V8-STATUS
+#   severity: deny
+deny contains {
+	"code": "DES-STATE-V8-STATUS",
+	"msg": sprintf("%s: %s is %q in this write, but des saw it reach %q since the workflow started (the file on disk says %s); a phase status only moves forward, pending → in_progress → completed, also across writes%s%s", [_path, where[0], incoming, prev, _status_text(_disk_of[loc], k), _redo_hint, _stale_exemption_hint]),
+	"field": where[1],
+	"recovery": _status_recovery(k, prev),
+} if {
+	not _status_recovery_exempt
+	some loc, seen in _seen_of
+	some k, prev in seen
+	incoming := _incoming_of[loc][k]
+	_order[incoming] < _order[prev]
+	not _disk_lower(_disk_of[loc], k, incoming)
+	not [prev, incoming] in _redo_moves
+	where := _where(loc, k)
+}
+
+# METADATA
+# title: Completed phase given another status or removed
+# description: |
+#   A phase whose status was completed (on disk, or as des saw it) gets an
+#   unknown status, or loses its status while a workflow is active (not in
+#   the write that starts a workflow, which lists its own phases): completed
+#   is final, so anything else after it is a regression (the first step of
+#   completed → reset → pending). Exempt: a recovery_action.type retry or
+#   rollback introduced by the same write.
+# custom:
+#   code: DES-STATE-V8-STATUS
+#   severity: deny
+deny contains {
+	"code": "DES-STATE-V8-STATUS",
+	"msg": sprintf("%s: %s was %q but is %s in this write; %s is final, so an unknown status or a removed phase after it is a regression (a later write could then set it back to pending)%s", [_path, where[0], _top, what, _top, _stale_exemption_hint]),
+	"field": where[1],
+	"recovery": [
+		sprintf("Keep %s at %q.", [where[0], _top]),
+		"For a deliberate recovery, set active_workflow.recovery_action.type to \"retry\" or \"rollback\" in the same write (the disk must not have it already).",
+	],
+} if {
+	not _status_recovery_exempt
+	_incoming_workflow
+	not _workflow_starts # a new workflow lists its own phases
+	some loc, prev_map in _prev_of
+	some k, prev in prev_map
+	prev == _top
+	not _has_ordered(_incoming_of[loc], k)
+	what := _status_text(_incoming_of[loc], k)
+	where := _where(loc, k)
+}
+
+# METADATA
+# title: Phase index goes back below what des saw
+# description: active_workflow.current_phase_index is below the highest index des saw since the workflow started; exempt when the write introduces recovery_action.type rollback.
+# custom:
+#   code: DES-STATE-V8-INDEX
+#   severity: deny
+deny contains {
+	"code": "DES-STATE-V8-INDEX",
+	"msg": sprintf("%s: active_workflow.current_phase_index is %v in this write, but des saw it reach %v since the workflow started; the index only moves forward, so keep it at %v or above", [_path, incoming, seen, seen]),
+	"field": "/active_workflow/current_phase_index",
+	"recovery": [
+		sprintf("Keep active_workflow.current_phase_index at %v or above.", [seen]),
+		"To return to an earlier phase on purpose, set active_workflow.recovery_action.type to \"rollback\" in the same write.",
+	],
+} if {
+	not _index_recovery_exempt
+	not _workflow_starts
+	incoming := input.state.incoming.active_workflow.current_phase_index
+	seen := input.state.seen.current_phase_index
+	is_number(incoming)
+	is_number(seen)
+	incoming < seen
+	not _disk_index_above(incoming)
+}
+
+_disk_index_above(incoming) if {
+	disk := input.state.disk.active_workflow.current_phase_index
+	is_number(disk)
+	incoming < disk
 }
 
 # ---------------------------------------------------------------------------

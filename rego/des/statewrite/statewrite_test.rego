@@ -282,9 +282,27 @@ test_status_not_comparable_when_missing_on_disk if {
 	count(deny_of(write(disk, set_status(base, "01-requirements", "pending")))) == 0
 }
 
+# A status missing in the write is not compared, unless the phase was
+# completed: completed is final (see the memory tests below).
 test_status_not_comparable_when_missing_in_write if {
-	incoming := json.remove(base, ["active_workflow/phase_status", "phases/01-requirements/status"])
+	incoming := json.remove(base, ["active_workflow/phase_status/02-architecture", "phases/02-architecture/status"])
 	count(deny_of(write(base, incoming))) == 0
+}
+
+test_completed_status_removed_is_a_regression if {
+	incoming := json.remove(base, ["active_workflow/phase_status", "phases/01-requirements/status"])
+	vs := deny_of(write(base, incoming))
+	codes(vs) == ["DES-STATE-V8-STATUS", "DES-STATE-V8-STATUS"]
+	some v in vs
+	v.field == "/phases/01-requirements/status"
+	contains(v.msg, `phases["01-requirements"].status was "completed" but is absent in this write`)
+}
+
+# Ending the workflow (active_workflow removed or null) drops phase_status
+# with it; that is no regression.
+test_workflow_end_is_no_regression if {
+	count(deny_of(write(base, json.remove(base, ["active_workflow"])))) == 0
+	count(deny_of(write(base, patch(base, [{"op": "replace", "path": "/active_workflow", "value": null}])))) == 0
 }
 
 test_new_phase_in_incoming_fine if {
@@ -299,7 +317,17 @@ test_new_phase_in_incoming_fine if {
 test_statuses_outside_the_order_not_compared if {
 	disk := set_status(base, "03-design", "skipped")
 	count(deny_of(write(disk, set_status(base, "03-design", "pending")))) == 0
-	count(deny_of(write(base, set_status(base, "01-requirements", "skipped")))) == 0
+	count(deny_of(write(base, set_status(base, "02-architecture", "blocked")))) == 0
+}
+
+# completed is final: an unknown status after it is the first step of
+# completed → reset → pending.
+test_unknown_status_after_completed_is_a_regression if {
+	vs := deny_of(write(base, set_status(base, "01-requirements", "reset")))
+	codes(vs) == ["DES-STATE-V8-STATUS", "DES-STATE-V8-STATUS"]
+	some v in vs
+	contains(v.msg, `active_workflow.phase_status["01-requirements"] was "completed" but is "reset" in this write`)
+	count(deny_of(write(base, with_recovery(set_status(base, "01-requirements", "reset"), "rollback")))) == 0
 }
 
 test_supervised_redo_count_allows_completed_to_in_progress if {
@@ -558,4 +586,102 @@ test_violation_shape if {
 		startswith(x.field, "/")
 		count(x.recovery) > 0
 	}
+}
+
+# ---------------------------------------------------------------------------
+# des's memory (input.state.seen) and exemptions that apply once.
+
+remembered(disk, incoming, seen) := {"state": {"path": ".isdlc/state.json", "schema_errors": [], "disk": disk, "incoming": incoming, "seen": seen}}
+
+seen_after(inp) := x if {
+	x := statewrite.seen_next with input as inp
+}
+
+# completed → reset → pending: the first write is denied; had it landed
+# anyway (by a recovery, or the file replaced), the second is denied by
+# what des saw.
+test_two_step_regression_denied_by_memory if {
+	seen := seen_after(write(base, base))
+	seen.phase_status["01-requirements"] == "completed"
+	reset := set_status(base, "01-requirements", "reset")
+	vs := deny_of(remembered(reset, set_status(base, "01-requirements", "pending"), seen))
+	codes(vs) == ["DES-STATE-V8-STATUS", "DES-STATE-V8-STATUS"]
+	some v in vs
+	contains(v.msg, `is "pending" in this write, but des saw it reach "completed" since the workflow started (the file on disk says "reset")`)
+}
+
+test_key_removed_then_pending_denied_by_memory if {
+	seen := seen_after(write(base, base))
+	removed := json.remove(base, ["active_workflow/phase_status/01-requirements", "phases/01-requirements"])
+	codes(deny_of(remembered(removed, set_status(base, "01-requirements", "pending"), seen))) == ["DES-STATE-V8-STATUS", "DES-STATE-V8-STATUS"]
+}
+
+# The file deleted (no disk at all): the memory still holds.
+test_memory_without_a_disk_file if {
+	seen := seen_after(write(base, base))
+	vs := deny_of({"state": {"path": ".isdlc/state.json", "schema_errors": [], "incoming": set_status(base, "01-requirements", "pending"), "seen": seen}})
+	codes(vs) == ["DES-STATE-V8-STATUS", "DES-STATE-V8-STATUS"]
+}
+
+test_index_memory if {
+	seen := seen_after(write(base, idx(base, 2)))
+	seen.current_phase_index == 2
+	codes(deny_of(remembered(idx(base, 0), idx(base, 1), seen))) == ["DES-STATE-V8-INDEX"]
+	count(deny_of(remembered(idx(base, 0), with_recovery(idx(base, 1), "rollback"), seen))) == 0
+}
+
+# The memory moves up with the statuses, and down only where an exemption
+# the write introduces lowers it.
+test_seen_next if {
+	fwd := seen_after(write(base, set_status(base, "02-architecture", "completed")))
+	fwd == {"workflow": true, "current_phase_index": 1, "phase_status": {"01-requirements": "completed", "02-architecture": "completed", "03-design": "pending"}, "phases": {"01-requirements": "completed", "02-architecture": "completed", "03-design": "pending"}}
+	rb := seen_after(write(base, with_recovery(set_status(base, "01-requirements", "pending"), "rollback")))
+	rb.phase_status["01-requirements"] == "pending"
+	redo := seen_after(write(base, with_review(set_status(base, "01-requirements", "in_progress"), {"status": "redo_pending"})))
+	redo.phase_status["01-requirements"] == "in_progress"
+	redo.phase_status["02-architecture"] == "in_progress"
+
+	# an unknown status keeps what was seen
+	unk := seen_after(write(base, set_status(base, "02-architecture", "blocked")))
+	unk.phase_status["02-architecture"] == "in_progress"
+
+	# the workflow ends: phase_status and the index are forgotten, phases kept
+	end := seen_after(write(base, json.remove(base, ["active_workflow"])))
+	end == {"workflow": false, "phase_status": {}, "phases": {"01-requirements": "completed", "02-architecture": "in_progress", "03-design": "pending"}}
+}
+
+# A new workflow (no active_workflow on disk, nor in the last document des
+# saw) starts the memory afresh, as iSDLC resets every phase to pending.
+test_new_workflow_starts_memory_afresh if {
+	old := seen_after(write(base, base))
+	ended := json.remove(base, ["active_workflow"])
+	seen := seen_after(remembered(base, ended, old))
+	fresh_wf := patch(json.remove(base, ["phases"]), [{"op": "replace", "path": "/active_workflow/phase_status/01-requirements", "value": "pending"}])
+	count(deny_of(remembered(ended, fresh_wf, seen))) == 0
+
+	# but not while des saw a workflow active: the disk lost it outside des
+	codes(deny_of(remembered(ended, fresh_wf, old))) == ["DES-STATE-V8-STATUS", "DES-STATE-V8-STATUS"]
+}
+
+# An exemption applies to the write that introduces it, not to later writes
+# that keep it.
+test_exemption_applies_once if {
+	rolled := with_recovery(set_status(base, "01-requirements", "pending"), "rollback")
+	count(deny_of(write(base, rolled))) == 0
+	later := set_status(rolled, "02-architecture", "pending")
+	vs := deny_of(write(rolled, later))
+	codes(vs) == ["DES-STATE-V8-STATUS", "DES-STATE-V8-STATUS"]
+	some v in vs
+	contains(v.msg, `recovery_action.type "rollback" is on disk already`)
+
+	# another type is a new recovery
+	count(deny_of(write(rolled, with_recovery(later, "retry")))) == 0
+
+	# the same for a supervised redo
+	redo := with_review(set_status(base, "01-requirements", "in_progress"), {"status": "redo_pending", "redo_count": 1})
+	count(deny_of(write(base, redo))) == 0
+	again := set_status(redo, "02-architecture", "completed")
+	again2 := set_status(again, "02-architecture", "in_progress")
+	codes(deny_of(write(again, again2))) == ["DES-STATE-V8-STATUS", "DES-STATE-V8-STATUS"]
+	count(deny_of(write(again, with_review(again2, {"status": "redo_pending", "redo_count": 2})))) == 0
 }
