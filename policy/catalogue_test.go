@@ -25,6 +25,7 @@ var contractCodes = map[string]policy.Severity{
 	"DES-STATE-V8-INDEX": policy.Deny, "DES-STATE-V8-STATUS": policy.Deny, "DES-STATE-V1": policy.Warn,
 	"DES-STATE-V2": policy.Warn, "DES-STATE-V3": policy.Warn, "DES-STATE-V9": policy.Warn,
 	"DES-STATE-BASH-WRITE": policy.Deny, "DES-PROTECTED-PATH": policy.Deny, "DES-INTERNAL": policy.Deny,
+	"DES-INTEGRITY": policy.Deny,
 }
 
 // extensionCodes are codes des adds to the contract's table (adding is

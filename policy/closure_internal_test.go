@@ -28,7 +28,7 @@ func TestClosureOfEachGate(t *testing.T) {
 		slices.Sort(pkgs)
 		return pkgs
 	}
-	if got := pkgsOf(ToolUse); !cmp.Equal(got, []string{"des.bashwrite", "des.gates.tool_use", "des.protected"}) {
+	if got := pkgsOf(ToolUse); !cmp.Equal(got, []string{"des.bashwrite", "des.gates.tool_use", "des.integrity", "des.protected"}) {
 		t.Errorf("tool_use needs %v", got)
 	}
 	got := pkgsOf(PreInvocation)

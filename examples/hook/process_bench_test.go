@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,4 +77,93 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkProcessBashCall times the two hook processes of one Bash call
+// that changes nothing, on a project with the 300 real step files of the
+// shared corpus, beside a do-nothing Go program and an event DES has no
+// opinion on, interleaved in one loop:
+//
+//	pre/noop:  PreToolUse Bash: settings loaded, the command read, the effect
+//	           check's baseline refreshed (a stat per watched path), the call
+//	           recorded in flight
+//	post/noop: PostToolUse Bash: the effect check (a stat per watched path,
+//	           the protected directories listed), before the change only the
+//	           fast path
+//	fast/noop: PreToolUse Read, routed nowhere: what PostToolUse Bash cost
+//	           before the effect check
+func BenchmarkProcessBashCall(b *testing.B) {
+	src := filepath.Join("..", "..", "..", "shared", "corpus", "nwave-steps")
+	files, _ := filepath.Glob(filepath.Join(src, "*.json"))
+	if len(files) == 0 {
+		b.Skipf("no step files in %s (the shared corpus beside the project)", src)
+	}
+	dir := b.TempDir()
+	noop := filepath.Join(dir, "noop")
+	build := exec.Command("go", "build", "-o", noop, "../../internal/noop")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		b.Fatal(err)
+	}
+	root := b.TempDir()
+	if out, err := exec.Command("git", "init", "-q", root).CombinedOutput(); err != nil {
+		b.Skipf("git init: %v %s", err, out)
+	}
+	for i, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		writeFile(b, root, fmt.Sprintf("docs/feature/f%d/steps/%02d-%02d.json", i%10, i/10, i%10), string(data))
+	}
+	writeFile(b, root, ".des/config.json", "{}")
+	writeFile(b, root, ".des/policies/team.rego", "package des.team\n")
+	old := time.Now().Add(-time.Hour) // files as a project has them, not written this second
+	_ = filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		if err == nil {
+			_ = os.Chtimes(p, old, old)
+		}
+		return nil
+	})
+	env := append(cleanEnviron(), "CLAUDE_PROJECT_DIR="+root, "DES_STATE_DIR="+b.TempDir())
+	ev := func(event string) []byte {
+		data, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": root, "hook_event_name": event, "tool_name": "Bash",
+			"tool_use_id": "toolu_bench", "tool_input": map[string]any{"command": "ls"}, "tool_response": map[string]any{}})
+		return data
+	}
+	pre, post := ev("PreToolUse"), ev("PostToolUse")
+	fast, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Read", "cwd": root,
+		"tool_input": map[string]any{"file_path": filepath.Join(root, "README.md")}})
+	run := func(bin string, in []byte) time.Duration {
+		cmd := exec.Command(bin)
+		cmd.Env, cmd.Dir, cmd.Stdin = env, root, bytes.NewReader(in)
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("%s: %v", bin, err)
+		}
+		d := time.Since(start)
+		if out.Len() > 0 {
+			b.Fatalf("%s: unexpected output %q", bin, out.String())
+		}
+		return d
+	}
+	run(hookBin, pre) // the first baseline: every file read, hashed and kept
+	run(hookBin, post)
+	var noopT, fastT, preT, postT []time.Duration
+	for b.Loop() {
+		noopT = append(noopT, run(noop, fast))
+		fastT = append(fastT, run(hookBin, fast))
+		preT = append(preT, run(hookBin, pre))
+		postT = append(postT, run(hookBin, post))
+	}
+	n, f, p, q := median(noopT), median(fastT), median(preT), median(postT)
+	b.ReportMetric(float64(n.Microseconds()), "noop-µs")
+	b.ReportMetric(float64(f.Microseconds()), "fast-µs")
+	b.ReportMetric(float64(p.Microseconds()), "pre-µs")
+	b.ReportMetric(float64(q.Microseconds()), "post-µs")
+	b.ReportMetric(float64(f)/float64(n), "fast/noop")
+	b.ReportMetric(float64(p)/float64(n), "pre/noop")
+	b.ReportMetric(float64(q)/float64(n), "post/noop")
 }

@@ -318,8 +318,23 @@ func (c *Checker) keep(sum string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return fmt.Errorf("integrity: %w", err)
 	}
-	if err := fileio.WriteAtomic(p, data); err != nil {
+	// Renamed into place but not synced: a copy a crash tore is found by
+	// its hash (copyOf) rather than paid for with an fsync per file, which
+	// would make a project's first baseline take seconds.
+	f, err := os.CreateTemp(filepath.Dir(p), ".copy-*")
+	if err != nil {
 		return fmt.Errorf("integrity: keep a copy: %w", err)
+	}
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), p)
+	}
+	if werr != nil {
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("integrity: keep a copy: %w", werr)
 	}
 	return nil
 }
