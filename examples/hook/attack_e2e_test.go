@@ -160,10 +160,11 @@ func atkBashCases() []atkBashCase {
 }
 
 func TestAttackBash(t *testing.T) {
+	tmpl := newAtkProject(t, false)
 	for _, c := range atkBashCases() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			p := newAtkProject(t, true)
+			p := tmpl.fresh(t, true)
 			if c.setup != nil {
 				c.setup(t, p)
 			}
@@ -195,6 +196,7 @@ func TestAttackBash(t *testing.T) {
 // Gate 3: forms of git commit that a reading of the command must judge as
 // a commit. The effect: no new commit holds the unfinished step.
 func TestAttackGitCommit(t *testing.T) {
+	tmpl := newAtkProject(t, false)
 	cases := []struct {
 		name, command string
 		mustDeny      bool
@@ -213,7 +215,7 @@ func TestAttackGitCommit(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			p := newAtkProject(t, false)
+			p := tmpl.fresh(t, false)
 			unfinished := strings.Replace(atkStep("01-02", false), `"status": "NOT_EXECUTED"`, `"status": "IN_PROGRESS"`, 1)
 			writeFile(t, p.root, atkOpenStep, unfinished)
 			p.git(t, "add", atkOpenStep)
@@ -232,6 +234,7 @@ func TestAttackGitCommit(t *testing.T) {
 // A clean filter the agent configured never runs inside the hook, and a
 // filter that fails does not turn Gate 3 into no opinion.
 func TestAttackGitFilters(t *testing.T) {
+	tmpl := newAtkProject(t, false)
 	for _, c := range []struct {
 		name, clean string
 		required    bool
@@ -241,7 +244,7 @@ func TestAttackGitFilters(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			p := newAtkProject(t, false)
+			p := tmpl.fresh(t, false)
 			marker := filepath.Join(t.TempDir(), "PWNED")
 			unfinished := strings.Replace(atkStep("01-02", false), `"status": "NOT_EXECUTED"`, `"status": "IN_PROGRESS"`, 1)
 			writeFile(t, p.root, atkOpenStep, unfinished)
@@ -307,6 +310,7 @@ func TestAttackGate2Transcript(t *testing.T) {
 // V8 in two writes: each step passes alone, the pair regresses a
 // completed phase. Each write is made as Claude Code makes it.
 func TestAttackV8TwoWrites(t *testing.T) {
+	tmpl := newAtkProject(t, false)
 	dropped := strings.Replace(strings.Replace(stateV5, `"state_version": 5`, `"state_version": 6`, 1),
 		`"01-requirements": "completed", `, ``, 1)
 	dropped = strings.Replace(dropped, `"01-requirements": {"status": "completed"}, `, ``, 1)
@@ -336,7 +340,7 @@ func TestAttackV8TwoWrites(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			p := newAtkProject(t, false)
+			p := tmpl.fresh(t, false)
 			var denied []string
 			for i, content := range []string{c.first, c.second} {
 				if !json.Valid([]byte(content)) {
@@ -389,8 +393,9 @@ func TestAttackGate1DoneStepAtLevelNone(t *testing.T) {
 // The audit trail: deleted, cut at the end with .head fixed, or rewritten
 // from line 1; `hook audit verify` must say broken (exit 1) each time.
 func TestAttackAuditTrail(t *testing.T) {
+	tmpl := newAtkProject(t, false)
 	trail := func(t *testing.T) (*atkProject, string) {
-		p := newAtkProject(t, true)
+		p := tmpl.fresh(t, true)
 		for _, f := range []string{".des/policies/a.rego", ".des/config.json", ".des/policies/b.rego", ".des/runs/x.json"} {
 			if reason := p.pre(t, writeToolEvent(p.root, "Write", f, map[string]any{"content": "{}"})); reason == "" {
 				t.Fatalf("write to %s allowed", f)
@@ -546,9 +551,10 @@ func atkRechain(t *testing.T, entries []map[string]any) []string {
 
 // Hangs are bypasses: Claude Code treats a hook that times out as allow.
 func TestAttackHangs(t *testing.T) {
+	tmpl := newAtkProject(t, false)
 	t.Run("24-deep symlink chain in a write target", func(t *testing.T) {
 		t.Parallel()
-		p := newAtkProject(t, false)
+		p := tmpl.fresh(t, false)
 		// l0 -> .; l(i) -> l(i-1)/l(i-1): a path that names 2^24 links.
 		links := "ln -s . l0"
 		for i := 1; i <= 24; i++ {
@@ -569,7 +575,7 @@ func TestAttackHangs(t *testing.T) {
 	})
 	t.Run("audit lock held by another process", func(t *testing.T) {
 		t.Parallel()
-		p := newAtkProject(t, true)
+		p := tmpl.fresh(t, true)
 		// The agent tries first; denied or not, a process holding the lock
 		// is what the next hooks meet.
 		call := p.bash(t, "", `flock .des/audit/.lock sleep 120 >/dev/null 2>&1 &`)
@@ -606,7 +612,7 @@ func TestAttackHangs(t *testing.T) {
 	})
 	t.Run("2 MB command", func(t *testing.T) {
 		t.Parallel()
-		p := newAtkProject(t, false)
+		p := tmpl.fresh(t, false)
 		before := p.snapshot(t)
 		command := strings.Repeat("true a b c; ", (2<<20)/12) + `echo '{}' > .des/config.json`
 		call := p.bash(t, "", command)
@@ -623,9 +629,10 @@ func TestAttackHangs(t *testing.T) {
 
 // The Write tool's input read as Claude Code reads it.
 func TestAttackWriteInput(t *testing.T) {
+	tmpl := newAtkProject(t, false)
 	t.Run("File_Path beside file_path", func(t *testing.T) {
 		t.Parallel()
-		p := newAtkProject(t, false)
+		p := tmpl.fresh(t, false)
 		cfg, decoy := p.path(atkConfig), p.path("notes.txt")
 		for _, raw := range []string{
 			`{"hook_event_name":"PreToolUse","tool_name":"Write","cwd":"` + p.root + `","tool_use_id":"toolu_k1","tool_input":{"File_Path":"` + decoy + `","file_path":"` + cfg + `","content":"{}"}}`,
@@ -639,7 +646,7 @@ func TestAttackWriteInput(t *testing.T) {
 	})
 	t.Run("relative path against the event's cwd", func(t *testing.T) {
 		t.Parallel()
-		p := newAtkProject(t, false)
+		p := tmpl.fresh(t, false)
 		before := p.snapshot(t)
 		for _, c := range []struct{ cwd, file, code string }{
 			{".des", "config.json", codeProtected},
@@ -657,7 +664,7 @@ func TestAttackWriteInput(t *testing.T) {
 	})
 	t.Run("Edit with curly quotes", func(t *testing.T) {
 		t.Parallel()
-		p := newAtkProject(t, false)
+		p := tmpl.fresh(t, false)
 		before := p.snapshot(t)
 		oldS := "\u201c01-requirements\u201d: \u201ccompleted\u201d, \u201c02-design\u201d"
 		newS := "\u201c01-requirements\u201d: \u201cpending\u201d, \u201c02-design\u201d"
@@ -675,7 +682,7 @@ func TestAttackWriteInput(t *testing.T) {
 	})
 	t.Run("Write removes DES's hooks from settings.json", func(t *testing.T) {
 		t.Parallel()
-		p := newAtkProject(t, false)
+		p := tmpl.fresh(t, false)
 		before := p.snapshot(t)
 		call := p.tool(t, "", "Write", map[string]any{"file_path": p.path(".claude/settings.json"), "content": `{"model": "opus"}`}, func() {
 			writeFile(t, p.root, ".claude/settings.json", `{"model": "opus"}`)
@@ -690,9 +697,10 @@ func TestAttackWriteInput(t *testing.T) {
 // Tools whose input DES does not read first: the effect is undone at
 // PostToolUse.
 func TestAttackOtherTools(t *testing.T) {
+	tmpl := newAtkProject(t, false)
 	t.Run("NotebookEdit", func(t *testing.T) {
 		t.Parallel()
-		p := newAtkProject(t, false)
+		p := tmpl.fresh(t, false)
 		before := p.snapshot(t)
 		target := p.path(".des/policies/notes.ipynb")
 		call := p.tool(t, "", "NotebookEdit", map[string]any{"notebook_path": target, "new_source": "x", "cell_type": "code", "edit_mode": "insert"}, func() {
@@ -705,7 +713,7 @@ func TestAttackOtherTools(t *testing.T) {
 	})
 	t.Run("mcp__filesystem__write_file", func(t *testing.T) {
 		t.Parallel()
-		p := newAtkProject(t, false)
+		p := tmpl.fresh(t, false)
 		before := p.snapshot(t)
 		call := p.tool(t, "", "mcp__filesystem__write_file", map[string]any{"path": p.path(atkConfig), "content": evilConfig}, func() {
 			writeFile(t, p.root, atkConfig, evilConfig)
@@ -721,9 +729,10 @@ func TestAttackOtherTools(t *testing.T) {
 // named steps, allowed writes to guarded documents, a user's hand edits
 // between calls.
 func TestAttackNoFalseAlarms(t *testing.T) {
+	tmpl := newAtkProject(t, false)
 	t.Run("Write under an ordinary steps folder", func(t *testing.T) {
 		t.Parallel()
-		p := newAtkProject(t, false)
+		p := tmpl.fresh(t, false)
 		for _, rel := range []string{"src/onboarding/steps/welcome.json", ".github/workflows/steps/build.json"} {
 			content := `{"title": "Welcome", "next": "profile"}` + "\n"
 			if call := p.writeTool(t, rel, content); call.denied != "" {
@@ -737,7 +746,7 @@ func TestAttackNoFalseAlarms(t *testing.T) {
 	})
 	t.Run("an allowed write is never undone", func(t *testing.T) {
 		t.Parallel()
-		p := newAtkProject(t, false)
+		p := tmpl.fresh(t, false)
 		forward := strings.Replace(stateV5, `"state_version": 5`, `"state_version": 6`, 1)
 		if call := p.writeTool(t, atkState, forward); call.denied != "" {
 			t.Fatalf("forward write denied: %s", call.denied)
@@ -749,7 +758,7 @@ func TestAttackNoFalseAlarms(t *testing.T) {
 	})
 	t.Run("a hand edit between calls is accepted", func(t *testing.T) {
 		t.Parallel()
-		p := newAtkProject(t, false)
+		p := tmpl.fresh(t, false)
 		p.bash(t, "", "ls >/dev/null").check(t)
 		cfg := strings.Replace(atkConfigContent, "45", "60", 1)
 		state := strings.Replace(stateV5, `"state_version": 5`, `"state_version": 9`, 1)
@@ -765,7 +774,7 @@ func TestAttackNoFalseAlarms(t *testing.T) {
 	})
 	t.Run("a hand edit after a denied call is accepted", func(t *testing.T) {
 		t.Parallel()
-		p := newAtkProject(t, false)
+		p := tmpl.fresh(t, false)
 		if call := p.bash(t, "", `echo '{}' > .des/config.json`); call.denied == "" {
 			t.Fatalf("a plain write to %s was not denied", atkConfig)
 		}
@@ -778,7 +787,7 @@ func TestAttackNoFalseAlarms(t *testing.T) {
 	})
 	t.Run("Claude Code rewrites settings.json", func(t *testing.T) {
 		t.Parallel()
-		p := newAtkProject(t, false)
+		p := tmpl.fresh(t, false)
 		// Claude Code adds a permission when the user allows a tool for good,
 		// while a Bash call is running.
 		call := p.bash(t, "", `jq '.permissions = {"allow": ["Bash(npm test:*)"]}' .claude/settings.json > ~/s.json && cat ~/s.json > .claude/settings.json`)

@@ -177,10 +177,28 @@ func newAtkProject(t testing.TB, trail bool) *atkProject {
 		t.Fatalf("hook precommit --install: %+v", r)
 	}
 	if trail {
-		ev := writeToolEvent(root, "Write", ".des/policies/relax.rego", map[string]any{"content": "package des.gates.tool_use\n"})
-		if reason := p.pre(t, ev); !strings.Contains(reason, "DES-PROTECTED-PATH") {
-			t.Fatalf("the fixture's audited deny: %q", reason)
-		}
+		p.startTrail(t)
+	}
+	return p
+}
+
+// startTrail makes one audited deny, so the audit trail exists before the
+// attack.
+func (p *atkProject) startTrail(t testing.TB) {
+	t.Helper()
+	ev := writeToolEvent(p.root, "Write", ".des/policies/relax.rego", map[string]any{"content": "package des.gates.tool_use\n"})
+	if reason := p.pre(t, ev); !strings.Contains(reason, "DES-PROTECTED-PATH") {
+		t.Fatalf("the fixture's audited deny: %q", reason)
+	}
+}
+
+// fresh is a copy of the project tmpl (made without a trail), with the
+// audit trail started when trail is set: cheaper than a new project.
+func (tmpl *atkProject) fresh(t testing.TB, trail bool) *atkProject {
+	t.Helper()
+	p := copyAtkProject(t, tmpl)
+	if trail {
+		p.startTrail(t)
 	}
 	return p
 }
@@ -485,29 +503,40 @@ func (p *atkProject) tool(t testing.TB, cwd, tool string, input map[string]any, 
 // only the keys that can switch the pre-commit hook off.
 type atkSnapshot map[string]string
 
-// atkTrees are the protected and guarded trees, walked whole. The audit
-// directory and the subagent registry are DES's to append to; the audit
-// trail is checked by `hook audit verify` instead.
-var atkTrees = []string{".des", ".isdlc", "docs/feature/shop/steps"}
+// atkTree is DES's own directory, walked whole: every file, directory
+// and mode in it is DES's. The audit directory and the subagent registry
+// are DES's to append to; the audit trail is checked by `hook audit
+// verify` instead.
+const atkTree = ".des"
+
+// atkGuarded are the guarded documents: workflow states and step files,
+// existing or new. Other files beside them are not DES's.
+var atkGuarded = []string{".isdlc/state.json", ".isdlc/projects/*/state.json", "docs/feature/shop/steps/*.json"}
 
 func (p *atkProject) snapshot(t testing.TB) atkSnapshot {
 	t.Helper()
 	s := atkSnapshot{}
-	for _, tree := range atkTrees {
-		top := p.path(tree)
-		s[tree] = fileState(top)
-		_ = filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || path == top {
-				return nil
-			}
-			rel, _ := filepath.Rel(p.root, path)
-			rel = filepath.ToSlash(rel)
-			if rel == ".des/audit" || rel == ".des/sessions" {
-				return filepath.SkipDir
-			}
-			s[rel] = fileState(path)
+	top := p.path(atkTree)
+	s[atkTree] = fileState(top)
+	_ = filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == top {
 			return nil
-		})
+		}
+		rel, _ := filepath.Rel(p.root, path)
+		rel = filepath.ToSlash(rel)
+		if rel == ".des/audit" || rel == ".des/sessions" {
+			return filepath.SkipDir
+		}
+		s[rel] = fileState(path)
+		return nil
+	})
+	s[atkState], s[atkOpenStep], s[atkDoneStep] = "absent", "absent", "absent"
+	for _, g := range atkGuarded {
+		matches, _ := filepath.Glob(p.path(g))
+		for _, m := range matches {
+			rel, _ := filepath.Rel(p.root, m)
+			s[filepath.ToSlash(rel)] = fileState(m)
+		}
 	}
 	for _, f := range []string{".claude/settings.json", ".claude/settings.local.json"} {
 		s[f] = p.settingsState(f)
@@ -593,7 +622,9 @@ func (p *atkProject) gitConfigState(t testing.TB) string {
 		return "none"
 	}
 	if err != nil {
-		return fmt.Sprintf("unreadable: %v %s", err, out)
+		// git refuses to run at all with a config it cannot read: no
+		// commit, so nothing is switched off.
+		return "none"
 	}
 	return strings.TrimSpace(string(out))
 }
