@@ -231,16 +231,22 @@ func TestAttackGitCommit(t *testing.T) {
 	}
 }
 
-// A clean filter the agent configured never runs inside the hook, and a
-// filter that fails does not turn Gate 3 into no opinion.
+// Programs the repository's config names (a clean filter, a textconv
+// driver, an fsmonitor hook), which the agent can set, never run inside
+// the hook; a filter that fails does not turn Gate 3 into no opinion.
 func TestAttackGitFilters(t *testing.T) {
 	tmpl := newAtkProject(t, false)
 	for _, c := range []struct {
-		name, clean string
-		required    bool
+		name    string
+		config  [][2]string // %s is the marker file
+		attrs   string
+		command string
 	}{
-		{"filter that runs", "touch %s; cat", false},
-		{"filter that fails", "touch %s; false", true},
+		{"clean filter, staged commit", [][2]string{{"filter.x.clean", "touch %s; cat"}}, "*.json filter=x\n", "git commit --no-verify -m wip"},
+		{"clean filter, commit -a", [][2]string{{"filter.x.clean", "touch %s; cat"}}, "*.json filter=x\n", "git commit -a --no-verify -m wip"},
+		{"failing required filter", [][2]string{{"filter.x.clean", "touch %s; false"}, {"filter.x.required", "true"}}, "*.json filter=x\n", "git commit -a --no-verify -m wip"},
+		{"textconv driver", [][2]string{{"diff.x.textconv", "sh -c 'touch %s; cat \"$1\"' -"}}, "*.json diff=x\n", "git commit -a --no-verify -m wip"},
+		{"fsmonitor hook", [][2]string{{"core.fsmonitor", "touch %s; echo"}}, "", "git commit --no-verify -m wip"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -250,25 +256,26 @@ func TestAttackGitFilters(t *testing.T) {
 			writeFile(t, p.root, atkOpenStep, unfinished)
 			p.git(t, "add", atkOpenStep)
 			// Configured by the agent after staging; the work tree copy
-			// differs, so any git call that compares it runs the filter.
-			p.git(t, "config", "filter.x.clean", strings.Replace(c.clean, "%s", shellQuote(marker), 1))
-			if c.required {
-				p.git(t, "config", "filter.x.required", "true")
+			// differs, so any git call that compares it runs the program.
+			for _, kv := range c.config {
+				p.git(t, "config", kv[0], strings.Replace(kv[1], "%s", shellQuote(marker), 1))
 			}
-			writeFile(t, p.root, ".gitattributes", "*.json filter=x\n")
+			if c.attrs != "" {
+				writeFile(t, p.root, ".gitattributes", c.attrs)
+			}
 			writeFile(t, p.root, atkOpenStep, unfinished+" ")
 			before := p.commits(t)
-			ev := bashEvent(t, p.root, "git commit --no-verify -m wip")
+			ev := bashEvent(t, p.root, c.command)
 			ev["tool_use_id"] = p.toolUseID()
 			reason := p.pre(t, ev)
 			if _, err := os.Stat(marker); err == nil {
-				t.Errorf("the repository's clean filter ran inside the hook")
+				t.Errorf("a program from the repository's config ran inside the hook")
 			}
 			if !hasCode(reason, "DES-COMMIT-PHASE-OPEN") && !hasCode(reason, "DES-INTERNAL") {
-				t.Errorf("commit of an unfinished step with a filter configured: want a deny, got %q", reason)
+				t.Errorf("commit of an unfinished step: want a deny, got %q", reason)
 			}
 			if reason == "" {
-				_, _ = p.run(t, p.root, "git commit --no-verify -m wip")
+				_, _ = p.run(t, p.root, c.command)
 				if p.commits(t) != before {
 					t.Error("the unfinished step was committed")
 				}
@@ -292,11 +299,14 @@ func TestAttackGate2Transcript(t *testing.T) {
 			completeAroundTheGuard(t, root)
 			p := &atkProject{home: filepath.Dir(root), root: root, stateDir: stateDir}
 			p.env = append(atkEnviron(t.TempDir(), root, stateDir), env...)
-			call := p.bash(t, "", strings.Replace(c.cmd, "%s", shellQuote(transcript), 1))
+			// The subagent runs it: its first tool call, with its own ids.
+			stop := stopEvent(root, transcript, false)
+			call := p.bashWith(t, "", strings.Replace(c.cmd, "%s", shellQuote(transcript), 1), map[string]any{
+				"session_id": stop["session_id"], "transcript_path": stop["transcript_path"], "agent_id": stop["agent_id"], "agent_type": stop["agent_type"]})
 			if !call.ran {
 				t.Logf("the transcript edit was denied: %s", call.denied)
 			}
-			out := p.hook(t, stopEvent(root, transcript, false), atkHookDeadline)
+			out := p.hook(t, stop, atkHookDeadline)
 			if !strings.Contains(out.systemMessage+out.reason, "[DES-") {
 				t.Errorf("the stop was not judged after the transcript was changed: %s\nstderr %.600s", out.stdout, out.stderr)
 			}

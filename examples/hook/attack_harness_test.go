@@ -428,6 +428,13 @@ func (p *atkProject) run(t testing.TB, dir, command string) (int, string) {
 // files (relative) are read after the command and before PostToolUse.
 func (p *atkProject) bash(t testing.TB, cwd, command string, harmless ...string) atkCall {
 	t.Helper()
+	return p.bashWith(t, cwd, command, nil, harmless...)
+}
+
+// bashWith is bash with fields of the event replaced (a subagent's
+// agent_id and session, say).
+func (p *atkProject) bashWith(t testing.TB, cwd, command string, fields map[string]any, harmless ...string) atkCall {
+	t.Helper()
 	dir := p.root
 	if cwd != "" && filepath.IsAbs(cwd) {
 		dir = cwd
@@ -438,6 +445,9 @@ func (p *atkProject) bash(t testing.TB, cwd, command string, harmless ...string)
 	id := p.toolUseID()
 	ev := bashEvent(t.(*testing.T), dir, command)
 	ev["tool_use_id"] = id
+	for k, v := range fields {
+		ev[k] = v
+	}
 	before := p.snapshot(t)
 	c.pre = p.hook(t, ev, atkHookDeadline)
 	if c.pre.permissionDecision == "deny" {
