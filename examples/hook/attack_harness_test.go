@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -112,6 +113,53 @@ type atkProject struct {
 	home, root, stateDir string
 	env                  []string // for the hook processes and the agent's shell alike
 	calls                atomic.Int64
+	// matchers are the hook matchers of each event in the settings `hook
+	// settings` printed: Claude Code runs the hook only for the events and
+	// tools they name. nil: every event is sent.
+	matchers map[string][]string
+}
+
+// atkMatchers reads the matchers of des's hook entries from a settings
+// document.
+func atkMatchers(settings map[string]any) map[string][]string {
+	m := map[string][]string{}
+	hooks, _ := settings["hooks"].(map[string]any)
+	for event, groups := range hooks {
+		list, _ := groups.([]any)
+		for _, g := range list {
+			gm, _ := g.(map[string]any)
+			matcher, _ := gm["matcher"].(string)
+			m[event] = append(m[event], matcher)
+		}
+	}
+	return m
+}
+
+// atkSimpleMatcher is a matcher Claude Code compares as a list of exact
+// names; any other is a regular expression.
+var atkSimpleMatcher = regexp.MustCompile(`^[A-Za-z0-9_|]+$`)
+
+// sends reports whether Claude Code runs the hook for event and tool under
+// p's settings.
+func (p *atkProject) sends(event, tool string) bool {
+	if p.matchers == nil {
+		return true
+	}
+	for _, m := range p.matchers[event] {
+		switch {
+		case m == "" || m == "*" || tool == "":
+			return true
+		case atkSimpleMatcher.MatchString(m):
+			if slices.Contains(strings.Split(m, "|"), tool) {
+				return true
+			}
+		default:
+			if re, err := regexp.Compile(m); err == nil && re.MatchString(tool) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // atkEnviron is the environment of the hook and of the agent's commands:
@@ -163,6 +211,7 @@ func newAtkProject(t testing.TB, trail bool) *atkProject {
 	if err := json.Unmarshal([]byte(settings.stdout), &s); err != nil {
 		t.Fatalf("hook settings printed no JSON object: %v\n%s", err, settings.stdout)
 	}
+	p.matchers = atkMatchers(s)
 	s["model"] = "opus" // a key that is not DES's
 	raw, _ := json.MarshalIndent(s, "", "  ")
 	writeFile(t, root, ".claude/settings.json", string(raw)+"\n")
@@ -214,7 +263,7 @@ func copyAtkProject(t testing.TB, tmpl *atkProject) *atkProject {
 	if out, err := exec.Command("cp", "-a", tmpl.root, home).CombinedOutput(); err != nil {
 		t.Fatalf("cp -a: %v\n%s", err, out)
 	}
-	p := &atkProject{home: home, root: filepath.Join(home, "proj"), stateDir: t.TempDir()}
+	p := &atkProject{home: home, root: filepath.Join(home, "proj"), stateDir: t.TempDir(), matchers: tmpl.matchers}
 	p.env = atkEnviron(p.home, p.root, p.stateDir)
 	return p
 }
@@ -261,6 +310,7 @@ func (p *atkProject) cli(t testing.TB, args ...string) hookRun {
 // atkReply is what one hook process answered.
 type atkReply struct {
 	hung                            bool
+	notSent                         bool // the settings do not run the hook for this event and tool
 	elapsed                         time.Duration
 	stdout, stderr                  string
 	permissionDecision, denyReason  string
@@ -280,6 +330,14 @@ func (p *atkProject) hook(t testing.TB, event any, deadline time.Duration, env .
 		if raw, err = json.Marshal(event); err != nil {
 			t.Fatal(err)
 		}
+	}
+	var head struct {
+		Event string `json:"hook_event_name"`
+		Tool  string `json:"tool_name"`
+	}
+	_ = json.Unmarshal(raw, &head)
+	if !p.sends(head.Event, head.Tool) {
+		return atkReply{notSent: true}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
@@ -361,6 +419,7 @@ type atkCall struct {
 	exit        int
 	out         string // the command's stdout and stderr
 	post        atkReply
+	postEvent   string
 	changed     []string // protected paths the command changed, before PostToolUse
 	harmlessMid map[string]string
 }
@@ -477,6 +536,7 @@ func (p *atkProject) bashWith(t testing.TB, cwd, command string, fields map[stri
 		post["error"] = fmt.Sprintf("Exit code %d\n%s", c.exit, c.out)
 		post["is_interrupt"] = false
 	}
+	c.postEvent = post["hook_event_name"].(string)
 	c.post = p.hook(t, post, atkHookDeadline)
 	if c.post.permissionDecision != "" {
 		t.Errorf("%s answered with a permissionDecision: %s", post["hook_event_name"], c.post.stdout)
@@ -669,7 +729,9 @@ func (c atkCall) check(t testing.TB) {
 		return
 	}
 	blocked := c.post.decision == "block" && strings.Contains(c.post.reason, "[DES-INTEGRITY]")
-	if len(c.changed) > 0 && !blocked {
+	if len(c.changed) > 0 && c.post.notSent {
+		t.Errorf("the command changed %v and the settings of `hook settings` do not run the hook at %s for this tool", c.changed, c.postEvent)
+	} else if len(c.changed) > 0 && !blocked {
 		t.Errorf("the command changed %v and PostToolUse did not report it with decision block, [DES-INTEGRITY] (got %.400s)", c.changed, c.post.stdout)
 	}
 	if len(c.changed) == 0 && strings.Contains(c.post.stdout, "DES-INTEGRITY") {
