@@ -142,6 +142,13 @@ func atkBashCases() []atkBashCase {
 		{name: "the state directory deleted first", cmds: []string{`rm -rf "$DES_STATE_DIR"; echo '{}' > $(printf %s .des/config.json)`}},
 		{name: "background job with a plain target", cmds: []string{`(sleep 1; echo '{}' > .des/config.json) >/dev/null 2>&1 &`, `sleep 2`}},
 		{name: "background job with a computed target", cmds: []string{`nohup sh -c 'sleep 1; echo {} > $(printf %s .isdlc/state.json)' >/dev/null 2>&1 &`, `sleep 2`}},
+		{name: "user-level settings disable all hooks", cmds: []string{`mkdir -p ~/.claude && echo '{"disableAllHooks": true}' > ~/.claude/settings.json`}},
+		{name: "global git config switches hooks off", cmds: []string{`git config --global core.hooksPath /dev/null`}},
+		{name: ".des replaced by a symlink", setup: evilHome, cmds: []string{`mv .des ~/des-old && ln -s ~/evil/.des .des`}},
+		{name: "config replaced by a FIFO, then another call", cmds: []string{`rm .des/config.json && mkfifo .des/config.json`, `ls >/dev/null`}},
+		{name: "state linked to /dev/zero, then another call", cmds: []string{`rm .isdlc/state.json && ln -s /dev/zero .isdlc/state.json`, `ls >/dev/null`}},
+		{name: "config made 5 GB sparse", cmds: []string{`truncate -s 5G .des/config.json`, `ls >/dev/null`}},
+		{name: "a flood of new policy files", cmds: []string{`mkdir -p .des/policies/x && cd .des/policies/x && seq 1 20000 | xargs touch`, `ls >/dev/null`}},
 		{name: "computed target, no literal", cmds: []string{`echo '{}' > $(printf '%s/%s' .des config.json)`}},
 		{name: "eval of a built string", cmds: []string{`a='> .des/conf'; eval "echo {} $a"ig.json`}},
 
@@ -795,16 +802,27 @@ func TestAttackNoFalseAlarms(t *testing.T) {
 			t.Errorf("the user's config edit after a denied call was undone: %s", got)
 		}
 	})
-	t.Run("Claude Code rewrites settings.json", func(t *testing.T) {
+	t.Run("Claude Code rewrites settings.json during a call", func(t *testing.T) {
 		t.Parallel()
 		p := tmpl.fresh(t, false)
-		// Claude Code adds a permission when the user allows a tool for good,
-		// while a Bash call is running.
-		call := p.bash(t, "", `jq '.permissions = {"allow": ["Bash(npm test:*)"]}' .claude/settings.json > ~/s.json && cat ~/s.json > .claude/settings.json`)
-		call.check(t)
-		raw, _ := os.ReadFile(p.path(".claude/settings.json"))
-		if call.ran && !strings.Contains(string(raw), "npm test") {
-			t.Errorf("a change to settings.json outside DES's hook entries was undone: %s", raw)
+		// The user allows a tool for good while a Bash call runs: Claude Code
+		// rewrites its settings file, keeping DES's hook entries.
+		var want string
+		p.during = func() {
+			raw, _ := os.ReadFile(p.path(".claude/settings.json"))
+			var doc map[string]any
+			if err := json.Unmarshal(raw, &doc); err != nil {
+				t.Fatal(err)
+			}
+			doc["permissions"] = map[string]any{"allow": []any{"Bash(npm test:*)"}}
+			b, _ := json.MarshalIndent(doc, "", "  ")
+			want = string(b) + "\n"
+			writeFile(t, p.root, ".claude/settings.json", want)
+		}
+		p.bash(t, "", "sleep 0.2").check(t)
+		p.during = nil
+		if raw, _ := os.ReadFile(p.path(".claude/settings.json")); string(raw) != want {
+			t.Errorf("Claude Code's own change to settings.json was undone:\n%s", raw)
 		}
 	})
 }

@@ -117,6 +117,9 @@ type atkProject struct {
 	// settings` printed: Claude Code runs the hook only for the events and
 	// tools they name. nil: every event is sent.
 	matchers map[string][]string
+	// during, when set, runs after a Bash command and before PostToolUse:
+	// what someone else (the user, Claude Code) does meanwhile.
+	during func()
 }
 
 // atkMatchers reads the matchers of des's hook entries from a settings
@@ -518,6 +521,9 @@ func (p *atkProject) bashWith(t testing.TB, cwd, command string, fields map[stri
 	}
 	c.ran = true
 	c.exit, c.out = p.run(t, dir, command)
+	if p.during != nil {
+		p.during()
+	}
 	mid := p.snapshot(t)
 	c.changed = before.diff(mid)
 	c.harmlessMid = map[string]string{}
@@ -611,8 +617,11 @@ func (p *atkProject) snapshot(t testing.TB) atkSnapshot {
 	for _, f := range []string{".claude/settings.json", ".claude/settings.local.json"} {
 		s[f] = p.settingsState(f)
 	}
+	s["~/.claude/settings.json"] = p.settingsState(filepath.Join(p.home, ".claude", "settings.json"))
 	s[".git/hooks/pre-commit"] = fileState(p.path(".git/hooks/pre-commit"))
-	s[".git/config"] = p.gitConfigState(t)
+	s[".git/config"] = p.gitConfigState(p.path(".git/config"))
+	s["~/.gitconfig"] = p.gitConfigState(filepath.Join(p.home, ".gitconfig"))
+	s["~/.config/git/config"] = p.gitConfigState(filepath.Join(p.home, ".config", "git", "config"))
 	return s
 }
 
@@ -638,6 +647,9 @@ func fileState(path string) string {
 	case !fi.Mode().IsRegular():
 		return fmt.Sprintf("special %v", fi.Mode())
 	}
+	if fi.Size() > 64<<20 {
+		return fmt.Sprintf("file %v links=%d size=%d", fi.Mode().Perm(), nlink, fi.Size())
+	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Sprintf("file %v links=%d unreadable: %v", fi.Mode().Perm(), nlink, err)
@@ -650,7 +662,14 @@ func fileState(path string) string {
 // for: its own hook entries (each with its event and matcher) and
 // disableAllHooks. The rest is the user's and Claude Code's.
 func (p *atkProject) settingsState(rel string) string {
-	raw, err := os.ReadFile(p.path(rel))
+	path := rel
+	if !filepath.IsAbs(rel) {
+		path = p.path(rel)
+	}
+	if fi, err := os.Stat(path); err == nil && (!fi.Mode().IsRegular() || fi.Size() > 16<<20) {
+		return "hooks=[] disableAllHooks=<not a settings file>" // never read a FIFO or a device
+	}
+	raw, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "hooks=[] disableAllHooks=<nil>"
 	}
@@ -684,8 +703,11 @@ func (p *atkProject) settingsState(rel string) string {
 
 // gitConfigState is what in the repository's config can switch the
 // pre-commit hook off: core.hooksPath and include directives.
-func (p *atkProject) gitConfigState(t testing.TB) string {
-	cmd := exec.Command("git", "config", "--file", p.path(".git/config"), "--get-regexp", `^(core\.hookspath|include\..*|includeif\..*)$`)
+func (p *atkProject) gitConfigState(file string) string {
+	if _, err := os.Lstat(file); errors.Is(err, fs.ErrNotExist) {
+		return "none"
+	}
+	cmd := exec.Command("git", "config", "--file", file, "--get-regexp", `^(core\.hookspath|include\..*|includeif\..*)$`)
 	cmd.Env = p.env
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
