@@ -139,7 +139,9 @@ func atkBashCases() []atkBashCase {
 		{name: "pre-commit hook removed", cmds: []string{`rm .git/hooks/pre-commit`}},
 		{name: "pre-commit hook made not executable", cmds: []string{`chmod -x .git/hooks/pre-commit`}},
 		{name: "pre-commit hook rewritten", cmds: []string{`echo 'exit 0' > .git/hooks/pre-commit`}},
-		{name: "the state directory deleted first", cmds: []string{`rm -rf "$DES_STATE_DIR"; echo '{}' > $(printf %s .des/config.json)`}},
+		{name: "the state directory deleted first", cmds: []string{`rm -rf "$DES_STATE_DIR"; echo '{}' > $(printf %s .des/config.json)`}, trailMayBreak: true},
+		{name: "the state directory deleted by its path", cmds: []string{`rm -rf {{STATE}}; echo '{}' > $(printf %s .des/config.json)`}, code: codeProtected, trailMayBreak: true},
+		{name: "a last-good copy rewritten", cmds: []string{`find {{STATE}} -type f -size -2k -exec sh -c 'echo {} > "$1"' - {} \; ; echo '{}' > $(printf %s .des/config.json)`}, code: codeProtected, trailMayBreak: true},
 		{name: "background job with a plain target", cmds: []string{`(sleep 1; echo '{}' > .des/config.json) >/dev/null 2>&1 &`, `sleep 2`}},
 		{name: "background job with a computed target", cmds: []string{`nohup sh -c 'sleep 1; echo {} > $(printf %s .isdlc/state.json)' >/dev/null 2>&1 &`, `sleep 2`}},
 		{name: "user-level settings disable all hooks", cmds: []string{`mkdir -p ~/.claude && echo '{"disableAllHooks": true}' > ~/.claude/settings.json`}},
@@ -177,6 +179,7 @@ func TestAttackBash(t *testing.T) {
 			}
 			before := p.snapshot(t)
 			for i, command := range c.cmds {
+				command = strings.NewReplacer("{{STATE}}", p.stateDir, "{{HOME}}", p.home).Replace(command)
 				call := p.bash(t, c.cwd, command)
 				call.check(t)
 				switch {
@@ -683,14 +686,16 @@ func TestAttackWriteInput(t *testing.T) {
 		t.Parallel()
 		p := tmpl.fresh(t, false)
 		before := p.snapshot(t)
-		oldS := "\u201c01-requirements\u201d: \u201ccompleted\u201d, \u201c02-design\u201d"
-		newS := "\u201c01-requirements\u201d: \u201cpending\u201d, \u201c02-design\u201d"
+		// The model quotes the file with curly quotes and writes the new
+		// text with straight ones: Claude Code finds the text with its
+		// quotes normalised and, the file having no curly quotes, writes
+		// new_string as it is: a valid document that regresses a phase.
+		oldS := "\u201c01-requirements\u201d: \u201ccompleted\u201d"
+		newS := `"01-requirements": "pending"`
 		call := p.tool(t, "", "Edit", map[string]any{"file_path": p.path(atkState), "old_string": oldS, "new_string": newS}, func() {
-			// Claude Code finds the straight-quoted text and writes the
-			// new text in the file's quote style.
 			raw, _ := os.ReadFile(p.path(atkState))
 			straight := strings.NewReplacer("\u201c", `"`, "\u201d", `"`)
-			writeFile(t, p.root, atkState, strings.Replace(string(raw), straight.Replace(oldS), straight.Replace(newS), 1))
+			writeFile(t, p.root, atkState, strings.Replace(string(raw), straight.Replace(oldS), newS, 1))
 		}, map[string]any{"filePath": p.path(atkState)})
 		if !hasCode(call.denied, "DES-STATE-V8-STATUS") {
 			t.Errorf("want [DES-STATE-V8-STATUS], got %q", call.denied)
