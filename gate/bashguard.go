@@ -44,8 +44,12 @@ func (t ToolUse) bashWrites(docs DocumentWrite, call BashCall) []any {
 	if cwd == "" {
 		cwd = t.Root
 	}
+	opts := []shell.Option{shell.WithCwd(filepath.ToSlash(cwd))}
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		opts = append(opts, shell.WithHome(filepath.ToSlash(home))) // ~ and $HOME may name the project
+	}
 	var out []any
-	for _, w := range shell.Analyze(call.Command).Writes {
+	for _, w := range shell.Analyze(call.Command, opts...).Writes {
 		p := w.Path
 		if strings.HasPrefix(p, "~") || strings.Contains(p, "$HOME") || strings.Contains(p, "${HOME}") {
 			continue // the user's home: outside what DES guards
