@@ -193,6 +193,7 @@ func TestUnguardedWriteIsNotEvaluated(t *testing.T) {
 
 func TestBashWritesToGuardedDocuments(t *testing.T) {
 	p := newProject(t, nil)
+	t.Setenv("HOME", filepath.Dir(p.root)) // ~/<project> names the project
 	p.writeStep(stepRel, todoStep())
 	p.writeStep(".isdlc/state.json", map[string]any{"state_version": 1})
 	for _, d := range []string{"node_modules/x/steps", "docs/feature/shop/build"} {
@@ -207,9 +208,14 @@ func TestBashWritesToGuardedDocuments(t *testing.T) {
 		`python3 -c "open('.isdlc/state.json','w').write('{}')"`:         {"DES-STATE-BASH-WRITE"},
 		"rm -rf .isdlc": {"DES-STATE-BASH-WRITE"},
 		"echo 'package x' > .des/policies/relax.rego": {"DES-PROTECTED-PATH"},
-		"rm -rf .des":                   {"DES-PROTECTED-PATH"},
-		"cat .isdlc/state.json | jq .":  nil,
-		"go test ./... > test.log 2>&1": nil,
+		"rm -rf .des":                         {"DES-PROTECTED-PATH"},
+		"cat .isdlc/state.json | jq .":        nil,
+		`F=.isdlc/state.json; echo '{}' > $F`: {"DES-STATE-BASH-WRITE"},
+		`echo '{}' > ~/` + filepath.Base(p.root) + `/.isdlc/state.json`: {"DES-STATE-BASH-WRITE"},
+		`cd /nonexistent; echo X > .isdlc/state.json`:                   {"DES-STATE-BASH-WRITE"},
+		`echo > $'\x2eisdlc/state.json'`:                                {"DES-STATE-BASH-WRITE"},
+		`ln .des/config.json c.json && echo '{}' > c.json`:              {"DES-PROTECTED-PATH"},
+		"go test ./... > test.log 2>&1":                                 nil,
 	}
 	for cmd, want := range cases {
 		res, err := p.eng.CheckBash(t.Context(), gate.BashCall{Command: cmd})

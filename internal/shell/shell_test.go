@@ -308,6 +308,14 @@ func checkInvariants(t *testing.T, cmd string, r Analysis) {
 		if isDevice(w.Path) {
 			t.Errorf("Analyze(%q): device reported as a write: %+v", cmd, w)
 		}
+		if w.Dynamic && !r.Dynamic {
+			t.Errorf("Analyze(%q): Dynamic write %+v without Analysis.Dynamic", cmd, w)
+		}
+	}
+	for _, c := range r.GitCommits {
+		if c.Subcommand == "" || c.Dynamic && !r.Dynamic {
+			t.Errorf("Analyze(%q): bad commit %+v (Analysis.Dynamic %v)", cmd, c, r.Dynamic)
+		}
 	}
 	if r.ParseError != "" && !r.Dynamic {
 		t.Errorf("Analyze(%q): ParseError without Dynamic", cmd)
