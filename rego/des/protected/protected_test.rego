@@ -41,3 +41,10 @@ test_broad_commands_that_change_nothing_are_fine if {
 	count(protected.deny) == 0 with input as {"writes": [{"path": ".", "tool": "Bash", "how": "git checkout", "changes": false}]}
 	count(protected.deny) == 1 with input as {"writes": [{"path": ".", "tool": "Bash", "how": "chmod", "changes": true}]}
 }
+
+test_dynamic_targets_that_could_name_des_files if {
+	some v in protected.deny with input as {"writes": [{"path": ".d$(...)/config.json", "tool": "Bash", "how": "redirect", "document": "", "dynamic": true, "protected": true}]}
+	v.code == "DES-PROTECTED-PATH"
+	contains(v.msg, "cannot know")
+	count(protected.deny) == 0 with input as {"writes": [{"path": ".des/policies/$(...)", "tool": "Bash", "how": "redirect", "document": "", "dynamic": true, "protected": false}]}
+}
