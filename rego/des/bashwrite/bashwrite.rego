@@ -15,13 +15,13 @@
 #   at run time, `.isdlc/$X`, or a glob, `stat?.json`) comes with dynamic:
 #   true, path as written with each unknown part kept ($(...) for one DES
 #   could not read), document the kind of guarded document it could name
-#   ("" for none) and protected whether it could name DES's files (its
-#   literal directory in a protected root or a guarded glob's directory, its
-#   literal start a prefix of such a path, or its literal last element a
-#   guarded name; gate.ToolUse documents the rule). A glob's existing
-#   matches come as ordinary writes besides. What Go can see of a command
-#   is limited (internal/shell documents the limits); the PostToolUse
-#   integrity check undoes what slips through.
+#   ("" for none), and protected whether it could name DES's files (judged
+#   by des.protected). Go's rule (gate.ToolUse): the literal directory is a
+#   guarded glob's directory or in a protected root, or the literal start
+#   begins such a path, or the literal last element is a guarded name. A
+#   glob's existing matches come as ordinary writes besides. What Go can see
+#   of a command is limited (internal/shell documents the limits); the
+#   PostToolUse integrity check undoes what slips through.
 package des.bashwrite
 
 # METADATA
@@ -65,25 +65,4 @@ deny contains {
 	w.tool == "Bash"
 	w.dynamic
 	w.document != ""
-}
-
-# METADATA
-# title: Bash may write DES's files through a path it builds
-# description: A Bash command writes a target DES cannot know before it runs whose literal part could name a policy, the settings, the audit trail or a run record.
-# custom:
-#   code: DES-PROTECTED-PATH
-#   severity: deny
-deny contains {
-	"code": "DES-PROTECTED-PATH",
-	"msg": sprintf("Bash would write %s through %q; DES cannot know that path before the command runs, and it could be one of DES's own files, which an agent may not change", [w.path, w.how]),
-	"field": "/tool_input/command",
-	"recovery": [
-		"Write the path out literally in the command, outside DES's directories, so DES can see where it goes.",
-		"Leave DES's files alone; ask the user to change policies, settings or the audit trail by hand.",
-	],
-} if {
-	some w in input.writes
-	w.tool == "Bash"
-	w.dynamic
-	w.protected
 }

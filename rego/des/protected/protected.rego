@@ -107,3 +107,23 @@ partial_write(w, file, p) if {
 	object.get(w, "changes", true) != false
 	startswith(concat("", [file, "/"]), trim_prefix(concat("", [w.path, "/"]), "./"))
 }
+
+# METADATA
+# title: Bash may write DES's files through a path it builds
+# description: A Bash command writes a target DES cannot know before it runs (a variable, a command substitution, a glob) whose literal part could name a policy, the settings, the audit trail or a run record; Go sets protected on such a write (des.bashwrite describes the dynamic input).
+# custom:
+#   code: DES-PROTECTED-PATH
+#   severity: deny
+deny contains {
+	"code": "DES-PROTECTED-PATH",
+	"msg": sprintf("Bash would write %s through %q; DES cannot know that path before the command runs, and it could be one of DES's own files, which an agent may not change", [w.path, w.how]),
+	"field": "/tool_input/command",
+	"recovery": [
+		"Write the path out literally in the command, outside DES's directories, so DES can see where it goes.",
+		"Leave DES's files alone; ask the user to change policies, settings or the audit trail by hand.",
+	],
+} if {
+	some w in input.writes
+	w.dynamic
+	w.protected
+}

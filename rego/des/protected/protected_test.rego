@@ -64,3 +64,10 @@ test_broad_commands_that_change_nothing_are_fine if {
 	count(protected.deny) > 0 with input as {"writes": [{"path": ".", "tool": "Bash", "how": "chmod", "changes": true}]}
 	count(protected.deny) == 0 with input as {"writes": [{"path": ".", "tool": "Bash", "how": "chmod", "changes": false}]}
 }
+
+test_dynamic_targets_that_could_name_des_files if {
+	some v in protected.deny with input as {"writes": [{"path": ".d$(...)/config.json", "tool": "Bash", "how": "redirect", "document": "", "dynamic": true, "protected": true}]}
+	v.code == "DES-PROTECTED-PATH"
+	contains(v.msg, "cannot know")
+	count(protected.deny) == 0 with input as {"writes": [{"path": ".des/policies/$(...)", "tool": "Bash", "how": "redirect", "document": "", "dynamic": true, "protected": false}]}
+}
