@@ -301,10 +301,11 @@ func postToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 		h.logger.Error("hook: cannot confirm a guarded write", "err", err)
 		return noOpinion() // the write has happened; there is nothing to block
 	}
-	if kind, _ := eng.DocumentWrite().Kind(call.Path); kind == "" {
+	kind, rel := eng.DocumentWrite().Kind(call.Path)
+	if kind == "" {
 		return noOpinion()
 	}
-	h.settleWrite(ctx, call.Path)
+	h.settleWrite(ctx, rel) // the path as the write guard announced it
 	if _, err := eng.ConfirmWrite(ctx, ev.ToolUseID); err != nil {
 		h.logger.Error("hook: cannot confirm a guarded write", "tool_use_id", ev.ToolUseID, "err", err)
 	}

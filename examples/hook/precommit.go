@@ -219,6 +219,12 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 		fmt.Fprintf(e.stderr, "hook precommit: %v\n", err)
 		return exitUsage
 	}
+	// DES's own write: announced, so that the check after an agent's
+	// command that installs the hook does not take it for a change to undo.
+	chk := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr).checker()
+	if chk != nil {
+		_ = chk.Expect(path, []byte(script))
+	}
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		fmt.Fprintf(e.stderr, "hook precommit: %v\n", err)
 		return exitUsage
@@ -226,6 +232,11 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 	if err := os.Chmod(path, 0o755); err != nil { // WriteFile keeps the mode of an existing file
 		fmt.Fprintf(e.stderr, "hook precommit: %v\n", err)
 		return exitUsage
+	}
+	if chk != nil {
+		sctx, cancel := context.WithTimeout(ctx, integrityBudget)
+		_ = chk.Settle(sctx, path)
+		cancel()
 	}
 	fmt.Fprintf(e.stdout, "installed %s: it runs %s for the project %s\n", path, line, root)
 	return exitOK
