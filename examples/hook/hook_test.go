@@ -175,8 +175,10 @@ func TestFastPathReadsNoSettings(t *testing.T) {
 		if code != 0 || stdout.Len() != 0 || stderr.Len() != 0 {
 			t.Errorf("%s: code %d, stdout %q, stderr %q", payload, code, stdout.String(), stderr.String())
 		}
-		if !slices.Equal(looked, []string{"DES_LOG_LEVEL"}) {
-			t.Errorf("%s: looked up %v, want only DES_LOG_LEVEL", payload, looked)
+		// Only the hook process's own variables: its log level and its
+		// deadline, which bounds the read of stdin itself.
+		if !slices.Equal(looked, []string{"DES_LOG_LEVEL", deadlineEnv}) {
+			t.Errorf("%s: looked up %v, want only DES_LOG_LEVEL and %s", payload, looked, deadlineEnv)
 		}
 	}
 }
