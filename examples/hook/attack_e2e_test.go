@@ -207,28 +207,46 @@ func TestAttackBash(t *testing.T) {
 // a commit. The effect: no new commit holds the unfinished step.
 func TestAttackGitCommit(t *testing.T) {
 	tmpl := newAtkProject(t, false)
+	unfinished := strings.Replace(atkStep("01-02", false), `"status": "NOT_EXECUTED"`, `"status": "IN_PROGRESS"`, 1)
+	staged := func(t *testing.T, p *atkProject) {
+		writeFile(t, p.root, atkOpenStep, unfinished)
+		p.git(t, "add", atkOpenStep)
+	}
+	// side is a branch whose commit holds the unfinished step (made
+	// outside the agent's reach); merging or picking it commits the step.
+	side := func(t *testing.T, p *atkProject) {
+		branch := strings.TrimSpace(p.git(t, "symbolic-ref", "--short", "HEAD"))
+		p.git(t, "checkout", "-qb", "side")
+		writeFile(t, p.root, atkOpenStep, unfinished)
+		p.git(t, "-c", "core.hooksPath=/dev/null", "commit", "-qam", "side: wip")
+		p.git(t, "checkout", "-q", branch)
+		writeFile(t, p.root, "src/other.go", "package app // main moved on\n")
+		p.git(t, "add", "src/other.go")
+		p.git(t, "-c", "core.hooksPath=/dev/null", "commit", "-qm", "main moves on")
+	}
 	cases := []struct {
 		name, command string
+		setup         func(*testing.T, *atkProject)
 		mustDeny      bool
 	}{
-		{"hooksPath off and an alias", `git -c core.hooksPath=/dev/null -c alias.c=commit c -m wip`, true},
-		{"git in a variable", `g=git; $g commit -m x`, true},
-		{"git in a variable, --no-verify", `g=git; $g commit --no-verify -m x`, false},
-		{"subcommand from a substitution", `git $(echo commit) -m x`, true},
-		{"subcommand from a substitution, -n", `git $(echo commit) -n -m x`, false},
-		{"commit after global options", `git --no-pager -c user.name=x -C . commit --no-verify -m x`, false},
-		{"alias with --no-verify", `git -c alias.ci='commit --no-verify' ci -m x`, false},
-		{"sh -c", `sh -c 'git commit -nm x'`, false},
-		{"plain --no-verify", `git commit --no-verify -m x`, true},
-		{"commit -a of the work tree", `git commit -qa --no-verify -m x`, false},
+		{"hooksPath off and an alias", `git -c core.hooksPath=/dev/null -c alias.c=commit c -m wip`, staged, true},
+		{"git in a variable", `g=git; $g commit -m x`, staged, true},
+		{"git in a variable, --no-verify", `g=git; $g commit --no-verify -m x`, staged, false},
+		{"subcommand from a substitution", `git $(echo commit) -m x`, staged, true},
+		{"subcommand from a substitution, -n", `git $(echo commit) -n -m x`, staged, false},
+		{"commit after global options", `git --no-pager -c user.name=x -C . commit --no-verify -m x`, staged, false},
+		{"alias with --no-verify", `git -c alias.ci='commit --no-verify' ci -m x`, staged, false},
+		{"sh -c", `sh -c 'git commit -nm x'`, staged, false},
+		{"plain --no-verify", `git commit --no-verify -m x`, staged, true},
+		{"commit -a of the work tree", `git commit -qa --no-verify -m x`, staged, false},
+		{"merge of a branch holding the step", `git merge --no-ff --no-verify -m merge side`, side, false},
+		{"cherry-pick of a commit holding the step", `git -c core.hooksPath=/dev/null cherry-pick side`, side, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			p := tmpl.fresh(t, false)
-			unfinished := strings.Replace(atkStep("01-02", false), `"status": "NOT_EXECUTED"`, `"status": "IN_PROGRESS"`, 1)
-			writeFile(t, p.root, atkOpenStep, unfinished)
-			p.git(t, "add", atkOpenStep)
+			c.setup(t, p)
 			before := p.commits(t)
 			call := p.bash(t, "", c.command)
 			if c.mustDeny && !hasCode(call.denied, "DES-COMMIT-PHASE-OPEN") {
