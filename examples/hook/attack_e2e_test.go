@@ -150,7 +150,7 @@ func atkBashCases() []atkBashCase {
 		{name: "config replaced by a FIFO, then another call", cmds: []string{`rm .des/config.json && mkfifo .des/config.json`, `ls >/dev/null`}},
 		{name: "state linked to /dev/zero, then another call", cmds: []string{`rm .isdlc/state.json && ln -s /dev/zero .isdlc/state.json`, `ls >/dev/null`}},
 		{name: "config made 5 GB sparse", cmds: []string{`truncate -s 5G .des/config.json`, `ls >/dev/null`}},
-		{name: "a flood of new policy files", cmds: []string{`mkdir -p .des/policies/x && cd .des/policies/x && seq 1 20000 | xargs touch`, `ls >/dev/null`}},
+		{name: "a flood of new policy files, past the effect check's tree limit", cmds: []string{`mkdir -p .des/policies/x && cd .des/policies/x && seq 1 25000 | xargs touch`, `ls >/dev/null`}},
 		{name: "computed target, no literal", cmds: []string{`echo '{}' > $(printf '%s/%s' .des config.json)`}},
 		{name: "eval of a built string", cmds: []string{`a='> .des/conf'; eval "echo {} $a"ig.json`}},
 
