@@ -35,6 +35,9 @@ type atkBashCase struct {
 	// must then report the trail broken (1), never call it intact with
 	// lines missing.
 	trailMayBreak bool
+	// pause is a wait between calls, with no call running: what a
+	// background job started by one call does then lands between calls.
+	pause time.Duration
 }
 
 const (
@@ -151,6 +154,7 @@ func atkBashCases() []atkBashCase {
 		{name: "state linked to /dev/zero, then another call", cmds: []string{`rm .isdlc/state.json && ln -s /dev/zero .isdlc/state.json`, `ls >/dev/null`}},
 		{name: "config made 5 GB sparse", cmds: []string{`truncate -s 5G .des/config.json`, `ls >/dev/null`}},
 		{name: "a flood of new policy files, past the effect check's tree limit", cmds: []string{`mkdir -p .des/policies/x && cd .des/policies/x && seq 1 25000 | xargs touch`, `ls >/dev/null`}},
+		{name: "background job landing between calls", cmds: []string{`nohup sh -c 'sleep 1; echo {} > $(printf %s .isdlc/state.json)' >/dev/null 2>&1 &`, `ls >/dev/null`}, pause: 2 * time.Second},
 		{name: "computed target, no literal", cmds: []string{`echo '{}' > $(printf '%s/%s' .des config.json)`}},
 		{name: "eval of a built string", cmds: []string{`a='> .des/conf'; eval "echo {} $a"ig.json`}},
 
@@ -179,6 +183,9 @@ func TestAttackBash(t *testing.T) {
 			}
 			before := p.snapshot(t)
 			for i, command := range c.cmds {
+				if i > 0 {
+					time.Sleep(c.pause)
+				}
 				command = strings.NewReplacer("{{STATE}}", p.stateDir, "{{HOME}}", p.home).Replace(command)
 				call := p.bash(t, c.cwd, command)
 				call.check(t)
