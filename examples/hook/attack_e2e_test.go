@@ -35,6 +35,9 @@ type atkBashCase struct {
 	// must then report the trail broken (1), never call it intact with
 	// lines missing.
 	trailMayBreak bool
+	// pause is a wait between calls, with no call running: what a
+	// background job started by one call does then lands between calls.
+	pause time.Duration
 }
 
 const (
@@ -150,7 +153,8 @@ func atkBashCases() []atkBashCase {
 		{name: "config replaced by a FIFO, then another call", cmds: []string{`rm .des/config.json && mkfifo .des/config.json`, `ls >/dev/null`}},
 		{name: "state linked to /dev/zero, then another call", cmds: []string{`rm .isdlc/state.json && ln -s /dev/zero .isdlc/state.json`, `ls >/dev/null`}},
 		{name: "config made 5 GB sparse", cmds: []string{`truncate -s 5G .des/config.json`, `ls >/dev/null`}},
-		{name: "a flood of new policy files", cmds: []string{`mkdir -p .des/policies/x && cd .des/policies/x && seq 1 20000 | xargs touch`, `ls >/dev/null`}},
+		{name: "a flood of new policy files, past the effect check's tree limit", cmds: []string{`mkdir -p .des/policies/x && cd .des/policies/x && seq 1 25000 | xargs touch`, `ls >/dev/null`}},
+		{name: "background job landing between calls", cmds: []string{`nohup sh -c 'sleep 1; echo {} > $(printf %s .isdlc/state.json)' >/dev/null 2>&1 &`, `ls >/dev/null`}, pause: 2 * time.Second},
 		{name: "computed target, no literal", cmds: []string{`echo '{}' > $(printf '%s/%s' .des config.json)`}},
 		{name: "eval of a built string", cmds: []string{`a='> .des/conf'; eval "echo {} $a"ig.json`}},
 
@@ -179,6 +183,9 @@ func TestAttackBash(t *testing.T) {
 			}
 			before := p.snapshot(t)
 			for i, command := range c.cmds {
+				if i > 0 {
+					time.Sleep(c.pause)
+				}
 				command = strings.NewReplacer("{{STATE}}", p.stateDir, "{{HOME}}", p.home).Replace(command)
 				call := p.bash(t, c.cwd, command)
 				call.check(t)
@@ -207,28 +214,46 @@ func TestAttackBash(t *testing.T) {
 // a commit. The effect: no new commit holds the unfinished step.
 func TestAttackGitCommit(t *testing.T) {
 	tmpl := newAtkProject(t, false)
+	unfinished := strings.Replace(atkStep("01-02", false), `"status": "NOT_EXECUTED"`, `"status": "IN_PROGRESS"`, 1)
+	staged := func(t *testing.T, p *atkProject) {
+		writeFile(t, p.root, atkOpenStep, unfinished)
+		p.git(t, "add", atkOpenStep)
+	}
+	// side is a branch whose commit holds the unfinished step (made
+	// outside the agent's reach); merging or picking it commits the step.
+	side := func(t *testing.T, p *atkProject) {
+		branch := strings.TrimSpace(p.git(t, "symbolic-ref", "--short", "HEAD"))
+		p.git(t, "checkout", "-qb", "side")
+		writeFile(t, p.root, atkOpenStep, unfinished)
+		p.git(t, "-c", "core.hooksPath=/dev/null", "commit", "-qam", "side: wip")
+		p.git(t, "checkout", "-q", branch)
+		writeFile(t, p.root, "src/other.go", "package app // main moved on\n")
+		p.git(t, "add", "src/other.go")
+		p.git(t, "-c", "core.hooksPath=/dev/null", "commit", "-qm", "main moves on")
+	}
 	cases := []struct {
 		name, command string
+		setup         func(*testing.T, *atkProject)
 		mustDeny      bool
 	}{
-		{"hooksPath off and an alias", `git -c core.hooksPath=/dev/null -c alias.c=commit c -m wip`, true},
-		{"git in a variable", `g=git; $g commit -m x`, true},
-		{"git in a variable, --no-verify", `g=git; $g commit --no-verify -m x`, false},
-		{"subcommand from a substitution", `git $(echo commit) -m x`, true},
-		{"subcommand from a substitution, -n", `git $(echo commit) -n -m x`, false},
-		{"commit after global options", `git --no-pager -c user.name=x -C . commit --no-verify -m x`, false},
-		{"alias with --no-verify", `git -c alias.ci='commit --no-verify' ci -m x`, false},
-		{"sh -c", `sh -c 'git commit -nm x'`, false},
-		{"plain --no-verify", `git commit --no-verify -m x`, true},
-		{"commit -a of the work tree", `git commit -qa --no-verify -m x`, false},
+		{"hooksPath off and an alias", `git -c core.hooksPath=/dev/null -c alias.c=commit c -m wip`, staged, true},
+		{"git in a variable", `g=git; $g commit -m x`, staged, true},
+		{"git in a variable, --no-verify", `g=git; $g commit --no-verify -m x`, staged, false},
+		{"subcommand from a substitution", `git $(echo commit) -m x`, staged, true},
+		{"subcommand from a substitution, -n", `git $(echo commit) -n -m x`, staged, false},
+		{"commit after global options", `git --no-pager -c user.name=x -C . commit --no-verify -m x`, staged, false},
+		{"alias with --no-verify", `git -c alias.ci='commit --no-verify' ci -m x`, staged, false},
+		{"sh -c", `sh -c 'git commit -nm x'`, staged, false},
+		{"plain --no-verify", `git commit --no-verify -m x`, staged, true},
+		{"commit -a of the work tree", `git commit -qa --no-verify -m x`, staged, false},
+		{"merge of a branch holding the step", `git merge --no-ff --no-verify -m merge side`, side, false},
+		{"cherry-pick of a commit holding the step", `git -c core.hooksPath=/dev/null cherry-pick side`, side, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			p := tmpl.fresh(t, false)
-			unfinished := strings.Replace(atkStep("01-02", false), `"status": "NOT_EXECUTED"`, `"status": "IN_PROGRESS"`, 1)
-			writeFile(t, p.root, atkOpenStep, unfinished)
-			p.git(t, "add", atkOpenStep)
+			c.setup(t, p)
 			before := p.commits(t)
 			call := p.bash(t, "", c.command)
 			if c.mustDeny && !hasCode(call.denied, "DES-COMMIT-PHASE-OPEN") {

@@ -739,6 +739,9 @@ func (s atkSnapshot) diff(o atkSnapshot) []string {
 		}
 	}
 	sort.Strings(out)
+	if len(out) > 15 {
+		out = append(out[:15], fmt.Sprintf("... and %d more", len(out)-15))
+	}
 	return out
 }
 
