@@ -36,11 +36,12 @@ type invocation struct {
 // classify says what `git SUB ARGS...` commits. aliases are the
 // repository's alias.* values by lower-case name (git's alias names are
 // case-insensitive); dynamic is set when the subcommand word is an
-// expansion DES cannot read, which is judged as a commit of what is staged
-// and what its arguments add.
+// expansion DES cannot read. That word may name an alias (`commit -a`, a
+// `!` shell alias), so it is judged as a commit of every changed or staged
+// step file, not only of what its visible arguments add.
 func classify(sub string, args []string, dynamic bool, aliases map[string]string) invocation {
 	if dynamic {
-		return invocation{kind: commitIndex, args: args}
+		return invocation{kind: commitWiden, why: fmt.Sprintf("the subcommand %q is only known when the command runs", sub)}
 	}
 	for depth := 0; ; depth++ {
 		switch sub {
@@ -252,10 +253,15 @@ func pickBlobs(ctx context.Context, git *gitexec.Runner, top string, commits []s
 }
 
 // gitSubcommand is the subcommand of a git invocation the analyzer
-// reports, and whether it is an expansion DES cannot read (a directory DES
-// cannot read does not hide a subcommand it can).
+// reports, and whether DES cannot read what it runs: the subcommand is an
+// expansion, or the command name is (`$G commit`: $G may carry options or
+// another repository). A directory DES cannot read (Dir holds the
+// expansion) does not hide a subcommand it can.
 func gitSubcommand(c shell.GitCommit) (string, bool) {
-	return c.Subcommand, c.Dynamic && !knownSubcommand(c.Subcommand) && !c.Alias
+	if !c.Dynamic || c.Alias {
+		return c.Subcommand, false
+	}
+	return c.Subcommand, !knownSubcommand(c.Subcommand) || !strings.ContainsAny(c.Dir, "$`")
 }
 
 // ErrRepositoryUnknown is wrapped when a git invocation names its
