@@ -25,6 +25,11 @@ type BashCall struct {
 	// unknown): ~, $HOME, ~-, $OLDPWD in the command expand from them, as
 	// ~+ and $PWD do from Cwd.
 	Home, OldPwd string
+	// Env is the environment the command starts with (the hook's, which
+	// Claude Code's Bash tool shares): a variable the command does not
+	// assign expands from it ($CLAUDE_PROJECT_DIR/.des/config.json,
+	// "$DES_STATE_DIR"). nil leaves such variables unknown.
+	Env func(string) (string, bool)
 }
 
 // CheckBash runs the tool_use gate on the files a Bash command may write
@@ -66,6 +71,9 @@ func (t ToolUse) bashWrites(ctx context.Context, docs DocumentWrite, call BashCa
 	opts := []shell.Option{shell.WithCwd(cwd)}
 	if call.Home != "" {
 		opts = append(opts, shell.WithHome(call.Home))
+	}
+	if call.Env != nil {
+		opts = append(opts, shell.WithEnv(call.Env))
 	}
 	if call.OldPwd != "" {
 		opts = append(opts, shell.WithOldPwd(call.OldPwd))

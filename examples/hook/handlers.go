@@ -208,6 +208,7 @@ func preToolUseBashGuard(ctx context.Context, h *hookEnv, ev *Event, command str
 	// does: ~, $HOME and $OLDPWD in the command are these.
 	call.Home, _ = h.lookupEnv("HOME")
 	call.OldPwd, _ = h.lookupEnv("OLDPWD")
+	call.Env = h.lookupEnv
 	commitFiles, unreadable := bashCommitFiles(ctx, h, ev, in.Command)
 	if unreadable != nil {
 		h.requireValidation()

@@ -311,6 +311,7 @@ func absClean(dir string) string {
 // config is what the options set.
 type config struct {
 	home, cwd, oldpwd string
+	env               func(string) (string, bool)
 }
 
 // WithHome is the home directory (absolute) that ~, ~/x, $HOME and ${HOME}
@@ -322,6 +323,16 @@ func WithHome(dir string) Option { return func(c *config) { c.home = absClean(di
 // expand from it (following the command's cds). Write.Dir stays relative
 // to it as before.
 func WithCwd(dir string) Option { return func(c *config) { c.cwd = absClean(dir) } }
+
+// WithEnv gives the environment the command starts with: a variable the
+// command does not assign (nor unset, read, ...) expands to its value
+// there, so `> "$CLAUDE_PROJECT_DIR/.des/config.json"` names the file it
+// writes. HOME, PWD and OLDPWD still come from WithHome, WithCwd and
+// WithOldPwd. The hook passes its own environment, which Claude Code's Bash
+// tool shares; a variable it lacks stays unknown (Dynamic).
+func WithEnv(lookup func(string) (string, bool)) Option {
+	return func(c *config) { c.env = lookup }
+}
 
 // WithOldPwd is $OLDPWD when the command starts: ~-, $OLDPWD and `cd -`
 // before any cd of the command use it.

@@ -497,3 +497,32 @@ func BenchmarkAnalyze(b *testing.B) {
 		}
 	}
 }
+
+// Variables the command does not assign expand from the environment it
+// starts with; assigned, unset or read ones do not.
+func TestAnalyzeEnvironment(t *testing.T) {
+	env := func(k string) (string, bool) {
+		v, ok := map[string]string{"CLAUDE_PROJECT_DIR": "/p", "DES_STATE_DIR": "/s"}[k]
+		return v, ok
+	}
+	cases := []struct {
+		cmd, want string
+		dynamic   bool
+	}{
+		{`echo x > "$CLAUDE_PROJECT_DIR/.des/config.json"`, "/p/.des/config.json", false},
+		{`rm -rf "$DES_STATE_DIR"`, "/s", false},
+		{`DES_STATE_DIR=/t; rm -rf "$DES_STATE_DIR"`, "/t", false},
+		{`unset DES_STATE_DIR; rm -rf "$DES_STATE_DIR"/x`, "$DES_STATE_DIR/x", true},
+		{`echo x > "$UNSET_ELSEWHERE/f"`, "$UNSET_ELSEWHERE/f", true},
+	}
+	for _, c := range cases {
+		a := Analyze(c.cmd, WithCwd("/p"), WithEnv(env))
+		if len(a.Writes) == 0 {
+			t.Errorf("%s: no write", c.cmd)
+			continue
+		}
+		if w := a.Writes[0]; w.Path != c.want || w.Dynamic != c.dynamic {
+			t.Errorf("%s: write %q dynamic %v, want %q dynamic %v", c.cmd, w.Path, w.Dynamic, c.want, c.dynamic)
+		}
+	}
+}

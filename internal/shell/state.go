@@ -205,6 +205,7 @@ type walkState struct {
 	lost    bool // the oldest pushd entries were forgotten (maxStack)
 	errexit bool // set -e: a failing command ends the shell
 	vars    []binding
+	forgot  bool // assignments were forgotten (maxVars): the environment no longer tells
 	links   []link
 }
 
@@ -263,6 +264,7 @@ func (s *walkState) assign(name, val string, known bool) *walkState {
 	}
 	if len(c.vars) >= maxVars {
 		c.vars = c.vars[1:] // forgotten: read as the environment's, unknown
+		c.forgot = true
 	}
 	c.vars = append(c.vars, binding{name: name, val: val, known: known})
 	return c

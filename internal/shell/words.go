@@ -267,6 +267,11 @@ func (a *analyzer) varValue(name string, st *walkState) (string, bool) {
 	case "OLDPWD":
 		return a.absDir(st.old)
 	}
+	if a.cfg.env != nil && !st.forgot {
+		if v, ok := a.cfg.env(name); ok {
+			return v, true
+		}
+	}
 	return "", false
 }
 
