@@ -88,37 +88,28 @@ func readWitness(path string) (rec witnessRecord, ok bool, err error) {
 
 // writeWitness replaces the witness file by rename, so that a reader (or a
 // crash) sees the old record or the new one; with sync, the data and the
-// directory entry are on disk before it returns.
-func writeWitness(path string, rec witnessRecord, sync bool) (err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
+// directory entry are on disk before it returns. The temporary file has a
+// fixed name: its writers hold the audit directory's lock (AdoptWitness
+// aside, which a person runs).
+func writeWitness(path string, rec witnessRecord, sync bool) error {
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	data = append(data, '\n')
+	tmp := path + ".tmp"
+	err = writeFileSync(tmp, data, sync)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+			err = writeFileSync(tmp, data, sync)
+		}
+	}
 	if err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(append(data, '\n')); err != nil {
-		return err
-	}
-	if sync {
-		if err = f.Sync(); err != nil {
-			return err
-		}
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	if sync {
@@ -128,6 +119,21 @@ func writeWitness(path string, rec witnessRecord, sync bool) (err error) {
 		}
 	}
 	return nil
+}
+
+func writeFileSync(path string, data []byte, sync bool) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // advanceWitness moves the witness to next, the head after an append whose

@@ -193,7 +193,7 @@ func TestWitnessCrashWindows(t *testing.T) {
 	t.Run("during the witness write", func(t *testing.T) {
 		dir, wdir := witnessed(t, 3)
 		// A temporary file left by a crash before the rename.
-		if err := os.WriteFile(WitnessPath(wdir, dir)+".tmp-1", []byte(`{"seq":`), 0o600); err != nil {
+		if err := os.WriteFile(WitnessPath(wdir, dir)+".tmp", []byte(`{"seq":`), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if rep := verifyWitnessed(t, dir, wdir); !rep.Intact() || rep.Witness.Seq != 3 {
