@@ -89,8 +89,7 @@ func readWitness(path string) (rec witnessRecord, ok bool, err error) {
 // writeWitness replaces the witness file by rename, so that a reader (or a
 // crash) sees the old record or the new one; with sync, the data and the
 // directory entry are on disk before it returns. The temporary file has a
-// fixed name: its writers hold the audit directory's lock (AdoptWitness
-// aside, which a person runs).
+// fixed name: its writers hold the audit directory's lock.
 func writeWitness(path string, rec witnessRecord, sync bool) error {
 	data, err := json.Marshal(rec)
 	if err != nil {
@@ -212,6 +211,15 @@ func AdoptWitness(ctx context.Context, dir string, opts ...Option) (Report, erro
 	if !rep.Intact() {
 		return rep, fmt.Errorf("audit: adopt witness for %s: %w: %v", dir, ErrNotIntact, rep.Break)
 	}
+	l, err := Open(dir, opts...)
+	if err != nil {
+		return rep, err
+	}
+	unlock, err := l.lock(ctx) // the witness and its temporary file are the appenders' too
+	if err != nil {
+		return rep, err
+	}
+	defer unlock()
 	rec, ok, _, err := readHead(dir)
 	if err != nil || !ok {
 		return rep, err // no chained line: nothing to witness
