@@ -306,13 +306,7 @@ func checkWitness(dir string, rep Report, w witnessRecord, wErr error, atWitness
 	return nil
 }
 
-func sameDir(a, b string) bool {
-	ab, err := filepath.Abs(b)
-	if err != nil {
-		return false
-	}
-	return filepath.Clean(a) == ab
-}
+func sameDir(a, b string) bool { return filepath.Clean(a) == realPath(b) }
 
 // checkEnd compares the end of an otherwise intact trail with the head
 // record.

@@ -45,14 +45,37 @@ func WithWitness(dir string) Option {
 }
 
 // WitnessPath returns the witness file of the trail in auditDir under the
-// witness directory dir.
+// witness directory dir. The trail is named by its absolute path with
+// symbolic links resolved (as far as it exists), so that the hook (given
+// CLAUDE_PROJECT_DIR) and `git rev-parse --show-toplevel` (links resolved)
+// find the same witness, and a deleted audit directory still finds its own.
 func WitnessPath(dir, auditDir string) string {
-	abs, err := filepath.Abs(auditDir)
-	if err != nil {
-		abs = filepath.Clean(auditDir)
-	}
-	sum := sha256.Sum256([]byte(abs))
+	sum := sha256.Sum256([]byte(realPath(auditDir)))
 	return filepath.Join(dir, "audit-"+hex.EncodeToString(sum[:16])+".json")
+}
+
+// realPath is path made absolute, with the symbolic links of its longest
+// existing prefix resolved.
+func realPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	var rest []string
+	for p := abs; ; {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			for i := len(rest) - 1; i >= 0; i-- {
+				r = filepath.Join(r, rest[i])
+			}
+			return r
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return abs
+		}
+		rest = append(rest, filepath.Base(p))
+		p = parent
+	}
 }
 
 // witnessRecord is the content of a witness file.
@@ -152,11 +175,7 @@ func (l *Log) advanceWitness(prev chainHead, next headRecord) (bool, error) {
 	if !continues {
 		return false, nil
 	}
-	abs, err := filepath.Abs(l.dir)
-	if err != nil {
-		return false, err
-	}
-	return true, writeWitness(path, witnessRecord{Dir: abs, Seq: next.Seq, SHA256: next.SHA256, File: next.File, Size: next.Size}, l.fsync)
+	return true, writeWitness(path, witnessRecord{Dir: realPath(l.dir), Seq: next.Seq, SHA256: next.SHA256, File: next.File, Size: next.Size}, l.fsync)
 }
 
 // witnessedLineIntact reports whether the day file the witness names still
@@ -224,12 +243,8 @@ func AdoptWitness(ctx context.Context, dir string, opts ...Option) (Report, erro
 	if err != nil || !ok {
 		return rep, err // no chained line: nothing to witness
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return rep, err
-	}
 	path := WitnessPath(cfg.witnessDir, dir)
-	if err := writeWitness(path, witnessRecord{Dir: abs, Seq: rec.Seq, SHA256: rec.SHA256, File: rec.File, Size: rec.Size}, true); err != nil {
+	if err := writeWitness(path, witnessRecord{Dir: realPath(dir), Seq: rec.Seq, SHA256: rec.SHA256, File: rec.File, Size: rec.Size}, true); err != nil {
 		return rep, fmt.Errorf("audit: adopt witness %s: %w", path, err)
 	}
 	rep.Witness = WitnessReport{Path: path, Found: true, Seq: rec.Seq, Behind: rep.LastSeq - rec.Seq}
