@@ -21,11 +21,17 @@ func gate1Entry() Entry {
 // BenchmarkAppend appends one Gate 1 entry, without fsync, to a trail of 90
 // day files of 1,000 lines each: lock, head of the chain read backwards from
 // the newest file, schema, encoding, hash, write and head record.
-func BenchmarkAppend(b *testing.B) {
+func BenchmarkAppend(b *testing.B) { benchAppend(b) }
+
+// BenchmarkAppendWitnessed is BenchmarkAppend with a witness: the witness
+// read, checked and replaced by rename on every append.
+func BenchmarkAppendWitnessed(b *testing.B) { benchAppend(b, WithWitness(b.TempDir())) }
+
+func benchAppend(b *testing.B, opts ...Option) {
 	dir := b.TempDir()
 	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
 	seedTrail(b, dir, now.AddDate(0, 0, -89), 90, 1000)
-	l := mustOpen(b, dir, fixedClock(now))
+	l := mustOpen(b, dir, append([]Option{fixedClock(now)}, opts...)...)
 	ctx := context.Background()
 	e := gate1Entry()
 	if err := l.Append(ctx, e); err != nil { // schema compiled once, as in a hook's first append

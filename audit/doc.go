@@ -37,7 +37,9 @@
 // seq and hash of the last line written, and the day file it went to with
 // that file's size: `{"seq":N,"sha256":"...","file":"audit-...log","size":S}`.
 // [Verify] uses it to find lines cut from the end of the trail; Append uses
-// it to skip the search for the head of the chain.
+// it to skip the search for the head of the chain. Whoever can write the
+// directory can rewrite it too, so [WithWitness] keeps a witness of the head
+// outside the directory, which [Verify] checks the trail against.
 //
 // # Event schemas
 //
@@ -76,7 +78,11 @@
 //     day file, opened O_APPEND|O_CREATE|O_WRONLY with mode 0o644, then
 //     rewrites the head record, each optionally followed by an fsync
 //     ([WithFsync]);
-//  7. releases the locks.
+//  7. with a witness ([WithWitness]), moves the witness outside the
+//     directory to the new head, when the trail it appended to continues the
+//     witnessed line (see witness.go); a trail that does not is appended to,
+//     and the witness stays for [Verify] to report;
+//  8. releases the locks.
 //
 // Once writing has started the context is no longer consulted: a batch is
 // not abandoned halfway because a deadline passed. If a write itself fails,

@@ -149,9 +149,9 @@ func (r Report) Intact() bool { return r.Break == nil }
 //
 // Limits: the chain proves the trail is the one Append wrote, unless the
 // whole chain from the changed line on, and the head record, were
-// recomputed: whoever can write the directory can do that. Keep a copy of
-// the head record elsewhere to pin the trail. Unchained lines other than
-// the last are not covered.
+// recomputed: whoever can write the directory can do that. A witness kept
+// where that writer cannot write (WithWitness) pins the trail. Unchained
+// lines other than the last are not covered.
 //
 // With WithWitness (other options are ignored), the trail must also hold
 // the witnessed line, with the witnessed hash: a trail deleted (even with
@@ -306,13 +306,7 @@ func checkWitness(dir string, rep Report, w witnessRecord, wErr error, atWitness
 	return nil
 }
 
-func sameDir(a, b string) bool {
-	ab, err := filepath.Abs(b)
-	if err != nil {
-		return false
-	}
-	return filepath.Clean(a) == ab
-}
+func sameDir(a, b string) bool { return filepath.Clean(a) == realPath(b) }
 
 // checkEnd compares the end of an otherwise intact trail with the head
 // record.

@@ -45,14 +45,37 @@ func WithWitness(dir string) Option {
 }
 
 // WitnessPath returns the witness file of the trail in auditDir under the
-// witness directory dir.
+// witness directory dir. The trail is named by its absolute path with
+// symbolic links resolved (as far as it exists), so that the hook (given
+// CLAUDE_PROJECT_DIR) and `git rev-parse --show-toplevel` (links resolved)
+// find the same witness, and a deleted audit directory still finds its own.
 func WitnessPath(dir, auditDir string) string {
-	abs, err := filepath.Abs(auditDir)
-	if err != nil {
-		abs = filepath.Clean(auditDir)
-	}
-	sum := sha256.Sum256([]byte(abs))
+	sum := sha256.Sum256([]byte(realPath(auditDir)))
 	return filepath.Join(dir, "audit-"+hex.EncodeToString(sum[:16])+".json")
+}
+
+// realPath is path made absolute, with the symbolic links of its longest
+// existing prefix resolved.
+func realPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	var rest []string
+	for p := abs; ; {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			for i := len(rest) - 1; i >= 0; i-- {
+				r = filepath.Join(r, rest[i])
+			}
+			return r
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return abs
+		}
+		rest = append(rest, filepath.Base(p))
+		p = parent
+	}
 }
 
 // witnessRecord is the content of a witness file.
@@ -88,37 +111,27 @@ func readWitness(path string) (rec witnessRecord, ok bool, err error) {
 
 // writeWitness replaces the witness file by rename, so that a reader (or a
 // crash) sees the old record or the new one; with sync, the data and the
-// directory entry are on disk before it returns.
-func writeWitness(path string, rec witnessRecord, sync bool) (err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
+// directory entry are on disk before it returns. The temporary file has a
+// fixed name: its writers hold the audit directory's lock.
+func writeWitness(path string, rec witnessRecord, sync bool) error {
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	data = append(data, '\n')
+	tmp := path + ".tmp"
+	err = writeFileSync(tmp, data, sync)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+			err = writeFileSync(tmp, data, sync)
+		}
+	}
 	if err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(append(data, '\n')); err != nil {
-		return err
-	}
-	if sync {
-		if err = f.Sync(); err != nil {
-			return err
-		}
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	if sync {
@@ -128,6 +141,21 @@ func writeWitness(path string, rec witnessRecord, sync bool) (err error) {
 		}
 	}
 	return nil
+}
+
+func writeFileSync(path string, data []byte, sync bool) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // advanceWitness moves the witness to next, the head after an append whose
@@ -147,11 +175,7 @@ func (l *Log) advanceWitness(prev chainHead, next headRecord) (bool, error) {
 	if !continues {
 		return false, nil
 	}
-	abs, err := filepath.Abs(l.dir)
-	if err != nil {
-		return false, err
-	}
-	return true, writeWitness(path, witnessRecord{Dir: abs, Seq: next.Seq, SHA256: next.SHA256, File: next.File, Size: next.Size}, l.fsync)
+	return true, writeWitness(path, witnessRecord{Dir: realPath(l.dir), Seq: next.Seq, SHA256: next.SHA256, File: next.File, Size: next.Size}, l.fsync)
 }
 
 // witnessedLineIntact reports whether the day file the witness names still
@@ -206,16 +230,21 @@ func AdoptWitness(ctx context.Context, dir string, opts ...Option) (Report, erro
 	if !rep.Intact() {
 		return rep, fmt.Errorf("audit: adopt witness for %s: %w: %v", dir, ErrNotIntact, rep.Break)
 	}
+	l, err := Open(dir, opts...)
+	if err != nil {
+		return rep, err
+	}
+	unlock, err := l.lock(ctx) // the witness and its temporary file are the appenders' too
+	if err != nil {
+		return rep, err
+	}
+	defer unlock()
 	rec, ok, _, err := readHead(dir)
 	if err != nil || !ok {
 		return rep, err // no chained line: nothing to witness
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return rep, err
-	}
 	path := WitnessPath(cfg.witnessDir, dir)
-	if err := writeWitness(path, witnessRecord{Dir: abs, Seq: rec.Seq, SHA256: rec.SHA256, File: rec.File, Size: rec.Size}, true); err != nil {
+	if err := writeWitness(path, witnessRecord{Dir: realPath(dir), Seq: rec.Seq, SHA256: rec.SHA256, File: rec.File, Size: rec.Size}, true); err != nil {
 		return rep, fmt.Errorf("audit: adopt witness %s: %w", path, err)
 	}
 	rep.Witness = WitnessReport{Path: path, Found: true, Seq: rec.Seq, Behind: rep.LastSeq - rec.Seq}

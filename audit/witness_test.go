@@ -193,7 +193,7 @@ func TestWitnessCrashWindows(t *testing.T) {
 	t.Run("during the witness write", func(t *testing.T) {
 		dir, wdir := witnessed(t, 3)
 		// A temporary file left by a crash before the rename.
-		if err := os.WriteFile(WitnessPath(wdir, dir)+".tmp-1", []byte(`{"seq":`), 0o600); err != nil {
+		if err := os.WriteFile(WitnessPath(wdir, dir)+".tmp", []byte(`{"seq":`), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if rep := verifyWitnessed(t, dir, wdir); !rep.Intact() || rep.Witness.Seq != 3 {
@@ -216,4 +216,24 @@ func TestWitnessUnusable(t *testing.T) {
 	wantWitnessBreak(t, verifyWitnessed(t, dir, wdir), "witness does not parse")
 	appendN(t, dir, wdir, 1, "more") // logged, not an error; the witness is left for Verify to report
 	wantWitnessBreak(t, verifyWitnessed(t, dir, wdir), "witness does not parse")
+}
+
+// The same trail reached through a symbolic link has the same witness, also
+// once the audit directory is gone.
+func TestWitnessThroughSymlink(t *testing.T) {
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "proj")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip(err)
+	}
+	wdir := t.TempDir()
+	appendN(t, filepath.Join(link, "audit"), wdir, 2, "x")
+	if WitnessPath(wdir, filepath.Join(link, "audit")) != WitnessPath(wdir, filepath.Join(real, "audit")) {
+		t.Fatal("two witnesses for one trail")
+	}
+	if rep := verifyWitnessed(t, filepath.Join(real, "audit"), wdir); !rep.Intact() || !rep.Witness.Found {
+		t.Errorf("through the real path: %+v %v", rep, rep.Break)
+	}
+	os.RemoveAll(filepath.Join(real, "audit"))
+	wantWitnessBreak(t, verifyWitnessed(t, filepath.Join(link, "audit"), wdir), "the audit directory is gone")
 }

@@ -51,8 +51,8 @@
 #   from the incoming document and apply only to the write that introduces
 #   them: a recovery_action.type the disk did not have (or had another), a
 #   supervised_review.status newly redo_pending or a redo_count above the
-#   disk's. The next memory is seen_next (the gate's info "state_seen"). V7 is conceptually checked before V8,
-#   but nothing short-circuits: every violation is reported, and the engine
+#   disk's. The next memory is seen_next (the gate's info "state_seen").
+#   V7 is conceptually checked before V8, but nothing short-circuits: every violation is reported, and the engine
 #   sorts them by code, so the order is stable. When the incoming content is
 #   not a JSON object only DES-STATE-INVALID is reported. The status order and
 #   the exemptions are data (data.json beside this file).
