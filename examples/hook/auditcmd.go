@@ -26,8 +26,9 @@ const auditVerifyDoc = "Checks the hash chain of the audit trail: every day file
 	"The trail's head is also witnessed outside it, in the per-user state directory\n" +
 	"(DES_STATE_DIR, else XDG_STATE_HOME/des, else ~/.local/state/des): a trail\n" +
 	"deleted, cut at its end or rewritten from its first line is broken even when its\n" +
-	"chain is valid. A trail with no witness yet is \"not witnessed\": fine while it\n" +
-	"is empty, broken once it has lines. --adopt witnesses the current end of an\n" +
+	"chain is valid. A trail with no witness (a new machine, a copy, a trail from\n" +
+	"before witnesses) is checked on its chain alone and reported \"not witnessed\".\n" +
+	"--adopt witnesses the current end of an\n" +
 	"intact trail (a new machine, a moved project, a trail from before witnesses,\n" +
 	"or after you removed or rewrote it yourself)."
 
@@ -111,8 +112,10 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 	switch w := rep.Witness; {
 	case *adopt && w.Found:
 		fmt.Fprintf(e.stdout, "witnessed: seq %d, in %s\n", w.Seq, w.Path)
-	case !w.Found:
+	case !w.Found && rep.LastSeq == 0:
 		fmt.Fprintf(e.stdout, "not witnessed: the trail has no chained line yet; its head will be witnessed in %s from the first append\n", w.Path)
+	case !w.Found:
+		fmt.Fprintf(e.stdout, "not witnessed: no witness at %s, so only the chain was checked; a trail cut or rewritten after its witness was removed would look the same. If this trail is known good (a new machine, a copy, a trail from before witnesses), `hook audit verify --adopt` witnesses its end\n", w.Path)
 	case w.Behind > 0:
 		fmt.Fprintf(e.stdout, "witnessed up to seq %d; the %s after it were written since (an append interrupted before its witness update, or by a writer without the witness) and are chained but not witnessed\n", w.Seq, plural(int(w.Behind), "line"))
 	}
