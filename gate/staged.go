@@ -88,7 +88,14 @@ func StagedStepFiles(ctx context.Context, dir string) ([]CommitFile, error) {
 // nearest literal directory; `~` is the user's home. `git commit --dry-run`
 // commits nothing. Paths are absolute, sorted within each repository.
 func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, error) {
-	a := shell.Analyze(command)
+	var opts []shell.Option
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		opts = append(opts, shell.WithHome(filepath.ToSlash(home)))
+	}
+	if filepath.IsAbs(cwd) {
+		opts = append(opts, shell.WithCwd(filepath.ToSlash(cwd)))
+	}
+	a := shell.Analyze(command, opts...)
 	if len(a.GitCommits) == 0 {
 		return nil, nil // no git to ask
 	}
@@ -159,7 +166,9 @@ func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, er
 			order = append(order, top)
 		}
 		dir := bashDir(cwd, c.Dir)
-		widen := inv.kind == commitWiden
+		// A command name or directory DES cannot read (`$G commit`) hides
+		// words too: judge every changed step file besides.
+		widen := inv.kind == commitWiden || c.Dynamic
 		switch inv.kind {
 		case commitIndex:
 			switch {

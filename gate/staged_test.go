@@ -172,6 +172,11 @@ EOF
 		{"no commit", `git add -A`, "", nil},
 		{"commit-tree is not a commit", `git commit-tree HEAD^{tree} -m x`, "", nil},
 		{"commit elsewhere", `cd /nonexistent && git commit -m x`, "", nil},
+		{"a cd that may fail: both directories", `cd /nonexistent; git commit -m x`, "", []string{step + "=v2"}},
+		{"alias defined with -c", `git -c core.hooksPath=/dev/null -c alias.c=commit c -m wip`, "", []string{step + "=v2"}},
+		{"command name in a variable", `g=git; $g commit -m x`, "", []string{step + "=v2"}},
+		{"computed command name: everything changed", `$G commit -m x`, "", []string{step + "=v3", other + "=v2", newStep + "=new"}},
+		{"computed subcommand: everything changed", `git $(echo commit) -m x`, "", []string{step + "=v3", other + "=v2", newStep + "=new"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

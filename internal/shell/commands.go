@@ -105,7 +105,7 @@ func (a *analyzer) run(args []word, st *walkState, call callInfo) flow {
 		case "false":
 			return flow{fail: st}
 		case "set":
-			return flow{ok: setOptions(args[1:], st), fail: st}
+			return flow{ok: setOptions(args[1:], st)}
 		case "eval":
 			return a.eval(args[1:], st)
 		case "unset", "read", "mapfile", "readarray", "getopts", "printf":
@@ -116,6 +116,35 @@ func (a *analyzer) run(args []word, st *walkState, call callInfo) flow {
 	writer := a.simple(name, args, st, call)
 	if call.xargs && (writer || a.changed(m)) {
 		a.res.Dynamic = true // it also writes operands xargs/find supply
+	}
+	if (name == "ln" || name == "link") && !call.xargs {
+		if linked := a.linked(name, args[1:], st); linked != st {
+			return flow{ok: linked, fail: st}
+		}
+	}
+	return out
+}
+
+// linked is the state after ln or link made a link DES can follow (two
+// literal operands): later writes to it are writes to its target.
+func (a *analyzer) linked(name string, args []word, st *walkState) *walkState {
+	c := copiers["ln"]
+	opts, ops := parseOptions(args, c.shortArg, c.longArg, true)
+	if len(ops) != 2 || !ops[0].lit || !ops[1].lit || hasOpt(opts, "-t", "--target-directory") {
+		return st
+	}
+	symbolic := name == "ln" && hasOpt(opts, "-s", "--symbolic")
+	out := st
+	for _, l := range st.dir.list() {
+		if l.unknown {
+			continue
+		}
+		lp := joinPath(l.path, ops[1].val)
+		target := joinPath(l.path, ops[0].val)
+		if symbolic && !isAbs(ops[0].val) {
+			target = joinPath(path.Dir(lp), ops[0].val)
+		}
+		out = out.addLink(link{path: lp, target: target, hard: !symbolic})
 	}
 	return out
 }
@@ -382,6 +411,7 @@ var copiers = map[string]copierSpec{
 	"mv":      {how: HowMv, shortArg: "tS", longArg: []string{"target-directory", "suffix"}, srcWrites: true},
 	"install": {how: HowInstall, shortArg: "tSmog", longArg: []string{"target-directory", "suffix", "mode", "owner", "group", "strip-program"}},
 	"ln":      {how: HowLn, shortArg: "tS", longArg: []string{"target-directory", "suffix"}, single: true},
+	"link":    {how: HowLn},
 }
 
 // simple analyses a command that is not a wrapper; it reports whether the
@@ -411,10 +441,43 @@ func (a *analyzer) simple(name string, args []word, st *walkState, call callInfo
 			}
 		}
 		return true
-	case "sed":
-		return a.sed(args[1:], st)
-	case "awk", "gawk":
-		return a.awk(args[1:], st)
+	case "sed", "gsed":
+		w := a.sedW(args[1:], st)
+		return a.sed(args[1:], st) || w
+	case "awk", "gawk", "mawk", "nawk":
+		w := a.awkOut(args[1:], st)
+		return a.awk(args[1:], st) || w
+	case "shuf":
+		a.outputOpt(args[1:], "ino", []string{"input-range", "head-count", "output", "random-source"}, []string{"-o", "--output"}, st, HowShufOut)
+		return true
+	case "uniq":
+		a.uniq(args[1:], st)
+		return true
+	case "tar", "gtar", "bsdtar":
+		return a.tar(args[1:], st)
+	case "unzip", "cpio":
+		return a.extractDir(name, args[1:], st)
+	case "patch":
+		return a.patch(args[1:], st)
+	case "ed", "red", "ex", "vim", "vi", "nvim", "view":
+		return a.editor(name, args[1:], st)
+	case "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "lzma", "unlzma", "zstd", "unzstd", "lz4", "compress", "uncompress":
+		return a.compress(args[1:], st)
+	case "split", "csplit":
+		return a.split(name, args[1:], st)
+	case "mkfifo", "mknod":
+		_, ops := parseOptions(args[1:], "mZ", []string{"mode", "context"}, true)
+		if len(ops) > 0 {
+			if name == "mknod" {
+				ops = ops[:1]
+			}
+			for _, op := range ops {
+				a.writeArg(op, st, HowMkfifo)
+			}
+		}
+		return true
+	case "script":
+		return a.scriptCmd(args[1:], st)
 	case "rsync":
 		a.rsync(args[1:], st)
 		return true
@@ -483,6 +546,19 @@ func isPython(name string) bool {
 
 func (a *analyzer) copier(c copierSpec, args []word, st *walkState) {
 	opts, ops := parseOptions(args, c.shortArg, c.longArg, true)
+	// A hard link makes the existing file writable under another name: it
+	// is written as much as the link is.
+	hard := c.how == HowLn && !hasOpt(opts, "-s", "--symbolic") ||
+		c.how == HowCp && hasOpt(opts, "-l", "--link")
+	if hard {
+		srcs := ops
+		if !hasOpt(opts, "-t", "--target-directory") && len(ops) > 1 {
+			srcs = ops[:len(ops)-1]
+		}
+		for _, s := range srcs {
+			a.writeArg(s, st, HowHardLink)
+		}
+	}
 	var target *word
 	for _, o := range opts {
 		switch o.name {

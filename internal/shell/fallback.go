@@ -15,8 +15,12 @@ type roughTok struct {
 // would have kept inside a string is read as code (conservative).
 func (a *analyzer) fallback(src string, st *walkState) {
 	a.res.Dynamic = true
-	for _, cmd := range roughCommands(src) {
-		var args []word
+	var args []word
+	eachRoughCommand(src, func(cmd []roughTok) {
+		if cap(args) < len(cmd) {
+			args = make([]word, 0, len(cmd))
+		}
+		args = args[:0]
 		for i := 0; i < len(cmd); i++ {
 			t := cmd[i]
 			if t.op == "" {
@@ -40,11 +44,12 @@ func (a *analyzer) fallback(src string, st *walkState) {
 			a.writeArg(word{val: target, src: target, lit: !strings.ContainsAny(target, "$*?[`")}, st, HowRedirect)
 		}
 		// Pieces split at ; start with the keyword of the compound command.
-		for len(args) > 0 && roughKeywords[args[0].val] {
-			args = args[1:]
+		words := args
+		for len(words) > 0 && roughKeywords[words[0].val] {
+			words = words[1:]
 		}
-		a.run(args, st, callInfo{})
-	}
+		a.run(words, st, callInfo{})
+	})
 }
 
 var roughKeywords = map[string]bool{
@@ -56,6 +61,15 @@ var roughKeywords = map[string]bool{
 // bodies of here-documents it recognises.
 func roughCommands(src string) [][]roughTok {
 	var cmds [][]roughTok
+	eachRoughCommand(src, func(cmd []roughTok) {
+		cmds = append(cmds, append([]roughTok(nil), cmd...))
+	})
+	return cmds
+}
+
+// eachRoughCommand calls f with each command of src as rough tokens (the
+// slice is reused: f must not keep it), in one pass.
+func eachRoughCommand(src string, f func([]roughTok)) {
 	var cur []roughTok
 	var word strings.Builder
 	inWord := false
@@ -75,9 +89,9 @@ func roughCommands(src string) [][]roughTok {
 	endCmd := func() {
 		flush()
 		if len(cur) > 0 {
-			cmds = append(cmds, cur)
+			f(cur)
 		}
-		cur = nil
+		cur = cur[:0]
 	}
 	op := func(o string) {
 		// A descriptor number written just before the operator is not a word.
@@ -185,5 +199,4 @@ func roughCommands(src string) [][]roughTok {
 		}
 	}
 	endCmd()
-	return cmds
 }

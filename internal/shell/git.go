@@ -72,7 +72,7 @@ func (a *analyzer) git(args []word, st *walkState) bool {
 		if gitValueOpts[name] && !hasVal && i+1 < len(args) {
 			i++
 			valArg := args[i]
-			options = append(options, valArg.src)
+			options = append(options, texts([]word{valArg})...)
 			if !valArg.lit {
 				if name == "-c" || name == "--config-env" {
 					dynAlias = true

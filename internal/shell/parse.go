@@ -4,51 +4,121 @@ import (
 	"strings"
 )
 
-// nestingDepth over-estimates how deeply src nests: brackets, backticks
-// and compound-command keywords open a level, their closers close one. It
-// skips only the bodies of here-documents with a quoted delimiter (literal
-// text, often whole source files); other quoting is ignored, so the estimate
-// is cheap. A text crafted to fool it can at worst crash the hook, which
-// Claude Code treats as a block.
-func nestingDepth(src string) int {
-	depth, deepest := 0, 0
-	open := func() {
+// measure is what DES reads of a command before parsing it, cheaply and
+// in one pass.
+type measure struct {
+	depth  int // an over-estimate of how deeply the parse tree nests
+	tokens int // an over-estimate of the parser's tokens (words and operators)
+}
+
+// exprOps are the characters that may be binary operators inside an
+// arithmetic or test expression: each may nest the tree one level more.
+const exprOps = "&|+-*/%<>=!^,?:~"
+
+// measureSrc over-estimates how deeply src nests and how many tokens it
+// has: brackets, backticks and compound-command keywords open a level,
+// their closers close one; inside [ ], (( )), $(( )) and after let every
+// operator character nests one level more until its bracket (or the let
+// statement) closes. It skips only the bodies of here-documents with a
+// quoted delimiter (literal text, often whole source files); other
+// quoting is ignored, so the estimate is cheap and errs high.
+func measureSrc(src string) measure {
+	type level struct {
+		expr    bool // an arithmetic or test expression
+		let     bool // opened by let or [: closed by the end of the line (let: of the statement) at the latest
+		bracket bool // opened by [
+		ops     int  // operator levels counted in it
+	}
+	var m measure
+	var levels []level
+	depth := 0
+	i0 := -1 // the index being read, for open
+	open := func(expr, let bool) {
 		depth++
-		if depth > deepest {
-			deepest = depth
+		levels = append(levels, level{expr: expr, let: let, bracket: expr && !let && i0 >= 0 && src[i0] == '['})
+		if depth > m.depth {
+			m.depth = depth
 		}
 	}
 	closeOne := func() {
-		if depth > 0 {
-			depth--
+		if n := len(levels); n > 0 {
+			depth -= 1 + levels[n-1].ops
+			levels = levels[:n-1]
 		}
 	}
-	inTick := false
+	inExpr := func() bool { return len(levels) > 0 && levels[len(levels)-1].expr }
+	endLets := func() {
+		for len(levels) > 0 && levels[len(levels)-1].let {
+			closeOne()
+		}
+	}
+	endLine := func() {
+		for len(levels) > 0 && (levels[len(levels)-1].let || levels[len(levels)-1].bracket) {
+			closeOne()
+		}
+	}
+	inTick, inWord := false, false
 	var literal []string // quoted here-document delimiters whose bodies start at the next newline
 	for i := 0; i < len(src); i++ {
 		c := src[i]
+		i0 = i
+		if c == ' ' || c == '\t' || c == '\n' {
+			inWord = false
+		} else if !inWord {
+			inWord = true
+			m.tokens++
+		}
 		switch {
 		case c == '<' && strings.HasPrefix(src[i:], "<<") && !strings.HasPrefix(src[i:], "<<<"):
+			m.tokens++
 			if d, n := quotedHeredoc(src[i+2:]); n > 0 {
 				literal = append(literal, d)
 				i += 1 + n
 			}
 		case c == '\n' && len(literal) > 0:
+			endLine()
 			i = skipBodies(src, i, literal)
 			literal = literal[:0]
-		case c == '(' || c == '{' || c == '[':
-			open()
+		case c == '\n':
+			m.tokens++
+			endLine()
+		case c == ';':
+			m.tokens++
+			endLets()
+		case c == '(':
+			m.tokens++
+			open(inExpr() || i > 0 && src[i-1] == '(', false)
+		case c == '[':
+			m.tokens++
+			open(true, false)
+		case c == '{':
+			m.tokens++
+			open(false, false)
 		case c == ')' || c == '}' || c == ']':
+			m.tokens++
+			endLets()
 			closeOne()
 		case c == '`':
+			m.tokens++
 			if inTick {
 				closeOne()
 			} else {
-				open()
+				open(false, false)
 			}
 			inTick = !inTick
 		case c == '!' && (i == 0 || space(src[i-1])) && (i+1 == len(src) || space(src[i+1])):
-			open()
+			open(false, false)
+		case strings.IndexByte(exprOps, c) >= 0:
+			m.tokens++
+			if inExpr() {
+				levels[len(levels)-1].ops++
+				depth++
+				if depth > m.depth {
+					m.depth = depth
+				}
+			}
+		case c == '$':
+			m.tokens++
 		case c >= 'a' && c <= 'z' && (i == 0 || !identByte(src[i-1])):
 			j := i
 			for j < len(src) && identByte(src[j]) {
@@ -56,15 +126,20 @@ func nestingDepth(src string) int {
 			}
 			switch src[i:j] {
 			case "if", "while", "until", "for", "case", "select", "time", "coproc", "function":
-				open()
+				open(false, false)
 			case "fi", "done", "esac":
 				closeOne()
+			case "let":
+				open(true, true)
 			}
 			i = j - 1
 		}
 	}
-	return deepest
+	return m
 }
+
+// nestingDepth is measureSrc's depth.
+func nestingDepth(src string) int { return measureSrc(src).depth }
 
 // quotedHeredoc reads the delimiter after << when it is quoted ('EOF',
 // "EOF", \EOF, optionally after - and blanks): it returns the delimiter and

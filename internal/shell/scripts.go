@@ -41,7 +41,7 @@ func (a *analyzer) script(src string, st *walkState, holes bool) flow {
 	saved := a.src
 	a.src = src
 	defer func() { a.depth--; a.src = saved }()
-	if nestingDepth(src) > maxNesting {
+	if tooBig(src) != "" {
 		a.fallback(src, st)
 		return plain(st)
 	}
@@ -504,6 +504,7 @@ const (
 	modeFlags                    // O_WRONLY/O_CREAT... flags
 	modePerlOpen                 // perl open, 2- and 3-argument forms
 	modeReceiver                 // a Python pathlib method: the receiver Path('...') is the file
+	modeShell                    // the call runs a command: a string (sh -c) or an argument list
 )
 
 // pattern is a call in a script that writes files.
@@ -548,6 +549,8 @@ var scriptPats = [...][]pattern{
 		patterns(-1, modeNone, arg1, "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "os.symlink", "os.link"),
 		patterns(-1, modeReceiver, nil, ".write_text", ".write_bytes", ".touch", ".unlink", ".rename", ".replace", ".symlink_to", ".hardlink_to"),
 		[]pattern{{name: ".open", mode: 0, modeKw: "mode", kind: modeReceiver}},
+		patterns(-1, modeShell, nil, "os.system", "os.popen", "subprocess.run", "subprocess.call", "subprocess.check_call",
+			"subprocess.check_output", "subprocess.Popen", "subprocess.getoutput", "subprocess.getstatusoutput"),
 	),
 	langJS: joinPats(
 		patterns(-1, modeNone, arg0, "writeFileSync", "writeFile", "appendFileSync", "appendFile", "createWriteStream",
@@ -559,6 +562,7 @@ var scriptPats = [...][]pattern{
 		patterns(-1, modeNone, arg1, "copyFileSync", "cpSync", "copySync", "symlinkSync", "linkSync",
 			"Deno.copyFile", "Deno.copyFileSync", ".copyFile", ".cp", ".copy", ".symlink", ".link"),
 		patterns(1, modeChars, arg0, "openSync", ".open"),
+		patterns(-1, modeShell, nil, "execSync", "exec", "execFileSync", "execFile", "spawnSync", "spawn"),
 	),
 	langRuby: joinPats(
 		patterns(-1, modeNone, arg0, "File.write", "IO.write", "File.binwrite", "IO.binwrite", "File.truncate"),
@@ -573,6 +577,8 @@ var scriptPats = [...][]pattern{
 		patterns(-1, modeNone, arg01, "File.rename", "FileUtils.mv", "FileUtils.move"),
 		patterns(-1, modeNone, arg1, "FileUtils.cp", "FileUtils.copy", "FileUtils.cp_r", "FileUtils.install",
 			"FileUtils.copy_file", "FileUtils.ln", "FileUtils.ln_s", "FileUtils.ln_sf", "File.symlink", "File.link"),
+		patterns(-1, modeShell, nil, "system", "exec", "spawn", "IO.popen", "Open3.capture2", "Open3.capture2e",
+			"Open3.capture3", "Open3.popen3", "Open3.popen2"),
 	),
 	langPerl: joinPats(
 		[]pattern{{name: "open", mode: 1, kind: modePerlOpen}},
@@ -581,6 +587,7 @@ var scriptPats = [...][]pattern{
 		patterns(-1, modeNone, arg01, "rename", "move"),
 		patterns(-1, modeNone, arg0, "truncate"),
 		patterns(-1, modeNone, arg1, "copy", "symlink", "link"),
+		patterns(-1, modeShell, nil, "system", "exec"),
 	),
 }
 
@@ -631,6 +638,9 @@ func (a *analyzer) scan(lang language, script string, st *walkState) {
 	}
 	for _, m := range found {
 		a.scriptCall(lang, m, script, st)
+	}
+	if lang == langPerl || lang == langRuby {
+		a.backticks(lang, script, st)
 	}
 }
 
@@ -929,6 +939,9 @@ func (a *analyzer) scriptCall(lang language, m scriptMatch, script string, st *w
 	case modePerlOpen:
 		a.perlOpen(pos, st)
 		return
+	case modeShell:
+		a.scriptRuns(lang, pos, st)
+		return
 	}
 	if p.mode >= 0 {
 		mode, has := argAt(pos, kw, p.mode, p.modeKw)
@@ -1175,4 +1188,125 @@ func (a *analyzer) sourced(args []word, st *walkState) {
 		return
 	}
 	a.res.Dynamic = true
+}
+
+// maxArgv bounds the words of an argument list DES reads from a script.
+const maxArgv = 256
+
+// scriptRuns reads a command a script runs: a literal string is a shell
+// command (os.system, subprocess with shell=True, execSync, Perl and Ruby
+// system with one string), a literal list an argument vector
+// (subprocess.run(["cp", ...]), spawn("cp", [...]), system("cp", ...));
+// anything else is Dynamic.
+func (a *analyzer) scriptRuns(lang language, pos []string, st *walkState) {
+	if len(pos) == 0 {
+		a.res.Dynamic = true
+		return
+	}
+	var argv []string
+	if s, ok := scriptString(lang, pos[0]); ok {
+		if len(pos) == 1 || lang == langPython {
+			a.script(s, st, false)
+			return
+		}
+		argv = append(argv, s)
+		rest := pos[1:]
+		if lang == langJS {
+			rest = pos[1:2] // spawn(cmd, [args], options)
+		}
+		for _, p := range rest {
+			more, ok := scriptList(lang, p)
+			if !ok {
+				a.res.Dynamic = true
+				return
+			}
+			argv = append(argv, more...)
+		}
+	} else {
+		var ok bool
+		if argv, ok = scriptList(lang, pos[0]); !ok {
+			a.res.Dynamic = true
+			return
+		}
+	}
+	if len(argv) == 0 || len(argv) > maxArgv {
+		a.res.Dynamic = true
+		return
+	}
+	words := make([]word, len(argv))
+	for i, v := range argv {
+		words[i] = litArg(v)
+	}
+	a.run(words, st, callInfo{})
+}
+
+// scriptList reads a literal list of strings ([...] or (...)), or one
+// string, from a script argument.
+func scriptList(lang language, arg string) ([]string, bool) {
+	t := strings.TrimSpace(arg)
+	if s, ok := scriptString(lang, t); ok {
+		return []string{s}, true
+	}
+	if len(t) < 2 || !(t[0] == '[' && t[len(t)-1] == ']' || t[0] == '(' && t[len(t)-1] == ')') {
+		return nil, false
+	}
+	var out []string
+	for _, el := range splitArgs(t[1:len(t)-1], true) {
+		if strings.TrimSpace(el) == "" {
+			continue
+		}
+		s, ok := scriptString(lang, el)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
+}
+
+// backticks reads the `command` strings of a Perl or Ruby script (and
+// Ruby's %x{...}): a literal one is a shell command, one that
+// interpolates is Dynamic.
+func (a *analyzer) backticks(lang language, script string, st *walkState) {
+	for i := 0; i < len(script); i++ {
+		var body string
+		switch {
+		case script[i] == '`':
+			end := strings.IndexByte(script[i+1:], '`')
+			if end < 0 {
+				return
+			}
+			body = script[i+1 : i+1+end]
+			i += end + 1
+		case lang == langRuby && strings.HasPrefix(script[i:], "%x{"):
+			end := strings.IndexByte(script[i+3:], '}')
+			if end < 0 {
+				return
+			}
+			body = script[i+3 : i+3+end]
+			i += end + 3
+		case lang == langPerl && strings.HasPrefix(script[i:], "qx") && (i == 0 || !identByte(script[i-1])) && i+2 < len(script):
+			open := script[i+2]
+			closer := map[byte]byte{'{': '}', '(': ')', '[': ']', '<': '>'}[open]
+			if closer == 0 {
+				if identByte(open) || open == ' ' {
+					continue
+				}
+				closer = open
+			}
+			end := strings.IndexByte(script[i+3:], closer)
+			if end < 0 {
+				return
+			}
+			body = script[i+3 : i+3+end]
+			i += end + 3
+		default:
+			continue
+		}
+		if strings.Contains(body, hole) || lang == langPerl && perlInterpolates(body) || lang == langRuby && strings.Contains(body, "#{") {
+			a.res.Dynamic = true
+			continue
+		}
+		a.script(body, st, false)
+	}
 }

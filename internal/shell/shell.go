@@ -5,7 +5,64 @@
 //
 // The command is parsed with mvdan.cc/sh/v3/syntax (Bash dialect) and walked
 // without running anything. Nothing here reads the file system or the
-// environment, so the same command always gives the same answer.
+// environment (the caller passes HOME, the cwd and OLDPWD as options), so
+// the same command always gives the same answer.
+//
+// Analyze looks through subshells, blocks, pipelines, && and || lists,
+// if/for/while/case bodies, function bodies, command and process
+// substitutions, here-documents (their substitutions run; a here-document
+// that feeds an interpreter is read as its script), the wrappers sudo, doas,
+// env, command, builtin, exec, nohup, nice, ionice, timeout, stdbuf, time,
+// chronic, unbuffer, caffeinate, xargs, `uv run`, `poetry run`, `pipenv run`,
+// `bundle exec`. Literal scripts given to bash/sh/zsh/dash/ksh -c, to eval,
+// on a shell's stdin by a here-document, to `source`/`.`/`bash` as a process
+// substitution of a literal echo, printf or here-document, to awk's
+// system(), to git `!` aliases, and the literal commands that python, node,
+// perl and ruby scripts run (os.system, subprocess with a string or a
+// literal list, child_process exec/spawn, system, backticks, %x, qx) are
+// parsed recursively (eight levels at most, then Dynamic). It follows the
+// directory through cd, pushd, popd (a set of possible directories where a
+// cd may not run), set -e, exit, true and false, literal variable
+// assignments, and the links the command makes.
+//
+// Limits — what a determined command can still hide (DES reports the facts
+// it sees; it cannot prove a command harmless):
+//   - any program or script file it runs: `./x.sh`, `make`, `python x.py`,
+//     `python -m`, `npm run`, `source f`, `sed -f f`, `awk -f f`, git hooks,
+//     aliases of the user's shell, a function called by name (its body is
+//     read where it is declared; where it leaves the shell is not
+//     followed: the directories become unknown);
+//   - git aliases of the repository or the user (`git ci`): reported as a
+//     GitCommit with Alias set, for the caller to resolve; `git stash`,
+//     `reset --hard`, `clean`, `apply`, `update-ref`, `filter-branch` are not
+//     writes or commits here;
+//   - tools not in the vocabulary: `sudoedit`, `python -m json.tool in out`,
+//     `curl -O`, `ssh`/`docker exec`, `install -D`, `git apply`, `emacs
+//     --batch`, `jq` in place through sponge is seen but `yq -i` is not;
+//     `patch` without a file operand, `sed -f`, `awk -f` are Dynamic or
+//     unseen; tar, unzip and cpio extraction is reported as the target
+//     directory (every file beneath may change), not the members;
+//   - values built at run time: a variable from the environment, read,
+//     a loop variable, `$(...)`, `${X:-y}` and other parameter operations
+//     are Dynamic with the expansion kept as written; `printf '%s' f |
+//     xargs rm` is Dynamic; `eval "$(...)"` is Dynamic; $PWD is known only
+//     where the directory is one known absolute directory;
+//   - interpreter scripts are scanned with patterns, not parsed: a write
+//     call whose path or mode is not one string literal (a variable, a
+//     concatenation, an f-string) is Dynamic, but aliased imports (`from os
+//     import remove as r`, `from subprocess import run`), `exec`/`eval`/
+//     `getattr` inside the script and libraries outside the pattern list
+//     are not seen; a pattern inside a string or comment of the script
+//     counts (conservative); sed and awk programs are scanned the same way;
+//   - directories: CDPATH, symbolic links that existed before the command,
+//     os.chdir/process.chdir inside interpreter scripts are not followed; a
+//     loop body is read twice at most (three nested loops deep, then
+//     Dynamic); a `true`, `false`, `cd` or `exit` redefined as a function
+//     is read as an unknown command; an alias of the shell is not;
+//   - links: only `ln`/`link` with two literal operands are followed (not
+//     `ln -t`, not a link into an existing directory), at most 32;
+//   - `git checkout X` without `--` reports X only when it looks like a file
+//     (its last element has a dot); later operands are always reported.
 package shell
 
 import (
@@ -84,24 +141,40 @@ var Hows = []string{
 
 // Write is a file a Bash command may write, and how.
 //
-// Path is the operand as written in the command after quote removal and
-// backslash unescaping; it is not cleaned. A leading `~` and `$HOME`/`${HOME}`
-// are kept as written (DES does not expand them; they only ever name the
-// user's home). A relative Path is relative to Dir.
+// Path is the operand after quote removal, backslash unescaping, $'...'
+// decoding and the expansions DES knows: variables assigned a literal
+// value earlier in the command (`F=x`, `export`, `declare`, `local`,
+// `readonly`, `typeset`), and with the options ~, ~/x, ~+, ~-, $HOME,
+// ${HOME}, $PWD and $OLDPWD (which follow the command's cds). It is not
+// cleaned. A relative Path is relative to Dir. When an expansion is not
+// known (no option, a variable from the environment, $(...)), Path keeps
+// the literal parts with the expansion as written and Dynamic is set:
+// `.isdlc/$X`, `$D/state.json`, `~/x`. A target with an unquoted * ? or [
+// is a pattern (Glob).
 //
 // A Path may name a directory: `rm -r d`, `cp -r x d`, `rsync ... d`,
-// `chmod -R`, `git checkout .` write everything beneath it, and `cp f d`
-// writes d/f when d is an existing directory. A policy should treat a guarded
-// file under Path (Path + "/" prefix) as written too.
+// `chmod -R`, `git checkout .`, `tar -x`, `unzip`, `cpio -i` and `find
+// -delete` (each start point) write everything beneath it, and `cp f d`
+// writes d/f when d is an existing directory. A policy should treat a
+// guarded file under Path (Path + "/" prefix) as written too.
 //
 // Dir is the directory the command runs in at that point, as written in the
 // command: "" is the hook's cwd; after `cd proj` it is "proj", after
 // `cd /abs` it is "/abs", successive cds are joined and cleaned (`cd a && cd
 // ../b` gives "b"). `pushd`/`popd`, `cd -`, `git -C`, `env -C`, `sudo -D` and
-// `uv run --directory` are followed too. When a cd DES cannot follow ran
-// before (`cd "$D"`, branches that end in different directories), Dir holds
-// the best guess with the unresolved part as written (e.g. "$D"), and
-// Analysis.Dynamic is set for every relative Path written there.
+// `uv run --directory` are followed too. A cd that may not run (`cd x;`,
+// `cd x || true`, a cd in an if, case or loop body) leaves both directories
+// possible, and the write is reported once per possible directory (at most
+// 8; past that every relative write is Dynamic). A cd that succeeds or
+// ends the shell (`cd x && ...`, `cd x || exit`, after `set -e`) leaves only
+// the new one. When a cd DES cannot follow ran before (`cd "$D"`), Dir holds
+// the best guess with the unresolved part as written (e.g. "$D") and a
+// relative Path there is Dynamic.
+//
+// A write through a link the command made before (`ln -s .des/config.json
+// c; echo x > c`, a hard link, a symbolic link to a directory) is reported
+// again as a write of the link's target, with Dir "" and the target joined
+// with the directory it was made from.
 //
 // How is one of [Hows].
 type Write struct {
@@ -162,23 +235,27 @@ type GitAdd struct {
 type Analysis struct {
 	// Writes are the files the command may write, in the order DES meets
 	// them (a statement's redirections before its command), without
-	// duplicates. Only literal words give paths.
+	// duplicates.
 	Writes []Write
 	// Dynamic is set when the command may write paths DES cannot see
-	// statically: a write target or written directory built from $VAR,
-	// $(...), arithmetic, a glob or a brace sequence; eval or bash -c of a
-	// non-literal script; xargs or find -exec running a writing command;
-	// find -delete; a command name that is itself an expansion; an
-	// interpreter reading its script from a pipe; a script whose write call
-	// names a non-literal path or mode; a relative write or a commit after
-	// a cd DES could not follow; input past DES's size bounds (brace groups,
-	// directory length, write calls in one script, eight nested scripts);
+	// statically: any Write or GitCommit with Dynamic set; a brace
+	// sequence; eval or bash -c of a non-literal script; xargs or find
+	// -exec running a writing command; a command name that is itself an
+	// expansion; an interpreter reading its script from a pipe; a script
+	// whose write call, shell command or argument list is not literal;
+	// sed's e command, an awk print to a non-literal file; patch without a
+	// file operand; `source <(...)`/`bash <(...)` of a script DES cannot
+	// read; input past DES's bounds (brace groups, directory sets and
+	// length, write calls in one script, nested scripts, loops read twice);
 	// and every ParseError. A policy may treat guarded directories
 	// conservatively when it is set.
 	Dynamic bool
-	// GitCommits lists every `git commit` (also --amend, `git -C dir commit`,
-	// through sudo/env/command/bash -c/eval...), never `git commit-tree` nor
-	// the words "git commit" as arguments of another command.
+	// GitCommits lists every git invocation that may make a commit: `git
+	// commit` (also --amend, after any global option, through sudo, env,
+	// command, bash -c, eval, aliases defined in the command), the other
+	// committing subcommands, unknown subcommands (possible aliases), and
+	// computed ones; see GitCommit. Never the words "git commit" as
+	// arguments of another command. One per directory git may run in.
 	GitCommits []GitCommit
 	// GitAdds lists every `git add` and `git stage`, found as GitCommits are.
 	GitAdds []GitAdd
@@ -191,48 +268,15 @@ type Analysis struct {
 	ParseError string
 }
 
-// Analyze reports the files a Bash command may write and the `git
-// commit`s it runs, without running it.
+// Analyze reports the files a Bash command may write and the git commits
+// and adds it runs, without running it. Options tell it the shell's home,
+// cwd and OLDPWD; without them those expansions stay as written (Dynamic).
+// See the package documentation for what it reads and its limits.
 //
-// It looks through subshells, blocks, pipelines, lists, if/for/while/case
-// bodies, function bodies, command and process substitutions, here-documents
-// (their substitutions run; a here-document that feeds an interpreter is read
-// as its script), the wrappers sudo, doas, env, command, builtin, exec, nohup,
-// nice, ionice, timeout, stdbuf, time, chronic, unbuffer, caffeinate, xargs,
-// `uv run`, `poetry run`, `pipenv run`, `bundle exec`; literal scripts given
-// to bash/sh/zsh/dash/ksh -c, to eval, or on their stdin by a here-document
-// are parsed recursively (eight levels at most, then Dynamic).
-//
-// Limits — what a determined command can still hide (DES reports the facts
-// it sees; it cannot prove a command harmless):
-//   - any program or script file it runs: `./x.sh`, `make`, `python x.py`,
-//     `python -m`, `npm run`, `source f`, git hooks, aliases of the
-//     user's shell, `git` aliases (`git ci`), a function called by name;
-//   - tools not in the vocabulary: editors (`vim -c`, `ed`, `ex`), `patch`,
-//     archive extraction (`tar -x`, `unzip`), `git stash`/`reset --hard`/
-//     `clean`/`pull`/`apply`, `sudoedit`, `time -o`, `tar -f` output,
-//     `python -m json.tool in out`, `curl -O`, `ssh`/`docker exec`;
-//   - values built at run time that are not write targets DES inspects:
-//     `F=.des/state.json; cp x "$F"` is Dynamic (the path is not reported),
-//     `printf '%s' .des/state.json | xargs rm` is Dynamic, `eval "$(...)"`
-//     is Dynamic;
-//   - interpreter scripts are scanned with patterns, not parsed: a write
-//     call whose path or mode is not one string literal (a variable, a
-//     concatenation, an f-string) is Dynamic, but aliased imports (`from os
-//     import remove as r`), `exec`/`eval`/`getattr` inside the script,
-//     libraries outside the pattern list, and commands the script starts
-//     (`os.system`, `subprocess`, `child_process`, backticks) are not seen;
-//     a pattern inside a string or comment of the script counts as a write
-//     (conservative);
-//   - directories: CDPATH, symlinks, `cd` inside a function DES did not
-//     see called, and os.chdir/process.chdir inside interpreter scripts are
-//     not followed; a loop body is read once; `cd` in a `||` branch is
-//     assumed to run;
-//   - `git checkout X` without `--` reports X only when it looks like a file
-//     (its last element has a dot); later operands are always reported.
-//
-// Analyze never panics: an internal failure is reported as ParseError
-// with Dynamic set and the conservative scan.
+// Analyze never panics and runs in time linear in the command: a command
+// past its bounds (100000 words and operators, 5000 nesting levels) gets
+// the conservative scan, reported with ParseError; so does an internal
+// failure. Dynamic is set with ParseError.
 func Analyze(command string, opts ...Option) (res Analysis) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -294,6 +338,25 @@ func panicResult(command string, r any) (res Analysis) {
 // levels; the estimate counts openers in here-document text too.
 const maxNesting = 5000
 
+// maxTokens bounds the tokens (words and operators, over-estimated) of a
+// command DES parses: the parser and the walk cost about a microsecond per
+// token, and the hook must answer within its timeout. Larger commands get
+// the linear rough scan. Real commands have a few hundred tokens; a large
+// here-document with a quoted delimiter counts as one.
+const maxTokens = 100000
+
+// tooBig says why DES does not parse src, or "".
+func tooBig(src string) string {
+	m := measureSrc(src)
+	switch {
+	case m.depth > maxNesting:
+		return fmt.Sprintf("command nests about %d levels deep, more than the %d DES parses", m.depth, maxNesting)
+	case m.tokens > maxTokens:
+		return fmt.Sprintf("command has about %d words and operators, more than the %d DES parses", m.tokens, maxTokens)
+	}
+	return ""
+}
+
 // maxScripts bounds bash -c / eval recursion.
 const maxScripts = 8
 
@@ -302,8 +365,8 @@ func analyze(command string) Analysis { return analyzeWith(command, config{}) }
 func analyzeWith(command string, cfg config) Analysis {
 	a := &analyzer{src: command, cfg: cfg}
 	st := a.start()
-	if d := nestingDepth(command); d > maxNesting {
-		a.res.ParseError = fmt.Sprintf("command nests about %d levels deep, more than the %d DES parses", d, maxNesting)
+	if msg := tooBig(command); msg != "" {
+		a.res.ParseError = msg
 		a.fallback(command, st)
 		return a.res
 	}

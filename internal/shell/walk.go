@@ -234,7 +234,7 @@ func (a *analyzer) command(cmd syntax.Command, s *syntax.Stmt, st *walkState) fl
 		if c.Variant != nil && c.Variant.Value == "nameref" {
 			return plain(st)
 		}
-		return flow{ok: a.assigns(c.Args, st), fail: st}
+		return flow{ok: a.assigns(c.Args, st)}
 	default:
 		// ArithmCmd, TestClause, LetClause: only substitutions inside them
 		// can write.

@@ -168,7 +168,7 @@ func (a *analyzer) expand(parts []syntax.WordPart, st *walkState, top bool) *exp
 					if v[j] != '\n' {
 						e.quoted(v[j : j+1])
 					}
-				case c == '*' || c == '?' || c == '[':
+				case c == '*' || c == '?' || c == '[' && strings.Contains(v[j:], "]"):
 					e.glob = true
 					e.val.WriteByte(c)
 					e.pat.WriteByte(c)
