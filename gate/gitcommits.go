@@ -36,12 +36,13 @@ type invocation struct {
 // classify says what `git SUB ARGS...` commits. aliases are the
 // repository's alias.* values by lower-case name (git's alias names are
 // case-insensitive); dynamic is set when the subcommand word is an
-// expansion DES cannot read. That word may name an alias (`commit -a`, a
-// `!` shell alias), so it is judged as a commit of every changed or staged
-// step file, not only of what its visible arguments add.
+// expansion DES cannot read, which is judged as a commit of every changed
+// or staged step file, since the expansion may hold -a or pathspecs.
 func classify(sub string, args []string, dynamic bool, aliases map[string]string) invocation {
 	if dynamic {
-		return invocation{kind: commitWiden, why: fmt.Sprintf("the subcommand %q is only known when the command runs", sub)}
+		// The hidden word may hold options too (`git $(echo commit -a)`):
+		// judge every changed or staged step file.
+		return invocation{kind: commitWiden, args: args, why: fmt.Sprintf("the subcommand %s cannot be read", sub)}
 	}
 	for depth := 0; ; depth++ {
 		switch sub {

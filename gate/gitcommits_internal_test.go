@@ -26,7 +26,7 @@ func TestClassify(t *testing.T) {
 		want    []string
 	}{
 		{"commit", []string{"-m", "x"}, false, commitIndex, []string{"-m", "x"}},
-		{"$g", []string{"-am", "x"}, true, commitWiden, nil},
+		{"$g", []string{"-am", "x"}, true, commitWiden, []string{"-am", "x"}},
 		{"c", []string{"-m", "x"}, false, commitIndex, []string{"-m", "x"}},
 		{"C", nil, false, commitIndex, nil}, // alias names are case-insensitive
 		{"cc", []string{"f"}, false, commitIndex, []string{"-a", "-m", "wip", "f"}},

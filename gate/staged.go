@@ -166,7 +166,9 @@ func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, er
 			order = append(order, top)
 		}
 		dir := bashDir(cwd, c.Dir)
-		widen := inv.kind == commitWiden
+		// A command name or directory DES cannot read (`$G commit`) hides
+		// words too: judge every changed step file besides.
+		widen := inv.kind == commitWiden || c.Dynamic
 		switch inv.kind {
 		case commitIndex:
 			switch {

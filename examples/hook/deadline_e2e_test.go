@@ -118,3 +118,21 @@ func TestE2EStdinNeverClosed(t *testing.T) {
 		t.Errorf("stderr does not say why: %s", stderr.String())
 	}
 }
+
+// Gate 2 with the audit lock held: the stop is still judged and answered by
+// the deadline, and the message names the lock it could not take.
+func TestE2EHeldAuditLockAtSubagentStop(t *testing.T) {
+	root, transcript, env := gate2Project(t)
+	completeAroundTheGuard(t, root)
+	holdLock(t, filepath.Join(root, ".des", "audit", ".lock"))
+	start := time.Now()
+	out := decodeStop(t, runHookProcess(t, root, append(env, "DES_HOOK_DEADLINE_MS=1500"), stopEvent(root, transcript, false)))
+	if took := time.Since(start); took > 1500*time.Millisecond+5*time.Second {
+		t.Errorf("the hook took %v", took)
+	}
+	for _, want := range []string{"[DES-PHASE-JUMP]", "held by another process", ".des/audit/.lock"} {
+		if !strings.Contains(out.SystemMessage, want) {
+			t.Errorf("systemMessage lacks %q:\n%s", want, out.SystemMessage)
+		}
+	}
+}
