@@ -441,3 +441,37 @@ func TestE2EEditOfClaudeSettings(t *testing.T) {
 		t.Error("PreToolUse changed the settings")
 	}
 }
+
+func TestE2ENotebookAndMCP(t *testing.T) {
+	root := effProject(t)
+	begin(t, root)
+	tool := func(event, name, id string, input map[string]any) hookRun {
+		return runHookProcess(t, root, nil, map[string]any{
+			"session_id": "s1", "cwd": root, "hook_event_name": event, "tool_name": name, "tool_use_id": id,
+			"tool_input": input, "tool_response": map[string]any{},
+		})
+	}
+	// A notebook among des's policies is refused before it is written.
+	nb := map[string]any{"notebook_path": filepath.Join(root, ".des/policies/x.ipynb"), "new_source": "x", "cell_id": "c1"}
+	if r := denyReason(t, tool("PreToolUse", "NotebookEdit", "toolu_nb", nb)); !strings.Contains(r, "[DES-PROTECTED-PATH]") {
+		t.Errorf("NotebookEdit under .des/policies: %q", r)
+	}
+	// An MCP tool gets no opinion before, and its effect is checked after.
+	in := map[string]any{"path": filepath.Join(root, effState), "content": "{}"}
+	if r := tool("PreToolUse", "mcp__filesystem__write_file", "toolu_mcp", in); r.stdout != "" || r.code != 0 {
+		t.Fatalf("PreToolUse for an MCP tool: %+v", r)
+	}
+	writeFile(t, root, effState, "{}") // what the MCP server did
+	post := readAfter(t, tool("PostToolUse", "mcp__filesystem__write_file", "toolu_mcp", in))
+	wantRestored(t, post, effState)
+	if s := fileText(t, root, effState); !strings.Contains(s, `"state_version": 1`) {
+		t.Errorf("state = %s", s)
+	}
+	// A notebook elsewhere is watched the same way.
+	nb = map[string]any{"notebook_path": filepath.Join(root, "analysis.ipynb"), "new_source": "x", "cell_id": "c1"}
+	if r := denyReason(t, tool("PreToolUse", "NotebookEdit", "toolu_nb2", nb)); r != "" {
+		t.Fatalf("NotebookEdit of an ordinary notebook denied: %s", r)
+	}
+	sh(t, root, "rm .des/runs/toolu_old.json")
+	wantRestored(t, readAfter(t, tool("PostToolUse", "NotebookEdit", "toolu_nb2", nb)), ".des/runs/toolu_old.json")
+}
