@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/statedir"
 )
 
 // The effect check end to end: the built hook at PreToolUse, the command
@@ -474,4 +476,31 @@ func TestE2ENotebookAndMCP(t *testing.T) {
 	}
 	sh(t, root, "rm .des/runs/toolu_old.json")
 	wantRestored(t, readAfter(t, tool("PostToolUse", "NotebookEdit", "toolu_nb2", nb)), ".des/runs/toolu_old.json")
+}
+
+func TestE2EStateDirProtected(t *testing.T) {
+	root := effProject(t)
+	begin(t, root)
+	state := statedir.For(root, func(k string) (string, bool) {
+		if k == statedir.EnvVar {
+			return testStateDir, true
+		}
+		return "", false
+	})
+	manifest := filepath.Join(state, "integrity", "manifest.json")
+	if _, err := os.Stat(manifest); err != nil {
+		t.Fatalf("no baseline where expected: %v", err)
+	}
+	for _, cmd := range []string{"rm -rf " + state, "echo '{}' > " + manifest} {
+		if r := denyReason(t, runHookProcess(t, root, nil, effBashEvent(root, "PreToolUse", "toolu_s", cmd))); !strings.Contains(r, "[DES-PROTECTED-PATH]") {
+			t.Errorf("%s: %q", cmd, r)
+		}
+	}
+	ev := map[string]any{
+		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_w",
+		"tool_input": map[string]any{"file_path": manifest, "content": "{}"},
+	}
+	if r := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(r, "[DES-PROTECTED-PATH]") {
+		t.Errorf("Write of the baseline: %q", r)
+	}
 }
