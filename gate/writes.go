@@ -1,6 +1,9 @@
 package gate
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Writes is told of each file DES writes in the project, before and after
 // the write, so that a check of tool-call effects running at the same time
@@ -22,6 +25,13 @@ func Announced(ctx context.Context, w Writes, path string, data []byte, write fu
 	}
 	_ = w.Expect(path, data)
 	err := write()
-	_ = w.Settle(context.WithoutCancel(ctx), path)
+	// The write is done whatever the caller's context says now; telling
+	// about it waits at most settleWait (a held lock must not stall a gate).
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleWait)
+	defer cancel()
+	_ = w.Settle(sctx, path)
 	return err
 }
+
+// settleWait bounds Writes.Settle after each of DES's writes.
+const settleWait = 2 * time.Second

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/statedir"
 )
 
 // The effect check end to end: the built hook at PreToolUse, the command
@@ -439,5 +441,66 @@ func TestE2EEditOfClaudeSettings(t *testing.T) {
 	}
 	if fileText(t, root, ".claude/settings.json") != settings {
 		t.Error("PreToolUse changed the settings")
+	}
+}
+
+func TestE2ENotebookAndMCP(t *testing.T) {
+	root := effProject(t)
+	begin(t, root)
+	tool := func(event, name, id string, input map[string]any) hookRun {
+		return runHookProcess(t, root, nil, map[string]any{
+			"session_id": "s1", "cwd": root, "hook_event_name": event, "tool_name": name, "tool_use_id": id,
+			"tool_input": input, "tool_response": map[string]any{},
+		})
+	}
+	// A notebook among des's policies is refused before it is written.
+	nb := map[string]any{"notebook_path": filepath.Join(root, ".des/policies/x.ipynb"), "new_source": "x", "cell_id": "c1"}
+	if r := denyReason(t, tool("PreToolUse", "NotebookEdit", "toolu_nb", nb)); !strings.Contains(r, "[DES-PROTECTED-PATH]") {
+		t.Errorf("NotebookEdit under .des/policies: %q", r)
+	}
+	// An MCP tool gets no opinion before, and its effect is checked after.
+	in := map[string]any{"path": filepath.Join(root, effState), "content": "{}"}
+	if r := tool("PreToolUse", "mcp__filesystem__write_file", "toolu_mcp", in); r.stdout != "" || r.code != 0 {
+		t.Fatalf("PreToolUse for an MCP tool: %+v", r)
+	}
+	writeFile(t, root, effState, "{}") // what the MCP server did
+	post := readAfter(t, tool("PostToolUse", "mcp__filesystem__write_file", "toolu_mcp", in))
+	wantRestored(t, post, effState)
+	if s := fileText(t, root, effState); !strings.Contains(s, `"state_version": 1`) {
+		t.Errorf("state = %s", s)
+	}
+	// A notebook elsewhere is watched the same way.
+	nb = map[string]any{"notebook_path": filepath.Join(root, "analysis.ipynb"), "new_source": "x", "cell_id": "c1"}
+	if r := denyReason(t, tool("PreToolUse", "NotebookEdit", "toolu_nb2", nb)); r != "" {
+		t.Fatalf("NotebookEdit of an ordinary notebook denied: %s", r)
+	}
+	sh(t, root, "rm .des/runs/toolu_old.json")
+	wantRestored(t, readAfter(t, tool("PostToolUse", "NotebookEdit", "toolu_nb2", nb)), ".des/runs/toolu_old.json")
+}
+
+func TestE2EStateDirProtected(t *testing.T) {
+	root := effProject(t)
+	begin(t, root)
+	state := statedir.For(root, func(k string) (string, bool) {
+		if k == statedir.EnvVar {
+			return testStateDir, true
+		}
+		return "", false
+	})
+	manifest := filepath.Join(state, "integrity", "manifest.json")
+	if _, err := os.Stat(manifest); err != nil {
+		t.Fatalf("no baseline where expected: %v", err)
+	}
+	for _, cmd := range []string{"rm -rf " + state, "echo '{}' > " + manifest} {
+		if r := denyReason(t, runHookProcess(t, root, nil, effBashEvent(root, "PreToolUse", "toolu_s", cmd))); !strings.Contains(r, "[DES-PROTECTED-PATH]") {
+			t.Errorf("%s: %q", cmd, r)
+		}
+	}
+	ev := map[string]any{
+		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_w",
+		"tool_input": map[string]any{"file_path": manifest, "content": "{}"},
+	}
+	if r := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(r, "[DES-PROTECTED-PATH]") {
+		t.Errorf("Write of the baseline: %q", r)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -23,8 +24,13 @@ func runStale(ctx context.Context, e env, args []string) int {
 	if code, done := parseFlags(fs, args, 0); done {
 		return code
 	}
-	eng, err := des.New(ctx, des.WithRoot(commandRoot(ctx, e.lookupEnv)), des.WithEnv(e.lookupEnv),
-		des.WithLogger(newLogger(e.stderr, e.lookupEnv)), des.WithLazyPolicies())
+	// Built as the hook builds it, so that a resolution is announced to the
+	// effect check (an agent's command may be running meanwhile).
+	root := commandRoot(ctx, e.lookupEnv)
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
+	}
+	eng, err := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr).engine(ctx)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "hook stale: %v\n", err)
 		return exitUsage

@@ -269,10 +269,21 @@ func (c *Checker) objectPath(sum string) string {
 	return filepath.Join(c.dir, "objects", sum)
 }
 
-// lock takes the checker's lock, waiting at most until ctx is done.
+// LockWait bounds the wait for the checker's lock when the caller's
+// context has no deadline of its own: a holder that never lets go (an
+// agent's `flock` on the file) must not hang a hook.
+const LockWait = 5 * time.Second
+
+// lock takes the checker's lock, waiting at most until ctx is done, or
+// LockWait when ctx has no deadline.
 func (c *Checker) lock(ctx context.Context) (func(), error) {
 	if err := os.MkdirAll(c.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("integrity: %w", err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, LockWait)
+		defer cancel()
 	}
 	l, err := filelock.Acquire(ctx, filepath.Join(c.dir, "lock"))
 	if err != nil {

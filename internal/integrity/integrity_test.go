@@ -302,3 +302,18 @@ func TestCommandRunsExecutable(t *testing.T) {
 		t.Error("a command that names the executable as an argument was taken for it")
 	}
 }
+
+func TestHeldLockEndsInTime(t *testing.T) {
+	_, c := project(t)
+	other := New(Options{Root: c.root, StateDir: filepath.Dir(c.Dir())})
+	unlock, err := other.lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	start := time.Now()
+	err = c.Settle(context.Background(), ".des/config.json") // no deadline of its own
+	if err == nil || time.Since(start) > LockWait+2*time.Second {
+		t.Fatalf("Settle with the lock held: %v after %v", err, time.Since(start))
+	}
+}
