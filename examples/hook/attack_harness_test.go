@@ -425,6 +425,7 @@ type atkCall struct {
 	postEvent   string
 	changed     []string          // protected paths the command changed, before PostToolUse
 	own         map[string]string // what PreToolUse itself wrote, which must stay
+	atStart     atkSnapshot       // before PreToolUse
 	harmlessMid map[string]string
 }
 
@@ -512,6 +513,7 @@ func (p *atkProject) bashWith(t testing.TB, cwd, command string, fields map[stri
 		ev[k] = v
 	}
 	before0 := p.snapshot(t)
+	c.atStart = before0
 	c.pre = p.hook(t, ev, atkHookDeadline)
 	// What PreToolUse wrote (a run record, a binding) is DES's own.
 	before := p.snapshot(t)
@@ -619,8 +621,8 @@ func (p *atkProject) snapshot(t testing.TB) atkSnapshot {
 		top := p.path(tree)
 		s[tree] = fileState(top)
 		_ = filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || path == top {
-				return nil
+			if err != nil || path == top || d.IsDir() {
+				return nil // an empty directory changes nothing DES reads
 			}
 			rel, _ := filepath.Rel(p.root, path)
 			s[filepath.ToSlash(rel)] = fileState(path)
@@ -768,10 +770,12 @@ func (s atkSnapshot) diff(o atkSnapshot) []string {
 	return out
 }
 
-// checkCall asserts what every call must give: a change to a protected
-// file or guarded document is undone at PostToolUse and reported with
-// DES-INTEGRITY; no change, no report.
-func (c atkCall) check(t testing.TB) {
+// check asserts what every call must give: a change to a protected file
+// or guarded document is undone at PostToolUse and reported with
+// DES-INTEGRITY; no change, no report. prev, when given, is the state
+// after the previous call: a change that landed between the calls (a
+// background job) may be reported too.
+func (c atkCall) check(t testing.TB, prev ...atkSnapshot) {
 	t.Helper()
 	if !c.ran || c.post.hung {
 		return
@@ -787,7 +791,8 @@ func (c atkCall) check(t testing.TB) {
 	} else if len(c.changed) > 0 && !blocked {
 		t.Errorf("the command changed %v and %s did not report it with [DES-INTEGRITY] (got %.400s)", c.changed, c.postEvent, c.post.stdout)
 	}
-	if len(c.changed) == 0 && strings.Contains(c.post.stdout, "DES-INTEGRITY") {
+	between := len(prev) > 0 && len(prev[0].diff(c.atStart)) > 0
+	if len(c.changed) == 0 && !between && strings.Contains(c.post.stdout, "DES-INTEGRITY") {
 		t.Errorf("PostToolUse reported DES-INTEGRITY although no protected file changed: %.400s", c.post.stdout)
 	}
 }
