@@ -601,7 +601,7 @@ type atkSnapshot map[string]string
 // subagent registry are DES's to append to; the audit trail is checked by
 // `hook audit verify` instead. Other files under .des are not DES's.
 var (
-	atkFiles = []string{atkConfig, ".des/state.json"}
+	atkFiles = []string{".des", ".isdlc", "docs/feature/shop/steps", atkConfig, ".des/state.json"} // directories: type and mode
 	atkTrees = []string{".des/policies", ".des/runs"}
 )
 
