@@ -304,9 +304,9 @@ func atkProperty(t *testing.T, tmpl *atkProject, ch atkChooser, replay string) {
 // runs many more from a seed printed at the start; DES_ATTACK_SEED=N[,M...]
 // replays those.
 func TestAttackProperty(t *testing.T) {
-	n, base := 24, uint64(20261123)
+	n, base := 48, uint64(20261123)
 	if testing.Short() {
-		n = 6
+		n = 8
 	}
 	if os.Getenv("DES_LONG_TESTS") == "1" {
 		n, base = 400, uint64(time.Now().UnixNano())
