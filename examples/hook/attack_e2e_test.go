@@ -182,20 +182,22 @@ func TestAttackBash(t *testing.T) {
 				c.setup(t, p)
 			}
 			before := p.snapshot(t)
+			last := before
 			for i, command := range c.cmds {
 				if i > 0 {
 					time.Sleep(c.pause)
 				}
 				command = strings.NewReplacer("{{STATE}}", p.stateDir, "{{HOME}}", p.home).Replace(command)
 				call := p.bash(t, c.cwd, command)
-				call.check(t)
+				call.check(t, last)
 				switch {
 				case c.allow && call.denied != "":
 					t.Errorf("call %d denied (a false deny): %s\n%s", i+1, command, call.denied)
 				case i == 0 && c.code != "" && !hasCode(call.denied, c.code):
 					t.Errorf("call %d: want a deny with [%s], got %q", i+1, c.code, call.denied)
 				}
-				before.mustEqual(t, p.snapshot(t), "after call "+itoa(i+1)+" ("+command+")")
+				last = p.snapshot(t)
+				before.mustEqual(t, last, "after call "+itoa(i+1)+" ("+command+")")
 			}
 			for rel, want := range c.keep {
 				if got, err := os.ReadFile(p.path(rel)); err != nil || string(got) != want {

@@ -423,7 +423,9 @@ type atkCall struct {
 	out         string // the command's stdout and stderr
 	post        atkReply
 	postEvent   string
-	changed     []string // protected paths the command changed, before PostToolUse
+	changed     []string          // protected paths the command changed, before PostToolUse
+	own         map[string]string // what PreToolUse itself wrote, which must stay
+	atStart     atkSnapshot       // before PreToolUse
 	harmlessMid map[string]string
 }
 
@@ -510,8 +512,17 @@ func (p *atkProject) bashWith(t testing.TB, cwd, command string, fields map[stri
 	for k, v := range fields {
 		ev[k] = v
 	}
-	before := p.snapshot(t)
+	before0 := p.snapshot(t)
+	c.atStart = before0
 	c.pre = p.hook(t, ev, atkHookDeadline)
+	// What PreToolUse wrote (a run record, a binding) is DES's own.
+	before := p.snapshot(t)
+	c.own = map[string]string{}
+	for k, v := range before {
+		if before0[k] != v {
+			c.own[k] = v
+		}
+	}
 	if c.pre.permissionDecision == "deny" {
 		c.denied = c.pre.denyReason
 		return c
@@ -544,6 +555,12 @@ func (p *atkProject) bashWith(t testing.TB, cwd, command string, fields map[stri
 	}
 	c.postEvent = post["hook_event_name"].(string)
 	c.post = p.hook(t, post, atkHookDeadline)
+	after := p.snapshot(t)
+	for k, v := range c.own {
+		if after[k] != v {
+			t.Errorf("DES's own write at PreToolUse was undone: %s: %s -> %s", k, v, after[k])
+		}
+	}
 	if c.post.permissionDecision != "" {
 		t.Errorf("%s answered with a permissionDecision: %s", post["hook_event_name"], c.post.stdout)
 	}
@@ -579,33 +596,39 @@ func (p *atkProject) tool(t testing.TB, cwd, tool string, input map[string]any, 
 // only the keys that can switch the pre-commit hook off.
 type atkSnapshot map[string]string
 
-// atkTree is DES's own directory, walked whole: every file, directory
-// and mode in it is DES's. The audit directory and the subagent registry
-// are DES's to append to; the audit trail is checked by `hook audit
-// verify` instead.
-const atkTree = ".des"
+// atkFiles are DES's own files, atkTrees its own directories, walked whole
+// (every file, directory and mode in them). The audit directory and the
+// subagent registry are DES's to append to; the audit trail is checked by
+// `hook audit verify` instead. Other files under .des are not DES's.
+var (
+	atkFiles = []string{".des", ".isdlc", "docs/feature/shop/steps", atkConfig, ".des/state.json"} // directories: type and mode
+	atkTrees = []string{".des/policies", ".des/runs"}
+)
 
 // atkGuarded are the guarded documents: workflow states and step files,
-// existing or new. Other files beside them are not DES's.
-var atkGuarded = []string{".isdlc/state.json", ".isdlc/projects/*/state.json", "docs/feature/shop/steps/*.json"}
+// existing or new. Other files beside them are not DES's: a steps
+// directory may hold notes, and a JSON file there that is not named
+// NN-NN.json nor shaped like a step is not a step file.
+var atkGuarded = []string{".isdlc/state.json", ".isdlc/projects/*/state.json", "docs/feature/shop/steps/[0-9][0-9]-[0-9][0-9].json"}
 
 func (p *atkProject) snapshot(t testing.TB) atkSnapshot {
 	t.Helper()
 	s := atkSnapshot{}
-	top := p.path(atkTree)
-	s[atkTree] = fileState(top)
-	_ = filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || path == top {
+	for _, f := range atkFiles {
+		s[f] = fileState(p.path(f))
+	}
+	for _, tree := range atkTrees {
+		top := p.path(tree)
+		s[tree] = fileState(top)
+		_ = filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || path == top || d.IsDir() {
+				return nil // an empty directory changes nothing DES reads
+			}
+			rel, _ := filepath.Rel(p.root, path)
+			s[filepath.ToSlash(rel)] = fileState(path)
 			return nil
-		}
-		rel, _ := filepath.Rel(p.root, path)
-		rel = filepath.ToSlash(rel)
-		if rel == ".des/audit" || rel == ".des/sessions" {
-			return filepath.SkipDir
-		}
-		s[rel] = fileState(path)
-		return nil
-	})
+		})
+	}
 	s[atkState], s[atkOpenStep], s[atkDoneStep] = "absent", "absent", "absent"
 	for _, g := range atkGuarded {
 		matches, _ := filepath.Glob(p.path(g))
@@ -704,8 +727,10 @@ func (p *atkProject) settingsState(rel string) string {
 // gitConfigState is what in the repository's config can switch the
 // pre-commit hook off: core.hooksPath and include directives.
 func (p *atkProject) gitConfigState(file string) string {
-	if _, err := os.Lstat(file); errors.Is(err, fs.ErrNotExist) {
+	if fi, err := os.Lstat(file); errors.Is(err, fs.ErrNotExist) {
 		return "none"
+	} else if err == nil && !fi.Mode().IsRegular() {
+		return "not a regular file: " + fileState(file)
 	}
 	cmd := exec.Command("git", "config", "--file", file, "--get-regexp", `^(core\.hookspath|include\..*|includeif\..*)$`)
 	cmd.Env = p.env
@@ -745,21 +770,29 @@ func (s atkSnapshot) diff(o atkSnapshot) []string {
 	return out
 }
 
-// checkCall asserts what every call must give: a change to a protected
-// file or guarded document is undone at PostToolUse and reported with
-// DES-INTEGRITY; no change, no report.
-func (c atkCall) check(t testing.TB) {
+// check asserts what every call must give: a change to a protected file
+// or guarded document is undone at PostToolUse and reported with
+// DES-INTEGRITY; no change, no report. prev, when given, is the state
+// after the previous call: a change that landed between the calls (a
+// background job) may be reported too.
+func (c atkCall) check(t testing.TB, prev ...atkSnapshot) {
 	t.Helper()
 	if !c.ran || c.post.hung {
 		return
 	}
+	// PostToolUse tells the model with decision block; PostToolUseFailure
+	// cannot block, so additionalContext is how the model learns it there.
 	blocked := c.post.decision == "block" && strings.Contains(c.post.reason, "[DES-INTEGRITY]")
+	if c.postEvent == "PostToolUseFailure" {
+		blocked = blocked || strings.Contains(c.post.additionalContext, "[DES-INTEGRITY]")
+	}
 	if len(c.changed) > 0 && c.post.notSent {
 		t.Errorf("the command changed %v and the settings of `hook settings` do not run the hook at %s for this tool", c.changed, c.postEvent)
 	} else if len(c.changed) > 0 && !blocked {
-		t.Errorf("the command changed %v and PostToolUse did not report it with decision block, [DES-INTEGRITY] (got %.400s)", c.changed, c.post.stdout)
+		t.Errorf("the command changed %v and %s did not report it with [DES-INTEGRITY] (got %.400s)", c.changed, c.postEvent, c.post.stdout)
 	}
-	if len(c.changed) == 0 && strings.Contains(c.post.stdout, "DES-INTEGRITY") {
+	between := len(prev) > 0 && len(prev[0].diff(c.atStart)) > 0
+	if len(c.changed) == 0 && !between && strings.Contains(c.post.stdout, "DES-INTEGRITY") {
 		t.Errorf("PostToolUse reported DES-INTEGRITY although no protected file changed: %.400s", c.post.stdout)
 	}
 }

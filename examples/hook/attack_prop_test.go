@@ -301,27 +301,33 @@ func atkProperty(t *testing.T, tmpl *atkProject, ch atkChooser, replay string) {
 
 // TestAttackProperty runs generated commands, each in a fresh copy of the
 // project. Fixed seeds by default (fewer with -short); DES_LONG_TESTS=1
-// runs many more from a seed printed at the start; DES_ATTACK_SEED=N
-// replays one.
+// runs many more from a seed printed at the start; DES_ATTACK_SEED=N[,M...]
+// replays those.
 func TestAttackProperty(t *testing.T) {
-	n, base := 24, uint64(20261123)
+	n, base := 48, uint64(20261123)
 	if testing.Short() {
-		n = 6
+		n = 8
 	}
 	if os.Getenv("DES_LONG_TESTS") == "1" {
 		n, base = 400, uint64(time.Now().UnixNano())
 		t.Logf("DES_LONG_TESTS=1: %d commands from seed %d", n, base)
 	}
+	var seeds []uint64
+	for i := range n {
+		seeds = append(seeds, base+uint64(i))
+	}
 	if s := os.Getenv("DES_ATTACK_SEED"); s != "" {
-		seed, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("DES_ATTACK_SEED=%q: %v", s, err)
+		seeds = nil
+		for _, f := range strings.Split(s, ",") {
+			seed, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+			if err != nil {
+				t.Fatalf("DES_ATTACK_SEED=%q: %v", s, err)
+			}
+			seeds = append(seeds, seed)
 		}
-		n, base = 1, seed
 	}
 	tmpl := atkPropTemplate(t)
-	for i := range n {
-		seed := base + uint64(i)
+	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel()
 			atkProperty(t, tmpl, newAtkRand(seed), fmt.Sprintf("DES_ATTACK_SEED=%d go test -run 'TestAttackProperty' ./examples/hook", seed))
