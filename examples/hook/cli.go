@@ -186,7 +186,10 @@ func settingsPath(p string) string {
 // workflow-state documents, but not the audit directory and the run
 // records, which a `git commit` from sandboxed Bash appends to through the
 // pre-commit hook (they are tamper-evident, and checked after each call).
-func protectedPaths(cfg des.Config, stateDir string) protections {
+//
+// The binaries are protected too (the hook and what it runs beside it):
+// replacing the hook switches DES off as surely as deleting its entries.
+func protectedPaths(cfg des.Config, stateDir string, binaries ...string) protections {
 	var p protections
 	tree := func(d string) string { return settingsPath(d) + "/**" }
 	p.denyEdit = append(p.denyEdit, settingsPath(des.ConfigFile))
@@ -203,6 +206,12 @@ func protectedPaths(cfg des.Config, stateDir string) protections {
 		settingsPath(".claude/settings.local.json"), settingsPath(stateDir))
 	for _, g := range cfg.GuardedStateFiles {
 		p.denyWrite = append(p.denyWrite, settingsPath(g))
+	}
+	for _, b := range binaries {
+		if filepath.IsAbs(b) {
+			p.denyEdit = append(p.denyEdit, settingsPath(b))
+			p.denyWrite = append(p.denyWrite, settingsPath(b))
+		}
 	}
 	return p
 }
@@ -268,7 +277,7 @@ func runSettings(ctx context.Context, e env, args []string) int {
 		cfg = des.DefaultConfig()
 	}
 	fmt.Fprint(e.stderr, settingsNotes)
-	return writeJSON(e, "settings", hooksSettings(shellQuote(path), protectedPaths(cfg, statedir.For(root, e.lookupEnv))))
+	return writeJSON(e, "settings", hooksSettings(shellQuote(path), protectedPaths(cfg, statedir.For(root, e.lookupEnv), path)))
 }
 
 // shellSafe matches words a POSIX shell reads literally.

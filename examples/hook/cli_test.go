@@ -105,9 +105,14 @@ func TestSettings(t *testing.T) {
 		}
 		var state string
 		for _, p := range s.Sandbox.Filesystem.DenyWrite {
-			if strings.HasPrefix(p, "//") {
+			if strings.HasPrefix(p, "//") && strings.Contains(p, "/projects/") {
 				state = p
 			}
+		}
+		// The binary Claude Code runs is protected like des's files:
+		// replacing it switches des off.
+		if bin := "/" + strings.Trim(wantCommand, "'"); !slices.Contains(s.Sandbox.Filesystem.DenyWrite, bin) || !slices.Contains(s.Permissions.Deny, "Edit("+bin+")") {
+			t.Errorf("the hook binary %s is not protected: denyWrite %v, deny %v", bin, s.Sandbox.Filesystem.DenyWrite, s.Permissions.Deny)
 		}
 		if state == "" || !slices.Contains(s.Permissions.Deny, "Edit("+state+"/**)") {
 			t.Errorf("the state directory is not protected: denyWrite %v, deny %v", s.Sandbox.Filesystem.DenyWrite, s.Permissions.Deny)
