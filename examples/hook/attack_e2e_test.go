@@ -38,6 +38,8 @@ type atkBashCase struct {
 	// pause is a wait between calls, with no call running: what a
 	// background job started by one call does then lands between calls.
 	pause time.Duration
+	needs string // a program the case needs; skipped without it
+	slow  bool   // skipped with -short
 }
 
 const (
@@ -153,8 +155,13 @@ func atkBashCases() []atkBashCase {
 		{name: "config replaced by a FIFO, then another call", cmds: []string{`rm .des/config.json && mkfifo .des/config.json`, `ls >/dev/null`}},
 		{name: "state linked to /dev/zero, then another call", cmds: []string{`rm .isdlc/state.json && ln -s /dev/zero .isdlc/state.json`, `ls >/dev/null`}},
 		{name: "config made 5 GB sparse", cmds: []string{`truncate -s 5G .des/config.json`, `ls >/dev/null`}},
-		{name: "a flood of new policy files, past the effect check's tree limit", cmds: []string{`mkdir -p .des/policies/x && cd .des/policies/x && seq 1 25000 | xargs touch`, `ls >/dev/null`}},
+		{name: "a flood of new policy files, past the effect check's tree limit", cmds: []string{`mkdir -p .des/policies/x && cd .des/policies/x && seq 1 25000 | xargs touch`, `ls >/dev/null`}, slow: true},
 		{name: "background job landing between calls", cmds: []string{`nohup sh -c 'sleep 1; echo {} > $(printf %s .isdlc/state.json)' >/dev/null 2>&1 &`, `ls >/dev/null`}, pause: 2 * time.Second},
+		{name: "rsync --delete over .des", setup: evilHome, needs: "rsync", cmds: []string{`rsync -a --delete ~/evil/.des/ .des/`}},
+		{name: "git restore --source", setup: handEditConfig, cmds: []string{`git restore --source=HEAD .des/config.json`}},
+		{name: "find -exec sed -i", cmds: []string{`find . -path '*/.des/*' -name config.json -exec sed -i 's/45/0/' {} +`}},
+		{name: "xargs truncate", cmds: []string{`echo .des/config.json | xargs truncate -s0`}},
+		{name: "heredoc redirect", cmds: []string{"cat > .des/config.json <<'EOF'\n{}\nEOF"}, code: codeProtected},
 		{name: "computed target, no literal", cmds: []string{`echo '{}' > $(printf '%s/%s' .des config.json)`}},
 		{name: "eval of a built string", cmds: []string{`a='> .des/conf'; eval "echo {} $a"ig.json`}},
 
@@ -177,6 +184,14 @@ func TestAttackBash(t *testing.T) {
 	for _, c := range atkBashCases() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			if c.slow && testing.Short() {
+				t.Skip("slow; runs without -short")
+			}
+			if c.needs != "" {
+				if _, err := exec.LookPath(c.needs); err != nil {
+					t.Skipf("%s is not installed", c.needs)
+				}
+			}
 			p := tmpl.fresh(t, true)
 			if c.setup != nil {
 				c.setup(t, p)
