@@ -5,8 +5,9 @@
 //
 // The command is parsed with mvdan.cc/sh/v3/syntax (Bash dialect) and walked
 // without running anything. Nothing here reads the file system or the
-// environment (the caller passes HOME, the cwd and OLDPWD as options), so
-// the same command always gives the same answer.
+// environment (the caller passes HOME, the cwd, OLDPWD and the starting
+// environment as options), so the same command and options always give the
+// same answer.
 //
 // Analyze looks through subshells, blocks, pipelines, && and || lists,
 // if/for/while/case bodies, function bodies, command and process
@@ -42,7 +43,8 @@
 //     `patch` without a file operand, `sed -f`, `awk -f` are Dynamic or
 //     unseen; tar, unzip and cpio extraction is reported as the target
 //     directory (every file beneath may change), not the members;
-//   - values built at run time: a variable from the environment, read,
+//   - values built at run time: a variable from the environment when no
+//     WithEnv was given (or it lacks the name), read,
 //     a loop variable, `$(...)`, `${X:-y}` and other parameter operations
 //     are Dynamic with the expansion kept as written; `printf '%s' f |
 //     xargs rm` is Dynamic; `eval "$(...)"` is Dynamic; $PWD is known only
@@ -147,7 +149,7 @@ var Hows = []string{
 // `readonly`, `typeset`), and with the options ~, ~/x, ~+, ~-, $HOME,
 // ${HOME}, $PWD and $OLDPWD (which follow the command's cds). It is not
 // cleaned. A relative Path is relative to Dir. When an expansion is not
-// known (no option, a variable from the environment, $(...)), Path keeps
+// known (no option, a variable WithEnv does not know, $(...)), Path keeps
 // the literal parts with the expansion as written and Dynamic is set:
 // `.isdlc/$X`, `$D/state.json`, `~/x`. A target with an unquoted * ? or [
 // is a pattern (Glob).
