@@ -317,3 +317,21 @@ func TestHeldLockEndsInTime(t *testing.T) {
 		t.Fatalf("Settle with the lock held: %v after %v", err, time.Since(start))
 	}
 }
+
+func TestCallsRunning(t *testing.T) {
+	base := t.TempDir()
+	now := time.Now()
+	c := New(Options{Root: t.TempDir(), StateDir: filepath.Join(base, "projects", "k1"), Now: func() time.Time { return now }})
+	if got := CallsRunning(base, now); len(got) != 0 {
+		t.Fatalf("no calls yet: %v", got)
+	}
+	if _, err := c.Begin(context.Background(), "toolu_1", nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got := CallsRunning(base, now); len(got) != 1 || got[0] != "k1/toolu_1" {
+		t.Errorf("one call running: %v", got)
+	}
+	if got := CallsRunning(base, now.Add(2*time.Minute)); len(got) != 0 {
+		t.Errorf("an expired record counts: %v", got)
+	}
+}

@@ -514,3 +514,23 @@ func (c *Checker) unmark(id string) {
 		c.logger.Warn("integrity: cannot clear the call in flight", "tool_use_id", id, "err", err)
 	}
 }
+
+// CallsRunning lists the watched tool calls recorded as running in every
+// project whose state is kept under base (statedir.Base), as
+// "project-key/tool-use-id", expired records left out. It reads without
+// the projects' locks: a command that must not run while an agent's call
+// is in flight (adopting an audit witness) asks it first, whatever project
+// root or audit directory it was pointed at, since the agent's own call
+// is always one of them.
+func CallsRunning(base string, now time.Time) []string {
+	recs, _ := filepath.Glob(filepath.Join(base, "projects", "*", "integrity", "inflight", "*"))
+	var out []string
+	for _, r := range recs {
+		fi, err := os.Lstat(r)
+		if err != nil || !now.Before(fi.ModTime()) { // the time is when the record expires
+			continue
+		}
+		out = append(out, filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(r))))+"/"+filepath.Base(r))
+	}
+	return out
+}
