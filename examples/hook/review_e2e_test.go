@@ -6,6 +6,7 @@ package main
 // effect on disk it must not leave.
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,5 +59,47 @@ func TestReviewAdoptFromBash(t *testing.T) {
 	// Between calls, the person who cut it can still adopt it.
 	if r := p.cli(t, "audit", "verify", "--adopt"); r.code != 0 || !strings.Contains(r.stdout, "witnessed") {
 		t.Errorf("a person's adopt between calls: %+v", r)
+	}
+}
+
+// reviewStateDirAttacks change .des/config.json from Python (its name
+// spelled apart, so only the check after the call can see it) after
+// tampering with DES's per-user state directory, where the effect check
+// keeps its baseline, its last good copies, its announced writes and its
+// calls in flight. Each must leave .des/config.json as it was.
+var reviewStateDirAttacks = []struct{ name, cmd string }{
+	{"state directory removed", `python3 -c 'import shutil,os; shutil.rmtree(os.environ["DES_STATE_DIR"]); WRITE'`},
+	{"baseline made unreadable", `python3 -c 'import glob,os; [open(f,"w").write("x") for f in glob.glob(os.environ["DES_STATE_DIR"]+"/projects/*/integrity/manifest.json")]; WRITE'`},
+	{"baseline rewritten", `python3 -c 'import glob,os,json; f=glob.glob(os.environ["DES_STATE_DIR"]+"/projects/*/integrity/manifest.json")[0]; m=json.load(open(f)); m["entries"].pop(".des/config.json",None); m["watch"]["config_file"]="x"; json.dump(m,open(f,"w")); WRITE'`},
+	{"last good copies removed", `python3 -c 'import glob,os,shutil; [shutil.rmtree(d) for d in glob.glob(os.environ["DES_STATE_DIR"]+"/projects/*/integrity/objects")]; WRITE'`},
+	{"allowed write forged", `python3 -c 'import glob,os,hashlib; d=glob.glob(os.environ["DES_STATE_DIR"]+"/projects/*/integrity")[0]; k=hashlib.sha256(b".des/config.json").hexdigest()[:24]; s=hashlib.sha256(b"{}").hexdigest(); os.makedirs(d+"/expect",exist_ok=True); open(d+"/expect/"+k+"-"+s,"w").write("x"); WRITE'`},
+	{"state directory swapped for a link", `python3 -c 'import glob,os; d=glob.glob(os.environ["DES_STATE_DIR"]+"/projects/*")[0]; os.rename(d, d+".old"); os.symlink("/nonexistent", d); WRITE'`},
+}
+
+// TestReviewStateDirTampered is a bypass DES cannot close by itself: the
+// state directory belongs to the user the agent's commands run as, so a
+// command DES cannot read ahead of time (here Python) can remove or
+// rewrite the baseline together with the file it changes. The write guard
+// denies every write to the state directory it can name; only Claude
+// Code's sandbox (the filesystem.denyWrite `hook settings` prints, which
+// lists the state directory) keeps a Bash command out of it whatever it
+// runs. Set DES_REVIEW_KNOWN_BYPASSES=1 to run it.
+func TestReviewStateDirTampered(t *testing.T) {
+	if os.Getenv("DES_REVIEW_KNOWN_BYPASSES") == "" {
+		t.Skip("known limit: the agent's user can write DES's per-user state directory; only Claude Code's sandbox (denyWrite) prevents it (DES_REVIEW_KNOWN_BYPASSES=1 runs it)")
+	}
+	tmpl := newAtkProject(t, false)
+	for _, a := range reviewStateDirAttacks {
+		t.Run(a.name, func(t *testing.T) {
+			p := tmpl.fresh(t, false)
+			p.bash(t, "", "true")
+			s0 := p.snapshot(t)
+			c := p.bash(t, "", strings.ReplaceAll(a.cmd, "WRITE", reviewWrite))
+			if c.denied != "" {
+				return
+			}
+			p.bash(t, "", "true") // the next call: its PreToolUse takes the disk as the baseline
+			s0.mustEqual(t, p.snapshot(t), a.name)
+		})
 	}
 }
