@@ -103,3 +103,36 @@ func TestReviewStateDirTampered(t *testing.T) {
 		})
 	}
 }
+
+// TestReviewWitnessProtected: the audit trail's witness is kept in the
+// per-user state directory beside (not in) the project's own state. A
+// command that removes it, then the trail, leaves a trail that verifies as
+// "not witnessed" (exit 0). Removing it must be denied like any write to
+// DES's state, and Claude Code must deny it to the file tools.
+func TestReviewWitnessProtected(t *testing.T) {
+	p := newAtkProject(t, true)
+	witness, _ := filepath.Glob(filepath.Join(p.stateDir, "audit-witness", "*"))
+	if len(witness) == 0 {
+		t.Fatalf("no witness under %s", p.stateDir)
+	}
+	for _, cmd := range []string{
+		`rm -rf "$DES_STATE_DIR/audit-witness"`,
+		`rm -f "$DES_STATE_DIR"/audit-witness/*`,
+		`echo '{}' > ` + witness[0],
+	} {
+		c := p.bash(t, "", cmd)
+		if !hasCode(c.denied, "DES-PROTECTED-PATH") {
+			t.Errorf("not denied with DES-PROTECTED-PATH: %s (%.200q)", cmd, c.denied)
+		}
+	}
+	if _, err := os.Stat(witness[0]); err != nil {
+		t.Fatalf("the witness is gone: %v", err)
+	}
+	settings := p.cli(t, "settings")
+	want := filepath.Join(p.stateDir, "audit-witness")
+	// The file tools are denied it; sandboxed Bash is not, since the
+	// pre-commit hook a sandboxed `git commit` runs moves the witness on.
+	if !strings.Contains(settings.stdout, `"Edit(/`+want+`/**)"`) {
+		t.Errorf("`hook settings` does not deny the file tools the witness directory %s:\n%s", want, settings.stdout)
+	}
+}
