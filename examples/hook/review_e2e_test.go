@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // reviewHook is the command that runs DES, as the agent reads it from the
@@ -135,4 +136,35 @@ func TestReviewWitnessProtected(t *testing.T) {
 	if !strings.Contains(settings.stdout, `"Edit(/`+want+`/**)"`) {
 		t.Errorf("`hook settings` does not deny the file tools the witness directory %s:\n%s", want, settings.stdout)
 	}
+}
+
+// TestReviewCallThatNeverEnded: the agent's command changes a protected
+// file and kills what would send its PostToolUse (Claude Code itself, say
+// `kill -9 $PPID`); the next session's first call comes once the call's
+// recorded lifetime has passed. That call must not take the change as a
+// hand edit made between calls: nothing ever checked the call that made it.
+func TestReviewCallThatNeverEnded(t *testing.T) {
+	p := newAtkProject(t, false)
+	p.bash(t, "", "true")
+	s0 := p.snapshot(t)
+	ev := bashEvent(t, p.root, `python3 -c '`+reviewWrite+`'; kill -9 $PPID`)
+	ev["tool_use_id"] = p.toolUseID()
+	if reason := p.pre(t, ev); reason != "" {
+		t.Fatalf("denied: %s", reason)
+	}
+	p.run(t, p.root, `python3 -c '`+reviewWrite+`'`) // what ran; no PostToolUse follows
+	// The call's lifetime passes (its record's time is when it expires).
+	recs, _ := filepath.Glob(filepath.Join(p.stateDir, "projects", "*", "integrity", "inflight", "*"))
+	if len(recs) != 1 {
+		t.Fatalf("calls in flight: %v", recs)
+	}
+	past := time.Now().Add(-time.Second)
+	if err := os.Chtimes(recs[0], past, past); err != nil {
+		t.Fatal(err)
+	}
+	c := p.bash(t, "", "true")
+	if !strings.Contains(c.post.stdout, "DES-INTEGRITY") {
+		t.Errorf("the next call did not report the change: %.300q", c.post.stdout)
+	}
+	s0.mustEqual(t, p.snapshot(t), "after the next call")
 }

@@ -471,6 +471,21 @@ func (c *Checker) inFlight(id string) []string {
 	return out
 }
 
+// lapsed reports whether a call other than id is recorded as running past
+// its lifetime: its End never came. inFlight then removes the record.
+func (c *Checker) lapsed(id string) bool {
+	ents, err := os.ReadDir(filepath.Join(c.dir, "inflight"))
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && e.Name() != safeName(id) && c.now().After(fi.ModTime()) {
+			return true
+		}
+	}
+	return false
+}
+
 // safeName makes a tool_use_id a file name.
 func safeName(id string) string {
 	if id == "" {
