@@ -168,3 +168,24 @@ func TestReviewCallThatNeverEnded(t *testing.T) {
 	}
 	s0.mustEqual(t, p.snapshot(t), "after the next call")
 }
+
+// TestReviewForkedWriterBetweenCalls is a known limit: a command that
+// leaves a process behind without any word DES reads as backgrounding
+// ("&", nohup, setsid, disown, ...: here Python's os.fork) ends, its
+// PostToolUse finds nothing changed, and the process writes before the
+// next call starts. That call takes the disk as the new baseline, as it
+// must for a person's hand edit, which DES cannot tell apart. Claude Code's
+// sandbox (denyWrite) stops the write itself. Set
+// DES_REVIEW_KNOWN_BYPASSES=1 to run it.
+func TestReviewForkedWriterBetweenCalls(t *testing.T) {
+	if os.Getenv("DES_REVIEW_KNOWN_BYPASSES") == "" {
+		t.Skip("known limit: a process left running that writes between two calls looks like a hand edit; only Claude Code's sandbox (denyWrite) prevents it (DES_REVIEW_KNOWN_BYPASSES=1 runs it)")
+	}
+	p := newAtkProject(t, false)
+	p.bash(t, "", "true")
+	s0 := p.snapshot(t)
+	p.bash(t, "", `python3 -c 'import os,time; os.fork() and os._exit(0); time.sleep(1); `+reviewWrite+`'`)
+	time.Sleep(2 * time.Second) // the model thinks
+	p.bash(t, "", "true")
+	s0.mustEqual(t, p.snapshot(t), "after the next call")
+}
