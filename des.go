@@ -104,6 +104,7 @@ type Engine struct {
 
 	claudeDirs []string // where subagent transcripts may be read, besides the root
 	stateDir   string   // the project's per-user state directory (statedir.For), outside the project
+	witnessDir string   // the audit trail's witnesses (AuditWitnessDir), outside the project
 
 	policyOpts []policy.Option
 	policyOnce sync.Once
@@ -157,6 +158,10 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	stateDir := statedir.For(root, o.lookupEnv)
 	pdata := seen.policyData()
 	pdata["state_dir"] = gate.ProjectPath(root, stateDir)
+	// The audit witnesses sit beside it, shared by every project: removed
+	// with the trail, the trail would verify as "not witnessed".
+	witnessDir := AuditWitnessDir(o.lookupEnv)
+	pdata["witness_dir"] = gate.ProjectPath(root, witnessDir)
 	popts := []policy.Option{policy.WithLogger(o.logger), policy.WithData("des.config", pdata)}
 	dirs, err := policyDirs(root, cfg.PolicyDirs, o.logger)
 	if err != nil {
@@ -175,7 +180,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if o.lazy {
 		popts = append(popts, policy.WithLazyCompile())
 	}
-	e := &Engine{root: root, cfg: cfg, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir}
+	e := &Engine{root: root, cfg: cfg, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir}
 	e.claudeDirs = gate.ClaudeDirs(o.lookupEnv)
 	if !o.lazy {
 		if _, err := e.Policy(ctx); err != nil {
@@ -295,14 +300,18 @@ func (e *Engine) Evaluate(ctx context.Context, gate policy.Gate, input any) (pol
 }
 
 // ToolUse returns the tool_use gate for this project: DES's directory, the
-// configured policy and audit directories, git's hooks directory and DES's
-// per-user state directory are protected, and so, in part, are Claude
-// Code's project settings (DES's hook entries) and git's config
-// (core.hooksPath): des.protected decides on facts the caller gives.
+// configured policy and audit directories, git's hooks directory, DES's
+// per-user state directory and the audit witnesses are protected, and so,
+// in part, are Claude Code's project settings (DES's hook entries) and
+// git's config (core.hooksPath): des.protected decides on facts the caller
+// gives.
 func (e *Engine) ToolUse() gate.ToolUse {
 	protected := append(e.protectedDirs(), ".git/hooks", ".claude/settings.json", ".claude/settings.local.json", ".git/config")
 	if e.stateDir != "" {
 		protected = append(protected, e.stateDir)
+	}
+	if e.witnessDir != "" {
+		protected = append(protected, e.witnessDir)
 	}
 	return gate.ToolUse{Root: e.root, Protected: protected, Audit: e.audit}
 }

@@ -7,9 +7,12 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/internal/integrity"
+	"github.com/deterministic-exec/des/internal/statedir"
 )
 
 // exitBroken is the exit status of `hook audit verify` on a broken trail.
@@ -30,7 +33,8 @@ const auditVerifyDoc = "Checks the hash chain of the audit trail: every day file
 	"before witnesses) is checked on its chain alone and reported \"not witnessed\".\n" +
 	"--adopt witnesses the current end of an\n" +
 	"intact trail (a new machine, a moved project, a trail from before witnesses,\n" +
-	"or after you removed or rewrote it yourself)."
+	"or after you removed or rewrote it yourself). It is refused while an agent's tool\n" +
+	"call is running (from an agent's Bash it would witness what the agent wrote)."
 
 // runAudit dispatches `hook audit SUBCOMMAND`; verify is the only one.
 func runAudit(ctx context.Context, e env, args []string) int {
@@ -78,6 +82,15 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 	witness := audit.WithWitness(des.AuditWitnessDir(e.lookupEnv))
 	verify := audit.Verify
 	if *adopt {
+		// Adopting re-witnesses whatever the trail holds now: run from an
+		// agent's Bash call, it would make a trail the agent rewrote look
+		// intact. The agent's own call is always recorded as running (in
+		// the same state directory as the witness, whatever root or
+		// directory the command names), so a person runs it between calls.
+		if running := integrity.CallsRunning(statedir.Base(e.lookupEnv), time.Now()); len(running) > 0 {
+			fmt.Fprintf(e.stderr, "hook audit verify --adopt: refused while tool calls are running (%s): adopting from inside an agent's call would witness what the agent wrote.\nRun it yourself, outside the agent session or once its commands have ended (each call counts until its PostToolUse, or until %s after it started).\n", strings.Join(running, ", "), integrity.InFlightLifetime)
+			return exitUsage
+		}
 		verify = audit.AdoptWitness
 	}
 	rep, err := verify(ctx, *dir, witness)

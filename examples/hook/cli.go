@@ -185,18 +185,19 @@ func settingsPath(p string) string {
 // those tools, through the write guard); for sandboxed Bash, those and the
 // workflow-state documents, but not the audit directory and the run
 // records, which a `git commit` from sandboxed Bash appends to through the
-// pre-commit hook (they are tamper-evident, and checked after each call).
+// pre-commit hook (they are tamper-evident, and checked after each call),
+// nor the audit witnesses, which that append moves forward.
 //
 // The binaries are protected too (the hook and what it runs beside it):
 // replacing the hook switches DES off as surely as deleting its entries.
-func protectedPaths(cfg des.Config, stateDir string, binaries ...string) protections {
+func protectedPaths(cfg des.Config, stateDir, witnessDir string, binaries ...string) protections {
 	var p protections
 	tree := func(d string) string { return settingsPath(d) + "/**" }
 	p.denyEdit = append(p.denyEdit, settingsPath(des.ConfigFile))
 	for _, d := range cfg.PolicyDirs {
 		p.denyEdit = append(p.denyEdit, tree(d))
 	}
-	p.denyEdit = append(p.denyEdit, tree(des.RunsDir), tree(cfg.AuditDir), tree(".git/hooks"), tree(stateDir))
+	p.denyEdit = append(p.denyEdit, tree(des.RunsDir), tree(cfg.AuditDir), tree(".git/hooks"), tree(stateDir), tree(witnessDir))
 
 	p.denyWrite = append(p.denyWrite, settingsPath(des.ConfigFile))
 	for _, d := range cfg.PolicyDirs {
@@ -277,7 +278,7 @@ func runSettings(ctx context.Context, e env, args []string) int {
 		cfg = des.DefaultConfig()
 	}
 	fmt.Fprint(e.stderr, settingsNotes)
-	return writeJSON(e, "settings", hooksSettings(shellQuote(path), protectedPaths(cfg, statedir.For(root, e.lookupEnv), path)))
+	return writeJSON(e, "settings", hooksSettings(shellQuote(path), protectedPaths(cfg, statedir.For(root, e.lookupEnv), des.AuditWitnessDir(e.lookupEnv), path)))
 }
 
 // shellSafe matches words a POSIX shell reads literally.

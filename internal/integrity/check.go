@@ -14,8 +14,9 @@ import (
 )
 
 // Begin is called before a watched tool call runs (PreToolUse). When no
-// other watched call is in flight, the disk is taken as the baseline: the
-// changes made between tool calls (a user's hand edit) are accepted. The
+// other watched call is in flight, and none has outlived its lifetime
+// without an End since the last Begin, the disk is taken as the baseline:
+// the changes made between tool calls (a user's hand edit) are accepted. The
 // call is then recorded as in flight under id. w is the watched set of the
 // settings in force, nil when they could not be loaded (the baseline's own
 // is used). The call counts as in flight for at most lifetime
@@ -28,7 +29,11 @@ func (c *Checker) Begin(ctx context.Context, id string, w *Watch, lifetime time.
 	}
 	defer unlock()
 	refreshed := false
-	if len(c.inFlight(id)) == 0 {
+	// A call whose End never came (its PostToolUse was never sent: Claude
+	// Code killed or crashed during it) was never checked: what it changed
+	// is not a hand edit made between calls. The baseline stays, and this
+	// call's End compares with it.
+	if lapsed := c.lapsed(id); len(c.inFlight(id)) == 0 && !lapsed {
 		if err := c.refresh(ctx, w, false); err != nil {
 			return false, err
 		}

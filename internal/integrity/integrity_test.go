@@ -317,3 +317,52 @@ func TestHeldLockEndsInTime(t *testing.T) {
 		t.Fatalf("Settle with the lock held: %v after %v", err, time.Since(start))
 	}
 }
+
+func TestCallsRunning(t *testing.T) {
+	base := t.TempDir()
+	now := time.Now()
+	c := New(Options{Root: t.TempDir(), StateDir: filepath.Join(base, "projects", "k1"), Now: func() time.Time { return now }})
+	if got := CallsRunning(base, now); len(got) != 0 {
+		t.Fatalf("no calls yet: %v", got)
+	}
+	if _, err := c.Begin(context.Background(), "toolu_1", nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got := CallsRunning(base, now); len(got) != 1 || got[0] != "k1/toolu_1" {
+		t.Errorf("one call running: %v", got)
+	}
+	if got := CallsRunning(base, now.Add(2*time.Minute)); len(got) != 0 {
+		t.Errorf("an expired record counts: %v", got)
+	}
+}
+
+// A call whose End never came is not taken as having ended between calls:
+// once its lifetime passes, the next Begin keeps the baseline, so the
+// next End undoes what the lost call changed; the Begin after that takes
+// the disk again.
+func TestLapsedCallKeepsBaseline(t *testing.T) {
+	root, c := project(t)
+	now := time.Now()
+	c.now = func() time.Time { return now }
+	ctx := context.Background()
+	if _, err := c.Begin(ctx, "toolu_lost", nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	write(t, root, ".des/config.json", `{}`)
+	now = now.Add(2 * time.Minute)
+	refreshed, err := c.Begin(ctx, "toolu_next", nil, time.Minute)
+	if err != nil || refreshed {
+		t.Fatalf("Begin after a lapsed call: refreshed %v, %v", refreshed, err)
+	}
+	rep, err := c.End(ctx, "toolu_next", false)
+	if err != nil || len(rep.Changes) != 1 || !rep.Restored() {
+		t.Fatalf("End: %+v %v", rep, err)
+	}
+	if got := readFile(t, root, ".des/config.json"); got != `{"stale_threshold_minutes": 30}` {
+		t.Errorf("not restored: %s", got)
+	}
+	write(t, root, ".des/config.json", `{"a": 1}`) // a hand edit between calls
+	if refreshed, err := c.Begin(ctx, "toolu_after", nil, time.Minute); err != nil || !refreshed {
+		t.Fatalf("the Begin after: refreshed %v, %v", refreshed, err)
+	}
+}

@@ -471,6 +471,21 @@ func (c *Checker) inFlight(id string) []string {
 	return out
 }
 
+// lapsed reports whether a call other than id is recorded as running past
+// its lifetime: its End never came. inFlight then removes the record.
+func (c *Checker) lapsed(id string) bool {
+	ents, err := os.ReadDir(filepath.Join(c.dir, "inflight"))
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && e.Name() != safeName(id) && c.now().After(fi.ModTime()) {
+			return true
+		}
+	}
+	return false
+}
+
 // safeName makes a tool_use_id a file name.
 func safeName(id string) string {
 	if id == "" {
@@ -513,4 +528,24 @@ func (c *Checker) unmark(id string) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		c.logger.Warn("integrity: cannot clear the call in flight", "tool_use_id", id, "err", err)
 	}
+}
+
+// CallsRunning lists the watched tool calls recorded as running in every
+// project whose state is kept under base (statedir.Base), as
+// "project-key/tool-use-id", expired records left out. It reads without
+// the projects' locks: a command that must not run while an agent's call
+// is in flight (adopting an audit witness) asks it first, whatever project
+// root or audit directory it was pointed at, since the agent's own call
+// is always one of them.
+func CallsRunning(base string, now time.Time) []string {
+	recs, _ := filepath.Glob(filepath.Join(base, "projects", "*", "integrity", "inflight", "*"))
+	var out []string
+	for _, r := range recs {
+		fi, err := os.Lstat(r)
+		if err != nil || !now.Before(fi.ModTime()) { // the time is when the record expires
+			continue
+		}
+		out = append(out, filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(r))))+"/"+filepath.Base(r))
+	}
+	return out
 }

@@ -14,14 +14,15 @@ package des.protected
 
 # The protected roots: .des/config.json, DES's run records and git's hooks
 # directory (a pre-commit hook replaced switches Gate 3 off) always, plus the
-# configured audit and policy directories and DES's per-user state directory
-# (its last good copies; absolute, outside the project) when Go names it
+# configured audit and policy directories, DES's per-user state directory
+# (its last good copies) and the audit trail's witnesses (absolute, outside
+# the project) when Go names them
 # (DES hands settings to policies clean and slash-separated). Kept to one
 # array and built-ins: this rule runs on every write under a protected root,
 # and user functions cost more.
 roots := array.concat(
 	array.concat([".des/config.json", ".des/runs", ".git/hooks", data.des.config.audit_dir], data.des.config.policy_dirs),
-	[d | d := object.get(data.des.config, "state_dir", ""); d != ""],
+	[d | some k in ["state_dir", "witness_dir"]; d := object.get(data.des.config, k, ""); d != ""],
 )
 
 # Files DES guards only in part, and the fact Go computes for a Write or Edit

@@ -43,6 +43,13 @@ test_git_hooks_and_state_dir_are_protected if {
 	count(protected.deny) == 0 with input as write("/home/u/.local/state/des/projects/ab/x") with data.des.config.state_dir as ""
 }
 
+test_audit_witness_dir_is_protected if {
+	w := "/home/u/.local/state/des/audit-witness"
+	count(protected.deny) == 1 with input as write(concat("/", [w, "audit-ab.json"])) with data.des.config.witness_dir as w
+	count(protected.deny) == 1 with input as write("/home/u/.local/state/des") with data.des.config.witness_dir as w
+	count(protected.deny) == 0 with input as write("/home/u/.local/state/des/audit-witness-old") with data.des.config.witness_dir as w
+}
+
 test_claude_settings_only_des_hooks if {
 	count(protected.deny) == 0 with input as write(".claude/settings.json")
 	some v in protected.deny with input as {"writes": [{"path": ".claude/settings.json", "tool": "Edit", "des_hooks_changed": true}]}
