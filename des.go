@@ -254,6 +254,9 @@ func (e *Engine) Root() string { return e.root }
 func (e *Engine) Config() Config {
 	c := e.cfg
 	c.PolicyDirs = slices.Clone(c.PolicyDirs)
+	c.GuardedStepFiles = slices.Clone(c.GuardedStepFiles)
+	c.GuardedStateFiles = slices.Clone(c.GuardedStateFiles)
+	c.PhaseRequirementsFiles = slices.Clone(c.PhaseRequirementsFiles)
 	return c
 }
 
