@@ -9,3 +9,12 @@ func (e *Engine) defaultWorkflow(lookupEnv func(string) (string, bool)) gate.Wor
 	_ = lookupEnv
 	return gate.Workflow{}
 }
+
+// HasWorkflowState reports whether a multi-phase workflow state file
+// (contract §8) applies to a call made in cwd under root: the cheap check a
+// caller makes before building an Engine for a call that only the phase
+// guards could judge. It reads no policy and no setting.
+func HasWorkflowState(root, cwd string, lookupEnv func(string) (string, bool)) bool {
+	_, _, _ = root, cwd, lookupEnv
+	return false
+}

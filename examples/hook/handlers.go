@@ -41,8 +41,10 @@ func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 	nwave := template.Parse(prompt).HasMarkers
 	if nwave {
 		h.requireValidation()
+	} else if !des.HasWorkflowState(h.root, inv.Cwd, h.lookupEnv) {
+		return noOpinion() // ad hoc: DES has no opinion, and builds nothing
 	}
-	return invocationResponse(ctx, h, nwave, func(eng *des.Engine) (gate.InvocationResult, error) {
+	return invocationResponse(ctx, h, func(eng *des.Engine) (gate.InvocationResult, error) {
 		return eng.PreInvocation(ctx, inv)
 	})
 }
@@ -60,29 +62,28 @@ func preToolUseSkill(ctx context.Context, h *hookEnv, ev *Event) response {
 		return noOpinion()
 	}
 	inv := gate.Invocation{Skill: in.Skill, Args: in.Args, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, Cwd: eventDir(ev, h.root)}
-	return invocationResponse(ctx, h, false, func(eng *des.Engine) (gate.InvocationResult, error) {
+	if !des.HasWorkflowState(h.root, inv.Cwd, h.lookupEnv) {
+		return noOpinion() // no workflow: nothing judges a Skill call, and nothing is built
+	}
+	return invocationResponse(ctx, h, func(eng *des.Engine) (gate.InvocationResult, error) {
 		return eng.CheckSkill(ctx, inv)
 	})
 }
 
 // invocationResponse runs a Gate 1 check and maps it to PreToolUse output.
 // DES is in charge, and an error fails closed, when the prompt carried
-// nWave markers or a workflow state was found. Without nWave markers the
-// engine is still built (the library looks for the workflow state), but a
-// bad setting then gives no opinion: DES cannot tell whether it was in
-// charge.
-func invocationResponse(ctx context.Context, h *hookEnv, nwave bool, check func(*des.Engine) (gate.InvocationResult, error)) response {
+// nWave markers or a workflow state was found.
+func invocationResponse(ctx context.Context, h *hookEnv, check func(*des.Engine) (gate.InvocationResult, error)) response {
+	h.requireValidation() // nWave markers, or a workflow state the caller found
 	eng, err := h.engine(ctx)
 	if err != nil {
-		return h.internalError(nwave, err)
+		return h.internalError(true, err)
 	}
 	res, err := check(eng)
-	inCharge := nwave || res.NWave || res.Workflow
-	if inCharge {
-		h.requireValidation()
-	}
 	if err != nil && (!res.Evaluated || !res.Denied()) {
-		return h.internalError(inCharge, err) // an allow DES could not carry out or record fails closed
+		// An allow DES could not carry out or record fails closed; so does
+		// an error when the state found a moment ago has gone (it was there).
+		return h.internalError(true, err)
 	}
 	if err != nil {
 		h.logger.Error("hook: the deny stands but was not recorded", "err", err)

@@ -55,7 +55,7 @@ func isdlcProject(t *testing.T) string {
 	return root
 }
 
-func agentEvent(root, event, subagent, prompt string) map[string]any {
+func phaseAgentEvent(root, event, subagent, prompt string) map[string]any {
 	return map[string]any{
 		"session_id": "s1", "cwd": root, "hook_event_name": event, "tool_name": "Agent", "tool_use_id": "toolu_phase",
 		"tool_input": map[string]any{"subagent_type": subagent, "prompt": prompt, "description": "phase work"},
@@ -66,17 +66,17 @@ func TestE2EPhaseDelegationWiring(t *testing.T) {
 	root := isdlcProject(t)
 
 	// Out of order: the code review's agent while 06 runs.
-	reason := denyReason(t, runHookProcess(t, root, nil, agentEvent(root, "PreToolUse", "qa-engineer", "Review the login code")))
+	reason := denyReason(t, runHookProcess(t, root, nil, phaseAgentEvent(root, "PreToolUse", "qa-engineer", "Review the login code")))
 	if !strings.Contains(reason, "[DES-PHASE-OUT-OF-ORDER]") {
 		t.Errorf("out-of-order delegation: reason =\n%s", reason)
 	}
 	// The current phase's agent, the phase started: no output at all.
-	r := runHookProcess(t, root, nil, agentEvent(root, "PreToolUse", "software-developer", "Implement T0001"))
+	r := runHookProcess(t, root, nil, phaseAgentEvent(root, "PreToolUse", "software-developer", "Implement T0001"))
 	if r.code != 0 || strings.TrimSpace(r.stdout) != "" {
 		t.Errorf("allowed delegation: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 	}
 	// A routing marker alone asks for no nWave validation.
-	r = runHookProcess(t, root, nil, agentEvent(root, "PreToolUse", "general-purpose", "<!-- DES-PHASE: 06-implementation -->\nImplement T0001"))
+	r = runHookProcess(t, root, nil, phaseAgentEvent(root, "PreToolUse", "general-purpose", "<!-- DES-PHASE: 06-implementation -->\nImplement T0001"))
 	if r.code != 0 || strings.TrimSpace(r.stdout) != "" {
 		t.Errorf("routing marker: exit %d, stdout %q", r.code, r.stdout)
 	}
@@ -156,7 +156,7 @@ func TestE2EBranchGuardCommitOnMain(t *testing.T) {
 
 func TestE2EPostToolUseWalkthroughWarning(t *testing.T) {
 	root := isdlcProject(t)
-	ev := agentEvent(root, "PostToolUse", "discover-orchestrator", "/discover")
+	ev := phaseAgentEvent(root, "PostToolUse", "discover-orchestrator", "/discover")
 	ev["tool_response"] = map[string]any{"content": []any{map[string]any{"type": "text", "text": "Discovery complete."}}, "totalTokens": 10}
 	out := readAfter(t, runHookProcess(t, root, nil, ev))
 	if out.Specific.HookEventName != "PostToolUse" || !strings.Contains(out.Specific.AdditionalContext, "[DES-WALKTHROUGH-MISSING]") || out.Decision != "" {
