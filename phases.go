@@ -145,7 +145,7 @@ func (e *Engine) normalisePhase(ctx context.Context, phase string) string {
 	if err != nil || phase == "" {
 		return phase
 	}
-	for _, key := range []string{"des.phases.phase_aliases", "des.phases.aliases.phases"} {
+	for _, key := range []string{"des.phases.phase_aliases"} {
 		raw, ok := pe.Data(key)
 		if !ok {
 			continue
