@@ -224,6 +224,17 @@ func (t ToolUse) CheckCommitBranches(ctx context.Context, ev Evaluator, wf Workf
 	return res, nil
 }
 
+// MakesCommits reports whether a Bash command may make git commits, in any
+// form shell.Analyze reports (aliases and commands DES cannot read
+// included): when the branch guard judges it, given a workflow state.
+func (t ToolUse) MakesCommits(call BashCall) bool {
+	cwd := call.Cwd
+	if cwd == "" {
+		cwd = t.Root
+	}
+	return len(shell.Analyze(call.Command, t.shellOptions(call, cwd)...).GitCommits) > 0
+}
+
 // shellOptions are the options shell.Analyze reads a command with, as
 // bashWrites builds them.
 func (t ToolUse) shellOptions(call BashCall, cwd string) []shell.Option {

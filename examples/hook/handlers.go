@@ -254,7 +254,10 @@ func preToolUseBashGuard(ctx context.Context, h *hookEnv, ev *Event, command str
 		defaults := des.DefaultConfig()
 		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles}
 		inside, _ := gate.PreCommit{Root: h.root}.InProject(commitFiles)
-		return h.internalError(len(inside) > 0 || gate.ToolUse{Root: h.root}.ConcernsBash(guard, call), err)
+		tu := gate.ToolUse{Root: h.root}
+		// A commit where a workflow state applies is the branch guard's.
+		branchGuard := tu.MakesCommits(call) && des.HasWorkflowState(h.root, call.Cwd, h.lookupEnv)
+		return h.internalError(len(inside) > 0 || tu.ConcernsBash(guard, call) || branchGuard, err)
 	}
 	var results []gate.Result
 	// The branch guard (contract §8) judges the same command's commits
