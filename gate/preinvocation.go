@@ -31,8 +31,9 @@ type Invocation struct {
 	SessionID   string
 	AgentType   string // subagent_type
 	Skill, Args string // the Skill call's skill and arguments
-	// Cwd is the event's cwd (absolute; "" = the project root): in a
-	// monorepo it chooses the project whose workflow state applies.
+	// Cwd is the event's cwd as Claude Code sent it (absolute, possibly a
+	// Windows path; "" = the project root): in a monorepo it chooses the
+	// project whose workflow state applies.
 	Cwd string
 }
 

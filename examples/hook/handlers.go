@@ -34,7 +34,7 @@ func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 		h.logger.Warn("hook: no prompt in the subagent call; no opinion", "err", err)
 		return noOpinion()
 	}
-	inv := gate.Invocation{Tool: ev.ToolName, Prompt: prompt, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, Cwd: eventDir(ev, h.root)}
+	inv := gate.Invocation{Tool: ev.ToolName, Prompt: prompt, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, Cwd: workflowCwd(ev, h.root)}
 	if full, err := ev.SubagentInput(); err == nil {
 		inv.AgentType, inv.Description = full.SubagentType, full.Description
 	}
@@ -61,7 +61,7 @@ func preToolUseSkill(ctx context.Context, h *hookEnv, ev *Event) response {
 		h.logger.Warn("hook: cannot read the Skill call; no opinion", "err", err)
 		return noOpinion()
 	}
-	inv := gate.Invocation{Skill: in.Skill, Args: in.Args, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, Cwd: eventDir(ev, h.root)}
+	inv := gate.Invocation{Skill: in.Skill, Args: in.Args, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, Cwd: workflowCwd(ev, h.root)}
 	if !des.HasWorkflowState(h.root, inv.Cwd, h.lookupEnv) {
 		return noOpinion() // no workflow: nothing judges a Skill call, and nothing is built
 	}
@@ -179,6 +179,18 @@ func writeCall(ev *Event, root string) (gate.WriteCall, bool) {
 		call.Path = eventDir(ev, root) + string(filepath.Separator) + call.Path // not Join: "link/.." is taken after the link
 	}
 	return call, call.Path != ""
+}
+
+// workflowCwd is the event's cwd as Claude Code sent it, for choosing a
+// monorepo project by path prefix: on Windows it comes with backslashes and
+// a drive letter, which state discovery compares itself (slash-normalised,
+// the drive letter case-insensitive); eventDir would take such a path as
+// relative on another system. The root when the event has none.
+func workflowCwd(ev *Event, root string) string {
+	if ev.Cwd == "" {
+		return root
+	}
+	return ev.Cwd
 }
 
 // eventDir is the event's cwd, absolute: the root when the event has none.
@@ -387,7 +399,7 @@ func postToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 		h.requireValidation()
 		parts = append(parts, stopContext(rec))
 	}
-	call := gate.SubagentResult{Tool: ev.ToolName, Cwd: eventDir(ev, h.root), Response: ev.ToolResponse}
+	call := gate.SubagentResult{Tool: ev.ToolName, Cwd: workflowCwd(ev, h.root), Response: ev.ToolResponse}
 	if in, err := ev.SubagentInput(); err == nil {
 		call.SubagentType, call.Prompt, call.Description = in.SubagentType, in.Prompt, in.Description
 	}
