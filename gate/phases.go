@@ -203,7 +203,10 @@ func (t ToolUse) CheckCommitBranches(ctx context.Context, ev Evaluator, wf Workf
 		if b == nil {
 			b = map[string]any{"readable": false, "current": "", "detached": false, "workflow_branch_exists": false}
 		}
-		commits = append(commits, map[string]any{"dir": rel, "branch": b})
+		// What git runs, for the policy to tell a commit onto the current
+		// branch (commit, merge, ...) from one that moves no branch
+		// (commit-tree); alias and dynamic mean DES cannot read it.
+		commits = append(commits, map[string]any{"dir": rel, "branch": b, "subcommand": c.Subcommand, "alias": c.Alias, "dynamic": c.Dynamic})
 	}
 	in := map[string]any{"tool": "Bash", "writes": []any{}, "command": call.Command, "workflow": facts, "commits": commits}
 	d, err := ev.Evaluate(ctx, policy.ToolUse, in)

@@ -328,6 +328,9 @@ func TestBranchGuardFacts(t *testing.T) {
 			for _, c := range commits {
 				m := c.(map[string]any)
 				dirs = append(dirs, m["dir"].(string))
+				if _, ok := m["subcommand"].(string); !ok || m["alias"] == nil || m["dynamic"] == nil {
+					t.Errorf("commit facts without subcommand, alias, dynamic: %v", m)
+				}
 				if m["branch"].(map[string]any)["current"] != "main" {
 					t.Errorf("branch facts: %v", m)
 				}
