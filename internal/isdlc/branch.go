@@ -29,7 +29,8 @@ const (
 )
 
 // Branch reads, without starting git, which branch HEAD of the repository
-// holding dir is on, and whether branch workflowBranch exists. It finds the
+// holding dir (absolute; a missing directory is fine) is on, and whether
+// branch workflowBranch exists (a name git would refuse does not). It finds the
 // repository as git does, from dir upward: a .git directory, or a .git file
 // (`gitdir: …`, a worktree or submodule), whose commondir file names where
 // the shared refs are. Only regular files are read, each bounded, so a FIFO

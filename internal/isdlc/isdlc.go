@@ -4,10 +4,12 @@
 // commit would land on. It decides nothing: every allow or deny is Rego's
 // (package des.phases), so that a team can read and override it.
 //
-// Every file is read through an [os.Root] of the project, bounded, and only
-// when it is a regular file: a state file, plan or artifact path that leads
-// out of the project (.., an absolute path, a symbolic link) is treated as
-// absent or unusable, never followed; a FIFO is never opened.
+// Every project file is read through an [os.Root] of the project, bounded,
+// and opened only after a stat shows a regular file (opening a FIFO would
+// block the hook): a state file, plan or artifact path that leads out of the
+// project (.., an absolute path, a symbolic link) is treated as absent or
+// unusable, never followed. Nothing here waits on anything but the local file
+// system, so no function takes a context.
 package isdlc
 
 import (
@@ -64,11 +66,19 @@ type Workflow struct {
 }
 
 // Discover finds the workflow state of contract §8 ("Which state") under
-// opts.Root and gathers the facts around it. It returns nil, nil when there is
-// no state file. An unusable state file (or monorepo.json) is no error but a
-// Workflow with Problem set, since the guards deny only the calls they would
-// judge; an error is a broken setting (a requirement file that cannot be
-// read or parsed), which the caller must report.
+// opts.Root and gathers the facts around it. The state file is the first
+// that exists of .des/state.json, .isdlc/projects/<id>/state.json (with
+// .isdlc/monorepo.json: id from ISDLC_PROJECT, else the project whose path
+// is the longest prefix of Cwd, else default_project) and .isdlc/state.json;
+// in a monorepo, Project is that id whichever file was used, since the plan
+// and artifact locations depend on it.
+//
+// It returns nil, nil when there is no state file. An unusable state file is
+// no error but a Workflow with Problem set, since the guards deny only the
+// calls they would judge; so is an unusable monorepo.json (StateFile then
+// names it), as is an id that is not one path segment. An error is a root
+// that cannot be opened or a broken setting (a requirement file that cannot
+// be read or parsed, wrapping [ErrRequirementFile]): the caller reports it.
 func Discover(opts Options) (*Workflow, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = os.LookupEnv
