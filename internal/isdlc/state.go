@@ -48,9 +48,14 @@ func selectState(root *os.Root, opts Options) selection {
 			}
 		}
 		if sel.problem != "" {
-			if exists(root, desState) {
+			switch {
+			case exists(root, desState):
 				// .des/state.json comes first whatever the monorepo says.
 				return selection{stateFile: desState}
+			case !exists(root, isdlcState) && !exists(root, ".isdlc/projects"):
+				// No state the broken file could have chosen: no workflow,
+				// rather than denying every commit of the project.
+				return selection{}
 			}
 			sel.stateFile = monorepoFile
 			return sel
