@@ -1,4 +1,4 @@
-// Package isdlc gathers the facts DES's phase workflow guards (contract §8)
+// Package isdlc gathers the facts DES's phase workflow guards (README, "Phase workflows")
 // judge: which workflow state file applies, what it holds, the task plan, the
 // phase requirement tables, which required artifacts exist, and the branch a
 // commit would land on. It decides nothing: every allow or deny is Rego's
@@ -65,7 +65,7 @@ type Workflow struct {
 	Artifacts    map[string]bool // artifact path of the effective tables → exists
 }
 
-// Discover finds the workflow state of contract §8 ("Which state") under
+// Discover finds the workflow state ("Which state" in the README's phase workflow section) under
 // opts.Root and gathers the facts around it. The state file is the first
 // that exists of .des/state.json, .isdlc/projects/<id>/state.json (with
 // .isdlc/monorepo.json: id from ISDLC_PROJECT, else the project whose path

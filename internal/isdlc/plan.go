@@ -34,7 +34,7 @@ type Task struct {
 	BlockedBy []string
 }
 
-// planCandidates are contract §8's plan locations. In a monorepo the
+// planCandidates are the task plan locations, in order. In a monorepo the
 // project's own plan is the plan (as iSDLC's resolveTasksPath has it); the
 // root plan would be another project's, so it does not count.
 func planCandidates(project string) []string {

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// State file candidates of contract §8, in order.
+// State file candidates, in the order the README gives.
 const (
 	desState      = ".des/state.json"
 	monorepoFile  = ".isdlc/monorepo.json"
