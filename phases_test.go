@@ -2,6 +2,7 @@ package des
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -108,5 +109,31 @@ deny contains {"code": "TEAM-NO-DEPLOY", "msg": "no deploy skill inside a workfl
 	res, err = off.CheckSkill(t.Context(), gate.Invocation{Skill: "deploy"})
 	if err != nil || res.Evaluated || res.Workflow {
 		t.Errorf("without a workflow: %+v, %v", res, err)
+	}
+}
+
+// A team requirement file that cannot be used is a bad setting, named as
+// such, on every call the guards are in charge of.
+func TestRequirementFileErrorNamesTheSetting(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".isdlc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, ".isdlc", "state.json"), []byte(`{"active_workflow": {"current_phase": "06-implementation"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !HasWorkflowState(root, "", nil) || HasWorkflowState(t.TempDir(), "", nil) {
+		t.Fatal("HasWorkflowState does not see .isdlc/state.json")
+	}
+	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{
+		"DES_STATE_DIR": t.TempDir(), "DES_PHASE_REQUIREMENTS_FILES": "team/missing.json",
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.CheckSkill(t.Context(), gate.Invocation{Skill: "isdlc", Args: "advance"})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Setting != "phase_requirements_files" || !res.Workflow || res.Evaluated {
+		t.Errorf("res %+v, err %v: want a ConfigError naming phase_requirements_files, the workflow in charge", res, err)
 	}
 }

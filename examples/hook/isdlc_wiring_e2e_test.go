@@ -168,3 +168,19 @@ func TestE2EPostToolUseWalkthroughWarning(t *testing.T) {
 		t.Errorf("no tool_response: %+v", out)
 	}
 }
+
+// A bad requirement file where a workflow state applies fails closed and
+// names the setting; without a state the same setting costs nothing.
+func TestE2EBadRequirementFileFailsClosedInAWorkflow(t *testing.T) {
+	root := isdlcProject(t)
+	env := []string{"DES_PHASE_REQUIREMENTS_FILES=team/iteration-requirements.json"}
+	reason := denyReason(t, runHookProcess(t, root, env, phaseAgentEvent(root, "PreToolUse", "software-developer", "Implement T0001")))
+	if !strings.HasPrefix(reason, "[DES-INTERNAL] ") || !strings.Contains(reason, "phase_requirements_files") {
+		t.Errorf("reason = %q", reason)
+	}
+	plain := t.TempDir()
+	r := runHookProcess(t, plain, env, phaseAgentEvent(plain, "PreToolUse", "software-developer", "Implement T0001"))
+	if r.stdout != "" || r.stderr != "" {
+		t.Errorf("no workflow: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+}
