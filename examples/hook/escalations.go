@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -44,7 +45,10 @@ func runEscalations(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stderr, "hook escalations: %v\n", err)
 		return exitUsage
 	}
-	groups, err := eng.Escalations(ctx, "", *all)
+	// The current directory chooses the monorepo project, as the event's
+	// cwd does in hook mode.
+	cwd, _ := os.Getwd()
+	groups, err := eng.Escalations(ctx, cwd, *all)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "hook escalations: %v\n", err)
 		return exitUsage

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -182,5 +183,36 @@ func TestE2EBadRequirementFileFailsClosedInAWorkflow(t *testing.T) {
 	r := runHookProcess(t, plain, env, phaseAgentEvent(plain, "PreToolUse", "software-developer", "Implement T0001"))
 	if r.stdout != "" || r.stderr != "" {
 		t.Errorf("no workflow: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+}
+
+// Hook processes blocked at once record the escalation once: the trail is
+// read and appended to under its file lock.
+func TestE2EEscalationOnceUnderParallelHooks(t *testing.T) {
+	root := isdlcProject(t)
+	skill := map[string]any{
+		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Skill", "tool_use_id": "toolu_par",
+		"tool_input": map[string]any{"skill": "isdlc", "args": "gate"},
+	}
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if reason := denyReason(t, runHookProcess(t, root, nil, skill)); !strings.Contains(reason, "[DES-GATE-BLOCKED]") {
+				t.Errorf("reason =\n%s", reason)
+			}
+		}()
+	}
+	wg.Wait()
+	trail := auditText(t, root)
+	if n := strings.Count(trail, `"PHASE_ESCALATION"`); n != 1 {
+		t.Errorf("%d PHASE_ESCALATION lines, want 1", n)
+	}
+	if n := strings.Count(trail, `"TASK_INVOCATION_REJECTED"`); n != 6 {
+		t.Errorf("%d TASK_INVOCATION_REJECTED lines, want 6", n)
+	}
+	if r := runBinCLI(t, root, "audit", "verify"); r.code != 0 {
+		t.Errorf("audit verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
