@@ -70,6 +70,7 @@ func (inv Invocation) callFacts() map[string]any {
 // phasesInfo is what the policy's decision info "phases" says about a call.
 type phasesInfo struct {
 	Current, Target string
+	By              string // how a delegation was found (agent, marker, text), when the policy says
 	Delegation      bool
 	Advancement     bool // optional in the info: a policy that does not say so leaves it false
 	Escalations     []escalation
@@ -88,6 +89,7 @@ func readPhasesInfo(d policy.Decision) (phasesInfo, bool) {
 	var p phasesInfo
 	p.Current, _ = raw["current"].(string)
 	p.Target, _ = raw["target"].(string)
+	p.By, _ = raw["by"].(string)
 	p.Delegation, _ = raw["delegation"].(bool)
 	p.Advancement, _ = raw["advancement"].(bool)
 	list, _ := raw["escalations"].([]any)
@@ -160,7 +162,11 @@ func sameEscalation(recorded []audit.Entry, e audit.Entry) bool {
 
 // workflowPhaseFields are the audit fields of a phase decision.
 func workflowPhaseFields(p phasesInfo) map[string]any {
-	return map[string]any{"phase": p.Current, "target": p.Target, "delegation": p.Delegation}
+	f := map[string]any{"phase": p.Current, "target": p.Target, "delegation": p.Delegation}
+	if p.By != "" {
+		f["by"] = p.By
+	}
+	return f
 }
 
 // CheckCommitBranches is the branch guard (DES-BRANCH-PROTECTED,

@@ -143,7 +143,9 @@ func (g PreInvocation) Check(ctx context.Context, ev Evaluator, inv Invocation) 
 		return res, fmt.Errorf("gate 1: %w", err)
 	}
 	res.Decision, res.Evaluated = d, true
-	res.Level, _ = d.Info["level"].(string)
+	if res.NWave { // the level is the nWave rules' business; without their markers it means nothing
+		res.Level, _ = d.Info["level"].(string)
+	}
 
 	phases, hasPhases := readPhasesInfo(d)
 	var entries []audit.Entry
