@@ -1,0 +1,201 @@
+# Phase delegation, advancement attempts, corridor calls and phase-completion
+# claims: what kind of call an Agent/Task/Skill call is (package des.phases).
+package des.phases
+
+_call_tool if input.tool in {"Agent", "Task"}
+
+default _sub_raw := ""
+
+_sub_raw := input.call.subagent_type if is_string(input.call.subagent_type)
+
+# METADATA
+# title: Prompt of the call
+# description: input.call.prompt, or "" when absent.
+default prompt := ""
+
+prompt := input.call.prompt if is_string(input.call.prompt)
+
+default _description := ""
+
+_description := input.call.description if is_string(input.call.description)
+
+# The text a call is read from: its prompt and its description.
+_text := concat("\n", [prompt, _description])
+
+_agent0 := replace(lower(trim_space(_sub_raw)), "_", "-")
+
+# METADATA
+# title: Normalised subagent_type
+# description: The call's subagent_type in lower case, "_" replaced by "-", then through the agent alias table.
+agent := data.des.phases.agent_aliases[_agent0]
+
+agent := _agent0 if not data.des.phases.agent_aliases[_agent0]
+
+# A phase of the agent table that matches by prefix (15-upgrade: any current
+# phase starting 15-upgrade) stands for the current phase when it matches.
+_prefix_match(t) if {
+	t in data.des.phases.prefix_phases
+	startswith(current, t)
+}
+
+# METADATA
+# title: Resolve a target phase
+# description: A normalised target phase, or the current phase when the target is a prefix phase (15-upgrade) that the current phase starts with.
+resolve(t) := current if _prefix_match(t)
+
+resolve(t) := t if not _prefix_match(t)
+
+# Rule 1: the subagent_type is in the agent table. An `all` or `setup` agent
+# is never a phase delegation, and rules 2 and 3 are not tried for it (its
+# prompt may well name phases: the orchestrator's own calls do).
+_agent_phase := data.des.phases.agent_phases[agent] if _call_tool
+
+_by_type := resolve(norm_phase(_agent_phase)) if {
+	is_string(_agent_phase)
+	not _agent_phase in data.des.phases.non_delegation_phases
+}
+
+# Rule 2: a <!-- DES-PHASE: key --> routing marker. Several markers naming
+# distinct phases leave the call undecided: no phase delegation (and rule 3
+# is not tried: the prompt did choose rule 2).
+_marker_phases := {resolve(norm_phase(m[1])) |
+	some m in regex.find_all_string_submatch_n(`<!--\s*DES-PHASE\s*:\s*(\S+?)\s*-->`, prompt, -1)
+}
+
+_marker_decides if {
+	_call_tool
+	not _agent_phase
+	count(_marker_phases) > 0
+}
+
+_by_marker := t if {
+	_marker_decides
+	count(_marker_phases) == 1
+	some t in _marker_phases
+}
+
+# Rule 3: the prompt and description name exactly one agent of the table
+# (other than all/setup agents) or one phase key of active_workflow.phases as
+# a whole token (a maximal run of [A-Za-z0-9_-], compared in lower case,
+# agents with "_" read as "-", phase keys through the alias table). The
+# candidates are the distinct TARGET PHASES named: several names that map to
+# the same phase (software-developer and 06-implementation) count as one;
+# two distinct phases make the call no delegation. A setup command as the
+# first word (optionally after /isdlc) vetoes rule 3 only.
+_tokens := {lower(t) | some t in regex.find_n(`[A-Za-z0-9_-]+`, _text, -1)}
+
+_phase_tokens := {lower(norm_phase(t)) | some t in _tokens}
+
+_candidates contains resolve(norm_phase(p)) if {
+	some tok in _tokens
+	p := data.des.phases.agent_phases[replace(tok, "_", "-")]
+	not p in data.des.phases.non_delegation_phases
+}
+
+_candidates contains p if {
+	some p in phase_list
+	lower(p) in _phase_tokens
+}
+
+_text_decides if {
+	_call_tool
+	not _agent_phase
+	not _marker_decides
+	not first_word(_text) in data.des.phases.setup_commands
+}
+
+_by_text := t if {
+	_text_decides
+	count(_candidates) == 1
+	some t in _candidates
+}
+
+# METADATA
+# title: Target phase
+# description: The phase T an Agent/Task call delegates (rules 1 to 3 in order); undefined when the call is no phase delegation.
+target := _by_type
+
+target := _by_marker
+
+target := _by_text
+
+# METADATA
+# title: How the target was found
+# description: subagent_type, marker or text.
+by := "subagent_type" if _by_type
+
+by := "marker" if _by_marker
+
+by := "text" if _by_text
+
+_by_words := {
+	"subagent_type": sprintf("by subagent_type %q", [_sub_raw]),
+	"marker": "by its <!-- DES-PHASE --> marker",
+	"text": "by naming it in the prompt",
+}
+
+# METADATA
+# title: Phase delegation
+# description: Whether the call is a phase delegation (rules 1 to 3).
+default delegation := false
+
+delegation if target
+
+# The subject of a message: "Agent software-developer", "Skill isdlc".
+default who := "the call"
+
+who := sprintf("%s %s", [input.tool, _sub_raw]) if {
+	_call_tool
+	_sub_raw != ""
+}
+
+who := sprintf("%s %s", [input.tool, _skill]) if input.tool == "Skill"
+
+# Advancement attempts.
+_skill := lower(trim_prefix(trim_space(input.call.skill), "/")) if is_string(input.call.skill)
+
+default _args := ""
+
+_args := input.call.args if is_string(input.call.args)
+
+_skill_advance if {
+	input.tool == "Skill"
+	_skill in data.des.phases.advance_skills
+	first_word(_args) in data.des.phases.skill_advance_words
+}
+
+# METADATA
+# title: Advancement attempt
+# description: |
+#   An Agent/Task call that is no phase delegation, whose normalised
+#   subagent_type is the orchestrator and whose text has an advance phrase as
+#   whole words; or a Skill isdlc call whose arguments start with advance or
+#   gate. A phase delegation is never one (GATE-06 in its text counts for nothing).
+advancement if {
+	_call_tool
+	not delegation
+	agent in data.des.phases.advance_agents
+	has_phrase(_text, data.des.phases.advance_phrases)
+}
+
+advancement if _skill_advance
+
+# METADATA
+# title: Corridor call
+# description: An Agent/Task call that is no phase delegation and whose text has a corridor phrase (the advance phrases and the corridor table), or a Skill advance.
+corridor_call if {
+	_call_tool
+	not delegation
+	has_phrase(_text, array.concat(data.des.phases.advance_phrases, data.des.phases.corridor_phrases))
+}
+
+corridor_call if _skill_advance
+
+# METADATA
+# title: Phase-completion claim
+# description: An Agent/Task call that is no phase delegation and whose text has a completion-claim phrase.
+completion_claim if {
+	_call_tool
+	not delegation
+	has_phrase(_text, data.des.phases.completion_claim_phrases)
+}
