@@ -7,7 +7,7 @@
 # adds files to this package, and OPA allows one package annotation per package.
 package des.gates.pre_invocation
 
-import data.des.phases
+import data.des.phases.guards
 import data.des.sections
 
 # The nWave rules judge a prompt with (non-routing) DES markers: Go sets
@@ -43,21 +43,21 @@ warn contains v if {
 }
 
 # The phase workflow guards (input.tool, input.call, input.workflow).
-deny contains v if some v in phases.deny
+deny contains v if some v in guards.deny
 
-warn contains v if some v in phases.warn
+warn contains v if some v in guards.warn
 
 default _phase_current := null
 
-_phase_current := phases.current
+_phase_current := data.des.phases.current
 
 default _phase_target := null
 
-_phase_target := phases.target
+_phase_target := guards.target
 
 default _phase_by := null
 
-_phase_by := phases.by
+_phase_by := guards.by
 
 # One escalation per type among this gate's denies (a team's codes included
 # when it adds them to data.des.phases.escalation_types), codes sorted.
@@ -79,7 +79,7 @@ info := {
 	"phases": {
 		"current": _phase_current,
 		"target": _phase_target,
-		"delegation": phases.delegation,
+		"delegation": guards.delegation,
 		"by": _phase_by,
 		"escalations": _escalations,
 	},

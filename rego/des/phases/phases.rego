@@ -5,9 +5,12 @@
 #   orchestrators delegating SDLC phases): phase delegations checked against
 #   the workflow state, advancement attempts against the phase's
 #   requirements, the iteration corridors and phase-completion claims. The
-#   pre_invocation gate gathers deny and warn of this package; the tool_use
-#   gate gathers des.phases.branch (git commit) and des.phases.observers
-#   (PostToolUse of Agent/Task).
+#   This package reads the workflow state and the call (the current phase,
+#   the key normalisation, the normalised subagent_type); the rules are in
+#   des.phases.guards (gathered by the pre_invocation gate), des.phases.branch
+#   (git commit) and des.phases.observers (PostToolUse of Agent/Task), both
+#   gathered by the tool_use gate. Kept small on purpose: the tool_use gate
+#   loads it, and the policy loader compiles only the packages a gate refers to.
 #   Every table is data: data.json beside this file (agents, aliases, phrases,
 #   ...) and requirements/data.json (the requirement defaults, iSDLC's own
 #   iteration-requirements.json and artifact-paths.json, verbatim).
@@ -25,15 +28,20 @@ package des.phases
 # Inputs are read by reference with defaults, never with object.get(input,
 # ...), which would copy the whole input on every call.
 
-# The workflow state document, when it could be used.
-_state := input.workflow.state if is_object(input.workflow.state)
+# METADATA
+# title: Workflow state
+# description: The parsed workflow state document (input.workflow.state), when it could be used.
+state := input.workflow.state if is_object(input.workflow.state)
 
 # METADATA
 # title: Active workflow
 # description: The state's active_workflow object; undefined when there is none (the guards give no opinion).
-active_workflow := _state.active_workflow if is_object(_state.active_workflow)
+active_workflow := state.active_workflow if is_object(state.active_workflow)
 
-_key(k) if {
+# METADATA
+# title: Phase key
+# description: A non-empty string (a null or empty field counts as absent).
+is_key(k) if {
 	is_string(k)
 	trim_space(k) != ""
 }
@@ -50,14 +58,14 @@ norm_phase(k) := trim_space(k) if not data.des.phases.phase_aliases[trim_space(k
 # active workflow's own, BUG-0005).
 # (A call with an undefined argument makes the whole body undefined, so
 # "not f(x)" is written as "not _rule" throughout.)
-_own_current if _key(active_workflow.current_phase)
+_own_current if is_key(active_workflow.current_phase)
 
 _raw_current := active_workflow.current_phase if _own_current
 
-_raw_current := _state.current_phase if {
+_raw_current := state.current_phase if {
 	is_object(active_workflow)
 	not _own_current
-	_key(_state.current_phase)
+	is_key(state.current_phase)
 }
 
 # Which field C was read from, for messages.
@@ -76,7 +84,7 @@ current := norm_phase(_raw_current)
 # The workflow's phases, normalised, in order.
 default phase_list := []
 
-phase_list := [norm_phase(p) | some p in active_workflow.phases; _key(p)] if is_array(active_workflow.phases)
+phase_list := [norm_phase(p) | some p in active_workflow.phases; is_key(p)] if is_array(active_workflow.phases)
 
 # METADATA
 # title: Look up a phase-keyed object
@@ -95,17 +103,21 @@ lookup(obj, k) := v if {
 
 _has(obj, k) if obj[k] != null
 
-# phases[C] of the state, and its status (phases[C].status, else
-# active_workflow.phase_status[C]).
-_cdoc := lookup(_state.phases, current)
+# METADATA
+# title: State of the current phase
+# description: phases[C] of the workflow state (keys normalised).
+current_doc := lookup(state.phases, current)
 
-_cdoc_status := _cdoc.status if _cdoc.status != null
+_current_doc_status := current_doc.status if current_doc.status != null
 
+# METADATA
+# title: Status of the current phase
+# description: phases[C].status, else active_workflow.phase_status[C], else null.
 default current_status := null
 
-current_status := _cdoc_status
+current_status := _current_doc_status
 
-current_status := lookup(active_workflow.phase_status, current) if not _cdoc_status
+current_status := lookup(active_workflow.phase_status, current) if not _current_doc_status
 
 # METADATA
 # title: Current phase status as text
@@ -145,5 +157,44 @@ _words(text) := regex.split(`\s+`, trim_space(text))
 
 _bare(w) := lower(trim_right(w, ".,:;!?"))
 
-# A JSON pointer into the state document for messages.
+# METADATA
+# title: JSON pointer
+# description: A JSON pointer into the state document, for messages.
 ptr(parts) := concat("/", array.concat([""], parts))
+
+# The call (Agent/Task: subagent_type, prompt, description).
+
+# METADATA
+# title: Agent or Task call
+# description: Whether the call is an Agent or Task call.
+call_tool if input.tool in {"Agent", "Task"}
+
+# METADATA
+# title: subagent_type as given
+# description: input.call.subagent_type, or "" when absent.
+default subagent_type := ""
+
+subagent_type := input.call.subagent_type if is_string(input.call.subagent_type)
+
+# METADATA
+# title: Prompt of the call
+# description: input.call.prompt, or "" when absent.
+default prompt := ""
+
+prompt := input.call.prompt if is_string(input.call.prompt)
+
+# METADATA
+# title: Description of the call
+# description: input.call.description, or "" when absent.
+default description := ""
+
+description := input.call.description if is_string(input.call.description)
+
+_agent0 := replace(lower(trim_space(subagent_type)), "_", "-")
+
+# METADATA
+# title: Normalised subagent_type
+# description: The call's subagent_type in lower case, "_" replaced by "-", then through the agent alias table.
+agent := data.des.phases.agent_aliases[_agent0]
+
+agent := _agent0 if not data.des.phases.agent_aliases[_agent0]

@@ -10,7 +10,10 @@
 #   workflow_branch_exists}}. An unreadable or detached HEAD gives no opinion.
 package des.phases.branch
 
-import data.des.phases
+import data.des.phases.active_workflow
+import data.des.phases.current
+import data.des.phases.current_field
+import data.des.phases.phase_list
 
 _bash if {
 	input.tool == "Bash"
@@ -19,7 +22,7 @@ _bash if {
 
 _after if startswith(input.event, "PostToolUse")
 
-_git_branch := phases.active_workflow.git_branch if is_object(phases.active_workflow.git_branch)
+_git_branch := active_workflow.git_branch if is_object(active_workflow.git_branch)
 
 _name(b) := trim_prefix(trim_space(b), "refs/heads/")
 
@@ -38,7 +41,7 @@ _on contains {"dir": c.dir, "branch": _name(c.branch.current), "exists": c.branc
 	_name(c.branch.current) != ""
 }
 
-_last := phases.phase_list[count(phases.phase_list) - 1]
+_last := phase_list[count(phase_list) - 1]
 
 # METADATA
 # title: Commit on a protected branch
@@ -48,14 +51,14 @@ _last := phases.phase_list[count(phases.phase_list) - 1]
 #   severity: deny
 deny contains {
 	"code": "DES-BRANCH-PROTECTED",
-	"msg": sprintf("git commit in %s on protected branch %q while the workflow (current phase %q) works on its own branch %q (active_workflow.git_branch.status is %q)", [c.dir, c.branch, phases.current, _workflow_branch, _git_branch.status]),
+	"msg": sprintf("git commit in %s on protected branch %q while the workflow (current phase %q) works on its own branch %q (active_workflow.git_branch.status is %q)", [c.dir, c.branch, current, _workflow_branch, _git_branch.status]),
 	"field": "/active_workflow/git_branch/status",
 	"recovery": [
 		sprintf("Switch to the workflow branch (git checkout %s) and commit there, once the workflow reaches its last phase %q.", [_workflow_branch, _last_text]),
 		sprintf("If the workflow branch was merged, set active_workflow.git_branch.status to a value other than %q.", [data.des.phases.active_branch_status]),
 	],
 } if {
-	phases.current
+	current
 	_git_branch.status == data.des.phases.active_branch_status
 	some c in _on
 	c.branch in data.des.phases.protected_branches
@@ -75,16 +78,16 @@ _last_text := _last
 #   severity: deny
 deny contains {
 	"code": "DES-BRANCH-INTERMEDIATE",
-	"msg": sprintf("git commit in %s on the workflow branch %q while the current phase is %q (%s), not the last phase %q of active_workflow.phases; the workflow commits its branch in its last phase", [c.dir, c.branch, phases.current, phases.current_field, _last]),
+	"msg": sprintf("git commit in %s on the workflow branch %q while the current phase is %q (%s), not the last phase %q of active_workflow.phases; the workflow commits its branch in its last phase", [c.dir, c.branch, current, current_field, _last]),
 	"field": "/active_workflow/current_phase",
 	"recovery": [
-		sprintf("Do not commit yet: keep the changes in the working tree and finish phase %q; commit when active_workflow.current_phase is %q.", [phases.current, _last]),
+		sprintf("Do not commit yet: keep the changes in the working tree and finish phase %q; commit when active_workflow.current_phase is %q.", [current, _last]),
 		"Leave the staged changes as they are (git stash is fine) and go on with the current phase.",
 	],
 } if {
-	phases.current
-	count(phases.phase_list) > 0
-	phases.current != _last
+	current
+	count(phase_list) > 0
+	current != _last
 	some c in _on
 	c.branch == _workflow_branch
 }

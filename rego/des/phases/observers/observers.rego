@@ -10,7 +10,9 @@
 #   text}, input.workflow.state.
 package des.phases.observers
 
-import data.des.phases
+import data.des.phases.agent
+import data.des.phases.first_word
+import data.des.phases.prompt
 
 _post if {
 	input.event == "PostToolUse"
@@ -46,15 +48,15 @@ warn contains {
 	"recovery": ["Walk the user through the discovery results, then set discovery_context.walkthrough_completed to true."],
 } if {
 	_post
-	phases.agent in data.des.phases.discover_agents
+	agent in data.des.phases.discover_agents
 	input.response.present == true
 	is_object(_state.discovery_context)
 	not _walkthrough == true
 }
 
-_discover_call if phases.agent in data.des.phases.discover_agents
+_discover_call if agent in data.des.phases.discover_agents
 
-_discover_call if phases.first_word(phases.prompt) in data.des.phases.discover_commands
+_discover_call if first_word(prompt) in data.des.phases.discover_commands
 
 default _text := ""
 

@@ -1,5 +1,5 @@
 # Requirements of the current phase, the gate on advancement attempts, the
-# iteration corridors and phase-completion claims (package des.phases).
+# iteration corridors and phase-completion claims (package des.phases.guards).
 #
 # The requirement tables are input.workflow.requirements when Go loaded a
 # team's files (setting phase_requirements_files), else the defaults in
@@ -8,7 +8,16 @@
 # test_iteration, constitutional_validation, interactive_elicitation and
 # artifact_validation; other keys of an entry and workflow_overrides are
 # ignored. A phase with no entry has no requirements.
-package des.phases
+package des.phases.guards
+
+import data.des.phases.active_workflow
+import data.des.phases.current
+import data.des.phases.current_doc
+import data.des.phases.is_key
+import data.des.phases.lookup
+import data.des.phases.norm_phase
+import data.des.phases.phase_list
+import data.des.phases.ptr
 
 _team_tables if is_object(input.workflow.requirements)
 
@@ -27,11 +36,11 @@ requirement := lookup(_tables.iteration_requirements.phase_requirements, current
 enabled(kind) if requirement[kind].enabled == true
 
 # The state of the current phase's requirements.
-_ti := _cdoc.iteration_requirements.test_iteration
+_ti := current_doc.iteration_requirements.test_iteration
 
-_ie := _cdoc.iteration_requirements.interactive_elicitation
+_ie := current_doc.iteration_requirements.interactive_elicitation
 
-_cv := _cdoc.constitutional_validation
+_cv := current_doc.constitutional_validation
 
 _req_pointer(parts) := ptr(array.concat(["phases", current], parts))
 
@@ -143,7 +152,7 @@ _artifact_paths := requirement.artifact_validation.paths if {
 	is_array(requirement.artifact_validation.paths)
 }
 
-_folder := active_workflow.artifact_folder if _key(active_workflow.artifact_folder)
+_folder := active_workflow.artifact_folder if is_key(active_workflow.artifact_folder)
 
 _expected := [replace(p, data.des.phases.artifact_folder_placeholder, _folder) | some p in _artifact_paths; is_string(p)]
 
@@ -188,13 +197,13 @@ unmet contains {
 
 _index := active_workflow.current_phase_index if is_number(active_workflow.current_phase_index)
 
-_indexed := norm_phase(active_workflow.phases[_index]) if _key(active_workflow.phases[_index])
+_indexed := norm_phase(active_workflow.phases[_index]) if is_key(active_workflow.phases[_index])
 
 default _indexed_text := "nothing (out of range)"
 
 _indexed_text := json.marshal(_indexed)
 
-_position := [i | some i, p in active_workflow.phases; _key(p); norm_phase(p) == current][0]
+_position := [i | some i, p in active_workflow.phases; is_key(p); norm_phase(p) == current][0]
 
 _position_text := sprintf("to %d, the position of %q in active_workflow.phases", [_position, current]) if _position
 

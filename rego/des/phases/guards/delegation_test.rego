@@ -1,18 +1,19 @@
-package des.phases_test
+package des.guards.guards_test
 
 import data.des.phases
+import data.des.phases.guards
 
 target_of(inp) := t if {
-	t := phases.target with input as inp
+	t := guards.target with input as inp
 }
 
 by_of(inp) := b if {
-	b := phases.by with input as inp
+	b := guards.by with input as inp
 }
 
 not_delegation(inp) if {
-	phases.delegation == false with input as inp
-	not phases.target with input as inp
+	guards.delegation == false with input as inp
+	not guards.target with input as inp
 }
 
 # Rule 1: subagent_type.
@@ -36,7 +37,7 @@ test_rule1_agent_table if {
 	target_of(agent("release-manager", "")) == "13-production"
 	target_of(agent("site-reliability-engineer", "")) == "14-operations"
 	target_of(agent("quality-loop-engineer", "")) == "16-quality-loop"
-	phases.delegation with input as agent("software-developer", "")
+	guards.delegation with input as agent("software-developer", "")
 }
 
 test_rule1_normalises_subagent_type if {
@@ -201,66 +202,66 @@ test_skill_is_never_a_delegation if {
 # Advancement attempts.
 
 test_advancement_orchestrator_phrases if {
-	phases.advancement with input as agent("sdlc-orchestrator", "Advance to the next phase")
-	phases.advancement with input as agent("orchestrator", "Run the GATE check")
-	phases.advancement with input as agent("sdlc_orchestrator", "please proceed")
-	phases.advancement with input as agent("sdlc-orchestrator", "move to phase 07")
-	phases.advancement with input as agent("sdlc-orchestrator", "progress to testing")
-	phases.advancement with input as agent("sdlc-orchestrator", "go to the next   phase")
-	not phases.advancement with input as agent("sdlc-orchestrator", "the advanced gateway proceeds")
-	not phases.advancement with input as agent("sdlc-orchestrator", "summarise the work")
+	guards.advancement with input as agent("sdlc-orchestrator", "Advance to the next phase")
+	guards.advancement with input as agent("orchestrator", "Run the GATE check")
+	guards.advancement with input as agent("sdlc_orchestrator", "please proceed")
+	guards.advancement with input as agent("sdlc-orchestrator", "move to phase 07")
+	guards.advancement with input as agent("sdlc-orchestrator", "progress to testing")
+	guards.advancement with input as agent("sdlc-orchestrator", "go to the next   phase")
+	not guards.advancement with input as agent("sdlc-orchestrator", "the advanced gateway proceeds")
+	not guards.advancement with input as agent("sdlc-orchestrator", "summarise the work")
 }
 
 test_advancement_needs_the_orchestrator if {
-	not phases.advancement with input as agent("general-purpose", "advance to the next phase")
+	not guards.advancement with input as agent("general-purpose", "advance to the next phase")
 }
 
 test_gate_text_in_a_delegation_is_not_an_advancement if {
-	not phases.advancement with input as agent("software-developer", "GATE-06: implement and advance")
-	not phases.advancement with input as agent("general-purpose", "<!-- DES-PHASE: 06-implementation --> pass GATE-06")
+	not guards.advancement with input as agent("software-developer", "GATE-06: implement and advance")
+	not guards.advancement with input as agent("general-purpose", "<!-- DES-PHASE: 06-implementation --> pass GATE-06")
 }
 
 test_skill_advancement if {
-	phases.advancement with input as skill_in(state, "isdlc", "advance")
-	phases.advancement with input as skill_in(state, "/isdlc", "gate 06")
-	phases.advancement with input as skill_in(state, "ISDLC", "  Advance --force")
-	not phases.advancement with input as skill_in(state, "isdlc", "status")
-	not phases.advancement with input as skill_in(state, "isdlc", "please advance")
-	not phases.advancement with input as skill_in(state, "other", "advance")
+	guards.advancement with input as skill_in(state, "isdlc", "advance")
+	guards.advancement with input as skill_in(state, "/isdlc", "gate 06")
+	guards.advancement with input as skill_in(state, "ISDLC", "  Advance --force")
+	not guards.advancement with input as skill_in(state, "isdlc", "status")
+	not guards.advancement with input as skill_in(state, "isdlc", "please advance")
+	not guards.advancement with input as skill_in(state, "other", "advance")
 }
 
 test_team_extends_advance_phrases if {
 	phrases := array.concat(data.des.phases.advance_phrases, ["ship it"])
-	phases.advancement with input as agent("sdlc-orchestrator", "ship it") with data.des.phases.advance_phrases as phrases
+	guards.advancement with input as agent("sdlc-orchestrator", "ship it") with data.des.phases.advance_phrases as phrases
 }
 
 # Corridor calls and completion claims.
 
 test_corridor_call if {
-	phases.corridor_call with input as agent("general-purpose", "delegate the fix")
-	phases.corridor_call with input as agent("general-purpose", "hand off to QA")
-	phases.corridor_call with input as agent("sdlc-orchestrator", "declare complete")
-	phases.corridor_call with input as agent("general-purpose", "advance")
-	phases.corridor_call with input as skill_in(state, "isdlc", "advance")
-	not phases.corridor_call with input as agent("general-purpose", "fix the failing test")
-	not phases.corridor_call with input as agent("software-developer", "delegate and advance")
+	guards.corridor_call with input as agent("general-purpose", "delegate the fix")
+	guards.corridor_call with input as agent("general-purpose", "hand off to QA")
+	guards.corridor_call with input as agent("sdlc-orchestrator", "declare complete")
+	guards.corridor_call with input as agent("general-purpose", "advance")
+	guards.corridor_call with input as skill_in(state, "isdlc", "advance")
+	not guards.corridor_call with input as agent("general-purpose", "fix the failing test")
+	not guards.corridor_call with input as agent("software-developer", "delegate and advance")
 }
 
 test_completion_claim if {
 	some p in data.des.phases.completion_claim_phrases
-	phases.completion_claim with input as agent("general-purpose", sprintf("The %s now.", [upper(p)]))
+	guards.completion_claim with input as agent("general-purpose", sprintf("The %s now.", [upper(p)]))
 }
 
 test_completion_claim_phrases_each if {
 	every p in data.des.phases.completion_claim_phrases {
-		phases.completion_claim with input as agent("general-purpose", sprintf("So: %s.", [p]))
+		guards.completion_claim with input as agent("general-purpose", sprintf("So: %s.", [p]))
 	}
-	not phases.completion_claim with input as agent("general-purpose", "phases completed elsewhere")
-	not phases.completion_claim with input as agent("software-developer", "phase complete")
+	not guards.completion_claim with input as agent("general-purpose", "phases completed elsewhere")
+	not guards.completion_claim with input as agent("software-developer", "phase complete")
 }
 
 test_who if {
-	phases.who == "Agent software-developer" with input as agent("software-developer", "")
-	phases.who == "Skill isdlc" with input as skill_in(state, "isdlc", "advance")
-	phases.who == "the call" with input as agent("", "x")
+	guards.who == "Agent software-developer" with input as agent("software-developer", "")
+	guards.who == "Skill isdlc" with input as skill_in(state, "isdlc", "advance")
+	guards.who == "the call" with input as agent("", "x")
 }

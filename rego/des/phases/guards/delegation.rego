@@ -1,35 +1,20 @@
 # Phase delegation, advancement attempts, corridor calls and phase-completion
-# claims: what kind of call an Agent/Task/Skill call is (package des.phases).
-package des.phases
+# claims: what kind of call an Agent/Task/Skill call is (package des.phases.guards).
+package des.phases.guards
 
-_call_tool if input.tool in {"Agent", "Task"}
-
-default _sub_raw := ""
-
-_sub_raw := input.call.subagent_type if is_string(input.call.subagent_type)
-
-# METADATA
-# title: Prompt of the call
-# description: input.call.prompt, or "" when absent.
-default prompt := ""
-
-prompt := input.call.prompt if is_string(input.call.prompt)
-
-default _description := ""
-
-_description := input.call.description if is_string(input.call.description)
+import data.des.phases.agent
+import data.des.phases.call_tool
+import data.des.phases.current
+import data.des.phases.description
+import data.des.phases.first_word
+import data.des.phases.has_phrase
+import data.des.phases.norm_phase
+import data.des.phases.phase_list
+import data.des.phases.prompt
+import data.des.phases.subagent_type
 
 # The text a call is read from: its prompt and its description.
-_text := concat("\n", [prompt, _description])
-
-_agent0 := replace(lower(trim_space(_sub_raw)), "_", "-")
-
-# METADATA
-# title: Normalised subagent_type
-# description: The call's subagent_type in lower case, "_" replaced by "-", then through the agent alias table.
-agent := data.des.phases.agent_aliases[_agent0]
-
-agent := _agent0 if not data.des.phases.agent_aliases[_agent0]
+_text := concat("\n", [prompt, description])
 
 # A phase of the agent table that matches by prefix (15-upgrade: any current
 # phase starting 15-upgrade) stands for the current phase when it matches.
@@ -48,7 +33,7 @@ resolve(t) := t if not _prefix_match(t)
 # Rule 1: the subagent_type is in the agent table. An `all` or `setup` agent
 # is never a phase delegation, and rules 2 and 3 are not tried for it (its
 # prompt may well name phases: the orchestrator's own calls do).
-_agent_phase := data.des.phases.agent_phases[agent] if _call_tool
+_agent_phase := data.des.phases.agent_phases[agent] if call_tool
 
 _by_type := resolve(norm_phase(_agent_phase)) if {
 	is_string(_agent_phase)
@@ -63,7 +48,7 @@ _marker_phases := {resolve(norm_phase(m[1])) |
 }
 
 _marker_decides if {
-	_call_tool
+	call_tool
 	not _agent_phase
 	count(_marker_phases) > 0
 }
@@ -98,7 +83,7 @@ _candidates contains p if {
 }
 
 _text_decides if {
-	_call_tool
+	call_tool
 	not _agent_phase
 	not _marker_decides
 	not first_word(_text) in data.des.phases.setup_commands
@@ -129,7 +114,7 @@ by := "marker" if _by_marker
 by := "text" if _by_text
 
 _by_words := {
-	"subagent_type": sprintf("by subagent_type %q", [_sub_raw]),
+	"subagent_type": sprintf("by subagent_type %q", [subagent_type]),
 	"marker": "by its <!-- DES-PHASE --> marker",
 	"text": "by naming it in the prompt",
 }
@@ -144,9 +129,9 @@ delegation if target
 # The subject of a message: "Agent software-developer", "Skill isdlc".
 default who := "the call"
 
-who := sprintf("%s %s", [input.tool, _sub_raw]) if {
-	_call_tool
-	_sub_raw != ""
+who := sprintf("%s %s", [input.tool, subagent_type]) if {
+	call_tool
+	subagent_type != ""
 }
 
 who := sprintf("%s %s", [input.tool, _skill]) if input.tool == "Skill"
@@ -172,7 +157,7 @@ _skill_advance if {
 #   whole words; or a Skill isdlc call whose arguments start with advance or
 #   gate. A phase delegation is never one (GATE-06 in its text counts for nothing).
 advancement if {
-	_call_tool
+	call_tool
 	not delegation
 	agent in data.des.phases.advance_agents
 	has_phrase(_text, data.des.phases.advance_phrases)
@@ -184,7 +169,7 @@ advancement if _skill_advance
 # title: Corridor call
 # description: An Agent/Task call that is no phase delegation and whose text has a corridor phrase (the advance phrases and the corridor table), or a Skill advance.
 corridor_call if {
-	_call_tool
+	call_tool
 	not delegation
 	has_phrase(_text, array.concat(data.des.phases.advance_phrases, data.des.phases.corridor_phrases))
 }
@@ -195,7 +180,7 @@ corridor_call if _skill_advance
 # title: Phase-completion claim
 # description: An Agent/Task call that is no phase delegation and whose text has a completion-claim phrase.
 completion_claim if {
-	_call_tool
+	call_tool
 	not delegation
 	has_phrase(_text, data.des.phases.completion_claim_phrases)
 }

@@ -1,6 +1,7 @@
-package des.phases_test
+package des.guards.guards_test
 
 import data.des.phases
+import data.des.phases.guards
 
 # Fixtures shared by the tests of package des.phases.
 
@@ -65,16 +66,16 @@ skill_in(st, name, args) := {"tool": "Skill", "call": {"skill": name, "args": ar
 codes(vs) := {v.code | some v in vs}
 
 deny_codes(inp) := c if {
-	c := codes(phases.deny) with input as inp
+	c := codes(guards.deny) with input as inp
 }
 
 warn_codes(inp) := c if {
-	c := codes(phases.warn) with input as inp
+	c := codes(guards.warn) with input as inp
 }
 
 # Every message and recovery line of the denies, one text.
 texts(inp) := t if {
-	vs := phases.deny with input as inp
+	vs := guards.deny with input as inp
 	t := concat("\n", [concat("\n", array.concat([v.msg], v.recovery)) | some v in vs])
 }
 
@@ -120,9 +121,9 @@ test_no_active_workflow_no_opinion if {
 }
 
 test_no_workflow_no_opinion if {
-	count(phases.deny) == 0 with input as {"tool": "Agent", "call": {"subagent_type": "software-developer", "prompt": "x", "description": ""}}
-	count(phases.warn) == 0 with input as {"tool": "Agent", "call": {"subagent_type": "software-developer", "prompt": "x", "description": ""}}
-	count(phases.deny) == 0 with input as {}
+	count(guards.deny) == 0 with input as {"tool": "Agent", "call": {"subagent_type": "software-developer", "prompt": "x", "description": ""}}
+	count(guards.warn) == 0 with input as {"tool": "Agent", "call": {"subagent_type": "software-developer", "prompt": "x", "description": ""}}
+	count(guards.deny) == 0 with input as {}
 }
 
 # Phase alias table, both sides.
@@ -152,13 +153,13 @@ test_legacy_keys_normalise_on_both_sides if {
 	phases.current == "12-test-deploy" with input as agent_in(legacy, "x", "y")
 	phases.phase_list == ["11-local-testing", "12-test-deploy", "13-production"] with input as agent_in(legacy, "x", "y")
 	inp := agent_in(legacy, "deployment-engineer-staging", "deploy to staging")
-	phases.target == "12-test-deploy" with input as inp
+	guards.target == "12-test-deploy" with input as inp
 	deny_codes(inp) == set()
 
 	# The legacy key named in a prompt, and the new key against a legacy list.
-	phases.target == "12-test-deploy" with input as agent_in(legacy, "general-purpose", "run 13-test-deploy now")
-	phases.target == "12-test-deploy" with input as agent_in(legacy, "general-purpose", "run 12-test-deploy now")
-	phases.target == "12-test-deploy" with input as agent_in(legacy, "general-purpose", "<!-- DES-PHASE: 13-test-deploy -->")
+	guards.target == "12-test-deploy" with input as agent_in(legacy, "general-purpose", "run 13-test-deploy now")
+	guards.target == "12-test-deploy" with input as agent_in(legacy, "general-purpose", "run 12-test-deploy now")
+	guards.target == "12-test-deploy" with input as agent_in(legacy, "general-purpose", "<!-- DES-PHASE: 13-test-deploy -->")
 }
 
 test_legacy_status_key_under_phase_status_only if {

@@ -1,28 +1,28 @@
-package des.phases_test
+package des.guards.guards_test
 
-import data.des.phases
+import data.des.phases.guards
 
 advance(st) := agent_in(st, "sdlc-orchestrator", "Advance to the next phase")
 
-gate_msgs(inp) := {v.msg | some v in phases.deny with input as inp; v.code == "DES-GATE-BLOCKED"}
+gate_msgs(inp) := {v.msg | some v in guards.deny with input as inp; v.code == "DES-GATE-BLOCKED"}
 
 # Requirement tables.
 
 test_requirement_defaults_are_isdlc_files if {
 	data.des.phases.requirements.iteration_requirements.version == "2.1.0"
 	data.des.phases.requirements.artifact_paths.phases["01-requirements"].paths == ["docs/requirements/{artifact_folder}/requirements-spec.md"]
-	phases.requirement.test_iteration.max_iterations == 10 with input as advance(state)
+	guards.requirement.test_iteration.max_iterations == 10 with input as advance(state)
 }
 
 test_gate_passes_when_requirements_met if {
 	deny_codes(advance(state)) == set()
-	phases.advancement with input as advance(state)
+	guards.advancement with input as advance(state)
 }
 
 test_phase_without_entry_passes if {
 	st := {"active_workflow": {"phases": ["99-custom"], "current_phase": "99-custom", "current_phase_index": 0}}
 	deny_codes(advance(st)) == set()
-	not phases.requirement with input as advance(st)
+	not guards.requirement with input as advance(st)
 }
 
 # test_iteration
@@ -268,7 +268,7 @@ failing := {"completed": false, "current_iteration": 2, "max_iterations": 10, "l
 failing_state := set("/phases/06-implementation/iteration_requirements/test_iteration", failing)
 
 test_test_corridor if {
-	phases.in_test_corridor with input as agent_in(failing_state, "general-purpose", "x")
+	guards.in_test_corridor with input as agent_in(failing_state, "general-purpose", "x")
 	inp := agent_in(failing_state, "general-purpose", "Delegate the fix to a helper")
 	deny_codes(inp) == {"DES-ITERATION-CORRIDOR"}
 	t := texts(inp)
@@ -277,11 +277,11 @@ test_test_corridor if {
 }
 
 test_test_corridor_closed if {
-	not phases.in_test_corridor with input as agent_in(state, "x", "y")
+	not guards.in_test_corridor with input as agent_in(state, "x", "y")
 	passed := set("/phases/06-implementation/iteration_requirements/test_iteration", object.union(failing, {"last_test_result": "passed"}))
-	not phases.in_test_corridor with input as agent_in(passed, "x", "y")
+	not guards.in_test_corridor with input as agent_in(passed, "x", "y")
 	escalated := set("/phases/06-implementation/iteration_requirements/test_iteration", object.union(failing, {"status": "escalated"}))
-	not phases.in_test_corridor with input as agent_in(escalated, "x", "y")
+	not guards.in_test_corridor with input as agent_in(escalated, "x", "y")
 	deny_codes(agent_in(escalated, "general-purpose", "hand off")) == set()
 }
 
@@ -300,7 +300,7 @@ test_corridor_orchestrator_advance_both if {
 
 test_constitutional_corridor if {
 	st := set("/phases/06-implementation/constitutional_validation", {"status": "iterating"})
-	phases.in_constitutional_corridor with input as agent_in(st, "x", "y")
+	guards.in_constitutional_corridor with input as agent_in(st, "x", "y")
 	inp := agent_in(st, "general-purpose", "phase complete, hand off")
 	deny_codes(inp) == {"DES-ITERATION-CORRIDOR", "DES-CONSTITUTION-PENDING"}
 	contains(texts(inp), `is in its constitutional corridor`)
@@ -311,13 +311,13 @@ test_constitutional_corridor_needs_tests_satisfied if {
 		{"op": "replace", "path": "/phases/06-implementation/constitutional_validation", "value": {"status": "iterating"}},
 		{"op": "replace", "path": "/phases/06-implementation/iteration_requirements/test_iteration/completed", "value": false},
 	])
-	not phases.in_constitutional_corridor with input as agent_in(st, "x", "y")
+	not guards.in_constitutional_corridor with input as agent_in(st, "x", "y")
 
 	# A phase without tests: satisfied.
 	st2 := {"active_workflow": {"phases": ["02-tracing"], "current_phase": "02-tracing"}}
-	phases.in_constitutional_corridor with input as agent_in(st2, "x", "y")
+	guards.in_constitutional_corridor with input as agent_in(st2, "x", "y")
 	st3 := json.patch(st2, [{"op": "add", "path": "/phases", "value": {"02-tracing": {"constitutional_validation": {"status": "escalated"}}}}])
-	not phases.in_constitutional_corridor with input as agent_in(st3, "x", "y")
+	not guards.in_constitutional_corridor with input as agent_in(st3, "x", "y")
 }
 
 # DES-CONSTITUTION-PENDING
@@ -325,7 +325,7 @@ test_constitutional_corridor_needs_tests_satisfied if {
 test_constitution_pending if {
 	st := set("/phases/06-implementation/constitutional_validation", {"status": "iterating"})
 	inp := agent_in(st, "sdlc-orchestrator", "Phase complete: ready for gate")
-	codes(phases.deny) & {"DES-CONSTITUTION-PENDING"} == {"DES-CONSTITUTION-PENDING"} with input as inp
+	codes(guards.deny) & {"DES-CONSTITUTION-PENDING"} == {"DES-CONSTITUTION-PENDING"} with input as inp
 	t := texts(inp)
 	contains(t, `claims phase "06-implementation" complete`)
 	contains(t, `phases["06-implementation"].constitutional_validation.status`)
@@ -349,16 +349,16 @@ test_constitution_pending_not_when_not_required if {
 test_escalations if {
 	st := set("/phases/06-implementation/constitutional_validation", {"status": "iterating"})
 	inp := agent_in(st, "sdlc-orchestrator", "phase complete, advance")
-	phases.escalations == [
+	guards.escalations == [
 		{"type": "constitution_blocked", "phase": "06-implementation", "codes": ["DES-CONSTITUTION-PENDING"]},
 		{"type": "corridor_blocked", "phase": "06-implementation", "codes": ["DES-ITERATION-CORRIDOR"]},
 		{"type": "gate_blocked", "phase": "06-implementation", "codes": ["DES-GATE-BLOCKED"]},
 	] with input as inp
-	phases.escalations == [] with input as agent("software-developer", "x")
+	guards.escalations == [] with input as agent("software-developer", "x")
 }
 
 test_team_maps_codes_to_escalation_types if {
 	table := {"DES-GATE-BLOCKED": "blocked", "DES-ITERATION-CORRIDOR": "blocked"}
-	phases.escalations == [{"type": "blocked", "phase": "06-implementation", "codes": ["DES-GATE-BLOCKED", "DES-ITERATION-CORRIDOR"]}] with input as advance(failing_state)
+	guards.escalations == [{"type": "blocked", "phase": "06-implementation", "codes": ["DES-GATE-BLOCKED", "DES-ITERATION-CORRIDOR"]}] with input as advance(failing_state)
 		with data.des.phases.escalation_types as table
 }

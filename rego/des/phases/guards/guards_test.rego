@@ -1,6 +1,6 @@
-package des.phases_test
+package des.guards.guards_test
 
-import data.des.phases
+import data.des.phases.guards
 
 # A delegation to the current, started phase, with a plan: nothing to say.
 test_delegation_in_order_passes if {
@@ -18,7 +18,7 @@ test_out_of_order if {
 	contains(t, `"06-implementation"`)
 	contains(t, "active_workflow.current_phase")
 	contains(t, `by subagent_type "integration-tester"`)
-	v := [v | some v in phases.deny with input as inp][0]
+	v := [v | some v in guards.deny with input as inp][0]
 	v.field == "/active_workflow/current_phase"
 }
 
@@ -37,7 +37,7 @@ test_out_of_order_phase_outside_the_workflow if {
 test_out_of_order_names_top_level_field_when_read_from_there if {
 	st := patched([{"op": "remove", "path": "/active_workflow/current_phase"}])
 	inp := agent_in(st, "integration-tester", "x")
-	v := [v | some v in phases.deny with input as inp][0]
+	v := [v | some v in guards.deny with input as inp][0]
 	v.field == "/current_phase"
 	contains(v.msg, "(current_phase)")
 }
@@ -50,7 +50,7 @@ test_untracked_status_pending if {
 	deny_codes(inp) == {"DES-PHASE-UNTRACKED"}
 	contains(texts(inp), `Set phases["06-implementation"].status to "in_progress" (and active_workflow.phase_status["06-implementation"]) before delegating`)
 	contains(texts(inp), `its status is "pending"`)
-	v := [v | some v in phases.deny with input as inp][0]
+	v := [v | some v in guards.deny with input as inp][0]
 	v.field == "/phases/06-implementation/status"
 }
 
@@ -114,7 +114,7 @@ test_team_extends_early_phases if {
 
 with_plan(plan) := json.patch(agent("software-developer", "x"), [{"op": "replace", "path": "/workflow/plan", "value": plan}])
 
-plan_warnings(plan) := {v.msg | some v in phases.warn with input as with_plan(plan)}
+plan_warnings(plan) := {v.msg | some v in guards.warn with input as with_plan(plan)}
 
 test_plan_format_good_plan if {
 	warn_codes(with_plan(plan_ok)) == set()

@@ -1,7 +1,15 @@
 # The delegation guards: a phase delegation checked against the workflow
 # state and the task plan, and the fail-closed rule for an unusable state file
-# (package des.phases).
-package des.phases
+# (package des.phases.guards).
+package des.phases.guards
+
+import data.des.phases.current
+import data.des.phases.current_field
+import data.des.phases.current_status
+import data.des.phases.norm_phase
+import data.des.phases.phase_list
+import data.des.phases.ptr
+import data.des.phases.status_text
 
 _current_pointer := ptr(split(current_field, "."))
 
