@@ -20,7 +20,10 @@ _bash if {
 	not _after # the commit already ran
 }
 
-_after if startswith(input.event, "PostToolUse")
+_after if {
+	is_string(input.event)
+	startswith(input.event, "PostToolUse")
+}
 
 _git_branch := active_workflow.git_branch if is_object(active_workflow.git_branch)
 
@@ -32,7 +35,7 @@ _workflow_branch := _name(_git_branch.name) if {
 }
 
 # The branch each commit is made on, when it can be read.
-_on contains {"dir": c.dir, "branch": _name(c.branch.current), "exists": c.branch.workflow_branch_exists == true} if {
+_on contains {"dir": object.get(c, "dir", "."), "branch": _name(c.branch.current), "exists": c.branch.workflow_branch_exists == true} if {
 	_bash
 	some c in input.commits
 	c.branch.readable == true
@@ -119,5 +122,6 @@ deny contains {
 } if {
 	_problem != ""
 	_bash
+	is_array(input.commits)
 	count(input.commits) > 0
 }

@@ -74,6 +74,7 @@ _phase_tokens := {lower(norm_phase(t)) | some t in _tokens}
 _candidates contains resolve(norm_phase(p)) if {
 	some tok in _tokens
 	p := data.des.phases.agent_phases[replace(tok, "_", "-")]
+	is_string(p)
 	not p in data.des.phases.non_delegation_phases
 }
 

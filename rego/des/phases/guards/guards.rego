@@ -59,7 +59,7 @@ _early := {norm_phase(p) | some p in data.des.phases.early_phases}
 
 default _plan_candidates := []
 
-_plan_candidates := input.workflow.plan.candidates if is_array(input.workflow.plan.candidates)
+_plan_candidates := [c | some c in input.workflow.plan.candidates; is_string(c)] if is_array(input.workflow.plan.candidates)
 
 # METADATA
 # title: Task plan missing
@@ -112,6 +112,7 @@ _plan_problems contains "its implementation section has no `files:` lines under 
 
 _some_files if {
 	some t in _impl_tasks
+	is_array(t.files)
 	count(t.files) > 0
 }
 
