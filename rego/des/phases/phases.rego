@@ -126,15 +126,19 @@ status_text := "absent" if current_status == null
 
 status_text := json.marshal(current_status) if current_status != null
 
+# Set-like tables are objects {entry: true}, so that a team's data file can
+# add an entry (data documents merge key by key) or switch one off (false).
+
 # Text helpers. A phrase matches as whole words, case-insensitively; phrases
 # in the tables are literal words (letters, digits, spaces, hyphens).
 _phrase_re(p) := sprintf("(?i)\\b%s\\b", [concat("\\s+", split(trim_space(p), " "))])
 
 # METADATA
 # title: Has a phrase
-# description: Whether text holds one of the phrases as whole words, case-insensitively.
+# description: Whether text holds one of the phrases (a table of phrase to true) as whole words, case-insensitively.
 has_phrase(text, phrases) if {
-	some p in phrases
+	some p, on in phrases
+	on == true
 	regex.match(_phrase_re(p), text)
 }
 
@@ -143,13 +147,13 @@ has_phrase(text, phrases) if {
 # description: The first word of a text, lower case, skipping a command prefix such as /isdlc; trailing punctuation is dropped.
 first_word(text) := w if {
 	words := _words(text)
-	not lower(words[0]) in data.des.phases.command_prefixes
+	not data.des.phases.command_prefixes[lower(words[0])] == true
 	w := _bare(words[0])
 }
 
 first_word(text) := w if {
 	words := _words(text)
-	lower(words[0]) in data.des.phases.command_prefixes
+	data.des.phases.command_prefixes[lower(words[0])] == true
 	w := _bare(words[1])
 }
 

@@ -64,7 +64,7 @@ deny contains {
 	current
 	_git_branch.status == data.des.phases.active_branch_status
 	some c in _on
-	c.branch in data.des.phases.protected_branches
+	data.des.phases.protected_branches[c.branch] == true
 	c.branch != _workflow_branch
 	c.exists
 }

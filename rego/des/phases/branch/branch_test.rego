@@ -46,7 +46,7 @@ test_protected_needs_active_status_and_existing_branch if {
 }
 
 test_team_extends_protected_branches if {
-	codes(commit("develop")) == {"DES-BRANCH-PROTECTED"} with data.des.phases.protected_branches as ["main", "develop"]
+	codes(commit("develop")) == {"DES-BRANCH-PROTECTED"} with data.des.phases.protected_branches as {"main": true, "develop": true}
 }
 
 test_intermediate_commit if {

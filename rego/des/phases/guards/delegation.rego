@@ -19,7 +19,7 @@ _text := concat("\n", [prompt, description])
 # A phase of the agent table that matches by prefix (15-upgrade: any current
 # phase starting 15-upgrade) stands for the current phase when it matches.
 _prefix_match(t) if {
-	t in data.des.phases.prefix_phases
+	data.des.phases.prefix_phases[t] == true
 	startswith(current, t)
 }
 
@@ -37,7 +37,7 @@ _agent_phase := data.des.phases.agent_phases[agent] if call_tool
 
 _by_type := resolve(norm_phase(_agent_phase)) if {
 	is_string(_agent_phase)
-	not _agent_phase in data.des.phases.non_delegation_phases
+	not data.des.phases.non_delegation_phases[_agent_phase] == true
 }
 
 # Rule 2: a <!-- DES-PHASE: key --> routing marker. Several markers naming
@@ -75,7 +75,7 @@ _candidates contains resolve(norm_phase(p)) if {
 	some tok in _tokens
 	p := data.des.phases.agent_phases[replace(tok, "_", "-")]
 	is_string(p)
-	not p in data.des.phases.non_delegation_phases
+	not data.des.phases.non_delegation_phases[p] == true
 }
 
 _candidates contains p if {
@@ -87,7 +87,7 @@ _text_decides if {
 	call_tool
 	not _agent_phase
 	not _marker_decides
-	not first_word(_text) in data.des.phases.setup_commands
+	not data.des.phases.setup_commands[first_word(_text)] == true
 }
 
 _by_text := t if {
@@ -146,8 +146,8 @@ _args := input.call.args if is_string(input.call.args)
 
 _skill_advance if {
 	input.tool == "Skill"
-	_skill in data.des.phases.advance_skills
-	first_word(_args) in data.des.phases.skill_advance_words
+	data.des.phases.advance_skills[_skill] == true
+	data.des.phases.skill_advance_words[first_word(_args)] == true
 }
 
 # METADATA
@@ -160,7 +160,7 @@ _skill_advance if {
 advancement if {
 	call_tool
 	not delegation
-	agent in data.des.phases.advance_agents
+	data.des.phases.advance_agents[agent] == true
 	has_phrase(_text, data.des.phases.advance_phrases)
 }
 
@@ -172,8 +172,12 @@ advancement if _skill_advance
 corridor_call if {
 	call_tool
 	not delegation
-	has_phrase(_text, array.concat(data.des.phases.advance_phrases, data.des.phases.corridor_phrases))
+	_corridor_phrase
 }
+
+_corridor_phrase if has_phrase(_text, data.des.phases.advance_phrases)
+
+_corridor_phrase if has_phrase(_text, data.des.phases.corridor_phrases)
 
 corridor_call if _skill_advance
 

@@ -1,4 +1,4 @@
-package des.guards.guards_test
+package des.phases.guards_test
 
 import data.des.phases
 import data.des.phases.guards
@@ -191,8 +191,13 @@ test_rule3_setup_words_inside_the_prompt_do_not_hide_a_delegation if {
 }
 
 test_team_extends_setup_commands if {
-	cmds := array.concat(data.des.phases.setup_commands, ["doctor"])
+	cmds := object.union(data.des.phases.setup_commands, {"doctor": true})
 	not_delegation(agent("general-purpose", "doctor 06-implementation")) with data.des.phases.setup_commands as cmds
+}
+
+test_team_switches_a_setup_command_off if {
+	cmds := object.union(data.des.phases.setup_commands, {"status": false})
+	target_of(agent("general-purpose", "status of 06-implementation")) == "06-implementation" with data.des.phases.setup_commands as cmds
 }
 
 test_skill_is_never_a_delegation if {
@@ -231,7 +236,7 @@ test_skill_advancement if {
 }
 
 test_team_extends_advance_phrases if {
-	phrases := array.concat(data.des.phases.advance_phrases, ["ship it"])
+	phrases := object.union(data.des.phases.advance_phrases, {"ship it": true})
 	guards.advancement with input as agent("sdlc-orchestrator", "ship it") with data.des.phases.advance_phrases as phrases
 }
 
@@ -248,12 +253,12 @@ test_corridor_call if {
 }
 
 test_completion_claim if {
-	some p in data.des.phases.completion_claim_phrases
+	some p, _ in data.des.phases.completion_claim_phrases
 	guards.completion_claim with input as agent("general-purpose", sprintf("The %s now.", [upper(p)]))
 }
 
 test_completion_claim_phrases_each if {
-	every p in data.des.phases.completion_claim_phrases {
+	every p, _ in data.des.phases.completion_claim_phrases {
 		guards.completion_claim with input as agent("general-purpose", sprintf("So: %s.", [p]))
 	}
 	not guards.completion_claim with input as agent("general-purpose", "phases completed elsewhere")

@@ -17,6 +17,18 @@ _outside := "" if target in phase_list
 
 _outside := sprintf("; %q is not one of active_workflow.phases (%s)", [target, concat(", ", phase_list)]) if not target in phase_list
 
+_first_index(p) := [i | some i, q in phase_list; q == p][0]
+
+# Going back to an earlier phase is a rollback (the write guard lets the
+# index and statuses move down only with recovery_action.type "rollback").
+_move_recovery := sprintf("To go back: set active_workflow.recovery_action.type to \"rollback\" and active_workflow.current_phase to %q (with active_workflow.current_phase_index %d, phases[%q].status and active_workflow.phase_status[%q] set to \"in_progress\"), then delegate again.", [target, _first_index(target), target, target]) if _target_earlier
+
+_move_recovery := sprintf("To move on: pass %q's gate, then set active_workflow.current_phase to %q (with active_workflow.current_phase_index, phases[%q].status and active_workflow.phase_status[%q] set to \"in_progress\") and delegate again.", [current, target, target, target]) if {
+	not _target_earlier
+}
+
+_target_earlier if _first_index(target) < _first_index(current)
+
 # METADATA
 # title: Phase delegated out of order
 # description: A phase delegation whose target phase T is not the current phase C.
@@ -29,7 +41,7 @@ deny contains {
 	"field": _current_pointer,
 	"recovery": [
 		sprintf("Delegate the work of the current phase %q instead, or finish it first.", [current]),
-		sprintf("To move on: pass %q's gate, then set active_workflow.current_phase to %q (with active_workflow.current_phase_index, phases[%q].status and active_workflow.phase_status[%q] set to \"in_progress\") and delegate again.", [current, target, target, target]),
+		_move_recovery,
 	],
 } if {
 	current
@@ -55,7 +67,7 @@ deny contains {
 	current_status != data.des.phases.active_status
 }
 
-_early := {norm_phase(p) | some p in data.des.phases.early_phases}
+_early := {norm_phase(p) | some p, on in data.des.phases.early_phases; on == true}
 
 default _plan_candidates := []
 
@@ -88,7 +100,8 @@ _plan_checked if {
 	delegation
 	current == norm_phase(data.des.phases.plan_format.phase)
 	input.workflow.plan.exists == true
-	input.workflow.plan.format in data.des.phases.plan_format.versions
+	is_string(input.workflow.plan.format)
+	data.des.phases.plan_format.versions[input.workflow.plan.format] == true
 }
 
 default _plan_path := "the task plan"

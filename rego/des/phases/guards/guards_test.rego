@@ -1,4 +1,4 @@
-package des.guards.guards_test
+package des.phases.guards_test
 
 import data.des.phases.guards
 
@@ -26,6 +26,8 @@ test_out_of_order_backwards_and_by_marker if {
 	inp := agent("general-purpose", "<!-- DES-PHASE: 03-architecture -->")
 	deny_codes(inp) == {"DES-PHASE-OUT-OF-ORDER"}
 	contains(texts(inp), "DES-PHASE --> marker")
+	contains(texts(inp), `To go back: set active_workflow.recovery_action.type to "rollback" and active_workflow.current_phase to "03-architecture" (with active_workflow.current_phase_index 2,`)
+	contains(texts(agent("integration-tester", "x")), `To move on: pass "06-implementation"'s gate, then set active_workflow.current_phase to "07-testing"`)
 }
 
 test_out_of_order_phase_outside_the_workflow if {
@@ -88,7 +90,7 @@ test_plan_missing if {
 }
 
 test_plan_not_needed_in_early_phases if {
-	every p in data.des.phases.early_phases {
+	every p, _ in data.des.phases.early_phases {
 		st := {"active_workflow": {"phases": [p], "current_phase": p, "phase_status": {p: "in_progress"}}}
 		inp := {"tool": "Agent", "call": {"subagent_type": "x", "prompt": sprintf("<!-- DES-PHASE: %s -->", [p]), "description": ""}, "workflow": {"state": st, "plan": no_plan}}
 		deny_codes(inp) == set()
@@ -107,7 +109,7 @@ test_plan_missing_only_on_delegation if {
 
 test_team_extends_early_phases if {
 	inp := json.patch(agent("software-developer", "x"), [{"op": "replace", "path": "/workflow/plan", "value": no_plan}])
-	deny_codes(inp) == set() with data.des.phases.early_phases as ["06-implementation"]
+	deny_codes(inp) == set() with data.des.phases.early_phases as {"06-implementation": true}
 }
 
 # DES-PLAN-FORMAT

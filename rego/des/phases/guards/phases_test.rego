@@ -1,4 +1,4 @@
-package des.guards.guards_test
+package des.phases.guards_test
 
 import data.des.phases
 import data.des.phases.guards
@@ -196,11 +196,11 @@ test_first_word if {
 }
 
 test_has_phrase_whole_words if {
-	phases.has_phrase("please Advance now", ["advance"])
-	phases.has_phrase("go to the NEXT\n phase", ["next phase"])
-	not phases.has_phrase("the advanced parts", ["advance"])
-	not phases.has_phrase("nextphase", ["next phase"])
-	phases.has_phrase("check GATE-06", ["gate"])
+	phases.has_phrase("please Advance now", {"advance": true})
+	phases.has_phrase("go to the NEXT\n phase", {"next phase": true})
+	not phases.has_phrase("the advanced parts", {"advance": true})
+	not phases.has_phrase("nextphase", {"next phase": true})
+	phases.has_phrase("check GATE-06", {"gate": true})
 }
 
 test_ptr if {

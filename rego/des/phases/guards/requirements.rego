@@ -190,9 +190,10 @@ unmet contains {
 	"kind": "supervised_review",
 	"msg": sprintf("its supervised review is %q (active_workflow.supervised_review.status)", [active_workflow.supervised_review.status]),
 	"field": "/active_workflow/supervised_review/status",
-	"recovery": sprintf("Wait for the user's review of %q; a rejected phase is redone, and the review status is set to a value other than %s before advancing.", [current, concat(" or ", data.des.phases.review_blocking_statuses)]),
+	"recovery": sprintf("Wait for the user's review of %q; a rejected phase is redone, and the review status is set to a value other than %s before advancing.", [current, concat(" or ", sort([s | some s, on in data.des.phases.review_blocking_statuses; on == true]))]),
 } if {
-	active_workflow.supervised_review.status in data.des.phases.review_blocking_statuses
+	is_string(active_workflow.supervised_review.status)
+	data.des.phases.review_blocking_statuses[active_workflow.supervised_review.status] == true
 }
 
 _index := active_workflow.current_phase_index if is_number(active_workflow.current_phase_index)

@@ -1,4 +1,4 @@
-package des.guards.guards_test
+package des.phases.guards_test
 
 import data.des.phases.guards
 

@@ -48,15 +48,15 @@ warn contains {
 	"recovery": ["Walk the user through the discovery results, then set discovery_context.walkthrough_completed to true."],
 } if {
 	_post
-	agent in data.des.phases.discover_agents
+	data.des.phases.discover_agents[agent] == true
 	input.response.present == true
 	is_object(_state.discovery_context)
 	not _walkthrough == true
 }
 
-_discover_call if agent in data.des.phases.discover_agents
+_discover_call if data.des.phases.discover_agents[agent] == true
 
-_discover_call if first_word(prompt) in data.des.phases.discover_commands
+_discover_call if data.des.phases.discover_commands[first_word(prompt)] == true
 
 default _text := ""
 
@@ -65,7 +65,7 @@ _text := input.response.text if is_string(input.response.text)
 _lower_text := lower(_text)
 
 _menu_problems contains sprintf("lacks %s", [concat(" or ", [sprintf("%q", [o]) | some o in group])]) if {
-	some group in data.des.phases.discover_menu.required
+	some group in data.des.phases.discover_menu.required # name: alternatives
 	not _offers_one(group)
 }
 
@@ -75,7 +75,8 @@ _offers_one(group) if {
 }
 
 _menu_problems contains sprintf("offers %q", [o]) if {
-	some o in data.des.phases.discover_menu.forbidden
+	some o, on in data.des.phases.discover_menu.forbidden
+	on == true
 	contains(_lower_text, lower(o))
 }
 

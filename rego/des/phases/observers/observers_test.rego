@@ -101,7 +101,7 @@ test_discover_menu_only_for_discover_calls if {
 }
 
 test_team_extends_discover_menu if {
-	menu := {"min_length": 10, "numbered_option": "(?m)^\\d+\\.", "required": [["Start"]], "forbidden": []}
+	menu := {"min_length": 10, "numbered_option": "(?m)^\\d+\\.", "required": {"start": ["Start"]}, "forbidden": {}}
 	codes(result(ok_state, "discover-orchestrator", "x", done("1. New Project\n2. Other"))) == {"DES-DISCOVER-MENU"} with data.des.phases.discover_menu as menu
 	codes(result(ok_state, "discover-orchestrator", "x", done("1. Start\n2. Other"))) == set() with data.des.phases.discover_menu as menu
 }
