@@ -128,15 +128,6 @@ test_no_workflow_no_opinion if {
 
 # Phase alias table, both sides.
 
-test_phase_aliases if {
-	phases.norm_phase("13-test-deploy") == "12-test-deploy"
-	phases.norm_phase("14-production") == "13-production"
-	phases.norm_phase("15-operations") == "14-operations"
-	phases.norm_phase("16-upgrade-plan") == "15-upgrade-plan"
-	phases.norm_phase("16-upgrade-execute") == "15-upgrade-execute"
-	phases.norm_phase(" 06-implementation ") == "06-implementation"
-}
-
 legacy := {
 	"active_workflow": {
 		"phases": ["11-local-testing", "13-test-deploy", "14-production"],
@@ -171,38 +162,9 @@ test_legacy_status_key_under_phase_status_only if {
 	deny_codes(agent_in(st, "deployment-engineer-staging", "deploy")) == {"DES-PHASE-UNTRACKED"}
 }
 
-test_lookup_prefers_the_exact_key if {
-	phases.lookup({"13-test-deploy": 1, "12-test-deploy": 2}, "12-test-deploy") == 2
-	phases.lookup({"13-test-deploy": 1, "12-test-deploy": null}, "12-test-deploy") == 1
-	not phases.lookup({"a": 1}, "12-test-deploy")
-	not phases.lookup("not an object", "a")
-}
-
 test_team_extends_phase_aliases if {
 	aliases := object.union(data.des.phases.phase_aliases, {"06-impl": "06-implementation"})
 	st := set("/active_workflow/current_phase", "06-impl")
 	phases.current == "06-implementation" with input as agent_in(st, "x", "y") with data.des.phases.phase_aliases as aliases
 	deny_codes(agent_in(st, "software-developer", "implement")) == set() with data.des.phases.phase_aliases as aliases
-}
-
-# Text helpers.
-
-test_first_word if {
-	phases.first_word("  Status of the build") == "status"
-	phases.first_word("/isdlc discover --deep") == "discover"
-	phases.first_word("/ISDLC init") == "init"
-	phases.first_word("init: set up") == "init"
-	phases.first_word("") == ""
-}
-
-test_has_phrase_whole_words if {
-	phases.has_phrase("please Advance now", {"advance": true})
-	phases.has_phrase("go to the NEXT\n phase", {"next phase": true})
-	not phases.has_phrase("the advanced parts", {"advance": true})
-	not phases.has_phrase("nextphase", {"next phase": true})
-	phases.has_phrase("check GATE-06", {"gate": true})
-}
-
-test_ptr if {
-	phases.ptr(["phases", "06-implementation", "status"]) == "/phases/06-implementation/status"
 }
