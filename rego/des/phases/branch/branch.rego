@@ -46,6 +46,11 @@ _on contains {"dir": object.get(c, "dir", "."), "branch": _name(c.branch.current
 
 _last := phase_list[count(phase_list) - 1]
 
+# Where the commit runs, for messages: nothing for the project root.
+_where(dir) := "" if dir in {".", ""}
+
+_where(dir) := sprintf(" in %v", [dir]) if not dir in {".", ""}
+
 # METADATA
 # title: Commit on a protected branch
 # description: A git commit on a protected branch (main, master) while active_workflow.git_branch.status is active and the workflow branch exists.
@@ -54,7 +59,7 @@ _last := phase_list[count(phase_list) - 1]
 #   severity: deny
 deny contains {
 	"code": "DES-BRANCH-PROTECTED",
-	"msg": sprintf("git commit in %s on protected branch %q while the workflow (current phase %q) works on its own branch %q (active_workflow.git_branch.status is %q)", [c.dir, c.branch, current, _workflow_branch, _git_branch.status]),
+	"msg": sprintf("git commit%s on protected branch %q while the workflow (current phase %q) works on its own branch %q (active_workflow.git_branch.status is %q)", [_where(c.dir), c.branch, current, _workflow_branch, _git_branch.status]),
 	"field": "/active_workflow/git_branch/status",
 	"recovery": [
 		sprintf("Switch to the workflow branch (git checkout %s) and commit there, once the workflow reaches its last phase %q.", [_workflow_branch, _last_text]),
@@ -81,7 +86,7 @@ _last_text := _last
 #   severity: deny
 deny contains {
 	"code": "DES-BRANCH-INTERMEDIATE",
-	"msg": sprintf("git commit in %s on the workflow branch %q while the current phase is %q (%s), not the last phase %q of active_workflow.phases; the workflow commits its branch in its last phase", [c.dir, c.branch, current, current_field, _last]),
+	"msg": sprintf("git commit%s on the workflow branch %q while the current phase is %q (%s), not the last phase %q of active_workflow.phases; the workflow commits its branch in its last phase", [_where(c.dir), c.branch, current, current_field, _last]),
 	"field": "/active_workflow/current_phase",
 	"recovery": [
 		sprintf("Do not commit yet: keep the changes in the working tree and finish phase %q; commit when active_workflow.current_phase is %q.", [current, _last]),

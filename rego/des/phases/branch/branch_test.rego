@@ -87,6 +87,9 @@ test_unreadable_or_detached_no_opinion if {
 test_one_violation_per_commit if {
 	inp := commit_in(state, [on("main"), object.union(on("feature/REQ-0001-login"), {"dir": "sub"})])
 	codes(inp) == {"DES-BRANCH-PROTECTED", "DES-BRANCH-INTERMEDIATE"}
+	t := texts(inp)
+	contains(t, `git commit on protected branch "main"`)
+	contains(t, `git commit in sub on the workflow branch`)
 }
 
 test_no_workflow_no_opinion if {
