@@ -69,19 +69,25 @@ _by_marker := t if {
 # first word (optionally after /isdlc) vetoes rule 3 only.
 _tokens := {lower(t) | some t in regex.find_n(`[A-Za-z0-9_-]+`, _text, -1)}
 
-_phase_tokens := {lower(norm_phase(t)) | some t in _tokens}
+# Built-ins only per token (a prompt may hold tens of thousands): the tables
+# are small, so they are walked and looked up in the token sets.
+_agent_tokens := {replace(t, "_", "-") | some t in _tokens}
 
 _candidates contains resolve(norm_phase(p)) if {
-	some tok in _tokens
-	p := data.des.phases.agent_phases[replace(tok, "_", "-")]
+	some a, p in data.des.phases.agent_phases
 	is_string(p)
 	not data.des.phases.non_delegation_phases[p] == true
+	lower(a) in _agent_tokens
 }
 
+# A phase of the workflow is named by its key or by a legacy key of it.
 _candidates contains p if {
 	some p in phase_list
-	lower(p) in _phase_tokens
+	some k in _phase_names(p)
+	k in _tokens
 }
+
+_phase_names(p) := {lower(k) | some k in array.concat([p], [a | some a, q in data.des.phases.phase_aliases; q == p])}
 
 _text_decides if {
 	call_tool

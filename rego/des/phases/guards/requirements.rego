@@ -249,6 +249,7 @@ deny contains {
 	"recovery": [u.recovery, sprintf("Then advance again; until then keep working in phase %q.", [current])],
 } if {
 	current
+	count(unmet) > 0
 	advancement
 	some u in unmet
 }
@@ -292,8 +293,8 @@ deny contains {
 	],
 } if {
 	current
+	in_test_corridor # cheap state checks before reading the text
 	corridor_call
-	in_test_corridor
 }
 
 deny contains {
@@ -306,8 +307,8 @@ deny contains {
 	],
 } if {
 	current
-	corridor_call
 	in_constitutional_corridor
+	corridor_call
 }
 
 _constitution_passes if _cv_status == data.des.phases.compliant_status
@@ -333,9 +334,9 @@ deny contains {
 	],
 } if {
 	current
-	completion_claim
 	enabled("constitutional_validation")
 	not _constitution_passes
+	completion_claim
 }
 
 # METADATA
