@@ -92,7 +92,6 @@ warn contains {
 	"recovery": ["Show discover's own menu: New Project, Existing Project and Chat/Explore, with no Scoped Analysis or Auto-detect option."],
 } if {
 	_post
-	_state
 	_discover_call
 	count(_text) >= data.des.phases.discover_menu.min_length
 	regex.match(data.des.phases.discover_menu.numbered_option, _text)

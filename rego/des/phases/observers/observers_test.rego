@@ -113,3 +113,10 @@ test_observers_only_after_agent_calls if {
 	codes(object.union(inp, {"tool": "Bash"})) == set()
 	codes(object.union(inp, {"tool": "Task"})) == {"DES-WALKTHROUGH-MISSING", "DES-DISCOVER-MENU"}
 }
+
+# The menu is judged without a workflow state: discover runs before there is one.
+test_discover_menu_needs_no_state if {
+	menu := "Choose one of these:\n1) New Project\n2) Resume the last session\n3) Quit the whole thing now"
+	inp := json.patch(result(ok_state, "discover-orchestrator", "x", done(menu)), [{"op": "remove", "path": "/workflow"}])
+	codes(inp) == {"DES-DISCOVER-MENU"}
+}
