@@ -4,7 +4,7 @@
 #   The iSDLC phase workflow guards of a multi-phase workflow (Claude Code
 #   orchestrators delegating SDLC phases): phase delegations checked against
 #   the workflow state, advancement attempts against the phase's
-#   requirements, the iteration corridors and phase-completion claims. The
+#   requirements, the iteration corridors and phase-completion claims.
 #   This package reads the workflow state and the call (the current phase,
 #   the key normalisation, the normalised subagent_type); the rules are in
 #   des.phases.guards (gathered by the pre_invocation gate), des.phases.branch
