@@ -45,8 +45,8 @@ func (e *Engine) CheckCommitBranches(ctx context.Context, call gate.BashCall) (g
 
 // ObserveSubagent runs the PostToolUse observers on a finished Agent or
 // Task call (DES-WALKTHROUGH-MISSING, DES-DISCOVER-MENU): warnings only,
-// for the orchestrator to read. Without a workflow state nothing is
-// evaluated.
+// for the orchestrator to read. Every call is evaluated, the workflow state
+// added when one is found (discover runs before there is one).
 func (e *Engine) ObserveSubagent(ctx context.Context, r gate.SubagentResult) (gate.Result, error) {
 	return e.ToolUse().ObserveSubagent(ctx, e, e.workflow, r)
 }

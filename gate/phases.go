@@ -286,8 +286,12 @@ type SubagentResult struct {
 
 // ObserveSubagent runs the PostToolUse observers (DES-WALKTHROUGH-MISSING,
 // DES-DISCOVER-MENU) on a finished subagent call: des.gates.tool_use with
-// event "PostToolUse", the call, the response text and the workflow. They
-// only warn. Without a workflow state nothing is evaluated.
+// event "PostToolUse", the call, the response text and, when a state is
+// found, the workflow. They only warn. Every call is evaluated, with or
+// without a workflow state: iSDLC's discover runs before there is a state,
+// and which calls are discover calls is the policy's table
+// (data.des.phases.discover_agents, discover_commands), not Go's. A
+// subagent runs for minutes; the evaluation costs milliseconds.
 func (t ToolUse) ObserveSubagent(ctx context.Context, ev Evaluator, wf Workflow, r SubagentResult) (Result, error) {
 	res := Result{Gate: policy.ToolUse}
 	cwd := r.Cwd
@@ -298,9 +302,6 @@ func (t ToolUse) ObserveSubagent(ctx context.Context, ev Evaluator, wf Workflow,
 	if err != nil {
 		return res, fmt.Errorf("tool_use: workflow state: %w", err)
 	}
-	if facts == nil {
-		return res, nil
-	}
 	tool := r.Tool
 	if tool == "" {
 		tool = ToolAgent
@@ -310,7 +311,9 @@ func (t ToolUse) ObserveSubagent(ctx context.Context, ev Evaluator, wf Workflow,
 		"event": "PostToolUse", "tool": tool, "writes": []any{},
 		"call":     map[string]any{"subagent_type": r.SubagentType, "prompt": r.Prompt, "description": r.Description},
 		"response": map[string]any{"present": present, "text": text},
-		"workflow": facts,
+	}
+	if facts != nil {
+		in["workflow"] = facts
 	}
 	d, err := ev.Evaluate(ctx, policy.ToolUse, in)
 	if err != nil {

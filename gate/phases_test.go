@@ -381,9 +381,13 @@ func TestObserveSubagent(t *testing.T) {
 	}
 	r := gate.SubagentResult{Tool: gate.ToolTask, SubagentType: "discover-orchestrator", Prompt: "discover", Response: json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`)}
 	rec := &recorder{decide: warn}
+	// Discover runs before there is a state: the observers are asked anyway.
 	res, err := tu.ObserveSubagent(context.Background(), rec, gate.Workflow{}, r)
-	if err != nil || res.Evaluated {
+	if err != nil || !res.Evaluated {
 		t.Fatalf("no workflow: evaluated %v, %v", res.Evaluated, err)
+	}
+	if _, ok := rec.last(t)["workflow"]; ok {
+		t.Error("no state, yet a workflow in the input")
 	}
 	res, err = tu.ObserveSubagent(context.Background(), rec, found(workflowFacts()), r)
 	if err != nil || !res.Evaluated || len(res.Decision.Warn) != 1 {
