@@ -20,8 +20,8 @@ import (
 // to the library.
 
 // preToolUseSubagent is Gate 1: PreToolUse for Agent/Task. nWave markers
-// in the prompt put DES in charge; so does a multi-phase workflow state
-//, which the library looks for.
+// in the prompt put DES in charge; so does a multi-phase workflow state,
+// which the library looks for.
 func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 	// Only the prompt decides whether DES is in charge: another field of an
 	// unexpected type (a future Claude Code's) must not switch Gate 1 off.
