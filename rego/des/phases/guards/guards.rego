@@ -23,9 +23,23 @@ _first_index(p) := [i | some i, q in phase_list; q == p][0]
 # index and statuses move down only with recovery_action.type "rollback").
 _move_recovery := sprintf("To go back: set active_workflow.recovery_action.type to \"rollback\" and active_workflow.current_phase to %q (with active_workflow.current_phase_index %d, phases[%q].status and active_workflow.phase_status[%q] set to \"in_progress\"), then delegate again.", [target, _first_index(target), target, target]) if _target_earlier
 
-_move_recovery := sprintf("To move on: pass %q's gate, then set active_workflow.current_phase to %q (with active_workflow.current_phase_index, phases[%q].status and active_workflow.phase_status[%q] set to \"in_progress\") and delegate again.", [current, target, target, target]) if {
-	not _target_earlier
+# Going forward is one phase at a time: the recovery names the next phase,
+# not the target (setting the target directly would skip the phases between).
+_move_recovery := sprintf("To move on: pass %q's gate, then advance one phase at a time: the next phase is %q (set active_workflow.current_phase to %q, active_workflow.current_phase_index to %d, phases[%q].status and active_workflow.phase_status[%q] to \"in_progress\"); delegate to %q's agents when it is the current phase.", [current, _next, _next, _first_index(current) + 1, _next, _next, target]) if {
+	_target_later
+	_next := phase_list[_first_index(current) + 1]
 }
+
+_move_recovery := sprintf("%q is not a phase of this workflow: delegate to the agents of the phases in active_workflow.phases.", [target]) if {
+	not target in phase_list
+}
+
+_move_recovery := sprintf("The current phase %q is not in active_workflow.phases: set active_workflow.current_phase to the workflow's phase in progress, then delegate again.", [current]) if {
+	target in phase_list
+	not current in phase_list
+}
+
+_target_later if _first_index(target) > _first_index(current)
 
 _target_earlier if _first_index(target) < _first_index(current)
 

@@ -27,13 +27,23 @@ test_out_of_order_backwards_and_by_marker if {
 	deny_codes(inp) == {"DES-PHASE-OUT-OF-ORDER"}
 	contains(texts(inp), "DES-PHASE --> marker")
 	contains(texts(inp), `To go back: set active_workflow.recovery_action.type to "rollback" and active_workflow.current_phase to "03-architecture" (with active_workflow.current_phase_index 2,`)
-	contains(texts(agent("integration-tester", "x")), `To move on: pass "06-implementation"'s gate, then set active_workflow.current_phase to "07-testing"`)
+	contains(texts(agent("integration-tester", "x")), `To move on: pass "06-implementation"'s gate, then advance one phase at a time: the next phase is "07-testing" (set active_workflow.current_phase to "07-testing", active_workflow.current_phase_index to 6,`)
+}
+
+# A later phase is reached one phase at a time: the recovery names the next
+# phase, never the target (which would skip the phases between).
+test_out_of_order_forward_names_the_next_phase if {
+	t := texts(agent("qa-engineer", "review"))
+	contains(t, `the next phase is "07-testing"`)
+	not contains(t, `current_phase to "08-code-review"`)
+	contains(t, `delegate to "08-code-review"'s agents when it is the current phase`)
 }
 
 test_out_of_order_phase_outside_the_workflow if {
 	inp := agent("security-compliance-auditor", "audit")
 	deny_codes(inp) == {"DES-PHASE-OUT-OF-ORDER"}
 	contains(texts(inp), `"09-validation" is not one of active_workflow.phases`)
+	contains(texts(inp), `"09-validation" is not a phase of this workflow`)
 }
 
 test_out_of_order_names_top_level_field_when_read_from_there if {
