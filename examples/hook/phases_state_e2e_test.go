@@ -6,7 +6,9 @@ package main
 // Harness: phases_e2e_test.go.
 
 import (
+	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -414,4 +416,85 @@ func TestPhasesObservers(t *testing.T) {
 	ev := postAgent(root, "Agent", "discover-orchestrator", "/isdlc discover", nil)
 	ev["tool_response"] = nil
 	check(t, root, nil, ev, allow)
+}
+
+// `hook settings` routes the events the guards need to the hook (Skill at
+// PreToolUse, Agent/Task at PostToolUse), and `hook policies` lists every
+// §8 code with its severity.
+func TestPhasesSettingsAndCatalogue(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	res := runBinCLI(t, root, "settings")
+	if res.code != 0 {
+		t.Fatalf("hook settings: %+v", res)
+	}
+	var settings struct {
+		Hooks map[string][]struct {
+			Matcher string `json:"matcher"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &settings); err != nil {
+		t.Fatalf("hook settings stdout: %v\n%s", err, res.stdout)
+	}
+	matches := func(event, tool string) bool {
+		for _, m := range settings.Hooks[event] {
+			if m.Matcher == "" || m.Matcher == "*" {
+				return true
+			}
+			if re, err := regexp.Compile("^(?:" + m.Matcher + ")$"); err == nil && re.MatchString(tool) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct{ event, tool string }{
+		{"PreToolUse", "Agent"}, {"PreToolUse", "Task"}, {"PreToolUse", "Skill"}, {"PreToolUse", "Bash"},
+		{"PostToolUse", "Agent"}, {"PostToolUse", "Task"},
+	} {
+		if !matches(c.event, c.tool) {
+			t.Errorf("hook settings: no %s matcher covers %s:\n%s", c.event, c.tool, res.stdout)
+		}
+	}
+
+	cat := runBinCLI(t, root, "policies")
+	if cat.code != 0 {
+		t.Fatalf("hook policies: %+v", cat)
+	}
+	for code, sev := range map[string]string{
+		"DES-PHASE-OUT-OF-ORDER": "deny", "DES-PHASE-UNTRACKED": "deny", "DES-PLAN-MISSING": "deny", "DES-PLAN-FORMAT": "warn",
+		"DES-GATE-BLOCKED": "deny", "DES-ITERATION-CORRIDOR": "deny", "DES-CONSTITUTION-PENDING": "deny",
+		"DES-BRANCH-PROTECTED": "deny", "DES-BRANCH-INTERMEDIATE": "deny", "DES-WALKTHROUGH-MISSING": "warn", "DES-DISCOVER-MENU": "warn",
+	} {
+		found := false
+		for _, line := range strings.Split(cat.stdout, "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == code {
+				found = true
+				if f[1] != sev {
+					t.Errorf("hook policies: %s has severity %s, want %s", code, f[1], sev)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("hook policies does not list %s", code)
+		}
+	}
+}
+
+// TS-001 step 5: the last phase completed (index = len(phases)) and the
+// workflow not yet finalized. The orchestrator's finalize call is no
+// advancement (no advance phrase); a commit on the workflow branch at the
+// last phase is allowed.
+func TestPhasesAfterTheLastPhase(t *testing.T) {
+	t.Parallel()
+	last := len(featurePhases) - 1
+	s := readyToAdvance(featurePhases, last)
+	set(s, "phases.08-code-review.status", "completed")
+	set(s, "active_workflow.phase_status.08-code-review", "completed")
+	set(s, "active_workflow.current_phase_index", len(featurePhases))
+	root := branchRepo(t, "main")
+	git(t, root, "checkout", "-q", workflowBranch)
+	withWorkflow(t, root, s)
+	check(t, root, nil, agentCall(root, "Agent", "sdlc-orchestrator", "finalize", "Finalize the workflow: archive it to workflow_history and collect the phase snapshots."), allow)
+	check(t, root, nil, bashEvent(t, root, "git commit -m 'feat(cart): total'"), allow)
+	check(t, root, nil, delegation(root, "Task", "08-code-review"), denies("DES-PHASE-UNTRACKED").with(`phases["08-code-review"].status`))
 }
