@@ -30,6 +30,9 @@ func branchRepo(t *testing.T, initial string) string {
 
 func initRepo(t *testing.T, dir, initial string) {
 	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	git(t, dir, "init", "-q", "-b", initial)
 	git(t, dir, "config", "user.email", "des@example.com")
 	git(t, dir, "config", "user.name", "des")
@@ -69,6 +72,9 @@ func TestPhasesBranchProtectedCommitForms(t *testing.T) {
 		{"git add -A && git commit -m x", protected},
 		{"npm test; git commit -m x", protected},
 		{heredocCommit, protected},
+		{`bash -c "git commit -m x"`, protected},
+		{"(cd sub && git commit -m x)", protected},
+		{"git commit -m x || true", protected},
 		// No commit at all (the peer hook's /\bgit\s+commit\b/ matched some).
 		{`echo "git commit"`, allow},
 		{"git commit-tree HEAD^{tree} -m x", allow},
@@ -131,6 +137,8 @@ func TestPhasesBranchGuard(t *testing.T) {
 			git(t, root, "checkout", "-q", workflowBranch)
 			git(t, root, "pack-refs", "--all")
 		}, func() doc { return workflowState(featurePhases, 5) }, denies("DES-BRANCH-INTERMEDIATE")},
+		{"unreadable HEAD", "main", func(t *testing.T, root string) { writeFile(t, root, ".git/HEAD", "garbage\n") },
+			func() doc { return workflowState(featurePhases, 5) }, allow},
 		{"no active workflow", "main", nil, func() doc {
 			s := workflowState(featurePhases, 5)
 			s["active_workflow"] = nil

@@ -76,6 +76,14 @@ func TestPhasesTestCorridorAndGate(t *testing.T) {
 		})
 	}
 
+	t.Run("tests pass, constitution pending: the constitutional corridor", func(t *testing.T) {
+		t.Parallel()
+		s := readyToAdvance(featurePhases, 5)
+		set(s, "phases.06-implementation.constitutional_validation", doc{"completed": false, "iterations_used": 2, "max_iterations": 5, "status": "in_progress"})
+		root := newProject(t, s)
+		check(t, root, nil, agentCall(root, "Agent", "general-purpose", "help", "Hand off the review."), denies("DES-ITERATION-CORRIDOR").with("constitutional_validation"))
+		check(t, root, nil, advanceCall(root, "Task"), denies("DES-GATE-BLOCKED", "DES-ITERATION-CORRIDOR").with(`phases["06-implementation"].constitutional_validation.status`))
+	})
 	t.Run("escalated tests leave the corridor, not the gate", func(t *testing.T) {
 		t.Parallel()
 		s := failingTests()
@@ -292,6 +300,25 @@ func TestPhasesTeamRequirementFiles(t *testing.T) {
 	root = newProject(t, workflowState(featurePhases, 5), team...)
 	check(t, root, nil, advanceCall(root, "Agent"), allow)
 
+	// interactive_elicitation without min_menu_interactions: at least 1.
+	elicit, _ := json.Marshal(doc{"phase_requirements": doc{"01-requirements": doc{"interactive_elicitation": doc{"enabled": true}}}})
+	noArts, _ := json.Marshal(doc{"phases": doc{}})
+	minOne := []string{".des/config.json", config, "config/isdlc/iteration-requirements.json", string(elicit), "config/isdlc/artifact-paths.json", string(noArts)}
+	for _, c := range []struct {
+		n         int
+		completed bool
+		w         want
+	}{
+		{0, true, denies("DES-GATE-BLOCKED").with("menu_interactions")},
+		{1, false, denies("DES-GATE-BLOCKED")},
+		{1, true, allow},
+	} {
+		s := workflowState(featurePhases, 0)
+		set(s, "phases.01-requirements.iteration_requirements.interactive_elicitation", doc{"completed": c.completed, "menu_interactions": c.n})
+		root = newProject(t, s, minOne...)
+		check(t, root, nil, advanceCall(root, "Agent"), c.w)
+	}
+
 	// A requirement file that does not parse: an error naming the file.
 	// Assumption: an advancement is a call DES judges, so the error fails
 	// closed with DES-INTERNAL (§5's fail posture for a bad setting).
@@ -409,6 +436,15 @@ func TestPhasesEscalations(t *testing.T) {
 	// The trail stays verifiable with the new event in it.
 	if v := runBinCLI(t, root, "audit", "verify"); v.code != 0 {
 		t.Errorf("hook audit verify: %+v", v)
+	}
+
+	// Assumption (the contract only says "lists the open ones"): an
+	// escalation is open while its phase is still the current phase; once
+	// the workflow moved on, it is no longer listed.
+	moved := readyToAdvance(featurePhases, 6)
+	writeFile(t, root, ".isdlc/state.json", marshalState(t, moved))
+	if list := runBinCLI(t, root, "escalations"); list.code != 0 || strings.Contains(list.stdout, "06-implementation") {
+		t.Errorf("hook escalations after the workflow left 06-implementation: %+v", list)
 	}
 
 	s, files := constitutionPending()

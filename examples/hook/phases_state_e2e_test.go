@@ -88,6 +88,17 @@ func TestPhasesMonorepoIsolation(t *testing.T) {
 	}
 }
 
+// A monorepo.json that chooses no project (no ISDLC_PROJECT, no matching
+// path, no default_project): .isdlc/state.json.
+func TestPhasesMonorepoWithoutChoice(t *testing.T) {
+	t.Parallel()
+	noDefault := strings.Replace(monorepoJSON, `"default_project": "web-frontend",`, "", 1)
+	root := newProject(t, workflowState(featurePhases, 0), ".isdlc/monorepo.json", noDefault,
+		".isdlc/projects/api-service/state.json", marshalState(t, workflowState(featurePhases, 2)))
+	check(t, root, nil, delegation(root, "Agent", "01-requirements"), allow)
+	check(t, root, nil, delegation(root, "Task", "03-architecture"), denies("DES-PHASE-OUT-OF-ORDER").with("01-requirements"))
+}
+
 // .des/state.json comes first, monorepo or not.
 func TestPhasesDesStateFirst(t *testing.T) {
 	t.Parallel()
