@@ -843,3 +843,34 @@ func TestPhasesNWaveInsideAWorkflow(t *testing.T) {
 		})
 	}
 }
+
+// GH-55 scenario map (004_964140fbc35e690a.txt §3 → tests here):
+//
+//	TS-001, TS-002  TestPhasesHappyPathEveryBoundary, TestPhasesAfterTheLastPhase
+//	TS-003          TestPhasesSubAgentsOfTheActivePhase
+//	TS-004          TestPhasesTestCorridorAndGate
+//	TS-005          TestPhasesConstitutionalCorridor, TestPhasesCompletionClaims
+//	TS-006          TestPhasesStaleTopLevelCurrentPhase
+//	TS-007          TestPhasesUntrackedDelegation (and the half-done 3c-prime step of TS-001)
+//	TS-008          TestPhasesLegacyKeysNormalised, TestPhasesUpgradeEngineer
+//	TS-009, TS-010  TestPhasesStateWriteGuard
+//	TS-011          TestPhasesNoActiveWorkflow
+//	TS-012          TestPhasesMonorepoIsolation, TestPhasesMonorepoPlanAndArtifacts, TestPhasesWindowsPaths
+//	TS-013          TestPhasesMissingArtifact, TestPhasesGateOneViolationPerRequirement
+//	TS-014          TestPhasesSupervisedReview
+//	TS-015          TestPhasesEscalations
+//
+// The parts of those scenarios that no hook can decide are listed here as
+// skipped subtests, so the map is complete and says why.
+func TestPhasesGH55PartsNoHookDecides(t *testing.T) {
+	for _, c := range []struct{ name, why string }{
+		{"TS-001 finalize triggers", "finalize is the Phase-Loop Controller's own step after the last phase; the hook only sees the calls it makes (TestPhasesAfterTheLastPhase covers those)"},
+		{"TS-007 simulated I/O error", "a failed disk write happens inside the orchestrator's process; the hook sees only the resulting state (phase still pending), which TestPhasesUntrackedDelegation covers"},
+		{"TS-011 archival and pruning", "collectPhaseSnapshots, workflow_history and pruning are the orchestrator's writes; the hook's part is to give no opinion once active_workflow is null (TestPhasesNoActiveWorkflow) and the V7/V8 guard on the write itself"},
+		{"TS-013 phase 02 agent reads the artifact", "reading an artifact inside a subagent is no hook event DES judges; the hook's part is the gate on the missing artifact"},
+		{"TS-014 review banner and user choice", "the banner and the [C]/[R]/[D] menu are the orchestrator's conversation with the user; the hook's part is supervised_review.status blocking advancement"},
+		{"TS-015 banner, Retry/Skip/Cancel", "the escalation banner and the user's choice are the orchestrator's; the hook's part is auditing PHASE_ESCALATION and listing it (hook escalations)"},
+	} {
+		t.Run(c.name, func(t *testing.T) { t.Skip(c.why) })
+	}
+}

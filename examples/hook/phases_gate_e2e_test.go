@@ -7,10 +7,12 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -544,4 +546,50 @@ func TestPhasesTaskPlan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Parallel hooks blocked on the same gate at the same moment record one
+// PHASE_ESCALATION, not one each.
+func TestPhasesEscalationsInParallel(t *testing.T) {
+	t.Parallel()
+	root := newProject(t, failingTests())
+	var wg sync.WaitGroup
+	outs := make([]hookRun, 4)
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ev := advanceCall(root, tools(i))
+			ev["tool_use_id"] = fmt.Sprintf("toolu_01Parallel%d", i)
+			outs[i] = runHookProcess(t, root, nil, ev)
+		}()
+	}
+	wg.Wait()
+	for i, r := range outs {
+		if got := denyCodes(decide(t, r).deny); !slices.Equal(got, []string{"DES-GATE-BLOCKED", "DES-ITERATION-CORRIDOR"}) {
+			t.Errorf("call %d: codes %v", i, got)
+		}
+	}
+	if got := escalationsOf(t, root); !mapsEqualInt(got, map[string]int{"gate_blocked/06-implementation": 1, "corridor_blocked/06-implementation": 1}) {
+		t.Errorf("PHASE_ESCALATION lines after 4 parallel blocks = %v, want one per type", got)
+	}
+}
+
+// A team waives a phase guard's code the way it waives any other
+// (`exception` in the gate package, §3), and the waiver is audited.
+func TestPhasesTeamWaivers(t *testing.T) {
+	t.Parallel()
+	pre := "package des.gates.pre_invocation\n\nexception contains \"DES-PLAN-MISSING\"\n"
+	root := newProjectNoPlan(t, workflowState(featurePhases, 5), ".des/policies/isdlc-team.rego", pre)
+	check(t, root, nil, delegation(root, "Agent", "06-implementation"), allow)
+	check(t, root, nil, delegation(root, "Task", "08-code-review"), denies("DES-PHASE-OUT-OF-ORDER"))
+	if n := len(auditLines(t, root, "POLICY_EXCEPTION")); n == 0 {
+		t.Error("the waiver of DES-PLAN-MISSING was not audited (POLICY_EXCEPTION)")
+	}
+
+	tool := "package des.gates.tool_use\n\nexception contains \"DES-BRANCH-PROTECTED\"\n"
+	repo := branchRepo(t, "main")
+	withWorkflow(t, repo, workflowState(featurePhases, 5))
+	writeFile(t, repo, ".des/policies/isdlc-team.rego", tool)
+	check(t, repo, nil, bashEvent(t, repo, "git commit -m wip"), allow)
 }
