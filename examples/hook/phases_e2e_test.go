@@ -874,3 +874,46 @@ func TestPhasesGH55PartsNoHookDecides(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) { t.Skip(c.why) })
 	}
 }
+
+// Every agent of the §8 table, delegated while 01-requirements is current:
+// its phase is named as the target (out of order unless it is
+// 01-requirements' own agent); all/setup agents are no phase delegation.
+func TestPhasesAgentTable(t *testing.T) {
+	t.Parallel()
+	table := map[string]string{
+		"sdlc-orchestrator": "", "skill-manager": "",
+		"discover-orchestrator": "", "architecture-analyzer": "", "test-evaluator": "", "constitution-generator": "",
+		"skills-researcher": "", "data-model-analyzer": "", "feature-mapper": "", "product-analyst": "",
+		"architecture-designer": "", "characterization-test-generator": "", "artifact-integration": "", "atdd-bridge": "",
+		"quick-scan-agent": "00-quick-scan", "requirements-analyst": "01-requirements",
+		"impact-analysis-orchestrator": "02-impact-analysis", "impact-analyzer": "02-impact-analysis", "entry-point-finder": "02-impact-analysis",
+		"risk-assessor": "02-impact-analysis", "cross-validation-verifier": "02-impact-analysis",
+		"tracing-orchestrator": "02-tracing", "symptom-analyzer": "02-tracing", "execution-path-tracer": "02-tracing", "root-cause-identifier": "02-tracing",
+		"solution-architect": "03-architecture", "system-designer": "04-design",
+		"test-design-engineer": "05-test-strategy", "test-strategy-critic": "05-test-strategy", "test-strategy-refiner": "05-test-strategy",
+		"software-developer": "06-implementation", "integration-tester": "07-testing", "qa-engineer": "08-code-review",
+		"security-compliance-auditor": "09-validation", "cicd-engineer": "10-cicd", "environment-builder": "11-local-testing",
+		"deployment-engineer-staging": "12-test-deploy", "release-manager": "13-production", "site-reliability-engineer": "14-operations",
+		"upgrade-engineer": "15-upgrade", "quality-loop-engineer": "16-quality-loop",
+	}
+	// Constitution compliant: no corridor, so the setup/all agents' text
+	// (which mentions 06-implementation) is judged by detection alone.
+	s := workflowState(featurePhases, 0)
+	set(s, "phases.01-requirements.constitutional_validation", doc{"completed": true, "iterations_used": 1, "status": "compliant"})
+	root := newProject(t, s)
+	i := 0
+	for agent, phase := range table {
+		i++
+		tool := tools(i)
+		t.Run(agent, func(t *testing.T) {
+			t.Parallel()
+			w := allow
+			switch phase {
+			case "", "01-requirements":
+			default:
+				w = denies("DES-PHASE-OUT-OF-ORDER").with(phase)
+			}
+			check(t, root, nil, agentCall(root, tool, agent, "work", "Look at the 06-implementation notes."), w)
+		})
+	}
+}
