@@ -382,7 +382,7 @@ func check(t *testing.T, root string, env []string, ev map[string]any, w want) o
 	ev = maps.Clone(ev)
 	ev["tool_use_id"] = fmt.Sprintf("toolu_01Phases%06d", callSeq.Add(1))
 	before := snapshot(t, root)
-	r := runHookProcess(t, root, env, ev)
+	r := runPhaseHook(t, root, env, ev)
 	o := decide(t, r)
 	if after := snapshot(t, root); !mapsEqual(before, after) {
 		t.Errorf("the hook changed project files (only .des/ may change):\nbefore %v\nafter  %v", keysOf(before), keysOf(after))
@@ -424,6 +424,17 @@ func check(t *testing.T, root string, env []string, ev map[string]any, w want) o
 }
 
 var callSeq atomic.Int64
+
+// runPhaseHook is runHookProcess with a generous evaluation budget. These
+// tests are about decisions, not speed, and run many hook processes in
+// parallel on shared machines: with the default 500 ms budget a loaded
+// machine turned an ad-hoc call into DES-INTERNAL (seen once at
+// -parallel 4 under a load average of 3.4, while one call takes ~50 ms
+// idle). The budget itself is Gate 1's, tested elsewhere.
+func runPhaseHook(t *testing.T, root string, env []string, ev any) hookRun {
+	t.Helper()
+	return runHookProcess(t, root, append([]string{"DES_VALIDATION_TIMEOUT_MS=5000"}, env...), ev)
+}
 
 func mapsEqual(a, b map[string]string) bool {
 	if len(a) != len(b) {
@@ -828,7 +839,7 @@ func TestPhasesNWaveInsideAWorkflow(t *testing.T) {
 			root := gate1Project(t, "TODO")
 			writeFile(t, root, ".isdlc/state.json", marshalState(t, workflowState(featurePhases, 5)))
 			writeFile(t, root, planPath, planV1)
-			if o := decide(t, runHookProcess(t, root, nil, agentEvent(root, tool, renderPrompt(t, "execute-step")))); o.deny != "" {
+			if o := decide(t, runPhaseHook(t, root, nil, agentEvent(root, tool, renderPrompt(t, "execute-step")))); o.deny != "" {
 				t.Fatalf("complete nWave prompt denied:\n%s", o.deny)
 			}
 			raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(e2eStep)))
@@ -836,7 +847,7 @@ func TestPhasesNWaveInsideAWorkflow(t *testing.T) {
 				t.Errorf("Gate 1 did not start the task: %s (%v)", raw, err)
 			}
 			prompt := strings.Replace(renderPrompt(t, "execute-step"), "<!-- DES-SECTION: QUALITY_GATES -->", "", 1)
-			o := decide(t, runHookProcess(t, root, nil, agentEvent(root, tool, prompt)))
+			o := decide(t, runPhaseHook(t, root, nil, agentEvent(root, tool, prompt)))
 			if got := denyCodes(o.deny); !slices.Equal(got, []string{"DES-SECTION-MISSING"}) {
 				t.Errorf("incomplete nWave prompt: codes %v, want [DES-SECTION-MISSING]\n%s", got, o.deny)
 			}

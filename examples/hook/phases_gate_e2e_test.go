@@ -561,7 +561,7 @@ func TestPhasesEscalationsInParallel(t *testing.T) {
 			defer wg.Done()
 			ev := advanceCall(root, tools(i))
 			ev["tool_use_id"] = fmt.Sprintf("toolu_01Parallel%d", i)
-			outs[i] = runHookProcess(t, root, nil, ev)
+			outs[i] = runPhaseHook(t, root, nil, ev)
 		}()
 	}
 	wg.Wait()

@@ -335,7 +335,7 @@ func TestPhasesStateWriteGuard(t *testing.T) {
 	t.Run("forward write", func(t *testing.T) {
 		t.Parallel()
 		ev := write(root, ".isdlc/state.json", func(s doc) { s["state_version"] = 13 })
-		if o := decide(t, runHookProcess(t, root, nil, ev)); o.deny != "" {
+		if o := decide(t, runPhaseHook(t, root, nil, ev)); o.deny != "" {
 			t.Errorf("a forward write was denied:\n%s", o.deny)
 		}
 	})
