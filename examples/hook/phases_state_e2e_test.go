@@ -124,6 +124,15 @@ func TestPhasesDesStateFirst(t *testing.T) {
 	}
 }
 
+// Only .des/state.json: the guards find it (DES's own location, §2).
+func TestPhasesDesStateAlone(t *testing.T) {
+	t.Parallel()
+	root := newProject(t, nil, ".des/state.json", marshalState(t, workflowState(featurePhases, 5)))
+	check(t, root, nil, delegation(root, "Agent", "06-implementation"), allow)
+	check(t, root, nil, delegation(root, "Task", "01-requirements"), denies("DES-PHASE-OUT-OF-ORDER").with("06-implementation"))
+	check(t, root, nil, skillCall(root, "isdlc", "advance"), denies("DES-GATE-BLOCKED"))
+}
+
 // The plan and the artifacts of a monorepo project are the project's.
 func TestPhasesMonorepoPlanAndArtifacts(t *testing.T) {
 	t.Parallel()
