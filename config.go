@@ -39,6 +39,11 @@ type Config struct {
 	Gate2OnFailure        string   `json:"gate2_on_failure"`         // DES_GATE2_ON_FAILURE: "record" or "block"
 	GuardedStepFiles      []string `json:"guarded_step_files"`       // DES_GUARDED_STEP_FILES: globs of step files the write guard checks
 	GuardedStateFiles     []string `json:"guarded_state_files"`      // DES_GUARDED_STATE_FILES: globs of workflow-state files the write guard checks
+	// PhaseRequirementsFiles (DES_PHASE_REQUIREMENTS_FILES) are a team's own
+	// copies of iSDLC's iteration-requirements.json and artifact-paths.json,
+	// relative to the project root unless absolute. Empty (the default)
+	// means the tables built into the policy bundle (contract §8).
+	PhaseRequirementsFiles []string `json:"phase_requirements_files"`
 }
 
 // DefaultConfig returns the defaults of contract §6.
@@ -134,6 +139,7 @@ var settings = []setting{
 	},
 	listSetting("guarded_step_files", "DES_GUARDED_STEP_FILES", func(c *Config) *[]string { return &c.GuardedStepFiles }, "entries must be globs", glob.Valid),
 	listSetting("guarded_state_files", "DES_GUARDED_STATE_FILES", func(c *Config) *[]string { return &c.GuardedStateFiles }, "entries must be globs", glob.Valid),
+	listSetting("phase_requirements_files", "DES_PHASE_REQUIREMENTS_FILES", func(c *Config) *[]string { return &c.PhaseRequirementsFiles }, "entries must name files", nil),
 }
 
 // listSetting is a list of paths or globs; in the environment the entries
@@ -309,6 +315,7 @@ func (c Config) policyData() map[string]any {
 		"gate2_on_failure":         c.Gate2OnFailure,
 		"guarded_step_files":       strings2any(c.GuardedStepFiles),
 		"guarded_state_files":      strings2any(c.GuardedStateFiles),
+		"phase_requirements_files": strings2any(c.PhaseRequirementsFiles),
 	}
 }
 

@@ -57,11 +57,12 @@ func TestDefaultsMatchBundleData(t *testing.T) {
 
 func TestLoadConfigFileThenEnv(t *testing.T) {
 	root := t.TempDir()
-	writeConfig(t, root, `{"stale_threshold_minutes": 10, "turn_budget_default": 20, "policy_dirs": ["a", "b"], "gate2_on_failure": "block"}`)
+	writeConfig(t, root, `{"stale_threshold_minutes": 10, "turn_budget_default": 20, "policy_dirs": ["a", "b"], "gate2_on_failure": "block", "phase_requirements_files": ["team/req.json"]}`)
 	c, err := LoadConfig(root, env(map[string]string{
-		"DES_TURN_BUDGET_DEFAULT": "70",
-		"DES_POLICY_DIRS":         "x" + string(os.PathListSeparator) + " y ",
-		"DES_AUDIT_DIR":           "",
+		"DES_PHASE_REQUIREMENTS_FILES": "isdlc/iteration-requirements.json" + string(os.PathListSeparator) + "isdlc/artifact-paths.json",
+		"DES_TURN_BUDGET_DEFAULT":      "70",
+		"DES_POLICY_DIRS":              "x" + string(os.PathListSeparator) + " y ",
+		"DES_AUDIT_DIR":                "",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +72,7 @@ func TestLoadConfigFileThenEnv(t *testing.T) {
 	want.TurnBudgetDefault = 70
 	want.PolicyDirs = []string{"x", "y"}
 	want.Gate2OnFailure = Gate2Block
+	want.PhaseRequirementsFiles = []string{"isdlc/iteration-requirements.json", "isdlc/artifact-paths.json"}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
@@ -93,6 +95,9 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 		{name: "file empty audit dir", file: `{"audit_dir": " "}`, setting: "audit_dir", inMessage: []string{"must name a directory"}},
 		{name: "file empty policy dir", file: `{"policy_dirs": [""]}`, setting: "policy_dirs", inMessage: []string{"entries must name directories"}},
 		{name: "env bad glob", env: map[string]string{"DES_GUARDED_STATE_FILES": "state/[.json"}, setting: "guarded_state_files", inMessage: []string{`"state/[.json" is not a valid glob`}},
+		{name: "env requirement files of nothing", env: map[string]string{"DES_PHASE_REQUIREMENTS_FILES": string(os.PathListSeparator)}, setting: "phase_requirements_files", inMessage: []string{"DES_PHASE_REQUIREMENTS_FILES", "names no entry"}},
+		{name: "file requirement file empty", file: `{"phase_requirements_files": ["req.json", " "]}`, setting: "phase_requirements_files", inMessage: []string{"entries must name files"}},
+		{name: "file requirement files not a list", file: `{"phase_requirements_files": "req.json"}`, setting: "phase_requirements_files", inMessage: []string{"list of strings"}},
 		{name: "file key in the wrong case", file: `{"Policy_Dirs": []}`, setting: "Policy_Dirs", inMessage: []string{"not a DES setting"}},
 		{name: "env list of nothing", env: map[string]string{"DES_POLICY_DIRS": string(os.PathListSeparator)}, setting: "policy_dirs", inMessage: []string{"names no entry"}},
 		{name: "audit dir is the root", env: map[string]string{"DES_AUDIT_DIR": "."}, setting: "audit_dir", inMessage: []string{"not the project root"}},

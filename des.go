@@ -34,6 +34,7 @@ type options struct {
 	logger    *slog.Logger
 	lazy      bool
 	writes    gate.Writes
+	workflow  *gate.Workflow
 }
 
 type namedFS struct {
@@ -105,6 +106,8 @@ type Engine struct {
 	claudeDirs []string // where subagent transcripts may be read, besides the root
 	stateDir   string   // the project's per-user state directory (statedir.For), outside the project
 	witnessDir string   // the audit trail's witnesses (AuditWitnessDir), outside the project
+
+	workflow gate.Workflow // finds the multi-phase workflow state (phases.go)
 
 	policyOpts []policy.Option
 	policyOnce sync.Once
@@ -182,6 +185,11 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	}
 	e := &Engine{root: root, cfg: cfg, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir}
 	e.claudeDirs = gate.ClaudeDirs(o.lookupEnv)
+	if o.workflow != nil {
+		e.workflow = *o.workflow
+	} else {
+		e.workflow = e.defaultWorkflow(o.lookupEnv)
+	}
 	if !o.lazy {
 		if _, err := e.Policy(ctx); err != nil {
 			return nil, err
@@ -254,6 +262,9 @@ func (e *Engine) Root() string { return e.root }
 func (e *Engine) Config() Config {
 	c := e.cfg
 	c.PolicyDirs = slices.Clone(c.PolicyDirs)
+	c.GuardedStepFiles = slices.Clone(c.GuardedStepFiles)
+	c.GuardedStateFiles = slices.Clone(c.GuardedStateFiles)
+	c.PhaseRequirementsFiles = slices.Clone(c.PhaseRequirementsFiles)
 	return c
 }
 
@@ -338,11 +349,15 @@ func (e *Engine) CheckToolUse(ctx context.Context, call gate.ToolCall) (gate.Res
 // the project root, so that Gate 2 can find a subagent's step.
 const RunsDir = ".des/runs"
 
-// PreInvocation runs Gate 1 on a subagent about to start. A prompt without
-// DES markers gets no opinion (Result.Evaluated false) and costs no policy
-// evaluation. When Gate 1 allows a step, DES moves its task to IN_PROGRESS
-// and records the invocation. An error means DES could not decide; the
-// prompt carried DES markers, so a caller should fail closed.
+// PreInvocation runs Gate 1 on a subagent about to start (or, with
+// inv.Tool gate.ToolSkill, a Skill call; see CheckSkill). A prompt without
+// nWave DES markers, in a project where no multi-phase workflow state is
+// found, gets no opinion (Result.Evaluated false) and costs no policy
+// evaluation; routing markers (DES-PHASE, DES-TASK-PHASE) alone ask for no
+// nWave validation. When Gate 1 allows a step, DES moves its task to
+// IN_PROGRESS and records the invocation. An error means DES could not
+// decide; when Result.NWave or Result.Workflow is set DES was in charge,
+// and a caller should fail closed.
 func (e *Engine) PreInvocation(ctx context.Context, inv gate.Invocation) (gate.InvocationResult, error) {
 	g := gate.PreInvocation{
 		Root:      e.root,
@@ -352,6 +367,7 @@ func (e *Engine) PreInvocation(ctx context.Context, inv gate.Invocation) (gate.I
 		Now:       e.now,
 		RunsDir:   filepath.Join(e.root, RunsDir),
 		Writes:    e.writes,
+		Workflow:  e.workflow,
 	}
 	return g.Check(ctx, e, inv)
 }

@@ -14,6 +14,14 @@
 // gate's Rego entrypoint (des.gates.<gate>), and the Engine records what
 // happened in the audit trail.
 //
+// Multi-phase workflows (iSDLC) are guarded by the same gates: where a
+// workflow state document is found, Gate 1 judges every Agent, Task and
+// Skill call against it ([Engine.PreInvocation], [Engine.CheckSkill]), the
+// branch guard judges git commits ([Engine.CheckCommitBranches]), and the
+// observers read a finished subagent's response
+// ([Engine.ObserveSubagent]). Escalations are audited as PHASE_ESCALATION
+// and listed by [Engine.Escalations].
+//
 // The contract that users, policies, Claude Code and git see is described in
 // the project's docs; examples/hook is the Claude Code hook and CLI built on
 // this package.

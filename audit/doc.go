@@ -43,7 +43,7 @@
 //
 // # Event schemas
 //
-// Each of the 19 event types has a JSON Schema (draft 2020-12), embedded and
+// Each event type ([EventTypes]) has a JSON Schema (draft 2020-12), embedded and
 // returned by [Schema]: "<EVENT>.schema.json" applies "entry.schema.json"
 // (the four keys above) and names the event's required fields and their
 // types; other fields are allowed. [Log.Append] checks every entry against

@@ -38,6 +38,10 @@ const (
 	// IntegrityViolation: a tool call changed a protected file or guarded
 	// document outside an allowed write, and DES restored it.
 	IntegrityViolation EventType = "INTEGRITY_VIOLATION"
+	// PhaseEscalation: a phase workflow guard blocked an advancement
+	// (contract §8: gate_blocked, corridor_blocked, constitution_blocked),
+	// recorded at most once a minute per type and phase.
+	PhaseEscalation EventType = "PHASE_ESCALATION"
 )
 
 // EventTypes returns the event types of contract §7, in the order listed
@@ -49,7 +53,7 @@ func EventTypes() []EventType {
 		SubagentStopValidation, StaleResolution, CommitValidationPassed, CommitValidationFailed,
 		PreExecuteSafetyPassed, PreExecuteSafetyBlocked, ScopeViolation, InvalidTransition,
 		DocumentWriteBlocked, TaskStateChanged, PolicyException, HookError,
-		IntegrityViolation,
+		IntegrityViolation, PhaseEscalation,
 	}
 }
 

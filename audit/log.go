@@ -131,31 +131,96 @@ func (l *Log) Append(ctx context.Context, entries ...Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	// Check, encode and validate before locking, so that a bad call creates
-	// nothing and the lock is held only to chain and write.
-	bodies := make([][]byte, len(entries))
-	for i, e := range entries {
-		if err := e.check(); err != nil {
-			return fmt.Errorf("audit: append to %s: entry %d: %w", l.dir, i, err)
-		}
-		body, err := encodeFields(e.Fields)
-		if err != nil {
-			return fmt.Errorf("audit: append to %s: entry %d: %w", l.dir, i, err)
-		}
-		ts := placeholderTime
-		if !e.Time.IsZero() {
-			ts = e.Time.UTC().Format(time.RFC3339Nano)
-		}
-		if err := validate(e, ts, body); err != nil {
-			return fmt.Errorf("audit: append to %s: entry %d: %w", l.dir, i, err)
-		}
-		bodies[i] = body
+	bodies, err := l.prepare(entries)
+	if err != nil {
+		return err
 	}
 	unlock, err := l.lock(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	return l.appendLocked(entries, bodies)
+}
+
+// AppendNew is Append for entries that must be recorded once within a
+// window, such as an escalation repeated by every retry: under the trail's
+// lock it reads the entries that match q (as Read does) and appends each
+// entry that dup does not report as already recorded, dup seeing the
+// entries found and those of this call kept before it. It returns how many
+// entries it appended. Because every appender in every process takes the
+// same lock, two calls cannot both find nothing and both append.
+//
+// Entries with a zero Time are stamped before dup sees them. Errors are
+// those of Append and of Read; on an error nothing is appended.
+func (l *Log) AppendNew(ctx context.Context, q Query, dup func(recorded []Entry, e Entry) bool, entries ...Entry) (int, error) {
+	if l == nil || l.sem == nil {
+		return 0, errors.New("audit: append: Log not created by Open")
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("audit: lock %s: %w", filepath.Join(l.dir, lockName), err)
+	}
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	bodies, err := l.prepare(entries)
+	if err != nil {
+		return 0, err
+	}
+	unlock, err := l.lock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	recorded, err := l.Read(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	var keep []Entry
+	var keepBodies [][]byte
+	for i, e := range entries {
+		if e.Time.IsZero() {
+			e.Time = l.now()
+		}
+		if dup(recorded, e) {
+			continue
+		}
+		recorded = append(recorded, e)
+		keep, keepBodies = append(keep, e), append(keepBodies, bodies[i])
+	}
+	if len(keep) == 0 {
+		return 0, nil
+	}
+	return len(keep), l.appendLocked(keep, keepBodies)
+}
+
+// prepare checks, encodes and validates entries before locking, so that a
+// bad call creates nothing and the lock is held only to chain and write.
+func (l *Log) prepare(entries []Entry) ([][]byte, error) {
+	bodies := make([][]byte, len(entries))
+	for i, e := range entries {
+		if err := e.check(); err != nil {
+			return nil, fmt.Errorf("audit: append to %s: entry %d: %w", l.dir, i, err)
+		}
+		body, err := encodeFields(e.Fields)
+		if err != nil {
+			return nil, fmt.Errorf("audit: append to %s: entry %d: %w", l.dir, i, err)
+		}
+		ts := placeholderTime
+		if !e.Time.IsZero() {
+			ts = e.Time.UTC().Format(time.RFC3339Nano)
+		}
+		if err := validate(e, ts, body); err != nil {
+			return nil, fmt.Errorf("audit: append to %s: entry %d: %w", l.dir, i, err)
+		}
+		bodies[i] = body
+	}
+	return bodies, nil
+}
+
+// appendLocked chains and writes entries, whose bodies prepare made, with
+// the lock held.
+func (l *Log) appendLocked(entries []Entry, bodies [][]byte) (err error) {
 	// Stamp under the lock, so that stamps follow file order; on a copy, so
 	// that the caller's entries stay as they were.
 	entries = slices.Clone(entries)

@@ -51,6 +51,8 @@ func representative() map[EventType][]Entry {
 		IntegrityViolation: {{Event: IntegrityViolation, Fields: map[string]any{"gate": "tool_use", "tool": "Bash", "paths": []any{".des/config.json"},
 			"changes": []any{map[string]any{"path": ".des/config.json", "kind": "file", "what": "modified", "was": "file", "now": "file", "restored": true}},
 			"codes":   []string{"DES-INTEGRITY"}, "tool_use_id": tu, "session_id": sess}}},
+		PhaseEscalation: {{Event: PhaseEscalation, Fields: map[string]any{"type": "gate_blocked", "phase": "06-implementation",
+			"codes": []string{"DES-GATE-BLOCKED"}, "state_file": ".isdlc/state.json", "tool": "Skill", "tool_use_id": tu, "session_id": sess}}},
 		DocumentWriteBlocked: {
 			{Event: DocumentWriteBlocked, Fields: map[string]any{"gate": "document_write", "tool": "Write", "paths": []any{step}, "kind": "step",
 				"codes": []string{"DES-STEP-TRANSITION"}, "tool_use_id": tu, "session_id": sess}},

@@ -68,16 +68,7 @@ func (t ToolUse) bashWrites(ctx context.Context, docs DocumentWrite, call BashCa
 	if cwd == "" {
 		cwd = t.Root
 	}
-	opts := []shell.Option{shell.WithCwd(cwd)}
-	if call.Home != "" {
-		opts = append(opts, shell.WithHome(call.Home))
-	}
-	if call.Env != nil {
-		opts = append(opts, shell.WithEnv(call.Env))
-	}
-	if call.OldPwd != "" {
-		opts = append(opts, shell.WithOldPwd(call.OldPwd))
-	}
+	opts := t.shellOptions(call, cwd)
 	var out []any
 	a := shell.Analyze(call.Command, opts...)
 	for _, w := range a.Writes {

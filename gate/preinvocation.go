@@ -20,13 +20,21 @@ import (
 	"github.com/deterministic-exec/des/template"
 )
 
-// Invocation is a subagent about to start: the Agent (formerly Task) tool
-// call that the orchestrator made.
+// Invocation is a call Gate 1 judges before it runs: a subagent about to
+// start (the Agent, formerly Task, tool call the orchestrator made), or a
+// Skill call, which only the phase workflow guards judge.
 type Invocation struct {
-	Prompt    string
-	ToolUseID string // Claude Code's tool_use_id, the key of the invocation record
-	SessionID string
-	AgentType string // subagent_type
+	Tool        string // ToolAgent, ToolTask or ToolSkill; "" means ToolAgent
+	Prompt      string
+	Description string // the Agent call's description
+	ToolUseID   string // Claude Code's tool_use_id, the key of the invocation record
+	SessionID   string
+	AgentType   string // subagent_type
+	Skill, Args string // the Skill call's skill and arguments
+	// Cwd is the event's cwd as Claude Code sent it (absolute, possibly a
+	// Windows path; "" = the project root): in a monorepo it chooses the
+	// project whose workflow state applies.
+	Cwd string
 }
 
 // PhaseSection is the prompt section whose words the phase check reads.
@@ -41,6 +49,12 @@ type InvocationResult struct {
 	Level    string // validation level the policy derived ("" when not evaluated)
 	StepFile string // the step file, relative to the root when inside it ("" when none)
 	Moved    string // the task's status before DES moved it to IN_PROGRESS ("" when not moved)
+	// Workflow reports that a multi-phase workflow state was found: the
+	// phase guards were in charge of the call, as nWave markers put Gate 1
+	// in charge of a prompt.
+	Workflow bool
+	// NWave reports that the prompt carried nWave (non-routing) DES markers.
+	NWave bool
 }
 
 // PreInvocation is Gate 1. It judges a subagent's prompt and step file
@@ -54,24 +68,54 @@ type PreInvocation struct {
 	Now       func() time.Time // clock; nil means time.Now
 	RunsDir   string           // where invocations are recorded for Gate 2; "" records none
 	Writes    Writes           // told of the step rewrite and the records; nil tells nothing
+	Workflow  Workflow         // finds the multi-phase workflow state; zero finds none
 }
 
-// Check runs Gate 1. A prompt without DES markers is ad hoc: Check returns a
-// result with Evaluated false and reads nothing else. With markers, DES is
-// in charge: an error means it could not decide (or could not carry out an
-// allow), and a caller should fail closed. When the decision was made but
-// not recorded, the result comes with an error wrapping ErrNotRecorded.
+// Check runs Gate 1. The policy is asked when the prompt carries nWave
+// (non-routing) DES markers or a workflow state is found; otherwise the
+// call is ad hoc: Check returns a result with Evaluated false. A Skill call
+// carries no prompt: only the phase guards judge it. Where DES is in
+// charge, an error means it could not decide (or could not carry out an
+// allow), and a caller should fail closed (Result.NWave or
+// Result.Workflow tells). When the decision was made but not recorded, the
+// result comes with an error wrapping ErrNotRecorded.
+//
+// The input holds tool and call always, workflow when a state was found,
+// and prompt, step and in_progress only with nWave markers. The nWave
+// bookkeeping (the task to IN_PROGRESS, the run record) happens only with
+// nWave markers. Escalations in the decision's info ("phases") are audited
+// as PHASE_ESCALATION, once per type and phase within EscalationWindow.
 func (g PreInvocation) Check(ctx context.Context, ev Evaluator, inv Invocation) (InvocationResult, error) {
 	res := InvocationResult{Result: Result{Gate: policy.PreInvocation}}
 	prompt := template.Parse(inv.Prompt)
-	if !prompt.HasMarkers {
+	if inv.tool() == ToolSkill {
+		prompt = template.Prompt{}
+	}
+	res.NWave = prompt.HasMarkers
+	cwd := inv.Cwd
+	if cwd == "" {
+		cwd = g.Root
+	}
+	wf, err := g.Workflow.find(ctx, cwd)
+	if err != nil {
+		res.Workflow = true // a state exists: the guards are in charge of it
+		return res, fmt.Errorf("gate 1: workflow state: %w", err)
+	}
+	res.Workflow = wf != nil
+	if !res.NWave && !res.Workflow {
 		return res, nil
 	}
 	now := g.now()
-	step := g.readStep(prompt.StepFile)
-	res.StepFile = step.rel
-
-	in := map[string]any{"prompt": promptFacts(prompt)}
+	in := map[string]any{"tool": inv.tool(), "call": inv.callFacts()}
+	if wf != nil {
+		in["workflow"] = wf
+	}
+	var step stepRead
+	if res.NWave {
+		step = g.readStep(prompt.StepFile)
+		res.StepFile = step.rel
+		in["prompt"] = promptFacts(prompt)
+	}
 	if prompt.StepFile != "" {
 		in["step"] = step.facts()
 	}
@@ -99,9 +143,20 @@ func (g PreInvocation) Check(ctx context.Context, ev Evaluator, inv Invocation) 
 		return res, fmt.Errorf("gate 1: %w", err)
 	}
 	res.Decision, res.Evaluated = d, true
-	res.Level, _ = d.Info["level"].(string)
+	if res.NWave { // the level is the nWave rules' business; without their markers it means nothing
+		res.Level, _ = d.Info["level"].(string)
+	}
 
-	entries := g.decisionEntries(inv, res, prompt, time.Since(start))
+	phases, hasPhases := readPhasesInfo(d)
+	var entries []audit.Entry
+	if res.NWave || hasPhases && (phases.Delegation || phases.Advancement || len(d.Deny)+len(d.Warn) > 0) {
+		entries = g.decisionEntries(inv, res, prompt, time.Since(start))
+		if hasPhases {
+			for k, v := range workflowPhaseFields(phases) {
+				entries[0].Fields[k] = v
+			}
+		}
+	}
 	canStart, _ := d.Info["can_start"].(bool)
 	starting := !res.Denied() && res.Level != LevelNone && step.doc != nil && canStart
 	var from string
@@ -121,6 +176,11 @@ func (g PreInvocation) Check(ctx context.Context, ev Evaluator, inv Invocation) 
 	// nothing has changed and the caller fails closed.
 	if g.Audit != nil {
 		if err := g.Audit.Append(ctx, entries...); err != nil {
+			return res, fmt.Errorf("gate 1: %w: %w", ErrNotRecorded, err)
+		}
+		state, _ := wf["state_file"].(string)
+		fields := map[string]any{"state_file": state, "tool": inv.tool(), "tool_use_id": inv.ToolUseID, "session_id": inv.SessionID}
+		if err := recordEscalations(ctx, g.Audit, now, phases.Escalations, fields); err != nil {
 			return res, fmt.Errorf("gate 1: %w: %w", ErrNotRecorded, err)
 		}
 	}
@@ -300,6 +360,7 @@ func (g PreInvocation) decisionEntries(inv Invocation, res InvocationResult, p t
 	base := map[string]any{
 		"step_file": res.StepFile, "tool_use_id": inv.ToolUseID, "session_id": inv.SessionID,
 		"origin": p.Origin, "level": res.Level, "codes": res.Decision.Codes(), "duration_ms": took.Milliseconds(),
+		"tool": inv.tool(),
 	}
 	event := audit.TaskInvocationValidated
 	if res.Denied() {

@@ -26,6 +26,11 @@ var contractCodes = map[string]policy.Severity{
 	"DES-STATE-V2": policy.Warn, "DES-STATE-V3": policy.Warn, "DES-STATE-V9": policy.Warn,
 	"DES-STATE-BASH-WRITE": policy.Deny, "DES-PROTECTED-PATH": policy.Deny, "DES-INTERNAL": policy.Deny,
 	"DES-INTEGRITY": policy.Deny,
+	// §8, the phase workflow guards.
+	"DES-PHASE-OUT-OF-ORDER": policy.Deny, "DES-PHASE-UNTRACKED": policy.Deny, "DES-PLAN-MISSING": policy.Deny,
+	"DES-PLAN-FORMAT": policy.Warn, "DES-GATE-BLOCKED": policy.Deny, "DES-ITERATION-CORRIDOR": policy.Deny,
+	"DES-CONSTITUTION-PENDING": policy.Deny, "DES-BRANCH-PROTECTED": policy.Deny, "DES-BRANCH-INTERMEDIATE": policy.Deny,
+	"DES-WALKTHROUGH-MISSING": policy.Warn, "DES-DISCOVER-MENU": policy.Warn,
 }
 
 // extensionCodes are codes des adds to the contract's table (adding is

@@ -28,17 +28,21 @@ func TestClosureOfEachGate(t *testing.T) {
 		slices.Sort(pkgs)
 		return pkgs
 	}
-	if got := pkgsOf(ToolUse); !cmp.Equal(got, []string{"des.bashwrite", "des.gates.tool_use", "des.integrity", "des.protected"}) {
+	// The phase guards' shared package (des.phases) without the rules of
+	// des.phases.guards, which only pre_invocation needs.
+	if got := pkgsOf(ToolUse); !cmp.Equal(got, []string{"des.bashwrite", "des.gates.tool_use", "des.integrity", "des.phases", "des.phases.branch", "des.phases.observers", "des.protected"}) {
 		t.Errorf("tool_use needs %v", got)
 	}
 	got := pkgsOf(PreInvocation)
-	for _, want := range []string{"des.gates.pre_invocation", "des.invocation", "des.sections", "des.safety", "des.stepfile", "des.transitions"} {
+	for _, want := range []string{"des.gates.pre_invocation", "des.invocation", "des.sections", "des.safety", "des.stepfile", "des.transitions", "des.phases", "des.phases.guards"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("pre_invocation needs %s; closure %v", want, got)
 		}
 	}
-	if slices.Contains(got, "des.protected") {
-		t.Errorf("pre_invocation pulled in des.protected: %v", got)
+	for _, unwanted := range []string{"des.protected", "des.phases.branch", "des.phases.observers"} {
+		if slices.Contains(got, unwanted) {
+			t.Errorf("pre_invocation pulled in %s: %v", unwanted, got)
+		}
 	}
 }
 

@@ -334,7 +334,12 @@ func dataRefs(m *ast.Module) []string {
 			add(r)
 		}
 	}
-	ast.WalkRefs(m, func(r ast.Ref) bool { add(r); return false })
+	// The rules only: the package clause is no reference (walking the whole
+	// module would make a package need every package below it, so that
+	// des.phases would pull in des.phases.guards).
+	for _, rule := range m.Rules {
+		ast.WalkRefs(rule, func(r ast.Ref) bool { add(r); return false })
+	}
 	return out
 }
 

@@ -13,16 +13,33 @@ const (
 	MarkerOrigin     = "DES-ORIGIN"
 	MarkerStepFile   = "DES-STEP-FILE"
 	MarkerSection    = "DES-SECTION"
+
+	// Routing markers say where a delegation goes, not how to validate it:
+	// DES-PHASE names the phase of a multi-phase workflow a prompt delegates
+	// to (contract §8), DES-TASK-PHASE the task-graph phase (§9). A prompt
+	// whose only DES markers are routing markers is not validated by Gate 1.
+	MarkerPhase     = "DES-PHASE"
+	MarkerTaskPhase = "DES-TASK-PHASE"
 )
+
+// IsRouting reports whether name is a routing marker.
+func IsRouting(name string) bool { return name == MarkerPhase || name == MarkerTaskPhase }
 
 // Prompt is what DES reads from a prompt.
 type Prompt struct {
-	Validation, Origin, StepFile string     // values of the metadata markers (first occurrence), "" when absent or empty
-	HasMarkers                   bool       // any DES-* marker present, known or not
-	Conflicts                    []Conflict // metadata markers given twice with different values, sorted by marker
-	Unknown                      []string   // names of unknown DES-* markers, sorted, distinct
-	Sections                     []Section  // in prompt order, duplicates included
-	Duplicates                   []string   // section names that appear more than once, sorted
+	Validation, Origin, StepFile string // values of the metadata markers (first occurrence), "" when absent or empty
+	// HasMarkers reports a DES-* marker other than a routing marker, known
+	// or not: the prompt asks for nWave validation (Gate 1 is in charge).
+	// A prompt whose only markers are routing markers has it false.
+	HasMarkers bool
+	// Routing maps each routing marker present (MarkerPhase,
+	// MarkerTaskPhase) to its value (first occurrence; "" when empty); nil
+	// when there is none.
+	Routing    map[string]string
+	Conflicts  []Conflict // metadata markers given twice with different values, sorted by marker
+	Unknown    []string   // names of unknown DES-* markers, sorted, distinct; never a routing marker
+	Sections   []Section  // in prompt order, duplicates included
+	Duplicates []string   // section names that appear more than once, sorted
 }
 
 // Conflict is a metadata marker given more than once with different values.
@@ -102,6 +119,15 @@ func Parse(prompt string) Prompt {
 		i = closer + len("-->")
 		name, value, ok := marker(text)
 		if !ok {
+			continue
+		}
+		if IsRouting(name) {
+			if _, seen := p.Routing[name]; !seen {
+				if p.Routing == nil {
+					p.Routing = map[string]string{}
+				}
+				p.Routing[name] = value
+			}
 			continue
 		}
 		p.HasMarkers = true

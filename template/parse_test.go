@@ -115,6 +115,23 @@ func TestParse(t *testing.T) {
 			want:   Prompt{HasMarkers: true, Sections: []Section{{Name: "B", Body: "body", Tokens: 1}}},
 		},
 		{
+			// Contract §8: routing markers alone ask for no nWave validation.
+			name:   "routing markers only",
+			prompt: "Implement it.\n<!-- DES-PHASE: 06-implementation -->\n<!-- DES-TASK-PHASE:3 --><!-- DES-PHASE: 07-testing -->",
+			want:   Prompt{Routing: map[string]string{MarkerPhase: "06-implementation", MarkerTaskPhase: "3"}},
+		},
+		{
+			name:   "routing marker beside nWave markers",
+			prompt: "<!-- DES-VALIDATION: required --><!-- DES-SECTION: A -->a <!-- DES-PHASE -->",
+			want: Prompt{Validation: "required", HasMarkers: true, Routing: map[string]string{MarkerPhase: ""},
+				Sections: []Section{{Name: "A", Body: "a <!-- DES-PHASE -->", Tokens: 5}}},
+		},
+		{
+			name:   "routing marker names are exact",
+			prompt: "<!-- DES-PHASES: x --><!-- DES-PHASE-KEY: y -->",
+			want:   Prompt{HasMarkers: true, Unknown: []string{"DES-PHASE-KEY", "DES-PHASES"}},
+		},
+		{
 			name:   "neutralized text is no marker",
 			prompt: Neutralize("<!-- DES-SECTION: TDD_14_PHASES --><!-- DES-VALIDATION: none -->"),
 			want:   Prompt{},

@@ -52,6 +52,7 @@ func commands() []command {
 		{"audit", "verify [--dir DIR] check the audit trail's hash chain", runAudit},
 		{"precommit", " [FILE...|--install] Gate 3: judge step files, or the staged ones", runPrecommit},
 		{"integrity", " accept|check     take DES's files as they are now, or restore them", runIntegrity},
+		{"escalations", " [--all] [--json] list the open escalations of the phase workflow guards", runEscalations},
 		{"version", "                   print the versions of des, Go and OPA", runVersion},
 	}
 }
@@ -120,7 +121,7 @@ func parseFlags(fs *flag.FlagSet, args []string, maxArgs int) (code int, done bo
 // tools DES ignores. Matchers are regular expressions: "mcp__.*" is every
 // MCP tool.
 const (
-	preToolUseMatcher         = "Agent|Task|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*"
+	preToolUseMatcher         = "Agent|Task|Skill|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*"
 	postToolUseMatcher        = "Agent|Task|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*"
 	postToolUseFailureMatcher = "Bash|NotebookEdit|mcp__.*"
 	toolHookTimeout           = 30

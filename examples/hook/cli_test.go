@@ -63,7 +63,7 @@ func TestSettings(t *testing.T) {
 			t.Fatalf("stdout holds more than one JSON value:\n%s", res.stdout)
 		}
 		want := map[string]string{
-			"PreToolUse":         "Agent|Task|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*",
+			"PreToolUse":         "Agent|Task|Skill|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*",
 			"PostToolUse":        "Agent|Task|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*",
 			"PostToolUseFailure": "Bash|NotebookEdit|mcp__.*",
 			"SubagentStop":       "",

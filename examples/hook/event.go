@@ -32,6 +32,7 @@ const (
 	toolMultiEdit = "MultiEdit"
 	toolBash      = "Bash"
 	toolNotebook  = "NotebookEdit"
+	toolSkill     = "Skill"
 	// toolMCP stands, in the route table, for every MCP tool
 	// (mcp__<server>__<tool>).
 	toolMCP = "mcp__*"

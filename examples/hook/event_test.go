@@ -154,6 +154,7 @@ func TestDefaultRoutes(t *testing.T) {
 	want := map[routeKey]string{
 		{"PreToolUse", "Agent"}:      "preToolUseSubagent",
 		{"PreToolUse", "Task"}:       "preToolUseSubagent",
+		{"PreToolUse", "Skill"}:      "preToolUseSkill",
 		{"PreToolUse", "Write"}:      "preToolUseWrite",
 		{"PreToolUse", "Edit"}:       "preToolUseWrite",
 		{"PreToolUse", "MultiEdit"}:  "preToolUseWrite",

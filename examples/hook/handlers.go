@@ -19,7 +19,9 @@ import (
 // response with the constructors of output.go; the decision itself belongs
 // to the library.
 
-// preToolUseSubagent is Gate 1: PreToolUse for Agent/Task.
+// preToolUseSubagent is Gate 1: PreToolUse for Agent/Task. nWave markers
+// in the prompt put DES in charge; so does a multi-phase workflow state
+// (contract §8), which the library looks for.
 func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 	// Only the prompt decides whether DES is in charge: another field of an
 	// unexpected type (a future Claude Code's) must not switch Gate 1 off.
@@ -32,23 +34,56 @@ func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 		h.logger.Warn("hook: no prompt in the subagent call; no opinion", "err", err)
 		return noOpinion()
 	}
-	if !template.Parse(prompt).HasMarkers {
+	inv := gate.Invocation{Tool: ev.ToolName, Prompt: prompt, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, Cwd: workflowCwd(ev, h.root)}
+	if full, err := ev.SubagentInput(); err == nil {
+		inv.AgentType, inv.Description = full.SubagentType, full.Description
+	}
+	nwave := template.Parse(prompt).HasMarkers
+	if nwave {
+		h.requireValidation()
+	} else if !des.HasWorkflowState(h.root, inv.Cwd, h.lookupEnv) {
 		return noOpinion() // ad hoc: DES has no opinion, and builds nothing
 	}
-	in := struct{ SubagentType string }{}
-	if full, err := ev.SubagentInput(); err == nil {
-		in.SubagentType = full.SubagentType
+	return invocationResponse(ctx, h, func(eng *des.Engine) (gate.InvocationResult, error) {
+		return eng.PreInvocation(ctx, inv)
+	})
+}
+
+// preToolUseSkill is Gate 1 for a Skill call: only the phase guards judge
+// it (an `/isdlc advance` while the phase's gate is unmet, say), and only
+// where a workflow state is found.
+func preToolUseSkill(ctx context.Context, h *hookEnv, ev *Event) response {
+	var in struct {
+		Skill string `json:"skill"`
+		Args  string `json:"args"`
 	}
-	h.requireValidation()
+	if err := ev.toolInput(&in); err != nil {
+		h.logger.Warn("hook: cannot read the Skill call; no opinion", "err", err)
+		return noOpinion()
+	}
+	inv := gate.Invocation{Skill: in.Skill, Args: in.Args, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, Cwd: workflowCwd(ev, h.root)}
+	if !des.HasWorkflowState(h.root, inv.Cwd, h.lookupEnv) {
+		return noOpinion() // no workflow: nothing judges a Skill call, and nothing is built
+	}
+	return invocationResponse(ctx, h, func(eng *des.Engine) (gate.InvocationResult, error) {
+		return eng.CheckSkill(ctx, inv)
+	})
+}
+
+// invocationResponse runs a Gate 1 check and maps it to PreToolUse output.
+// DES is in charge, and an error fails closed, when the prompt carried
+// nWave markers or a workflow state was found.
+func invocationResponse(ctx context.Context, h *hookEnv, check func(*des.Engine) (gate.InvocationResult, error)) response {
+	h.requireValidation() // nWave markers, or a workflow state the caller found
 	eng, err := h.engine(ctx)
 	if err != nil {
 		return h.internalError(true, err)
 	}
-	res, err := eng.PreInvocation(ctx, gate.Invocation{
-		Prompt: prompt, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentType: in.SubagentType,
-	})
+	res, err := check(eng)
 	if err != nil && (!res.Evaluated || !res.Denied()) {
-		return h.internalError(true, err) // an allow DES could not carry out or record fails closed
+		// An allow DES could not carry out or record fails closed; so does
+		// an error when the state found a moment ago has gone (it was there).
+		return h.internalError(true, err)
 	}
 	if err != nil {
 		h.logger.Error("hook: the deny stands but was not recorded", "err", err)
@@ -146,6 +181,18 @@ func writeCall(ev *Event, root string) (gate.WriteCall, bool) {
 	return call, call.Path != ""
 }
 
+// workflowCwd is the event's cwd as Claude Code sent it, for choosing a
+// monorepo project by path prefix: on Windows it comes with backslashes and
+// a drive letter, which state discovery compares itself (slash-normalised,
+// the drive letter case-insensitive); eventDir would take such a path as
+// relative on another system. The root when the event has none.
+func workflowCwd(ev *Event, root string) string {
+	if ev.Cwd == "" {
+		return root
+	}
+	return ev.Cwd
+}
+
 // eventDir is the event's cwd, absolute: the root when the event has none.
 func eventDir(ev *Event, root string) string {
 	switch {
@@ -219,9 +266,27 @@ func preToolUseBashGuard(ctx context.Context, h *hookEnv, ev *Event, command str
 		defaults := des.DefaultConfig()
 		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles}
 		inside, _ := gate.PreCommit{Root: h.root}.InProject(commitFiles)
-		return h.internalError(len(inside) > 0 || gate.ToolUse{Root: h.root}.ConcernsBash(guard, call), err)
+		tu := gate.ToolUse{Root: h.root}
+		// A commit where a workflow state applies is the branch guard's.
+		branchGuard := tu.MakesCommits(call) && des.HasWorkflowState(h.root, call.Cwd, h.lookupEnv)
+		return h.internalError(len(inside) > 0 || tu.ConcernsBash(guard, call) || branchGuard, err)
 	}
 	var results []gate.Result
+	// The branch guard (contract §8) judges the same command's commits
+	// when a workflow state is found.
+	bres, err := eng.CheckCommitBranches(ctx, call)
+	switch {
+	case err != nil && !bres.Evaluated:
+		h.requireValidation() // a workflow state was found, or the command could not be read
+		results = append(results, h.internalResult(policy.ToolUse, err))
+	case err != nil:
+		h.requireValidation()
+		h.logger.Error("hook: the branch guard's deny stands but was not recorded", "err", err)
+		results = append(results, bres)
+	case bres.Evaluated:
+		h.requireValidation()
+		results = append(results, bres)
+	}
 	res, err := eng.CheckBash(ctx, call)
 	switch {
 	case err != nil && !res.Evaluated:
@@ -315,7 +380,9 @@ func postToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 
 // postToolUseSubagent tells the orchestrator when Gate 2 failed the step the
 // subagent ran (PostToolUse for Agent/Task): the user saw Gate 2's message,
-// but the orchestrator would otherwise go on to the next step.
+// but the orchestrator would otherwise go on to the next step. In a
+// multi-phase workflow the observers (contract §8) add their warnings; both
+// go into one additionalContext.
 func postToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 	out, _ := ev.SubagentResponse() // an odd response still has a tool_use_id
 	eng, err := h.engine(ctx)
@@ -323,16 +390,28 @@ func postToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 		h.logger.Error("hook: cannot read Gate 2's verdict", "err", err)
 		return noOpinion() // the subagent has run; there is nothing to block
 	}
+	var parts []string
 	rec, err := eng.StopVerdict(ev.ToolUseID, out.AgentID)
-	if err != nil {
+	switch {
+	case err != nil:
 		h.logger.Error("hook: cannot read Gate 2's verdict", "tool_use_id", ev.ToolUseID, "err", err)
-		return noOpinion()
+	case rec != nil && rec.Failed:
+		h.requireValidation()
+		parts = append(parts, stopContext(rec))
 	}
-	if rec == nil || !rec.Failed {
-		return noOpinion()
+	call := gate.SubagentResult{Tool: ev.ToolName, Cwd: workflowCwd(ev, h.root), Response: ev.ToolResponse}
+	if in, err := ev.SubagentInput(); err == nil {
+		call.SubagentType, call.Prompt, call.Description = in.SubagentType, in.Prompt, in.Description
 	}
-	h.requireValidation()
-	return postToolContext(stopContext(rec))
+	obs, err := eng.ObserveSubagent(ctx, call)
+	switch {
+	case err != nil:
+		// Observers only warn, and the call has run: nothing to fail closed on.
+		h.logger.Error("hook: the phase observers could not run", "tool_use_id", ev.ToolUseID, "err", err)
+	case len(obs.Decision.Warn) > 0 || len(obs.Decision.Deny) > 0:
+		parts = append(parts, obs.Reason())
+	}
+	return postToolContext(strings.Join(parts, "\n\n"))
 }
 
 // stopContext is what the orchestrator is told about a failed stop.

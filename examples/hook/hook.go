@@ -34,6 +34,7 @@ func defaultRoutes() routeTable {
 	return routeTable{
 		{eventPreToolUse, toolAgent}:      preToolUseSubagent,
 		{eventPreToolUse, toolTask}:       preToolUseSubagent,
+		{eventPreToolUse, toolSkill}:      preToolUseSkill,
 		{eventPreToolUse, toolWrite}:      preToolUseWrite,
 		{eventPreToolUse, toolEdit}:       preToolUseWrite,
 		{eventPreToolUse, toolMultiEdit}:  preToolUseWrite,

@@ -46,7 +46,10 @@ test_pre_invocation_complete_prompt_passes if {
 	inp := {"prompt": good_prompt, "step": {"path": "steps/01-01.json", "document": {"task_id": "01-01", "state": {"status": "TODO"}}}}
 	count(gates.pre_invocation.deny) == 0 with input as inp
 	count(gates.pre_invocation.warn) == 0 with input as inp
-	gates.pre_invocation.info == {"level": "full", "workflow_type": "tdd_cycle", "safety_applies": false, "can_start": true} with input as inp
+	gates.pre_invocation.info == {
+		"level": "full", "workflow_type": "tdd_cycle", "safety_applies": false, "can_start": true,
+		"phases": {"current": null, "target": null, "delegation": false, "by": null, "escalations": []},
+	} with input as inp
 }
 
 test_pre_invocation_level_none_ignores_the_step if {

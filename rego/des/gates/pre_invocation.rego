@@ -1,32 +1,86 @@
 # Gate 1, pre-invocation.
-# Decides whether a subagent may start (Claude Code PreToolUse for Agent or Task).
+# Decides whether a subagent may start (Claude Code PreToolUse for Agent or
+# Task) and, for multi-phase workflows, whether an Agent, Task or Skill call
+# fits the workflow's phase (des.phases).
 # Gathers the concern packages; a team adds rules to this package to extend the gate.
 # Built-in gate packages carry no package METADATA: a team extending the gate
 # adds files to this package, and OPA allows one package annotation per package.
 package des.gates.pre_invocation
 
+import data.des.phases.guards
 import data.des.sections
 
-deny contains v if some v in data.des.invocation.deny
+# The nWave rules judge a prompt with (non-routing) DES markers: Go sets
+# input.prompt only then. A call without it (an iSDLC delegation, a Skill)
+# is left to the phase guards.
+_nwave if input.prompt
 
-deny contains v if some v in sections.deny
+deny contains v if {
+	_nwave
+	some v in data.des.invocation.deny
+}
+
+deny contains v if {
+	_nwave
+	some v in sections.deny
+}
 
 # At level none nothing about the step file is checked: none is needed.
 deny contains v if {
+	_nwave
 	sections.level != "none"
 	some v in data.des.stepfile.deny
 }
 
-deny contains v if some v in data.des.safety.deny
+deny contains v if {
+	_nwave
+	some v in data.des.safety.deny
+}
 
-warn contains v if some v in data.des.safety.warn
+warn contains v if {
+	_nwave
+	some v in data.des.safety.warn
+}
+
+# The phase workflow guards (input.tool, input.call, input.workflow).
+deny contains v if some v in guards.deny
+
+warn contains v if some v in guards.warn
+
+default _phase_current := null
+
+_phase_current := data.des.phases.current
+
+default _phase_target := null
+
+_phase_target := guards.target
+
+default _phase_by := null
+
+_phase_by := guards.by
+
+# One escalation per type among this gate's denies (a team's codes included
+# when it adds them to data.des.phases.escalation_types), codes sorted.
+_escalations := [{"type": t, "phase": _phase_current, "codes": sort(codes)} |
+	some t in sort({data.des.phases.escalation_types[v.code] | some v in deny})
+	codes := {v.code | some v in deny; data.des.phases.escalation_types[v.code] == t}
+]
 
 # What Go needs to carry out the decision: the level and can_start say
 # whether the step's task moves to IN_PROGRESS, safety_applies whether the
-# safety check is audited.
+# safety check is audited; phases is the phase guards' view of the call
+# (current phase, target phase, whether it is a phase delegation and how it
+# was found, and the escalations Go audits as PHASE_ESCALATION).
 info := {
 	"level": sections.level,
 	"workflow_type": sections.workflow_type,
 	"safety_applies": data.des.safety.applies,
 	"can_start": data.des.invocation.can_start,
+	"phases": {
+		"current": _phase_current,
+		"target": _phase_target,
+		"delegation": guards.delegation,
+		"by": _phase_by,
+		"escalations": _escalations,
+	},
 }

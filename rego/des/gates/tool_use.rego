@@ -1,15 +1,37 @@
 # Tool use guard.
 # Decides whether a tool call (Write, Edit, MultiEdit, Bash) may touch DES's own
-# files or write a guarded document behind the write guard's back.
+# files or write a guarded document behind the write guard's back, whether a
+# git commit fits the phase workflow's branch (des.phases.branch), and, after
+# an Agent/Task call, observes iSDLC's discover flow (des.phases.observers).
 # Gathers the concern packages; a team adds rules to this package to extend the gate.
 package des.gates.tool_use
 
-deny contains v if some v in data.des.protected.deny
+# The PostToolUse of an Agent/Task call is for the phase observers only.
+_agent_result if {
+	input.event == "PostToolUse"
+	input.tool in {"Agent", "Task"}
+}
+
+deny contains v if {
+	not _agent_result
+	some v in data.des.protected.deny
+}
 
 # After the call: what DES found changed and restored (input.integrity).
-deny contains v if some v in data.des.integrity.deny
+deny contains v if {
+	not _agent_result
+	some v in data.des.integrity.deny
+}
 
 deny contains v if {
 	input.tool == "Bash" # only Bash writes bypass the write guard
 	some v in data.des.bashwrite.deny
+}
+
+# git commit in a phase workflow (input.commits, input.workflow).
+deny contains v if some v in data.des.phases.branch.deny
+
+warn contains v if {
+	_agent_result
+	some v in data.des.phases.observers.warn
 }

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+const escalationsDoc = `Lists the escalations of the phase workflow guards (contract §8): the
+PHASE_ESCALATION entries of the audit trail (a gate, an iteration corridor or a
+constitutional validation that blocked an advancement), grouped by type and
+phase, with how many were recorded (at most one a minute), when first and
+last, and their codes. Without --all only the open ones: those whose phase is
+still the current phase of the workflow state. Exit 0, or 2 when the trail or
+the settings cannot be read.`
+
+// escalationJSON is one group as --json prints it.
+type escalationJSON struct {
+	Type  string    `json:"type"`
+	Phase string    `json:"phase"`
+	Count int       `json:"count"`
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	Codes []string  `json:"codes"`
+	Open  bool      `json:"open"`
+}
+
+func runEscalations(ctx context.Context, e env, args []string) int {
+	fs := newFlagSet(e, "escalations", "[--all] [--json]", escalationsDoc)
+	all := fs.Bool("all", false, "list every escalation, not only the open ones")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if code, done := parseFlags(fs, args, 0); done {
+		return code
+	}
+	root := commandRoot(ctx, e.lookupEnv)
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
+	}
+	eng, err := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr).engine(ctx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "hook escalations: %v\n", err)
+		return exitUsage
+	}
+	// The current directory chooses the monorepo project, as the event's
+	// cwd does in hook mode.
+	cwd, _ := os.Getwd()
+	groups, err := eng.Escalations(ctx, cwd, *all)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "hook escalations: %v\n", err)
+		return exitUsage
+	}
+	if *asJSON {
+		out := make([]escalationJSON, len(groups))
+		for i, g := range groups {
+			out[i] = escalationJSON{Type: g.Type, Phase: g.Phase, Count: g.Count, First: g.First.UTC(), Last: g.Last.UTC(), Codes: g.Codes, Open: g.Open}
+		}
+		return writeJSON(e, "escalations", out)
+	}
+	if len(groups) == 0 {
+		if *all {
+			fmt.Fprintln(e.stdout, "no escalations recorded")
+		} else {
+			fmt.Fprintln(e.stdout, "no open escalations")
+		}
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TYPE\tPHASE\tCOUNT\tFIRST\tLAST\tCODES\tOPEN")
+	for _, g := range groups {
+		open := "no"
+		if g.Open {
+			open = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", g.Type, g.Phase, g.Count,
+			g.First.UTC().Format(time.RFC3339), g.Last.UTC().Format(time.RFC3339), strings.Join(g.Codes, ","), open)
+	}
+	if err := tw.Flush(); err != nil {
+		fmt.Fprintf(e.stderr, "hook escalations: %v\n", err)
+		return exitUsage
+	}
+	return exitOK
+}

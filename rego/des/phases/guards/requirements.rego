@@ -1,0 +1,348 @@
+# Requirements of the current phase, the gate on advancement attempts, the
+# iteration corridors and phase-completion claims (package des.phases.guards).
+#
+# The requirement tables are input.workflow.requirements when Go loaded a
+# team's files (setting phase_requirements_files), else the defaults in
+# data.des.phases.requirements (requirements/data.json, iSDLC's own
+# iteration-requirements.json and artifact-paths.json). Only four kinds count:
+# test_iteration, constitutional_validation, interactive_elicitation and
+# artifact_validation; other keys of an entry and workflow_overrides are
+# ignored. A phase with no entry has no requirements.
+package des.phases.guards
+
+import data.des.phases.active_workflow
+import data.des.phases.current
+import data.des.phases.current_doc
+import data.des.phases.is_key
+import data.des.phases.lookup
+import data.des.phases.norm_phase
+import data.des.phases.phase_list
+import data.des.phases.ptr
+
+_team_tables if is_object(input.workflow.requirements)
+
+_tables := input.workflow.requirements if _team_tables
+
+_tables := data.des.phases.requirements if not _team_tables
+
+# METADATA
+# title: Requirement entry of the current phase
+# description: The current phase's entry of phase_requirements (keys normalised); undefined when it has none.
+requirement := lookup(_tables.iteration_requirements.phase_requirements, current)
+
+# METADATA
+# title: Requirement enabled
+# description: Whether a requirement kind is enabled for the current phase.
+enabled(kind) if requirement[kind].enabled == true
+
+# The state of the current phase's requirements.
+_ti := current_doc.iteration_requirements.test_iteration
+
+_ie := current_doc.iteration_requirements.interactive_elicitation
+
+_cv := current_doc.constitutional_validation
+
+_req_pointer(parts) := ptr(array.concat(["phases", current], parts))
+
+# Numbers for messages, "absent" when a field is missing.
+_num(x) := sprintf("%v", [x]) if is_number(x)
+
+_num(x) := "0" if not is_number(x)
+
+_state_max if is_number(_ti.max_iterations)
+
+_max_iterations := _ti.max_iterations if _state_max
+
+_max_iterations := requirement.test_iteration.max_iterations if {
+	not _state_max
+	is_number(requirement.test_iteration.max_iterations)
+}
+
+default _current_iteration := 0
+
+_current_iteration := _ti.current_iteration if is_number(_ti.current_iteration)
+
+_iterations_text := sprintf("%s/%s test iterations", [_num(_current_iteration), _num(_max_iterations)]) if _max_iterations
+
+_iterations_text := sprintf("%s test iterations", [_num(_current_iteration)]) if not _max_iterations
+
+default _last_result_text := ", no test result recorded"
+
+_last_result_text := sprintf(", last result %s", [_ti.last_test_result]) if is_string(_ti.last_test_result)
+
+_test_text := concat("", [_iterations_text, _last_result_text])
+
+_field_text(x) := json.marshal(x) if x != null
+
+_field_text(x) := "absent" if x == null
+
+default _ti_completed := null
+
+_ti_completed := _ti.completed
+
+default _cv_status := null
+
+_cv_status := _cv.status
+
+default _ie_completed := null
+
+_ie_completed := _ie.completed
+
+default _cv_iterations := 0
+
+_cv_iterations := _cv.iterations_used if is_number(_cv.iterations_used)
+
+default _menu := 0
+
+_menu := _ie.menu_interactions if is_number(_ie.menu_interactions)
+
+_own_min_menu if is_number(requirement.interactive_elicitation.min_menu_interactions)
+
+_min_menu := requirement.interactive_elicitation.min_menu_interactions if _own_min_menu
+
+_min_menu := data.des.phases.default_min_menu_interactions if not _own_min_menu
+
+# METADATA
+# title: Unmet requirements
+# description: What keeps the current phase from passing its gate, one entry per unmet requirement ({kind, msg, field, recovery}).
+unmet contains {
+	"kind": "test_iteration",
+	"msg": sprintf("its tests are not done: %s (phases[%q].iteration_requirements.test_iteration.completed is %s)", [_test_text, current, _field_text(_ti_completed)]),
+	"field": _req_pointer(["iteration_requirements", "test_iteration", "completed"]),
+	"recovery": sprintf("Run the tests of %q until they pass and set phases[%q].iteration_requirements.test_iteration.completed to true (last_test_result \"passed\").", [current, current]),
+} if {
+	enabled("test_iteration")
+	_ti_completed != true
+}
+
+unmet contains {
+	"kind": "constitutional_validation",
+	"msg": sprintf("its constitutional validation is %s (phases[%q].constitutional_validation.status), not %q; %s iterations used", [_field_text(_cv_status), current, data.des.phases.compliant_status, _num(_cv_iterations)]),
+	"field": _req_pointer(["constitutional_validation", "status"]),
+	"recovery": sprintf("Validate the artifacts of %q against the constitution and set phases[%q].constitutional_validation.status to %q (completed true).", [current, current, data.des.phases.compliant_status]),
+} if {
+	enabled("constitutional_validation")
+	_cv_status != data.des.phases.compliant_status
+}
+
+unmet contains {
+	"kind": "interactive_elicitation",
+	"msg": sprintf("its interactive elicitation is not done: %s/%s menu interactions, completed %s (phases[%q].iteration_requirements.interactive_elicitation)", [_num(_menu), _num(_min_menu), _field_text(_ie_completed), current]),
+	"field": _req_pointer(["iteration_requirements", "interactive_elicitation"]),
+	"recovery": sprintf("Hold at least %s menu interactions with the user, then set phases[%q].iteration_requirements.interactive_elicitation.menu_interactions to their number and completed to true.", [_num(_min_menu), current]),
+} if {
+	enabled("interactive_elicitation")
+	_elicitation_unmet
+}
+
+_elicitation_unmet if _menu < _min_menu
+
+_elicitation_unmet if _ie_completed != true
+
+# Artifact paths: artifact_paths.phases[C].paths when present, else the
+# entry's own artifact_validation.paths.
+_artifact_entry := lookup(_tables.artifact_paths.phases, current)
+
+_listed_paths if is_array(_artifact_entry.paths)
+
+_artifact_paths := _artifact_entry.paths if _listed_paths
+
+_artifact_paths := requirement.artifact_validation.paths if {
+	not _listed_paths
+	is_array(requirement.artifact_validation.paths)
+}
+
+_folder := active_workflow.artifact_folder if is_key(active_workflow.artifact_folder)
+
+_expected := [replace(p, data.des.phases.artifact_folder_placeholder, _folder) | some p in _artifact_paths; is_string(p)]
+
+_dir(p) := regex.replace(p, `/[^/]*$`, "") if contains(p, "/")
+
+_dir(p) := "." if not contains(p, "/")
+
+# One existing file per listed directory suffices.
+_missing_dirs := {_dir(p) | some p in _expected} - {_dir(p) | some p in _expected; input.workflow.artifacts[p] == true}
+
+_missing_files := sort([p | some p in _expected; _dir(p) in _missing_dirs])
+
+unmet contains {
+	"kind": "artifact_validation",
+	"msg": sprintf("active_workflow.artifact_folder is not set, so its artifacts (%s) cannot be found", [concat(", ", [p | some p in _artifact_paths; is_string(p)])]),
+	"field": "/active_workflow/artifact_folder",
+	"recovery": sprintf("Set active_workflow.artifact_folder to the folder of this work item (the {artifact_folder} of %s) so the artifacts of %q can be checked.", [concat(", ", [p | some p in _artifact_paths; is_string(p)]), current]),
+} if {
+	enabled("artifact_validation")
+	count(_artifact_paths) > 0
+	not _folder
+}
+
+unmet contains {
+	"kind": "artifact_validation",
+	"msg": sprintf("its artifacts are missing: %s (no file of these exists in its directory)", [concat(", ", _missing_files)]),
+	"field": "/active_workflow/artifact_folder",
+	"recovery": sprintf("Write the artifacts of %q (%s) before advancing; check that active_workflow.artifact_folder (%q) names the right folder.", [current, concat(", ", _missing_files), _folder]),
+} if {
+	enabled("artifact_validation")
+	count(_missing_files) > 0
+}
+
+unmet contains {
+	"kind": "supervised_review",
+	"msg": sprintf("its supervised review is %q (active_workflow.supervised_review.status)", [active_workflow.supervised_review.status]),
+	"field": "/active_workflow/supervised_review/status",
+	"recovery": sprintf("Wait for the user's review of %q; a rejected phase is redone, and the review status is set to a value other than %s before advancing.", [current, concat(" or ", sort([s | some s, on in data.des.phases.review_blocking_statuses; on == true]))]),
+} if {
+	is_string(active_workflow.supervised_review.status)
+	data.des.phases.review_blocking_statuses[active_workflow.supervised_review.status] == true
+}
+
+_index := active_workflow.current_phase_index if is_number(active_workflow.current_phase_index)
+
+_indexed := norm_phase(active_workflow.phases[_index]) if is_key(active_workflow.phases[_index])
+
+default _indexed_text := "nothing (out of range)"
+
+_indexed_text := json.marshal(_indexed)
+
+_position := [i | some i, p in active_workflow.phases; is_key(p); norm_phase(p) == current][0]
+
+_position_text := sprintf("to %d, the position of %q in active_workflow.phases", [_position, current]) if _position
+
+_position_text := sprintf("and active_workflow.phases so that %q is at that index", [current]) if not _position
+
+unmet contains {
+	"kind": "current_phase_index",
+	"msg": sprintf("active_workflow.phases[%v] (active_workflow.current_phase_index) is %s, not the current phase %q", [_index, _indexed_text, current]),
+	"field": "/active_workflow/current_phase_index",
+	"recovery": sprintf("Set active_workflow.current_phase_index %s.", [_position_text]),
+} if {
+	is_number(_index)
+	_indexed != current
+}
+
+unmet contains {
+	"kind": "current_phase_index",
+	"msg": sprintf("active_workflow.phases[%v] (active_workflow.current_phase_index) is %s, not the current phase %q", [_index, _indexed_text, current]),
+	"field": "/active_workflow/current_phase_index",
+	"recovery": sprintf("Set active_workflow.current_phase_index %s.", [_position_text]),
+} if {
+	is_number(_index)
+	not _indexed
+}
+
+_next := phase_list[[i | some i, p in phase_list; p == current][0] + 1]
+
+_advance_text := sprintf("advance from phase %q to %q", [current, _next]) if _next
+
+_advance_text := sprintf("advance past phase %q", [current]) if not _next
+
+# METADATA
+# title: Gate blocked
+# description: An advancement attempt while a requirement of the current phase is unmet (one violation per requirement), its supervised review is reviewing or rejected, or active_workflow.phases[current_phase_index] is not the current phase.
+# custom:
+#   code: DES-GATE-BLOCKED
+#   severity: deny
+deny contains {
+	"code": "DES-GATE-BLOCKED",
+	"msg": sprintf("%s tries to %s, but %s", [who, _advance_text, u.msg]),
+	"field": u.field,
+	"recovery": [u.recovery, sprintf("Then advance again; until then keep working in phase %q.", [current])],
+} if {
+	current
+	count(unmet) > 0
+	advancement
+	some u in unmet
+}
+
+# METADATA
+# title: Test corridor open
+# description: Tests of the current phase are enabled, not completed, not escalated, and the last result failed.
+in_test_corridor if {
+	enabled("test_iteration")
+	_ti_completed != true
+	not _ti.status == data.des.phases.escalated_status
+	_ti.last_test_result == data.des.phases.failed_test_result
+}
+
+_tests_satisfied if not enabled("test_iteration")
+
+_tests_satisfied if _ti_completed == true
+
+# METADATA
+# title: Constitutional corridor open
+# description: Tests are satisfied, and constitutional validation is enabled, not compliant and not escalated.
+in_constitutional_corridor if {
+	_tests_satisfied
+	enabled("constitutional_validation")
+	not _cv_status in {data.des.phases.compliant_status, data.des.phases.escalated_status}
+}
+
+# METADATA
+# title: Iteration corridor
+# description: Inside the test or constitutional corridor, an Agent/Task call that is no phase delegation and has a corridor phrase, or a Skill advance.
+# custom:
+#   code: DES-ITERATION-CORRIDOR
+#   severity: deny
+deny contains {
+	"code": "DES-ITERATION-CORRIDOR",
+	"msg": sprintf("phase %q is in its test corridor (%s): %s may not advance, delegate or declare the phase complete while phases[%q].iteration_requirements.test_iteration.last_test_result is %q", [current, _test_text, who, current, data.des.phases.failed_test_result]),
+	"field": _req_pointer(["iteration_requirements", "test_iteration"]),
+	"recovery": [
+		sprintf("Fix the failing tests of %q and run them again; the corridor closes when last_test_result is \"passed\" and phases[%q].iteration_requirements.test_iteration.completed is true.", [current, current]),
+		sprintf("If the tests cannot be fixed, escalate to the user: set phases[%q].iteration_requirements.test_iteration.status to %q.", [current, data.des.phases.escalated_status]),
+	],
+} if {
+	current
+	in_test_corridor # cheap state checks before reading the text
+	corridor_call
+}
+
+deny contains {
+	"code": "DES-ITERATION-CORRIDOR",
+	"msg": sprintf("phase %q is in its constitutional corridor: %s may not advance, delegate or declare the phase complete while phases[%q].constitutional_validation.status is %s, not %q", [current, who, current, _field_text(_cv_status), data.des.phases.compliant_status]),
+	"field": _req_pointer(["constitutional_validation", "status"]),
+	"recovery": [
+		sprintf("Validate the artifacts of %q against the constitution until phases[%q].constitutional_validation.status is %q.", [current, current, data.des.phases.compliant_status]),
+		sprintf("If validation cannot pass, escalate to the user: set phases[%q].constitutional_validation.status to %q.", [current, data.des.phases.escalated_status]),
+	],
+} if {
+	current
+	in_constitutional_corridor
+	corridor_call
+}
+
+_constitution_passes if _cv_status == data.des.phases.compliant_status
+
+_constitution_passes if {
+	_cv_status == data.des.phases.escalated_status
+	_cv.escalation_approved == true
+}
+
+# METADATA
+# title: Constitution pending
+# description: A phase-completion claim while the current phase requires constitutional validation that is not compliant (escalated with escalation_approved true passes).
+# custom:
+#   code: DES-CONSTITUTION-PENDING
+#   severity: deny
+deny contains {
+	"code": "DES-CONSTITUTION-PENDING",
+	"msg": sprintf("%s claims phase %q complete, but its constitutional validation is %s (phases[%q].constitutional_validation.status), not %q", [who, current, _field_text(_cv_status), current, data.des.phases.compliant_status]),
+	"field": _req_pointer(["constitutional_validation", "status"]),
+	"recovery": [
+		sprintf("Validate the artifacts of %q against the constitution and set phases[%q].constitutional_validation.status to %q before claiming the phase complete.", [current, current, data.des.phases.compliant_status]),
+		sprintf("Or escalate: status %q with escalation_approved true, once the user approves.", [data.des.phases.escalated_status]),
+	],
+} if {
+	current
+	enabled("constitutional_validation")
+	not _constitution_passes
+	completion_claim
+}
+
+# METADATA
+# title: Escalations
+# description: One entry per escalation type among the denies of this package ({type, phase, codes} with codes sorted), for the audit trail.
+escalations := [{"type": t, "phase": current, "codes": sort(codes)} |
+	some t in sort({data.des.phases.escalation_types[v.code] | some v in deny})
+	codes := {v.code | some v in deny; data.des.phases.escalation_types[v.code] == t}
+]

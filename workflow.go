@@ -1,0 +1,74 @@
+package des
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/isdlc"
+)
+
+// defaultWorkflow is DES's own state discovery (internal/isdlc, contract
+// §8): the state file, the plan, the requirement tables (the setting
+// phase_requirements_files, else data.des.phases.requirements of the
+// policies) and the artifacts they list; and the branch reader.
+func (e *Engine) defaultWorkflow(lookupEnv func(string) (string, bool)) gate.Workflow {
+	return gate.Workflow{
+		Facts: func(ctx context.Context, cwd string) (map[string]any, error) {
+			// First a probe without tables: the built-in tables live in the
+			// policies, which a project without a state must not pay to load.
+			if !HasWorkflowState(e.root, cwd, lookupEnv) {
+				return nil, nil
+			}
+			tables, err := e.requirementTables(ctx)
+			if err != nil {
+				return nil, err
+			}
+			w, err := isdlc.Discover(isdlc.Options{
+				Root: e.root, Cwd: cwd, Getenv: lookupEnv,
+				RequirementFiles: e.cfg.PhaseRequirementsFiles, DefaultTables: tables,
+			})
+			if errors.Is(err, isdlc.ErrRequirementFile) {
+				return nil, &ConfigError{Setting: "phase_requirements_files", Source: "settings",
+					Value: fmt.Sprintf("%q", e.cfg.PhaseRequirementsFiles), Reason: err.Error(), Err: err}
+			}
+			if err != nil || w == nil { // the state went away between the two looks
+				return nil, err
+			}
+			return w.Facts(), nil
+		},
+		Branch: func(dir, workflowBranch string) map[string]any {
+			return isdlc.Branch(dir, workflowBranch).Facts()
+		},
+	}
+}
+
+// requirementTables is data.des.phases.requirements, nil when the policies
+// define none.
+func (e *Engine) requirementTables(ctx context.Context) (map[string]any, error) {
+	pe, err := e.Policy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := pe.Data("des.phases.requirements")
+	if !ok {
+		return nil, nil
+	}
+	tables, _ := raw.(map[string]any)
+	return tables, nil
+}
+
+// HasWorkflowState reports whether a multi-phase workflow state file
+// (contract §8) applies to a call made in cwd (as the event gives it;
+// "" = root) under root: the cheap check a caller makes before building an
+// Engine for a call only the phase guards could judge. It reads no policy
+// and no setting. A state file that exists but cannot be used counts: the
+// guards judge it (DES-INTERNAL on the calls they would judge).
+func HasWorkflowState(root, cwd string, lookupEnv func(string) (string, bool)) bool {
+	if cwd == "" {
+		cwd = root
+	}
+	w, err := isdlc.Discover(isdlc.Options{Root: root, Cwd: cwd, Getenv: lookupEnv})
+	return err == nil && w != nil
+}
