@@ -95,7 +95,7 @@ func TestPhasesBranchGuard(t *testing.T) {
 	last := len(featurePhases) - 1
 	cases := []struct {
 		name    string
-		initial string             // the branch the repository starts on
+		initial string // the branch the repository starts on
 		setup   func(t *testing.T, root string)
 		state   func() doc
 		w       want
