@@ -522,3 +522,36 @@ func TestPhasesAfterTheLastPhase(t *testing.T) {
 	check(t, root, nil, bashEvent(t, root, "git commit -m 'feat(cart): total'"), allow)
 	check(t, root, nil, delegation(root, "Task", "08-code-review"), denies("DES-PHASE-UNTRACKED").with(`phases["08-code-review"].status`))
 }
+
+// Files written on Windows: a CRLF task plan (git's autocrlf) is read like
+// an LF one; a monorepo.json whose project paths use backslashes or end in a
+// separator still matches the cwd. Assumption: the seam's "compare on
+// slash-normalised, cleaned paths" applies to both sides of the comparison.
+func TestPhasesWindowsWrittenFiles(t *testing.T) {
+	t.Parallel()
+	crlf := func(s string) string { return strings.ReplaceAll(s, "\n", "\r\n") }
+	for i, c := range []struct {
+		name, plan string
+		w          want
+	}{
+		{"complete v2.0 plan", crlf(planV2), allow},
+		{"v2.0 plan without traces", crlf(strings.NewReplacer(" | traces: FR-01, AC-01a", "", " | traces: FR-01, AC-01b", "").Replace(planV2)), want{warn: []string{"DES-PLAN-FORMAT"}}},
+	} {
+		t.Run("CRLF "+c.name, func(t *testing.T) {
+			t.Parallel()
+			root := newProjectNoPlan(t, workflowState(featurePhases, 5), planPath, c.plan)
+			check(t, root, nil, delegation(root, tools(i), "06-implementation"), c.w)
+		})
+	}
+	for i, path := range []string{`apps\\api`, `apps/api/`, `./apps/api`} {
+		t.Run("project path "+path, func(t *testing.T) {
+			t.Parallel()
+			mono := strings.Replace(monorepoJSON, `"path": "apps/api"`, `"path": "`+path+`"`, 1)
+			root := newProjectNoPlan(t, nil, ".isdlc/monorepo.json", mono,
+				".isdlc/projects/api-service/state.json", marshalState(t, workflowState(featurePhases, 2)),
+				"apps/api/src/server.js", "//\n")
+			check(t, root, nil, agentCall(filepath.Join(root, "apps", "api", "src"), tools(i), "requirements-analyst", "reqs", "Capture requirements."),
+				denies("DES-PHASE-OUT-OF-ORDER").with("03-architecture"))
+		})
+	}
+}
