@@ -226,3 +226,42 @@ func TestPhasesBranchGuardNestedRepository(t *testing.T) {
 		check(t, root, nil, bashEvent(t, root, "git -C vendor/lib commit -m wip"), denies("DES-BRANCH-PROTECTED"))
 	})
 }
+
+// iSDLC's finalize (00-sdlc-orchestrator.md, "Branch Merge (Workflow
+// Completion)"): after the last gate, commit what is left on the workflow
+// branch, then `git checkout main && git merge --no-ff {branch}`, and only
+// after the merge set git_branch.status to "merged". So the merge runs on
+// main while the status is still "active" and the branch exists. §8's branch
+// guard is about `git commit`; a merge (or a pull, or commit-tree, which
+// moves no branch) is not one, and blocking it would stop every workflow at
+// its finalize. (DES's commit detection reports merges for Gate 3, which
+// judges the step files they bring; that is a different question.)
+func TestPhasesBranchGuardFinalizeMerge(t *testing.T) {
+	t.Parallel()
+	last := len(featurePhases) - 1
+	done := readyToAdvance(featurePhases, last)
+	set(done, "phases.08-code-review.status", "completed")
+	set(done, "active_workflow.phase_status.08-code-review", "completed")
+	set(done, "active_workflow.current_phase_index", len(featurePhases))
+	merge := `git merge --no-ff ` + workflowBranch + ` -m "merge: feature ` + artifactFolder + ` — all gates passed"`
+
+	// Pre-merge commit on the workflow branch, then checkout and merge in
+	// one command (HEAD is still the workflow branch when the hook runs).
+	onBranch := branchRepo(t, "main")
+	git(t, onBranch, "checkout", "-q", workflowBranch)
+	withWorkflow(t, onBranch, done)
+	check(t, onBranch, nil, bashEvent(t, onBranch, "git add -A && git commit -m 'wip: pre-merge'"), allow)
+	check(t, onBranch, nil, bashEvent(t, onBranch, "git checkout main && "+merge), allow)
+
+	// The merge as its own call, on main.
+	onMain := branchRepo(t, "main")
+	withWorkflow(t, onMain, done)
+	for _, command := range []string{merge, "git pull --ff-only", "git commit-tree HEAD^{tree} -p HEAD -m x"} {
+		t.Run(command, func(t *testing.T) {
+			t.Parallel()
+			check(t, onMain, nil, bashEvent(t, onMain, command), allow)
+		})
+	}
+	// A plain commit on main at that moment is still protected.
+	check(t, onMain, nil, bashEvent(t, onMain, "git commit -m 'hotfix'"), denies("DES-BRANCH-PROTECTED"))
+}
