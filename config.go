@@ -42,7 +42,7 @@ type Config struct {
 	// PhaseRequirementsFiles (DES_PHASE_REQUIREMENTS_FILES) are a team's own
 	// copies of iSDLC's iteration-requirements.json and artifact-paths.json,
 	// relative to the project root unless absolute. Empty (the default)
-	// means the tables built into the policy bundle (contract §8).
+	// means the tables built into the policy bundle.
 	PhaseRequirementsFiles []string `json:"phase_requirements_files"`
 }
 

@@ -11,13 +11,13 @@ import (
 	"github.com/deterministic-exec/des/gate"
 )
 
-// The phase workflow guards of contract §8: multi-phase workflows (iSDLC)
+// The phase workflow guards: multi-phase workflows (iSDLC)
 // kept in a workflow state document. Go finds the state and gathers the
 // facts (internal/isdlc); the rules are Rego (package des.phases, run by
 // des.gates.pre_invocation and des.gates.tool_use).
 
 // WithWorkflow replaces how DES finds a multi-phase workflow state and the
-// branch a commit lands on (by default internal/isdlc, contract §8: .des/
+// branch a commit lands on (by default internal/isdlc: .des/
 // state.json, the iSDLC monorepo layout, .isdlc/state.json). A zero
 // gate.Workflow finds none, which turns the phase guards off.
 func WithWorkflow(w gate.Workflow) Option {

@@ -9,8 +9,8 @@ import (
 	"github.com/deterministic-exec/des/internal/isdlc"
 )
 
-// defaultWorkflow is DES's own state discovery (internal/isdlc, contract
-// §8): the state file, the plan, the requirement tables (the setting
+// defaultWorkflow is DES's own state discovery (internal/isdlc):
+// the state file, the plan, the requirement tables (the setting
 // phase_requirements_files, else data.des.phases.requirements of the
 // policies) and the artifacts they list; and the branch reader.
 func (e *Engine) defaultWorkflow(lookupEnv func(string) (string, bool)) gate.Workflow {
@@ -60,7 +60,7 @@ func (e *Engine) requirementTables(ctx context.Context) (map[string]any, error) 
 }
 
 // HasWorkflowState reports whether a multi-phase workflow state file
-// (contract §8) applies to a call made in cwd (as the event gives it;
+// applies to a call made in cwd (as the event gives it;
 // "" = root) under root: the cheap check a caller makes before building an
 // Engine for a call only the phase guards could judge. It reads no policy
 // and no setting. A state file that exists but cannot be used counts: the

@@ -39,7 +39,7 @@ const (
 	// document outside an allowed write, and DES restored it.
 	IntegrityViolation EventType = "INTEGRITY_VIOLATION"
 	// PhaseEscalation: a phase workflow guard blocked an advancement
-	// (contract §8: gate_blocked, corridor_blocked, constitution_blocked),
+	// (gate_blocked, corridor_blocked, constitution_blocked),
 	// recorded at most once a minute per type and phase.
 	PhaseEscalation EventType = "PHASE_ESCALATION"
 )

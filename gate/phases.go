@@ -14,7 +14,7 @@ import (
 	"github.com/deterministic-exec/des/policy"
 )
 
-// The phase workflow guards (contract §8) are rules of des.gates.pre_invocation
+// The phase workflow guards are rules of des.gates.pre_invocation
 // (Agent, Task, Skill) and des.gates.tool_use (Bash git commits, and the
 // PostToolUse observers). Go gathers the facts: the workflow state, the
 // branch a commit would land on, the subagent's response; Rego decides.
@@ -30,7 +30,7 @@ const (
 // fills it from internal/isdlc; a zero Workflow finds none, and the phase
 // guards then give no opinion.
 type Workflow struct {
-	// Facts returns the "workflow" fact object (contract §8, the seam's
+	// Facts returns the "workflow" fact object (internal/isdlc's
 	// shape) for a call made in cwd (absolute; "" = the project root), or
 	// nil when no state file exists. An error means a state file exists
 	// but its facts could not be gathered (a requirement file of the
@@ -124,7 +124,7 @@ func nonNil(ss []string) []string {
 
 // EscalationWindow is how long a PHASE_ESCALATION of one type and phase
 // stands for its repeats: within it, the same escalation is not recorded
-// again (contract §8: at most once a minute).
+// again (at most once a minute).
 const EscalationWindow = time.Minute
 
 // recordEscalations audits each escalation of the decision as

@@ -16,7 +16,7 @@ const (
 
 	// Routing markers say where a delegation goes, not how to validate it:
 	// DES-PHASE names the phase of a multi-phase workflow a prompt delegates
-	// to (contract §8), DES-TASK-PHASE the task-graph phase (§9). A prompt
+	// to, DES-TASK-PHASE the task graph's phase. A prompt
 	// whose only DES markers are routing markers is not validated by Gate 1.
 	MarkerPhase     = "DES-PHASE"
 	MarkerTaskPhase = "DES-TASK-PHASE"

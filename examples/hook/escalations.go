@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const escalationsDoc = `Lists the escalations of the phase workflow guards (contract §8): the
+const escalationsDoc = `Lists the escalations of the phase workflow guards: the
 PHASE_ESCALATION entries of the audit trail (a gate, an iteration corridor or a
 constitutional validation that blocked an advancement), grouped by type and
 phase, with how many were recorded (at most one a minute), when first and

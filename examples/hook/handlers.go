@@ -20,8 +20,8 @@ import (
 // to the library.
 
 // preToolUseSubagent is Gate 1: PreToolUse for Agent/Task. nWave markers
-// in the prompt put DES in charge; so does a multi-phase workflow state
-// (contract §8), which the library looks for.
+// in the prompt put DES in charge; so does a multi-phase workflow state,
+// which the library looks for.
 func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 	// Only the prompt decides whether DES is in charge: another field of an
 	// unexpected type (a future Claude Code's) must not switch Gate 1 off.
@@ -272,7 +272,7 @@ func preToolUseBashGuard(ctx context.Context, h *hookEnv, ev *Event, command str
 		return h.internalError(len(inside) > 0 || tu.ConcernsBash(guard, call) || branchGuard, err)
 	}
 	var results []gate.Result
-	// The branch guard (contract §8) judges the same command's commits
+	// The branch guard judges the same command's commits
 	// when a workflow state is found.
 	bres, err := eng.CheckCommitBranches(ctx, call)
 	switch {
@@ -381,7 +381,7 @@ func postToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 // postToolUseSubagent tells the orchestrator when Gate 2 failed the step the
 // subagent ran (PostToolUse for Agent/Task): the user saw Gate 2's message,
 // but the orchestrator would otherwise go on to the next step. In a
-// multi-phase workflow the observers (contract §8) add their warnings; both
+// multi-phase workflow the observers add their warnings; both
 // go into one additionalContext.
 func postToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 	out, _ := ev.SubagentResponse() // an odd response still has a tool_use_id

@@ -26,7 +26,7 @@ type selection struct {
 	err         error
 }
 
-// selectState applies §8 "Which state": the first that exists of
+// selectState picks the workflow state: the first that exists of
 // .des/state.json, the monorepo project's .isdlc/projects/<id>/state.json,
 // .isdlc/state.json. The project is chosen whenever monorepo.json exists,
 // whichever state file is then used, since the plan and artifact locations

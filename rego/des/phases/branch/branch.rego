@@ -38,11 +38,15 @@ _workflow_branch := _name(_git_branch.name) if {
 _on contains {"dir": object.get(c, "dir", "."), "branch": _name(c.branch.current), "exists": c.branch.workflow_branch_exists == true} if {
 	_bash
 	some c in input.commits
+	not _branchless(c)
 	c.branch.readable == true
 	not c.branch.detached == true
 	is_string(c.branch.current)
 	_name(c.branch.current) != ""
 }
+
+# git commit-tree writes a commit object and moves no branch.
+_branchless(c) if data.des.phases.branchless_commands[c.subcommand] == true
 
 _last := phase_list[count(phase_list) - 1]
 

@@ -114,3 +114,11 @@ test_internal_on_unusable_state if {
 	codes(object.union(inp, {"commits": []})) == set()
 	codes({"tool": "Bash", "workflow": {"problem": "unreadable"}, "commits": [on("main")]}) == {"DES-INTERNAL"}
 }
+
+# git commit-tree writes a commit object and moves no branch; other commit
+# forms on the same branch are still judged.
+test_commit_tree_moves_no_branch if {
+	tree := object.union(on("main"), {"subcommand": "commit-tree"})
+	codes(commit_in(state, [tree])) == set()
+	codes(commit_in(state, [object.union(on("main"), {"subcommand": "merge"})])) == {"DES-BRANCH-PROTECTED"}
+}

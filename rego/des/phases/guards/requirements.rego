@@ -92,6 +92,12 @@ default _cv_iterations := 0
 
 _cv_iterations := _cv.iterations_used if is_number(_cv.iterations_used)
 
+_cv_max if is_number(_cv.max_iterations)
+
+_cv_iterations_text := sprintf("%s/%s constitutional iterations", [_num(_cv_iterations), _num(_cv.max_iterations)]) if _cv_max
+
+_cv_iterations_text := sprintf("%s constitutional iterations", [_num(_cv_iterations)]) if not _cv_max
+
 default _menu := 0
 
 _menu := _ie.menu_interactions if is_number(_ie.menu_interactions)
@@ -117,7 +123,7 @@ unmet contains {
 
 unmet contains {
 	"kind": "constitutional_validation",
-	"msg": sprintf("its constitutional validation is %s (phases[%q].constitutional_validation.status), not %q; %s iterations used", [_field_text(_cv_status), current, data.des.phases.compliant_status, _num(_cv_iterations)]),
+	"msg": sprintf("its constitutional validation is %s (phases[%q].constitutional_validation.status), not %q; %s used", [_field_text(_cv_status), current, data.des.phases.compliant_status, _cv_iterations_text]),
 	"field": _req_pointer(["constitutional_validation", "status"]),
 	"recovery": sprintf("Validate the artifacts of %q against the constitution and set phases[%q].constitutional_validation.status to %q (completed true).", [current, current, data.des.phases.compliant_status]),
 } if {
@@ -299,7 +305,7 @@ deny contains {
 
 deny contains {
 	"code": "DES-ITERATION-CORRIDOR",
-	"msg": sprintf("phase %q is in its constitutional corridor: %s may not advance, delegate or declare the phase complete while phases[%q].constitutional_validation.status is %s, not %q", [current, who, current, _field_text(_cv_status), data.des.phases.compliant_status]),
+	"msg": sprintf("phase %q is in its constitutional corridor (%s): %s may not advance, delegate or declare the phase complete while phases[%q].constitutional_validation.status is %s, not %q", [current, _cv_iterations_text, who, current, _field_text(_cv_status), data.des.phases.compliant_status]),
 	"field": _req_pointer(["constitutional_validation", "status"]),
 	"recovery": [
 		sprintf("Validate the artifacts of %q against the constitution until phases[%q].constitutional_validation.status is %q.", [current, current, data.des.phases.compliant_status]),

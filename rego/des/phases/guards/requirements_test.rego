@@ -60,7 +60,15 @@ test_gate_blocked_constitution if {
 	ms := gate_msgs(advance(st))
 	count(ms) == 1
 	some m in ms
-	contains(m, `constitutional validation is "iterating" (phases["06-implementation"].constitutional_validation.status), not "compliant"; 2 iterations used`)
+	contains(m, `constitutional validation is "iterating" (phases["06-implementation"].constitutional_validation.status), not "compliant"; 2 constitutional iterations used`)
+}
+
+test_gate_blocked_constitution_with_maximum if {
+	st := set("/phases/06-implementation/constitutional_validation", {"status": "iterating", "iterations_used": 1, "max_iterations": 5})
+	some m in gate_msgs(advance(st))
+	contains(m, "1/5 constitutional iterations used")
+	inp := agent_in(st, "general-purpose", "phase complete, hand off")
+	contains(texts(inp), `constitutional corridor (1/5 constitutional iterations)`)
 }
 
 test_gate_constitution_escalated_still_blocks if {
