@@ -45,7 +45,10 @@ _on contains {"dir": object.get(c, "dir", "."), "branch": _name(c.branch.current
 	_name(c.branch.current) != ""
 }
 
-# git commit-tree writes a commit object and moves no branch.
+# Commands that commit no work of their own on the branch (table
+# branchless_commands): git commit-tree moves no branch; git merge and
+# git pull bring another branch in, as a workflow's finalize merges its
+# branch into main while git_branch.status is still "active".
 _branchless(c) if data.des.phases.branchless_commands[c.subcommand] == true
 
 _last := phase_list[count(phase_list) - 1]

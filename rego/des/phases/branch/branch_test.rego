@@ -115,10 +115,13 @@ test_internal_on_unusable_state if {
 	codes({"tool": "Bash", "workflow": {"problem": "unreadable"}, "commits": [on("main")]}) == {"DES-INTERNAL"}
 }
 
-# git commit-tree writes a commit object and moves no branch; other commit
-# forms on the same branch are still judged.
+# git commit-tree moves no branch, git merge and git pull bring another
+# branch in (a workflow's finalize); other commit forms are judged.
 test_commit_tree_moves_no_branch if {
 	tree := object.union(on("main"), {"subcommand": "commit-tree"})
 	codes(commit_in(state, [tree])) == set()
-	codes(commit_in(state, [object.union(on("main"), {"subcommand": "merge"})])) == {"DES-BRANCH-PROTECTED"}
+	codes(commit_in(state, [object.union(on("main"), {"subcommand": "merge"})])) == set()
+	codes(commit_in(state, [object.union(on("main"), {"subcommand": "pull"})])) == set()
+	codes(commit_in(state, [object.union(on("main"), {"subcommand": "cherry-pick"})])) == {"DES-BRANCH-PROTECTED"}
+	codes(commit_in(state, [object.union(on("main"), {"subcommand": "commit"})])) == {"DES-BRANCH-PROTECTED"}
 }
