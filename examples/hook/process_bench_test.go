@@ -25,6 +25,10 @@ import (
 //	            the step file, scans its directory, compiles and evaluates
 //	            Gate 1's policies, records the invocation (a resume after the
 //	            first round)
+//	phase/noop: Gate 1 on an iSDLC phase delegation the guards allow (the
+//	            README's example project): finds and reads the workflow state,
+//	            the plan and the artifacts, compiles and evaluates Gate 1's
+//	            policies with the phase guards
 func BenchmarkProcess(b *testing.B) {
 	dir := b.TempDir()
 	noop := filepath.Join(dir, "noop")
@@ -40,10 +44,21 @@ func BenchmarkProcess(b *testing.B) {
 	env := append(cleanEnviron(), "CLAUDE_PROJECT_DIR="+root)
 	writeFile(b, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}}`)
 	gate1Event, _ := json.Marshal(agentEvent(root, "Agent", renderPrompt(b, "execute-step")))
+	phaseRoot := b.TempDir()
+	if err := os.CopyFS(phaseRoot, os.DirFS("testdata/isdlc-project")); err != nil {
+		b.Fatal(err)
+	}
+	phaseEnv := append(cleanEnviron(), "CLAUDE_PROJECT_DIR="+phaseRoot)
+	phaseEvent, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Agent", "cwd": phaseRoot,
+		"session_id": "s", "tool_use_id": "toolu_bench",
+		"tool_input": map[string]any{"subagent_type": "software-developer", "description": "Implement T0002", "prompt": "Implement T0002 of docs/isdlc/tasks.md."}})
 
 	run := func(bin string, in []byte, wantOut bool) time.Duration {
 		cmd := exec.Command(bin)
 		cmd.Env, cmd.Dir, cmd.Stdin = env, root, bytes.NewReader(in)
+		if bytes.Equal(in, phaseEvent) {
+			cmd.Env, cmd.Dir = phaseEnv, phaseRoot
+		}
 		var out bytes.Buffer
 		cmd.Stdout = &out
 		start := time.Now()
@@ -56,14 +71,15 @@ func BenchmarkProcess(b *testing.B) {
 		}
 		return d
 	}
-	var noopT, fastT, gateT, gate1T []time.Duration
+	var noopT, fastT, gateT, gate1T, phaseT []time.Duration
 	for b.Loop() {
 		noopT = append(noopT, run(noop, fastEvent, false))
 		fastT = append(fastT, run(hookBin, fastEvent, false))
 		gateT = append(gateT, run(hookBin, gateEvent, true))
 		gate1T = append(gate1T, run(hookBin, gate1Event, false))
+		phaseT = append(phaseT, run(hookBin, phaseEvent, false))
 	}
-	n, f, g, g1 := median(noopT), median(fastT), median(gateT), median(gate1T)
+	n, f, g, g1, ph := median(noopT), median(fastT), median(gateT), median(gate1T), median(phaseT)
 	b.ReportMetric(float64(n.Microseconds()), "noop-µs")
 	b.ReportMetric(float64(f.Microseconds()), "fast-µs")
 	b.ReportMetric(float64(g.Microseconds()), "gate-µs")
@@ -71,6 +87,8 @@ func BenchmarkProcess(b *testing.B) {
 	b.ReportMetric(float64(g)/float64(n), "gate/noop")
 	b.ReportMetric(float64(g1.Microseconds()), "gate1-µs")
 	b.ReportMetric(float64(g1)/float64(n), "gate1/noop")
+	b.ReportMetric(float64(ph.Microseconds()), "phase-µs")
+	b.ReportMetric(float64(ph)/float64(n), "phase/noop")
 }
 
 func median(ds []time.Duration) time.Duration {
