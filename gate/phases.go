@@ -122,6 +122,30 @@ func nonNil(ss []string) []string {
 	return ss
 }
 
+// deniedEscalations keeps, of each escalation, the codes the decision still
+// denies: a code the team waived (exception) blocked nothing, so it
+// escalates nothing.
+func deniedEscalations(es []escalation, d policy.Decision) []escalation {
+	denied := map[string]bool{}
+	for _, v := range d.Deny {
+		denied[v.Code] = true
+	}
+	var out []escalation
+	for _, e := range es {
+		var codes []string
+		for _, c := range e.Codes {
+			if denied[c] {
+				codes = append(codes, c)
+			}
+		}
+		if len(codes) > 0 {
+			e.Codes = codes
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // EscalationWindow is how long a PHASE_ESCALATION of one type and phase
 // stands for its repeats: within it, the same escalation is not recorded
 // again (at most once a minute).

@@ -180,7 +180,7 @@ func (g PreInvocation) Check(ctx context.Context, ev Evaluator, inv Invocation) 
 		}
 		state, _ := wf["state_file"].(string)
 		fields := map[string]any{"state_file": state, "tool": inv.tool(), "tool_use_id": inv.ToolUseID, "session_id": inv.SessionID}
-		if err := recordEscalations(ctx, g.Audit, now, phases.Escalations, fields); err != nil {
+		if err := recordEscalations(ctx, g.Audit, now, deniedEscalations(phases.Escalations, d), fields); err != nil {
 			return res, fmt.Errorf("gate 1: %w: %w", ErrNotRecorded, err)
 		}
 	}

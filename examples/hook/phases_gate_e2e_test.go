@@ -592,4 +592,13 @@ func TestPhasesTeamWaivers(t *testing.T) {
 	withWorkflow(t, repo, workflowState(featurePhases, 5))
 	writeFile(t, repo, ".des/policies/isdlc-team.rego", tool)
 	check(t, repo, nil, bashEvent(t, repo, "git commit -m wip"), allow)
+
+	// A waived gate block escalates nothing; the corridor block it came
+	// with still does.
+	waive := "package des.gates.pre_invocation\n\nexception contains \"DES-GATE-BLOCKED\"\n"
+	failing := newProject(t, failingTests(), ".des/policies/isdlc-team.rego", waive)
+	check(t, failing, nil, advanceCall(failing, "Agent"), denies("DES-ITERATION-CORRIDOR"))
+	if got := escalationsOf(t, failing); !mapsEqualInt(got, map[string]int{"corridor_blocked/06-implementation": 1}) {
+		t.Errorf("PHASE_ESCALATION lines with DES-GATE-BLOCKED waived = %v, want the corridor's only", got)
+	}
 }
