@@ -190,6 +190,9 @@ func workflowPhaseFields(p phasesInfo) map[string]any {
 	if p.By != "" {
 		f["by"] = p.By
 	}
+	if p.Advancement {
+		f["advancement"] = true
+	}
 	return f
 }
 

@@ -103,6 +103,16 @@ func TestPhasesTestCorridorAndGate(t *testing.T) {
 		check(t, root, nil, advanceCall(root, "Agent"), allow)
 		check(t, root, nil, skillCall(root, "isdlc", "advance"), allow)
 		check(t, root, nil, agentCall(root, "Agent", "general-purpose", "help", "Delegate the docs update."), allow)
+		// Both allowed advancements are in the trail; the ad-hoc call is not.
+		validated := auditLines(t, root, "TASK_INVOCATION_VALIDATED")
+		if len(validated) != 2 {
+			t.Fatalf("TASK_INVOCATION_VALIDATED lines = %v, want the two advancements", validated)
+		}
+		for _, l := range validated {
+			if l["advancement"] != true || l["phase"] != "06-implementation" {
+				t.Errorf("an allowed advancement is audited as %v", l)
+			}
+		}
 	})
 }
 

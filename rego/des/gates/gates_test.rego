@@ -48,7 +48,7 @@ test_pre_invocation_complete_prompt_passes if {
 	count(gates.pre_invocation.warn) == 0 with input as inp
 	gates.pre_invocation.info == {
 		"level": "full", "workflow_type": "tdd_cycle", "safety_applies": false, "can_start": true,
-		"phases": {"current": null, "target": null, "delegation": false, "by": null, "escalations": []},
+		"phases": {"current": null, "target": null, "delegation": false, "by": null, "advancement": false, "escalations": []},
 	} with input as inp
 }
 

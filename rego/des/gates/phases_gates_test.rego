@@ -47,12 +47,12 @@ test_pre_invocation_info_without_prompt if {
 	info.workflow_type == "tdd_cycle"
 	info.safety_applies == false
 	info.can_start == true
-	info.phases == {"current": null, "target": null, "delegation": false, "by": null, "escalations": []}
+	info.phases == {"current": null, "target": null, "delegation": false, "by": null, "advancement": false, "escalations": []}
 }
 
 test_pre_invocation_phase_info if {
 	info := gates.pre_invocation.info with input as phase_call("integration-tester", "x")
-	info.phases == {"current": "06-implementation", "target": "07-testing", "delegation": true, "by": "subagent_type", "escalations": []}
+	info.phases == {"current": "06-implementation", "target": "07-testing", "delegation": true, "by": "subagent_type", "advancement": false, "escalations": []}
 }
 
 test_pre_invocation_escalations if {
@@ -60,7 +60,7 @@ test_pre_invocation_escalations if {
 	codes(gates.pre_invocation.deny) == {"DES-GATE-BLOCKED", "DES-ITERATION-CORRIDOR"} with input as inp
 	info := gates.pre_invocation.info with input as inp
 	info.phases == {
-		"current": "06-implementation", "target": null, "delegation": false, "by": null,
+		"current": "06-implementation", "target": null, "delegation": false, "by": null, "advancement": true,
 		"escalations": [
 			{"type": "corridor_blocked", "phase": "06-implementation", "codes": ["DES-ITERATION-CORRIDOR"]},
 			{"type": "gate_blocked", "phase": "06-implementation", "codes": ["DES-GATE-BLOCKED"]},
@@ -107,4 +107,10 @@ test_tool_use_write_rules_silent_after_agent_calls if {
 	inp := object.union(agent_result, {"writes": protected_write.writes, "integrity": {"changes": changes}})
 	count(gates.tool_use.deny) == 0 with input as inp
 	codes(gates.tool_use.deny) == {"DES-PROTECTED-PATH", "DES-INTEGRITY"} with input as object.union(inp, {"tool": "Bash", "event": "PostToolUse"})
+}
+
+# An advancement is flagged only inside an active workflow.
+test_pre_invocation_advancement_needs_a_workflow if {
+	inp := {"tool": "Skill", "call": {"skill": "isdlc", "args": "advance"}}
+	not gates.pre_invocation.info.phases.advancement with input as inp
 }

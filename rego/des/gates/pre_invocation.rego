@@ -59,6 +59,15 @@ default _phase_by := null
 
 _phase_by := guards.by
 
+# An advancement attempt inside an active workflow: Go audits it even when
+# it is allowed, so the trail shows every gate the orchestrator passed.
+default _phase_advancement := false
+
+_phase_advancement if {
+	data.des.phases.current
+	guards.advancement
+}
+
 # One escalation per type among this gate's denies (a team's codes included
 # when it adds them to data.des.phases.escalation_types), codes sorted.
 _escalations := [{"type": t, "phase": _phase_current, "codes": sort(codes)} |
@@ -70,7 +79,7 @@ _escalations := [{"type": t, "phase": _phase_current, "codes": sort(codes)} |
 # whether the step's task moves to IN_PROGRESS, safety_applies whether the
 # safety check is audited; phases is the phase guards' view of the call
 # (current phase, target phase, whether it is a phase delegation and how it
-# was found, and the escalations Go audits as PHASE_ESCALATION).
+# was found, whether it is an advancement attempt, and the escalations Go audits as PHASE_ESCALATION).
 info := {
 	"level": sections.level,
 	"workflow_type": sections.workflow_type,
@@ -81,6 +90,7 @@ info := {
 		"target": _phase_target,
 		"delegation": guards.delegation,
 		"by": _phase_by,
+		"advancement": _phase_advancement,
 		"escalations": _escalations,
 	},
 }
