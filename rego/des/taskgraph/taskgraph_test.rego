@@ -108,7 +108,7 @@ positions := {
 	"reset-e2e": [2, 0],
 }
 
-status_op(id, s) := {"op": "replace", "path": sprintf("/waves/%d/phases/%d/status", positions[id]), "value": s}
+status_op(id, s) := {"op": "add", "path": sprintf("/waves/%d/phases/%d/status", positions[id]), "value": s}
 
 with_statuses(doc, statuses) := json.patch(doc, [status_op(id, s) | some id, s in statuses])
 
