@@ -121,3 +121,10 @@ test_concurrency_limit_off_or_not_main_thread if {
 	count(limit_of(json.patch(spawn("Skill", 2), [{"op": "remove", "path": "/call"}]), 1)) == 0
 	count(limit_of(json.remove(spawn("Agent", 2), ["registry"]), 1)) == 0
 }
+
+test_team_changes_the_modes if {
+	# A team's own mode name: "strict" denies like enforce.
+	modes := object.union(data.des.delegation.modes, {"strict": "deny"})
+	codes(deny_of(work("Bash", 1), "strict")) == {"DES-DELEGATION-REQUIRED"} with data.des.delegation.modes as modes
+	count(deny_of(work("Bash", 1), "strict")) == 0
+}

@@ -135,7 +135,7 @@ _open(e) := [d |
 deny contains {
 	"code": "DES-TASKGRAPH-DEPENDENCY",
 	"msg": sprintf("The prompt delegates %s, but its dependencies are not all %q: %s; delegate those first and wait until they complete", [name(e), data.des.taskgraph.completed_status, concat(", ", [_dep_text(d) | some d in open])]),
-	"field": sprintf("%s/depends_on", [e.ptr]),
+	"field": sprintf("%s/%s", [e.ptr, open[0].field]),
 } if {
 	e := phase[_id]
 	open := _open(e)

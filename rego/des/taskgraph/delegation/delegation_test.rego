@@ -87,7 +87,9 @@ test_dependencies_not_completed if {
 
 	# The verification waits for the phase it verifies.
 	half := at_wave(with_statuses(plan, {"reset-token": "completed", "reset-email": "in_progress"}), 1)
-	contains(one(deny_of(delegate("verify-reset-email", half)), "DES-TASKGRAPH-DEPENDENCY").msg, "verifies_phase_id \"reset-email\" (in_progress)")
+	v2 := one(deny_of(delegate("verify-reset-email", half)), "DES-TASKGRAPH-DEPENDENCY")
+	contains(v2.msg, "verifies_phase_id \"reset-email\" (in_progress)")
+	v2.field == "/waves/1/phases/1/verifies_phase_id"
 	count(deny_of(delegate("verify-reset-token", half))) == 0
 }
 

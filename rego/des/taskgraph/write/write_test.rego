@@ -435,3 +435,36 @@ test_team_changes_the_transition_table if {
 	count(transition_of(failed, plan)) == 1
 	count(transition_of(failed, plan)) == 0 with data.des.taskgraph.status_transitions as table
 }
+
+# --- Tables a team changes with its own data.
+
+test_team_changes_the_default_tier if {
+	doc := patched([{"op": "remove", "path": "/tier"}, {"op": "remove", "path": "/complexity_score"}])
+	count(depth_of(doc)) == 0 with data.des.taskgraph.default_tier as 2
+}
+
+test_team_changes_atomicity_limits if {
+	ws := warn_of(fresh(plan)) with data.des.taskgraph.atomicity as {"max_objective_words": 4, "max_files": 1, "max_estimated_minutes": 20}
+	{w.field | some w in ws} == {
+		"/waves/0/phases/0/objective", "/waves/0/phases/1/objective",
+		"/waves/0/phases/0/deliverable_manifest/files", "/waves/0/phases/1/deliverable_manifest/files",
+		"/waves/0/phases/1/estimated_minutes",
+	}
+}
+
+test_team_adds_a_verification_type if {
+	doc := patched([{"op": "replace", "path": "/waves/1/phases/1/type", "value": "review"}])
+	codes(deny_of(fresh(doc))) == {"DES-TASKGRAPH-UNVERIFIED"}
+	types := object.union(data.des.taskgraph.verification_types, {"review": true})
+	count(deny_of(fresh(doc))) == 0 with data.des.taskgraph.verification_types as types
+}
+
+test_team_adds_a_read_only_type if {
+	doc := {"waves": [{"parallel_execution": true, "phases": [
+		{"phase_id": "a", "type": "audit", "deliverable_manifest": {"files": [{"path": "x"}]}},
+		{"phase_id": "b", "type": "audit", "deliverable_manifest": {"files": [{"path": "x"}]}},
+	]}]}
+	codes(deny_of(fresh(doc))) == {"DES-TASKGRAPH-FILE-CONFLICT"}
+	types := object.union(data.des.taskgraph.read_only_types, {"audit": true})
+	count(deny_of(fresh(doc))) == 0 with data.des.taskgraph.read_only_types as types
+}
