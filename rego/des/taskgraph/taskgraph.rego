@@ -92,7 +92,8 @@ else := []
 # description: |
 #   The phase p at waves[wi].phases[pi]: {id, wave, index, where, ptr, type,
 #   status, depends_on, verifies (a phase id or null), atomic, retries,
-#   files (the deliverable_manifest file paths), doc (the phase as written)}.
+#   files (the deliverable_manifest file paths), objective ("" when absent),
+#   depth and minutes (estimated_minutes; null when absent)}.
 entry(wi, pi, p) := {
 	"id": p.phase_id,
 	"wave": wi,
@@ -106,7 +107,9 @@ entry(wi, pi, p) := {
 	"atomic": _true(p, "is_atomic"),
 	"retries": _num(p, "retries", data.des.taskgraph.defaults.retries),
 	"files": _files(p),
-	"doc": p,
+	"objective": _str(p, "objective"),
+	"depth": _num(p, "depth", null),
+	"minutes": _num(p, "estimated_minutes", null),
 }
 
 # METADATA
@@ -124,10 +127,17 @@ entries_of(doc) := [entry(wi, pi, p) |
 # METADATA
 # title: Phases by id
 # description: The first phase of es with each id (a repeated id is reported by des.taskgraph.write).
+by_id(es) := {e.id: e | some e in es} if unique(es)
+
 by_id(es) := {id: first |
 	some id in {e.id | some e in es}
 	first := [e | some e in es; e.id == id][0]
-}
+} if not unique(es)
+
+# METADATA
+# title: Phase ids unique
+# description: Whether no two phases of es share a phase_id (the common case, looked up without a scan per id).
+unique(es) if count({e.id | some e in es}) == count(es)
 
 # METADATA
 # title: current_wave of a document
@@ -144,12 +154,28 @@ else := 0
 # METADATA
 # title: The phases of the graph
 # description: entries_of(graph).
-entries := entries_of(graph)
+entries := [entry(wi, pi, p) |
+	is_array(graph.waves)
+	some wi, w in graph.waves
+	is_array(w.phases)
+	some pi, p in w.phases
+	is_string(p.phase_id)
+	trim_space(p.phase_id) != ""
+]
+
+# Rules rather than calls of entries_of and by_id: a function call with a
+# large argument costs more than the work it does (measured).
+_unique if count({e.id | some e in entries}) == count(entries)
 
 # METADATA
 # title: The phases of the graph by id
 # description: by_id(entries).
-phase := by_id(entries)
+phase := {e.id: e | some e in entries} if _unique
+
+phase := {id: first |
+	some id in {e.id | some e in entries}
+	first := [e | some e in entries; e.id == id][0]
+} if not _unique
 
 # METADATA
 # title: current_wave

@@ -86,6 +86,7 @@ deny contains {
 	"msg": sprintf("%s: phase_id %q is used by %d phases (%s); every phase_id must be unique: rename all but one", [path, id, count(where), concat(", ", where)]),
 	"field": sprintf("%s/phase_id", [same[1].ptr]),
 } if {
+	count(entries) != count(phase)
 	some id, _ in phase
 	same := [e | some e in entries; e.id == id]
 	count(same) > 1
@@ -153,12 +154,14 @@ deny contains {
 	"msg": sprintf("%s: wave %d (waves[%d].phases) mixes implementation phases (%s) with verification phases (%s); a wave holds either kind, not both: move the verification phases to a later wave", [path, w, w, _ids_text(impl), _ids_text(ver)]),
 	"field": sprintf("/waves/%d/phases", [w]),
 } if {
-	some w in {e.wave | some e in entries}
+	some w in (_impl_waves & _verification_waves)
 	impl := [e | some e in in_wave(entries, w); implementation(e)]
 	ver := [e | some e in in_wave(entries, w); verification(e)]
-	count(impl) > 0
-	count(ver) > 0
 }
+
+_impl_waves := {e.wave | some e in entries; implementation(e)}
+
+_verification_waves := {e.wave | some e in entries; verification(e)}
 
 # ---------------------------------------------------------------------------
 # DES-TASKGRAPH-WAVE-DEPENDENCY
@@ -199,11 +202,23 @@ _when(e, other) := "a later wave" if e.wave < other.wave
 # A deliverable path compared without a leading "./" and with "/" separators.
 _norm_path(p) := trim_prefix(replace(trim_space(p), "\\", "/"), "./")
 
-# Phases of a parallel wave that write files (any type but the read-only ones).
-_writers(w) := [e |
-	some e in in_wave(entries, w)
+# [wave, path, phase id] of every file a phase of a parallel wave writes
+# (any type but the read-only ones), sorted: claims of one file in one wave
+# are neighbours, so a conflict is found without comparing every pair.
+_claims := sort({[e.wave, _norm_path(p), e.id] |
+	some e in entries
+	graph.waves[e.wave].parallel_execution == true
 	not data.des.taskgraph.read_only_types[e.type] == true
-]
+	some p in e.files
+})
+
+_conflicts contains [c[0], c[1]] if {
+	some i, c in _claims
+	i > 0
+	prev := _claims[i - 1]
+	prev[0] == c[0]
+	prev[1] == c[1]
+}
 
 # METADATA
 # title: Parallel phases write the same file
@@ -213,27 +228,24 @@ _writers(w) := [e |
 #   severity: deny
 deny contains {
 	"code": "DES-TASKGRAPH-FILE-CONFLICT",
-	"msg": sprintf("%s: in wave %d (parallel_execution true), phases %s all list %q in deliverable_manifest.files; phases of a parallel wave run at once and must not write the same file: move all but one to other waves, or set waves[%d].parallel_execution to false", [path, w, _ids_text(owners), f, w]),
+	"msg": sprintf("%s: in wave %d (parallel_execution true), phases %s all list %q in deliverable_manifest.files; phases of a parallel wave run at once and must not write the same file: move all but one to other waves, or set waves[%d].parallel_execution to false", [path, w, concat(", ", [sprintf("%q", [id]) | some id in owners]), f, w]),
 	"field": sprintf("/waves/%d/parallel_execution", [w]),
 } if {
-	is_array(graph.waves)
-	some w, wave in graph.waves
-	wave.parallel_execution == true
-	writers := _writers(w)
-	some f in {_norm_path(p) | some e in writers; some p in e.files}
-	owners := [e | some e in writers; _lists(e, f)]
-	count(owners) > 1
-}
-
-_lists(e, f) if {
-	some p in e.files
-	_norm_path(p) == f
+	some [w, f] in _conflicts
+	owners := [c[2] | some c in _claims; c[0] == w; c[1] == f]
 }
 
 # ---------------------------------------------------------------------------
 # DES-TASKGRAPH-UNVERIFIED
 
-_verifiers(e) := [v | some v in entries; verification(v); v.verifies == e.id]
+_verifier_list := [v | some v in entries; v.verifies != null; verification(v)]
+
+# The latest wave of a verification of each verified phase id.
+_latest_verification := {id: max([v.wave | some v in _verifier_list; v.verifies == id]) |
+	some id in {v.verifies | some v in _verifier_list}
+}
+
+_verifiers(e) := [v | some v in _verifier_list; v.verifies == e.id]
 
 _not_later(e) := "" if count(_verifiers(e)) == 0
 
@@ -255,10 +267,7 @@ deny contains {
 	not _verified_later(e)
 }
 
-_verified_later(e) if {
-	some v in _verifiers(e)
-	v.wave > e.wave
-}
+_verified_later(e) if _latest_verification[e.id] > e.wave
 
 # ---------------------------------------------------------------------------
 # DES-TASKGRAPH-DEPTH
@@ -310,11 +319,11 @@ _tier_from := "the default: the graph sets neither tier nor complexity_score" if
 	not _score_used
 }
 
-_depth(e) := e.doc.depth if is_number(e.doc.depth)
+_depth(e) := e.depth if e.depth != null
 
 else := 0
 
-_depth_text(e) := sprintf("depth %v", [e.doc.depth]) if is_number(e.doc.depth)
+_depth_text(e) := sprintf("depth %v", [e.depth]) if e.depth != null
 
 else := "no depth (counted as 0)"
 
@@ -354,8 +363,7 @@ warn contains {
 	limit := data.des.taskgraph.atomicity.max_objective_words
 	some e in entries
 	e.atomic
-	is_string(e.doc.objective)
-	n := count(_words(e.doc.objective))
+	n := count(_words(e.objective))
 	n > limit
 }
 
@@ -373,14 +381,14 @@ warn contains {
 
 warn contains {
 	"code": "DES-TASKGRAPH-ATOMICITY",
-	"msg": sprintf("%s: %s is atomic, but estimated_minutes is %v (more than %d); split it into phases of at most %d minutes", [path, name(e), e.doc.estimated_minutes, limit, limit]),
+	"msg": sprintf("%s: %s is atomic, but estimated_minutes is %v (more than %d); split it into phases of at most %d minutes", [path, name(e), e.minutes, limit, limit]),
 	"field": sprintf("%s/estimated_minutes", [e.ptr]),
 } if {
 	limit := data.des.taskgraph.atomicity.max_estimated_minutes
 	some e in entries
 	e.atomic
-	is_number(e.doc.estimated_minutes)
-	e.doc.estimated_minutes > limit
+	e.minutes != null
+	e.minutes > limit
 }
 
 # ---------------------------------------------------------------------------

@@ -177,7 +177,7 @@ test_parallel_file_conflict if {
 	codes(vs) == {"DES-TASKGRAPH-FILE-CONFLICT"}
 	v := one(vs, "DES-TASKGRAPH-FILE-CONFLICT")
 	v.field == "/waves/0/parallel_execution"
-	contains(v.msg, "in wave 0 (parallel_execution true), phases \"reset-token\", \"reset-email\" all list \"src/auth/reset_token.py\"")
+	contains(v.msg, "in wave 0 (parallel_execution true), phases \"reset-email\", \"reset-token\" all list \"src/auth/reset_token.py\"")
 }
 
 test_no_conflict_when_sequential_or_read_only if {
@@ -203,7 +203,7 @@ test_other_types_write_files if {
 	]}]}
 	[v] := only(deny_of(fresh(doc)), "DES-TASKGRAPH-FILE-CONFLICT")
 	codes(deny_of(fresh(doc))) == {"DES-TASKGRAPH-FILE-CONFLICT"}
-	contains(v.msg, "phases \"readme\", \"changelog\" all list \"README.md\"")
+	contains(v.msg, "phases \"changelog\", \"readme\" all list \"README.md\"")
 }
 
 # --- DES-TASKGRAPH-UNVERIFIED
