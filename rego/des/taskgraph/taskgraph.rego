@@ -55,61 +55,33 @@ path := data.des.config.task_graph_file if {
 	is_string(data.des.config.task_graph_file)
 }
 
-# Field readers of an object o: a missing, null or ill-typed field gives the
-# default. They take the object, not the field: a call with an undefined
-# argument would be undefined itself.
-_str(o, k) := o[k] if is_string(o[k])
-
-else := ""
-
-_num(o, k, d) := o[k] if is_number(o[k])
-
-else := d
-
-_ids(o, k) := [d | some d in o[k]; is_string(d)] if is_array(o[k])
-
-else := []
-
-_id_or_null(o, k) := o[k] if {
-	is_string(o[k])
-	o[k] != ""
-} else := null
-
-_true(o, k) if o[k] == true
-
-else := false
-
-_status(p) := _str(p, "status") if _str(p, "status") != ""
-
-else := data.des.taskgraph.defaults.status
-
-_files(p) := [f.path | some f in p.deliverable_manifest.files; is_string(f.path)] if is_array(p.deliverable_manifest.files)
-
-else := []
-
 # METADATA
 # title: One phase, defaults applied
 # description: |
-#   The phase p at waves[wi].phases[pi]: {id, wave, index, where, ptr, type,
-#   status, depends_on, verifies (a phase id or null), atomic, retries,
+#   The phase p at waves[wi].phases[pi] with its null fields dropped and the
+#   defaults applied: {id, wave, index, where, ptr, type, status, depends_on
+#   (its string ids), verifies (verifies_phase_id or null), atomic, retries,
 #   files (the deliverable_manifest file paths), objective ("" when absent),
-#   depth and minutes (estimated_minutes; null when absent)}.
+#   depth and minutes (estimated_minutes; null when absent)}. Built-ins only:
+#   a user function call per field costs more than the rest (measured).
 entry(wi, pi, p) := {
 	"id": p.phase_id,
 	"wave": wi,
 	"index": pi,
 	"where": sprintf("waves[%d].phases[%d]", [wi, pi]),
 	"ptr": sprintf("/waves/%d/phases/%d", [wi, pi]),
-	"type": _str(p, "type"),
-	"status": _status(p),
-	"depends_on": _ids(p, "depends_on"),
-	"verifies": _id_or_null(p, "verifies_phase_id"),
-	"atomic": _true(p, "is_atomic"),
-	"retries": _num(p, "retries", data.des.taskgraph.defaults.retries),
-	"files": _files(p),
-	"objective": _str(p, "objective"),
-	"depth": _num(p, "depth", null),
-	"minutes": _num(p, "estimated_minutes", null),
+	"type": object.get(q, "type", ""),
+	"status": q.status,
+	"depends_on": [d | some d in q.depends_on; is_string(d)],
+	"verifies": object.get(q, "verifies_phase_id", null),
+	"atomic": q.is_atomic == true,
+	"retries": q.retries,
+	"files": [f.path | some f in q.deliverable_manifest.files; is_string(f.path)],
+	"objective": object.get(q, "objective", ""),
+	"depth": object.get(q, "depth", null),
+	"minutes": object.get(q, "estimated_minutes", null),
+} if {
+	q := object.union(data.des.taskgraph.defaults, {k: v | some k, v in p; v != null})
 }
 
 # METADATA
@@ -120,6 +92,7 @@ entries_of(doc) := [entry(wi, pi, p) |
 	some wi, w in doc.waves
 	is_array(w.phases)
 	some pi, p in w.phases
+	is_object(p)
 	is_string(p.phase_id)
 	trim_space(p.phase_id) != ""
 ]
@@ -142,7 +115,9 @@ unique(es) if count({e.id | some e in es}) == count(es)
 # METADATA
 # title: current_wave of a document
 # description: doc.current_wave when it is a number, else the default (0).
-current_wave_of(doc) := _num(doc, "current_wave", data.des.taskgraph.defaults.current_wave)
+current_wave_of(doc) := doc.current_wave if is_number(doc.current_wave)
+
+else := data.des.taskgraph.defaults.current_wave
 
 # METADATA
 # title: Number of waves of a document
@@ -159,6 +134,7 @@ entries := [entry(wi, pi, p) |
 	some wi, w in graph.waves
 	is_array(w.phases)
 	some pi, p in w.phases
+	is_object(p)
 	is_string(p.phase_id)
 	trim_space(p.phase_id) != ""
 ]
@@ -190,7 +166,14 @@ wave_count := wave_count_of(graph)
 # METADATA
 # title: max_retries
 # description: The graph's max_retries (default 3), how many failed verifications of a phase send the decision to the user.
-max_retries := _num(graph, "max_retries", data.des.taskgraph.defaults.max_retries)
+max_retries := graph.max_retries if _own_max_retries
+
+max_retries := data.des.taskgraph.defaults.max_retries if {
+	graph
+	not _own_max_retries
+}
+
+_own_max_retries if is_number(graph.max_retries)
 
 # METADATA
 # title: Phases of a wave
