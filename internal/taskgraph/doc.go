@@ -9,7 +9,7 @@
 // applied; Validate checks the embedded JSON Schema; WriteFacts and
 // InvocationFacts build the policy inputs; PhaseID and Verdict read a
 // delegation prompt and a verifier's last message; Sync is the wave sync
-// DES runs when a phase's subagent stops, and Next says what the
+// DES runs when a phase's subagent stops, and NextAfter says what the
 // orchestrator should run after it.
 //
 // Identity of waves: current_wave is the position of a wave in waves[]

@@ -16,6 +16,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(string(example), "impl_calc", "FAIL")
 	f.Add(`{"waves":[{"phases":[{"phase_id":"a","type":"verification","verifies_phase_id":"a","status":"completed"}]}]}`, "a", "FAIL")
 	f.Add(`{"waves":[{"phases":[]},{"phases":[{"phase_id":"b","type":"x","status":null}]}],"current_wave":0}`, "b", "")
+	f.Add(`{"waves":[{"phases":[{"phase_id":"a","type":"x","retries":-2}]}],"current_wave":-1,"max_retries":-1}`, "a", "")
 	f.Fuzz(func(t *testing.T, doc, phase, verdict string) {
 		g, d, err := Parse([]byte(doc))
 		if err != nil {

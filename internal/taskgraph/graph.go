@@ -100,6 +100,14 @@ func view(doc map[string]any) *Graph {
 		CurrentWave:     integer(doc["current_wave"], 0),
 		MaxRetries:      integer(doc["max_retries"], DefaultMaxRetries),
 	}
+	// Out-of-range numbers read as absent too, so that no caller indexes
+	// with them.
+	if g.CurrentWave < 0 {
+		g.CurrentWave = 0
+	}
+	if g.MaxRetries < 0 {
+		g.MaxRetries = DefaultMaxRetries
+	}
 	waves, _ := doc["waves"].([]any)
 	for wi, wv := range waves {
 		wm, _ := wv.(map[string]any)
@@ -117,7 +125,7 @@ func view(doc map[string]any) *Graph {
 				Depth:            integer(pm["depth"], 0),
 				EstimatedMinutes: number(pm["estimated_minutes"]),
 				Status:           str(pm["status"]),
-				Retries:          integer(pm["retries"], 0),
+				Retries:          max(integer(pm["retries"], 0), 0),
 				Wave:             wi,
 			}
 			if p.Status == "" {

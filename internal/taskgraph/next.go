@@ -137,7 +137,11 @@ func (n Next) String() string {
 	case NextRetry:
 		fmt.Fprintf(&b, "phase %s FAILED. Fix the cause and delegate it again (%s), or ask the user.", n.Phase, line(n.Phase))
 	case NextWait:
-		fmt.Fprintf(&b, "phase %s is %s. Wave %d is not complete: %s.", n.Phase, n.Status, n.Wave, strings.Join(n.Waiting, ", "))
+		if len(n.Waiting) > 0 {
+			fmt.Fprintf(&b, "phase %s is %s. Wave %d is not complete: %s.", n.Phase, n.Status, n.Wave, strings.Join(n.Waiting, ", "))
+		} else {
+			fmt.Fprintf(&b, "phase %s is %s. Wave %d is current.", n.Phase, n.Status, n.Wave)
+		}
 		if len(n.Later) > 0 {
 			fmt.Fprintf(&b, " Its verification (%s) runs in a later wave.", strings.Join(n.Later, ", "))
 		}

@@ -19,7 +19,7 @@ var (
 	// The line is written by a model, so it tolerates list markers, quotes,
 	// headings and markdown emphasis around the key and the id, and
 	// "Phase-ID" or "PhaseID"; what follows the id on the line is ignored.
-	lineRE = regexp.MustCompile(`(?im)^[ \t>#*_-]*phase[ _-]?id[*_]*[ \t]*:[ \t*_` + "`" + `"']*(` + idPattern + `)(?:[*_` + "`" + `"'.,;:)\]]*)(?:[ \t]|$)`)
+	lineRE = regexp.MustCompile(`(?im)^[ \t>#*_-]*phase[ _-]?id[*_]*[ \t]*:[ \t*_` + "`" + `"']*(` + idPattern + `)(?:[*_` + "`" + `"'.,;:)\]]*)(?:[ \t\r]|$)`)
 	// A verdict line: "VERDICT: FAIL", "**Verdict:** pass", "## VERDICT: PASS_WITH_MINOR_ISSUES".
 	verdictRE = regexp.MustCompile(`(?im)^[ \t>#*_-]*verdict[*_]*[ \t]*[:=-][ \t*_` + "`" + `"']*(pass|fail)`)
 )

@@ -21,6 +21,7 @@ var (
 	ErrUnknownPhase = errors.New("the task graph has no such phase")
 	ErrInvalid      = errors.New("the task graph is not valid") // unusable JSON, schema errors, or a repeated phase_id
 	ErrNotRegular   = errors.New("the task graph is not a regular file")
+	ErrChanged      = errors.New("the task graph kept changing while it was being updated")
 )
 
 // LockWait bounds Sync's wait for the graph's lock when ctx has no earlier
@@ -93,11 +94,12 @@ func (u Update) Details() map[string]any {
 // Only the values Sync changes are rewritten; every other byte of the file,
 // unknown fields and formatting included, stays as it was.
 //
-// Errors wrap ErrUnknownPhase, ErrInvalid (the graph is not valid JSON,
+// Errors wrap ErrUnknownPhase; ErrInvalid (the graph is not valid JSON,
 // fails the schema or repeats a phase_id: Sync never rewrites what it does
-// not understand), ErrNotRegular (a symbolic link or a special file),
-// fs.ErrNotExist, or filelock.ErrHeld when the lock was not obtained within
-// ctx's deadline or LockWait.
+// not understand); ErrNotRegular (a symbolic link or a special file);
+// ErrChanged (another writer kept replacing the file); fs.ErrNotExist; or
+// filelock.ErrHeld when the lock was not had within ctx's deadline or
+// LockWait. On any error the file is as it was.
 func Sync(ctx context.Context, path, phaseID string, o Outcome, w Writes) (Update, error) {
 	u := Update{Path: path, PhaseID: phaseID}
 	fi, err := os.Lstat(path)
@@ -115,22 +117,30 @@ func Sync(ctx context.Context, path, phaseID string, o Outcome, w Writes) (Updat
 	}
 	defer lk.Unlock()
 
-	data, err := readGraph(path)
-	if err != nil {
-		return u, fmt.Errorf("task graph sync %s: %w", path, err)
-	}
-	out, err := syncBytes(data, phaseID, o, &u)
-	if err != nil {
-		return u, fmt.Errorf("task graph sync %s: %w", path, err)
-	}
-	if !u.Changed {
-		return u, nil
-	}
-	// A writer outside the lock (the orchestrator's own Write) may have
-	// replaced the file since it was read: start over rather than lose its
-	// change. Only the lock holder rewrites, so the window left is tiny.
-	if again, err := readGraph(path); err != nil || !bytes.Equal(again, data) {
-		return u, fmt.Errorf("task graph sync %s: the file changed while it was being updated; retry", path)
+	// A writer outside the lock (the orchestrator's own Write) may replace
+	// the file between the read and the rename: Sync reads it again just
+	// before writing and starts over when it changed, rather than lose
+	// that write. The window left is the rename itself.
+	var out []byte
+	for attempt := 0; ; attempt++ {
+		u = Update{Path: path, PhaseID: phaseID}
+		data, err := readGraph(path)
+		if err != nil {
+			return u, fmt.Errorf("task graph sync %s: %w", path, err)
+		}
+		if out, err = syncBytes(data, phaseID, o, &u); err != nil {
+			return u, fmt.Errorf("task graph sync %s: %w", path, err)
+		}
+		if !u.Changed {
+			return u, nil
+		}
+		again, err := readGraph(path)
+		if err == nil && bytes.Equal(again, data) {
+			break
+		}
+		if attempt == 2 {
+			return u, fmt.Errorf("task graph sync %s: %w", path, ErrChanged)
+		}
 	}
 	if w != nil {
 		_ = w.Expect(path, out) // best effort: failing to tell only risks a restore
