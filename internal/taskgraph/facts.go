@@ -27,7 +27,7 @@ func WriteFacts(root, rel string, incoming []byte) map[string]any {
 	f := map[string]any{"path": rel}
 	_, doc, err := Parse(incoming)
 	if err != nil {
-		f["problem"], f["error"] = problem(err), fmt.Sprintf("the task graph %s: %v", rel, err)
+		f["problem"], f["error"] = problem(err), fmt.Sprintf("%s: %v", rel, err)
 	} else {
 		f["document"], f["schema_errors"] = doc, schemaFacts(Validate(doc))
 	}
@@ -54,7 +54,7 @@ func InvocationFacts(root, rel string) map[string]any {
 		return f
 	}
 	if _, doc, err := Parse(data); err != nil {
-		f["problem"], f["error"] = problem(err), fmt.Sprintf("the task graph %s: %v; fix the file or restore it from git", rel, err)
+		f["problem"], f["error"] = problem(err), fmt.Sprintf("%s: %v; fix the file or restore it from git", rel, err)
 	} else {
 		f["document"] = doc
 	}

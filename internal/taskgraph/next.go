@@ -24,7 +24,7 @@ type Next struct {
 	Status  string   // its status now
 	Wave    int      // current_wave
 	Run     []string // phases to delegate now, in order (Verify, Wave, Reimplement, Retry)
-	Waiting []string // phases of the current wave not completed, as "id (status)" (Wait)
+	Waiting []string // phases of the current wave not completed, as "id (status…)" (Wait)
 	Later   []string // verification phases of Phase that run in a later wave (Wait)
 	// Verified is the phase a failed verification concerns (Reimplement,
 	// Escalate), with its retries and the graph's max_retries.
@@ -92,9 +92,15 @@ func NextAfter(g *Graph, phaseID string) Next {
 	}
 	n.Kind, n.Later = NextWait, later
 	for _, q := range cur.Phases {
-		if q.Status != StatusCompleted {
-			n.Waiting = append(n.Waiting, q.PhaseID+" ("+q.Status+")")
+		if q.Status == StatusCompleted {
+			continue
 		}
+		w := q.PhaseID + " (" + q.Status
+		// A verification that failed waits for the re-implementation.
+		if v, ok := g.Phase(q.VerifiesPhaseID); ok && q.Type == TypeVerification && q.Status == StatusFailed && v.Status != StatusCompleted {
+			w += "; " + v.PhaseID + " is to be implemented again first"
+		}
+		n.Waiting = append(n.Waiting, w+")")
 	}
 	return n
 }

@@ -252,12 +252,26 @@ func TestSyncFlow(t *testing.T) {
 		return u
 	}
 
-	u := step("impl_calc", "", taskgraph.NextWait, "completed")
-	if u.WaveAdvanced || !strings.Contains(u.Next.String(), "impl_api (pending)") || u.Next.Later[0] != "verify_calc" {
-		t.Errorf("after impl_calc: %+v\n%s", u, u.Next)
+	// Wave 0's implementations stop together: one of them syncs the wave.
+	var wave0 [2]taskgraph.Update
+	var wg sync.WaitGroup
+	for i, id := range []string{"impl_calc", "impl_api"} {
+		wg.Go(func() {
+			var err error
+			if wave0[i], err = taskgraph.Sync(ctx, path, id, taskgraph.Outcome{}, rec); err != nil {
+				t.Error(err)
+			}
+		})
 	}
-	u = step("impl_api", "", taskgraph.NextWave, "completed")
-	if !u.WaveAdvanced || u.WaveBefore != 0 || u.WaveAfter != 1 {
+	wg.Wait()
+	first, u := wave0[0], wave0[1]
+	if first.WaveAdvanced {
+		first, u = u, first
+	}
+	if first.WaveAdvanced || first.Next.Kind != taskgraph.NextWait || !strings.Contains(first.Next.String(), "(pending)") || len(first.Next.Later) != 1 {
+		t.Errorf("the first stop of wave 0: %+v\n%s", first, first.Next)
+	}
+	if !u.WaveAdvanced || u.WaveBefore != 0 || u.WaveAfter != 1 || u.Next.Kind != taskgraph.NextWave {
 		t.Errorf("wave sync: %+v", u)
 	}
 	want := "Task graph: wave 1 is now current. Delegate its phases (in parallel): verify_calc (prompt line `Phase ID: verify_calc`), verify_api (prompt line `Phase ID: verify_api`)."
@@ -275,8 +289,16 @@ func TestSyncFlow(t *testing.T) {
 		t.Errorf("repeated stop: %+v", u)
 	}
 	step("verify_api", "PASS", taskgraph.NextWait, "completed")
+	if u := step("verify_calc", "FAIL", taskgraph.NextReimplement, "failed"); u.ResetRetries != 1 {
+		t.Fatalf("first FAIL: %+v", u)
+	}
+	// Meanwhile another stop in the wave shows what the wave waits for.
+	if u := step("verify_api", "PASS", taskgraph.NextWait, "completed"); !strings.Contains(u.Next.String(), "verify_calc (failed; impl_calc is to be implemented again first)") {
+		t.Errorf("waiting advice: %s", u.Next)
+	}
+	step("impl_calc", "", taskgraph.NextVerify, "completed")
 
-	for attempt := 1; attempt <= 3; attempt++ {
+	for attempt := 2; attempt <= 3; attempt++ {
 		kind := taskgraph.NextReimplement
 		if attempt == 3 {
 			kind = taskgraph.NextEscalate
