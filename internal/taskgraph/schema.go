@@ -97,7 +97,7 @@ func (cs *compiled) flatten(ve *jsonschema.ValidationError, doc any, out *[]Sche
 		}
 		return
 	}
-	msg := ve.Message
+	msg := strings.ReplaceAll(ve.Message, "<nil>", "null") // the library prints a null enum value as Go's
 	// A pattern failure reads as a regular expression; the schema's
 	// description says it in words.
 	if strings.HasSuffix(ve.KeywordLocation, "/pattern") {

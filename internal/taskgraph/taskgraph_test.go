@@ -144,6 +144,10 @@ func TestValidate(t *testing.T) {
 	if msg := taskgraph.Validate(doc)[0].Error(); !strings.Contains(msg, "letters, digits") || !strings.Contains(msg, `"a b"`) {
 		t.Errorf("an id error says what an id may be and what was found: %s", msg)
 	}
+	_, doc, _ = taskgraph.Parse([]byte(`{"waves":[{"phases":[{"phase_id":"a","type":"implementation","status":"done"}]}]}`))
+	if msg := taskgraph.Validate(doc)[0].Error(); msg != `/waves/0/phases/0/status: value must be one of "pending", "in_progress", "completed", "failed", null (found "done")` {
+		t.Errorf("status error: %s", msg)
+	}
 }
 
 func mustRead(t *testing.T, p string) string {
