@@ -59,13 +59,36 @@ deny contains {
 	"code": "DES-PHASE-UNTRACKED",
 	"msg": sprintf("%s delegates phase %q (%s), the current phase, but its status is %s (phases[%q].status, else active_workflow.phase_status[%q]), not %q: the orchestrator has not marked the phase started", [who, target, _by_words[by], status_text, current, current, data.des.phases.active_status]),
 	"field": ptr(["phases", current, "status"]),
-	"recovery": [sprintf("Set phases[%q].status to %q (and active_workflow.phase_status[%q]) before delegating.", [current, data.des.phases.active_status, current])],
+	"recovery": _untracked_recovery,
 } if {
 	current
 	delegation
 	target == current
 	current_status != data.des.phases.active_status
 }
+
+# A phase not yet started is marked started. A completed phase cannot simply
+# be set back to in_progress: the workflow-state write guard refuses a status
+# going back (DES-STATE-V8-STATUS) unless the same write sets
+# recovery_action.type to retry; the usual way on is the next phase.
+default _untracked_recovery := []
+
+_untracked_recovery := [sprintf("Set phases[%q].status to %q (and active_workflow.phase_status[%q]) before delegating.", [current, data.des.phases.active_status, current])] if {
+	current_status != data.des.phases.completed_status
+}
+
+_untracked_recovery := [
+	sprintf("Phase %q is completed: move on to the next phase%s instead of delegating it again.", [current, _next_text]),
+	sprintf("To redo it, set phases[%q].status and active_workflow.phase_status[%q] to %q and active_workflow.recovery_action.type to \"retry\" in the same write (a status going back from %q is refused otherwise), then delegate again.", [current, current, data.des.phases.active_status, data.des.phases.completed_status]),
+] if {
+	current_status == data.des.phases.completed_status
+}
+
+_next_phase := phase_list[_first_index(current) + 1]
+
+default _next_text := ""
+
+_next_text := sprintf(" %q (set active_workflow.current_phase to it, with active_workflow.current_phase_index, phases[%q].status and active_workflow.phase_status[%q] set to %q)", [_next_phase, _next_phase, _next_phase, data.des.phases.active_status])
 
 _early := {norm_phase(p) | some p, on in data.des.phases.early_phases; on == true}
 

@@ -63,6 +63,22 @@ test_untracked_falls_back_to_phase_status if {
 	deny_codes(agent_in(st2, "software-developer", "x")) == {"DES-PHASE-UNTRACKED"}
 }
 
+# A completed phase is not set back to in_progress by a plain write (the
+# state write guard refuses a status going back): the recovery names the next
+# phase, and the retry that makes the redo a write the guard accepts.
+test_untracked_completed_recovery_names_retry if {
+	st := patched([
+		{"op": "replace", "path": "/phases/06-implementation/status", "value": "completed"},
+		{"op": "replace", "path": "/active_workflow/phase_status/06-implementation", "value": "completed"},
+	])
+	inp := agent_in(st, "software-developer", "x")
+	deny_codes(inp) == {"DES-PHASE-UNTRACKED"}
+	t := texts(inp)
+	contains(t, `Phase "06-implementation" is completed: move on to the next phase "07-testing"`)
+	contains(t, `active_workflow.recovery_action.type to "retry" in the same write`)
+	not contains(t, "before delegating.")
+}
+
 test_untracked_null_status_is_absent if {
 	st := patched([
 		{"op": "replace", "path": "/phases/06-implementation/status", "value": null},

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// An attacker's review of the phase workflow guards (contract §8), through
+// the built binary: recovery lines the write guard would refuse, and
+// decisions on huge prompts.
+
+// writeState writes st as the project's workflow state.
+func writeState(t *testing.T, root string, st map[string]any) {
+	t.Helper()
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, root, ".isdlc/state.json", string(data))
+}
+
+// stateWriteEvent is a Write of the whole workflow state.
+func stateWriteEvent(t *testing.T, root string, st map[string]any) map[string]any {
+	t.Helper()
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]any{
+		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_state",
+		"tool_input": map[string]any{"file_path": filepath.Join(root, ".isdlc", "state.json"), "content": string(data)},
+	}
+}
+
+// DES-PHASE-UNTRACKED on a phase whose status is "completed" told the
+// orchestrator to set it back to "in_progress", a status regression the
+// workflow-state write guard (DES-STATE-V8-STATUS) refuses. The recovery
+// must name a write the guard accepts: followed to the letter, the write is
+// allowed and the delegation then is too.
+func TestE2EAttackUntrackedCompletedRecoveryIsWritable(t *testing.T) {
+	root := isdlcProject(t)
+	st := isdlcState()
+	st["active_workflow"].(map[string]any)["phase_status"].(map[string]any)["06-implementation"] = "completed"
+	st["phases"].(map[string]any)["06-implementation"].(map[string]any)["status"] = "completed"
+	writeState(t, root, st)
+
+	reason := denyReason(t, runHookProcess(t, root, nil, phaseAgentEvent(root, "PreToolUse", "software-developer", "Implement T0001")))
+	if !strings.Contains(reason, "[DES-PHASE-UNTRACKED]") {
+		t.Fatalf("delegation to a completed phase: reason =\n%s", reason)
+	}
+	// The recovery of a completed phase names the write guard's exemption.
+	if !strings.Contains(reason, `recovery_action.type to "retry"`) {
+		t.Fatalf("the recovery of a completed phase does not name a write the state guard accepts:\n%s", reason)
+	}
+	// Followed: status back to in_progress with recovery_action retry.
+	st["active_workflow"].(map[string]any)["phase_status"].(map[string]any)["06-implementation"] = "in_progress"
+	st["phases"].(map[string]any)["06-implementation"].(map[string]any)["status"] = "in_progress"
+	st["active_workflow"].(map[string]any)["recovery_action"] = map[string]any{"type": "retry"}
+	if reason := denyReason(t, runHookProcess(t, root, nil, stateWriteEvent(t, root, st))); reason != "" {
+		t.Fatalf("the recovery's write is refused:\n%s", reason)
+	}
+	writeState(t, root, st)
+	if reason := denyReason(t, runHookProcess(t, root, nil, phaseAgentEvent(root, "PreToolUse", "software-developer", "Implement T0001"))); reason != "" {
+		t.Errorf("after the recovery: %s", reason)
+	}
+}
+
+// DES-GATE-BLOCKED for an index ahead of the current phase told the
+// orchestrator to lower active_workflow.current_phase_index, which
+// DES-STATE-V8-INDEX refuses without a rollback.
+func TestE2EAttackIndexAheadRecoveryIsWritable(t *testing.T) {
+	root := isdlcProject(t)
+	st := isdlcState()
+	st["active_workflow"].(map[string]any)["current_phase_index"] = 3
+	writeState(t, root, st)
+	skill := map[string]any{
+		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Skill", "tool_use_id": "toolu_skill",
+		"tool_input": map[string]any{"skill": "isdlc", "args": "advance"},
+	}
+	reason := denyReason(t, runHookProcess(t, root, nil, skill))
+	if !strings.Contains(reason, "active_workflow.phases[3] (active_workflow.current_phase_index)") {
+		t.Fatalf("index ahead: reason =\n%s", reason)
+	}
+	if !strings.Contains(reason, `recovery_action.type to "rollback"`) {
+		t.Fatalf("lowering the index is recommended without the rollback the state guard requires:\n%s", reason)
+	}
+	st["active_workflow"].(map[string]any)["current_phase_index"] = 2
+	st["active_workflow"].(map[string]any)["recovery_action"] = map[string]any{"type": "rollback"}
+	if reason := denyReason(t, runHookProcess(t, root, nil, stateWriteEvent(t, root, st))); reason != "" {
+		t.Fatalf("the recovery's write is refused:\n%s", reason)
+	}
+}
