@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // An attacker's review of the phase workflow guards (contract §8), through
@@ -90,5 +91,45 @@ func TestE2EAttackIndexAheadRecoveryIsWritable(t *testing.T) {
 	st["active_workflow"].(map[string]any)["recovery_action"] = map[string]any{"type": "rollback"}
 	if reason := denyReason(t, runHookProcess(t, root, nil, stateWriteEvent(t, root, st))); reason != "" {
 		t.Fatalf("the recovery's write is refused:\n%s", reason)
+	}
+}
+
+// hugePrompt is about 5 MB of ordinary words, naming no phase or agent
+// and no phrase of the guards' tables.
+func hugePrompt() string {
+	words := []string{"implement", "the", "login", "form", "with", "tests", "and", "refactor", "code", "carefully", "navigate", "aggregate"}
+	var b strings.Builder
+	for i := 0; b.Len() < 5<<20; i++ {
+		b.WriteString(words[i%len(words)])
+		b.WriteByte(" \n"[i%7/6])
+	}
+	return b.String()
+}
+
+// A 5 MB prompt in a workflow: a call the guards have nothing against must
+// be allowed, within Gate 1's budget (500 ms by default), not denied with
+// DES-INTERNAL because reading the prompt for phase names took too long.
+func TestE2EAttackHugePromptWithinBudget(t *testing.T) {
+	root := isdlcProject(t)
+	prompt := hugePrompt()
+	for _, agent := range []string{"general-purpose", "sdlc-orchestrator", "software-developer"} {
+		ev := phaseAgentEvent(root, "PreToolUse", agent, prompt)
+		start := time.Now()
+		r := runHookProcess(t, root, nil, ev)
+		took := time.Since(start)
+		if reason := denyReason(t, r); reason != "" {
+			t.Errorf("%s with a 5 MB prompt (%v): denied\n%.400s", agent, took, reason)
+			continue
+		}
+		t.Logf("%s with a 5 MB prompt: %v", agent, took)
+	}
+	// The same prompt naming one phase as its last word is still read.
+	ev := phaseAgentEvent(root, "PreToolUse", "general-purpose", prompt+" 08-code-review")
+	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(reason, "[DES-PHASE-OUT-OF-ORDER]") {
+		t.Errorf("5 MB prompt naming 08-code-review at its end: reason =\n%.400s", reason)
+	}
+	ev = phaseAgentEvent(root, "PreToolUse", "sdlc-orchestrator", prompt+" now advance.")
+	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(reason, "[DES-GATE-BLOCKED]") {
+		t.Errorf("5 MB orchestrator prompt ending in advance: reason =\n%.400s", reason)
 	}
 }

@@ -7,11 +7,12 @@ import data.des.phases.call_tool
 import data.des.phases.current
 import data.des.phases.description
 import data.des.phases.first_word
-import data.des.phases.has_phrase
 import data.des.phases.norm_phase
 import data.des.phases.phase_list
+import data.des.phases.phrase_re
 import data.des.phases.prompt
 import data.des.phases.subagent_type
+import data.des.phases.whole_token
 
 # The text a call is read from: its prompt and its description.
 _text := concat("\n", [prompt, description])
@@ -67,24 +68,27 @@ _by_marker := t if {
 # the same phase (software-developer and 06-implementation) count as one;
 # two distinct phases make the call no delegation. A setup command as the
 # first word (optionally after /isdlc) vetoes rule 3 only.
-_tokens := {lower(t) | some t in regex.find_n(`[A-Za-z0-9_-]+`, _text, -1)}
+# A prompt may be megabytes: the text is never cut into all its tokens (that
+# cost seconds on 5 MB). Each name of the (small) tables is looked up with
+# string built-ins instead: where the name occurs, is it a whole token? The
+# text is lowered in ASCII only, as tokens are ASCII; agents are compared
+# with "_" read as "-" (phase keys as written).
+_ltext := strings.replace_n(data.des.phases.ascii_lower, _text)
 
-# Built-ins only per token (a prompt may hold tens of thousands): the tables
-# are small, so they are walked and looked up in the token sets.
-_agent_tokens := {replace(t, "_", "-") | some t in _tokens}
+_atext := replace(_ltext, "_", "-")
 
 _candidates contains resolve(norm_phase(p)) if {
 	some a, p in data.des.phases.agent_phases
 	is_string(p)
 	not data.des.phases.non_delegation_phases[p] == true
-	lower(a) in _agent_tokens
+	whole_token(_atext, lower(a))
 }
 
 # A phase of the workflow is named by its key or by a legacy key of it.
 _candidates contains p if {
 	some p in phase_list
 	some k in _phase_names(p)
-	k in _tokens
+	whole_token(_ltext, k)
 }
 
 _phase_names(p) := {lower(k) | some k in array.concat([p], [a | some a, q in data.des.phases.phase_aliases; q == p])}
@@ -167,7 +171,7 @@ advancement if {
 	call_tool
 	not delegation
 	data.des.phases.advance_agents[agent] == true
-	has_phrase(_text, data.des.phases.advance_phrases)
+	_has_phrase(data.des.phases.advance_phrases)
 }
 
 advancement if _skill_advance
@@ -181,9 +185,9 @@ corridor_call if {
 	_corridor_phrase
 }
 
-_corridor_phrase if has_phrase(_text, data.des.phases.advance_phrases)
+_corridor_phrase if _has_phrase(data.des.phases.advance_phrases)
 
-_corridor_phrase if has_phrase(_text, data.des.phases.corridor_phrases)
+_corridor_phrase if _has_phrase(data.des.phases.corridor_phrases)
 
 corridor_call if _skill_advance
 
@@ -193,5 +197,21 @@ corridor_call if _skill_advance
 completion_claim if {
 	call_tool
 	not delegation
-	has_phrase(_text, data.des.phases.completion_claim_phrases)
+	_has_phrase(data.des.phases.completion_claim_phrases)
+}
+
+# A phrase of a table, as whole words in the call's text. The regular
+# expression runs only when every word of the phrase occurs in the text
+# case-folded (lower(upper(...)) maps every case-insensitive spelling of an
+# ASCII letter, K and ſ included, to the letter), so a huge prompt that holds
+# none costs a substring search, not a scan per phrase.
+_folded := lower(upper(_text))
+
+_has_phrase(phrases) if {
+	some p, on in phrases
+	on == true
+	every w in split(trim_space(p), " ") {
+		contains(_folded, lower(w))
+	}
+	regex.match(phrase_re(p), _text)
 }
