@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,5 +132,34 @@ func TestE2EAttackHugePromptWithinBudget(t *testing.T) {
 	ev = phaseAgentEvent(root, "PreToolUse", "sdlc-orchestrator", prompt+" now advance.")
 	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(reason, "[DES-GATE-BLOCKED]") {
 		t.Errorf("5 MB orchestrator prompt ending in advance: reason =\n%.400s", reason)
+	}
+}
+
+// A v2.0 task plan of 1,000 tasks (60 KB, each blocked by the one before):
+// the implementation phase's delegation is allowed within Gate 1's budget,
+// not denied with DES-INTERNAL because the blocked_by graph was built in
+// quadratic time.
+func TestE2EAttackLargePlanWithinBudget(t *testing.T) {
+	root := isdlcProject(t)
+	var b strings.Builder
+	b.WriteString("# Tasks\nFormat: v2.0\n\n## Phase 06: Implementation\n")
+	for i := 1; i <= 1000; i++ {
+		fmt.Fprintf(&b, "- [ ] T%04d task %d | traces: REQ-1\n  files: src/f%d.go (CREATE)\n", i, i, i)
+		if i > 1 {
+			fmt.Fprintf(&b, "  blocked_by: [T%04d]\n", i-1)
+		}
+	}
+	writeFile(t, root, "docs/isdlc/tasks.md", b.String())
+	start := time.Now()
+	r := runHookProcess(t, root, nil, phaseAgentEvent(root, "PreToolUse", "software-developer", "Implement T0001"))
+	if reason := denyReason(t, r); reason != "" {
+		t.Fatalf("delegation with a 1,000-task plan (%v): denied\n%.400s", time.Since(start), reason)
+	}
+	t.Logf("1,000-task plan: %v", time.Since(start))
+	// A cycle is still found: T0001 blocked by the last task.
+	writeFile(t, root, "docs/isdlc/tasks.md", strings.Replace(b.String(), "(CREATE)\n", "(CREATE)\n  blocked_by: [T1000]\n", 1))
+	r = runHookProcess(t, root, nil, phaseAgentEvent(root, "PreToolUse", "software-developer", "Implement T0001"))
+	if out := r.stdout; !strings.Contains(out, "DES-PLAN-FORMAT") || !strings.Contains(out, "blocked_by graph has a cycle") {
+		t.Errorf("a cycle through 1,000 tasks: exit %d\n%.600s\n%s", r.code, out, r.stderr)
 	}
 }

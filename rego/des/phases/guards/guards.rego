@@ -166,9 +166,39 @@ _some_traces if {
 # itself is on a cycle.
 _tasks := [t | some s in _sections; some t in s.tasks; is_object(t); is_string(t.id)]
 
-_graph := {t.id: {b | some u in _tasks; u.id == t.id; some b in u.blocked_by; is_string(b)} | some t in _tasks}
+# A task id listed twice has the blocked_by of both. The comprehension is
+# assigned in a rule body, so that OPA indexes it by id: building the graph
+# stays linear in the tasks (a comprehension per task inside an object
+# comprehension was quadratic, past Gate 1's budget at 1,000 tasks).
+_graph[id] := deps if {
+	some t in _tasks
+	id := t.id
+	deps := {b | some u in _tasks; u.id == id; some b in u.blocked_by; is_string(b)}
+}
 
-_cyclic := {id | some id, next in _graph; id in graph.reachable(_graph, next)}
+# Which tasks are on a cycle, without a reachability walk per task (quadratic:
+# past Gate 1's budget on a 1,000-task chain). In any total order of the ids,
+# every cycle has an edge a → b with b not below a ("forward"): were every
+# edge to point down, no path could return. A forward edge a → b is on a
+# cycle when b reaches a, and the tasks of those cycles are the ones b
+# reaches that also reach a. The order is that of the id strings, so that
+# iSDLC's blocked_by, which names earlier tasks (T0002 blocked by T0001),
+# has no forward edge and costs no walk at all.
+_edges := {[a, b] | some a, deps in _graph; some b in deps}
+
+_reverse[b] := froms if {
+	some [_, b] in _edges
+	froms := {a | some [a, x] in _edges; x == b}
+}
+
+_forward := {[a, b] | some [a, b] in _edges; b >= a}
+
+_cyclic := {id |
+	some [a, b] in _forward
+	ahead := graph.reachable(_graph, {b})
+	a in ahead
+	some id in (ahead & graph.reachable(_reverse, {a}))
+}
 
 _plan_problems contains sprintf("its blocked_by graph has a cycle through %s", [concat(", ", sort(_cyclic))]) if count(_cyclic) > 0
 

@@ -191,6 +191,23 @@ test_plan_format_cycle if {
 	ws == {"docs/isdlc/tasks.md (format v2.0, current phase \"06-implementation\") its blocked_by graph has a cycle through T1, T2, T3"}
 }
 
+# The cycle search walks from forward edges only (id order): cycles in any
+# id order, two at once, a task listed twice (its blocked_by merged), tasks
+# reached from a cycle but not on it, and none when every edge points back.
+task(id, deps) := {"id": id, "files": ["a"], "traces": true, "blocked_by": deps}
+
+test_plan_format_cycles_in_any_order if {
+	sec := {"title": "Phase 06: Implementation", "tasks": [
+		task("T9", ["T10"]), task("T10", ["T11"]), task("T11", ["T9"]), # T10 < T9 as strings
+		task("A", ["B"]), task("B", []), task("B", ["A"]), # B listed twice
+		task("C", ["A"]), task("D", ["C"]), task("E", ["E0"]),
+	]}
+	ws := plan_warnings(object.union(plan_ok, {"sections": [sec]}))
+	ws == {"docs/isdlc/tasks.md (format v2.0, current phase \"06-implementation\") its blocked_by graph has a cycle through A, B, T10, T11, T9"}
+	back := {"title": "Phase 06: Implementation", "tasks": [task("T0003", ["T0002", "T0001"]), task("T0002", ["T0001"]), task("T0001", [])]}
+	plan_warnings(object.union(plan_ok, {"sections": [back]})) == set()
+}
+
 test_plan_format_self_cycle if {
 	sec := {"title": "Implementation", "tasks": [{"id": "T1", "files": ["a"], "traces": true, "blocked_by": ["T1"]}]}
 	count(plan_warnings(object.union(plan_ok, {"sections": [sec]}))) == 1
