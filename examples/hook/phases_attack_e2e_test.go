@@ -163,3 +163,35 @@ func TestE2EAttackLargePlanWithinBudget(t *testing.T) {
 		t.Errorf("a cycle through 1,000 tasks: exit %d\n%.600s\n%s", r.code, out, r.stderr)
 	}
 }
+
+// A commit that names its repository with --git-dir lands on that
+// repository's branch, whatever repository holds the directory git runs in:
+// a directory with a .git of its own on another branch (or none at all) must
+// not hide a commit on main.
+func TestE2EAttackBranchGuardGitDirOption(t *testing.T) {
+	root := isdlcProject(t)
+	writeFile(t, root, "sub/.git/HEAD", "ref: refs/heads/other\n") // a decoy repository
+	outside := t.TempDir()                                         // no repository at all
+	for _, command := range []string{
+		`cd sub && git --git-dir=../.git commit -m x`,
+		`git -C sub --git-dir ../.git commit -m x`,
+		`git -C ` + outside + ` --git-dir=` + filepath.Join(root, ".git") + ` commit -m x`,
+	} {
+		ev := map[string]any{
+			"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_gitdir",
+			"tool_input": map[string]any{"command": command},
+		}
+		if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(reason, "[DES-BRANCH-PROTECTED]") {
+			t.Errorf("%s: reason =\n%s", command, reason)
+		}
+	}
+	// git reads a relative --git-dir from the directory it ends up in: the
+	// decoy's own branch, not main.
+	ev := map[string]any{
+		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_gitdir",
+		"tool_input": map[string]any{"command": `git --git-dir=.git -C sub commit -m x`},
+	}
+	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); reason != "" {
+		t.Errorf("--git-dir=.git -C sub commits in sub/.git: %s", reason)
+	}
+}

@@ -73,7 +73,7 @@ func findGitDir(dir string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	for {
+	for first := true; ; first = false {
 		dotGit := filepath.Join(dir, ".git")
 		if fi, err := os.Stat(dotGit); err == nil {
 			switch {
@@ -93,12 +93,31 @@ func findGitDir(dir string) (string, bool) {
 			}
 			return "", false // a .git that is neither: git would stop here too
 		}
+		if first && isGitDir(dir) {
+			// dir is a git directory itself: a bare repository, or
+			// what --git-dir names.
+			return dir, true
+		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
 			return "", false
 		}
 		dir = parent
 	}
+}
+
+// isGitDir reports whether dir looks like a git directory, as git tells
+// one: a HEAD file (or link) beside refs and objects directories.
+func isGitDir(dir string) bool {
+	if _, err := os.Lstat(filepath.Join(dir, "HEAD")); err != nil {
+		return false
+	}
+	for _, sub := range []string{"refs", "objects"} {
+		if fi, err := os.Stat(filepath.Join(dir, sub)); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // readHead returns the ref HEAD names, "" for a detached HEAD (a hash), or
