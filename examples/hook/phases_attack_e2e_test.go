@@ -195,3 +195,35 @@ func TestE2EAttackBranchGuardGitDirOption(t *testing.T) {
 		t.Errorf("--git-dir=.git -C sub commits in sub/.git: %s", reason)
 	}
 }
+
+// The policy reads git_branch.name "refs/heads/feature/x" as branch
+// feature/x; the branch facts must look for the same ref, or the workflow
+// branch "does not exist" and a commit on main goes through.
+func TestE2EAttackBranchGuardFullRefName(t *testing.T) {
+	root := isdlcProject(t)
+	st := isdlcState()
+	st["active_workflow"].(map[string]any)["git_branch"] = map[string]any{"name": "refs/heads/feature/REQ-0001-login", "status": "active"}
+	writeState(t, root, st)
+	ev := map[string]any{
+		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_ref",
+		"tool_input": map[string]any{"command": `git commit -m x`},
+	}
+	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(reason, "[DES-BRANCH-PROTECTED]") {
+		t.Errorf("git_branch.name as a full ref: reason =\n%s", reason)
+	}
+}
+
+// On a case-insensitive file system (macOS, Windows) HEAD naming
+// refs/heads/MAIN commits onto main's ref file: a protected branch is
+// recognised in any case.
+func TestE2EAttackBranchGuardProtectedBranchCase(t *testing.T) {
+	root := isdlcProject(t)
+	writeFile(t, root, ".git/HEAD", "ref: refs/heads/MAIN\n")
+	ev := map[string]any{
+		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_case",
+		"tool_input": map[string]any{"command": `git commit -m x`},
+	}
+	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(reason, "[DES-BRANCH-PROTECTED]") {
+		t.Errorf("HEAD on MAIN: reason =\n%s", reason)
+	}
+}

@@ -53,6 +53,9 @@ func Branch(dir, workflowBranch string) BranchFacts {
 		b.Readable = true
 		b.Current = strings.TrimPrefix(ref, "refs/heads/")
 	}
+	// The name as the policy reads it (des.phases.branch): spaces around
+	// it and a refs/heads/ prefix do not count.
+	workflowBranch = strings.TrimPrefix(strings.TrimSpace(workflowBranch), "refs/heads/")
 	if workflowBranch != "" && validBranch(workflowBranch) {
 		b.WorkflowBranchExists = refExists(commonDir(gitDir), "refs/heads/"+workflowBranch)
 	}

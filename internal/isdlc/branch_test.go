@@ -180,3 +180,17 @@ func TestBranchOfAGitDirectory(t *testing.T) {
 		t.Errorf("a directory with a HEAD file only: %+v", got)
 	}
 }
+
+// The workflow branch is named as the policy reads it: a full ref name or
+// spaces around it find the same branch.
+func TestBranchWorkflowBranchSpellings(t *testing.T) {
+	main := repo(t)
+	for _, name := range []string{"feature/x", "refs/heads/feature/x", " feature/x\n"} {
+		if got := Branch(main, name); !got.WorkflowBranchExists {
+			t.Errorf("Branch(%q) = %+v", name, got)
+		}
+	}
+	if got := Branch(main, "refs/heads/"); got.WorkflowBranchExists {
+		t.Errorf("an empty name after refs/heads/: %+v", got)
+	}
+}
