@@ -227,3 +227,24 @@ func TestE2EAttackBranchGuardProtectedBranchCase(t *testing.T) {
 		t.Errorf("HEAD on MAIN: reason =\n%s", reason)
 	}
 }
+
+// A field of an unexpected type in an Agent call (a description that is
+// not a string, say: a future Claude Code's) must not hide its
+// subagent_type from the phase guards: each field is read on its own.
+func TestE2EAttackOddDescriptionKeepsSubagentType(t *testing.T) {
+	root := isdlcProject(t)
+	for _, desc := range []any{7, map[string]any{"text": "review"}, []any{"x"}} {
+		ev := phaseAgentEvent(root, "PreToolUse", "qa-engineer", "Review the login code")
+		ev["tool_input"].(map[string]any)["description"] = desc
+		if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(reason, "[DES-PHASE-OUT-OF-ORDER]") {
+			t.Errorf("description %v: reason =\n%s", desc, reason)
+		}
+	}
+	// PostToolUse: the observers still know the discover agent.
+	ev := phaseAgentEvent(root, "PostToolUse", "discover-orchestrator", "/discover")
+	ev["tool_input"].(map[string]any)["description"] = 7
+	ev["tool_response"] = map[string]any{"content": []any{map[string]any{"type": "text", "text": "Discovery complete."}}}
+	if out := readAfter(t, runHookProcess(t, root, nil, ev)); !strings.Contains(out.Specific.AdditionalContext, "[DES-WALKTHROUGH-MISSING]") {
+		t.Errorf("PostToolUse with a numeric description: %+v", out)
+	}
+}
