@@ -199,9 +199,12 @@ func (t ToolUse) CheckCommitBranches(ctx context.Context, ev Evaluator, wf Workf
 	for _, c := range a.GitCommits {
 		dir := bashDir(cwd, c.Dir)
 		if gd, ok := gitDirOption(c.Options); ok {
-			// git commits in the repository --git-dir names, read from
-			// the directory git ends up in (after every -C).
+			// git commits in the repository --git-dir (else GIT_DIR)
+			// names, read from the directory git ends up in (after
+			// every -C).
 			dir = bashDir(dir, gd)
+		} else if c.GitDir != "" {
+			dir = bashDir(dir, c.GitDir)
 		}
 		rel := filepath.ToSlash(dir)
 		if r, ok := within(t.Root, dir); ok {

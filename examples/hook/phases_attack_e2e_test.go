@@ -248,3 +248,33 @@ func TestE2EAttackOddDescriptionKeepsSubagentType(t *testing.T) {
 		t.Errorf("PostToolUse with a numeric description: %+v", out)
 	}
 }
+
+// GIT_DIR in git's environment names its repository as --git-dir does:
+// a prefix assignment or env NAME=VALUE in front of git.
+func TestE2EAttackBranchGuardGitDirEnvironment(t *testing.T) {
+	root := isdlcProject(t)
+	writeFile(t, root, "sub/.git/HEAD", "ref: refs/heads/other\n") // a decoy repository
+	outside := t.TempDir()
+	for _, command := range []string{
+		`cd sub && GIT_DIR=../.git git commit -m x`,
+		`GIT_DIR=` + filepath.Join(root, ".git") + ` git -C ` + outside + ` commit -m x`,
+		`cd sub && env GIT_DIR=../.git git commit -m x`,
+		`cd sub && GIT_DIR=../.git sh -c 'git commit -m x'`,
+	} {
+		ev := map[string]any{
+			"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_gitdirenv",
+			"tool_input": map[string]any{"command": command},
+		}
+		if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(reason, "[DES-BRANCH-PROTECTED]") {
+			t.Errorf("%s: reason =\n%s", command, reason)
+		}
+	}
+	// --git-dir wins over GIT_DIR, as in git: here the decoy's branch.
+	ev := map[string]any{
+		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_gitdirenv",
+		"tool_input": map[string]any{"command": `GIT_DIR=.git git --git-dir=sub/.git commit -m x`},
+	}
+	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); reason != "" {
+		t.Errorf("--git-dir over GIT_DIR: %s", reason)
+	}
+}
