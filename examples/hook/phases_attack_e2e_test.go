@@ -95,13 +95,21 @@ func TestE2EAttackIndexAheadRecoveryIsWritable(t *testing.T) {
 	}
 }
 
-// hugePrompt is about 5 MB of ordinary words, naming no phase or agent
-// and no phrase of the guards' tables.
+// hugePrompt is about 5 MB of ordinary words, naming no phase or agent and
+// holding no phrase of the guards' tables, though every word of the
+// phrases occurs in it now and then, as in prose ("the phases are
+// completed", "delegated", "ready"), so no phrase can be skipped unread.
 func hugePrompt() string {
 	words := []string{"implement", "the", "login", "form", "with", "tests", "and", "refactor", "code", "carefully", "navigate", "aggregate"}
+	rare := []string{"phases", "completed", "ready", "reviewed", "submitted", "marked", "done", "finished", "gateway", "advanced",
+		"proceeding", "nextly", "moved", "progressive", "delegated", "handed", "offer", "declared", "validation", "as", "for", "to"}
 	var b strings.Builder
 	for i := 0; b.Len() < 5<<20; i++ {
-		b.WriteString(words[i%len(words)])
+		if i%500 == 0 {
+			b.WriteString(rare[i/500%len(rare)])
+		} else {
+			b.WriteString(words[i%len(words)])
+		}
 		b.WriteByte(" \n"[i%7/6])
 	}
 	return b.String()
@@ -112,6 +120,11 @@ func hugePrompt() string {
 // DES-INTERNAL because reading the prompt for phase names took too long.
 func TestE2EAttackHugePromptWithinBudget(t *testing.T) {
 	root := isdlcProject(t)
+	// Tests failed last: the test corridor is open, so every call's text
+	// is read for the corridor phrases as well.
+	st := isdlcState()
+	st["phases"].(map[string]any)["06-implementation"].(map[string]any)["iteration_requirements"].(map[string]any)["test_iteration"].(map[string]any)["last_test_result"] = "failed"
+	writeState(t, root, st)
 	prompt := hugePrompt()
 	for _, agent := range []string{"general-purpose", "sdlc-orchestrator", "software-developer"} {
 		ev := phaseAgentEvent(root, "PreToolUse", agent, prompt)

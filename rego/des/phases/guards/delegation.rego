@@ -171,7 +171,7 @@ advancement if {
 	call_tool
 	not delegation
 	data.des.phases.advance_agents[agent] == true
-	_has_phrase(data.des.phases.advance_phrases)
+	_advance_phrase
 }
 
 advancement if _skill_advance
@@ -185,7 +185,7 @@ corridor_call if {
 	_corridor_phrase
 }
 
-_corridor_phrase if _has_phrase(data.des.phases.advance_phrases)
+_corridor_phrase if _advance_phrase
 
 _corridor_phrase if _has_phrase(data.des.phases.corridor_phrases)
 
@@ -200,18 +200,87 @@ completion_claim if {
 	_has_phrase(data.des.phases.completion_claim_phrases)
 }
 
-# A phrase of a table, as whole words in the call's text. The regular
-# expression runs only when every word of the phrase occurs in the text
-# case-folded (lower(upper(...)) maps every case-insensitive spelling of an
-# ASCII letter, K and ſ included, to the letter), so a huge prompt that holds
-# none costs a substring search, not a scan per phrase.
-_folded := lower(upper(_text))
+# A phrase of a table, as whole words in the call's text (the expression
+# phrase_re, case-insensitive). A prompt may be megabytes, and one scan of
+# it per phrase with that expression costs about 0.1 s: a phrase whose
+# words do not all occur in the text is skipped, and one that can be is
+# located by its first word (below) instead of scanned for. The advance
+# phrases, read for advancement and for the corridors, are read once.
+_advance_phrase if _has_phrase(data.des.phases.advance_phrases)
 
 _has_phrase(phrases) if {
 	some p, on in phrases
 	on == true
-	every w in split(trim_space(p), " ") {
-		contains(_folded, lower(w))
+	_may_hold(p)
+	_phrase_in_text(p)
+}
+
+# Every word of the phrase occurs in the ASCII-lowered text; unless the
+# text holds a character the expression's case folding turns into an ASCII
+# letter (K, the Kelvin sign, and ſ, the long s: they fold to k and s), in
+# which case only the expression can tell.
+_may_hold(_) if _folds_to_ascii
+
+_may_hold(p) if {
+	not _folds_to_ascii
+	every w in _phrase_words(p) {
+		contains(_ltext, w)
 	}
+}
+
+_phrase_in_text(p) if {
+	not _locatable(p)
 	regex.match(phrase_re(p), _text)
 }
+
+_phrase_in_text(p) if {
+	_locatable(p)
+	ws := _phrase_words(p)
+	parts := split(_ltext, ws[0])
+	_found(p, ws, parts)
+}
+
+# Past this many occurrences of the first word, one scan with the
+# expression costs less than looking at each.
+_max_located := 5000
+
+_found(p, _, parts) if {
+	count(parts) > _max_located
+	regex.match(phrase_re(p), _text)
+}
+
+# Where the first word occurs with no word character before it, the rest of
+# the phrase follows it: whitespace and the next word, ..., then no word
+# character (the expression's \b at both ends; \w is [0-9A-Za-z_]).
+_found(_, ws, parts) if {
+	n := count(parts)
+	n > 1
+	n <= _max_located
+	after := sprintf("^%s(?:[^0-9a-z_]|$)", [concat("", [sprintf(`\s+%s`, [w]) | some w in array.slice(ws, 1, count(ws))])])
+	some i in numbers.range(1, n - 1)
+	trim_right(parts[i - 1], "abcdefghijklmnopqrstuvwxyz0123456789_") == parts[i - 1]
+	regex.match(after, parts[i])
+}
+
+_phrase_words(p) := [lower(w) | some w in split(trim_space(p), " ")]
+
+# A phrase is located by its first word in the ASCII-lowered text (whose
+# bytes are where the text's are) when its words are letters and digits
+# (a whole-word occurrence then overlaps no other), no later word holds the
+# first (the split on it keeps the rest of the phrase whole), and the text
+# has no K or ſ.
+_locatable(p) if {
+	not _folds_to_ascii
+	ws := _phrase_words(p)
+	every w in ws {
+		w != ""
+		trim(w, "abcdefghijklmnopqrstuvwxyz0123456789") == ""
+	}
+	every w in array.slice(ws, 1, count(ws)) {
+		not contains(w, ws[0])
+	}
+}
+
+_folds_to_ascii if contains(_text, "\u212a")
+
+_folds_to_ascii if contains(_text, "\u017f")
