@@ -388,6 +388,7 @@ func (e *Engine) DocumentWrite() gate.DocumentWrite {
 		StateDir:   e.stateDir,
 		Now:        e.now,
 		Writes:     e.writes,
+		Workflow:   e.workflow,
 	}
 }
 

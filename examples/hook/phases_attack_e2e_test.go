@@ -3,13 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
-// An attacker's review of the phase workflow guards (contract §8), through
+// An attacker's review of the phase workflow guards, through
 // the built binary: recovery lines the write guard would refuse, and
 // decisions on huge prompts.
 
@@ -289,5 +290,49 @@ func TestE2EAttackBranchGuardGitDirEnvironment(t *testing.T) {
 	}
 	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); reason != "" {
 		t.Errorf("--git-dir over GIT_DIR: %s", reason)
+	}
+}
+
+// One Write of "{}" to a new .des/state.json, the first state des looks
+// for, would replace the workflow state in effect for every phase guard:
+// the creation is denied while the state in effect has an active workflow,
+// and the guards still judge by the real state afterwards. A monorepo
+// project's new state over the root state is the same move.
+func TestE2EAttackShadowStateDenied(t *testing.T) {
+	root := isdlcProject(t)
+	writeState(t, root, isdlcState())
+	shadow := func(rel string) map[string]any {
+		return map[string]any{
+			"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_shadow",
+			"tool_input": map[string]any{"file_path": filepath.Join(root, filepath.FromSlash(rel)), "content": "{}"},
+		}
+	}
+	reason := denyReason(t, runHookProcess(t, root, nil, shadow(".des/state.json")))
+	if !strings.Contains(reason, "[DES-STATE-SHADOW] creating .des/state.json would replace .isdlc/state.json") {
+		t.Fatalf("a shadowing state write: reason =\n%s", reason)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".des", "state.json")); err == nil {
+		t.Fatal(".des/state.json was created")
+	}
+	// The guards still read the real state: out of order is still denied.
+	if reason := denyReason(t, runHookProcess(t, root, nil, phaseAgentEvent(root, "PreToolUse", "qa-engineer", "review"))); !strings.Contains(reason, "[DES-PHASE-OUT-OF-ORDER]") {
+		t.Errorf("after the refused shadow: reason =\n%s", reason)
+	}
+
+	// A monorepo whose chosen project has no state yet: creating it over
+	// the root state is the same move.
+	writeFile(t, root, ".isdlc/monorepo.json", `{"projects": {"api": {"path": "apps/api"}}, "default_project": "api"}`)
+	if reason := denyReason(t, runHookProcess(t, root, nil, shadow(".isdlc/projects/api/state.json"))); !strings.Contains(reason, "[DES-STATE-SHADOW]") {
+		t.Errorf("a project state over the root state: reason =\n%s", reason)
+	}
+
+	// Without an active workflow in effect, a new state file is just a write.
+	idle := t.TempDir()
+	writeFile(t, idle, ".isdlc/state.json", `{"state_version": 1}`)
+	ev := shadow(".des/state.json")
+	ev["cwd"] = idle
+	ev["tool_input"].(map[string]any)["file_path"] = filepath.Join(idle, ".des", "state.json")
+	if reason := denyReason(t, runHookProcess(t, idle, nil, ev)); reason != "" {
+		t.Errorf("a state file with no active workflow in effect: reason =\n%s", reason)
 	}
 }
