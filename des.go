@@ -372,6 +372,10 @@ func (e *Engine) PreInvocation(ctx context.Context, inv gate.Invocation) (gate.I
 	return g.Check(ctx, e, inv)
 }
 
+// SessionsDir is the subagent registry (internal/registry), relative to
+// the project root: protected like the run records, and written only by DES.
+const SessionsDir = ".des/sessions"
+
 // PendingDir is where allowed document writes wait for PostToolUse to
 // confirm them, relative to the project root.
 const PendingDir = ".des/runs/pending"

@@ -198,17 +198,22 @@ func protectedPaths(cfg des.Config, stateDir, witnessDir string, binaries ...str
 	for _, d := range cfg.PolicyDirs {
 		p.denyEdit = append(p.denyEdit, tree(d))
 	}
-	p.denyEdit = append(p.denyEdit, tree(des.RunsDir), tree(cfg.AuditDir), tree(".git/hooks"), tree(stateDir), tree(witnessDir))
+	p.denyEdit = append(p.denyEdit, tree(des.RunsDir), tree(des.SessionsDir), tree(cfg.AuditDir), tree(".git/hooks"), tree(stateDir), tree(witnessDir))
 
 	p.denyWrite = append(p.denyWrite, settingsPath(des.ConfigFile))
 	for _, d := range cfg.PolicyDirs {
 		p.denyWrite = append(p.denyWrite, settingsPath(d))
 	}
-	p.denyWrite = append(p.denyWrite, settingsPath(".git/hooks"), settingsPath(".claude/settings.json"),
+	// The subagent registry is written only by the hook, which the sandbox
+	// does not confine; nothing a sandboxed command runs needs to write it.
+	p.denyWrite = append(p.denyWrite, settingsPath(des.SessionsDir), settingsPath(".git/hooks"), settingsPath(".claude/settings.json"),
 		settingsPath(".claude/settings.local.json"), settingsPath(stateDir))
 	for _, g := range cfg.GuardedStateFiles {
 		p.denyWrite = append(p.denyWrite, settingsPath(g))
 	}
+	// The task graph too: DES's own wave sync runs in the hook, outside
+	// the sandbox.
+	p.denyWrite = append(p.denyWrite, settingsPath(cfg.TaskGraphFile))
 	for _, b := range binaries {
 		if filepath.IsAbs(b) {
 			p.denyEdit = append(p.denyEdit, settingsPath(b))

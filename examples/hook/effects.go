@@ -85,7 +85,7 @@ func (h *hookEnv) watched(ctx context.Context) *integrity.Watch {
 	cfg := eng.Config()
 	return &integrity.Watch{
 		ConfigFile: des.ConfigFile,
-		Trees:      append([]string{des.RunsDir}, cfg.PolicyDirs...),
+		Trees:      append([]string{des.RunsDir, des.SessionsDir}, cfg.PolicyDirs...),
 		StateGlobs: cfg.GuardedStateFiles,
 		StepGlobs:  cfg.GuardedStepFiles,
 	}

@@ -100,7 +100,7 @@ var ErrNoBaseline = errors.New("no integrity baseline recorded yet")
 // Paths and globs are slash-separated, relative to the project root.
 type Watch struct {
 	ConfigFile string   `json:"config_file"` // .des/config.json
-	Trees      []string `json:"trees"`       // protected directories: policy directories, run records
+	Trees      []string `json:"trees"`       // protected directories: policy directories, run records, the subagent registry
 	StateGlobs []string `json:"state_globs"` // workflow-state documents
 	StepGlobs  []string `json:"step_globs"`  // step files
 }
@@ -110,7 +110,7 @@ type Watch struct {
 func DefaultWatch() Watch {
 	return Watch{
 		ConfigFile: ".des/config.json",
-		Trees:      []string{".des/policies", ".des/runs"},
+		Trees:      []string{".des/policies", ".des/runs", ".des/sessions"},
 		StateGlobs: []string{".des/state.json", ".isdlc/state.json", ".isdlc/projects/*/state.json"},
 		StepGlobs:  []string{"**/steps/*.json"},
 	}
