@@ -368,6 +368,8 @@ func (e *Engine) PreInvocation(ctx context.Context, inv gate.Invocation) (gate.I
 		RunsDir:   filepath.Join(e.root, RunsDir),
 		Writes:    e.writes,
 		Workflow:  e.workflow,
+		Graph:     e.taskGraph(),
+		Registry:  e.registryFacts(),
 	}
 	return g.Check(ctx, e, inv)
 }
@@ -392,6 +394,7 @@ func (e *Engine) DocumentWrite() gate.DocumentWrite {
 		StateDir:   e.stateDir,
 		Now:        e.now,
 		Writes:     e.writes,
+		Graph:      e.taskGraph(),
 	}
 }
 

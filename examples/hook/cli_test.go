@@ -53,6 +53,10 @@ func TestSettings(t *testing.T) {
 					DenyWrite []string `json:"denyWrite"`
 				} `json:"filesystem"`
 			} `json:"sandbox"`
+			StatusLine struct {
+				Type    string `json:"type"`
+				Command string `json:"command"`
+			} `json:"statusLine"`
 		}
 		dec := json.NewDecoder(strings.NewReader(res.stdout))
 		dec.DisallowUnknownFields()
@@ -67,6 +71,11 @@ func TestSettings(t *testing.T) {
 			"PostToolUse":        "Agent|Task|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*",
 			"PostToolUseFailure": "Bash|NotebookEdit|mcp__.*",
 			"SubagentStop":       "",
+			"SubagentStart":      "",
+			"UserPromptSubmit":   "",
+		}
+		if s.StatusLine.Type != "command" || s.StatusLine.Command != wantCommand+" statusline" {
+			t.Errorf("statusLine = %+v, want the command %q", s.StatusLine, wantCommand+" statusline")
 		}
 		if len(s.Hooks) != len(want) {
 			t.Errorf("events %v, want the %d of %v", s.Hooks, len(want), want)

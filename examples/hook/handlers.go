@@ -34,7 +34,7 @@ func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 		h.logger.Warn("hook: no prompt in the subagent call; no opinion", "err", err)
 		return noOpinion()
 	}
-	inv := gate.Invocation{Tool: ev.ToolName, Prompt: prompt, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, Cwd: workflowCwd(ev, h.root)}
+	inv := gate.Invocation{Tool: ev.ToolName, Prompt: prompt, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, Cwd: workflowCwd(ev, h.root), AgentID: ev.AgentID}
 	if full, err := ev.SubagentInput(); err == nil {
 		inv.AgentType, inv.Description = full.SubagentType, full.Description
 	}
@@ -42,7 +42,15 @@ func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 	if nwave {
 		h.requireValidation()
 	} else if !des.HasWorkflowState(h.root, inv.Cwd, h.lookupEnv) {
-		return noOpinion() // ad hoc: DES has no opinion, and builds nothing
+		// A task graph phase or the concurrency limit may still apply.
+		orch, err := des.OrchestrationApplies(h.root, prompt, ev.AgentID, h.lookupEnv)
+		if err != nil {
+			return h.internalError(orch, err)
+		}
+		if !orch {
+			return noOpinion() // ad hoc: DES has no opinion, and builds nothing
+		}
+		h.requireValidation()
 	}
 	return invocationResponse(ctx, h, func(eng *des.Engine) (gate.InvocationResult, error) {
 		return eng.PreInvocation(ctx, inv)
@@ -411,6 +419,10 @@ func postToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 	case len(obs.Decision.Warn) > 0 || len(obs.Decision.Deny) > 0:
 		parts = append(parts, obs.Reason())
 	}
+	// A task graph phase: what the orchestrator runs next.
+	if next := nextSteps(ctx, h, eng, ev, out.Status); next != "" {
+		parts = append(parts, next)
+	}
 	return postToolContext(strings.Join(parts, "\n\n"))
 }
 
@@ -426,8 +438,16 @@ func stopContext(rec *gate.StopRecord) string {
 	return b.String()
 }
 
-// subagentStop is Gate 2.
+// subagentStop is Gate 2, then the subagent registry and the wave sync
+// (orchestration.go), which go by Gate 2's verdict.
 func subagentStop(ctx context.Context, h *hookEnv, ev *Event) response {
+	r, g2 := gate2Stop(ctx, h, ev)
+	return withStopNote(r, orchestrateStop(ctx, h, ev, g2))
+}
+
+// gate2Stop is Gate 2: its response, and its result when it judged the
+// stop (nil otherwise).
+func gate2Stop(ctx context.Context, h *hookEnv, ev *Event) (response, *gate.StopResult) {
 	stop := gate.Stop{
 		TranscriptPath: ev.AgentTranscriptPath, AgentID: ev.AgentID, AgentType: ev.AgentType,
 		SessionID: ev.SessionID, StopHookActive: ev.StopHookActive,
@@ -438,7 +458,7 @@ func subagentStop(ctx context.Context, h *hookEnv, ev *Event) response {
 		// verdict "not judged" for the orchestrator at PostToolUse.
 		g := gate.SubagentStop{Root: h.root, ClaudeDirs: gate.ClaudeDirs(h.lookupEnv), RunsDir: filepath.Join(h.root, des.RunsDir)}
 		res, _ := g.Check(ctx, failedEvaluator{err}, stop)
-		return h.internalError(res.StepFile != "", err)
+		return h.internalError(res.StepFile != "", err), nil
 	}
 	res, err := eng.CheckStop(ctx, stop)
 	if res.StepFile != "" {
@@ -448,7 +468,7 @@ func subagentStop(ctx context.Context, h *hookEnv, ev *Event) response {
 		h.logger.Info("hook: no opinion on the stop", "agent_id", ev.AgentID, "why", res.NoOpinion)
 	}
 	if err != nil && !res.Evaluated {
-		return h.internalError(res.StepFile != "", err)
+		return h.internalError(res.StepFile != "", err), &res
 	}
 	var note string
 	if err != nil {
@@ -457,19 +477,19 @@ func subagentStop(ctx context.Context, h *hookEnv, ev *Event) response {
 	}
 	switch {
 	case res.Action == gate.StopActionBlock:
-		return blockStop(res.Reason() + note)
+		return blockStop(res.Reason() + note), &res
 	case res.Denied():
 		msg := res.Reason()
 		if res.Marked {
 			msg += "\nDES marked " + res.StepFile + " FAILED."
 		}
-		return stopMessage(msg + note)
+		return stopMessage(msg + note), &res
 	case len(res.Decision.Warn) > 0:
-		return stopMessage(res.Warnings() + note)
+		return stopMessage(res.Warnings() + note), &res
 	case note != "":
-		return stopMessage(strings.TrimPrefix(note, "\n"))
+		return stopMessage(strings.TrimPrefix(note, "\n")), &res
 	}
-	return noOpinion()
+	return noOpinion(), &res
 }
 
 // failedEvaluator answers every evaluation with the error that kept the
