@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,7 +87,9 @@ func (h *hookEnv) watched(ctx context.Context) *integrity.Watch {
 	return &integrity.Watch{
 		ConfigFile: des.ConfigFile,
 		Trees:      append([]string{des.RunsDir, des.SessionsDir}, cfg.PolicyDirs...),
-		StateGlobs: cfg.GuardedStateFiles,
+		// The task graph is a guarded document like a workflow state: whole
+		// file, restored, a new one removed (DES's wave sync is announced).
+		StateGlobs: append(slices.Clone(cfg.GuardedStateFiles), cfg.TaskGraphFile),
 		StepGlobs:  cfg.GuardedStepFiles,
 	}
 }

@@ -101,7 +101,7 @@ var ErrNoBaseline = errors.New("no integrity baseline recorded yet")
 type Watch struct {
 	ConfigFile string   `json:"config_file"` // .des/config.json
 	Trees      []string `json:"trees"`       // protected directories: policy directories, run records, the subagent registry
-	StateGlobs []string `json:"state_globs"` // workflow-state documents
+	StateGlobs []string `json:"state_globs"` // workflow-state documents and the task graph
 	StepGlobs  []string `json:"step_globs"`  // step files
 }
 
@@ -111,7 +111,7 @@ func DefaultWatch() Watch {
 	return Watch{
 		ConfigFile: ".des/config.json",
 		Trees:      []string{".des/policies", ".des/runs", ".des/sessions"},
-		StateGlobs: []string{".des/state.json", ".isdlc/state.json", ".isdlc/projects/*/state.json"},
+		StateGlobs: []string{".des/state.json", ".isdlc/state.json", ".isdlc/projects/*/state.json", ".claude/state/active_task_graph.json"},
 		StepGlobs:  []string{"**/steps/*.json"},
 	}
 }
