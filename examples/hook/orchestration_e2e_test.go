@@ -406,4 +406,3 @@ func readAuditEvents(t *testing.T, root string, ev audit.EventType) ([]audit.Ent
 	}
 	return log.Read(t.Context(), audit.Query{Events: []audit.EventType{ev}})
 }
-
