@@ -24,6 +24,11 @@ type TaskGraph struct {
 	// schema_errors} or {path, problem, error}, and disk when the file on
 	// disk parses.
 	WriteFacts func(rel string, content, disk []byte) map[string]any
+	// DiskFacts returns input.task_graph of pre_invocation, the graph on
+	// disk: {path, document}, or {path, problem, error} when it exists but
+	// cannot be used; nil when there is no graph file. Nil DiskFacts reads
+	// the file and builds them with WriteFacts.
+	DiskFacts func() map[string]any
 	// PhaseID returns the phase a delegation prompt names ("Phase ID: <id>"
 	// or <!-- DES-TASK-PHASE: <id> -->).
 	PhaseID func(prompt string) (string, bool)
@@ -76,6 +81,9 @@ func (g TaskGraph) writeFacts(rel string, content, disk []byte) map[string]any {
 func (g TaskGraph) Facts(root string) (map[string]any, error) {
 	if g.File == "" {
 		return nil, nil
+	}
+	if g.DiskFacts != nil {
+		return g.DiskFacts(), nil
 	}
 	data, err := readBounded(filepath.Join(root, filepath.FromSlash(g.File)))
 	if err != nil {
