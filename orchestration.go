@@ -12,6 +12,7 @@ import (
 
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/fileio"
+	"github.com/deterministic-exec/des/internal/taskgraph"
 )
 
 // Orchestration governance: delegating orchestrators that run a task graph
@@ -22,10 +23,13 @@ import (
 // taskGraph is the task graph of the settings, read through
 // internal/taskgraph.
 func (e *Engine) taskGraph() gate.TaskGraph {
+	file := e.graphFile()
 	return gate.TaskGraph{
-		File:       e.graphFile(),
-		WriteFacts: graphWriteFacts,
-		PhaseID:    graphPhaseID,
+		File: file,
+		// internal/taskgraph reads the disk itself, through the root.
+		WriteFacts: func(rel string, content, _ []byte) map[string]any { return taskgraph.WriteFacts(e.root, rel, content) },
+		DiskFacts:  func() map[string]any { return taskgraph.InvocationFacts(e.root, file) },
+		PhaseID:    taskgraph.PhaseID,
 	}
 }
 
