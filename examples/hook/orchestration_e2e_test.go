@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -405,4 +406,38 @@ func readAuditEvents(t *testing.T, root string, ev audit.EventType) ([]audit.Ent
 		return nil, err
 	}
 	return log.Read(t.Context(), audit.Query{Events: []audit.EventType{ev}})
+}
+
+// DES's own writes (the registry, the wave sync) land while another call's
+// effects are watched: the check after that call keeps them.
+func TestE2EOrchOwnWritesNotRestored(t *testing.T) {
+	root := effProject(t)
+	writeFile(t, root, orchGraph, orchPlan)
+	begin(t, root)
+	// A Bash call of another subagent is in flight meanwhile.
+	if pre := denyReason(t, runHookProcess(t, root, nil, effBashEvent(root, "PreToolUse", "toolu_long", "sleep 1"))); pre != "" {
+		t.Fatalf("PreToolUse: %s", pre)
+	}
+	prompt := "Add the login handler.\nPhase ID: impl-a\n"
+	orchRun(t, root, map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": "SubagentStart", "agent_id": "a1", "agent_type": "coder"})
+	if out, _ := orchRun(t, root, orchAgentCall(root, "toolu_i", prompt)); out.Specific.PermissionDecision == "deny" {
+		t.Fatalf("delegation: %+v", out)
+	}
+	tr := orchTranscript(t, root, "a1", prompt, "Done.")
+	orchRun(t, root, orchStop(root, "a1", "coder", tr, ""))
+	synced := fileText(t, root, orchGraph)
+	if !strings.Contains(synced, `"completed"`) {
+		t.Fatalf("not synced:\n%s", synced)
+	}
+	post := readAfter(t, runHookProcess(t, root, nil, effBashEvent(root, "PostToolUse", "toolu_long", "sleep 1")))
+	if post.Decision != "" {
+		t.Errorf("DES's own writes were reported: %+v", post)
+	}
+	if fileText(t, root, orchGraph) != synced {
+		t.Error("the wave sync was undone")
+	}
+	ents, err := os.ReadDir(filepath.Join(root, ".des", "sessions"))
+	if err != nil || len(ents) == 0 {
+		t.Errorf("the registry was undone: %v %v", ents, err)
+	}
 }
