@@ -176,6 +176,11 @@ func preToolUseMCP(ctx context.Context, h *hookEnv, ev *Event) response {
 // only .ipynb files with it, so a guarded document (JSON) cannot be its
 // target; the check after the call covers what it may do anyway.
 func preToolUseNotebook(ctx context.Context, h *hookEnv, ev *Event) response {
+	return withDelegation(ctx, h, ev, notebookGuard)
+}
+
+// notebookGuard is preToolUseNotebook without the delegation rules.
+func notebookGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 	var in struct {
 		Path string `json:"notebook_path"`
 	}

@@ -99,9 +99,15 @@ func invocationResponse(ctx context.Context, h *hookEnv, check func(*des.Engine)
 	return preToolUseResponse(res.Result)
 }
 
-// preToolUseWrite guards Write/Edit/MultiEdit before they land: workflow
-// documents (document_write) and DES's own files (protected paths).
+// preToolUseWrite guards Write/Edit/MultiEdit before they land (writeGuard),
+// beside the delegation rules.
 func preToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
+	return withDelegation(ctx, h, ev, writeGuard)
+}
+
+// writeGuard guards Write/Edit/MultiEdit before they land: workflow
+// documents (document_write) and DES's own files (protected paths).
+func writeGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 	call, ok := writeCall(ev, h.root)
 	if !ok {
 		return noOpinion() // no file named: Claude Code refuses the call itself
@@ -237,6 +243,11 @@ func preToolUseResponse(results ...gate.Result) response {
 // commit would hold. Both may apply to one command: it is denied when either
 // denies, with every violation listed.
 func preToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
+	return withDelegation(ctx, h, ev, bashGuard)
+}
+
+// bashGuard is preToolUseBash without the delegation rules.
+func bashGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 	in, err := ev.BashInput()
 	if err != nil || in.Command == "" {
 		return noOpinion()

@@ -35,10 +35,10 @@ func defaultRoutes() routeTable {
 		{eventPreToolUse, toolAgent}:      preToolUseSubagent,
 		{eventPreToolUse, toolTask}:       preToolUseSubagent,
 		{eventPreToolUse, toolSkill}:      preToolUseSkill,
-		{eventPreToolUse, toolWrite}:      withDelegation(preToolUseWrite),
-		{eventPreToolUse, toolEdit}:       withDelegation(preToolUseWrite),
-		{eventPreToolUse, toolMultiEdit}:  withDelegation(preToolUseWrite),
-		{eventPreToolUse, toolBash}:       withDelegation(preToolUseBash),
+		{eventPreToolUse, toolWrite}:      preToolUseWrite,
+		{eventPreToolUse, toolEdit}:       preToolUseWrite,
+		{eventPreToolUse, toolMultiEdit}:  preToolUseWrite,
+		{eventPreToolUse, toolBash}:       preToolUseBash,
 		{eventPostToolUse, toolWrite}:     postToolUseWrite,
 		{eventPostToolUse, toolEdit}:      postToolUseWrite,
 		{eventPostToolUse, toolMultiEdit}: postToolUseWrite,
@@ -50,7 +50,7 @@ func defaultRoutes() routeTable {
 
 		// Tools that write files DES cannot read ahead of time: their effect
 		// is checked after they run (internal/integrity).
-		{eventPreToolUse, toolNotebook}:         withDelegation(preToolUseNotebook),
+		{eventPreToolUse, toolNotebook}:         preToolUseNotebook,
 		{eventPreToolUse, toolMCP}:              preToolUseMCP,
 		{eventPostToolUse, toolBash}:            postToolUseEffects,
 		{eventPostToolUse, toolNotebook}:        postToolUseEffects,

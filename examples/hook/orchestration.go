@@ -16,20 +16,18 @@ import (
 // to run next at PostToolUse. The library gathers the facts and decides;
 // these handlers map Claude Code's events onto it.
 
-// withDelegation runs the delegation rules (delegation_mode) beside fn, the
-// PreToolUse handler of a work tool: the call is denied when either denies,
-// with every violation listed; a nudge reaches the model as
+// withDelegation runs the delegation rules (delegation_mode) beside guard,
+// a work tool's own PreToolUse guard: the call is denied when either
+// denies, with every violation listed; a nudge reaches the model as
 // additionalContext.
-func withDelegation(fn handlerFunc) handlerFunc {
-	return func(ctx context.Context, h *hookEnv, ev *Event) response {
-		r := fn(ctx, h, ev)
-		d := delegationResponse(ctx, h, ev)
-		merged := mergePreToolUse(r, d)
-		if merged.permissionDecision == "deny" && r.permissionDecision != "deny" {
-			h.cancelEffects(ev) // the call will not run: its effects are not waited for
-		}
-		return merged
+func withDelegation(ctx context.Context, h *hookEnv, ev *Event, guard handlerFunc) response {
+	r := guard(ctx, h, ev)
+	d := delegationResponse(ctx, h, ev)
+	merged := mergePreToolUse(r, d)
+	if merged.permissionDecision == "deny" && r.permissionDecision != "deny" {
+		h.cancelEffects(ev) // the call will not run: its effects are not waited for
 	}
+	return merged
 }
 
 // delegationResponse judges main-thread work (DES-DELEGATION-REQUIRED).
