@@ -398,6 +398,7 @@ func (e *Engine) DocumentWrite() gate.DocumentWrite {
 		StateDir:   e.stateDir,
 		Now:        e.now,
 		Writes:     e.writes,
+		Workflow:   e.workflow,
 		Graph:      e.taskGraph(),
 	}
 }

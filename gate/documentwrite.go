@@ -64,6 +64,10 @@ type DocumentWrite struct {
 	StateDir string
 	Now      func() time.Time
 	Writes   Writes // told of the pending records and of each allowed write; nil tells nothing
+	// Workflow finds the workflow state in effect, so that a write creating
+	// a state file that would take its place is known as such (shadowing);
+	// a zero Workflow finds none.
+	Workflow Workflow
 	// Graph is the task graph document and how its facts are built; a
 	// zero Graph guards none.
 	Graph TaskGraph
@@ -288,7 +292,17 @@ func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) 
 		if seen, err = d.readSeen(rel); err != nil {
 			return res, fmt.Errorf("write guard: %w", err)
 		}
-		in["state"] = stateWriteFacts(rel, content, disk, seen)
+		facts := stateWriteFacts(rel, content, disk, seen)
+		if disk == nil {
+			shadows, err := d.shadowedState(ctx, rel)
+			if err != nil {
+				return res, fmt.Errorf("write guard: %w", err)
+			}
+			if shadows != nil {
+				facts["shadows"] = shadows
+			}
+		}
+		in["state"] = facts
 	case KindTaskGraph:
 		in["task_graph"] = d.Graph.writeFacts(rel, content, disk)
 	}

@@ -35,9 +35,8 @@ func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 		return noOpinion()
 	}
 	inv := gate.Invocation{Tool: ev.ToolName, Prompt: prompt, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, Cwd: workflowCwd(ev, h.root), AgentID: ev.AgentID}
-	if full, err := ev.SubagentInput(); err == nil {
-		inv.AgentType, inv.Description = full.SubagentType, full.Description
-	}
+	fields := ev.SubagentStrings() // each on its own: a mistyped field loses only itself
+	inv.AgentType, inv.Description = fields.SubagentType, fields.Description
 	nwave := template.Parse(prompt).HasMarkers
 	if nwave {
 		h.requireValidation()
@@ -419,9 +418,8 @@ func postToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 		parts = append(parts, stopContext(rec))
 	}
 	call := gate.SubagentResult{Tool: ev.ToolName, Cwd: workflowCwd(ev, h.root), Response: ev.ToolResponse}
-	if in, err := ev.SubagentInput(); err == nil {
-		call.SubagentType, call.Prompt, call.Description = in.SubagentType, in.Prompt, in.Description
-	}
+	in := ev.SubagentStrings()
+	call.SubagentType, call.Prompt, call.Description = in.SubagentType, in.Prompt, in.Description
 	obs, err := eng.ObserveSubagent(ctx, call)
 	switch {
 	case err != nil:

@@ -211,11 +211,7 @@ func nextSteps(ctx context.Context, h *hookEnv, eng *des.Engine, ev *Event, stat
 	if status == "async_launched" {
 		return ""
 	}
-	in, err := ev.SubagentInput()
-	if err != nil {
-		return ""
-	}
-	text, err := eng.NextSteps(ctx, in.Prompt)
+	text, err := eng.NextSteps(ctx, ev.SubagentStrings().Prompt)
 	if err != nil {
 		// The phase ran and the graph exists: the orchestrator must not go
 		// on blind.
