@@ -74,7 +74,7 @@ func (e *Engine) registryFacts() gate.Registry {
 // subagent registry.
 func (e *Engine) Delegation(lookupEnv func(string) (string, bool)) gate.Delegation {
 	return gate.Delegation{
-		Root: e.root, Mode: e.cfg.DelegationMode, TempDir: gate.TempDir(lookupEnv), Protected: e.ToolUse(),
+		Root: e.root, Mode: e.cfg.DelegationMode, TempDir: gate.TempDir(lookupEnv),
 		CountDirect: func(ctx context.Context, session string) (int, error) {
 			return registryCountDirect(ctx, e.sessionsDir(), session, e.now(), e.writes)
 		},

@@ -39,11 +39,6 @@ type Delegation struct {
 	// thread since the last user prompt and returns the count; nil counts
 	// nothing (0).
 	CountDirect func(ctx context.Context, sessionID string) (int, error)
-	// Protected is the tool_use gate of DES's own files. The writes it
-	// judges (des.protected, with facts this check does not gather) are
-	// left out of input.writes here: the work tool's own guard asks about
-	// them, and asking twice would report them twice.
-	Protected ToolUse
 }
 
 // Check evaluates the delegation rules on a call: input.delegation
@@ -64,17 +59,13 @@ func (d Delegation) Check(ctx context.Context, ev Evaluator, call DelegationCall
 		// file in the temporary directory is not.
 		n, countErr = d.CountDirect(ctx, call.SessionID)
 	}
-	// The paths written, for the rules that exempt a write of the plan
-	// (the task graph) itself.
-	writes := []any{}
-	for _, p := range call.Paths {
-		if d.Protected.Root != "" && d.Protected.Concerns(ToolCall{Paths: []string{p}}) {
-			continue
-		}
-		writes = append(writes, map[string]any{"path": ProjectPath(d.Root, p), "tool": call.Tool})
-	}
+	// No writes: the paths are the work tool's own guard's business (its
+	// rules judge them with facts this check does not gather), and what
+	// delegation exempts (the temporary directory) is temp_only. A write
+	// of the task graph in the main thread is work like any other: the
+	// plan is a planner subagent's to write.
 	in := map[string]any{
-		"event": "PreToolUse", "tool": call.Tool, "writes": writes,
+		"event": "PreToolUse", "tool": call.Tool, "writes": []any{},
 		"delegation": map[string]any{"main_thread": main, "direct_calls": n, "temp_only": temp},
 	}
 	dec, err := ev.Evaluate(ctx, policy.ToolUse, in)

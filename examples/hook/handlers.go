@@ -117,7 +117,7 @@ func writeGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 		// Without settings only .des itself, and the default guarded
 		// documents, are known to be DES's.
 		defaults := des.DefaultConfig()
-		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles}
+		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles, Graph: gate.TaskGraph{File: defaults.TaskGraphFile}}
 		kind, _, kerr := guard.WriteKind(call)
 		return h.internalError(kind != "" || kerr != nil || gate.ToolUse{Root: h.root}.Concerns(tool), err)
 	}
@@ -282,7 +282,7 @@ func preToolUseBashGuard(ctx context.Context, h *hookEnv, ev *Event, command str
 	eng, err := h.engine(ctx)
 	if err != nil {
 		defaults := des.DefaultConfig()
-		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles}
+		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles, Graph: gate.TaskGraph{File: defaults.TaskGraphFile}}
 		inside, _ := gate.PreCommit{Root: h.root}.InProject(commitFiles)
 		tu := gate.ToolUse{Root: h.root}
 		// A commit where a workflow state applies is the branch guard's.
