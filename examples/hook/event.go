@@ -21,6 +21,9 @@ const (
 	// eventPostToolUseFailure follows a tool call that failed: its effects
 	// on disk are checked all the same.
 	eventPostToolUseFailure = "PostToolUseFailure"
+	// The subagent registry's events (orchestration governance).
+	eventSubagentStart    = "SubagentStart"
+	eventUserPromptSubmit = "UserPromptSubmit"
 )
 
 // Tool names DES routes on. "Task" is the pre-2.1.63 name of "Agent".
