@@ -64,7 +64,7 @@ _how := "Delegate the work instead: call the Agent tool with a subagent (subagen
 #   severity: deny
 work_deny contains {
 	"code": "DES-DELEGATION-REQUIRED",
-	"msg": sprintf("%s in the main thread: delegation_mode is %q, so the main agent delegates its work to subagents. %s.", [input.tool, _mode, _how]),
+	"msg": sprintf("%s in the main thread: delegation_mode is %q, so the main agent delegates its work to subagents", [input.tool, _mode]),
 	"recovery": [_how],
 } if {
 	data.des.delegation.modes[_mode] == "deny"

@@ -29,8 +29,9 @@ test_enforce_denies_every_work_tool if {
 	}
 	[v] := [v | some v in deny_of(work("Edit", 2), "enforce")]
 	startswith(v.msg, "Edit in the main thread: delegation_mode is \"enforce\"")
-	contains(v.msg, "call the Agent tool with a subagent")
-	contains(v.msg, "writes to the temporary directory ($TMPDIR, else /tmp) stay free")
+	not contains(v.msg, "call the Agent tool") # said once, as the recovery
+	contains(v.recovery[0], "call the Agent tool with a subagent")
+	contains(v.recovery[0], "writes to the temporary directory ($TMPDIR, else /tmp) stay free")
 	codes(deny_of(work("Bash", 1), "Enforce")) == {"DES-DELEGATION-REQUIRED"}
 }
 
