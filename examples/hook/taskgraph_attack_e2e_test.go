@@ -1,0 +1,56 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Attacks on orchestration governance through the built hook: an
+// orchestrator (or a subagent) that tries to get around the task graph's
+// rules or delegation.
+
+// orchEscalated is orchPlan after impl-a failed verification max_retries
+// (3) times: des set it back to pending with retries 3, its verifier stands
+// failed, and current_wave is 1.
+const orchEscalated = `{
+  "task_id": "T-1",
+  "current_wave": 1,
+  "waves": [
+    {"wave_id": 0, "parallel_execution": true, "phases": [
+      {"phase_id": "impl-a", "type": "implementation", "objective": "Add the login handler", "agent": "coder",
+       "status": "pending", "retries": 3,
+       "deliverable_manifest": {"files": [{"path": "src/login.go", "must_exist": true}]}}
+    ]},
+    {"wave_id": 1, "phases": [
+      {"phase_id": "verify-a", "type": "verification", "objective": "Verify the login handler", "agent": "verifier", "verifies_phase_id": "impl-a", "status": "failed"}
+    ]}
+  ]
+}
+`
+
+// An orchestrator whose phase is escalated (the user must decide) writes
+// the graph again to get its retries back: a new task_id, the phase renamed,
+// or its statuses walked to completed. Each is denied.
+func TestE2ETaskGraphAttackEscalationEscape(t *testing.T) {
+	root := orchProject(t, false, "")
+	writeFile(t, root, orchGraph, orchEscalated)
+	out, _ := orchRun(t, root, orchAgentCall(root, "toolu_1", "Phase ID: impl-a\n"))
+	if !strings.Contains(out.Specific.Reason, "DES-VERIFY-ESCALATE") {
+		t.Fatalf("delegating the escalated phase: %+v", out)
+	}
+	for name, graph := range map[string]string{
+		"new task_id": strings.Replace(orchPlan, `"T-1"`, `"T-2"`, 1),
+		"renamed":     strings.ReplaceAll(strings.Replace(orchEscalated, `"retries": 3`, `"retries": 0`, 1), `impl-a`, `impl-a2`),
+		"walked":      strings.Replace(orchEscalated, `"status": "pending"`, `"status": "in_progress"`, 1),
+		"verifier":    strings.Replace(orchEscalated, `"status": "failed"`, `"status": "in_progress"`, 1),
+		"retyped":     strings.Replace(strings.Replace(orchEscalated, `"type": "implementation"`, `"type": "documentation"`, 1), `"status": "failed"`, `"status": "in_progress"`, 1),
+	} {
+		ev := orchTool(root, "PreToolUse", "Write", "toolu_w", map[string]any{"file_path": filepath.Join(root, orchGraph), "content": graph})
+		ev["agent_id"] = "planner-1" // a subagent: delegation is not what stops it
+		out, _ := orchRun(t, root, ev)
+		if out.Specific.PermissionDecision != "deny" || !strings.Contains(out.Specific.Reason, "DES-TASKGRAPH-TRANSITION") {
+			t.Errorf("%s: %+v, want DES-TASKGRAPH-TRANSITION", name, out)
+		}
+	}
+}
