@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,5 +53,36 @@ func TestE2ETaskGraphAttackEscalationEscape(t *testing.T) {
 		if out.Specific.PermissionDecision != "deny" || !strings.Contains(out.Specific.Reason, "DES-TASKGRAPH-TRANSITION") {
 			t.Errorf("%s: %+v, want DES-TASKGRAPH-TRANSITION", name, out)
 		}
+	}
+}
+
+// A hard link in the temporary directory to a project file (made earlier,
+// say by a subagent's `ln`) is the project file under another name: writing
+// it in the main thread is project work, not a scratch file, and writing a
+// hard link of the task graph is a write of the task graph.
+func TestE2ETaskGraphAttackHardLinkInTemp(t *testing.T) {
+	root := orchProject(t, false, `{"delegation_mode": "enforce"}`)
+	writeFile(t, root, orchGraph, orchEscalated)
+	writeFile(t, root, "main.go", "package main\n")
+	tmp := t.TempDir()
+	if err := os.Link(filepath.Join(root, "main.go"), filepath.Join(tmp, "main.go")); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	if err := os.Link(filepath.Join(root, orchGraph), filepath.Join(tmp, "g.json")); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := orchRun(t, root, orchTool(root, "PreToolUse", "Write", "toolu_w", map[string]any{"file_path": filepath.Join(tmp, "main.go"), "content": "package main // done by the main thread\n"}), "TMPDIR="+tmp)
+	if out.Specific.PermissionDecision != "deny" || !strings.Contains(out.Specific.Reason, "DES-DELEGATION-REQUIRED") {
+		t.Errorf("main-thread Write of a hard link of main.go under $TMPDIR: %+v, want DES-DELEGATION-REQUIRED", out)
+	}
+	// A plain scratch file there stays free.
+	if out, raw := orchRun(t, root, orchTool(root, "PreToolUse", "Write", "toolu_s", map[string]any{"file_path": filepath.Join(tmp, "notes.md"), "content": "x"}), "TMPDIR="+tmp); raw != "" {
+		t.Errorf("scratch file: %+v", out)
+	}
+	ev := orchTool(root, "PreToolUse", "Write", "toolu_g", map[string]any{"file_path": filepath.Join(tmp, "g.json"), "content": strings.Replace(orchEscalated, `"retries": 3`, `"retries": 0`, 1)})
+	ev["agent_id"] = "planner-1"
+	out, _ = orchRun(t, root, ev, "TMPDIR="+tmp)
+	if out.Specific.PermissionDecision != "deny" || !strings.Contains(out.Specific.Reason, "DES-TASKGRAPH-TRANSITION") {
+		t.Errorf("a subagent's Write of a hard link of the task graph outside the project: %+v, want DES-TASKGRAPH-TRANSITION", out)
 	}
 }
