@@ -86,3 +86,26 @@ func TestE2ETaskGraphAttackHardLinkInTemp(t *testing.T) {
 		t.Errorf("a subagent's Write of a hard link of the task graph outside the project: %+v, want DES-TASKGRAPH-TRANSITION", out)
 	}
 }
+
+// A team that adds a verification type in Rego data (verification_types)
+// has its phases of that type accepted as verifications by the write rules:
+// the wave sync must then fail them on VERDICT: FAIL as it fails
+// "verification" phases, not mark them completed.
+func TestE2ETaskGraphAttackTeamVerificationTypeFails(t *testing.T) {
+	root := orchProject(t, false, "")
+	writeFile(t, root, ".des/policies/des/taskgraph/data.json", `{"verification_types": {"review": true}, "read_only_types": {"review": true}}`)
+	writeFile(t, root, orchGraph, `{"task_id": "T-1", "current_wave": 1, "waves": [
+  {"phases": [{"phase_id": "impl-a", "type": "implementation", "status": "completed"}]},
+  {"phases": [{"phase_id": "rev-a", "type": "review", "verifies_phase_id": "impl-a"}]}
+]}`)
+	prompt := "Review the login handler.\nPhase ID: rev-a\n"
+	tr := orchTranscript(t, root, "r1", prompt, "Checked.")
+	orchRun(t, root, orchStop(root, "r1", "reviewer", tr, "The handler has no tests.\nVERDICT: FAIL"))
+	doc := orchGraphDoc(t, root)
+	if p := orchPhase(doc, "rev-a"); p["status"] != "failed" {
+		t.Errorf("rev-a after VERDICT: FAIL = %v, want failed", p)
+	}
+	if p := orchPhase(doc, "impl-a"); p["status"] != "pending" || p["retries"] != float64(1) {
+		t.Errorf("impl-a after its review failed = %v, want pending with retries 1", p)
+	}
+}
