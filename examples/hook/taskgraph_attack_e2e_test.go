@@ -109,3 +109,32 @@ func TestE2ETaskGraphAttackTeamVerificationTypeFails(t *testing.T) {
 		t.Errorf("impl-a after its review failed = %v, want pending with retries 1", p)
 	}
 }
+
+// Claude Code applies the env block of its settings files to the session,
+// hooks included: an agent that writes DES_DELEGATION_MODE (or any DES_
+// setting, or TMPDIR) there switches governance off for the next session.
+// Those entries are DES's part of the file, like its hook entries.
+func TestE2ETaskGraphAttackSettingsEnv(t *testing.T) {
+	root := orchProject(t, false, `{"delegation_mode": "enforce"}`)
+	writeFile(t, root, ".claude/settings.json", `{"env": {"FOO": "1"}, "model": "x"}`+"\n")
+	for name, content := range map[string]string{
+		"delegation off": `{"env": {"FOO": "1", "DES_DELEGATION_MODE": "off"}, "model": "x"}`,
+		"policy dirs":    `{"env": {"FOO": "1", "DES_POLICY_DIRS": "/tmp/mine"}, "model": "x"}`,
+		"tmpdir":         `{"env": {"FOO": "1", "TMPDIR": "/"}, "model": "x"}`,
+	} {
+		for _, file := range []string{".claude/settings.json", ".claude/settings.local.json"} {
+			ev := orchTool(root, "PreToolUse", "Write", "toolu_s", map[string]any{"file_path": filepath.Join(root, file), "content": content})
+			ev["agent_id"] = "a1"
+			out, _ := orchRun(t, root, ev)
+			if out.Specific.PermissionDecision != "deny" || !strings.Contains(out.Specific.Reason, "DES-PROTECTED-PATH") {
+				t.Errorf("%s in %s: %+v, want DES-PROTECTED-PATH", name, file, out)
+			}
+		}
+	}
+	// Claude Code's own entries stay the user's and the agent's.
+	ev := orchTool(root, "PreToolUse", "Write", "toolu_s", map[string]any{"file_path": filepath.Join(root, ".claude/settings.json"), "content": `{"env": {"FOO": "2", "BAR": "3"}, "model": "y"}`})
+	ev["agent_id"] = "a1"
+	if out, raw := orchRun(t, root, ev); raw != "" {
+		t.Errorf("a change of other env entries: %+v", out)
+	}
+}
