@@ -138,3 +138,19 @@ func TestE2ETaskGraphAttackSettingsEnv(t *testing.T) {
 		t.Errorf("a change of other env entries: %+v", out)
 	}
 }
+
+// A graph larger than DES reads (taskgraph.MaxBytes) is no graph to compare
+// a later write with: written once (padded), it would let the next write
+// reset an escalated phase's retries unchecked. A write that large is
+// refused.
+func TestE2ETaskGraphAttackOversizedGraph(t *testing.T) {
+	root := orchProject(t, false, "")
+	writeFile(t, root, orchGraph, orchEscalated)
+	padded := strings.Replace(orchEscalated, `"task_id": "T-1",`, `"task_id": "T-1", "description": "`+strings.Repeat("x", 5<<20)+`",`, 1)
+	ev := orchTool(root, "PreToolUse", "Write", "toolu_w", map[string]any{"file_path": filepath.Join(root, orchGraph), "content": padded})
+	ev["agent_id"] = "planner-1"
+	out, _ := orchRun(t, root, ev)
+	if out.Specific.PermissionDecision != "deny" || !strings.Contains(out.Specific.Reason, "DES-TASKGRAPH-INVALID") {
+		t.Errorf("a 5 MiB graph: %.300s, want DES-TASKGRAPH-INVALID", out.Specific.Reason+out.Specific.PermissionDecision)
+	}
+}
