@@ -154,3 +154,32 @@ func TestE2ETaskGraphAttackOversizedGraph(t *testing.T) {
 		t.Errorf("a 5 MiB graph: %.300s, want DES-TASKGRAPH-INVALID", out.Specific.Reason+out.Specific.PermissionDecision)
 	}
 }
+
+// A relative notebook_path is resolved as the kernel resolves it: a link
+// first, then "..". Cleaned lexically first, "lnk/../../x" can name the
+// temporary directory while the kernel lands in the project.
+func TestE2ETaskGraphAttackNotebookDotDot(t *testing.T) {
+	root := orchProject(t, false, `{"delegation_mode": "enforce"}`)
+	tmp := t.TempDir()
+	depth := strings.Count(filepath.Clean(root), string(filepath.Separator)) // root's depth below "/"
+	// lnk -> root/d/d/.../d (depth+1 levels): from root/lnk, depth+1 ".."
+	// lexically reach "/", while the kernel, from the link's target, reaches root.
+	deep := root
+	for range depth + 1 {
+		deep = filepath.Join(deep, "d")
+	}
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(deep, filepath.Join(root, "lnk")); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	rest := strings.TrimPrefix(filepath.Join(tmp, "work.ipynb"), string(filepath.Separator))
+	writeFile(t, root, filepath.ToSlash(rest), "{}") // the file the kernel reaches: in the project
+	p := "lnk" + strings.Repeat(string(filepath.Separator)+"..", depth+1) + string(filepath.Separator) + rest
+	ev := orchTool(root, "PreToolUse", "NotebookEdit", "toolu_n", map[string]any{"notebook_path": p, "new_source": "x", "cell_id": "c1"})
+	out, _ := orchRun(t, root, ev, "TMPDIR="+tmp)
+	if out.Specific.PermissionDecision != "deny" || !strings.Contains(out.Specific.Reason, "DES-DELEGATION-REQUIRED") {
+		t.Errorf("main-thread NotebookEdit of %s (a project file): %+v, want DES-DELEGATION-REQUIRED", p, out)
+	}
+}
