@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -181,5 +182,36 @@ func TestE2ETaskGraphAttackNotebookDotDot(t *testing.T) {
 	out, _ := orchRun(t, root, ev, "TMPDIR="+tmp)
 	if out.Specific.PermissionDecision != "deny" || !strings.Contains(out.Specific.Reason, "DES-DELEGATION-REQUIRED") {
 		t.Errorf("main-thread NotebookEdit of %s (a project file): %+v, want DES-DELEGATION-REQUIRED", p, out)
+	}
+}
+
+// A graph so large that the policies take longer than validation_timeout_ms
+// fails closed; its recovery names that budget, not git or the file system.
+func TestE2ETaskGraphAttackBudgetRecovery(t *testing.T) {
+	root := orchProject(t, false, "")
+	var b strings.Builder
+	b.WriteString(`{"task_id": "big", "current_wave": 0, "waves": [{"phases": [`)
+	for i := range 2000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`{"phase_id": "impl-` + strconv.Itoa(i) + `", "type": "implementation"}`)
+	}
+	b.WriteString(`]}, {"phases": [`)
+	for i := range 2000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`{"phase_id": "ver-` + strconv.Itoa(i) + `", "type": "verification", "verifies_phase_id": "impl-` + strconv.Itoa(i) + `"}`)
+	}
+	b.WriteString(`]}]}`)
+	writeFile(t, root, orchGraph, b.String())
+	out, _ := orchRun(t, root, orchAgentCall(root, "toolu_1", "Phase ID: impl-1999\n"), "DES_VALIDATION_TIMEOUT_MS=1")
+	if out.Specific.PermissionDecision != "deny" || !strings.Contains(out.Specific.Reason, "DES-INTERNAL") {
+		t.Fatalf("over the budget: %+v, want a DES-INTERNAL deny", out)
+	}
+	_, recovery, _ := strings.Cut(out.Specific.Reason, "Recovery:")
+	if !strings.Contains(recovery, "validation_timeout_ms") || strings.Contains(recovery, "git") {
+		t.Errorf("recovery = %q, want the validation budget named", recovery)
 	}
 }
