@@ -133,9 +133,34 @@ func (e *Engine) WaveSync() gate.WaveSync {
 	return gate.WaveSync{
 		Stop: e.SubagentStop(), Graph: e.taskGraph(), Audit: e.audit, Now: e.now,
 		Sync: func(ctx context.Context, phase string, gate2Failed bool, lastMessage string, now time.Time) (gate.GraphUpdate, error) {
-			return graphSync(ctx, e.GraphPath(), phase, gate2Failed, lastMessage, now, e.writes)
+			types, err := e.verificationTypes(ctx)
+			if err != nil {
+				return gate.GraphUpdate{}, err
+			}
+			return graphSync(ctx, e.GraphPath(), phase, gate2Failed, lastMessage, now, types, e.writes)
 		},
 	}
+}
+
+// verificationTypes is data.des.taskgraph.verification_types of the
+// policies, which the write rules count as verifications: the wave sync
+// fails a phase of any of these types on a failing verdict. nil when the
+// policies define none (the default, "verification").
+func (e *Engine) verificationTypes(ctx context.Context) (map[string]bool, error) {
+	pe, err := e.Policy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := pe.Data("des.taskgraph.verification_types")
+	if !ok {
+		return nil, nil
+	}
+	table, _ := raw.(map[string]any)
+	types := make(map[string]bool, len(table))
+	for t, on := range table {
+		types[t] = on == true
+	}
+	return types, nil
 }
 
 // SyncTaskGraph records in the task graph how the subagent of a phase

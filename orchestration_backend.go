@@ -22,13 +22,15 @@ func graphPhaseID(prompt string) (string, bool) { return taskgraph.PhaseID(promp
 // graphSync is taskgraph.Sync. The outcome is Gate 2's verdict and the
 // verdict line of the last message, which fails a verification phase only:
 // taskgraph tells by the phase's type.
-func graphSync(ctx context.Context, path, phase string, gate2Failed bool, lastMessage string, _ time.Time, w gate.Writes) (gate.GraphUpdate, error) {
+// verificationTypes are the policies' verification_types (nil: the
+// default, "verification" alone).
+func graphSync(ctx context.Context, path, phase string, gate2Failed bool, lastMessage string, _ time.Time, verificationTypes map[string]bool, w gate.Writes) (gate.GraphUpdate, error) {
 	verdict := taskgraph.Verdict(lastMessage)
 	var tw taskgraph.Writes
 	if w != nil {
 		tw = w
 	}
-	u, err := taskgraph.Sync(ctx, path, phase, taskgraph.Outcome{GateFailed: gate2Failed, Verdict: verdict}, tw)
+	u, err := taskgraph.Sync(ctx, path, phase, taskgraph.Outcome{GateFailed: gate2Failed, Verdict: verdict, VerificationTypes: verificationTypes}, tw)
 	upd := gate.GraphUpdate{Changed: u.Changed, Status: u.To, Fields: map[string]any{
 		"from": u.From, "wave_from": u.WaveBefore, "wave_to": u.WaveAfter, "wave_advanced": u.WaveAdvanced,
 	}}

@@ -81,8 +81,9 @@ func (d Delegation) Check(ctx context.Context, ev Evaluator, call DelegationCall
 
 // tempOnly reports whether every path the call writes is outside the
 // project root and under the temporary directory (links resolved on both
-// sides: /tmp is /private/tmp on macOS). A call that names no path (Bash)
-// is not.
+// sides: /tmp is /private/tmp on macOS), and is not a file with several
+// hard links (another name, perhaps, of a project file). A call that names
+// no path (Bash) is not.
 func (d Delegation) tempOnly(call DelegationCall) bool {
 	if len(call.Paths) == 0 || d.TempDir == "" {
 		return false
@@ -102,6 +103,9 @@ func (d Delegation) tempOnly(call DelegationCall) bool {
 		}
 		if _, ok := within(tmp, abs); !ok {
 			return false
+		}
+		if multiplyLinked(abs) != nil {
+			return false // another name of a file that may be the project's: not a scratch file
 		}
 	}
 	return true

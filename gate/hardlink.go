@@ -74,13 +74,16 @@ func sameFileIn(fi fs.FileInfo, dirs []string, keep func(abs string) bool) (stri
 }
 
 // documentLink returns the root-relative path and kind of the guarded
-// document that rel (root-relative, existing or not) is another hard link
-// of, or "" when it is none.
+// document that rel (root-relative, or absolute outside the root; existing
+// or not) is another hard link of, or "" when it is none. A hard link
+// outside the root (in the temporary directory, say) writes the document
+// as surely as one inside.
 func (d DocumentWrite) documentLink(rel string) (kind, doc string, err error) {
-	if filepath.IsAbs(filepath.FromSlash(rel)) {
-		return "", "", nil
+	abs := filepath.FromSlash(rel)
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(d.Root, abs)
 	}
-	fi := multiplyLinked(filepath.Join(d.Root, filepath.FromSlash(rel)))
+	fi := multiplyLinked(abs)
 	if fi == nil {
 		return "", "", nil
 	}

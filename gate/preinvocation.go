@@ -157,7 +157,7 @@ func (g PreInvocation) Check(ctx context.Context, ev Evaluator, inv Invocation) 
 	if err != nil {
 		// OPA's cancellation error does not wrap the context's: ask the context.
 		if errors.Is(evalCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			err = fmt.Errorf("evaluation took longer than the %v budget (setting validation_timeout_ms): %w", g.Timeout, err)
+			err = budgetError{fmt.Errorf("evaluation took longer than the %v budget (setting validation_timeout_ms): %w", g.Timeout, err)}
 		}
 		return res, fmt.Errorf("gate 1: %w", err)
 	}
@@ -599,3 +599,14 @@ func putRecord(dir, name string, data []byte) error {
 	}
 	return os.Rename(tmp.Name(), filepath.Join(dir, name))
 }
+
+// ErrBudget is matched (errors.Is) by a Gate 1 evaluation that took longer
+// than its budget (setting validation_timeout_ms): the policies had more to
+// judge than the budget allows (a very large task graph, say), which the
+// user fixes with that setting, not git or the file system.
+var ErrBudget = errors.New("the policies took longer than the validation budget")
+
+type budgetError struct{ error }
+
+func (e budgetError) Is(target error) bool { return target == ErrBudget }
+func (e budgetError) Unwrap() error        { return e.error }

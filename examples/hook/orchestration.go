@@ -86,7 +86,7 @@ func delegationPaths(ev *Event, root string) []string {
 		if ev.toolInput(&in) == nil && in.Path != "" {
 			p := in.Path
 			if !filepath.IsAbs(p) {
-				p = filepath.Join(eventDir(ev, root), p)
+				p = eventDir(ev, root) + string(filepath.Separator) + p // not Join: "link/.." is taken after the link
 			}
 			return []string{p}
 		}

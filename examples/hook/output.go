@@ -195,6 +195,10 @@ func internalRecovery(err error) []string {
 		return []string{
 			"Another process holds the lock named above and did not release it before the hook's deadline: wait for it to finish, or find it (`fuser FILE` or `lsof FILE`) and end it if it is stuck, then retry.",
 		}
+	case errors.Is(err, gate.ErrBudget):
+		return []string{
+			"The policies needed longer than the setting validation_timeout_ms allows to judge this call (a very large task graph or workflow document, say): make the document smaller, or ask the user to raise validation_timeout_ms in " + des.ConfigFile + ", then retry.",
+		}
 	case errors.Is(err, context.DeadlineExceeded):
 		return []string{
 			"The hook ran out of time on what is named above (a slow or stuck git, a file system that does not answer): fix that, then retry. " + deadlineEnv + " sets the hook's deadline, below Claude Code's hook timeout.",

@@ -198,6 +198,27 @@ func TestClaudeSettingsOnlyDESHooks(t *testing.T) {
 	}
 }
 
+// The env entries DES reads are DES's part of the settings: a change is
+// undone, the rest of env stays.
+func TestClaudeSettingsDESEnv(t *testing.T) {
+	root, c := project(t)
+	rep := call(t, c, "toolu_a", func() {
+		write(t, root, ".claude/settings.local.json", `{"env": {"DES_DELEGATION_MODE": "off", "FOO": "1"}, "permissions": {"allow": ["Bash(x)"]}}`)
+	})
+	got := readFile(t, root, ".claude/settings.local.json")
+	if len(rep.Changes) != 1 || strings.Contains(got, "DES_DELEGATION_MODE") || !strings.Contains(got, `"FOO"`) || !strings.Contains(got, "Bash(x)") {
+		t.Fatalf("report = %+v, file %s", rep, got)
+	}
+	if DESHooksChanged([]byte(`{"env": {"FOO": "1"}}`), []byte(`{"env": {"FOO": "2", "BAR": "x"}}`), isDES) {
+		t.Error("other env entries count as DES's")
+	}
+	for _, after := range []string{`{"env": {"DES_POLICY_DIRS": "/tmp/x"}}`, `{"env": {"TMPDIR": "/"}}`, `{"env": {"CLAUDE_PROJECT_DIR": "/"}}`} {
+		if !DESHooksChanged([]byte(`{}`), []byte(after), isDES) {
+			t.Errorf("%s: not a change of DES's part", after)
+		}
+	}
+}
+
 func TestAnnouncedWriteIsKept(t *testing.T) {
 	root, c := project(t)
 	next := `{"state_version": 2}`

@@ -11,11 +11,30 @@ import (
 )
 
 // claudeDES is the part of a Claude Code settings file DES compares: its
-// own hook entries, kept with their event and matcher, and disableAllHooks,
-// which switches every hook off.
+// own hook entries, kept with their event and matcher, disableAllHooks,
+// which switches every hook off, and the entries of env that DES reads
+// (Claude Code applies env to the session, hooks included: DES_DELEGATION_MODE
+// there would switch delegation off).
 type claudeDES struct {
-	Hooks           map[string][]claudeGroup `json:"hooks,omitempty"`
-	DisableAllHooks json.RawMessage          `json:"disableAllHooks,omitempty"`
+	Hooks           map[string][]claudeGroup   `json:"hooks,omitempty"`
+	DisableAllHooks json.RawMessage            `json:"disableAllHooks,omitempty"`
+	Env             map[string]json.RawMessage `json:"env,omitempty"`
+}
+
+// desEnv reports whether DES reads the environment variable name: its
+// settings (DES_*), the project root and the temporary directory.
+func desEnv(name string) bool {
+	return strings.HasPrefix(strings.ToUpper(name), "DES_") || name == "CLAUDE_PROJECT_DIR" || name == "TMPDIR"
+}
+
+// envOf is a settings document's env object; nil when absent or not an
+// object (Claude Code applies none then).
+func envOf(doc map[string]json.RawMessage) map[string]json.RawMessage {
+	var env map[string]json.RawMessage
+	if raw, found := doc["env"]; found && json.Unmarshal(raw, &env) != nil {
+		return nil
+	}
+	return env
 }
 
 type claudeGroup struct {
@@ -33,6 +52,14 @@ func claudeParts(data []byte, isDES func(string) bool) (doc map[string]json.RawM
 		}
 	}
 	part.DisableAllHooks = doc["disableAllHooks"]
+	for k, v := range envOf(doc) {
+		if desEnv(k) {
+			if part.Env == nil {
+				part.Env = map[string]json.RawMessage{}
+			}
+			part.Env[k] = compact(v)
+		}
+	}
 	var hooks map[string][]struct {
 		Matcher json.RawMessage   `json:"matcher"`
 		Hooks   []json.RawMessage `json:"hooks"`
@@ -162,6 +189,25 @@ func mergeClaude(current, good []byte, isDES func(string) bool) ([]byte, bool) {
 	} else {
 		delete(doc, "disableAllHooks")
 	}
+	if _, found := doc["env"]; found || len(want.Env) > 0 {
+		env := envOf(doc)
+		if env == nil {
+			env = map[string]json.RawMessage{}
+		}
+		for k := range env {
+			if desEnv(k) {
+				delete(env, k)
+			}
+		}
+		for k, v := range want.Env {
+			env[k] = v
+		}
+		if len(env) > 0 {
+			doc["env"], _ = json.Marshal(env)
+		} else if _, found := doc["env"]; found && envOf(doc) != nil {
+			delete(doc, "env")
+		}
+	}
 	out, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return nil, false
@@ -170,7 +216,8 @@ func mergeClaude(current, good []byte, isDES func(string) bool) ([]byte, bool) {
 }
 
 // DESHooksChanged reports whether after changes the part of a Claude Code
-// settings file DES guards (its hook entries, disableAllHooks) from before;
+// settings file DES guards (its hook entries, disableAllHooks, the env
+// entries DES reads) from before;
 // nil is an absent file.
 func DESHooksChanged(before, after []byte, isDES func(string) bool) bool {
 	return claudeView(before, isDES) != claudeView(after, isDES)

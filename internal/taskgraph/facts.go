@@ -15,18 +15,23 @@ const (
 	ProblemInvalidJSON = "invalid_json"
 	ProblemNotObject   = "not_object"
 	ProblemUnreadable  = "unreadable" // disk only: too large, not a regular file, out of the project, I/O error
+	// ProblemTooLarge is a write of more than MaxBytes: DES could not read
+	// it back, so the next write would not be compared with it.
+	ProblemTooLarge = "too_large"
 )
 
 // WriteFacts is input.task_graph of a document_write of the graph: rel is
 // the graph's slash path relative to root, incoming the content the write
 // would leave. The object holds "path"; "document" (the incoming content
 // parsed) and "schema_errors" ([{"pointer","msg"}], empty when valid), or
-// "problem" and "error" when the content is not a JSON object; and "disk",
+// "problem" and "error" when the content is not a JSON object or is larger
+// than MaxBytes (DES could not read it back to compare the next write with); and "disk",
 // the graph on disk parsed, absent when there is none or it is unusable.
 func WriteFacts(root, rel string, incoming []byte) map[string]any {
 	f := map[string]any{"path": rel}
-	_, doc, err := Parse(incoming)
-	if err != nil {
+	if len(incoming) > MaxBytes {
+		f["problem"], f["error"] = ProblemTooLarge, fmt.Sprintf("%s: %d bytes, over the %d MiB DES reads of a task graph; keep long text out of the plan", rel, len(incoming), MaxBytes>>20)
+	} else if _, doc, err := Parse(incoming); err != nil {
 		f["problem"], f["error"] = problem(err), fmt.Sprintf("%s: %v", rel, err)
 	} else {
 		f["document"], f["schema_errors"] = doc, schemaFacts(Validate(doc))

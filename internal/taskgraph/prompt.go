@@ -46,12 +46,19 @@ func PhaseID(prompt string) (string, bool) {
 // Verdict reads a verifier's verdict from its last message: "FAIL",
 // "PASS" (PASS_WITH_MINOR_ISSUES included) or "" when no line gives one.
 // A verdict line starts (after markdown list, quote, heading or emphasis
-// marks) with "VERDICT:" in any case; the last such line wins, since a
-// verifier may restate its verdict after reconsidering.
+// marks) with "VERDICT:" in any case. A message that holds a FAIL line is
+// a FAIL, wherever the line is: a PASS line after it may be quoted text (the
+// implementation's own report, say), and the spec fails a verification
+// whose last message holds "VERDICT: FAIL".
 func Verdict(text string) string {
 	m := verdictRE.FindAllStringSubmatch(text, -1)
 	if m == nil {
 		return ""
 	}
-	return strings.ToUpper(m[len(m)-1][1])
+	for _, v := range m {
+		if strings.EqualFold(v[1], "fail") {
+			return "FAIL"
+		}
+	}
+	return "PASS"
 }

@@ -37,6 +37,18 @@ type Outcome struct {
 	// Verdict is Verdict(last message). "FAIL" fails a verification
 	// phase; of any other phase it is ignored.
 	Verdict string
+	// VerificationTypes are the phase types that are verifications (the
+	// policies' data.des.taskgraph.verification_types, which a team may
+	// extend); nil means "verification" alone.
+	VerificationTypes map[string]bool
+}
+
+// verification reports whether a phase of type t is a verification.
+func (o Outcome) verification(t string) bool {
+	if o.VerificationTypes == nil {
+		return t == TypeVerification
+	}
+	return o.VerificationTypes[t]
 }
 
 // Writes is told of the graph write before and after it, so that a
@@ -188,7 +200,7 @@ func syncBytes(data []byte, phaseID string, o Outcome, u *Update) ([]byte, error
 	}
 
 	to := StatusCompleted
-	if o.GateFailed || (p.Type == TypeVerification && o.Verdict == "FAIL") {
+	if o.GateFailed || (o.verification(p.Type) && o.Verdict == "FAIL") {
 		to = StatusFailed
 	}
 	u.From, u.To, u.WaveBefore = p.Status, to, g.CurrentWave
@@ -206,7 +218,7 @@ func syncBytes(data []byte, phaseID string, o Outcome, u *Update) ([]byte, error
 	}
 	// A failed verification counts against the verified phase once per
 	// implementation: only while that phase stands completed.
-	if to == StatusFailed && p.Type == TypeVerification && p.VerifiesPhaseID != "" {
+	if to == StatusFailed && o.verification(p.Type) && p.VerifiesPhaseID != "" {
 		if vw, vp := locate(g, p.VerifiesPhaseID); vw >= 0 && g.Waves[vw].Phases[vp].Status == StatusCompleted {
 			r := g.Waves[vw].Phases[vp].Retries + 1
 			set(vw, vp, "status", strconv.Quote(StatusPending), StatusPending)

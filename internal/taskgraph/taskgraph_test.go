@@ -203,7 +203,11 @@ func TestVerdict(t *testing.T) {
 		{"**Verdict:** fail", "FAIL"},
 		{"## Verdict: PASS_WITH_MINOR_ISSUES", "PASS"},
 		{"verdict = Failed", "FAIL"},
-		{"VERDICT: FAIL\n...on reflection\nVERDICT: PASS", "PASS"}, // the last line wins
+		// A FAIL line anywhere wins: a later PASS may be quoted text (the
+		// implementation's own report), and the message holds a FAIL.
+		{"VERDICT: FAIL\n...on reflection\nVERDICT: PASS", "FAIL"},
+		{"VERDICT: FAIL\n- calc.py missing\n\nThe implementer's report said:\n> VERDICT: PASS", "FAIL"},
+		{"VERDICT: PASS\nVERDICT: FAIL", "FAIL"},
 		{"Answer with VERDICT: PASS or VERDICT: FAIL.", ""},
 		{"VERDICT: UNSURE", ""},
 		{"", ""},

@@ -21,7 +21,7 @@ describe := {
 	"type": "replaced by another kind of file (a directory, a link)",
 	"mode": "permissions changed",
 	"linked": "given another hard link",
-	"hooks": "DES's hook entries (or disableAllHooks) changed",
+	"hooks": "DES's hook entries (or disableAllHooks, or the env entries DES reads) changed",
 	"hooks_path": "core.hooksPath (or an include) changed",
 }
 

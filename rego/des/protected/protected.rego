@@ -33,8 +33,8 @@ roots := array.concat(
 # settings files, whose effect Go cannot compute before it runs, is denied;
 # git's config is left to the check after the call.
 partial := {
-	".claude/settings.json": {"fact": "des_hooks_changed", "what": "DES's hook entries (or disableAllHooks)", "bash": true},
-	".claude/settings.local.json": {"fact": "des_hooks_changed", "what": "DES's hook entries (or disableAllHooks)", "bash": true},
+	".claude/settings.json": {"fact": "des_hooks_changed", "what": "DES's hook entries (or disableAllHooks, or the env entries DES reads: DES_*, TMPDIR, CLAUDE_PROJECT_DIR)", "bash": true},
+	".claude/settings.local.json": {"fact": "des_hooks_changed", "what": "DES's hook entries (or disableAllHooks, or the env entries DES reads: DES_*, TMPDIR, CLAUDE_PROJECT_DIR)", "bash": true},
 	".git/config": {"fact": "hooks_path_changed", "what": "core.hooksPath (or an include)", "bash": false},
 }
 

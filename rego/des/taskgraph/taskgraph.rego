@@ -12,7 +12,7 @@
 #
 #   Input (built by Go):
 #     input.task_graph.path           the document's slash path relative to the root
-#     input.task_graph.problem        "invalid_json" | "not_object", only when the content is unusable
+#     input.task_graph.problem        "invalid_json" | "not_object" | "too_large" (a write), "unreadable" (disk), only when the content is unusable
 #     input.task_graph.error          the parser's reason, with problem
 #     input.task_graph.document       the parsed document: the incoming one at
 #                                     document_write, the one on disk at pre_invocation

@@ -17,12 +17,15 @@
 #     uncertain tier counts as the higher one);
 #   - transitions compare the incoming document with the one on disk, phase
 #     by phase_id: a phase new to the graph counts as coming from pending;
-#     a phase may leave the graph only while it is pending (a phase that
-#     started, completed or failed is the plan's history); a phase's retries
-#     never go down and max_retries never goes up (after max_retries failed
-#     verifications the user decides, not the orchestrator); a write whose
-#     task_id differs from the disk's (both set) starts a new plan and is
-#     not compared. current_wave may stay, or move to the next wave once
+#     a phase may leave the graph only while it is pending and has never
+#     failed verification, and a phase that has run keeps its type and
+#     verifies_phase_id (a phase that started, completed, failed or was sent
+#     back is the plan's history); a phase's retries never go down and
+#     max_retries never goes up; a phase that failed verification
+#     max_retries times (and the verification phases verifying it) keeps
+#     its status until the user decides; a write whose task_id differs from
+#     the disk's (both set) starts a new plan and is not compared, unless
+#     the plan on disk has such an escalated phase. current_wave may stay, or move to the next wave once
 #     every phase of the wave it leaves is completed in the incoming
 #     document (one write may complete the last phase and advance).
 #   With an unusable document (input.task_graph.problem) only
@@ -409,7 +412,14 @@ _compared if {
 	not _new_plan
 }
 
-_disk_phase := by_id(entries_of(_disk)) if _compared
+# Every phase on disk, by id, compared or not (a new plan replacing one
+# with an escalated phase is judged on it).
+_disk_all := by_id(entries_of(_disk)) if {
+	graph
+	_disk
+}
+
+_disk_phase := _disk_all if _compared
 
 _allowed(from, to) if data.des.taskgraph.status_transitions[from][to] == true
 
@@ -433,8 +443,11 @@ _on_disk(e) := " (new to the graph, so it counts as pending)" if not _disk_phase
 # description: |
 #   Compared with the document on disk: a phase status change outside
 #   pending → in_progress → completed | failed and failed → in_progress
-#   (a new phase counts as pending); a phase that is not pending leaving the
-#   graph; retries going down or max_retries going up; current_wave moving
+#   (a new phase counts as pending); a phase that has run (not pending, or
+#   retries above 0) leaving the graph or changing its type or
+#   verifies_phase_id; retries going down or max_retries going up; a phase
+#   that failed verification max_retries times, or a verification of it,
+#   changing status, or a new task_id replacing its plan; current_wave moving
 #   other than to the next wave once every phase of the wave it leaves is completed.
 # custom:
 #   code: DES-TASKGRAPH-TRANSITION
@@ -467,14 +480,82 @@ _moves_text(from) := sprintf("%q is not a status (%s): set it to one of them", [
 
 deny contains {
 	"code": "DES-TASKGRAPH-TRANSITION",
-	"msg": sprintf("%s: %s (status %q on disk) is missing from the write; a phase may leave the plan only while it is %q (one that started, completed or failed is the plan's history): keep it, or write a new plan with another task_id", [path, name(old), old.status, data.des.taskgraph.defaults.status]),
+	"msg": sprintf("%s: %s (status %q, retries %v on disk) is missing from the write; a phase may leave the plan only while it is %q and has never failed verification (one that started, completed, failed or was sent back is the plan's history): keep it, or write a new plan with another task_id", [path, name(old), old.status, old.retries, data.des.taskgraph.defaults.status]),
 	"field": "/waves",
 } if {
 	_compared
 	some id, old in _disk_phase
 	not phase[id]
-	old.status != data.des.taskgraph.defaults.status
+	_ran(old)
 }
+
+# A phase on disk that has run: its status left pending, or a failed
+# verification sent it back.
+_ran(old) if old.status != data.des.taskgraph.defaults.status
+
+_ran(old) if old.retries > 0
+
+_ran_fields := {"type": "type", "verifies": "verifies_phase_id"}
+
+deny contains {
+	"code": "DES-TASKGRAPH-TRANSITION",
+	"msg": sprintf("%s: %s changes %s from %v to %v, but it has run (status %q, retries %v on disk); what a phase that ran was, and what it verified, is the plan's history (a changed type could drop the verification an implementation needs): keep %s as it is, or add a new phase", [path, name(e), field, old[key], e[key], old.status, old.retries, field]),
+	"field": sprintf("%s/%s", [e.ptr, field]),
+} if {
+	_compared
+	some e in entries
+	old := _disk_phase[e.id]
+	_ran(old)
+	some key, field in _ran_fields
+	e[key] != old[key]
+}
+
+# Escalated on disk: a phase that failed verification max_retries times and
+# is not completed (DES-VERIFY-ESCALATE). Until the user decides (editing
+# the file themselves), a write changes neither its status nor that of the
+# verification phases verifying it, nor starts a new plan over it.
+_disk_max := _num_or_default(object.get(_disk, "max_retries", null))
+
+_escalated contains id if {
+	some id, old in _disk_all
+	is_number(old.retries)
+	old.retries >= _disk_max
+	old.status != data.des.taskgraph.completed_status
+}
+
+_frozen contains id if _escalated[id]
+
+_frozen contains id if {
+	some id, old in _disk_all
+	_escalated[old.verifies]
+}
+
+_user_decides := "the user decides what happens next (DES-VERIFY-ESCALATE): stop and ask the user; they can edit the file themselves"
+
+deny contains {
+	"code": "DES-TASKGRAPH-TRANSITION",
+	"msg": sprintf("%s: the write starts a new plan (task_id %q, %q on disk) over a plan whose phases %s failed verification max_retries (%v) times; %s", [path, graph.task_id, _disk.task_id, _ids_text([_disk_all[id] | some id in _escalated]), _disk_max, _user_decides]),
+	"field": "/task_id",
+} if {
+	_new_plan
+	count(_escalated) > 0
+}
+
+deny contains {
+	"code": "DES-TASKGRAPH-TRANSITION",
+	"msg": sprintf("%s: %s moves status from %q to %q, but %s; %s", [path, name(e), old.status, e.status, _frozen_why(old), _user_decides]),
+	"field": sprintf("%s/status", [e.ptr]),
+} if {
+	_compared
+	some e in entries
+	_frozen[e.id]
+	old := _disk_phase[e.id]
+	e.status != old.status
+}
+
+_frozen_why(old) := sprintf("it failed verification %v times (max_retries %v)", [old.retries, _disk_max]) if _escalated[old.id]
+
+_frozen_why(old) := sprintf("it verifies %q, which failed verification max_retries (%v) times", [old.verifies, _disk_max]) if not _escalated[old.id]
 
 deny contains {
 	"code": "DES-TASKGRAPH-TRANSITION",

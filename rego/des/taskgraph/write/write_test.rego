@@ -364,7 +364,7 @@ test_phase_leaving_the_graph if {
 	# One that started may not.
 	disk := with_statuses(plan, {"reset-e2e": "in_progress"})
 	[v] := transition_of(disk, gone)
-	contains(v.msg, "waves[2].phases[0] (phase \"reset-e2e\", wave 2) (status \"in_progress\" on disk) is missing from the write")
+	contains(v.msg, "waves[2].phases[0] (phase \"reset-e2e\", wave 2) (status \"in_progress\", retries 0 on disk) is missing from the write")
 }
 
 test_new_plan_is_not_compared if {
@@ -467,4 +467,81 @@ test_team_adds_a_read_only_type if {
 	codes(deny_of(fresh(doc))) == {"DES-TASKGRAPH-FILE-CONFLICT"}
 	types := object.union(data.des.taskgraph.read_only_types, {"audit": true})
 	count(deny_of(fresh(doc))) == 0 with data.des.taskgraph.read_only_types as types
+}
+
+# --- Escaping DES-VERIFY-ESCALATE and DES-TASKGRAPH-UNVERIFIED by a write.
+
+# reset-token failed verification max_retries (3) times: des set it back to
+# pending with retries 3; its verifier stands failed; current_wave is 1.
+escalated := json.patch(plan, [
+	{"op": "replace", "path": "/current_wave", "value": 1},
+	{"op": "replace", "path": "/waves/0/phases/0/retries", "value": 3},
+	{"op": "replace", "path": "/waves/0/phases/1/status", "value": "completed"},
+	{"op": "add", "path": "/waves/1/phases/0/status", "value": "failed"},
+	{"op": "add", "path": "/waves/1/phases/1/status", "value": "completed"},
+])
+
+test_escalated_phase_cannot_be_replaced_by_a_new_plan if {
+	doc := json.patch(plan, [{"op": "replace", "path": "/task_id", "value": "password-reset-2"}])
+	[v] := transition_of(escalated, doc)
+	v.field == "/task_id"
+	contains(v.msg, "reset-token")
+	contains(v.msg, "the user decides")
+}
+
+test_escalated_phase_cannot_leave_or_be_renamed if {
+	# Renamed: the old id leaves the graph, the new one starts at retries 0.
+	doc := json.patch(escalated, [
+		{"op": "replace", "path": "/waves/0/phases/0/phase_id", "value": "reset-token-2"},
+		{"op": "replace", "path": "/waves/0/phases/0/retries", "value": 0},
+		{"op": "replace", "path": "/waves/1/phases/0/verifies_phase_id", "value": "reset-token-2"},
+	])
+	vs := transition_of(escalated, doc)
+	some v in vs
+	contains(v.msg, "is missing from the write")
+
+	# A phase that failed verification once has run: it is history too.
+	once := json.patch(plan, [{"op": "replace", "path": "/waves/0/phases/0/retries", "value": 1}])
+	gone := json.patch(once, [
+		{"op": "remove", "path": "/waves/1/phases/0"},
+		{"op": "remove", "path": "/waves/0/phases/0"},
+	])
+	[_] := transition_of(once, gone)
+}
+
+test_escalated_phase_and_its_verifier_keep_their_status if {
+	# The orchestrator walks the escalated phase to completed itself ...
+	walk := json.patch(escalated, [{"op": "add", "path": "/waves/0/phases/0/status", "value": "in_progress"}])
+	[v] := transition_of(escalated, walk)
+	v.field == "/waves/0/phases/0/status"
+	contains(v.msg, "the user decides")
+
+	# ... or its failed verifier.
+	rerun := with_statuses(escalated, {"verify-reset-token": "in_progress"})
+	[w] := transition_of(escalated, rerun)
+	w.field == "/waves/1/phases/0/status"
+
+	# Below max_retries the verifier runs again.
+	two := json.patch(escalated, [{"op": "replace", "path": "/waves/0/phases/0/retries", "value": 2}])
+	count(transition_of(two, with_statuses(two, {"verify-reset-token": "in_progress"}))) == 0
+
+	# The user raises max_retries by hand: no longer escalated.
+	count(transition_of(json.patch(escalated, [{"op": "replace", "path": "/max_retries", "value": 5}]), walk)) == 0 with data.des.taskgraph.defaults.max_retries as 3
+}
+
+test_started_phase_keeps_its_type_and_target if {
+	# An implementation that ran cannot become another type to need no verification.
+	done := with_statuses(plan, {"reset-token": "completed", "reset-email": "completed"})
+	doc := json.patch(done, [{"op": "replace", "path": "/waves/0/phases/0/type", "value": "documentation"}])
+	[v] := transition_of(done, doc)
+	v.field == "/waves/0/phases/0/type"
+
+	# Nor a verification that ran another type or another target.
+	vdone := with_statuses(done, {"verify-reset-token": "failed"})
+	retarget := json.patch(vdone, [{"op": "replace", "path": "/waves/1/phases/0/verifies_phase_id", "value": "reset-email"}])
+	[w] := only(transition_of(vdone, retarget), "DES-TASKGRAPH-TRANSITION")
+	w.field == "/waves/1/phases/0/verifies_phase_id"
+
+	# A pending phase that never ran is still a plan: it may change.
+	count(transition_of(plan, json.patch(plan, [{"op": "replace", "path": "/waves/2/phases/0/type", "value": "testing"}]))) == 0
 }
