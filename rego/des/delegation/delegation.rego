@@ -6,9 +6,10 @@
 #   table: Bash, Write, Edit, MultiEdit, NotebookEdit) called in the main
 #   thread while the setting delegation_mode is "enforce" (deny) or "nudge"
 #   (warn, which Claude Code shows the model as additionalContext). Never for
-#   a call inside a subagent, a tool outside the table, a write only to the
-#   system's temporary directory, or a write only to the task graph document
-#   (the orchestrator's own plan). Agent and Task are never work tools, even
+#   a call inside a subagent, a tool outside the table, or a write only to
+#   the system's temporary directory. (The task graph is work too: under
+#   enforce a subagent writes the plan, and its write guard judges it.)
+#   Agent and Task are never work tools, even
 #   when a team's table lists them: delegating is always possible.
 #   DES-CONCURRENCY-LIMIT (pre_invocation gate): a main-thread Agent/Task call
 #   while as many subagents run as the setting max_concurrent_agents (> 0).
@@ -17,7 +18,6 @@
 #     input.delegation  {main_thread, direct_calls (main-thread work calls since
 #                       the last user prompt, this one included), temp_only}
 #                       (tool_use, PreToolUse, only when delegation_mode is not "off")
-#     input.writes      [{path}] (tool_use, when Go lists the paths a call writes)
 #     input.main_thread true when the event has no agent_id (pre_invocation)
 #     input.registry    {running, agents: [{agent_id, agent_type, started_at}]}
 #                       (pre_invocation, when max_concurrent_agents > 0)
@@ -33,21 +33,11 @@ _work_tool if {
 	not data.des.delegation.delegation_tools[input.tool] == true
 }
 
-# A write of the task graph alone is the orchestrator keeping its plan.
-_plan_only if {
-	input.tool != "Bash"
-	count(input.writes) > 0
-	every w in input.writes {
-		w.path == data.des.config.task_graph_file
-	}
-}
-
 _direct if {
 	not input.event == "PostToolUse"
 	input.delegation.main_thread == true
 	not input.delegation.temp_only == true
 	_work_tool
-	not _plan_only
 }
 
 default _calls := 1
