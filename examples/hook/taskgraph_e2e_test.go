@@ -740,6 +740,9 @@ func TestGraphDelegationEnforce(t *testing.T) {
 	p.check(p.fileTool(nil, "Write", scratch), tgAllow)
 	p.check(p.fileTool(nil, "Edit", scratch), tgAllow)
 	p.check(p.fileTool(nil, "Write", filepath.Join(p.root, "notes.md")), tgDenies("DES-DELEGATION-REQUIRED"))
+	// The exemption is for Write/Edit of such a file; Bash is work wherever
+	// it writes.
+	p.check(p.bash(nil, "echo draft > "+filepath.Join(t.TempDir(), "scratch.txt")), tgDenies("DES-DELEGATION-REQUIRED"))
 	// A UserPromptSubmit changes nothing about enforce.
 	p.quiet(p.userPrompt("now fix the tests"))
 	p.check(p.workCall(nil, "Bash"), tgDenies("DES-DELEGATION-REQUIRED"))

@@ -262,8 +262,11 @@ func TestGraphDesignFlow(t *testing.T) {
 			t.Errorf("PostToolUse after the third failed verification does not say the user must decide about phase_0_0: %q", ctx)
 		}
 	}
-	p.check(p.delegateEv(p.agent("Agent", "code-cleanup-optimizer", phasePrompt("phase_0_0", "Create calculator.py (attempt 4)"))),
+	o := p.check(p.delegateEv(p.agent("Agent", "code-cleanup-optimizer", phasePrompt("phase_0_0", "Create calculator.py (attempt 4)"))),
 		tgDenies("DES-VERIFY-ESCALATE").with("phase_0_0"))
+	if !regexp.MustCompile(`(?i)\buser\b`).MatchString(o.deny) {
+		t.Errorf("the escalation deny does not say the user must decide:\n%s", o.deny)
+	}
 	p.check(p.delegateEv(p.agent("Task", "code-cleanup-optimizer", markerPrompt("phase_0_0", "Try once more"))), tgDenies("DES-VERIFY-ESCALATE"))
 	if got := p.currentWave(); got != 1 {
 		t.Errorf("current_wave at the escalation = %d, want 1", got)
