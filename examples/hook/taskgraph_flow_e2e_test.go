@@ -150,10 +150,9 @@ func TestGraphDesignFlow(t *testing.T) {
 
 	p.quiet(p.userPrompt("Create calculator.py AND utils.py, verified"))
 
-	// 1. The plan. Under enforce the main thread may not write it itself
-	// (the contract makes no exception for the graph); the planner
-	// subagent writes it, and DES's document rules pass it.
-	p.check(p.writeGraphEv(nil, tgGraphPath, plan), tgDenies("DES-DELEGATION-REQUIRED"))
+	// 1. The plan, written by the planner subagent (what enforce asks for;
+	// whether the main thread may write it itself is
+	// TestGraphDelegationPlanWrite's), passes DES's document rules.
 	planner := p.agent("Agent", "task-decomposer", "Break the task down into a task graph in waves and write it to "+tgGraphPath+".")
 	p.check(p.delegateEv(planner), tgAllow)
 	p.quiet(p.startEv(planner))
@@ -407,4 +406,19 @@ func TestGraphGate2FailsThePhase(t *testing.T) {
 	if graphUpdates(t, p.root, "phase_0_0") == 0 {
 		t.Errorf("no TASK_GRAPH_UPDATED for the failed phase")
 	}
+}
+
+// Under enforce, the main thread writing the plan itself. The contract
+// lists what delegation never affects (subagents' calls, tools outside the
+// work list, Write/Edit of a temporary file outside the project) and the
+// plan is not in the list: a main-thread Write of the graph is work like
+// any other, and the plan is written by a planner subagent (the design's
+// task-decomposer). Kept apart from the flow because an implementation may
+// choose to exempt the plan; that would be a change to the contract.
+func TestGraphDelegationPlanWrite(t *testing.T) {
+	t.Parallel()
+	p := newGraphProject(t, gdoc{"delegation_mode": "enforce"}, nil)
+	p.check(p.writeGraphEv(nil, tgGraphPath, tgPlan()), tgDenies("DES-DELEGATION-REQUIRED"))
+	planner := p.agent("Agent", "task-decomposer", "Write the plan")
+	p.check(p.writeGraphEv(planner, tgGraphPath, tgPlan()), tgAllow)
 }
