@@ -263,13 +263,13 @@ func TestGraphDocumentEdits(t *testing.T) {
 		t.Run(tool, func(t *testing.T) {
 			t.Parallel()
 			p := newGraphProject(t, gdoc{}, g)
-			if !strings.Contains(p.graphText(), `"current_wave": 0,`) || !strings.Contains(p.graphText(), `"verifies_phase_id": "phase_0_1"`) {
+			if !strings.Contains(p.graphText(), `"current_wave": 0,`) || !strings.Contains(p.graphText(), `"verifies_phase_id": "phase_0_1"`) || !strings.Contains(p.graphText(), `"description": "Create calculator.py AND utils.py, verified"`) {
 				t.Fatalf("fixture layout:\n%s", p.graphText())
 			}
 			p.check(edit(p, tool, `"current_wave": 0,`, `"current_wave": 1,`), tgDenies("DES-TASKGRAPH-TRANSITION").with("current_wave"))
 			p.check(edit(p, tool, `"verifies_phase_id": "phase_0_1"`, `"verifies_phase_id": "phase_0_0"`), tgDenies("DES-TASKGRAPH-UNVERIFIED").with("phase_0_1"))
 			p.check(edit(p, tool, `"current_wave": 0,`, `"current_wave": 0`), tgDenies("DES-TASKGRAPH-INVALID"))
-			p.check(edit(p, tool, `"max_retries": 3`, `"max_retries": 4`), tgAllow)
+			p.check(edit(p, tool, `"description": "Create calculator.py AND utils.py, verified"`, `"description": "Create calculator.py AND utils.py, each verified"`), tgAllow)
 		})
 	}
 }
