@@ -537,6 +537,7 @@ func (p *tgProject) lifecycle(a *tgAgent, last string) string {
 func (p *tgProject) post(a *tgAgent, text string) string {
 	p.t.Helper()
 	o := p.quiet(p.postEv(a, text))
+	p.t.Logf("PostToolUse of %s (%s) told the orchestrator: %s", a.typ, a.id, tgShow(o.context))
 	if o.context != "" && o.event != "PostToolUse" {
 		p.t.Errorf("PostToolUse answered with hookEventName %q: %s", o.event, o.stdout)
 	}
