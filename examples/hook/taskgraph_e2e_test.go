@@ -801,6 +801,47 @@ func TestGraphDelegationNudge(t *testing.T) {
 	count(p.check(p.workCall(nil, "Bash"), tgWarns("DES-DELEGATION-REQUIRED")), 2)
 }
 
+// Claude Code runs the hooks of parallel tool calls at once: ten
+// main-thread work calls in one message are ten hook processes sharing
+// the session's counter. Each is counted once: the ten warnings carry the
+// counts 1 to 10 between them, and the next call is the eleventh.
+func TestGraphNudgeCounterAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	p := newGraphProject(t, gdoc{"delegation_mode": "nudge"}, nil)
+	p.quiet(p.userPrompt("run everything"))
+	const n = 10
+	outs := make([]outcome, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			outs[i], _ = p.run(p.bash(nil, fmt.Sprintf("go test ./pkg%d/...", i)))
+		})
+	}
+	wg.Wait()
+	seen := map[int]bool{}
+	for i, o := range outs {
+		lines := codeLines(o.context, "DES-DELEGATION-REQUIRED")
+		if len(lines) != 1 {
+			t.Errorf("call %d: want one DES-DELEGATION-REQUIRED warning, got %q", i, o.stdout)
+			continue
+		}
+		for _, k := range ints(lines[0]) {
+			if k >= 1 && k <= n {
+				seen[k] = true
+			}
+		}
+	}
+	for k := 1; k <= n; k++ {
+		if !seen[k] {
+			t.Errorf("no warning counts direct call %d of %d", k, n)
+		}
+	}
+	o := p.check(p.workCall(nil, "Write"), tgWarns("DES-DELEGATION-REQUIRED"))
+	if got := ints(strings.Join(codeLines(o.context, "DES-DELEGATION-REQUIRED"), " ")); !slices.Contains(got, n+1) {
+		t.Errorf("the call after %d parallel ones does not count %d: %s", n, n+1, o.context)
+	}
+}
+
 // off (the default) gives no opinion on anything; the environment
 // variable overrides the file both ways.
 func TestGraphDelegationOffAndEnv(t *testing.T) {
@@ -1022,6 +1063,17 @@ func TestGraphStatusline(t *testing.T) {
 		p.quiet(p.startEv(b))
 		if line := p.statusline(); !strings.Contains(line, "[PAR] Active: 2 Wave 1") {
 			t.Errorf("status line %q, want [PAR] Active: 2 Wave 1 ...", line)
+		}
+		// `hook status`, for people, shows the registry and the graph
+		// (assumed: the running agents by id, the phases by id).
+		if st := p.cli(nil, "status"); st.code != 0 {
+			t.Errorf("hook status: exit %d\n%s%s", st.code, st.stdout, st.stderr)
+		} else {
+			for _, want := range []string{a.id, b.id, "phase_1_0", "phase_2_0"} {
+				if !strings.Contains(st.stdout, want) {
+					t.Errorf("hook status does not show %s:\n%s", want, st.stdout)
+				}
+			}
 		}
 	})
 	t.Run("not a DES project", func(t *testing.T) {
