@@ -44,7 +44,24 @@ type Config struct {
 	// relative to the project root unless absolute. Empty (the default)
 	// means the tables built into the policy bundle.
 	PhaseRequirementsFiles []string `json:"phase_requirements_files"`
+
+	// Orchestration governance: delegating orchestrators that run a task
+	// graph in waves.
+	DelegationMode      string `json:"delegation_mode"`       // DES_DELEGATION_MODE: "off", "nudge" or "enforce"
+	MaxConcurrentAgents int    `json:"max_concurrent_agents"` // DES_MAX_CONCURRENT_AGENTS: 0 means no limit
+	SessionTTLMinutes   int    `json:"session_ttl_minutes"`   // DES_SESSION_TTL_MINUTES: lifetime of a subagent registry entry
+	TaskGraphFile       string `json:"task_graph_file"`       // DES_TASK_GRAPH_FILE: the task graph document, relative to the project root
 }
+
+// Delegation modes (setting delegation_mode).
+const (
+	DelegationOff     = "off"     // main-thread work is not judged
+	DelegationNudge   = "nudge"   // main-thread work gets a warning the model reads
+	DelegationEnforce = "enforce" // main-thread work is denied
+)
+
+// DefaultTaskGraphFile is the task graph document of the default settings.
+const DefaultTaskGraphFile = ".claude/state/active_task_graph.json"
 
 // DefaultConfig returns the defaults of contract §6.
 func DefaultConfig() Config {
@@ -58,6 +75,9 @@ func DefaultConfig() Config {
 		Gate2OnFailure:        Gate2Record,
 		GuardedStepFiles:      []string{"**/steps/*.json"},
 		GuardedStateFiles:     []string{".des/state.json", ".isdlc/state.json", ".isdlc/projects/*/state.json"},
+		DelegationMode:        DelegationOff,
+		SessionTTLMinutes:     60,
+		TaskGraphFile:         DefaultTaskGraphFile,
 	}
 }
 
@@ -140,6 +160,45 @@ var settings = []setting{
 	listSetting("guarded_step_files", "DES_GUARDED_STEP_FILES", func(c *Config) *[]string { return &c.GuardedStepFiles }, "entries must be globs", glob.Valid),
 	listSetting("guarded_state_files", "DES_GUARDED_STATE_FILES", func(c *Config) *[]string { return &c.GuardedStateFiles }, "entries must be globs", glob.Valid),
 	listSetting("phase_requirements_files", "DES_PHASE_REQUIREMENTS_FILES", func(c *Config) *[]string { return &c.PhaseRequirementsFiles }, "entries must name files", nil),
+	{
+		key: "delegation_mode", env: "DES_DELEGATION_MODE",
+		apply: func(c *Config, raw string) error { c.DelegationMode = strings.TrimSpace(raw); return nil },
+		check: func(c *Config) (string, error) {
+			switch c.DelegationMode {
+			case DelegationOff, DelegationNudge, DelegationEnforce:
+				return strconv.Quote(c.DelegationMode), nil
+			}
+			return strconv.Quote(c.DelegationMode), fmt.Errorf("must be %q, %q or %q", DelegationOff, DelegationNudge, DelegationEnforce)
+		},
+	},
+	// Claude Code runs a few subagents at once; a thousand is no limit a
+	// person means, but any number a person types is accepted below it.
+	intSetting("max_concurrent_agents", "DES_MAX_CONCURRENT_AGENTS", func(c *Config) *int { return &c.MaxConcurrentAgents }, 0, 1000),
+	intSetting("session_ttl_minutes", "DES_SESSION_TTL_MINUTES", func(c *Config) *int { return &c.SessionTTLMinutes }, 1, 7*24*60),
+	{
+		key: "task_graph_file", env: "DES_TASK_GRAPH_FILE",
+		apply: func(c *Config, raw string) error { c.TaskGraphFile = strings.TrimSpace(raw); return nil },
+		check: func(c *Config) (string, error) {
+			// The graph is a guarded document of the project: the write
+			// guard, the Bash guard and the effect check know it by its
+			// path relative to the root, so it must be one.
+			val := strconv.Quote(c.TaskGraphFile)
+			clean := filepath.ToSlash(filepath.Clean(filepath.FromSlash(c.TaskGraphFile)))
+			switch {
+			case strings.TrimSpace(c.TaskGraphFile) == "":
+				return val, errors.New("must name a file")
+			case filepath.IsAbs(c.TaskGraphFile) || strings.HasPrefix(c.TaskGraphFile, "/") || filepath.VolumeName(c.TaskGraphFile) != "":
+				return val, errors.New("must be relative to the project root")
+			case clean == "." || clean == ".." || strings.HasPrefix(clean, "../"):
+				return val, errors.New("must name a file inside the project")
+			case clean == ".des" || strings.HasPrefix(clean, ".des/"):
+				return val, errors.New("must not be in .des, DES's own directory, which agents cannot write")
+			case strings.ContainsAny(clean, "*?["):
+				return val, errors.New("must name one file, not a glob")
+			}
+			return val, nil
+		},
+	},
 }
 
 // listSetting is a list of paths or globs; in the environment the entries
@@ -316,6 +375,10 @@ func (c Config) policyData() map[string]any {
 		"guarded_step_files":       strings2any(c.GuardedStepFiles),
 		"guarded_state_files":      strings2any(c.GuardedStateFiles),
 		"phase_requirements_files": strings2any(c.PhaseRequirementsFiles),
+		"delegation_mode":          c.DelegationMode,
+		"max_concurrent_agents":    c.MaxConcurrentAgents,
+		"session_ttl_minutes":      c.SessionTTLMinutes,
+		"task_graph_file":          filepath.ToSlash(filepath.Clean(filepath.FromSlash(c.TaskGraphFile))),
 	}
 }
 

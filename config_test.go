@@ -57,8 +57,10 @@ func TestDefaultsMatchBundleData(t *testing.T) {
 
 func TestLoadConfigFileThenEnv(t *testing.T) {
 	root := t.TempDir()
-	writeConfig(t, root, `{"stale_threshold_minutes": 10, "turn_budget_default": 20, "policy_dirs": ["a", "b"], "gate2_on_failure": "block", "phase_requirements_files": ["team/req.json"]}`)
+	writeConfig(t, root, `{"stale_threshold_minutes": 10, "turn_budget_default": 20, "policy_dirs": ["a", "b"], "gate2_on_failure": "block", "phase_requirements_files": ["team/req.json"], "delegation_mode": "nudge", "max_concurrent_agents": 3, "task_graph_file": "plan/graph.json"}`)
 	c, err := LoadConfig(root, env(map[string]string{
+		"DES_DELEGATION_MODE":          "enforce",
+		"DES_SESSION_TTL_MINUTES":      "15",
 		"DES_PHASE_REQUIREMENTS_FILES": "isdlc/iteration-requirements.json" + string(os.PathListSeparator) + "isdlc/artifact-paths.json",
 		"DES_TURN_BUDGET_DEFAULT":      "70",
 		"DES_POLICY_DIRS":              "x" + string(os.PathListSeparator) + " y ",
@@ -73,6 +75,10 @@ func TestLoadConfigFileThenEnv(t *testing.T) {
 	want.PolicyDirs = []string{"x", "y"}
 	want.Gate2OnFailure = Gate2Block
 	want.PhaseRequirementsFiles = []string{"isdlc/iteration-requirements.json", "isdlc/artifact-paths.json"}
+	want.DelegationMode = DelegationEnforce
+	want.MaxConcurrentAgents = 3
+	want.SessionTTLMinutes = 15
+	want.TaskGraphFile = "plan/graph.json"
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
@@ -103,6 +109,16 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 		{name: "audit dir is the root", env: map[string]string{"DES_AUDIT_DIR": "."}, setting: "audit_dir", inMessage: []string{"not the project root"}},
 		{name: "audit dir is /", file: `{"audit_dir": "/"}`, setting: "audit_dir", inMessage: []string{"file system root"}},
 		{name: "file not json", file: "{\n\"turn_budget_default\": 5,,\n}", inMessage: []string{"not valid JSON at line 2"}},
+		{name: "env bad delegation mode", env: map[string]string{"DES_DELEGATION_MODE": "always"}, setting: "delegation_mode", inMessage: []string{"DES_DELEGATION_MODE", `"always"`, `"off"`, `"nudge"`, `"enforce"`}},
+		{name: "file delegation mode not a string", file: `{"delegation_mode": true}`, setting: "delegation_mode", inMessage: []string{"config.json", "a string"}},
+		{name: "env negative agent limit", env: map[string]string{"DES_MAX_CONCURRENT_AGENTS": "-1"}, setting: "max_concurrent_agents", inMessage: []string{"DES_MAX_CONCURRENT_AGENTS", "found -1", "from 0"}},
+		{name: "env agent limit not a number", env: map[string]string{"DES_MAX_CONCURRENT_AGENTS": "many"}, setting: "max_concurrent_agents", inMessage: []string{"whole number"}},
+		{name: "file zero session ttl", file: `{"session_ttl_minutes": 0}`, setting: "session_ttl_minutes", inMessage: []string{"config.json", "found 0", "from 1"}},
+		{name: "env task graph outside", env: map[string]string{"DES_TASK_GRAPH_FILE": "../plan.json"}, setting: "task_graph_file", inMessage: []string{"DES_TASK_GRAPH_FILE", "inside the project"}},
+		{name: "file task graph absolute", file: `{"task_graph_file": "/tmp/plan.json"}`, setting: "task_graph_file", inMessage: []string{"relative to the project root"}},
+		{name: "file task graph empty", file: `{"task_graph_file": ""}`, setting: "task_graph_file", inMessage: []string{"must name a file"}},
+		{name: "env task graph in .des", env: map[string]string{"DES_TASK_GRAPH_FILE": ".des/plan.json"}, setting: "task_graph_file", inMessage: []string{"not be in .des"}},
+		{name: "env task graph glob", env: map[string]string{"DES_TASK_GRAPH_FILE": "plans/*.json"}, setting: "task_graph_file", inMessage: []string{"not a glob"}},
 		{name: "file two values", file: `{} {}`, inMessage: []string{"more than one JSON value"}},
 		{name: "file not an object", file: `[1]`, inMessage: []string{"config.json"}},
 	}

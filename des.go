@@ -352,12 +352,16 @@ const RunsDir = ".des/runs"
 // PreInvocation runs Gate 1 on a subagent about to start (or, with
 // inv.Tool gate.ToolSkill, a Skill call; see CheckSkill). A prompt without
 // nWave DES markers, in a project where no multi-phase workflow state is
-// found, gets no opinion (Result.Evaluated false) and costs no policy
-// evaluation; routing markers (DES-PHASE, DES-TASK-PHASE) alone ask for no
-// nWave validation. When Gate 1 allows a step, DES moves its task to
-// IN_PROGRESS and records the invocation. An error means DES could not
-// decide; when Result.NWave or Result.Workflow is set DES was in charge,
-// and a caller should fail closed.
+// found, where the prompt names no phase of an existing task graph and the
+// concurrency limit does not apply (max_concurrent_agents unset, or a
+// subagent's own call), gets no opinion (Result.Evaluated false) and costs
+// no policy evaluation; routing markers (DES-PHASE, DES-TASK-PHASE) alone
+// ask for no nWave validation. When Gate 1 allows a step, DES moves its
+// task to IN_PROGRESS and records the invocation; an allowed delegation of
+// a task graph phase is recorded too, for the wave sync. An error means
+// DES could not decide; when Result.NWave, Result.Workflow or
+// Result.Orchestration is set DES was in charge, and a caller should fail
+// closed.
 func (e *Engine) PreInvocation(ctx context.Context, inv gate.Invocation) (gate.InvocationResult, error) {
 	g := gate.PreInvocation{
 		Root:      e.root,
@@ -368,9 +372,15 @@ func (e *Engine) PreInvocation(ctx context.Context, inv gate.Invocation) (gate.I
 		RunsDir:   filepath.Join(e.root, RunsDir),
 		Writes:    e.writes,
 		Workflow:  e.workflow,
+		Graph:     e.taskGraph(),
+		Registry:  e.registryFacts(),
 	}
 	return g.Check(ctx, e, inv)
 }
+
+// SessionsDir is the subagent registry (internal/registry), relative to
+// the project root: protected like the run records, and written only by DES.
+const SessionsDir = ".des/sessions"
 
 // PendingDir is where allowed document writes wait for PostToolUse to
 // confirm them, relative to the project root.
@@ -388,6 +398,8 @@ func (e *Engine) DocumentWrite() gate.DocumentWrite {
 		StateDir:   e.stateDir,
 		Now:        e.now,
 		Writes:     e.writes,
+		Workflow:   e.workflow,
+		Graph:      e.taskGraph(),
 	}
 }
 

@@ -42,6 +42,9 @@ const (
 	// (gate_blocked, corridor_blocked, constitution_blocked),
 	// recorded at most once a minute per type and phase.
 	PhaseEscalation EventType = "PHASE_ESCALATION"
+	// TaskGraphUpdated: DES recorded in the task graph how a phase's
+	// subagent ended (the wave sync).
+	TaskGraphUpdated EventType = "TASK_GRAPH_UPDATED"
 )
 
 // EventTypes returns the event types of contract §7, in the order listed
@@ -53,7 +56,7 @@ func EventTypes() []EventType {
 		SubagentStopValidation, StaleResolution, CommitValidationPassed, CommitValidationFailed,
 		PreExecuteSafetyPassed, PreExecuteSafetyBlocked, ScopeViolation, InvalidTransition,
 		DocumentWriteBlocked, TaskStateChanged, PolicyException, HookError,
-		IntegrityViolation, PhaseEscalation,
+		IntegrityViolation, PhaseEscalation, TaskGraphUpdated,
 	}
 }
 

@@ -43,6 +43,9 @@ type WriteCall struct {
 const (
 	KindStep  = "step"  // a DES step file
 	KindState = "state" // a multi-phase workflow state
+	// KindTaskGraph is the orchestrator's task graph (setting
+	// task_graph_file): its rules are des.taskgraph's.
+	KindTaskGraph = "task_graph"
 )
 
 // DocumentWrite is the write guard (des.gates.document_write): it judges
@@ -61,6 +64,13 @@ type DocumentWrite struct {
 	StateDir string
 	Now      func() time.Time
 	Writes   Writes // told of the pending records and of each allowed write; nil tells nothing
+	// Workflow finds the workflow state in effect, so that a write creating
+	// a state file that would take its place is known as such (shadowing);
+	// a zero Workflow finds none.
+	Workflow Workflow
+	// Graph is the task graph document and how its facts are built; a
+	// zero Graph guards none.
+	Graph TaskGraph
 }
 
 // Kind tells whether path is a guarded document, and its root-relative path,
@@ -120,6 +130,9 @@ func (d DocumentWrite) globKind(rel string) string {
 			return KindState
 		}
 	}
+	if d.Graph.is(rel) {
+		return KindTaskGraph
+	}
 	return ""
 }
 
@@ -148,6 +161,9 @@ func (d DocumentWrite) kindOf(rel string, incoming func(disk []byte) []byte) (st
 		if glob.Match(g, rel) {
 			return KindState, rel
 		}
+	}
+	if d.Graph.is(rel) {
+		return KindTaskGraph, rel
 	}
 	return "", rel
 }
@@ -276,7 +292,19 @@ func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) 
 		if seen, err = d.readSeen(rel); err != nil {
 			return res, fmt.Errorf("write guard: %w", err)
 		}
-		in["state"] = stateWriteFacts(rel, content, disk, seen)
+		facts := stateWriteFacts(rel, content, disk, seen)
+		if disk == nil {
+			shadows, err := d.shadowedState(ctx, rel)
+			if err != nil {
+				return res, fmt.Errorf("write guard: %w", err)
+			}
+			if shadows != nil {
+				facts["shadows"] = shadows
+			}
+		}
+		in["state"] = facts
+	case KindTaskGraph:
+		in["task_graph"] = d.Graph.writeFacts(rel, content, disk)
 	}
 	dec, err := ev.Evaluate(ctx, policy.DocumentWrite, in)
 	if err != nil {

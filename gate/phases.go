@@ -225,6 +225,14 @@ func (t ToolUse) CheckCommitBranches(ctx context.Context, ev Evaluator, wf Workf
 	commits := make([]any, 0, len(a.GitCommits))
 	for _, c := range a.GitCommits {
 		dir := bashDir(cwd, c.Dir)
+		if gd, ok := gitDirOption(c.Options); ok {
+			// git commits in the repository --git-dir (else GIT_DIR)
+			// names, read from the directory git ends up in (after
+			// every -C).
+			dir = bashDir(dir, gd)
+		} else if c.GitDir != "" {
+			dir = bashDir(dir, c.GitDir)
+		}
 		rel := filepath.ToSlash(dir)
 		if r, ok := within(t.Root, dir); ok {
 			rel = r
@@ -285,6 +293,23 @@ func (t ToolUse) shellOptions(call BashCall, cwd string) []shell.Option {
 		opts = append(opts, shell.WithOldPwd(call.OldPwd))
 	}
 	return opts
+}
+
+// gitDirOption is the value of the last --git-dir among git's global
+// options (`--git-dir=X` or `--git-dir X`), the repository git then uses
+// whatever directory it runs in.
+func gitDirOption(options []string) (string, bool) {
+	dir, found := "", false
+	for i := 0; i < len(options); i++ {
+		o := options[i]
+		if v, ok := strings.CutPrefix(o, "--git-dir="); ok {
+			dir, found = v, true
+		} else if o == "--git-dir" && i+1 < len(options) {
+			i++
+			dir, found = options[i], true
+		}
+	}
+	return dir, found && dir != ""
 }
 
 // workflowBranch is active_workflow.git_branch.name of the state, "" when

@@ -35,6 +35,9 @@ type Invocation struct {
 	// Windows path; "" = the project root): in a monorepo it chooses the
 	// project whose workflow state applies.
 	Cwd string
+	// AgentID is the event's agent_id: set when a subagent makes the call,
+	// "" in the main thread (the orchestrator).
+	AgentID string
 }
 
 // PhaseSection is the prompt section whose words the phase check reads.
@@ -55,6 +58,12 @@ type InvocationResult struct {
 	Workflow bool
 	// NWave reports that the prompt carried nWave (non-routing) DES markers.
 	NWave bool
+	// Orchestration reports that the orchestration rules were in charge:
+	// the prompt names a phase of an existing task graph, or the
+	// concurrency limit applies to a main-thread call.
+	Orchestration bool
+	// TaskPhase is the task graph phase the prompt names ("" when none).
+	TaskPhase string
 }
 
 // PreInvocation is Gate 1. It judges a subagent's prompt and step file
@@ -69,6 +78,8 @@ type PreInvocation struct {
 	RunsDir   string           // where invocations are recorded for Gate 2; "" records none
 	Writes    Writes           // told of the step rewrite and the records; nil tells nothing
 	Workflow  Workflow         // finds the multi-phase workflow state; zero finds none
+	Graph     TaskGraph        // the orchestrator's task graph; zero has none
+	Registry  Registry         // the running subagents, when the concurrency limit is set; nil: no limit
 }
 
 // Check runs Gate 1. The policy is asked when the prompt carries nWave
@@ -102,13 +113,21 @@ func (g PreInvocation) Check(ctx context.Context, ev Evaluator, inv Invocation) 
 		return res, fmt.Errorf("gate 1: workflow state: %w", err)
 	}
 	res.Workflow = wf != nil
-	if !res.NWave && !res.Workflow {
+	orch, err := g.orchestration(ctx, inv)
+	res.Orchestration, res.TaskPhase = orch.inCharge, orch.phase
+	if err != nil {
+		return res, fmt.Errorf("gate 1: %w", err)
+	}
+	if !res.NWave && !res.Workflow && !res.Orchestration {
 		return res, nil
 	}
 	now := g.now()
 	in := map[string]any{"tool": inv.tool(), "call": inv.callFacts()}
 	if wf != nil {
 		in["workflow"] = wf
+	}
+	for k, v := range orch.facts {
+		in[k] = v
 	}
 	var step stepRead
 	if res.NWave {
@@ -149,12 +168,16 @@ func (g PreInvocation) Check(ctx context.Context, ev Evaluator, inv Invocation) 
 
 	phases, hasPhases := readPhasesInfo(d)
 	var entries []audit.Entry
-	if res.NWave || hasPhases && (phases.Delegation || phases.Advancement || len(d.Deny)+len(d.Warn) > 0) {
+	if res.NWave || hasPhases && (phases.Delegation || phases.Advancement || len(d.Deny)+len(d.Warn) > 0) ||
+		res.Orchestration && (res.TaskPhase != "" || len(d.Deny)+len(d.Warn) > 0) {
 		entries = g.decisionEntries(inv, res, prompt, time.Since(start))
 		if hasPhases {
 			for k, v := range workflowPhaseFields(phases) {
 				entries[0].Fields[k] = v
 			}
+		}
+		if res.TaskPhase != "" {
+			entries[0].Fields["task_phase"] = res.TaskPhase
 		}
 	}
 	canStart, _ := d.Info["can_start"].(bool)
@@ -197,11 +220,61 @@ func (g PreInvocation) Check(ctx context.Context, ev Evaluator, inv Invocation) 
 		if from != statemachine.TaskInProgress {
 			res.Moved = from
 		}
-		if err := g.recordRun(inv, step, prompt.Origin, now); err != nil {
+		if err := g.recordRun(inv, step, prompt.Origin, res.TaskPhase, now); err != nil {
 			return res, fmt.Errorf("gate 1: allowed, but could not record the invocation: %w", err)
+		}
+	} else if res.TaskPhase != "" && res.Orchestration && !res.Denied() {
+		// Wave sync finds the phase of the subagent when it stops.
+		if err := g.recordTaskRun(inv, res.TaskPhase, now); err != nil {
+			return res, fmt.Errorf("gate 1: allowed, but could not record the task phase of the invocation: %w", err)
 		}
 	}
 	return res, nil
+}
+
+// orchestrationFacts is what the orchestration rules read of a call, and
+// whether they are in charge of it.
+type orchestrationFacts struct {
+	inCharge bool
+	phase    string
+	facts    map[string]any // task_phase, task_graph, main_thread, registry
+}
+
+// orchestration gathers input.task_phase, task_graph, main_thread and
+// registry. The rules are in charge when the prompt names a phase and a
+// graph exists, or when the concurrency limit is set and the call is made
+// in the main thread. Skill calls start no subagent: none of this applies.
+func (g PreInvocation) orchestration(ctx context.Context, inv Invocation) (orchestrationFacts, error) {
+	var o orchestrationFacts
+	if inv.tool() == ToolSkill {
+		return o, nil
+	}
+	main := inv.AgentID == ""
+	o.phase = g.Graph.phaseID(inv.Prompt)
+	o.facts = map[string]any{"main_thread": main}
+	if o.phase != "" {
+		o.facts["task_phase"] = o.phase
+	}
+	graph, err := g.Graph.Facts(g.Root)
+	if err != nil {
+		o.inCharge = o.phase != "" // the prompt names a phase of a graph DES cannot read
+		return o, err
+	}
+	if graph != nil {
+		o.facts["task_graph"] = graph
+		o.inCharge = o.phase != ""
+	}
+	if g.Registry != nil {
+		if main {
+			o.inCharge = true
+		}
+		reg, err := g.Registry(ctx)
+		if err != nil {
+			return o, fmt.Errorf("subagent registry: %w", err)
+		}
+		o.facts["registry"] = reg
+	}
+	return o, nil
 }
 
 func (g PreInvocation) now() time.Time {
@@ -422,6 +495,10 @@ type Run struct {
 	// Phases maps each phase of the log to its status at the start, so that
 	// Gate 2 can tell work done in this run from work done before it.
 	Phases map[string]string `json:"phases_at_start,omitempty"`
+	// TaskPhase is the task graph phase the prompt named, for the wave
+	// sync when the subagent stops. A run of a task phase alone has no
+	// step file.
+	TaskPhase string `json:"task_phase,omitempty"`
 }
 
 // safeID reports whether a tool_use_id can name a file. A loop, not a
@@ -444,17 +521,30 @@ func promptKey(prompt string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (g PreInvocation) recordRun(inv Invocation, s stepRead, origin string, now time.Time) error {
-	if g.RunsDir == "" || !safeID(inv.ToolUseID) {
-		return nil // no key to find it by: Gate 2 falls back to the transcript
-	}
+func (g PreInvocation) recordRun(inv Invocation, s stepRead, origin, taskPhase string, now time.Time) error {
 	run := Run{
 		ToolUseID: inv.ToolUseID, SessionID: inv.SessionID, AgentType: inv.AgentType,
 		StepFile: s.rel, Origin: origin, StartedAt: now.UTC(), PromptSHA256: promptKey(inv.Prompt),
-		TaskStatus: s.step.Status, Phases: map[string]string{},
+		TaskStatus: s.step.Status, Phases: map[string]string{}, TaskPhase: taskPhase,
 	}
 	for _, p := range s.step.Phases {
 		run.Phases[p.Name] = p.Status
+	}
+	return g.writeRun(inv, run)
+}
+
+// recordTaskRun records the invocation of a task phase without a step
+// file, so that the wave sync finds the phase when the subagent stops.
+func (g PreInvocation) recordTaskRun(inv Invocation, phase string, now time.Time) error {
+	return g.writeRun(inv, Run{
+		ToolUseID: inv.ToolUseID, SessionID: inv.SessionID, AgentType: inv.AgentType,
+		StartedAt: now.UTC(), PromptSHA256: promptKey(inv.Prompt), TaskPhase: phase,
+	})
+}
+
+func (g PreInvocation) writeRun(inv Invocation, run Run) error {
+	if g.RunsDir == "" || !safeID(inv.ToolUseID) {
+		return nil // no key to find it by: Gate 2 falls back to the transcript
 	}
 	if err := writeRecord(g.Writes, g.RunsDir, inv.ToolUseID+".json", run); err != nil {
 		return err

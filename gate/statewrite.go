@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 
@@ -36,4 +37,39 @@ func stateWriteFacts(rel string, content, disk []byte, seen map[string]any) map[
 		facts["schema_errors"] = schemaFacts(statemachine.ValidateState(doc))
 	}
 	return facts
+}
+
+// shadowedState tells, for a write creating the workflow state file rel,
+// which state file is in effect now and whether it holds an active
+// workflow, when rel would take its place: the state des reads is the first
+// that exists of .des/state.json, the monorepo project's and
+// .isdlc/state.json, so creating an earlier one replaces a later one for
+// every phase guard. nil when rel would not.
+func (d DocumentWrite) shadowedState(ctx context.Context, rel string) (map[string]any, error) {
+	wf, err := d.Workflow.find(ctx, "")
+	if err != nil || wf == nil {
+		return nil, err
+	}
+	now, _ := wf["state_file"].(string)
+	project, _ := wf["project"].(string)
+	if now == "" || now == rel || stateRank(rel, project) >= stateRank(now, project) {
+		return nil, nil
+	}
+	state, _ := wf["state"].(map[string]any)
+	active, _ := state["active_workflow"].(map[string]any)
+	return map[string]any{"state_file": now, "active_workflow": active != nil}, nil
+}
+
+// stateRank is the place of a state file in the order des looks for the
+// workflow state; files outside that order rank last.
+func stateRank(rel, project string) int {
+	switch {
+	case rel == ".des/state.json":
+		return 0
+	case project != "" && rel == ".isdlc/projects/"+project+"/state.json":
+		return 1
+	case rel == ".isdlc/state.json":
+		return 2
+	}
+	return 3
 }

@@ -335,8 +335,8 @@ func (g SubagentStop) openSessionRun(s Stop) *Run {
 			return nil // too many to tell
 		}
 		r := g.readRun(id)
-		if r == nil || r.SessionID != s.SessionID || r.ToolUseID != id {
-			continue
+		if r == nil || r.SessionID != s.SessionID || r.ToolUseID != id || r.StepFile == "" {
+			continue // a task phase's run without a step is not Gate 2's
 		}
 		if s.AgentType != "" && r.AgentType != "" && s.AgentType != r.AgentType {
 			continue

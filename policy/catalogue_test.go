@@ -31,6 +31,13 @@ var contractCodes = map[string]policy.Severity{
 	"DES-PLAN-FORMAT": policy.Warn, "DES-GATE-BLOCKED": policy.Deny, "DES-ITERATION-CORRIDOR": policy.Deny,
 	"DES-CONSTITUTION-PENDING": policy.Deny, "DES-BRANCH-PROTECTED": policy.Deny, "DES-BRANCH-INTERMEDIATE": policy.Deny,
 	"DES-WALKTHROUGH-MISSING": policy.Warn, "DES-DISCOVER-MENU": policy.Warn,
+	// §9, orchestration governance.
+	"DES-DELEGATION-REQUIRED": policy.Deny, "DES-CONCURRENCY-LIMIT": policy.Deny,
+	"DES-TASKGRAPH-INVALID": policy.Deny, "DES-TASKGRAPH-WAVE-MIX": policy.Deny,
+	"DES-TASKGRAPH-WAVE-DEPENDENCY": policy.Deny, "DES-TASKGRAPH-FILE-CONFLICT": policy.Deny,
+	"DES-TASKGRAPH-UNVERIFIED": policy.Deny, "DES-TASKGRAPH-DEPTH": policy.Deny, "DES-TASKGRAPH-ATOMICITY": policy.Warn,
+	"DES-TASKGRAPH-TRANSITION": policy.Deny, "DES-TASKGRAPH-UNKNOWN-PHASE": policy.Deny, "DES-TASKGRAPH-WAVE": policy.Deny,
+	"DES-TASKGRAPH-DEPENDENCY": policy.Deny, "DES-VERIFY-ESCALATE": policy.Deny,
 }
 
 // extensionCodes are codes des adds to the contract's table (adding is
@@ -41,6 +48,7 @@ var extensionCodes = map[string]policy.Severity{
 	"DES-STATE-HANDSHAKE-PHASE":  policy.Warn,
 	"DES-STATE-HANDSHAKE-KEY":    policy.Warn,
 	"DES-STATE-HANDSHAKE-ACTIVE": policy.Warn,
+	"DES-STATE-SHADOW":           policy.Deny,
 	// Gate 2 could not list the changed files (no git, not a repository).
 	"DES-SCOPE-UNCHECKED": policy.Warn,
 	// Gate 2: the transcript disagrees with Gate 1's record of the run.

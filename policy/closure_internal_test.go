@@ -30,18 +30,30 @@ func TestClosureOfEachGate(t *testing.T) {
 	}
 	// The phase guards' shared package (des.phases) without the rules of
 	// des.phases.guards, which only pre_invocation needs.
-	if got := pkgsOf(ToolUse); !cmp.Equal(got, []string{"des.bashwrite", "des.gates.tool_use", "des.integrity", "des.phases", "des.phases.branch", "des.phases.observers", "des.protected"}) {
+	if got := pkgsOf(ToolUse); !cmp.Equal(got, []string{"des.bashwrite", "des.delegation", "des.gates.tool_use", "des.integrity", "des.phases", "des.phases.branch", "des.phases.observers", "des.protected"}) {
 		t.Errorf("tool_use needs %v", got)
 	}
 	got := pkgsOf(PreInvocation)
-	for _, want := range []string{"des.gates.pre_invocation", "des.invocation", "des.sections", "des.safety", "des.stepfile", "des.transitions", "des.phases", "des.phases.guards"} {
+	for _, want := range []string{"des.gates.pre_invocation", "des.invocation", "des.sections", "des.safety", "des.stepfile", "des.transitions", "des.phases", "des.phases.guards", "des.taskgraph", "des.taskgraph.delegation", "des.delegation"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("pre_invocation needs %s; closure %v", want, got)
 		}
 	}
-	for _, unwanted := range []string{"des.protected", "des.phases.branch", "des.phases.observers"} {
+	for _, unwanted := range []string{"des.protected", "des.phases.branch", "des.phases.observers", "des.taskgraph.write"} {
 		if slices.Contains(got, unwanted) {
 			t.Errorf("pre_invocation pulled in %s: %v", unwanted, got)
+		}
+	}
+	// The task graph's write rules, without its delegation rules.
+	got = pkgsOf(DocumentWrite)
+	for _, want := range []string{"des.taskgraph", "des.taskgraph.write"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("document_write needs %s; closure %v", want, got)
+		}
+	}
+	for _, unwanted := range []string{"des.taskgraph.delegation", "des.delegation"} {
+		if slices.Contains(got, unwanted) {
+			t.Errorf("document_write pulled in %s: %v", unwanted, got)
 		}
 	}
 }

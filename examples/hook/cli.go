@@ -53,6 +53,8 @@ func commands() []command {
 		{"precommit", " [FILE...|--install] Gate 3: judge step files, or the staged ones", runPrecommit},
 		{"integrity", " accept|check     take DES's files as they are now, or restore them", runIntegrity},
 		{"escalations", " [--all] [--json] list the open escalations of the phase workflow guards", runEscalations},
+		{"status", "[--json]           subagents running, the task graph's waves, the orchestration settings", runStatus},
+		{"statusline", "                  one line for Claude Code's status line (JSON on stdin)", runStatusLine},
 		{"version", "                   print the versions of des, Go and OPA", runVersion},
 	}
 }
@@ -151,7 +153,15 @@ type settingsBlock struct {
 		PostToolUse        []hookMatcher `json:"PostToolUse"`
 		PostToolUseFailure []hookMatcher `json:"PostToolUseFailure"`
 		SubagentStop       []hookMatcher `json:"SubagentStop"`
+		SubagentStart      []hookMatcher `json:"SubagentStart"`
+		UserPromptSubmit   []hookMatcher `json:"UserPromptSubmit"`
 	} `json:"hooks"`
+	// StatusLine runs `hook statusline` for Claude Code's status line: the
+	// subagents running and the task graph's wave.
+	StatusLine struct {
+		Type    string `json:"type"`
+		Command string `json:"command"`
+	} `json:"statusLine"`
 	Permissions struct {
 		Deny []string `json:"deny"`
 	} `json:"permissions"`
@@ -198,17 +208,22 @@ func protectedPaths(cfg des.Config, stateDir, witnessDir string, binaries ...str
 	for _, d := range cfg.PolicyDirs {
 		p.denyEdit = append(p.denyEdit, tree(d))
 	}
-	p.denyEdit = append(p.denyEdit, tree(des.RunsDir), tree(cfg.AuditDir), tree(".git/hooks"), tree(stateDir), tree(witnessDir))
+	p.denyEdit = append(p.denyEdit, tree(des.RunsDir), tree(des.SessionsDir), tree(cfg.AuditDir), tree(".git/hooks"), tree(stateDir), tree(witnessDir))
 
 	p.denyWrite = append(p.denyWrite, settingsPath(des.ConfigFile))
 	for _, d := range cfg.PolicyDirs {
 		p.denyWrite = append(p.denyWrite, settingsPath(d))
 	}
-	p.denyWrite = append(p.denyWrite, settingsPath(".git/hooks"), settingsPath(".claude/settings.json"),
+	// The subagent registry is written only by the hook, which the sandbox
+	// does not confine; nothing a sandboxed command runs needs to write it.
+	p.denyWrite = append(p.denyWrite, settingsPath(des.SessionsDir), settingsPath(".git/hooks"), settingsPath(".claude/settings.json"),
 		settingsPath(".claude/settings.local.json"), settingsPath(stateDir))
 	for _, g := range cfg.GuardedStateFiles {
 		p.denyWrite = append(p.denyWrite, settingsPath(g))
 	}
+	// The task graph too: DES's own wave sync runs in the hook, outside
+	// the sandbox.
+	p.denyWrite = append(p.denyWrite, settingsPath(cfg.TaskGraphFile))
 	for _, b := range binaries {
 		if filepath.IsAbs(b) {
 			p.denyEdit = append(p.denyEdit, settingsPath(b))
@@ -230,6 +245,10 @@ func hooksSettings(command string, prot protections) settingsBlock {
 	s.Hooks.PostToolUse = []hookMatcher{{Matcher: postToolUseMatcher, Hooks: hook(toolHookTimeout, "")}}
 	s.Hooks.PostToolUseFailure = []hookMatcher{{Matcher: postToolUseFailureMatcher, Hooks: hook(toolHookTimeout, "")}}
 	s.Hooks.SubagentStop = []hookMatcher{{Hooks: hook(stopHookTimeout, "")}}
+	// The subagent registry: a start, and each user prompt (a new turn).
+	s.Hooks.SubagentStart = []hookMatcher{{Hooks: hook(toolHookTimeout, "")}}
+	s.Hooks.UserPromptSubmit = []hookMatcher{{Hooks: hook(toolHookTimeout, "")}}
+	s.StatusLine.Type, s.StatusLine.Command = "command", command+" statusline"
 	for _, p := range prot.denyEdit {
 		s.Permissions.Deny = append(s.Permissions.Deny, "Edit("+p+")")
 	}
@@ -242,6 +261,10 @@ func hooksSettings(command string, prot protections) settingsBlock {
 const settingsNotes = `hook settings: merge this object into .claude/settings.json. What each part needs:
   hooks PreToolUse, PostToolUse, SubagentStop   any Claude Code with command hooks
   hooks PostToolUseFailure                      a Claude Code that sends the event (2.1 and later)
+  hooks SubagentStart, UserPromptSubmit         a Claude Code that sends the events; without them the
+                                                subagent registry and the count of direct calls per
+                                                turn are not kept
+  statusLine                                    any Claude Code with a command status line
   matcher "mcp__.*"                             every MCP tool (matchers are regular expressions)
   onFailure "block" on PreToolUse               Claude Code 2.1.295 or later; older versions ignore it,
                                                 and a hook that fails then lets the call through

@@ -53,6 +53,10 @@ func TestSettings(t *testing.T) {
 					DenyWrite []string `json:"denyWrite"`
 				} `json:"filesystem"`
 			} `json:"sandbox"`
+			StatusLine struct {
+				Type    string `json:"type"`
+				Command string `json:"command"`
+			} `json:"statusLine"`
 		}
 		dec := json.NewDecoder(strings.NewReader(res.stdout))
 		dec.DisallowUnknownFields()
@@ -67,6 +71,11 @@ func TestSettings(t *testing.T) {
 			"PostToolUse":        "Agent|Task|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*",
 			"PostToolUseFailure": "Bash|NotebookEdit|mcp__.*",
 			"SubagentStop":       "",
+			"SubagentStart":      "",
+			"UserPromptSubmit":   "",
+		}
+		if s.StatusLine.Type != "command" || s.StatusLine.Command != wantCommand+" statusline" {
+			t.Errorf("statusLine = %+v, want the command %q", s.StatusLine, wantCommand+" statusline")
 		}
 		if len(s.Hooks) != len(want) {
 			t.Errorf("events %v, want the %d of %v", s.Hooks, len(want), want)
@@ -85,7 +94,7 @@ func TestSettings(t *testing.T) {
 				t.Errorf("%s onFailure = %q; want \"block\" on PreToolUse only", event, h.OnFailure)
 			}
 		}
-		for _, rule := range []string{"Edit(/.des/config.json)", "Edit(/.des/policies/**)", "Edit(/.des/runs/**)", "Edit(/.git/hooks/**)"} {
+		for _, rule := range []string{"Edit(/.des/config.json)", "Edit(/.des/policies/**)", "Edit(/.des/runs/**)", "Edit(/.des/sessions/**)", "Edit(/.git/hooks/**)"} {
 			if !slices.Contains(s.Permissions.Deny, rule) {
 				t.Errorf("permissions.deny %v lacks %s", s.Permissions.Deny, rule)
 			}
@@ -93,7 +102,7 @@ func TestSettings(t *testing.T) {
 		if !s.Sandbox.Enabled {
 			t.Error("sandbox.enabled is not true")
 		}
-		for _, p := range []string{"/.des/config.json", "/.des/policies", "/.claude/settings.json", "/.isdlc/state.json"} {
+		for _, p := range []string{"/.des/config.json", "/.des/policies", "/.claude/settings.json", "/.isdlc/state.json", "/.des/sessions", "/.claude/state/active_task_graph.json"} {
 			if !slices.Contains(s.Sandbox.Filesystem.DenyWrite, p) {
 				t.Errorf("sandbox.filesystem.denyWrite %v lacks %s", s.Sandbox.Filesystem.DenyWrite, p)
 			}

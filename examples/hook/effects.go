@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,8 +86,10 @@ func (h *hookEnv) watched(ctx context.Context) *integrity.Watch {
 	cfg := eng.Config()
 	return &integrity.Watch{
 		ConfigFile: des.ConfigFile,
-		Trees:      append([]string{des.RunsDir}, cfg.PolicyDirs...),
-		StateGlobs: cfg.GuardedStateFiles,
+		Trees:      append([]string{des.RunsDir, des.SessionsDir}, cfg.PolicyDirs...),
+		// The task graph is a guarded document like a workflow state: whole
+		// file, restored, a new one removed (DES's wave sync is announced).
+		StateGlobs: append(slices.Clone(cfg.GuardedStateFiles), cfg.TaskGraphFile),
 		StepGlobs:  cfg.GuardedStepFiles,
 	}
 }
@@ -173,6 +176,11 @@ func preToolUseMCP(ctx context.Context, h *hookEnv, ev *Event) response {
 // only .ipynb files with it, so a guarded document (JSON) cannot be its
 // target; the check after the call covers what it may do anyway.
 func preToolUseNotebook(ctx context.Context, h *hookEnv, ev *Event) response {
+	return withDelegation(ctx, h, ev, notebookGuard)
+}
+
+// notebookGuard is preToolUseNotebook without the delegation rules.
+func notebookGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 	var in struct {
 		Path string `json:"notebook_path"`
 	}

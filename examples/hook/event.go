@@ -21,6 +21,9 @@ const (
 	// eventPostToolUseFailure follows a tool call that failed: its effects
 	// on disk are checked all the same.
 	eventPostToolUseFailure = "PostToolUseFailure"
+	// The subagent registry's events (orchestration governance).
+	eventSubagentStart    = "SubagentStart"
+	eventUserPromptSubmit = "UserPromptSubmit"
 )
 
 // Tool names DES routes on. "Task" is the pre-2.1.63 name of "Agent".
@@ -212,6 +215,27 @@ func (ev *Event) SubagentInput() (SubagentInput, error) {
 		return in, ev.wrongTool(toolAgent + " or " + toolTask)
 	}
 	return in, ev.toolInput(&in)
+}
+
+// SubagentStrings reads the string fields of an Agent or Task call's
+// tool_input (prompt, description, subagent_type, model, resume) each on
+// its own: a field that is absent or of another type is "", and does not
+// lose the others, as one decode of the whole input would.
+func (ev *Event) SubagentStrings() SubagentInput {
+	var in SubagentInput
+	var fields map[string]json.RawMessage
+	if !isSubagentTool(ev.ToolName) || ev.toolInput(&fields) != nil {
+		return in
+	}
+	for name, dst := range map[string]*string{
+		"prompt": &in.Prompt, "description": &in.Description, "subagent_type": &in.SubagentType,
+		"model": &in.Model, "resume": &in.Resume,
+	} {
+		if json.Unmarshal(fields[name], dst) != nil {
+			*dst = ""
+		}
+	}
+	return in
 }
 
 // SubagentResponse decodes tool_response of an Agent or Task call.

@@ -56,11 +56,11 @@ var curatedRoutes = map[string]struct {
 	"Stop_old_no_last_message.json":                  {},
 	"Stop_windows_stop_hook_active_true.json":        {},
 	"Stop_with_last_message.json":                    {},
-	"SubagentStart.json":                             {},
+	"SubagentStart.json":                             {routeKey{"SubagentStart", ""}, "subagentStart"},
 	"SubagentStop_7char_id_empty_type.json":          {routeKey{"SubagentStop", ""}, "subagentStop"},
 	"SubagentStop_with_background_tasks_effort.json": {routeKey{"SubagentStop", ""}, "subagentStop"},
 	"SubagentStop_with_last_message.json":            {routeKey{"SubagentStop", ""}, "subagentStop"},
-	"UserPromptSubmit.json":                          {},
+	"UserPromptSubmit.json":                          {routeKey{"UserPromptSubmit", ""}, "userPromptSubmit"},
 }
 
 func funcName(fn handlerFunc) string {
@@ -165,6 +165,8 @@ func TestDefaultRoutes(t *testing.T) {
 		{"PostToolUse", "Agent"}:     "postToolUseSubagent",
 		{"PostToolUse", "Task"}:      "postToolUseSubagent",
 		{"SubagentStop", ""}:         "subagentStop",
+		{"SubagentStart", ""}:        "subagentStart",
+		{"UserPromptSubmit", ""}:     "userPromptSubmit",
 
 		{"PreToolUse", "NotebookEdit"}:         "preToolUseNotebook",
 		{"PreToolUse", "mcp__*"}:               "preToolUseMCP",
@@ -198,7 +200,6 @@ func TestDefaultRoutes(t *testing.T) {
 		{HookEventName: "PostToolUseFailure", ToolName: "Write"},
 		{HookEventName: "PermissionRequest", ToolName: "Agent"},
 		{HookEventName: "Stop"},
-		{HookEventName: "SubagentStart"},
 		{HookEventName: "SomeFutureEvent", ToolName: "Write"},
 		{},
 	} {

@@ -78,10 +78,16 @@ func TestE2EGate1Denies(t *testing.T) {
 	}
 }
 
+// An ad hoc prompt reads the settings (max_concurrent_agents may apply to
+// any main-thread delegation); a bad one is no opinion there, the error
+// logged.
 func TestE2EGate1AdHocPromptNoOpinion(t *testing.T) {
 	root := t.TempDir()
+	if r := runHookProcess(t, root, nil, agentEvent(root, "Agent", "Summarise the README.")); r.stdout != "" || r.stderr != "" {
+		t.Errorf("ad hoc prompt: stdout %q stderr %q", r.stdout, r.stderr)
+	}
 	r := runHookProcess(t, root, []string{"DES_TURN_BUDGET_DEFAULT=lots"}, agentEvent(root, "Agent", "Summarise the README."))
-	if r.stdout != "" || r.stderr != "" {
+	if r.stdout != "" || !strings.Contains(r.stderr, "no opinion") || !strings.Contains(r.stderr, "turn_budget_default") {
 		t.Errorf("ad hoc prompt with a bad setting: stdout %q stderr %q", r.stdout, r.stderr)
 	}
 }

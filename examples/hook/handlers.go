@@ -34,15 +34,22 @@ func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 		h.logger.Warn("hook: no prompt in the subagent call; no opinion", "err", err)
 		return noOpinion()
 	}
-	inv := gate.Invocation{Tool: ev.ToolName, Prompt: prompt, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, Cwd: workflowCwd(ev, h.root)}
-	if full, err := ev.SubagentInput(); err == nil {
-		inv.AgentType, inv.Description = full.SubagentType, full.Description
-	}
+	inv := gate.Invocation{Tool: ev.ToolName, Prompt: prompt, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, Cwd: workflowCwd(ev, h.root), AgentID: ev.AgentID}
+	fields := ev.SubagentStrings() // each on its own: a mistyped field loses only itself
+	inv.AgentType, inv.Description = fields.SubagentType, fields.Description
 	nwave := template.Parse(prompt).HasMarkers
 	if nwave {
 		h.requireValidation()
 	} else if !des.HasWorkflowState(h.root, inv.Cwd, h.lookupEnv) {
-		return noOpinion() // ad hoc: DES has no opinion, and builds nothing
+		// A task graph phase or the concurrency limit may still apply.
+		orch, err := des.OrchestrationApplies(h.root, prompt, ev.AgentID, h.lookupEnv)
+		if err != nil {
+			return h.internalError(orch, err)
+		}
+		if !orch {
+			return noOpinion() // ad hoc: DES has no opinion, and builds nothing
+		}
+		h.requireValidation()
 	}
 	return invocationResponse(ctx, h, func(eng *des.Engine) (gate.InvocationResult, error) {
 		return eng.PreInvocation(ctx, inv)
@@ -91,9 +98,15 @@ func invocationResponse(ctx context.Context, h *hookEnv, check func(*des.Engine)
 	return preToolUseResponse(res.Result)
 }
 
-// preToolUseWrite guards Write/Edit/MultiEdit before they land: workflow
-// documents (document_write) and DES's own files (protected paths).
+// preToolUseWrite guards Write/Edit/MultiEdit before they land (writeGuard),
+// beside the delegation rules.
 func preToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
+	return withDelegation(ctx, h, ev, writeGuard)
+}
+
+// writeGuard guards Write/Edit/MultiEdit before they land: workflow
+// documents (document_write) and DES's own files (protected paths).
+func writeGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 	call, ok := writeCall(ev, h.root)
 	if !ok {
 		return noOpinion() // no file named: Claude Code refuses the call itself
@@ -104,7 +117,7 @@ func preToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 		// Without settings only .des itself, and the default guarded
 		// documents, are known to be DES's.
 		defaults := des.DefaultConfig()
-		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles}
+		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles, Graph: gate.TaskGraph{File: defaults.TaskGraphFile}}
 		kind, _, kerr := guard.WriteKind(call)
 		return h.internalError(kind != "" || kerr != nil || gate.ToolUse{Root: h.root}.Concerns(tool), err)
 	}
@@ -229,6 +242,11 @@ func preToolUseResponse(results ...gate.Result) response {
 // commit would hold. Both may apply to one command: it is denied when either
 // denies, with every violation listed.
 func preToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
+	return withDelegation(ctx, h, ev, bashGuard)
+}
+
+// bashGuard is preToolUseBash without the delegation rules.
+func bashGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 	in, err := ev.BashInput()
 	if err != nil || in.Command == "" {
 		return noOpinion()
@@ -264,7 +282,7 @@ func preToolUseBashGuard(ctx context.Context, h *hookEnv, ev *Event, command str
 	eng, err := h.engine(ctx)
 	if err != nil {
 		defaults := des.DefaultConfig()
-		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles}
+		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles, Graph: gate.TaskGraph{File: defaults.TaskGraphFile}}
 		inside, _ := gate.PreCommit{Root: h.root}.InProject(commitFiles)
 		tu := gate.ToolUse{Root: h.root}
 		// A commit where a workflow state applies is the branch guard's.
@@ -400,9 +418,8 @@ func postToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 		parts = append(parts, stopContext(rec))
 	}
 	call := gate.SubagentResult{Tool: ev.ToolName, Cwd: workflowCwd(ev, h.root), Response: ev.ToolResponse}
-	if in, err := ev.SubagentInput(); err == nil {
-		call.SubagentType, call.Prompt, call.Description = in.SubagentType, in.Prompt, in.Description
-	}
+	in := ev.SubagentStrings()
+	call.SubagentType, call.Prompt, call.Description = in.SubagentType, in.Prompt, in.Description
 	obs, err := eng.ObserveSubagent(ctx, call)
 	switch {
 	case err != nil:
@@ -410,6 +427,10 @@ func postToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 		h.logger.Error("hook: the phase observers could not run", "tool_use_id", ev.ToolUseID, "err", err)
 	case len(obs.Decision.Warn) > 0 || len(obs.Decision.Deny) > 0:
 		parts = append(parts, obs.Reason())
+	}
+	// A task graph phase: what the orchestrator runs next.
+	if next := nextSteps(ctx, h, eng, ev, out.Status); next != "" {
+		parts = append(parts, next)
 	}
 	return postToolContext(strings.Join(parts, "\n\n"))
 }
@@ -426,8 +447,16 @@ func stopContext(rec *gate.StopRecord) string {
 	return b.String()
 }
 
-// subagentStop is Gate 2.
+// subagentStop is Gate 2, then the subagent registry and the wave sync
+// (orchestration.go), which go by Gate 2's verdict.
 func subagentStop(ctx context.Context, h *hookEnv, ev *Event) response {
+	r, g2 := gate2Stop(ctx, h, ev)
+	return withStopNote(r, orchestrateStop(ctx, h, ev, g2))
+}
+
+// gate2Stop is Gate 2: its response, and its result when it judged the
+// stop (nil otherwise).
+func gate2Stop(ctx context.Context, h *hookEnv, ev *Event) (response, *gate.StopResult) {
 	stop := gate.Stop{
 		TranscriptPath: ev.AgentTranscriptPath, AgentID: ev.AgentID, AgentType: ev.AgentType,
 		SessionID: ev.SessionID, StopHookActive: ev.StopHookActive,
@@ -438,7 +467,7 @@ func subagentStop(ctx context.Context, h *hookEnv, ev *Event) response {
 		// verdict "not judged" for the orchestrator at PostToolUse.
 		g := gate.SubagentStop{Root: h.root, ClaudeDirs: gate.ClaudeDirs(h.lookupEnv), RunsDir: filepath.Join(h.root, des.RunsDir)}
 		res, _ := g.Check(ctx, failedEvaluator{err}, stop)
-		return h.internalError(res.StepFile != "", err)
+		return h.internalError(res.StepFile != "", err), nil
 	}
 	res, err := eng.CheckStop(ctx, stop)
 	if res.StepFile != "" {
@@ -448,7 +477,7 @@ func subagentStop(ctx context.Context, h *hookEnv, ev *Event) response {
 		h.logger.Info("hook: no opinion on the stop", "agent_id", ev.AgentID, "why", res.NoOpinion)
 	}
 	if err != nil && !res.Evaluated {
-		return h.internalError(res.StepFile != "", err)
+		return h.internalError(res.StepFile != "", err), &res
 	}
 	var note string
 	if err != nil {
@@ -457,19 +486,19 @@ func subagentStop(ctx context.Context, h *hookEnv, ev *Event) response {
 	}
 	switch {
 	case res.Action == gate.StopActionBlock:
-		return blockStop(res.Reason() + note)
+		return blockStop(res.Reason() + note), &res
 	case res.Denied():
 		msg := res.Reason()
 		if res.Marked {
 			msg += "\nDES marked " + res.StepFile + " FAILED."
 		}
-		return stopMessage(msg + note)
+		return stopMessage(msg + note), &res
 	case len(res.Decision.Warn) > 0:
-		return stopMessage(res.Warnings() + note)
+		return stopMessage(res.Warnings() + note), &res
 	case note != "":
-		return stopMessage(strings.TrimPrefix(note, "\n"))
+		return stopMessage(strings.TrimPrefix(note, "\n")), &res
 	}
-	return noOpinion()
+	return noOpinion(), &res
 }
 
 // failedEvaluator answers every evaluation with the error that kept the

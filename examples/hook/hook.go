@@ -45,6 +45,8 @@ func defaultRoutes() routeTable {
 		{eventPostToolUse, toolAgent}:     postToolUseSubagent,
 		{eventPostToolUse, toolTask}:      postToolUseSubagent,
 		{eventSubagentStop, ""}:           subagentStop,
+		{eventSubagentStart, ""}:          subagentStart,
+		{eventUserPromptSubmit, ""}:       userPromptSubmit,
 
 		// Tools that write files DES cannot read ahead of time: their effect
 		// is checked after they run (internal/integrity).

@@ -171,6 +171,8 @@ func (h *hookEnv) internalError(required bool, err error) response {
 		return stopMessage(text)
 	case eventPostToolUse:
 		return postToolContext(text)
+	case eventSubagentStart, eventUserPromptSubmit:
+		return stopMessage(text) // the user's to fix: nothing here blocks
 	default:
 		return noOpinion()
 	}

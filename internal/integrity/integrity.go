@@ -100,8 +100,8 @@ var ErrNoBaseline = errors.New("no integrity baseline recorded yet")
 // Paths and globs are slash-separated, relative to the project root.
 type Watch struct {
 	ConfigFile string   `json:"config_file"` // .des/config.json
-	Trees      []string `json:"trees"`       // protected directories: policy directories, run records
-	StateGlobs []string `json:"state_globs"` // workflow-state documents
+	Trees      []string `json:"trees"`       // protected directories: policy directories, run records, the subagent registry
+	StateGlobs []string `json:"state_globs"` // workflow-state documents and the task graph
 	StepGlobs  []string `json:"step_globs"`  // step files
 }
 
@@ -110,8 +110,8 @@ type Watch struct {
 func DefaultWatch() Watch {
 	return Watch{
 		ConfigFile: ".des/config.json",
-		Trees:      []string{".des/policies", ".des/runs"},
-		StateGlobs: []string{".des/state.json", ".isdlc/state.json", ".isdlc/projects/*/state.json"},
+		Trees:      []string{".des/policies", ".des/runs", ".des/sessions"},
+		StateGlobs: []string{".des/state.json", ".isdlc/state.json", ".isdlc/projects/*/state.json", ".claude/state/active_task_graph.json"},
 		StepGlobs:  []string{"**/steps/*.json"},
 	}
 }

@@ -53,6 +53,9 @@ func Branch(dir, workflowBranch string) BranchFacts {
 		b.Readable = true
 		b.Current = strings.TrimPrefix(ref, "refs/heads/")
 	}
+	// The name as the policy reads it (des.phases.branch): spaces around
+	// it and a refs/heads/ prefix do not count.
+	workflowBranch = strings.TrimPrefix(strings.TrimSpace(workflowBranch), "refs/heads/")
 	if workflowBranch != "" && validBranch(workflowBranch) {
 		b.WorkflowBranchExists = refExists(commonDir(gitDir), "refs/heads/"+workflowBranch)
 	}
@@ -73,7 +76,7 @@ func findGitDir(dir string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	for {
+	for first := true; ; first = false {
 		dotGit := filepath.Join(dir, ".git")
 		if fi, err := os.Stat(dotGit); err == nil {
 			switch {
@@ -93,12 +96,31 @@ func findGitDir(dir string) (string, bool) {
 			}
 			return "", false // a .git that is neither: git would stop here too
 		}
+		if first && isGitDir(dir) {
+			// dir is a git directory itself: a bare repository, or
+			// what --git-dir names.
+			return dir, true
+		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
 			return "", false
 		}
 		dir = parent
 	}
+}
+
+// isGitDir reports whether dir looks like a git directory, as git tells
+// one: a HEAD file (or link) beside refs and objects directories.
+func isGitDir(dir string) bool {
+	if _, err := os.Lstat(filepath.Join(dir, "HEAD")); err != nil {
+		return false
+	}
+	for _, sub := range []string{"refs", "objects"} {
+		if fi, err := os.Stat(filepath.Join(dir, sub)); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // readHead returns the ref HEAD names, "" for a detached HEAD (a hash), or

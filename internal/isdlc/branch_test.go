@@ -160,3 +160,37 @@ func TestValidBranch(t *testing.T) {
 		}
 	}
 }
+
+// A git directory given as such (what --git-dir names, a bare repository)
+// is read directly; a directory that only has a HEAD is not one.
+func TestBranchOfAGitDirectory(t *testing.T) {
+	main := repo(t)
+	got := Branch(filepath.Join(main, ".git"), "feature/x")
+	if !got.Readable || got.Current != "main" || !got.WorkflowBranchExists {
+		t.Errorf("Branch(.git) = %+v", got)
+	}
+	bare := filepath.Join(t.TempDir(), "bare.git")
+	git(t, main, "clone", "-q", "--bare", main, bare)
+	if got := Branch(bare, "other"); !got.Readable || got.Current != "main" || !got.WorkflowBranchExists {
+		t.Errorf("Branch(bare) = %+v", got)
+	}
+	decoy := t.TempDir()
+	write(t, decoy, "HEAD", "ref: refs/heads/other\n")
+	if got := Branch(decoy, ""); got.Readable {
+		t.Errorf("a directory with a HEAD file only: %+v", got)
+	}
+}
+
+// The workflow branch is named as the policy reads it: a full ref name or
+// spaces around it find the same branch.
+func TestBranchWorkflowBranchSpellings(t *testing.T) {
+	main := repo(t)
+	for _, name := range []string{"feature/x", "refs/heads/feature/x", " feature/x\n"} {
+		if got := Branch(main, name); !got.WorkflowBranchExists {
+			t.Errorf("Branch(%q) = %+v", name, got)
+		}
+	}
+	if got := Branch(main, "refs/heads/"); got.WorkflowBranchExists {
+		t.Errorf("an empty name after refs/heads/: %+v", got)
+	}
+}

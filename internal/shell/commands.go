@@ -56,6 +56,7 @@ var inShell = map[string]bool{"command": true, "builtin": true, "time": true}
 // run analyses one simple command given as words and says where it leaves
 // the shell.
 func (a *analyzer) run(args []word, st *walkState, call callInfo) flow {
+	defer a.setGitDir(a.gitDir) // env GIT_DIR=x sets it for this command only
 	out := plain(st)
 	same := true // still in the current shell
 	for len(args) > 0 {
@@ -248,6 +249,9 @@ func (a *analyzer) unwrap(name string, w wrapperSpec, args []word, st *walkState
 	}
 	if w.assigns {
 		for len(rest) > 0 && rest[0].lit && isAssign(rest[0].val) {
+			if name, val, _ := strings.Cut(rest[0].val, "="); name == gitDirVar {
+				a.gitDir = val // restored with the command (command)
+			}
 			rest = rest[1:]
 		}
 	}

@@ -143,6 +143,12 @@ func TestGitCommits(t *testing.T) {
 				{Subcommand: "am", Args: []string{"p"}}, {Subcommand: "pull"}}},
 		{name: "built-in is not an alias", cmd: `git -c alias.status=commit status; git log`},
 		{name: "dynamic alias definition", cmd: `git -c "$X" st`, commits: []GitCommit{{Subcommand: "st", Alias: true, Dynamic: true, Options: []string{"-c", "$X"}}}, dynamic: true},
+		// GIT_DIR in git's environment, for that command only.
+		{name: "GIT_DIR prefix", cmd: `GIT_DIR=../.git git commit; git commit`,
+			commits: []GitCommit{{Subcommand: "commit", GitDir: "../.git"}, {Subcommand: "commit"}}},
+		{name: "GIT_DIR through env and sh -c", cmd: `env A=1 GIT_DIR=/r/.git git commit; GIT_DIR="$D" sh -c 'git commit'; git commit`,
+			commits: []GitCommit{{Subcommand: "commit", GitDir: "/r/.git"}, {Subcommand: "commit", GitDir: "$D"}, {Subcommand: "commit"}}},
+		{name: "GIT_DIR assigned alone is not git's environment", cmd: `GIT_DIR=x; git commit`, commits: []GitCommit{{Subcommand: "commit"}}},
 	})
 }
 

@@ -208,7 +208,7 @@ func (a *analyzer) gitCommit(at *walkState, sub, written string, rest []word, op
 	}
 	for _, l := range at.dir.list() {
 		c := GitCommit{Dir: l.path, Args: texts(rest), Subcommand: sub, Alias: alias, Options: options,
-			Dynamic: dynamic || l.unknown || at.dir.over}
+			GitDir: a.gitDir, Dynamic: dynamic || l.unknown || at.dir.over}
 		if c.Dynamic {
 			a.res.Dynamic = true
 		}

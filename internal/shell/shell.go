@@ -231,6 +231,11 @@ type GitCommit struct {
 	// Options are git's global options before the subcommand, as read
 	// (`-c`, `core.hooksPath=/dev/null`, `--git-dir=x`, ...).
 	Options []string
+	// GitDir is GIT_DIR as the command sets it in git's environment
+	// (`GIT_DIR=x git commit`, `env GIT_DIR=x git commit`, inherited by a
+	// nested `sh -c`), as written; "" when it does not. An --git-dir
+	// option overrides it, as in git.
+	GitDir string
 }
 
 // GitAdd is one `git add` (or `git stage`) a Bash command runs, read as

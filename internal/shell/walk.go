@@ -17,6 +17,10 @@ type analyzer struct {
 	dirWork    int               // directory text built (maxDirWork)
 	funcs      map[string]bool   // functions the command declares
 	gitAliases map[string]string // git config alias.NAME VALUE run earlier in the command
+	// gitDir is GIT_DIR as the command being run sets it in its
+	// environment (a prefix assignment, env NAME=VALUE), as written; ""
+	// when it does not. Its git commits carry it (GitCommit.GitDir).
+	gitDir string
 	// detail is the Detail of the writes being added (chmod's mode, git
 	// checkout's tree), set around the calls that add them.
 	detail string
@@ -165,6 +169,12 @@ func (a *analyzer) command(cmd syntax.Command, s *syntax.Stmt, st *walkState) fl
 		a.nested(c, st)
 		if len(c.Args) == 0 {
 			return flow{ok: a.assigns(c.Assigns, st)}
+		}
+		defer a.setGitDir(a.gitDir)
+		for _, as := range c.Assigns {
+			if as.Name != nil && as.Name.Value == gitDirVar && as.Value != nil {
+				a.gitDir = texts(a.words([]*syntax.Word{as.Value}, st))[0]
+			}
 		}
 		return a.run(a.words(c.Args, st), st, callInfo{stmt: s})
 	case *syntax.BinaryCmd:
@@ -526,3 +536,8 @@ func (a *analyzer) start() *walkState {
 	}
 	return &walkState{old: single(old)}
 }
+
+// gitDirVar is the environment variable that names git's repository.
+const gitDirVar = "GIT_DIR"
+
+func (a *analyzer) setGitDir(v string) { a.gitDir = v }

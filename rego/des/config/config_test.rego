@@ -12,3 +12,12 @@ test_defaults if {
 	data.des.config.guarded_step_files == ["**/steps/*.json"]
 	data.des.config.guarded_state_files == [".des/state.json", ".isdlc/state.json", ".isdlc/projects/*/state.json"]
 }
+
+# Orchestration governance (delegation, the subagent registry, the task graph):
+# off until a project sets them.
+test_orchestration_defaults if {
+	data.des.config.delegation_mode == "off"
+	data.des.config.max_concurrent_agents == 0
+	data.des.config.session_ttl_minutes == 60
+	data.des.config.task_graph_file == ".claude/state/active_task_graph.json"
+}

@@ -1,5 +1,6 @@
 # Document write guard.
-# Decides whether a write to a workflow document (step file, workflow state) may land.
+# Decides whether a write to a workflow document (step file, workflow state,
+# task graph) may land.
 # Gathers the concern packages; a team adds rules to this package to extend the gate.
 # Each concern is asked only when the input holds what it judges: a rule
 # reference costs microseconds even when it finds nothing.
@@ -30,3 +31,14 @@ warn contains v if {
 # des's memory of a workflow state after this write, kept by Go once the
 # write is seen to land (gate.DocumentWrite, StateDir).
 info := {"state_seen": data.des.statewrite.seen_next} if input.state
+
+# The task graph of a delegating orchestrator (input.task_graph).
+deny contains v if {
+	input.task_graph
+	some v in data.des.taskgraph.write.deny
+}
+
+warn contains v if {
+	input.task_graph
+	some v in data.des.taskgraph.write.warn
+}

@@ -1,7 +1,9 @@
 # Gate 1, pre-invocation.
 # Decides whether a subagent may start (Claude Code PreToolUse for Agent or
 # Task) and, for multi-phase workflows, whether an Agent, Task or Skill call
-# fits the workflow's phase (des.phases).
+# fits the workflow's phase (des.phases); for delegating orchestrators,
+# whether the call fits the task graph (des.taskgraph.delegation) and the
+# concurrency limit (des.delegation).
 # Gathers the concern packages; a team adds rules to this package to extend the gate.
 # Built-in gate packages carry no package METADATA: a team extending the gate
 # adds files to this package, and OPA allows one package annotation per package.
@@ -46,6 +48,20 @@ warn contains v if {
 deny contains v if some v in guards.deny
 
 warn contains v if some v in guards.warn
+
+# A delegation of a task graph phase (input.task_phase, input.task_graph):
+# no phase named, or no graph, no opinion.
+deny contains v if {
+	input.task_phase
+	input.task_graph
+	some v in data.des.taskgraph.delegation.deny
+}
+
+# The concurrency limit (input.registry, only when max_concurrent_agents > 0).
+deny contains v if {
+	input.registry
+	some v in data.des.delegation.concurrency_deny
+}
 
 default _phase_current := null
 

@@ -2,7 +2,8 @@
 # Decides whether a tool call (Write, Edit, MultiEdit, Bash) may touch DES's own
 # files or write a guarded document behind the write guard's back, whether a
 # git commit fits the phase workflow's branch (des.phases.branch), and, after
-# an Agent/Task call, observes iSDLC's discover flow (des.phases.observers).
+# an Agent/Task call, observes iSDLC's discover flow (des.phases.observers);
+# under delegation_mode, whether the main thread works itself (des.delegation).
 # Gathers the concern packages; a team adds rules to this package to extend the gate.
 package des.gates.tool_use
 
@@ -34,4 +35,16 @@ deny contains v if some v in data.des.phases.branch.deny
 warn contains v if {
 	_agent_result
 	some v in data.des.phases.observers.warn
+}
+
+# Delegation mode: work in the main thread (input.delegation, PreToolUse,
+# only when delegation_mode is not "off").
+deny contains v if {
+	input.delegation
+	some v in data.des.delegation.work_deny
+}
+
+warn contains v if {
+	input.delegation
+	some v in data.des.delegation.work_warn
 }

@@ -131,7 +131,10 @@ status_text := json.marshal(current_status) if current_status != null
 
 # Text helpers. A phrase matches as whole words, case-insensitively; phrases
 # in the tables are literal words (letters, digits, spaces, hyphens).
-_phrase_re(p) := sprintf("(?i)\\b%s\\b", [concat("\\s+", split(trim_space(p), " "))])
+# METADATA
+# title: Phrase pattern
+# description: The regular expression of a phrase of the tables, as whole words, case-insensitively.
+phrase_re(p) := sprintf("(?i)\\b%s\\b", [concat("\\s+", split(trim_space(p), " "))])
 
 # METADATA
 # title: Has a phrase
@@ -139,25 +142,28 @@ _phrase_re(p) := sprintf("(?i)\\b%s\\b", [concat("\\s+", split(trim_space(p), " 
 has_phrase(text, phrases) if {
 	some p, on in phrases
 	on == true
-	regex.match(_phrase_re(p), text)
+	regex.match(phrase_re(p), text)
 }
 
 # METADATA
 # title: First command word
 # description: The first word of a text, lower case, skipping a command prefix such as /isdlc; trailing punctuation is dropped.
-first_word(text) := w if {
-	words := _words(text)
-	not data.des.phases.command_prefixes[lower(words[0])] == true
-	w := _bare(words[0])
+first_word(text) := _bare(m[1]) if {
+	m := _lead(text)
+	not data.des.phases.command_prefixes[lower(m[1])] == true
 }
 
-first_word(text) := w if {
-	words := _words(text)
-	data.des.phases.command_prefixes[lower(words[0])] == true
-	w := _bare(words[1])
+first_word(text) := _bare(m[2]) if {
+	m := _lead(text)
+	data.des.phases.command_prefixes[lower(m[1])] == true
+	m[2] != ""
 }
 
-_words(text) := regex.split(`\s+`, trim_space(text))
+first_word(text) := "" if trim_space(text) == ""
+
+# The first two words only (words are split on whitespace): a prompt may be
+# megabytes, and splitting all of it cost a scan and a string per word.
+_lead(text) := regex.find_all_string_submatch_n(`^(\S+)(?:\s+(\S+))?`, trim_space(text), 1)[0]
 
 _bare(w) := lower(trim_right(w, ".,:;!?"))
 
@@ -202,3 +208,24 @@ _agent0 := replace(lower(trim_space(subagent_type)), "_", "-")
 agent := data.des.phases.agent_aliases[_agent0]
 
 agent := _agent0 if not data.des.phases.agent_aliases[_agent0]
+
+# METADATA
+# title: Whole token
+# description: |
+#   Whether name occurs in text as a whole token, a maximal run of
+#   [a-z0-9_-] (text already lowered in ASCII). A name with another
+#   character is never a token. Where the name occurs, the text is split
+#   on it: an occurrence is a whole token when the part before it does not
+#   end, and the part after it does not start, with a token character. (A
+#   whole-token occurrence overlaps no other occurrence, so the split finds it.)
+whole_token(text, name) if {
+	name != ""
+	trim(name, _token_chars) == ""
+	contains(text, name)
+	parts := split(text, name)
+	some i in numbers.range(1, count(parts) - 1)
+	trim_right(parts[i - 1], _token_chars) == parts[i - 1]
+	trim_left(parts[i], _token_chars) == parts[i]
+}
+
+_token_chars := "abcdefghijklmnopqrstuvwxyz0123456789_-"

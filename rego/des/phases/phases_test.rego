@@ -81,6 +81,26 @@ test_first_word if {
 	phases.first_word("/isdlc status") == "/isdlc" with data.des.phases.command_prefixes as {"/isdlc": false}
 }
 
+test_whole_token if {
+	phases.whole_token("run 06-implementation now", "06-implementation")
+	phases.whole_token("06-implementation", "06-implementation")
+	phases.whole_token("(06-implementation).", "06-implementation")
+	phases.whole_token("x06-implementation 06-implementation", "06-implementation")
+	not phases.whole_token("x06-implementation 06-implementation_y", "06-implementation")
+	not phases.whole_token("req-0004-design", "04-design")
+	not phases.whole_token("04-designs", "04-design")
+	phases.whole_token("aa aaa aa", "aa")
+	not phases.whole_token("aaa", "aa")
+	not phases.whole_token("a b", "a b") # a name with a non-token character is never a token
+	not phases.whole_token("anything", "")
+}
+
+test_first_word_reads_only_the_first_words if {
+	phases.first_word(concat(" ", ["discover", concat("", ["x" | some _ in numbers.range(1, 1000)])])) == "discover"
+	not phases.first_word("/isdlc  ") # the prefix alone names no command
+	phases.first_word("\u00a0Status\tof") == "status"
+}
+
 test_has_phrase_whole_words if {
 	phases.has_phrase("please Advance now", {"advance": true})
 	phases.has_phrase("go to the NEXT\n phase", {"next phase": true})

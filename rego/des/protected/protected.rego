@@ -12,7 +12,8 @@
 #   and so are the configured directories in data.des.config.
 package des.protected
 
-# The protected roots: .des/config.json, DES's run records and git's hooks
+# The protected roots: .des/config.json, DES's run records, its subagent
+# registry (.des/sessions) and git's hooks
 # directory (a pre-commit hook replaced switches Gate 3 off) always, plus the
 # configured audit and policy directories, DES's per-user state directory
 # (its last good copies) and the audit trail's witnesses (absolute, outside
@@ -21,7 +22,7 @@ package des.protected
 # array and built-ins: this rule runs on every write under a protected root,
 # and user functions cost more.
 roots := array.concat(
-	array.concat([".des/config.json", ".des/runs", ".git/hooks", data.des.config.audit_dir], data.des.config.policy_dirs),
+	array.concat([".des/config.json", ".des/runs", ".des/sessions", ".git/hooks", data.des.config.audit_dir], data.des.config.policy_dirs),
 	[d | some k in ["state_dir", "witness_dir"]; d := object.get(data.des.config, k, ""); d != ""],
 )
 

@@ -14,6 +14,8 @@ test_config_audit_and_runs_are_protected if {
 	count(protected.deny) == 1 with input as write(".des/config.json")
 	count(protected.deny) == 1 with input as write(".des/audit/audit-2026-01-01.log")
 	count(protected.deny) == 1 with input as write(".des/runs/toolu_1.json")
+	count(protected.deny) == 1 with input as write(".des/sessions/agent-a1.json")
+	count(protected.deny) == 1 with input as write(".des/sessions")
 	count(protected.deny) == 1 with input as write(".des/audit")
 }
 

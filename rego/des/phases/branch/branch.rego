@@ -76,9 +76,17 @@ deny contains {
 	current
 	_git_branch.status == data.des.phases.active_branch_status
 	some c in _on
-	data.des.phases.protected_branches[c.branch] == true
+	_protected(c.branch)
 	c.branch != _workflow_branch
 	c.exists
+}
+
+# A protected branch in any case: on a case-insensitive file system (macOS,
+# Windows) HEAD naming refs/heads/MAIN commits onto main's ref file.
+_protected(b) if {
+	some p, on in data.des.phases.protected_branches
+	on == true
+	lower(p) == lower(b)
 }
 
 default _last_text := "(none listed)"

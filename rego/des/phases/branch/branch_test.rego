@@ -45,6 +45,15 @@ test_protected_needs_active_status_and_existing_branch if {
 	codes(commit("develop")) == set()
 }
 
+# HEAD naming refs/heads/MAIN writes main's ref on a case-insensitive file
+# system: a protected branch counts in any case (a team's entries too).
+test_protected_branch_in_any_case if {
+	codes(commit("MAIN")) == {"DES-BRANCH-PROTECTED"}
+	codes(commit("Master")) == {"DES-BRANCH-PROTECTED"}
+	codes(commit("release")) == {"DES-BRANCH-PROTECTED"} with data.des.phases.protected_branches as {"Release": true}
+	codes(commit("MAIN")) == set() with data.des.phases.protected_branches as {"main": false}
+}
+
 test_team_extends_protected_branches if {
 	codes(commit("develop")) == {"DES-BRANCH-PROTECTED"} with data.des.phases.protected_branches as {"main": true, "develop": true}
 }

@@ -7,11 +7,12 @@ import data.des.phases.call_tool
 import data.des.phases.current
 import data.des.phases.description
 import data.des.phases.first_word
-import data.des.phases.has_phrase
 import data.des.phases.norm_phase
 import data.des.phases.phase_list
+import data.des.phases.phrase_re
 import data.des.phases.prompt
 import data.des.phases.subagent_type
+import data.des.phases.whole_token
 
 # The text a call is read from: its prompt and its description.
 _text := concat("\n", [prompt, description])
@@ -67,24 +68,27 @@ _by_marker := t if {
 # the same phase (software-developer and 06-implementation) count as one;
 # two distinct phases make the call no delegation. A setup command as the
 # first word (optionally after /isdlc) vetoes rule 3 only.
-_tokens := {lower(t) | some t in regex.find_n(`[A-Za-z0-9_-]+`, _text, -1)}
+# A prompt may be megabytes: the text is never cut into all its tokens (that
+# cost seconds on 5 MB). Each name of the (small) tables is looked up with
+# string built-ins instead: where the name occurs, is it a whole token? The
+# text is lowered in ASCII only, as tokens are ASCII; agents are compared
+# with "_" read as "-" (phase keys as written).
+_ltext := strings.replace_n(data.des.phases.ascii_lower, _text)
 
-# Built-ins only per token (a prompt may hold tens of thousands): the tables
-# are small, so they are walked and looked up in the token sets.
-_agent_tokens := {replace(t, "_", "-") | some t in _tokens}
+_atext := replace(_ltext, "_", "-")
 
 _candidates contains resolve(norm_phase(p)) if {
 	some a, p in data.des.phases.agent_phases
 	is_string(p)
 	not data.des.phases.non_delegation_phases[p] == true
-	lower(a) in _agent_tokens
+	whole_token(_atext, lower(a))
 }
 
 # A phase of the workflow is named by its key or by a legacy key of it.
 _candidates contains p if {
 	some p in phase_list
 	some k in _phase_names(p)
-	k in _tokens
+	whole_token(_ltext, k)
 }
 
 _phase_names(p) := {lower(k) | some k in array.concat([p], [a | some a, q in data.des.phases.phase_aliases; q == p])}
@@ -167,7 +171,7 @@ advancement if {
 	call_tool
 	not delegation
 	data.des.phases.advance_agents[agent] == true
-	has_phrase(_text, data.des.phases.advance_phrases)
+	_advance_phrase
 }
 
 advancement if _skill_advance
@@ -181,9 +185,9 @@ corridor_call if {
 	_corridor_phrase
 }
 
-_corridor_phrase if has_phrase(_text, data.des.phases.advance_phrases)
+_corridor_phrase if _advance_phrase
 
-_corridor_phrase if has_phrase(_text, data.des.phases.corridor_phrases)
+_corridor_phrase if _has_phrase(data.des.phases.corridor_phrases)
 
 corridor_call if _skill_advance
 
@@ -193,5 +197,90 @@ corridor_call if _skill_advance
 completion_claim if {
 	call_tool
 	not delegation
-	has_phrase(_text, data.des.phases.completion_claim_phrases)
+	_has_phrase(data.des.phases.completion_claim_phrases)
 }
+
+# A phrase of a table, as whole words in the call's text (the expression
+# phrase_re, case-insensitive). A prompt may be megabytes, and one scan of
+# it per phrase with that expression costs about 0.1 s: a phrase whose
+# words do not all occur in the text is skipped, and one that can be is
+# located by its first word (below) instead of scanned for. The advance
+# phrases, read for advancement and for the corridors, are read once.
+_advance_phrase if _has_phrase(data.des.phases.advance_phrases)
+
+_has_phrase(phrases) if {
+	some p, on in phrases
+	on == true
+	_may_hold(p)
+	_phrase_in_text(p)
+}
+
+# Every word of the phrase occurs in the ASCII-lowered text; unless the
+# text holds a character the expression's case folding turns into an ASCII
+# letter (K, the Kelvin sign, and ſ, the long s: they fold to k and s), in
+# which case only the expression can tell.
+_may_hold(_) if _folds_to_ascii
+
+_may_hold(p) if {
+	not _folds_to_ascii
+	every w in _phrase_words(p) {
+		contains(_ltext, w)
+	}
+}
+
+_phrase_in_text(p) if {
+	not _locatable(p)
+	regex.match(phrase_re(p), _text)
+}
+
+_phrase_in_text(p) if {
+	_locatable(p)
+	ws := _phrase_words(p)
+	parts := split(_ltext, ws[0])
+	_found(p, ws, parts)
+}
+
+# Past this many occurrences of the first word, one scan with the
+# expression costs less than looking at each.
+_max_located := 5000
+
+_found(p, _, parts) if {
+	count(parts) > _max_located
+	regex.match(phrase_re(p), _text)
+}
+
+# Where the first word occurs with no word character before it, the rest of
+# the phrase follows it: whitespace and the next word, ..., then no word
+# character (the expression's \b at both ends; \w is [0-9A-Za-z_]).
+_found(_, ws, parts) if {
+	n := count(parts)
+	n > 1
+	n <= _max_located
+	after := sprintf("^%s(?:[^0-9a-z_]|$)", [concat("", [sprintf(`\s+%s`, [w]) | some w in array.slice(ws, 1, count(ws))])])
+	some i in numbers.range(1, n - 1)
+	trim_right(parts[i - 1], "abcdefghijklmnopqrstuvwxyz0123456789_") == parts[i - 1]
+	regex.match(after, parts[i])
+}
+
+_phrase_words(p) := [lower(w) | some w in split(trim_space(p), " ")]
+
+# A phrase is located by its first word in the ASCII-lowered text (whose
+# bytes are where the text's are) when its words are letters and digits
+# (a whole-word occurrence then overlaps no other), no later word holds the
+# first (the split on it keeps the rest of the phrase whole), and the text
+# has no K or ſ.
+_locatable(p) if {
+	not _folds_to_ascii
+	ws := _phrase_words(p)
+	every w in ws {
+		w != ""
+		trim(w, "abcdefghijklmnopqrstuvwxyz0123456789") == ""
+	}
+	every w in array.slice(ws, 1, count(ws)) {
+		not contains(w, ws[0])
+	}
+}
+
+_folds_to_ascii if contains(_text, "\u212a")
+
+_folds_to_ascii if contains(_text, "\u017f")

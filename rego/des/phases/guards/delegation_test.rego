@@ -206,6 +206,40 @@ test_skill_is_never_a_delegation if {
 
 # Advancement attempts.
 
+# Phrases are located by their first word rather than scanned for; the
+# result is the expression's (phrase_re): whole words, \w being
+# [0-9A-Za-z_], any whitespace between words, any case, K (Kelvin sign) and
+# ſ (long s) folding to k and s.
+claim(text) if guards.completion_claim with input as agent("general-purpose", text)
+
+test_phrases_located_as_the_expression_reads_them if {
+	claim("Phase complete")
+	claim("the PHASE \t\n COMPLETE.")
+	claim("(phase complete)")
+	claim("phase complete")
+	claim("x phase phase complete")
+	claim("phases phase complete")
+	claim("phase-complete phase complete")
+	claim("GATE-06 ready for gate-06")
+	not claim("phase completed")
+	not claim("subphase complete")
+	not claim("phase_complete")
+	not claim("phase complete_x")
+	not claim("9phase complete")
+	not claim("phasecomplete")
+	not claim("phase\u00a0complete") # no-break space is not \s
+	claim("mar\u212a as complete") # Kelvin sign: the expression folds it to k
+	claim("mark a\u017f complete") # long s
+	not claim("\u017fubmit for review") # not a word character: no \b before it
+	not claim("mar\u212a as completed")
+}
+
+test_phrases_past_many_occurrences if {
+	many := concat(" ", ["phases" | some _ in numbers.range(1, 6000)])
+	claim(concat(" ", [many, "phase done"]))
+	not claim(concat(" ", [many, "phase dune"]))
+}
+
 test_advancement_orchestrator_phrases if {
 	guards.advancement with input as agent("sdlc-orchestrator", "Advance to the next phase")
 	guards.advancement with input as agent("orchestrator", "Run the GATE check")

@@ -73,13 +73,36 @@ deny contains {
 	"code": "DES-PHASE-UNTRACKED",
 	"msg": sprintf("%s delegates phase %q (%s), the current phase, but its status is %s (phases[%q].status, else active_workflow.phase_status[%q]), not %q: the orchestrator has not marked the phase started", [who, target, _by_words[by], status_text, current, current, data.des.phases.active_status]),
 	"field": ptr(["phases", current, "status"]),
-	"recovery": [sprintf("Set phases[%q].status to %q (and active_workflow.phase_status[%q]) before delegating.", [current, data.des.phases.active_status, current])],
+	"recovery": _untracked_recovery,
 } if {
 	current
 	delegation
 	target == current
 	current_status != data.des.phases.active_status
 }
+
+# A phase not yet started is marked started. A completed phase cannot simply
+# be set back to in_progress: the workflow-state write guard refuses a status
+# going back (DES-STATE-V8-STATUS) unless the same write sets
+# recovery_action.type to retry; the usual way on is the next phase.
+default _untracked_recovery := []
+
+_untracked_recovery := [sprintf("Set phases[%q].status to %q (and active_workflow.phase_status[%q]) before delegating.", [current, data.des.phases.active_status, current])] if {
+	current_status != data.des.phases.completed_status
+}
+
+_untracked_recovery := [
+	sprintf("Phase %q is completed: move on to the next phase%s instead of delegating it again.", [current, _next_text]),
+	sprintf("To redo it, set phases[%q].status and active_workflow.phase_status[%q] to %q and active_workflow.recovery_action.type to \"retry\" in the same write (a status going back from %q is refused otherwise), then delegate again.", [current, current, data.des.phases.active_status, data.des.phases.completed_status]),
+] if {
+	current_status == data.des.phases.completed_status
+}
+
+_next_phase := phase_list[_first_index(current) + 1]
+
+default _next_text := ""
+
+_next_text := sprintf(" %q (set active_workflow.current_phase to it, with active_workflow.current_phase_index, phases[%q].status and active_workflow.phase_status[%q] set to %q)", [_next_phase, _next_phase, _next_phase, data.des.phases.active_status])
 
 _early := {norm_phase(p) | some p, on in data.des.phases.early_phases; on == true}
 
@@ -157,9 +180,39 @@ _some_traces if {
 # itself is on a cycle.
 _tasks := [t | some s in _sections; some t in s.tasks; is_object(t); is_string(t.id)]
 
-_graph := {t.id: {b | some u in _tasks; u.id == t.id; some b in u.blocked_by; is_string(b)} | some t in _tasks}
+# A task id listed twice has the blocked_by of both. The comprehension is
+# assigned in a rule body, so that OPA indexes it by id: building the graph
+# stays linear in the tasks (a comprehension per task inside an object
+# comprehension was quadratic, past Gate 1's budget at 1,000 tasks).
+_graph[id] := deps if {
+	some t in _tasks
+	id := t.id
+	deps := {b | some u in _tasks; u.id == id; some b in u.blocked_by; is_string(b)}
+}
 
-_cyclic := {id | some id, next in _graph; id in graph.reachable(_graph, next)}
+# Which tasks are on a cycle, without a reachability walk per task (quadratic:
+# past Gate 1's budget on a 1,000-task chain). In any total order of the ids,
+# every cycle has an edge a → b with b not below a ("forward"): were every
+# edge to point down, no path could return. A forward edge a → b is on a
+# cycle when b reaches a, and the tasks of those cycles are the ones b
+# reaches that also reach a. The order is that of the id strings, so that
+# iSDLC's blocked_by, which names earlier tasks (T0002 blocked by T0001),
+# has no forward edge and costs no walk at all.
+_edges := {[a, b] | some a, deps in _graph; some b in deps}
+
+_reverse[b] := froms if {
+	some [_, b] in _edges
+	froms := {a | some [a, x] in _edges; x == b}
+}
+
+_forward := {[a, b] | some [a, b] in _edges; b >= a}
+
+_cyclic := {id |
+	some [a, b] in _forward
+	ahead := graph.reachable(_graph, {b})
+	a in ahead
+	some id in (ahead & graph.reachable(_reverse, {a}))
+}
 
 _plan_problems contains sprintf("its blocked_by graph has a cycle through %s", [concat(", ", sort(_cyclic))]) if count(_cyclic) > 0
 

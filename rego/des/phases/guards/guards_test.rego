@@ -73,6 +73,22 @@ test_untracked_falls_back_to_phase_status if {
 	deny_codes(agent_in(st2, "software-developer", "x")) == {"DES-PHASE-UNTRACKED"}
 }
 
+# A completed phase is not set back to in_progress by a plain write (the
+# state write guard refuses a status going back): the recovery names the next
+# phase, and the retry that makes the redo a write the guard accepts.
+test_untracked_completed_recovery_names_retry if {
+	st := patched([
+		{"op": "replace", "path": "/phases/06-implementation/status", "value": "completed"},
+		{"op": "replace", "path": "/active_workflow/phase_status/06-implementation", "value": "completed"},
+	])
+	inp := agent_in(st, "software-developer", "x")
+	deny_codes(inp) == {"DES-PHASE-UNTRACKED"}
+	t := texts(inp)
+	contains(t, `Phase "06-implementation" is completed: move on to the next phase "07-testing"`)
+	contains(t, `active_workflow.recovery_action.type to "retry" in the same write`)
+	not contains(t, "before delegating.")
+}
+
 test_untracked_null_status_is_absent if {
 	st := patched([
 		{"op": "replace", "path": "/phases/06-implementation/status", "value": null},
@@ -183,6 +199,23 @@ test_plan_format_cycle if {
 	]}
 	ws := plan_warnings(object.union(plan_ok, {"sections": [sec]}))
 	ws == {"docs/isdlc/tasks.md (format v2.0, current phase \"06-implementation\") its blocked_by graph has a cycle through T1, T2, T3"}
+}
+
+# The cycle search walks from forward edges only (id order): cycles in any
+# id order, two at once, a task listed twice (its blocked_by merged), tasks
+# reached from a cycle but not on it, and none when every edge points back.
+task(id, deps) := {"id": id, "files": ["a"], "traces": true, "blocked_by": deps}
+
+test_plan_format_cycles_in_any_order if {
+	sec := {"title": "Phase 06: Implementation", "tasks": [
+		task("T9", ["T10"]), task("T10", ["T11"]), task("T11", ["T9"]), # T10 < T9 as strings
+		task("A", ["B"]), task("B", []), task("B", ["A"]), # B listed twice
+		task("C", ["A"]), task("D", ["C"]), task("E", ["E0"]),
+	]}
+	ws := plan_warnings(object.union(plan_ok, {"sections": [sec]}))
+	ws == {"docs/isdlc/tasks.md (format v2.0, current phase \"06-implementation\") its blocked_by graph has a cycle through A, B, T10, T11, T9"}
+	back := {"title": "Phase 06: Implementation", "tasks": [task("T0003", ["T0002", "T0001"]), task("T0002", ["T0001"]), task("T0001", [])]}
+	plan_warnings(object.union(plan_ok, {"sections": [back]})) == set()
 }
 
 test_plan_format_self_cycle if {

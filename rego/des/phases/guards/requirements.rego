@@ -212,7 +212,17 @@ _indexed_text := json.marshal(_indexed)
 
 _position := [i | some i, p in active_workflow.phases; is_key(p); norm_phase(p) == current][0]
 
-_position_text := sprintf("to %d, the position of %q in active_workflow.phases", [_position, current]) if _position
+_position_text := sprintf("to %d, the position of %q in active_workflow.phases", [_position, current]) if {
+	_position
+	not _position < _index
+}
+
+# Lowering the index is refused by the workflow-state write guard
+# (DES-STATE-V8-INDEX) unless the same write is a rollback.
+_position_text := sprintf("to %d, the position of %q in active_workflow.phases, and active_workflow.recovery_action.type to \"rollback\" in the same write (the index going back from %v is refused otherwise)", [_position, current, _index]) if {
+	_position
+	_position < _index
+}
 
 _position_text := sprintf("and active_workflow.phases so that %q is at that index", [current]) if not _position
 

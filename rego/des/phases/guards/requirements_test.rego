@@ -222,6 +222,15 @@ test_gate_blocked_index_mismatch if {
 	contains(texts(advance(st)), "Set active_workflow.current_phase_index to 5")
 }
 
+# An index ahead of the current phase goes back only in a rollback write
+# (DES-STATE-V8-INDEX otherwise): the recovery says so.
+test_gate_blocked_index_ahead_recovery_is_a_rollback if {
+	st := set("/active_workflow/current_phase_index", 6)
+	t := texts(advance(st))
+	contains(t, `Set active_workflow.current_phase_index to 5, the position of "06-implementation" in active_workflow.phases, and active_workflow.recovery_action.type to "rollback" in the same write`)
+	not contains(texts(advance(set("/active_workflow/current_phase_index", 4))), "rollback")
+}
+
 test_gate_blocked_index_out_of_range if {
 	st := set("/active_workflow/current_phase_index", 42)
 	some m in gate_msgs(advance(st))

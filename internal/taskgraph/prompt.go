@@ -1,0 +1,57 @@
+package taskgraph
+
+import (
+	"regexp"
+	"strings"
+)
+
+// idPattern is what a phase_id may be (the schema says the same): letters,
+// digits, '.', '_' and '-', starting and ending with a letter or digit, at
+// most 128 bytes. Ending on a letter or digit lets "Phase ID: p1." in prose
+// name p1.
+const idPattern = `[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?`
+
+var (
+	validID = regexp.MustCompile(`^` + idPattern + `$`)
+	// The marker is machine-written, so it is read strictly but for case
+	// and spaces.
+	markerRE = regexp.MustCompile(`(?i)<!--\s*DES-TASK-PHASE:\s*(` + idPattern + `)\s*-->`)
+	// The line is written by a model, so it tolerates list markers, quotes,
+	// headings and markdown emphasis around the key and the id, and
+	// "Phase-ID" or "PhaseID"; what follows the id on the line is ignored.
+	lineRE = regexp.MustCompile(`(?im)^[ \t>#*_-]*phase[ _-]?id[*_]*[ \t]*:[ \t*_` + "`" + `"']*(` + idPattern + `)(?:[*_` + "`" + `"'.,;:)\]]*)(?:[ \t\r]|$)`)
+	// A verdict line: "VERDICT: FAIL", "**Verdict:** pass", "## VERDICT: PASS_WITH_MINOR_ISSUES".
+	verdictRE = regexp.MustCompile(`(?im)^[ \t>#*_-]*verdict[*_]*[ \t]*[:=-][ \t*_` + "`" + `"']*(pass|fail)`)
+)
+
+// ValidPhaseID reports whether id is a well-formed phase id.
+func ValidPhaseID(id string) bool { return validID.MatchString(id) }
+
+// PhaseID returns the phase a delegation prompt names, and whether it
+// names one: a marker "<!-- DES-TASK-PHASE: <id> -->" anywhere, else a
+// line "Phase ID: <id>" (key case-insensitive). When both are present
+// and differ, the marker wins: it is the form written for machines, while
+// a prose line may quote another phase. Of several markers, or lines, the
+// first wins.
+func PhaseID(prompt string) (string, bool) {
+	if m := markerRE.FindStringSubmatch(prompt); m != nil {
+		return m[1], true
+	}
+	if m := lineRE.FindStringSubmatch(prompt); m != nil {
+		return m[1], true
+	}
+	return "", false
+}
+
+// Verdict reads a verifier's verdict from its last message: "FAIL",
+// "PASS" (PASS_WITH_MINOR_ISSUES included) or "" when no line gives one.
+// A verdict line starts (after markdown list, quote, heading or emphasis
+// marks) with "VERDICT:" in any case; the last such line wins, since a
+// verifier may restate its verdict after reconsidering.
+func Verdict(text string) string {
+	m := verdictRE.FindAllStringSubmatch(text, -1)
+	if m == nil {
+		return ""
+	}
+	return strings.ToUpper(m[len(m)-1][1])
+}

@@ -1,0 +1,231 @@
+package taskgraph
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// DES rewrites a graph by splicing the few values it changes into the bytes
+// on disk, so that everything else a team wrote (unknown fields, key order,
+// formatting, number spellings) survives exactly.
+
+// span is a JSON value in the source: data[start:end]. An object's members
+// are listed in order; an array's elements likewise.
+type span struct {
+	start, end int
+	members    []member // objects
+	elems      []*span  // arrays
+	object     bool
+}
+
+type member struct {
+	key      string
+	keyStart int // the opening quote of the key
+	val      *span
+}
+
+// scanSpans indexes a document known to be valid JSON.
+func scanSpans(data []byte) (*span, error) {
+	s := &scanner{data: data}
+	v, err := s.value()
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+type scanner struct {
+	data []byte
+	pos  int
+}
+
+var errScan = errors.New("malformed JSON")
+
+func (s *scanner) ws() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) value() (*span, error) {
+	s.ws()
+	if s.pos >= len(s.data) {
+		return nil, errScan
+	}
+	start := s.pos
+	switch s.data[s.pos] {
+	case '{':
+		sp := &span{start: start, object: true}
+		s.pos++
+		s.ws()
+		if s.pos < len(s.data) && s.data[s.pos] == '}' {
+			s.pos++
+			sp.end = s.pos
+			return sp, nil
+		}
+		for {
+			s.ws()
+			ks := s.pos
+			if err := s.str(); err != nil {
+				return nil, err
+			}
+			var key string
+			if err := json.Unmarshal(s.data[ks:s.pos], &key); err != nil {
+				return nil, errScan
+			}
+			s.ws()
+			if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+				return nil, errScan
+			}
+			s.pos++
+			v, err := s.value()
+			if err != nil {
+				return nil, err
+			}
+			sp.members = append(sp.members, member{key: key, keyStart: ks, val: v})
+			s.ws()
+			if s.pos >= len(s.data) {
+				return nil, errScan
+			}
+			if s.data[s.pos] == ',' {
+				s.pos++
+				continue
+			}
+			if s.data[s.pos] != '}' {
+				return nil, errScan
+			}
+			s.pos++
+			sp.end = s.pos
+			return sp, nil
+		}
+	case '[':
+		sp := &span{start: start}
+		s.pos++
+		s.ws()
+		if s.pos < len(s.data) && s.data[s.pos] == ']' {
+			s.pos++
+			sp.end = s.pos
+			return sp, nil
+		}
+		for {
+			v, err := s.value()
+			if err != nil {
+				return nil, err
+			}
+			sp.elems = append(sp.elems, v)
+			s.ws()
+			if s.pos >= len(s.data) {
+				return nil, errScan
+			}
+			if s.data[s.pos] == ',' {
+				s.pos++
+				continue
+			}
+			if s.data[s.pos] != ']' {
+				return nil, errScan
+			}
+			s.pos++
+			sp.end = s.pos
+			return sp, nil
+		}
+	case '"':
+		if err := s.str(); err != nil {
+			return nil, err
+		}
+	default:
+		// A number or a literal runs to the next delimiter.
+		for s.pos < len(s.data) {
+			c := s.data[s.pos]
+			if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+				break
+			}
+			s.pos++
+		}
+	}
+	return &span{start: start, end: s.pos}, nil
+}
+
+func (s *scanner) str() error {
+	if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+		return errScan
+	}
+	for s.pos++; s.pos < len(s.data); s.pos++ {
+		switch s.data[s.pos] {
+		case '\\':
+			s.pos++
+		case '"':
+			s.pos++
+			return nil
+		}
+	}
+	return errScan
+}
+
+// get returns the value of key in an object span: the last member of that
+// name, as encoding/json reads duplicates.
+func (sp *span) get(key string) *span {
+	for i := len(sp.members) - 1; i >= 0; i-- {
+		if sp.members[i].key == key {
+			return sp.members[i].val
+		}
+	}
+	return nil
+}
+
+// edit replaces data[start:end] with text.
+type edit struct {
+	start, end int
+	text       string
+}
+
+// setEdit is the edit that makes key of object sp hold the JSON text val:
+// the value replaced in place when the key is present (null included),
+// else a member appended after the last one, in the layout of the first.
+func setEdit(data []byte, sp *span, key, val string) edit {
+	if v := sp.get(key); v != nil {
+		return edit{v.start, v.end, val}
+	}
+	k, _ := json.Marshal(key)
+	if len(sp.members) == 0 {
+		return edit{sp.start + 1, sp.start + 1, string(k) + ": " + val}
+	}
+	first, last := sp.members[0], sp.members[len(sp.members)-1]
+	indent := string(data[sp.start+1 : first.keyStart]) // e.g. "\n    "
+	if indent == "" {
+		indent = " "
+	}
+	colon := string(data[first.keyStart+len(quoteKey(data, first.keyStart)) : first.val.start]) // e.g. ": "
+	return edit{last.val.end, last.val.end, "," + indent + string(k) + colon + val}
+}
+
+// quoteKey returns the bytes of the quoted key starting at i.
+func quoteKey(data []byte, i int) []byte {
+	s := &scanner{data: data, pos: i}
+	if s.str() != nil {
+		return data[i:i]
+	}
+	return data[i:s.pos]
+}
+
+// apply makes the edits, which must not overlap.
+func apply(data []byte, edits []edit) ([]byte, error) {
+	slices.SortStableFunc(edits, func(a, b edit) int { return a.start - b.start })
+	out := make([]byte, 0, len(data)+64)
+	pos := 0
+	for _, e := range edits {
+		if e.start < pos {
+			return nil, fmt.Errorf("overlapping edits at offset %d", e.start)
+		}
+		out = append(out, data[pos:e.start]...)
+		out = append(out, e.text...)
+		pos = e.end
+	}
+	return append(out, data[pos:]...), nil
+}

@@ -1,0 +1,342 @@
+package des
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/fileio"
+	"github.com/deterministic-exec/des/internal/taskgraph"
+)
+
+// Orchestration governance: delegating orchestrators that run a task graph
+// in waves. Go gathers the facts and carries out what the spec says DES
+// does itself (the subagent registry, the wave sync, what to run next);
+// the rules are Rego (des.delegation, des.taskgraph).
+
+// taskGraph is the task graph of the settings, read through
+// internal/taskgraph.
+func (e *Engine) taskGraph() gate.TaskGraph {
+	file := e.graphFile()
+	return gate.TaskGraph{
+		File: file,
+		// internal/taskgraph reads the disk itself, through the root.
+		WriteFacts: func(rel string, content, _ []byte) map[string]any { return taskgraph.WriteFacts(e.root, rel, content) },
+		DiskFacts:  func() map[string]any { return taskgraph.InvocationFacts(e.root, file) },
+		PhaseID:    taskgraph.PhaseID,
+	}
+}
+
+// graphFile is task_graph_file as the gates compare paths: slash-separated,
+// relative to the root.
+func (e *Engine) graphFile() string {
+	return filepath.ToSlash(filepath.Clean(filepath.FromSlash(e.cfg.TaskGraphFile)))
+}
+
+// GraphPath is the task graph document's absolute path.
+func (e *Engine) GraphPath() string {
+	return filepath.Join(e.root, filepath.FromSlash(e.graphFile()))
+}
+
+// sessionsDir is the subagent registry's directory.
+func (e *Engine) sessionsDir() string { return filepath.Join(e.root, SessionsDir) }
+
+// ttl is the registry's entry lifetime.
+func (e *Engine) ttl() time.Duration { return time.Duration(e.cfg.SessionTTLMinutes) * time.Minute }
+
+// registryFacts is Gate 1's input.registry, when the concurrency limit is
+// set.
+func (e *Engine) registryFacts() gate.Registry {
+	if e.cfg.MaxConcurrentAgents <= 0 {
+		return nil
+	}
+	return func(ctx context.Context) (map[string]any, error) {
+		agents, err := registryRunning(ctx, e.sessionsDir(), e.now(), e.ttl(), e.writes)
+		if err != nil {
+			return nil, err
+		}
+		list := make([]any, len(agents))
+		for i, a := range agents {
+			list[i] = map[string]any{"agent_id": a.ID, "agent_type": a.Type, "started_at": a.StartedAt.UTC().Format(time.RFC3339)}
+		}
+		return map[string]any{"running": len(agents), "agents": list}, nil
+	}
+}
+
+// Delegation returns the delegation check of the settings
+// (delegation_mode), counting the main thread's direct calls in the
+// subagent registry.
+func (e *Engine) Delegation(lookupEnv func(string) (string, bool)) gate.Delegation {
+	return gate.Delegation{
+		Root: e.root, Mode: e.cfg.DelegationMode, TempDir: gate.TempDir(lookupEnv),
+		CountDirect: func(ctx context.Context, session string) (int, error) {
+			return registryCountDirect(ctx, e.sessionsDir(), session, e.now(), e.writes)
+		},
+	}
+}
+
+// CheckDelegation runs the delegation rules on a work tool call
+// (DES-DELEGATION-REQUIRED). With delegation_mode off nothing is evaluated.
+// An error with an evaluated result means the call was judged but its
+// direct call could not be counted.
+func (e *Engine) CheckDelegation(ctx context.Context, call gate.DelegationCall) (gate.Result, error) {
+	return e.Delegation(os.LookupEnv).Check(ctx, e, call)
+}
+
+// SubagentStarted records a subagent in the registry (SubagentStart).
+func (e *Engine) SubagentStarted(ctx context.Context, agentID, agentType, sessionID string) error {
+	if agentID == "" {
+		return nil
+	}
+	if err := registryStart(ctx, e.sessionsDir(), Agent{ID: agentID, Type: agentType, SessionID: sessionID}, e.now(), e.writes); err != nil {
+		return fmt.Errorf("des: subagent registry: %w", err)
+	}
+	return nil
+}
+
+// SubagentStopped marks a subagent stopped in the registry (SubagentStop).
+func (e *Engine) SubagentStopped(ctx context.Context, agentID string) error {
+	if agentID == "" {
+		return nil
+	}
+	if err := registryStop(ctx, e.sessionsDir(), agentID, e.now(), e.writes); err != nil {
+		return fmt.Errorf("des: subagent registry: %w", err)
+	}
+	return nil
+}
+
+// UserPrompt starts a new turn (UserPromptSubmit): the session's count of
+// direct calls goes back to zero, and registry entries older than
+// session_ttl_minutes are dropped.
+func (e *Engine) UserPrompt(ctx context.Context, sessionID string) error {
+	var errs []error
+	if err := registryResetTurn(ctx, e.sessionsDir(), sessionID, e.writes); err != nil {
+		errs = append(errs, err)
+	}
+	if err := registryPrune(ctx, e.sessionsDir(), e.now(), e.ttl(), e.writes); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("des: subagent registry: %w", err)
+	}
+	return nil
+}
+
+// WaveSync returns the wave sync of this project.
+func (e *Engine) WaveSync() gate.WaveSync {
+	return gate.WaveSync{
+		Stop: e.SubagentStop(), Graph: e.taskGraph(), Audit: e.audit, Now: e.now,
+		Sync: func(ctx context.Context, phase string, gate2Failed bool, lastMessage string, now time.Time) (gate.GraphUpdate, error) {
+			return graphSync(ctx, e.GraphPath(), phase, gate2Failed, lastMessage, now, e.writes)
+		},
+	}
+}
+
+// SyncTaskGraph records in the task graph how the subagent of a phase
+// ended (SubagentStop, after Gate 2): see gate.WaveSync.Run.
+func (e *Engine) SyncTaskGraph(ctx context.Context, s gate.Stop, lastMessage string, gate2 *gate.StopResult) (gate.WaveSyncResult, error) {
+	return e.WaveSync().Run(ctx, s, lastMessage, gate2)
+}
+
+// NextSteps tells the orchestrator what to run next after the subagent of
+// the phase its prompt names has finished (PostToolUse for Agent/Task):
+// the verification of a completed implementation phase, the next wave, a
+// re-implementation, or that the user must decide. "" when the prompt
+// names no phase or there is no graph.
+func (e *Engine) NextSteps(ctx context.Context, prompt string) (string, error) {
+	phase, ok := graphPhaseID(prompt)
+	if !ok {
+		return "", nil
+	}
+	text, err := graphNext(ctx, e.GraphPath(), phase)
+	if err != nil {
+		return "", fmt.Errorf("des: what to run after phase %s: %w", phase, err)
+	}
+	return text, nil
+}
+
+// OrchestrationStatus is what `hook status` and `hook statusline` show.
+type OrchestrationStatus struct {
+	DelegationMode      string       `json:"delegation_mode"`
+	MaxConcurrentAgents int          `json:"max_concurrent_agents"`
+	SessionTTLMinutes   int          `json:"session_ttl_minutes"`
+	TaskGraphFile       string       `json:"task_graph_file"`
+	Running             []AgentState `json:"running"`
+	Last                *AgentState  `json:"last,omitempty"` // the subagent that stopped last
+	Graph               *GraphState  `json:"task_graph,omitempty"`
+}
+
+// AgentState is one subagent of the registry.
+type AgentState struct {
+	ID        string    `json:"agent_id"`
+	Type      string    `json:"agent_type"`
+	SessionID string    `json:"session_id,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	StoppedAt time.Time `json:"stopped_at,omitzero"`
+	// Seconds is how long it has run (running) or ran (stopped).
+	Seconds float64 `json:"seconds"`
+}
+
+// GraphState is the task graph as people read it.
+type GraphState struct {
+	Path        string      `json:"path"`
+	Problem     string      `json:"problem,omitempty"` // why it could not be read
+	TaskID      string      `json:"task_id,omitempty"`
+	CurrentWave int         `json:"current_wave"`
+	Waves       []WaveState `json:"waves"`
+}
+
+// WaveState is one wave of the graph.
+type WaveState struct {
+	ID       int          `json:"wave_id"`
+	Parallel bool         `json:"parallel_execution"`
+	Phases   []PhaseState `json:"phases"`
+}
+
+// PhaseState is one phase of a wave, the spec's defaults applied.
+type PhaseState struct {
+	ID         string `json:"phase_id"`
+	Type       string `json:"type"`
+	Agent      string `json:"agent,omitempty"`
+	Verifies   string `json:"verifies_phase_id,omitempty"`
+	Status     string `json:"status"`
+	Retries    int    `json:"retries"`
+	MaxRetries int    `json:"max_retries"`
+}
+
+// Status gathers the orchestration status: the settings, the registry
+// (running subagents, the last stopped) and the graph. It writes nothing.
+func (e *Engine) Status(ctx context.Context) (OrchestrationStatus, error) {
+	return StatusOf(ctx, e.root, e.cfg, e.now())
+}
+
+// StatusOf is Engine.Status without an Engine: for the status line, which
+// Claude Code runs after every message and which must neither load
+// policies nor open the audit trail. cfg is the project's settings.
+func StatusOf(ctx context.Context, root string, cfg Config, now time.Time) (OrchestrationStatus, error) {
+	file := filepath.ToSlash(filepath.Clean(filepath.FromSlash(cfg.TaskGraphFile)))
+	st := OrchestrationStatus{
+		DelegationMode: cfg.DelegationMode, MaxConcurrentAgents: cfg.MaxConcurrentAgents,
+		SessionTTLMinutes: cfg.SessionTTLMinutes, TaskGraphFile: file, Running: []AgentState{},
+	}
+	dir := filepath.Join(root, SessionsDir)
+	ttl := time.Duration(cfg.SessionTTLMinutes) * time.Minute
+	agents, err := registryRunning(ctx, dir, now, ttl, nil)
+	if err != nil {
+		return st, fmt.Errorf("des: subagent registry: %w", err)
+	}
+	for _, a := range agents {
+		a.Seconds = now.Sub(a.StartedAt).Seconds()
+		st.Running = append(st.Running, a)
+	}
+	if last, ok, err := registryLast(ctx, dir, now); err != nil {
+		return st, fmt.Errorf("des: subagent registry: %w", err)
+	} else if ok {
+		st.Last = &last
+	}
+	st.Graph = graphState(filepath.Join(root, filepath.FromSlash(file)), file)
+	return st, nil
+}
+
+// graphState reads the graph for people, nil when there is none; what
+// keeps it from being read is its Problem.
+func graphState(path, rel string) *GraphState {
+	data, err := fileio.ReadBounded(path, maxGraphSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	g := &GraphState{Path: rel, Waves: []WaveState{}}
+	if err != nil {
+		g.Problem = err.Error()
+		return g
+	}
+	var doc struct {
+		TaskID      any             `json:"task_id"`
+		CurrentWave *int            `json:"current_wave"`
+		MaxRetries  *int            `json:"max_retries"`
+		Waves       []graphWaveJSON `json:"waves"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		g.Problem = "not a task graph: " + err.Error()
+		return g
+	}
+	if doc.TaskID != nil {
+		g.TaskID = fmt.Sprint(doc.TaskID)
+	}
+	if doc.CurrentWave != nil {
+		g.CurrentWave = *doc.CurrentWave
+	}
+	maxRetries := 3
+	if doc.MaxRetries != nil {
+		maxRetries = *doc.MaxRetries
+	}
+	for i, w := range doc.Waves {
+		ws := WaveState{ID: i, Phases: []PhaseState{}}
+		if n, ok := w.WaveID.(float64); ok {
+			ws.ID = int(n)
+		}
+		ws.Parallel = w.Parallel != nil && *w.Parallel
+		for _, p := range w.Phases {
+			ps := PhaseState{ID: p.PhaseID, Type: p.Type, Agent: p.Agent, Verifies: p.Verifies, Status: "pending", MaxRetries: maxRetries}
+			if p.Status != "" {
+				ps.Status = p.Status
+			}
+			if p.Retries != nil {
+				ps.Retries = *p.Retries
+			}
+			ws.Phases = append(ws.Phases, ps)
+		}
+		g.Waves = append(g.Waves, ws)
+	}
+	return g
+}
+
+type graphWaveJSON struct {
+	WaveID   any   `json:"wave_id"`
+	Parallel *bool `json:"parallel_execution"`
+	Phases   []struct {
+		PhaseID  string `json:"phase_id"`
+		Type     string `json:"type"`
+		Agent    string `json:"agent"`
+		Verifies string `json:"verifies_phase_id"`
+		Status   string `json:"status"`
+		Retries  *int   `json:"retries"`
+	} `json:"phases"`
+}
+
+// maxGraphSize bounds what is read of the graph for the status.
+const maxGraphSize = 16 << 20
+
+// Agent is a subagent as the registry records it.
+type Agent struct {
+	ID, Type, SessionID string
+}
+
+// OrchestrationApplies reports whether the orchestration rules judge an
+// Agent/Task call, the cheap check a caller makes before building an
+// Engine: the prompt names a task phase and the task graph exists, or the
+// concurrency limit is set and the call is made in the main thread
+// (agentID ""). It reads the settings (a bad one is returned, with true
+// when the prompt names a phase: DES may be in charge) and stats the
+// graph; no policy.
+func OrchestrationApplies(root, prompt, agentID string, lookupEnv func(string) (string, bool)) (bool, error) {
+	_, named := graphPhaseID(prompt)
+	cfg, err := LoadConfig(root, lookupEnv)
+	if err != nil {
+		return named, err
+	}
+	if cfg.MaxConcurrentAgents > 0 && agentID == "" {
+		return true, nil
+	}
+	if !named {
+		return false, nil
+	}
+	_, err = os.Lstat(filepath.Join(root, filepath.FromSlash(cfg.TaskGraphFile)))
+	return err == nil, nil
+}
