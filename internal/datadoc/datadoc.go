@@ -1,6 +1,8 @@
-// Package datadoc merges OPA data documents (JSON-like maps) the way des
-// loads policy sources: objects merge key by key, and a leaf defined twice
-// is a conflict, never silently overwritten.
+// Package datadoc reads and merges OPA data documents (JSON-like maps): Decode
+// parses one with its numbers kept exact and syntax errors located by line and
+// column; Merge merges them the way des loads policy sources: objects merge
+// key by key, and a leaf defined twice is a conflict, never silently
+// overwritten.
 package datadoc
 
 import (

@@ -13,8 +13,6 @@
 package isdlc
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +20,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/deterministic-exec/des/internal/datadoc"
 )
 
 // Bounds of what is read. A state document or a team's requirement file is
@@ -159,66 +159,15 @@ func readState(root *os.Root, name string) (map[string]any, string, error) {
 	if err != nil {
 		return nil, ProblemUnreadable, fmt.Errorf("workflow state %s cannot be read: %w", name, err)
 	}
-	v, err := decodeJSON(data)
+	v, err := datadoc.Decode(data)
 	if err != nil {
 		return nil, ProblemInvalidJSON, fmt.Errorf("workflow state %s is not valid JSON: %w; fix the file or restore it from git", name, err)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, ProblemNotObject, fmt.Errorf("workflow state %s is not a JSON object (it is %s); it must be {…}", name, jsonKind(v))
+		return nil, ProblemNotObject, fmt.Errorf("workflow state %s is not a JSON object (it is %s); it must be {…}", name, datadoc.Kind(v))
 	}
 	return obj, "", nil
-}
-
-// decodeJSON parses exactly one JSON value, numbers kept as json.Number so
-// that nothing is rounded on its way to Rego. A syntax error says where, as
-// line and column.
-func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	err := dec.Decode(&v)
-	var se *json.SyntaxError
-	switch {
-	case err == nil:
-		rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n")
-		if len(rest) > 0 {
-			return nil, fmt.Errorf("%s: data after the JSON value", lineCol(data, len(data)-len(rest)))
-		}
-		return v, nil
-	case errors.As(err, &se):
-		// Offset counts the bytes read, the offending one included.
-		return nil, fmt.Errorf("%s: %w", lineCol(data, int(se.Offset)-1), err)
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return nil, fmt.Errorf("%s: unexpected end of JSON input", lineCol(data, len(data)))
-	}
-	return nil, err
-}
-
-// lineCol renders the position of data[i] as "line L, column C" (1-based;
-// the column counts bytes).
-func lineCol(data []byte, i int) string {
-	i = max(0, min(i, len(data)))
-	before := data[:i]
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := i - bytes.LastIndexByte(before, '\n')
-	return fmt.Sprintf("line %d, column %d", line, col)
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case json.Number:
-		return "a number"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // exists reports whether name (slash path relative to the root) is present,

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/deterministic-exec/des/internal/datadoc"
 )
 
 // State file candidates, in the order the README gives.
@@ -91,13 +93,13 @@ func readMonorepo(root *os.Root) (monorepo, string, error) {
 	if err != nil {
 		return monorepo{}, ProblemUnreadable, fmt.Errorf("%s cannot be read: %w", monorepoFile, err)
 	}
-	v, err := decodeJSON(data)
+	v, err := datadoc.Decode(data)
 	if err != nil {
 		return monorepo{}, ProblemInvalidJSON, fmt.Errorf("%s is not valid JSON: %w; fix it, or remove it if this is not a monorepo", monorepoFile, err)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return monorepo{}, ProblemNotObject, fmt.Errorf("%s is not a JSON object (it is %s); it must be {\"projects\": {…}, \"default_project\": …}", monorepoFile, jsonKind(v))
+		return monorepo{}, ProblemNotObject, fmt.Errorf("%s is not a JSON object (it is %s); it must be {\"projects\": {…}, \"default_project\": …}", monorepoFile, datadoc.Kind(v))
 	}
 	var m monorepo
 	m.defaultProject, _ = obj["default_project"].(string)

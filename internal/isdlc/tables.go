@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/deterministic-exec/des/internal/datadoc"
 )
 
 // ErrRequirementFile is wrapped by every error about the setting
@@ -33,7 +35,7 @@ func loadRequirements(root *os.Root, files []string, defaults map[string]any) (m
 		if err != nil {
 			return nil, fmt.Errorf("%w %s (setting phase_requirements_files, relative to the project root) cannot be read: %w", ErrRequirementFile, name, err)
 		}
-		v, err := decodeJSON(data)
+		v, err := datadoc.Decode(data)
 		if err != nil {
 			return nil, fmt.Errorf("%w %s is not valid JSON: %w; fix it or remove it from phase_requirements_files", ErrRequirementFile, name, err)
 		}

@@ -1,13 +1,13 @@
 package taskgraph
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
+
+	"github.com/deterministic-exec/des/internal/datadoc"
 )
 
 // DefaultPath is where the graph lives unless the task_graph_file setting
@@ -79,13 +79,13 @@ type Phase struct {
 // itself (numbers as json.Number, as the policy gets it); the error wraps
 // ErrInvalidJSON or ErrNotObject, saying where.
 func Parse(data []byte) (*Graph, map[string]any, error) {
-	v, err := decodeJSON(data)
+	v, err := datadoc.Decode(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidJSON, err)
 	}
 	doc, ok := v.(map[string]any)
 	if !ok {
-		return nil, nil, fmt.Errorf("%w (it is %s)", ErrNotObject, jsonKind(v))
+		return nil, nil, fmt.Errorf("%w (it is %s)", ErrNotObject, datadoc.Kind(v))
 	}
 	return view(doc), doc, nil
 }
@@ -234,52 +234,4 @@ func integer(v any, def int) int {
 		}
 	}
 	return def
-}
-
-// decodeJSON parses exactly one JSON value, numbers kept as json.Number so
-// that nothing is rounded on its way to Rego or back to disk.
-func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	err := dec.Decode(&v)
-	var se *json.SyntaxError
-	switch {
-	case err == nil:
-		rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n")
-		if len(rest) > 0 {
-			return nil, fmt.Errorf("%s: data after the JSON value", lineCol(data, len(data)-len(rest)))
-		}
-		return v, nil
-	case errors.As(err, &se):
-		return nil, fmt.Errorf("%s: %w", lineCol(data, int(se.Offset)-1), err)
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return nil, fmt.Errorf("%s: unexpected end of JSON input", lineCol(data, len(data)))
-	}
-	return nil, err
-}
-
-// lineCol renders the position of data[i] as "line L, column C" (1-based).
-func lineCol(data []byte, i int) string {
-	i = max(0, min(i, len(data)))
-	before := data[:i]
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := i - bytes.LastIndexByte(before, '\n')
-	return fmt.Sprintf("line %d, column %d", line, col)
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case json.Number:
-		return "a number"
-	}
-	return fmt.Sprintf("%T", v)
 }
