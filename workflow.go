@@ -69,6 +69,6 @@ func HasWorkflowState(root, cwd string, lookupEnv func(string) (string, bool)) b
 	if cwd == "" {
 		cwd = root
 	}
-	w, err := isdlc.Discover(isdlc.Options{Root: root, Cwd: cwd, Getenv: lookupEnv})
-	return err == nil && w != nil
+	file, err := isdlc.Locate(isdlc.Options{Root: root, Cwd: cwd, Getenv: lookupEnv})
+	return err == nil && file != ""
 }

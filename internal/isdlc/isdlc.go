@@ -80,15 +80,9 @@ type Workflow struct {
 // that cannot be opened or a broken setting (a requirement file that cannot
 // be read or parsed, wrapping [ErrRequirementFile]): the caller reports it.
 func Discover(opts Options) (*Workflow, error) {
-	if opts.Getenv == nil {
-		opts.Getenv = os.LookupEnv
-	}
-	if abs, err := filepath.Abs(opts.Root); err == nil {
-		opts.Root = abs
-	}
-	root, err := os.OpenRoot(opts.Root)
+	root, opts, err := openRoot(opts)
 	if err != nil {
-		return nil, fmt.Errorf("isdlc: project root: %w", err)
+		return nil, err
 	}
 	defer root.Close()
 
@@ -113,6 +107,35 @@ func Discover(opts Options) (*Workflow, error) {
 	}
 	w.Artifacts = artifacts(root, tables, artifactFolder(w.State), sel.project, sel.projectPath)
 	return w, nil
+}
+
+// Locate is Discover's first step alone: the state file that applies
+// (slash path relative to the root), or "" when there is none. It reads
+// .isdlc/monorepo.json when present but parses no state, plan or table: the
+// cheap check before paying for the policies. A state file Discover would
+// report with a Problem counts as found.
+func Locate(opts Options) (string, error) {
+	root, opts, err := openRoot(opts)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	return selectState(root, opts).stateFile, nil
+}
+
+// openRoot opens opts.Root (made absolute) and fills the defaults of opts.
+func openRoot(opts Options) (*os.Root, Options, error) {
+	if opts.Getenv == nil {
+		opts.Getenv = os.LookupEnv
+	}
+	if abs, err := filepath.Abs(opts.Root); err == nil {
+		opts.Root = abs
+	}
+	root, err := os.OpenRoot(opts.Root)
+	if err != nil {
+		return nil, opts, fmt.Errorf("isdlc: project root: %w", err)
+	}
+	return root, opts, nil
 }
 
 // BranchName is active_workflow.git_branch.name, the workflow branch whose
