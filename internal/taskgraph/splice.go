@@ -54,6 +54,24 @@ func (s *scanner) ws() {
 	}
 }
 
+// next reads what follows a member or an element: a comma (more follow)
+// or the closing bracket (the container ends; pos moves past it).
+func (s *scanner) next(closing byte) (more bool, err error) {
+	s.ws()
+	if s.pos >= len(s.data) {
+		return false, errScan
+	}
+	switch s.data[s.pos] {
+	case ',':
+		s.pos++
+		return true, nil
+	case closing:
+		s.pos++
+		return false, nil
+	}
+	return false, errScan
+}
+
 func (s *scanner) value() (*span, error) {
 	s.ws()
 	if s.pos >= len(s.data) {
@@ -90,20 +108,14 @@ func (s *scanner) value() (*span, error) {
 				return nil, err
 			}
 			sp.members = append(sp.members, member{key: key, keyStart: ks, val: v})
-			s.ws()
-			if s.pos >= len(s.data) {
-				return nil, errScan
+			more, err := s.next('}')
+			if err != nil {
+				return nil, err
 			}
-			if s.data[s.pos] == ',' {
-				s.pos++
-				continue
+			if !more {
+				sp.end = s.pos
+				return sp, nil
 			}
-			if s.data[s.pos] != '}' {
-				return nil, errScan
-			}
-			s.pos++
-			sp.end = s.pos
-			return sp, nil
 		}
 	case '[':
 		sp := &span{start: start}
@@ -120,20 +132,14 @@ func (s *scanner) value() (*span, error) {
 				return nil, err
 			}
 			sp.elems = append(sp.elems, v)
-			s.ws()
-			if s.pos >= len(s.data) {
-				return nil, errScan
+			more, err := s.next(']')
+			if err != nil {
+				return nil, err
 			}
-			if s.data[s.pos] == ',' {
-				s.pos++
-				continue
+			if !more {
+				sp.end = s.pos
+				return sp, nil
 			}
-			if s.data[s.pos] != ']' {
-				return nil, errScan
-			}
-			s.pos++
-			sp.end = s.pos
-			return sp, nil
 		}
 	case '"':
 		if err := s.str(); err != nil {
