@@ -356,10 +356,13 @@ func runPolicies(ctx context.Context, e env, args []string) int {
 	return exitOK
 }
 
-// commandRoot is the project root of a subcommand (contract §5):
+// commandRoot is the project root of a subcommand, absolute:
 // CLAUDE_PROJECT_DIR, else the git top level, else the current directory.
 func commandRoot(ctx context.Context, lookupEnv func(string) (string, bool)) string {
 	if root, ok := lookupEnv("CLAUDE_PROJECT_DIR"); ok && root != "" {
+		if abs, err := filepath.Abs(root); err == nil {
+			return abs
+		}
 		return root
 	}
 	if root, ok := gitTopLevel(ctx); ok {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -37,9 +36,6 @@ func runEscalations(ctx context.Context, e env, args []string) int {
 		return code
 	}
 	root := commandRoot(ctx, e.lookupEnv)
-	if abs, err := filepath.Abs(root); err == nil {
-		root = abs
-	}
 	eng, err := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr).engine(ctx)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "hook escalations: %v\n", err)

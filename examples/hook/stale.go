@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -27,9 +26,6 @@ func runStale(ctx context.Context, e env, args []string) int {
 	// Built as the hook builds it, so that a resolution is announced to the
 	// effect check (an agent's command may be running meanwhile).
 	root := commandRoot(ctx, e.lookupEnv)
-	if abs, err := filepath.Abs(root); err == nil {
-		root = abs
-	}
 	eng, err := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr).engine(ctx)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "hook stale: %v\n", err)

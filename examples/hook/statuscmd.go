@@ -160,9 +160,6 @@ func runStatus(ctx context.Context, e env, args []string) int {
 		return code
 	}
 	root := commandRoot(ctx, e.lookupEnv)
-	if abs, err := filepath.Abs(root); err == nil {
-		root = abs
-	}
 	cfg, err := des.LoadConfig(root, e.lookupEnv)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "hook status: %v\n", err)
