@@ -10,7 +10,7 @@ import (
 )
 
 func TestClosureOfEachGate(t *testing.T) {
-	l, err := load([]source{{name: "rego", fsys: builtin.FS(), path: "des", prefix: "des"}})
+	l, err := load([]source{{name: "rego", fsys: builtin.FS(), path: "des", prefix: "des", base: true}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,9 +135,15 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	}
 	sources := o.sources
 	if o.builtin {
-		sources = append([]source{{name: "rego", fsys: builtin.FS(), path: "des", prefix: "des"}}, sources...)
+		sources = append([]source{{name: "rego", fsys: builtin.FS(), path: "des", prefix: "des", base: true}}, sources...)
 	}
-	l, err := load(sources)
+	// What WithData sets, data files may not: the caller's value would
+	// silently win over the file's.
+	reserved := make([][]string, len(o.overrides))
+	for i, ov := range o.overrides {
+		reserved[i] = strings.Split(ov.path, ".")
+	}
+	l, err := load(sources, reserved)
 	if err != nil {
 		return nil, fmt.Errorf("load policies: %w", err)
 	}

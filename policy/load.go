@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -24,6 +25,7 @@ type source struct {
 	path   string // a directory, a .rego file or a bundle file; "." for an fs.FS
 	prefix string // where the source's data goes under data, "" for the root
 	bundle bool   // an OPA bundle (.tar.gz or directory with a .manifest)
+	base   bool   // the built-in bundle: its data is what team data files patch
 }
 
 // regoFile is one policy module, parsed only when a gate needs it.
@@ -52,12 +54,16 @@ func isDataFile(name string) bool {
 	return false
 }
 
-func load(sources []source) (loaded, error) {
+// load reads every source. The data of the base source is merged as is; the
+// data files of the others are laid over it (datadoc.Apply), and none may
+// set a value at one of the reserved paths, which the caller sets.
+func load(sources []source, reserved [][]string) (loaded, error) {
 	out := loaded{data: map[string]any{}}
 	var errs Errors
+	var patches []datadoc.Patch
 	for _, src := range sources {
 		var files []*regoFile
-		var docs map[string]any
+		var docs []datadoc.Patch
 		var err error
 		if src.bundle && strings.HasSuffix(src.path, ".tar.gz") {
 			files, docs, err = loadBundleFile(src.path)
@@ -69,11 +75,25 @@ func load(sources []source) (loaded, error) {
 			continue
 		}
 		out.files = append(out.files, files...)
-		if src.prefix != "" {
-			docs = map[string]any{src.prefix: docs}
+		for _, d := range docs {
+			if src.prefix != "" {
+				d.Doc = map[string]any{src.prefix: d.Doc}
+			}
+			if !src.base {
+				patches = append(patches, d)
+				continue
+			}
+			if err := datadoc.Merge(out.data, d.Doc); err != nil {
+				errs = append(errs, &Error{File: d.File, Message: err.Error()})
+			}
 		}
-		if err := datadoc.Merge(out.data, docs); err != nil {
-			errs = append(errs, &Error{File: src.name, Message: err.Error()})
+	}
+	if len(errs) == 0 {
+		var conflict *datadoc.ConflictError
+		if err := datadoc.Apply(out.data, patches, reserved...); errors.As(err, &conflict) {
+			errs = append(errs, &Error{File: conflict.File, Message: conflict.Error()})
+		} else if err != nil {
+			errs = append(errs, &Error{Message: err.Error()})
 		}
 	}
 	if len(errs) > 0 {
@@ -84,8 +104,8 @@ func load(sources []source) (loaded, error) {
 
 // loadTree reads the .rego and data files of a directory (or one .rego
 // file). Test files, stray JSON/YAML and hidden entries below the top are
-// skipped; data files are placed under data at their directory's path.
-func loadTree(src source) ([]*regoFile, map[string]any, error) {
+// skipped; each data file is placed under data at its directory's path.
+func loadTree(src source) ([]*regoFile, []datadoc.Patch, error) {
 	fsys, root := src.fsys, src.path
 	if fsys == nil {
 		info, err := os.Stat(src.path)
@@ -108,7 +128,7 @@ func loadTree(src source) ([]*regoFile, map[string]any, error) {
 		return filepath.Join(src.path, filepath.FromSlash(p))
 	}
 	var files []*regoFile
-	docs := map[string]any{}
+	var docs []datadoc.Patch
 	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -149,9 +169,7 @@ func loadTree(src source) ([]*regoFile, map[string]any, error) {
 					obj = map[string]any{parts[i]: obj}
 				}
 			}
-			if err := datadoc.Merge(docs, obj); err != nil {
-				return &Error{File: display(p), Message: err.Error()}
-			}
+			docs = append(docs, datadoc.Patch{File: display(p), Doc: obj})
 		}
 		return nil
 	})
@@ -160,7 +178,7 @@ func loadTree(src source) ([]*regoFile, map[string]any, error) {
 
 // loadBundleFile reads a bundle built by `opa build`. Its modules come
 // parsed; test modules are left out.
-func loadBundleFile(name string) ([]*regoFile, map[string]any, error) {
+func loadBundleFile(name string) ([]*regoFile, []datadoc.Patch, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, nil, err
@@ -181,7 +199,7 @@ func loadBundleFile(name string) ([]*regoFile, map[string]any, error) {
 		}
 		files = append(files, &regoFile{name: name + ":" + m.Path, pkg: packagePath(m.Parsed), module: m.Parsed})
 	}
-	return files, b.Data, nil
+	return files, []datadoc.Patch{{File: name, Doc: b.Data}}, nil
 }
 
 // scanPackage reads the package path of a Rego file from its first line

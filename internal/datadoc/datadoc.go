@@ -1,8 +1,9 @@
 // Package datadoc reads and merges OPA data documents (JSON-like maps): Decode
 // parses one with its numbers kept exact and syntax errors located by line and
-// column; Merge merges them the way des loads policy sources: objects merge
+// column; Merge merges the data files of the built-in bundle: objects merge
 // key by key, and a leaf defined twice is a conflict, never silently
-// overwritten.
+// overwritten; Apply lays a team's data files over that as JSON merge
+// patches, refusing two files that disagree.
 package datadoc
 
 import (

@@ -11,8 +11,8 @@ graph_path := ".claude/state/active_task_graph.json"
 graph_write(doc) := {"tool": "Write", "writes": [{"path": graph_path, "tool": "Write"}], "task_graph": {"path": graph_path, "document": doc, "schema_errors": []}}
 
 test_document_write_gathers_task_graph_rules if {
-	count(gates.document_write.deny) == 0 with input as graph_write(plan)
-	count(gates.document_write.warn) == 0 with input as graph_write(plan)
+	codes(gates.document_write.deny) == set() with input as graph_write(plan)
+	codes(gates.document_write.warn) == set() with input as graph_write(plan)
 	mixed := patched([{"op": "add", "path": "/waves/0/phases/-", "value": {"phase_id": "v", "type": "verification", "verifies_phase_id": "reset-token"}}])
 	codes(gates.document_write.deny) == {"DES-TASKGRAPH-WAVE-MIX", "DES-TASKGRAPH-WAVE-DEPENDENCY"} with input as graph_write(mixed)
 	long := patched([{"op": "replace", "path": "/waves/0/phases/0/estimated_minutes", "value": 45}])
@@ -30,7 +30,7 @@ task_delegation(id) := {
 }
 
 test_pre_invocation_gathers_task_graph_rules if {
-	count(gates.pre_invocation.deny) == 0 with input as task_delegation("reset-token")
+	codes(gates.pre_invocation.deny) == set() with input as task_delegation("reset-token")
 	codes(gates.pre_invocation.deny) == {"DES-TASKGRAPH-WAVE", "DES-TASKGRAPH-DEPENDENCY"} with input as task_delegation("verify-reset-token")
 	codes(gates.pre_invocation.deny) == {"DES-TASKGRAPH-UNKNOWN-PHASE"} with input as task_delegation("nope")
 
@@ -42,16 +42,16 @@ test_pre_invocation_gathers_task_graph_rules if {
 test_pre_invocation_gathers_the_concurrency_limit if {
 	inp := object.union(task_delegation("reset-token"), {"registry": {"running": 3, "agents": []}})
 	codes(gates.pre_invocation.deny) == {"DES-CONCURRENCY-LIMIT"} with input as inp with data.des.config.max_concurrent_agents as 3
-	count(gates.pre_invocation.deny) == 0 with input as inp
+	codes(gates.pre_invocation.deny) == set() with input as inp
 }
 
 test_tool_use_gathers_delegation_mode if {
 	inp := {"tool": "Bash", "writes": [], "delegation": {"main_thread": true, "direct_calls": 2, "temp_only": false}}
 	codes(gates.tool_use.deny) == {"DES-DELEGATION-REQUIRED"} with input as inp with data.des.config.delegation_mode as "enforce"
-	count(gates.tool_use.warn) == 0 with input as inp with data.des.config.delegation_mode as "enforce"
+	codes(gates.tool_use.warn) == set() with input as inp with data.des.config.delegation_mode as "enforce"
 	codes(gates.tool_use.warn) == {"DES-DELEGATION-REQUIRED"} with input as inp with data.des.config.delegation_mode as "nudge"
-	count(gates.tool_use.deny) == 0 with input as inp with data.des.config.delegation_mode as "nudge"
-	count(gates.tool_use.deny) == 0 with input as inp
+	codes(gates.tool_use.deny) == set() with input as inp with data.des.config.delegation_mode as "nudge"
+	codes(gates.tool_use.deny) == set() with input as inp
 }
 
 # Inputs without the new keys meet no new rule, whatever the settings.
