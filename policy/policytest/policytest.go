@@ -1,22 +1,34 @@
-// Package policytest runs Rego tests from Go, so that `go test ./...` covers
-// a team's policies the way `opa test` does, with coverage per Rego package
-// and a check that every file is `opa fmt` formatted.
+// Package policytest runs a team's Rego tests from Go, so that `go test ./...`
+// covers its policies the way `opa test` does, with line coverage of the
+// team's own files (per file and per package) and a check that every file is
+// `opa fmt` formatted. `des-hook test` runs the same code from the command
+// line.
 //
 // A team that keeps its rules in .des/policies writes one Go test:
 //
 //	func TestPolicies(t *testing.T) {
 //		policytest.Check(t, os.DirFS(".des/policies"), policytest.WithBuiltin(), policytest.WithMinCoverage(90))
 //	}
+//
+// [WithBuiltin] loads des's built-in policies and data beside the team's files,
+// so the team's tests can query data.des.gates.* with its rules merged in. The
+// team's data files patch the built-in tables as des does (objects merge key
+// by key, null removes a key, any other value replaces the built-in one).
+// Coverage and [WithMinCoverage] count the team's files only: the built-in
+// packages are tested by des.
 package policytest
 
 import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,9 +36,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/cover"
 	"github.com/open-policy-agent/opa/v1/format"
-	"github.com/open-policy-agent/opa/v1/loader"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
+	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/deterministic-exec/des/internal/datadoc"
 	"github.com/deterministic-exec/des/policy"
@@ -38,20 +50,48 @@ type Option func(*options)
 
 type options struct {
 	builtin     bool
+	coverage    bool
 	minCoverage float64
 	timeout     time.Duration
+	name        string
+	dirs        []dir
+}
+
+type dir struct {
+	name string
+	fsys fs.FS
 }
 
 // WithBuiltin loads des's built-in bundle (policies and data, not its tests)
-// beside the file system under test, so team tests can query the gates.
+// beside the files under test, so team tests can query the gates. The team's
+// data files then patch the built-in tables as des applies them.
 func WithBuiltin() Option { return func(o *options) { o.builtin = true } }
 
-// WithMinCoverage makes [Check] fail for any policy package whose coverage,
-// in percent of its lines, is below pct.
-func WithMinCoverage(pct float64) Option { return func(o *options) { o.minCoverage = pct } }
+// WithCoverage measures the line coverage of the files under test (never the
+// built-in bundle's) into [Report.Coverage] and [Report.Files].
+func WithCoverage() Option { return func(o *options) { o.coverage = true } }
+
+// WithMinCoverage makes [Check] fail for any package of the files under test
+// whose line coverage, in percent, is below pct. It implies [WithCoverage].
+// The built-in packages are never measured: a team's tests need not cover
+// them.
+func WithMinCoverage(pct float64) Option {
+	return func(o *options) { o.minCoverage, o.coverage = pct, true }
+}
 
 // WithTimeout bounds each test (default 5 s, as `opa test`).
 func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// WithName names the files of the file system given to [Run] in results,
+// coverage and errors: name/file.rego instead of file.rego.
+func WithName(name string) Option { return func(o *options) { o.name = name } }
+
+// WithDir adds another directory of team files under test, whose files are
+// named name/file.rego. Its data files are placed from its root, as those of
+// a policy directory are.
+func WithDir(name string, fsys fs.FS) Option {
+	return func(o *options) { o.dirs = append(o.dirs, dir{name, fsys}) }
+}
 
 // Result is the outcome of one Rego test.
 type Result struct {
@@ -62,9 +102,11 @@ type Result struct {
 	Skip     bool
 	Err      error  // evaluation error, if any
 	Output   string // print() output
+	Duration time.Duration
 }
 
-// Coverage is the line coverage of one policy package (test files excluded).
+// Coverage is the line coverage of one package of the files under test
+// (test files excluded).
 type Coverage struct {
 	Package    string
 	Covered    int
@@ -73,18 +115,32 @@ type Coverage struct {
 }
 
 // Percent is the covered share of lines, 100 for a package with no lines.
-func (c Coverage) Percent() float64 {
-	total := c.Covered + c.NotCovered
-	if total == 0 {
+func (c Coverage) Percent() float64 { return percent(c.Covered, c.NotCovered) }
+
+// FileCoverage is the line coverage of one file under test.
+type FileCoverage struct {
+	File       string
+	Covered    int
+	NotCovered int
+	// Uncovered lists the line ranges no test reached, as "12" or "12-14".
+	Uncovered []string
+}
+
+// Percent is the covered share of lines, 100 for a file with no lines.
+func (c FileCoverage) Percent() float64 { return percent(c.Covered, c.NotCovered) }
+
+func percent(covered, notCovered int) float64 {
+	if covered+notCovered == 0 {
 		return 100
 	}
-	return 100 * float64(c.Covered) / float64(total)
+	return 100 * float64(covered) / float64(covered+notCovered)
 }
 
 // Report is the outcome of [Run].
 type Report struct {
 	Results  []Result
-	Coverage []Coverage // sorted by package
+	Coverage []Coverage     // per package, sorted; with WithCoverage
+	Files    []FileCoverage // per file, sorted; with WithCoverage
 }
 
 // Failed returns the results that neither passed nor were skipped.
@@ -98,34 +154,77 @@ func (r *Report) Failed() []Result {
 	return out
 }
 
-// Run loads every .rego file and data file of fsys, tests included, compiles
-// them with des's capabilities, and runs every test rule. A load or compile
-// error is returned as an error; failing tests are results.
+// Total is the coverage of every file under test together.
+func (r *Report) Total() FileCoverage {
+	var t FileCoverage
+	for _, f := range r.Files {
+		t.Covered += f.Covered
+		t.NotCovered += f.NotCovered
+	}
+	return t
+}
+
+// Run loads every .rego file and data file of fsys (and of the WithDir
+// directories), tests included, compiles them with des's capabilities, and
+// runs every test rule. Data files are read as des reads them: named
+// data.json, data.yaml or data.yml, placed under data at their directory's
+// path, and laid over the built-in tables key by key. A load or compile error
+// is returned as an error (a [policy.Errors] with file:line:col when OPA gives
+// one); failing tests are results.
 func Run(ctx context.Context, fsys fs.FS, opts ...Option) (*Report, error) {
 	o := options{timeout: 5 * time.Second}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	caps := policy.Capabilities()
-	modules, data, err := loadFS(fsys, ".", nil, caps, true)
-	if err != nil {
-		return nil, err
-	}
-	if o.builtin {
-		bmods, bdata, err := loadFS(builtin.FS(), "des", []string{"des"}, caps, false)
+	modules := map[string]*ast.Module{}
+	team := map[string]bool{} // the non-test files under test, by module name
+	var patches []datadoc.Patch
+	var errs policy.Errors
+	for _, d := range append([]dir{{o.name, fsys}}, o.dirs...) {
+		mods, docs, err := loadDir(d.fsys, d.name, true)
 		if err != nil {
 			return nil, err
 		}
-		for name, m := range bmods {
-			modules["rego/"+name] = m
+		for name, m := range mods {
+			modules[name] = m
+			if !isTest(name) {
+				team[name] = true
+			}
 		}
-		if err := datadoc.Merge(data, bdata); err != nil {
+		patches = append(patches, docs...)
+	}
+	data := map[string]any{}
+	var reserved [][]string
+	if o.builtin {
+		bfs, err := fs.Sub(builtin.FS(), "des")
+		if err != nil {
 			return nil, err
 		}
+		bmods, bdocs, err := loadDir(bfs, "rego/des", false)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(modules, bmods)
+		for _, d := range bdocs {
+			if err := datadoc.Merge(data, map[string]any{"des": d.Doc}); err != nil {
+				return nil, fmt.Errorf("built-in data %s: %w", d.File, err)
+			}
+		}
+		// des sets data.des.config from the project's settings: a team
+		// data file may not, here as in the hook.
+		reserved = append(reserved, []string{"des", "config"})
+	}
+	var conflict *datadoc.ConflictError
+	if err := datadoc.Apply(data, patches, reserved...); errors.As(err, &conflict) {
+		errs = append(errs, &policy.Error{File: conflict.File, Message: conflict.Error()})
+		return nil, errs
+	} else if err != nil {
+		return nil, err
 	}
 
 	store := inmem.NewFromObject(data)
-	cov := cover.New()
+	var cov *cover.Cover
 	compiler := ast.NewCompiler().
 		WithCapabilities(caps).
 		WithEnablePrintStatements(true).
@@ -136,8 +235,11 @@ func Run(ctx context.Context, fsys fs.FS, opts ...Option) (*Report, error) {
 		SetModules(modules).
 		CapturePrintOutput(true).
 		RaiseBuiltinErrors(true).
-		SetCoverageQueryTracer(cov).
 		SetTimeout(o.timeout)
+	if o.coverage {
+		cov = cover.New()
+		runner = runner.SetCoverageQueryTracer(cov)
+	}
 	txn, err := store.NewTransaction(ctx)
 	if err != nil {
 		return nil, err
@@ -145,27 +247,83 @@ func Run(ctx context.Context, fsys fs.FS, opts ...Option) (*Report, error) {
 	defer store.Abort(ctx, txn)
 	ch, err := runner.RunTests(ctx, txn)
 	if err != nil {
-		return nil, fmt.Errorf("run rego tests: %w", err)
+		return nil, fmt.Errorf("compile rego tests: %w", compileErrors(err))
 	}
 	rep := &Report{}
 	for r := range ch {
-		res := Result{Package: r.Package, Name: r.Name, Pass: !r.Fail && r.Error == nil && !r.Skip, Skip: r.Skip, Err: r.Error, Output: string(r.Output)}
+		res := Result{Package: r.Package, Name: r.Name, Pass: !r.Fail && r.Error == nil && !r.Skip, Skip: r.Skip, Err: r.Error, Output: string(r.Output), Duration: r.Duration}
 		if r.Location != nil {
 			res.Location = fmt.Sprintf("%s:%d", r.Location.File, r.Location.Row)
 		}
 		rep.Results = append(rep.Results, res)
 	}
-	rep.Coverage = byPackage(cov.Report(modules), modules)
+	if cov != nil {
+		teamMods := map[string]*ast.Module{}
+		for name := range team {
+			teamMods[name] = modules[name]
+		}
+		cr := cov.Report(teamMods)
+		rep.Coverage = byPackage(cr, teamMods)
+		rep.Files = byFile(cr, teamMods)
+	}
 	return rep, nil
 }
 
-// byPackage sums file coverage per Rego package, leaving test files out.
+// compileErrors turns OPA's compile errors into policy.Errors, so that a
+// caller sees file:line:col the way des reports a policy that does not
+// compile.
+func compileErrors(err error) error {
+	var astErrs ast.Errors
+	if !errors.As(err, &astErrs) {
+		return err
+	}
+	return locate(astErrs)
+}
+
+// locate converts a parse or compile error to policy.Errors.
+func locate(err error) policy.Errors {
+	var astErrs ast.Errors
+	if !errors.As(err, &astErrs) {
+		return policy.Errors{{Message: err.Error()}}
+	}
+	out := make(policy.Errors, 0, len(astErrs))
+	for _, e := range astErrs {
+		pe := &policy.Error{Code: e.Code, Message: e.Message}
+		if e.Location != nil {
+			pe.File, pe.Row, pe.Col = e.Location.File, e.Location.Row, e.Location.Col
+		}
+		out = append(out, pe)
+	}
+	return out
+}
+
+func isTest(name string) bool { return strings.HasSuffix(name, "_test.rego") }
+
+// byFile lists the coverage of each file, sorted by name.
+func byFile(r cover.Report, modules map[string]*ast.Module) []FileCoverage {
+	out := make([]FileCoverage, 0, len(modules))
+	for name := range modules {
+		fc := FileCoverage{File: name}
+		if fr := r.Files[name]; fr != nil {
+			fc.Covered, fc.NotCovered = fr.CoveredLines, fr.NotCoveredLines
+			for _, rng := range fr.NotCovered {
+				if rng.Start.Row == rng.End.Row {
+					fc.Uncovered = append(fc.Uncovered, strconv.Itoa(rng.Start.Row))
+				} else {
+					fc.Uncovered = append(fc.Uncovered, fmt.Sprintf("%d-%d", rng.Start.Row, rng.End.Row))
+				}
+			}
+		}
+		out = append(out, fc)
+	}
+	slices.SortFunc(out, func(a, b FileCoverage) int { return cmp.Compare(a.File, b.File) })
+	return out
+}
+
+// byPackage sums file coverage per Rego package.
 func byPackage(r cover.Report, modules map[string]*ast.Module) []Coverage {
 	pkgs := map[string]*Coverage{}
 	for name, m := range modules {
-		if strings.HasSuffix(name, "_test.rego") {
-			continue
-		}
 		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")
 		c := pkgs[pkg]
 		if c == nil {
@@ -211,8 +369,9 @@ func Unformatted(fsys fs.FS) ([]string, error) {
 	return out, err
 }
 
-// Check runs the tests of fsys and reports through t: every failing test, every
-// package below the minimum coverage, and every file `opa fmt` would change.
+// Check runs the tests of fsys and reports through t: a run without tests,
+// every failing test, every package of the files under test below the
+// minimum coverage, and every file `opa fmt` would change.
 func Check(t testing.TB, fsys fs.FS, opts ...Option) *Report {
 	t.Helper()
 	o := options{}
@@ -224,7 +383,7 @@ func Check(t testing.TB, fsys fs.FS, opts ...Option) *Report {
 		t.Fatalf("rego tests: %v", err)
 	}
 	if len(rep.Results) == 0 {
-		t.Errorf("rego tests: no test rules found")
+		t.Errorf("rego tests: no test rules found (a test is a rule named test_* in a *_test.rego file)")
 	}
 	for _, f := range rep.Failed() {
 		msg := "failed"
@@ -235,15 +394,20 @@ func Check(t testing.TB, fsys fs.FS, opts ...Option) *Report {
 	}
 	for _, c := range rep.Coverage {
 		if c.Percent() < o.minCoverage {
-			t.Errorf("rego coverage: package %s is %.1f%% covered, below %.0f%% (files %v)", c.Package, c.Percent(), o.minCoverage, c.Files)
+			t.Errorf("rego coverage: package %s is %.1f%% covered, below %g%% (files %v)", c.Package, c.Percent(), o.minCoverage, c.Files)
 		}
 	}
-	unformatted, err := Unformatted(fsys)
-	if err != nil {
-		t.Errorf("opa fmt: %v", err)
-	}
-	for _, f := range unformatted {
-		t.Errorf("%s is not formatted: run `opa fmt -w` on it", f)
+	for _, d := range append([]dir{{o.name, fsys}}, o.dirs...) {
+		unformatted, err := Unformatted(d.fsys)
+		if err != nil {
+			t.Errorf("opa fmt: %v", err)
+		}
+		for _, f := range unformatted {
+			if d.name != "" {
+				f = path.Join(d.name, f)
+			}
+			t.Errorf("%s is not formatted: run `opa fmt -w` on it (or `des-hook test --fmt`)", f)
+		}
 	}
 	return rep
 }
@@ -255,32 +419,81 @@ func indent(s string) string {
 	return "\n\t" + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n\t")
 }
 
-// loadFS loads the Rego and data files under root in fsys. With tests false,
-// *_test.rego files are left out. Data is placed under prefix.
-func loadFS(fsys fs.FS, root string, prefix []string, caps *ast.Capabilities, tests bool) (map[string]*ast.Module, map[string]any, error) {
-	filter := func(_ string, info fs.FileInfo, depth int) bool {
-		name := info.Name()
-		switch {
-		case info.IsDir():
-			return depth > 0 && strings.HasPrefix(name, ".")
-		case strings.HasSuffix(name, ".rego"):
-			return !tests && strings.HasSuffix(name, "_test.rego")
-		default:
-			return !slices.Contains([]string{"data.json", "data.yaml", "data.yml"}, path.Base(name))
+// loadDir parses the Rego files of fsys (test files only when tests is
+// true) and reads its data files, each placed under data at its directory's
+// path. Files are named name/path ("path" when name is empty); hidden
+// entries below the root are skipped, as des skips them.
+func loadDir(fsys fs.FS, name string, tests bool) (map[string]*ast.Module, []datadoc.Patch, error) {
+	display := func(p string) string {
+		if name == "" {
+			return p
 		}
+		return path.Join(name, p)
 	}
-	res, err := loader.NewFileLoader().
-		WithFS(fsys).
-		WithProcessAnnotation(true).
-		WithRegoVersion(ast.RegoV1).
-		WithCapabilities(caps).
-		Filtered([]string{root}, filter)
+	mods := map[string]*ast.Module{}
+	var docs []datadoc.Patch
+	var errs policy.Errors
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != "." && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		switch {
+		case d.IsDir():
+			return nil
+		case strings.HasSuffix(p, ".rego"):
+			if !tests && isTest(p) {
+				return nil
+			}
+			src, err := fs.ReadFile(fsys, p)
+			if err != nil {
+				return err
+			}
+			m, err := ast.ParseModuleWithOpts(display(p), string(src), ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
+			if err != nil {
+				errs = append(errs, locate(err)...)
+				return nil
+			}
+			if m == nil {
+				errs = append(errs, &policy.Error{File: display(p), Message: "empty module: a Rego file needs a package declaration"})
+				return nil
+			}
+			mods[display(p)] = m
+		case slices.Contains([]string{"data.json", "data.yaml", "data.yml"}, d.Name()):
+			b, err := fs.ReadFile(fsys, p)
+			if err != nil {
+				return err
+			}
+			var doc any
+			if err := util.Unmarshal(b, &doc); err != nil {
+				errs = append(errs, &policy.Error{File: display(p), Message: "not valid JSON or YAML: " + err.Error()})
+				return nil
+			}
+			obj, ok := doc.(map[string]any)
+			if !ok {
+				errs = append(errs, &policy.Error{File: display(p), Message: "a data file must hold an object"})
+				return nil
+			}
+			if dir := path.Dir(p); dir != "." {
+				parts := strings.Split(dir, "/")
+				for i := len(parts) - 1; i >= 0; i-- {
+					obj = map[string]any{parts[i]: obj}
+				}
+			}
+			docs = append(docs, datadoc.Patch{File: display(p), Doc: obj})
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("load rego tests: %w", err)
 	}
-	data := res.Documents
-	for i := len(prefix) - 1; i >= 0; i-- {
-		data = map[string]any{prefix[i]: data}
+	if len(errs) > 0 {
+		return nil, nil, errs
 	}
-	return res.ParsedModules(), data, nil
+	return mods, docs, nil
 }

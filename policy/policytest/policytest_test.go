@@ -1,12 +1,18 @@
 package policytest_test
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/deterministic-exec/des/policy"
 	"github.com/deterministic-exec/des/policy/policytest"
+	builtin "github.com/deterministic-exec/des/rego"
 )
 
 const pkg = "package team\n\nallow if input.ok\n\nlabel := \"big\" if input.n > 10\n"
@@ -16,7 +22,7 @@ func TestRunReportsPassFailAndCoverage(t *testing.T) {
 		"team.rego":      {Data: []byte(pkg)},
 		"team_test.rego": {Data: []byte("package team_test\n\nimport data.team\n\ntest_allow if team.allow with input as {\"ok\": true}\n\ntest_wrong if team.allow with input as {\"ok\": false}\n")},
 	}
-	rep, err := policytest.Run(t.Context(), fsys)
+	rep, err := policytest.Run(t.Context(), fsys, policytest.WithCoverage())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,6 +39,9 @@ func TestRunReportsPassFailAndCoverage(t *testing.T) {
 	// label is never evaluated: coverage is partial.
 	if p := rep.Coverage[0].Percent(); p <= 0 || p >= 100 {
 		t.Errorf("coverage = %.1f%%, want partial", p)
+	}
+	if len(rep.Files) != 1 || rep.Files[0].File != "team.rego" || len(rep.Files[0].Uncovered) == 0 || rep.Files[0].Uncovered[0] != "5" {
+		t.Errorf("files = %+v, want team.rego with line 5 (label) not covered", rep.Files)
 	}
 }
 
@@ -64,5 +73,127 @@ func TestRunCompileError(t *testing.T) {
 	fsys := fstest.MapFS{"x_test.rego": {Data: []byte("package x_test\n\ntest_a if undefined_function(1)\n")}}
 	if _, err := policytest.Run(t.Context(), fsys); err == nil || !strings.Contains(err.Error(), "undefined") {
 		t.Errorf("err = %v, want an undefined function error", err)
+	}
+}
+
+// The README's snippet, for a team whose tests cover its own files: the
+// minimum applies to the team's packages, never to the built-in ones.
+func TestCheckMinCoverageCountsTheTeamsFilesOnly(t *testing.T) {
+	rep := policytest.Check(t, os.DirFS("testdata/team"), policytest.WithBuiltin(), policytest.WithMinCoverage(90))
+	if len(rep.Results) != 3 {
+		t.Errorf("results = %+v, want the team's 3 tests and no built-in test", rep.Results)
+	}
+	for _, c := range rep.Coverage {
+		if strings.HasPrefix(c.Package, "des.") && c.Package != "des.gates.pre_commit" || len(c.Files) != 1 || c.Files[0] != "owner.rego" {
+			t.Errorf("coverage of %s %v: want only the team's file", c.Package, c.Files)
+		}
+	}
+	if len(rep.Files) != 1 || rep.Files[0].Percent() < 90 {
+		t.Errorf("files = %+v, want owner.rego covered", rep.Files)
+	}
+}
+
+// recorder is a testing.TB that keeps the errors Check reports.
+type recorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Helper() {}
+
+func TestCheckReportsLowCoverageOfTheTeamsPackage(t *testing.T) {
+	fsys := fstest.MapFS{
+		"team.rego":      {Data: []byte(pkg)},
+		"team_test.rego": {Data: []byte("package team_test\n\nimport data.team\n\ntest_allow if team.allow with input as {\"ok\": true}\n")},
+	}
+	r := &recorder{TB: t}
+	policytest.Check(r, fsys, policytest.WithBuiltin(), policytest.WithMinCoverage(90))
+	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "package team is") {
+		t.Errorf("errors = %q, want one, about package team only", r.errs)
+	}
+}
+
+// A team adds rules to every gate, rules that fire on any input: the
+// built-in tests, run beside them, still pass, because they assert what
+// des's own rules yield.
+func TestBuiltinTestsPassWithTeamRulesInEveryGate(t *testing.T) {
+	fsys := fstest.MapFS{}
+	err := fs.WalkDir(builtin.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(builtin.FS(), p)
+		fsys[p] = &fstest.MapFile{Data: b}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	team, err := filepath.Glob("testdata/everygate/*.rego")
+	if err != nil || len(team) != 5 {
+		t.Fatalf("team files %v, %v", team, err)
+	}
+	for _, f := range team {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fsys["team/"+filepath.Base(f)] = &fstest.MapFile{Data: b}
+	}
+	rep, err := policytest.Run(t.Context(), fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) < 500 {
+		t.Fatalf("%d results: the built-in tests were not found", len(rep.Results))
+	}
+	for _, f := range rep.Failed() {
+		t.Errorf("%s %s.%s fails beside the team's rules: %v", f.Location, f.Package, f.Name, f.Err)
+	}
+}
+
+func TestTeamDataPatchesBuiltinData(t *testing.T) {
+	team := fstest.MapFS{
+		"des/commit/data.json": {Data: []byte(`{"skip_prefixes": ["TEAM:"], "deferred_prefix": null}`)},
+		"t_test.rego": {Data: []byte(`package t_test
+
+test_team_data if {
+	data.des.commit.skip_prefixes == ["TEAM:"]
+	not data.des.commit.deferred_prefix
+	data.des.commit.workflows_without_phase_log == ["configuration_setup"]
+}
+`)},
+	}
+	rep, err := policytest.Run(t.Context(), team, policytest.WithBuiltin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 1 || len(rep.Failed()) != 0 {
+		t.Errorf("results = %+v", rep.Results)
+	}
+}
+
+func TestTeamDataConflictNamesBothFiles(t *testing.T) {
+	a := fstest.MapFS{"des/sections/data.json": {Data: []byte(`{"origins": {"ad-hoc": "full"}}`)}}
+	b := fstest.MapFS{"data.json": {Data: []byte(`{"des": {"sections": {"origins": {"ad-hoc": "partial"}}}}`)}}
+	_, err := policytest.Run(t.Context(), a, policytest.WithName("a"), policytest.WithDir("b", b), policytest.WithBuiltin())
+	var errs policy.Errors
+	if !errors.As(err, &errs) || errs[0].File != "b/data.json" || !strings.Contains(errs[0].Message, "a/des/sections/data.json") {
+		t.Errorf("err = %v, want a conflict in b/data.json naming a/des/sections/data.json", err)
+	}
+	c := fstest.MapFS{"des/config/data.json": {Data: []byte(`{"stale_threshold_minutes": 1}`)}}
+	if _, err := policytest.Run(t.Context(), c, policytest.WithBuiltin()); err == nil || !strings.Contains(err.Error(), ".des/config.json") {
+		t.Errorf("err = %v, want data.des.config refused as in the hook", err)
+	}
+}
+
+func TestRunParseErrorHasLocation(t *testing.T) {
+	_, err := policytest.Run(t.Context(), fstest.MapFS{"bad.rego": {Data: []byte("package x\n\nallow if {\n")}}, policytest.WithName(".des/policies"))
+	var errs policy.Errors
+	if !errors.As(err, &errs) || errs[0].File != ".des/policies/bad.rego" || errs[0].Row == 0 {
+		t.Errorf("err = %#v, want a policy.Error at .des/policies/bad.rego:line", err)
 	}
 }
