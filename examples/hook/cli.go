@@ -48,6 +48,7 @@ func commands() []command {
 	return []command{
 		{"settings", "[--command PATH]   print the .claude/settings.json part that installs DES", runSettings},
 		{"policies", "[--json]           list the codes the loaded policies can yield", runPolicies},
+		{"test", "[DIR...]           run the team's Rego tests with the built-in policies loaded", runTest},
 		{"stale", "[--resolve FILE]    list stale work, or reset it in FILE", runStale},
 		{"audit", "verify [--dir DIR] check the audit trail's hash chain", runAudit},
 		{"precommit", " [FILE...|--install] Gate 3: judge step files, or the staged ones", runPrecommit},

@@ -138,7 +138,7 @@ func percent(covered, notCovered int) float64 {
 
 // Report is the outcome of [Run].
 type Report struct {
-	Results  []Result
+	Results  []Result       // in file and line order
 	Coverage []Coverage     // per package, sorted; with WithCoverage
 	Files    []FileCoverage // per file, sorted; with WithCoverage
 }
@@ -250,12 +250,27 @@ func Run(ctx context.Context, fsys fs.FS, opts ...Option) (*Report, error) {
 		return nil, fmt.Errorf("compile rego tests: %w", compileErrors(err))
 	}
 	rep := &Report{}
+	type keyed struct {
+		file string
+		row  int
+		res  Result
+	}
+	var all []keyed
 	for r := range ch {
 		res := Result{Package: r.Package, Name: r.Name, Pass: !r.Fail && r.Error == nil && !r.Skip, Skip: r.Skip, Err: r.Error, Output: string(r.Output), Duration: r.Duration}
+		k := keyed{res: res}
 		if r.Location != nil {
-			res.Location = fmt.Sprintf("%s:%d", r.Location.File, r.Location.Row)
+			k.res.Location = fmt.Sprintf("%s:%d", r.Location.File, r.Location.Row)
+			k.file, k.row = r.Location.File, r.Location.Row
 		}
-		rep.Results = append(rep.Results, res)
+		all = append(all, k)
+	}
+	// In file order, whatever order the runner finished them in.
+	slices.SortFunc(all, func(a, b keyed) int {
+		return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.row, b.row), cmp.Compare(a.res.Name, b.res.Name))
+	})
+	for _, k := range all {
+		rep.Results = append(rep.Results, k.res)
 	}
 	if cov != nil {
 		teamMods := map[string]*ast.Module{}
@@ -306,11 +321,21 @@ func byFile(r cover.Report, modules map[string]*ast.Module) []FileCoverage {
 		fc := FileCoverage{File: name}
 		if fr := r.Files[name]; fr != nil {
 			fc.Covered, fc.NotCovered = fr.CoveredLines, fr.NotCoveredLines
+			// Ranges come per rule head and per expression: several
+			// can cover the same lines.
+			var spans [][2]int
 			for _, rng := range fr.NotCovered {
-				if rng.Start.Row == rng.End.Row {
-					fc.Uncovered = append(fc.Uncovered, strconv.Itoa(rng.Start.Row))
+				if n := len(spans); n > 0 && rng.Start.Row <= spans[n-1][1]+1 {
+					spans[n-1][1] = max(spans[n-1][1], rng.End.Row)
+					continue
+				}
+				spans = append(spans, [2]int{rng.Start.Row, rng.End.Row})
+			}
+			for _, sp := range spans {
+				if sp[0] == sp[1] {
+					fc.Uncovered = append(fc.Uncovered, strconv.Itoa(sp[0]))
 				} else {
-					fc.Uncovered = append(fc.Uncovered, fmt.Sprintf("%d-%d", rng.Start.Row, rng.End.Row))
+					fc.Uncovered = append(fc.Uncovered, fmt.Sprintf("%d-%d", sp[0], sp[1]))
 				}
 			}
 		}
