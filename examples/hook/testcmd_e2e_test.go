@@ -170,3 +170,45 @@ func TestE2ETeamDataChangesADecision(t *testing.T) {
 		}
 	}
 }
+
+// The README's "Write and test a team policy", run as written: its rule, its
+// test and its data file in a new project, and `des-hook test` printing what
+// the README shows.
+func TestE2EReadmeTeamPolicy(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	start := strings.Index(readme, "## Write and test a team policy")
+	end := strings.Index(readme[start+1:], "\n## ")
+	if start < 0 || end < 0 {
+		t.Fatal("README has no section \"Write and test a team policy\"")
+	}
+	section := readme[start : start+1+end]
+	block := func(after, lang string) string {
+		t.Helper()
+		i := strings.Index(section, after)
+		if i < 0 {
+			t.Fatalf("README section has no %q", after)
+		}
+		rest := section[i:]
+		j := strings.Index(rest, "```"+lang+"\n")
+		if j < 0 {
+			t.Fatalf("no %s block after %q", lang, after)
+		}
+		rest = rest[j+len("```"+lang+"\n"):]
+		return rest[:strings.Index(rest, "```")]
+	}
+	root := t.TempDir()
+	writeFile(t, root, ".des/policies/owner.rego", block("`.des/policies/owner.rego`:", "rego"))
+	writeFile(t, root, ".des/policies/owner_test.rego", block("`.des/policies/owner_test.rego`", "rego"))
+	writeFile(t, root, ".des/policies/des/sections/data.json", block("`.des/policies/des/sections/data.json`:", "json"))
+	console := block("Run the tests with the hook binary", "console")
+	cmdLine, want, _ := strings.Cut(console, "\n")
+	args := strings.Fields(strings.TrimPrefix(cmdLine, "$ des-hook test"))
+	r := runTestCommand(t, root, args...)
+	if r.code != 0 || r.stdout != want || r.stderr != "" {
+		t.Errorf("README example: exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s", r.code, r.stdout, want, r.stderr)
+	}
+}
