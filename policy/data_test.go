@@ -2,8 +2,10 @@ package policy_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,5 +92,63 @@ func TestTeamDataCannotSetWhatWithDataSets(t *testing.T) {
 	e := newEngine(t, policy.WithDirs(dir))
 	if got, _ := e.Data("des.config.stale_threshold_minutes"); got == nil || got.(interface{ String() string }).String() != "5" {
 		t.Errorf("stale_threshold_minutes = %v, want 5", got)
+	}
+}
+
+// The tables teams change, each overridden by a data file at its built-in
+// path: the team's value is what the engine holds, the rest of the table
+// stays built-in.
+func TestTeamDataReachesEveryTable(t *testing.T) {
+	for _, tc := range []struct {
+		file, content string
+		path          string
+		want          string // fmt.Sprint of the value at path
+		kept          string // a built-in sibling that stays
+	}{
+		{"des/sections/data.json", `{"levels": {"partial": ["DES_METADATA"]}}`, "des.sections.levels.partial", "[DES_METADATA]", "des.sections.levels.full"},
+		{"des/commit/data.json", `{"skip_prefixes": ["NOT_APPLICABLE:", "TEAM:"]}`, "des.commit.skip_prefixes", "[NOT_APPLICABLE: TEAM:]", "des.commit.deferred_prefix"},
+		{"des/phases/data.json", `{"protected_branches": {"release": true, "master": null}}`, "des.phases.protected_branches", "map[main:true release:true]", "des.phases.agent_phases"},
+		{"des/delegation/data.json", `{"work_tools": {"NotebookEdit": null}}`, "des.delegation.work_tools.NotebookEdit", "<absent>", "des.delegation.work_tools.Bash"},
+		{"data.json", `{"des": {"taskgraph": {"verification_types": {"review": true}}}}`, "des.taskgraph.verification_types.review", "true", "des.taskgraph.verification_types.verification"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			dir := t.TempDir()
+			teamData(t, dir, tc.file, tc.content)
+			e := newEngine(t, policy.WithDirs(dir))
+			got := "<absent>"
+			if v, ok := e.Data(tc.path); ok {
+				got = fmt.Sprint(v)
+			}
+			if got != tc.want {
+				t.Errorf("data.%s = %s, want %s", tc.path, got, tc.want)
+			}
+			if _, ok := e.Data(tc.kept); !ok {
+				t.Errorf("data.%s: the built-in sibling is gone", tc.kept)
+			}
+		})
+	}
+}
+
+// A commit skip prefix the team adds changes Gate 3's decision.
+func TestTeamSkipPrefixChangesGate3(t *testing.T) {
+	phases := []any{}
+	for i, name := range []string{"PREPARE", "RED_ACCEPTANCE", "RED_UNIT", "GREEN_UNIT", "CHECK_ACCEPTANCE", "GREEN_ACCEPTANCE", "REVIEW", "REFACTOR_L1", "REFACTOR_L2", "REFACTOR_L3", "REFACTOR_L4", "POST_REFACTOR_REVIEW", "FINAL_VALIDATE", "COMMIT"} {
+		p := map[string]any{"name": name, "pos": i, "at": fmt.Sprintf("/tdd_cycle/phase_execution_log/%d", i), "status": "EXECUTED", "outcome": "PASS", "blocked_by": ""}
+		if name == "RED_UNIT" {
+			p["status"], p["outcome"], p["blocked_by"] = "SKIPPED", "", "TEAM_WAIVED: covered by the acceptance test"
+		}
+		phases = append(phases, p)
+	}
+	in := map[string]any{"step": map[string]any{"path": "steps/01-01.json", "document": map[string]any{"task_id": "01-01", "state": map[string]any{"status": "DONE"}}, "workflow_type": "tdd_cycle", "phase_log": "/tdd_cycle/phase_execution_log", "phases": phases}, "gate2": []any{}}
+
+	d, err := newEngine(t).Eval(t.Context(), policy.PreCommit, in)
+	if err != nil || !slices.Contains(d.Codes(), "DES-COMMIT-SKIP-REASON") {
+		t.Fatalf("built-in prefixes: codes %v, %v; want DES-COMMIT-SKIP-REASON", d.Codes(), err)
+	}
+	dir := t.TempDir()
+	teamData(t, dir, "des/commit/data.json", `{"skip_prefixes": ["NOT_APPLICABLE:", "TEAM_WAIVED:"]}`)
+	d, err = newEngine(t, policy.WithDirs(dir)).Eval(t.Context(), policy.PreCommit, in)
+	if err != nil || slices.Contains(d.Codes(), "DES-COMMIT-SKIP-REASON") {
+		t.Errorf("team prefix TEAM_WAIVED: codes %v, %v; want no DES-COMMIT-SKIP-REASON", d.Codes(), err)
 	}
 }
