@@ -35,6 +35,16 @@
 // read only when named data.json, data.yaml or data.yml, as in an OPA bundle;
 // their content is placed under data at the directory's path.
 //
+// # Data
+//
+// The data files of the other sources are laid over the built-in data as JSON
+// merge patches (RFC 7396): objects merge key by key, null removes a key, and
+// any other value (arrays too) replaces the built-in value whole, so a team
+// changes a built-in table without copying it. Those files must agree: two
+// that set the same value differently are an [Error] in the second file
+// naming the first, as are data files setting what [WithData] sets, which
+// comes last.
+//
 // # Determinism
 //
 // Policies see the evaluation time the caller gives with [At] (time.now_ns),

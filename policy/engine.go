@@ -73,7 +73,8 @@ func WithFS(name string, fsys fs.FS) Option {
 func WithLazyCompile() Option { return func(o *options) { o.lazy = true } }
 
 // WithData sets the document at a dotted path under data, replacing whatever
-// the bundles put there; des uses it for data.des.config. The value must
+// the built-in bundle put there; des uses it for data.des.config. A team data
+// file that sets a value at or below the path is an error. The value must
 // marshal to JSON.
 func WithData(path string, value any) Option {
 	return func(o *options) { o.overrides = append(o.overrides, override{path, value}) }
