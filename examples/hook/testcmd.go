@@ -44,7 +44,7 @@ func runTest(ctx context.Context, e env, args []string) int {
 	coverage := fs.Bool("coverage", false, "report the line coverage of the team's files")
 	minCoverage := fs.Float64("min-coverage", 0, "fail when a team package's line coverage, in percent, is below `N` (implies --coverage)")
 	outFormat := fs.String("format", "pretty", "output format: pretty or json")
-	verbose := fs.Bool("v", false, "list every test, not only the failing ones, and the failures again at the end")
+	verbose := fs.Bool("v", false, "list every test, not only the failing ones, and the failures again at the end with the expression that failed")
 	fmtWrite := fs.Bool("fmt", false, "format the .rego files that `opa fmt` would change, in place, before testing")
 	if code, done := parseFlags(fs, args, -1); done {
 		return code
@@ -87,6 +87,9 @@ func runTest(ctx context.Context, e env, args []string) int {
 	opts := []policytest.Option{policytest.WithBuiltin(), policytest.WithName(dirs[0].name)}
 	if *coverage || *minCoverage > 0 {
 		opts = append(opts, policytest.WithCoverage())
+	}
+	if *verbose {
+		opts = append(opts, policytest.WithTrace())
 	}
 	for _, d := range dirs[1:] {
 		opts = append(opts, policytest.WithDir(d.name, os.DirFS(d.path)))
@@ -246,7 +249,10 @@ func printTests(w io.Writer, rep *policytest.Report, verbose bool) {
 	if verbose && fail+errs > 0 {
 		fmt.Fprintf(w, "%s\nFAILURES\n%s\n", rule, rule)
 		for _, r := range rep.Failed() {
-			fmt.Fprintf(w, "%s\n  at %s\n", line(r), r.Location)
+			fmt.Fprintf(w, "%s\n  test at %s\n", line(r), r.Location)
+			if r.FailedAt != "" {
+				fmt.Fprintf(w, "  failed at %s\n", r.FailedAt)
+			}
 			if r.Err != nil {
 				fmt.Fprintf(w, "  %v\n", r.Err)
 			}

@@ -38,6 +38,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/format"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
+	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/deterministic-exec/des/internal/datadoc"
@@ -51,6 +52,7 @@ type Option func(*options)
 type options struct {
 	builtin     bool
 	coverage    bool
+	trace       bool
 	minCoverage float64
 	timeout     time.Duration
 	name        string
@@ -79,6 +81,10 @@ func WithMinCoverage(pct float64) Option {
 	return func(o *options) { o.minCoverage, o.coverage = pct, true }
 }
 
+// WithTrace traces each test, so that a failing one says which expression
+// failed ([Result.FailedAt]). Tracing makes the run slower.
+func WithTrace() Option { return func(o *options) { o.trace = true } }
+
 // WithTimeout bounds each test (default 5 s, as `opa test`).
 func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
 
@@ -103,6 +109,9 @@ type Result struct {
 	Err      error  // evaluation error, if any
 	Output   string // print() output
 	Duration time.Duration
+	// FailedAt is, for a failing test run WithTrace, the last expression
+	// that failed: "file:row: expression".
+	FailedAt string
 }
 
 // Coverage is the line coverage of one package of the files under test
@@ -236,6 +245,9 @@ func Run(ctx context.Context, fsys fs.FS, opts ...Option) (*Report, error) {
 		CapturePrintOutput(true).
 		RaiseBuiltinErrors(true).
 		SetTimeout(o.timeout)
+	if o.trace {
+		runner = runner.EnableTracing(true)
+	}
 	if o.coverage {
 		cov = cover.New()
 		runner = runner.SetCoverageQueryTracer(cov)
@@ -258,6 +270,9 @@ func Run(ctx context.Context, fsys fs.FS, opts ...Option) (*Report, error) {
 	var all []keyed
 	for r := range ch {
 		res := Result{Package: r.Package, Name: r.Name, Pass: !r.Fail && r.Error == nil && !r.Skip, Skip: r.Skip, Err: r.Error, Output: string(r.Output), Duration: r.Duration}
+		if r.Fail {
+			res.FailedAt = failedAt(r.Trace)
+		}
 		k := keyed{res: res}
 		if r.Location != nil {
 			k.res.Location = fmt.Sprintf("%s:%d", r.Location.File, r.Location.Row)
@@ -282,6 +297,26 @@ func Run(ctx context.Context, fsys fs.FS, opts ...Option) (*Report, error) {
 		rep.Files = byFile(cr, teamMods)
 	}
 	return rep, nil
+}
+
+// failedAt finds the last expression of a test's own queries that failed,
+// as `opa test --var-values` shows it: "" when there is none, as when the
+// rule index skipped the body (data.x == "v" on its own is indexed).
+func failedAt(trace []*topdown.Event) string {
+	for _, e := range slices.Backward(trace) {
+		if e.Op != topdown.FailOp || e.Location == nil || e.QueryID == 0 {
+			continue
+		}
+		expr, ok := e.Node.(*ast.Expr)
+		if !ok {
+			continue
+		}
+		if _, isEvery := expr.Terms.(*ast.Every); isEvery {
+			continue // the expression that failed inside is reported
+		}
+		return fmt.Sprintf("%s:%d: %s", e.Location.File, e.Location.Row, strings.TrimSpace(string(e.Location.Text)))
+	}
+	return ""
 }
 
 // compileErrors turns OPA's compile errors into policy.Errors, so that a

@@ -197,3 +197,14 @@ func TestRunParseErrorHasLocation(t *testing.T) {
 		t.Errorf("err = %#v, want a policy.Error at .des/policies/bad.rego:line", err)
 	}
 }
+
+func TestRunWithTraceSaysWhichExpressionFailed(t *testing.T) {
+	fsys := fstest.MapFS{"x_test.rego": {Data: []byte("package x_test\n\ntest_a if {\n\t1 == 1\n\t2 == 3\n}\n")}}
+	rep, err := policytest.Run(t.Context(), fsys, policytest.WithTrace())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rep.Failed(); len(f) != 1 || f[0].FailedAt != "x_test.rego:5: 2 == 3" {
+		t.Errorf("failed = %+v, want FailedAt x_test.rego:5: 2 == 3", f)
+	}
+}
