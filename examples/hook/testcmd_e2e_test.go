@@ -95,7 +95,7 @@ func TestE2ETestCommandInATeamsProject(t *testing.T) {
 	}
 
 	// A failing test: exit 1, named with its location as opa test does.
-	writeFile(t, root, ".des/policies/more_test.rego", "package team_test\n\ntest_wrong if {\n\torigins := data.des.sections.origins\n\torigins[\"ad-hoc\"] == \"none\"\n}\n")
+	writeFile(t, root, ".des/policies/more_test.rego", "package team_test\n\ntest_wrong if {\n\tlevel := data.des.sections.origins[\"ad-hoc\"]\n\tupper(level) == \"NONE\"\n}\n")
 	r := runTestCommand(t, root)
 	if r.code != 1 || !strings.Contains(r.stdout, ".des/policies/more_test.rego:3:\ndata.team_test.test_wrong: FAIL (") || !strings.Contains(r.stdout, "PASS: 3/4\nFAIL: 1/4\n") {
 		t.Errorf("failing test: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -103,7 +103,7 @@ func TestE2ETestCommandInATeamsProject(t *testing.T) {
 
 	// -v: every test, and the expression that failed.
 	r = runTestCommand(t, root, "-v")
-	if r.code != 1 || !strings.Contains(r.stdout, "data.team_test.test_owner_passes: PASS (") || !strings.Contains(r.stdout, "failed at .des/policies/more_test.rego:5: origins[\"ad-hoc\"] == \"none\"") {
+	if r.code != 1 || !strings.Contains(r.stdout, "data.team_test.test_owner_passes: PASS (") || !strings.Contains(r.stdout, "failed at .des/policies/more_test.rego:5: upper(level) == \"NONE\"") {
 		t.Errorf("-v: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
