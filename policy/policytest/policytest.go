@@ -406,10 +406,16 @@ func byPackage(r cover.Report, modules map[string]*ast.Module) []Coverage {
 }
 
 // Unformatted returns the .rego files of fsys that `opa fmt` (Rego v1) would
-// change, sorted.
+// change, sorted. Hidden entries are skipped, as [Run] skips them.
 func Unformatted(fsys fs.FS) ([]string, error) {
 	var out []string
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && p != "." && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return fs.SkipDir // not loaded either
+			}
+			return nil
+		}
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".rego") {
 			return err
 		}
