@@ -189,10 +189,14 @@ func Run(ctx context.Context, fsys fs.FS, opts ...Option) (*Report, error) {
 	modules := map[string]*ast.Module{}
 	team := map[string]bool{} // the non-test files under test, by module name
 	var patches []datadoc.Patch
-	var errs policy.Errors
+	var errs policy.Errors // every file that does not parse, in every directory
 	for _, d := range append([]dir{{o.name, fsys}}, o.dirs...) {
 		mods, docs, err := loadDir(d.fsys, d.name, true)
-		if err != nil {
+		var perrs policy.Errors
+		if errors.As(err, &perrs) {
+			errs = append(errs, perrs...)
+			continue
+		} else if err != nil {
 			return nil, err
 		}
 		for name, m := range mods {
@@ -202,6 +206,9 @@ func Run(ctx context.Context, fsys fs.FS, opts ...Option) (*Report, error) {
 			}
 		}
 		patches = append(patches, docs...)
+	}
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	data := map[string]any{}
 	var reserved [][]string
@@ -226,8 +233,7 @@ func Run(ctx context.Context, fsys fs.FS, opts ...Option) (*Report, error) {
 	}
 	var conflict *datadoc.ConflictError
 	if err := datadoc.Apply(data, patches, reserved...); errors.As(err, &conflict) {
-		errs = append(errs, &policy.Error{File: conflict.File, Message: conflict.Error()})
-		return nil, errs
+		return nil, policy.Errors{{File: conflict.File, Message: conflict.Error()}}
 	} else if err != nil {
 		return nil, err
 	}
