@@ -45,7 +45,7 @@ func runTest(ctx context.Context, e env, args []string) int {
 	minCoverage := fs.Float64("min-coverage", 0, "fail when a team package's line coverage, in percent, is below `N` (implies --coverage)")
 	outFormat := fs.String("format", "pretty", "output format: pretty or json")
 	verbose := fs.Bool("v", false, "list every test, not only the failing ones, and the failures again at the end with the expression that failed")
-	fmtWrite := fs.Bool("fmt", false, "format the .rego files that `opa fmt` would change, in place, before testing")
+	fmtWrite := fs.Bool("fmt", false, "format, in place, the .rego files that opa fmt would change, then test")
 	if code, done := parseFlags(fs, args, -1); done {
 		return code
 	}
