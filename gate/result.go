@@ -35,7 +35,7 @@ type Result struct {
 func (r Result) Denied() bool { return !r.Decision.Allowed() }
 
 // Reason renders every violation for a message to Claude or the user
-// (contract §5): each deny, then each warning, on its own line as
+// (docs/reference.md, "Hook output"): each deny, then each warning, on its own line as
 // "[CODE] message", then the recovery steps of them all, deduplicated in
 // order, under "Recovery:". Continuation lines of a message are indented, so
 // every line that starts with "[" is a violation and every "- " a step.

@@ -69,7 +69,7 @@ type StopResult struct {
 	Transcript string   // the transcript path, when known
 }
 
-// Reason is the text for Claude Code and people (contract §5): each
+// Reason is the text for Claude Code and people (docs/reference.md, "Hook output"): each
 // violation, denies then warnings, as "[CODE] message" on its own line, then
 // the recovery suggestions (Recovery: the gate's own, then the rules',
 // deduplicated) under "Recovery:". Without a deny it is Result.Reason.
