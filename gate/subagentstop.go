@@ -538,7 +538,7 @@ func (g SubagentStop) recovery(res StopResult, s Stop) []string {
 			}
 		}
 	}
-	resolve := fmt.Sprintf("`hook stale --resolve %s`", res.StepFile)
+	resolve := fmt.Sprintf("`des-hook stale --resolve %s`", res.StepFile)
 	switch {
 	case len(resets) > 0:
 		out = append(out, fmt.Sprintf("Reset %s to NOT_EXECUTED (resume from %s): run %s, which resets them, makes the task PARTIAL and records it in the audit trail.", phaseList(resets), cmpOr(phase, resets[0]), resolve))

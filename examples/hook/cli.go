@@ -60,9 +60,9 @@ func commands() []command {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: hook                              Claude Code command hook: one JSON event on stdin")
+	fmt.Fprintln(w, "usage: des-hook                          Claude Code command hook: one JSON event on stdin")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "       hook %-9s%s\n", c.name, c.synopsis)
+		fmt.Fprintf(w, "       des-hook %-9s%s\n", c.name, c.synopsis)
 	}
 }
 
@@ -79,7 +79,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 			return c.run(ctx, e, args[1:])
 		}
 	}
-	fmt.Fprintf(stderr, "hook: unknown subcommand %q\n", args[0])
+	fmt.Fprintf(stderr, "des-hook: unknown subcommand %q\n", args[0])
 	usage(stderr)
 	return exitUsage
 }
@@ -89,7 +89,7 @@ func newFlagSet(e env, name, synopsis, doc string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: hook %s %s\n\n%s\n", name, synopsis, doc)
+		fmt.Fprintf(e.stderr, "usage: des-hook %s %s\n\n%s\n", name, synopsis, doc)
 		hasFlags := false
 		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
 		if hasFlags {
@@ -111,7 +111,7 @@ func parseFlags(fs *flag.FlagSet, args []string, maxArgs int) (code int, done bo
 		return exitUsage, true // the flag package printed the error and usage
 	}
 	if maxArgs >= 0 && fs.NArg() > maxArgs { // maxArgs < 0: any number
-		fmt.Fprintf(fs.Output(), "hook %s: unexpected arguments: %s\n", fs.Name(), strings.Join(fs.Args(), " "))
+		fmt.Fprintf(fs.Output(), "des-hook %s: unexpected arguments: %s\n", fs.Name(), strings.Join(fs.Args(), " "))
 		fs.Usage()
 		return exitUsage, true
 	}
@@ -258,7 +258,7 @@ func hooksSettings(command string, prot protections) settingsBlock {
 }
 
 // settingsNotes go to stderr: which Claude Code version each part needs.
-const settingsNotes = `hook settings: merge this object into .claude/settings.json. What each part needs:
+const settingsNotes = `des-hook settings: merge this object into .claude/settings.json. What each part needs:
   hooks PreToolUse, PostToolUse, SubagentStop   any Claude Code with command hooks
   hooks PostToolUseFailure                      a Claude Code that sends the event (2.1 and later)
   hooks SubagentStart, UserPromptSubmit         a Claude Code that sends the events; without them the
@@ -288,17 +288,18 @@ func runSettings(ctx context.Context, e env, args []string) int {
 	if path == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			fmt.Fprintf(e.stderr, "hook settings: cannot find this executable (%v); pass --command\n", err)
+			fmt.Fprintf(e.stderr, "des-hook settings: cannot find this executable (%v); pass --command\n", err)
 			return exitUsage
 		}
 		// Not symlink-resolved on purpose: a link such as ~/bin/hook keeps
 		// working across upgrades.
 		path = exe
+		warnIfTransient(e.stderr, e.lookupEnv, "settings", exe)
 	}
 	root := commandRoot(ctx, e.lookupEnv)
 	cfg, err := des.LoadConfig(root, e.lookupEnv)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "hook settings: %v; the protected paths are those of the default settings\n", err)
+		fmt.Fprintf(e.stderr, "des-hook settings: %v; the protected paths are those of the default settings\n", err)
 		cfg = des.DefaultConfig()
 	}
 	fmt.Fprint(e.stderr, settingsNotes)
@@ -330,12 +331,12 @@ func runPolicies(ctx context.Context, e env, args []string) int {
 	root := commandRoot(ctx, e.lookupEnv)
 	eng, err := des.New(ctx, des.WithRoot(root), des.WithEnv(e.lookupEnv), des.WithLogger(newLogger(e.stderr, e.lookupEnv)))
 	if err != nil {
-		fmt.Fprintf(e.stderr, "hook policies: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook policies: %v\n", err)
 		return exitUsage
 	}
 	cat, err := eng.Catalogue(ctx)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "hook policies: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook policies: %v\n", err)
 		return exitUsage
 	}
 	if *asJSON {
@@ -350,7 +351,7 @@ func runPolicies(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Code, r.Severity, r.Package, r.Title)
 	}
 	if err := tw.Flush(); err != nil {
-		fmt.Fprintf(e.stderr, "hook policies: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook policies: %v\n", err)
 		return exitUsage
 	}
 	return exitOK
@@ -435,7 +436,7 @@ func writeJSON(e env, cmd string, v any) int {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		fmt.Fprintf(e.stderr, "hook %s: %v\n", cmd, err)
+		fmt.Fprintf(e.stderr, "des-hook %s: %v\n", cmd, err)
 		return exitUsage
 	}
 	return exitOK
