@@ -60,3 +60,43 @@ func TestUserFacingTextCitesNoOutsideSpec(t *testing.T) {
 		}
 	}
 }
+
+// The README's "Use it from Go" code is checkEveryGate of example_test.go,
+// which Example_useFromGo compiles and runs, and the output the README
+// shows is the example's.
+func TestReadmeGoCodeIsTheExample(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile("example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	between := func(s, begin, end string) string {
+		t.Helper()
+		_, after, ok := strings.Cut(s, begin)
+		if !ok {
+			t.Fatalf("no %q", begin)
+		}
+		inside, _, ok := strings.Cut(after, end)
+		if !ok {
+			t.Fatalf("no %q after %q", end, begin)
+		}
+		return inside
+	}
+	section := between(string(readme), "## Use it from Go\n", "\n## ")
+	code := between(string(example), "// README \"Use it from Go\" begins.\n\n", "\n\n// README \"Use it from Go\" ends.")
+	if shown := between(section, "```go\n", "\n```"); shown != code {
+		t.Errorf("README's Go code differs from checkEveryGate in example_test.go; copy it over.\nREADME:\n%s\nexample_test.go:\n%s", shown, code)
+	}
+	var want []string
+	output := between(string(example), "func Example_useFromGo()", "\n}\n")
+	_, output, _ = strings.Cut(output, "// Output:\n")
+	for _, l := range strings.Split(output, "\n") {
+		want = append(want, strings.TrimPrefix(strings.TrimSpace(l), "// "))
+	}
+	if shown := between(section, "```text\n", "\n```"); shown != strings.Join(want, "\n") {
+		t.Errorf("README's output of the Go code differs from Example_useFromGo's:\nREADME:\n%s\nexample:\n%s", shown, strings.Join(want, "\n"))
+	}
+}
