@@ -59,7 +59,7 @@ func readmeBlocks(t *testing.T) map[string][]readmeBlock {
 	for i := 0; i < len(lines); i++ {
 		m := readmeMarker.FindStringSubmatch(lines[i])
 		if m == nil {
-			if strings.Contains(lines[i], "readme-test:") {
+			if strings.HasPrefix(strings.TrimSpace(lines[i]), "<!-- readme-test:") {
 				t.Errorf("README.md:%d: malformed marker %q", i+1, lines[i])
 			}
 			continue
