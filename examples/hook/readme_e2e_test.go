@@ -25,18 +25,27 @@ import (
 //	                                     systemMessage or additionalContext)
 //	<!-- readme-test: NAME audit -->     the last line of the audit trail of the project the
 //	                                     commands made with mktemp -d
+//	<!-- readme-test: NAME session -->   a terminal session: each "$ " line is a command, the
+//	                                     lines after it what it prints (exit statuses kept, so
+//	                                     "$ echo $?" shows the command's before)
 //
-// Commands run with bash from the repository root, one per line (a line
-// ending in "\" continues), with the built hook in place of
-// `go run ./examples/hook` and of `des-hook`. What the README shows is
-// compared with what they print, timestamps aside (and duration_ms in JSON);
-// a shown text that ends with a "..." or "…" line shows only its start.
+// The blocks of one NAME run in one bash, in the README's order (N counts
+// the commands of the run block, which comes first), from the repository
+// root, one command per line (a line ending in "\" continues), with the
+// built hook in place of `go run ./examples/hook` and of `des-hook`. A run
+// block's failing command stops the example. What the README shows is
+// compared with what the commands print, with timestamps, dates in audit
+// file names and SHA-256 hashes made neutral (a hash shown twice must be the
+// same hash twice), and duration_ms left out of JSON; a shown text that ends
+// with a "..." or "…" line shows only its start.
 
 const readmePath = "../../README.md"
 
 var (
-	readmeMarker = regexp.MustCompile(`^<!-- readme-test: ([a-z0-9-]+) (run|stdout|reason|audit)(?: ([0-9]+))? -->$`)
+	readmeMarker = regexp.MustCompile(`^<!-- readme-test: ([a-z0-9-]+) (run|stdout|reason|audit|session)(?: ([0-9]+))? -->$`)
 	rfc3339      = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+	auditDay     = regexp.MustCompile(`audit-\d{4}-\d\d-\d\d\.log`)
+	sha256Hex    = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
 	hookWord     = regexp.MustCompile(`(^|[\s;&|(])des-hook\b`)
 )
 
@@ -104,16 +113,27 @@ func readmeCommands(text string) []string {
 
 const readmeSep = "@@readme-test-separator@@"
 
+// readmeCommand is one command of an example; a run block's must succeed.
+type readmeCommand struct {
+	text        string
+	mustSucceed bool
+}
+
 // runReadmeCommands runs cmds in one bash, from the repository root, with
 // TMPDIR set to tmp, and returns what each printed.
-func runReadmeCommands(t *testing.T, cmds []string, tmp string) []string {
+func runReadmeCommands(t *testing.T, cmds []readmeCommand, tmp string) []string {
 	t.Helper()
 	var script strings.Builder
-	script.WriteString("set -e\n")
 	for _, c := range cmds {
-		c = strings.ReplaceAll(c, "go run ./examples/hook", `"$DES_HOOK"`)
-		c = hookWord.ReplaceAllString(c, `$1"$$DES_HOOK"`)
-		fmt.Fprintf(&script, "%s\nprintf '\\n%s\\n'\n", c, readmeSep)
+		text := strings.ReplaceAll(c.text, "go run ./examples/hook", `"$DES_HOOK"`)
+		text = hookWord.ReplaceAllString(text, `$1"$$DES_HOOK"`)
+		// The separator's printf must not lose the command's status: a
+		// session's "echo $?" shows it, and a run block stops on it.
+		after := "(exit $__rc)"
+		if c.mustSucceed {
+			after = "[ $__rc -eq 0 ] || exit $__rc"
+		}
+		fmt.Fprintf(&script, "%s\n__rc=$?; printf '\\n%s\\n'; %s\n", text, readmeSep, after)
 	}
 	cmd := exec.CommandContext(t.Context(), "bash", "-c", script.String())
 	cmd.Dir = "../.."
@@ -121,7 +141,7 @@ func runReadmeCommands(t *testing.T, cmds []string, tmp string) []string {
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("%v\nscript:\n%s\nstderr:\n%s", err, script.String(), stderr.String())
+		t.Fatalf("%v\nscript:\n%s\nstdout:\n%s\nstderr:\n%s", err, script.String(), stdout.String(), stderr.String())
 	}
 	parts := strings.Split(stdout.String(), "\n"+readmeSep+"\n")
 	if len(parts) != len(cmds)+1 {
@@ -131,6 +151,39 @@ func runReadmeCommands(t *testing.T, cmds []string, tmp string) []string {
 		parts[i] = strings.TrimRight(parts[i], "\n")
 	}
 	return parts[:len(cmds)]
+}
+
+// sessionCommands splits a session block into its commands and what each
+// is shown to print.
+func sessionCommands(text string) (cmds []readmeCommand, shown []string) {
+	for _, l := range strings.Split(text, "\n") {
+		if c, ok := strings.CutPrefix(l, "$ "); ok {
+			cmds = append(cmds, readmeCommand{text: c})
+			shown = append(shown, "")
+			continue
+		}
+		if len(shown) > 0 {
+			if shown[len(shown)-1] != "" {
+				shown[len(shown)-1] += "\n"
+			}
+			shown[len(shown)-1] += l
+		}
+	}
+	return cmds, shown
+}
+
+// neutral makes the parts of s that change from run to run neutral:
+// timestamps, audit day files, and SHA-256 hashes, numbered in the order
+// seen (hashes keeps the numbering across calls).
+func neutral(s string, hashes map[string]string) string {
+	s = rfc3339.ReplaceAllString(s, "<time>")
+	s = auditDay.ReplaceAllString(s, "audit-<date>.log")
+	return sha256Hex.ReplaceAllStringFunc(s, func(h string) string {
+		if _, ok := hashes[h]; !ok {
+			hashes[h] = fmt.Sprintf("<sha256 #%d>", len(hashes)+1)
+		}
+		return hashes[h]
+	})
 }
 
 // hookMessage is the text a hook's JSON answer carries for Claude or the user.
@@ -179,8 +232,13 @@ func lastAuditLine(t *testing.T, tmp string) string {
 // sameAsShown compares what the README shows with what ran.
 func sameAsShown(t *testing.T, b readmeBlock, got string) {
 	t.Helper()
-	want := rfc3339.ReplaceAllString(b.text, "<time>")
-	got = rfc3339.ReplaceAllString(got, "<time>")
+	compareShown(t, b, b.text, got, map[string]string{}, map[string]string{})
+}
+
+// compareShown compares a text shown in block b with what ran.
+func compareShown(t *testing.T, b readmeBlock, want, got string, wantHashes, gotHashes map[string]string) {
+	t.Helper()
+	want, got = neutral(want, wantHashes), neutral(got, gotHashes)
 	if b.lang == "json" {
 		var w, g map[string]any
 		if err := json.Unmarshal([]byte(want), &w); err != nil {
@@ -192,7 +250,7 @@ func sameAsShown(t *testing.T, b readmeBlock, got string) {
 		delete(w, "duration_ms")
 		delete(g, "duration_ms")
 		if !reflect.DeepEqual(w, g) {
-			t.Errorf("README.md:%d shows\n%s\nbut the command gives\n%s", b.line, b.text, got)
+			t.Errorf("README.md:%d shows\n%s\nbut the command gives\n%s", b.line, want, got)
 		}
 		return
 	}
@@ -218,19 +276,44 @@ func TestE2EReadmeExamples(t *testing.T) {
 	}
 	for name, blocks := range groups {
 		t.Run(name, func(t *testing.T) {
-			run := slices.IndexFunc(blocks, func(b readmeBlock) bool { return b.kind == "run" })
-			if run < 0 || len(blocks) < 2 {
-				t.Fatalf("example %q needs one run block and something to compare", name)
+			if blocks[0].kind != "run" && blocks[0].kind != "session" {
+				t.Fatalf("README.md:%d: example %q starts with a %s block, not its commands", blocks[0].line, name, blocks[0].kind)
 			}
-			cmds := readmeCommands(blocks[run].text)
-			if n := blocks[run].n; n > 0 && n < len(cmds) {
-				cmds = cmds[:n]
+			var cmds []readmeCommand
+			type sessionPart struct {
+				block readmeBlock
+				first int // index of its first command
+				shown []string
+			}
+			var sessions []sessionPart
+			checks := 0
+			for _, b := range blocks {
+				switch b.kind {
+				case "run":
+					texts := readmeCommands(b.text)
+					if b.n > 0 && b.n < len(texts) {
+						texts = texts[:b.n]
+					}
+					for _, c := range texts {
+						cmds = append(cmds, readmeCommand{text: c, mustSucceed: true})
+					}
+				case "session":
+					sc, shown := sessionCommands(b.text)
+					sessions = append(sessions, sessionPart{b, len(cmds), shown})
+					cmds = append(cmds, sc...)
+					checks++
+				default:
+					checks++
+				}
+			}
+			if checks == 0 {
+				t.Fatalf("example %q shows nothing to compare", name)
 			}
 			tmp := t.TempDir()
 			outs := runReadmeCommands(t, cmds, tmp)
-			for i, b := range blocks {
+			for _, b := range blocks {
 				switch {
-				case i == run:
+				case b.kind == "run" || b.kind == "session":
 				case b.kind == "audit":
 					sameAsShown(t, b, lastAuditLine(t, tmp))
 				case b.n < 1 || b.n > len(outs):
@@ -239,6 +322,12 @@ func TestE2EReadmeExamples(t *testing.T) {
 					sameAsShown(t, b, outs[b.n-1])
 				case b.kind == "reason":
 					sameAsShown(t, b, hookMessage(t, outs[b.n-1]))
+				}
+			}
+			for _, sp := range sessions {
+				wantHashes, gotHashes := map[string]string{}, map[string]string{}
+				for i, shown := range sp.shown {
+					compareShown(t, sp.block, shown, outs[sp.first+i], wantHashes, gotHashes)
 				}
 			}
 		})
