@@ -288,6 +288,24 @@ func Example_useFromGo() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// checkEveryGate reads the process's environment, as a program would:
+	// des's per-user state (the audit witness) goes to the example's own
+	// directory, not the home directory of whoever runs it. Examples run
+	// one at a time, after the tests.
+	state, err := os.MkdirTemp("", "des-example-state")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(state)
+	old, had := os.LookupEnv("DES_STATE_DIR")
+	os.Setenv("DES_STATE_DIR", state)
+	defer func() {
+		if had {
+			os.Setenv("DES_STATE_DIR", old)
+		} else {
+			os.Unsetenv("DES_STATE_DIR")
+		}
+	}()
 	if err := checkEveryGate(context.Background(), root, prompt.Text); err != nil {
 		log.Fatal(err)
 	}
