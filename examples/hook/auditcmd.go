@@ -15,7 +15,7 @@ import (
 	"github.com/deterministic-exec/des/internal/statedir"
 )
 
-// exitBroken is the exit status of `hook audit verify` on a broken trail.
+// exitBroken is the exit status of `des-hook audit verify` on a broken trail.
 const exitBroken = 1
 
 const auditVerifyDoc = "Checks the hash chain of the audit trail: every day file and archive, in order,\n" +
@@ -36,7 +36,7 @@ const auditVerifyDoc = "Checks the hash chain of the audit trail: every day file
 	"or after you removed or rewrote it yourself). It is refused while an agent's tool\n" +
 	"call is running (from an agent's Bash it would witness what the agent wrote)."
 
-// runAudit dispatches `hook audit SUBCOMMAND`; verify is the only one.
+// runAudit dispatches `des-hook audit SUBCOMMAND`; verify is the only one.
 func runAudit(ctx context.Context, e env, args []string) int {
 	if len(args) > 0 {
 		switch args[0] {

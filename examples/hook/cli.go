@@ -156,7 +156,7 @@ type settingsBlock struct {
 		SubagentStart      []hookMatcher `json:"SubagentStart"`
 		UserPromptSubmit   []hookMatcher `json:"UserPromptSubmit"`
 	} `json:"hooks"`
-	// StatusLine runs `hook statusline` for Claude Code's status line: the
+	// StatusLine runs `des-hook statusline` for Claude Code's status line: the
 	// subagents running and the task graph's wave.
 	StatusLine struct {
 		Type    string `json:"type"`

@@ -156,7 +156,7 @@ func (h *hookEnv) bindAgent(ctx context.Context, ev *Event) {
 	}
 }
 
-// Deadlines of one hook event, well below the timeouts `hook settings`
+// Deadlines of one hook event, well below the timeouts `des-hook settings`
 // gives Claude Code (30 s for tool events, 60 s for SubagentStop): a hook
 // that Claude Code times out does not block, so DES must answer first. The
 // deadline starts when the hook starts and covers reading stdin; every

@@ -8,10 +8,10 @@ import (
 	"github.com/deterministic-exec/des/internal/integrity"
 )
 
-// Exit status of `hook integrity check` when it found and restored changes.
+// Exit status of `des-hook integrity check` when it found and restored changes.
 const exitChanged = 1
 
-// runIntegrity is `hook integrity accept|check`: a person's side of the
+// runIntegrity is `des-hook integrity accept|check`: a person's side of the
 // effect check.
 func runIntegrity(ctx context.Context, e env, args []string) int {
 	fs := newFlagSet(e, "integrity", "accept|check",

@@ -19,7 +19,7 @@ import (
 	"github.com/deterministic-exec/des/policy"
 )
 
-// Exit statuses of `hook precommit` (docs/reference.md, "Exit statuses"): 0 pass, 1 fail, 2 error.
+// Exit statuses of `des-hook precommit` (docs/reference.md, "Exit statuses"): 0 pass, 1 fail, 2 error.
 const exitFail = 1
 
 const precommitDoc = "Runs Gate 3 on step files before they are committed: every canonical phase recorded and\n" +

@@ -14,8 +14,8 @@ import (
 	"github.com/deterministic-exec/des"
 )
 
-// The orchestration status: `hook statusline` for Claude Code's status
-// line, `hook status` for people.
+// The orchestration status: `des-hook statusline` for Claude Code's status
+// line, `des-hook status` for people.
 
 // statusLineInput is the part of Claude Code's status-line JSON DES reads.
 type statusLineInput struct {
