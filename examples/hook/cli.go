@@ -49,21 +49,26 @@ func commands() []command {
 		{"settings", "[--command PATH]   print the .claude/settings.json part that installs DES", runSettings},
 		{"policies", "[--json]           list the codes the loaded policies can yield", runPolicies},
 		{"stale", "[--resolve FILE]    list stale work, or reset it in FILE", runStale},
-		{"audit", "verify [--dir DIR] check the audit trail's hash chain", runAudit},
-		{"precommit", " [FILE...|--install] Gate 3: judge step files, or the staged ones", runPrecommit},
-		{"integrity", " accept|check     take DES's files as they are now, or restore them", runIntegrity},
-		{"escalations", " [--all] [--json] list the open escalations of the phase workflow guards", runEscalations},
+		{"audit", "verify [--dir DIR] [--adopt]  check the audit trail's hash chain", runAudit},
+		{"precommit", "[FILE...|--install]  Gate 3: judge step files, or the staged ones", runPrecommit},
+		{"integrity", "accept|check  take DES's files as they are now, or restore them", runIntegrity},
+		{"escalations", "[--all] [--json]  list the open escalations of the phase workflow guards", runEscalations},
 		{"status", "[--json]           subagents running, the task graph's waves, the orchestration settings", runStatus},
 		{"statusline", "                  one line for Claude Code's status line (JSON on stdin)", runStatusLine},
 		{"version", "                   print the versions of des, Go and OPA", runVersion},
 	}
 }
 
+// usage lists the subcommands in two columns: a synopsis is the arguments,
+// two spaces or more, then what the command does.
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: des-hook                          Claude Code command hook: one JSON event on stdin")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "usage: des-hook\t\tClaude Code command hook: one JSON event on stdin")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "       des-hook %-9s%s\n", c.name, c.synopsis)
+		args, what, _ := strings.Cut(c.synopsis, "  ")
+		fmt.Fprintf(tw, "       des-hook %s\t%s\t%s\n", c.name, strings.TrimSpace(args), strings.TrimSpace(what))
 	}
+	tw.Flush()
 }
 
 // runCommand dispatches a subcommand.
