@@ -27,7 +27,7 @@ const (
 	Gate2Block  = "block"  // send the subagent back to fix its work first
 )
 
-// Config holds the settings of contract §6. The JSON names are the keys of
+// Config holds the settings (docs/reference.md, "Settings"). The JSON names are the keys of
 // .des/config.json and of data.des.config as policies see it.
 type Config struct {
 	StaleThresholdMinutes int      `json:"stale_threshold_minutes"`  // DES_STALE_THRESHOLD_MINUTES
@@ -63,7 +63,7 @@ const (
 // DefaultTaskGraphFile is the task graph document of the default settings.
 const DefaultTaskGraphFile = ".claude/state/active_task_graph.json"
 
-// DefaultConfig returns the defaults of contract §6.
+// DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
 	return Config{
 		StaleThresholdMinutes: 30,

@@ -22,7 +22,7 @@
 // ([Engine.ObserveSubagent]). Escalations are audited as PHASE_ESCALATION
 // and listed by [Engine.Escalations].
 //
-// The contract that users, policies, Claude Code and git see is described in
-// the project's docs; examples/hook is the Claude Code hook and CLI built on
+// What users, policies, Claude Code and git see is described in the README
+// and docs/reference.md; examples/hook is the Claude Code hook and CLI built on
 // this package.
 package des

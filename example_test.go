@@ -200,3 +200,120 @@ func ExampleEngine_CheckStop() {
 	// status: FAILED
 	// first suggestion: Read the audit trail's events for docs/feature/shop/steps/01-01.json (step_file) to see which phases the subagent recorded.
 }
+
+// README "Use it from Go" begins.
+
+// checkEveryGate calls each gate from Go in projectDir, on a subagent
+// prompt for the step docs/feature/shop/steps/01-01.json.
+func checkEveryGate(ctx context.Context, projectDir, prompt string) error {
+	engine, err := des.New(ctx, des.WithRoot(projectDir)) // settings, policies, audit trail: build it once
+	if err != nil {
+		return err // *des.ConfigError for a bad setting, policy.Errors (file:line:col) for a policy
+	}
+	step := "docs/feature/shop/steps/01-01.json"
+
+	// Gate 1, before a subagent starts: markers, sections, step file, task state.
+	start, err := engine.PreInvocation(ctx, gate.Invocation{Prompt: prompt, ToolUseID: "toolu_01"})
+	if err != nil {
+		return err
+	}
+	fmt.Println("Gate 1 denies:", start.Denied())
+
+	// The write guard and des's own files, before a tool call writes.
+	write, err := engine.CheckToolUse(ctx, gate.ToolCall{Tool: "Write", Paths: []string{".des/config.json"}})
+	if err != nil {
+		return err
+	}
+	fmt.Println("write denied:", write.Denied(), write.Decision.Codes())
+
+	// Gate 2, when the subagent stops: the step as it left it.
+	stop, err := engine.CheckStop(ctx, gate.Stop{StepFile: step})
+	if err != nil {
+		return err
+	}
+	fmt.Println("Gate 2:", stop.Decision.Codes(), stop.Action)
+
+	// Gate 3, before a commit: the step files it holds.
+	commit, err := engine.PreCommit(ctx, step)
+	if err != nil {
+		return err // des could not decide: refuse the commit
+	}
+	fmt.Println("Gate 3 denies:", commit.Denied())
+
+	// Any gate, on an input document of your own: here an obsolete layout.
+	input := map[string]any{"step": map[string]any{"path": "old.json", "document": map[string]any{"step_id": "01-01"}}}
+	decision, err := engine.Evaluate(ctx, policy.PreCommit, input)
+	if err != nil {
+		return err
+	}
+	fmt.Println("pre_commit:", decision.Codes())
+
+	// Phase workflow guards (iSDLC), where a workflow state is found; none here.
+	skill, err := engine.CheckSkill(ctx, gate.Invocation{Tool: gate.ToolSkill, Skill: "isdlc", Args: "advance"})
+	if err != nil {
+		return err
+	}
+	branch, err := engine.CheckCommitBranches(ctx, gate.BashCall{Command: "git commit -m wip"})
+	if err != nil {
+		return err
+	}
+	open, err := engine.Escalations(ctx, projectDir, false)
+	if err != nil {
+		return err
+	}
+	fmt.Println("phase guards deny:", skill.Denied(), branch.Denied(), "open escalations:", len(open))
+	return nil
+}
+
+// README "Use it from Go" ends.
+
+// The README's "Use it from Go" code, run: a prompt rendered from the
+// default template for a step that is still TODO.
+func Example_useFromGo() {
+	root, err := os.MkdirTemp("", "des-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	stepFile := "docs/feature/shop/steps/01-01.json"
+	step := map[string]any{"task_id": "01-01", "state": map[string]any{"status": "TODO"}}
+	raw, _ := json.Marshal(step)
+	if err := os.MkdirAll(filepath.Join(root, "docs", "feature", "shop", "steps"), 0o755); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, stepFile), raw, 0o644); err != nil {
+		log.Fatal(err)
+	}
+	prompt, err := template.Defaults().Render("execute-step", template.Data{StepFile: stepFile, Step: step, Agent: map[string]any{"name": "software-crafter"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// checkEveryGate reads the process's environment, as a program would:
+	// des's per-user state (the audit witness) goes to the example's own
+	// directory, not the home directory of whoever runs it. Examples run
+	// one at a time, after the tests.
+	state, err := os.MkdirTemp("", "des-example-state")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(state)
+	old, had := os.LookupEnv("DES_STATE_DIR")
+	os.Setenv("DES_STATE_DIR", state)
+	defer func() {
+		if had {
+			os.Setenv("DES_STATE_DIR", old)
+		} else {
+			os.Unsetenv("DES_STATE_DIR")
+		}
+	}()
+	if err := checkEveryGate(context.Background(), root, prompt.Text); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// Gate 1 denies: false
+	// write denied: true [DES-PROTECTED-PATH]
+	// Gate 2: [DES-SILENT-COMPLETION] record
+	// Gate 3 denies: true
+	// pre_commit: [DES-STEPFILE-OBSOLETE]
+	// phase guards deny: false false open escalations: 0
+}

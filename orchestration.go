@@ -186,7 +186,7 @@ func (e *Engine) NextSteps(ctx context.Context, prompt string) (string, error) {
 	return text, nil
 }
 
-// OrchestrationStatus is what `hook status` and `hook statusline` show.
+// OrchestrationStatus is what `des-hook status` and `des-hook statusline` show.
 type OrchestrationStatus struct {
 	DelegationMode      string       `json:"delegation_mode"`
 	MaxConcurrentAgents int          `json:"max_concurrent_agents"`

@@ -1,5 +1,5 @@
-// Package audit writes, reads and verifies the DES audit trail (contract
-// §7): an append-only, hash-chained JSON Lines log, one file per UTC day,
+// Package audit writes, reads and verifies the DES audit trail
+// (docs/reference.md, "Audit trail"): an append-only, hash-chained JSON Lines log, one file per UTC day,
 // named "audit-YYYY-MM-DD.log" inside one directory, with older days
 // compressed into "archive/audit-YYYY-MM-DD.log.gz".
 //

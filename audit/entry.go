@@ -11,10 +11,10 @@ import (
 	"time"
 )
 
-// EventType names the kind of an audit event (contract §7).
+// EventType names the kind of an audit event (docs/reference.md, "Audit trail").
 type EventType string
 
-// The event types of contract §7.
+// The event types des writes.
 const (
 	TaskInvocationStarted   EventType = "TASK_INVOCATION_STARTED"
 	TaskInvocationValidated EventType = "TASK_INVOCATION_VALIDATED"
@@ -47,8 +47,8 @@ const (
 	TaskGraphUpdated EventType = "TASK_GRAPH_UPDATED"
 )
 
-// EventTypes returns the event types of contract §7, in the order listed
-// there. Each has a schema ([Schema]).
+// EventTypes returns the event types des writes, in the order
+// docs/reference.md lists them. Each has a schema ([Schema]).
 func EventTypes() []EventType {
 	return []EventType{
 		TaskInvocationStarted, TaskInvocationValidated, TaskInvocationRejected,

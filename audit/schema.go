@@ -25,7 +25,7 @@ const schemaBase = "https://github.com/deterministic-exec/des/audit/schema/"
 // Schema returns the JSON Schema (draft 2020-12) of an event type's line, or
 // of the keys every line has (file "entry.schema.json") when event is "".
 // The event schemas refer to that one as "entry.schema.json". It returns
-// nil for an event type outside contract §7.
+// nil for an event type des does not write (EventTypes lists them).
 func Schema(event EventType) []byte {
 	name := "entry"
 	if event != "" {
@@ -60,7 +60,7 @@ func newEventSchemas() *schemaSet {
 }
 
 // get returns the compiled schema of event; ok is false for an event type
-// outside contract §7.
+// des does not write (EventTypes lists them).
 func (ss *schemaSet) get(event EventType) (s *jsonschema.Schema, ok bool, err error) {
 	if !slices.Contains(EventTypes(), event) {
 		return nil, false, nil
@@ -104,7 +104,7 @@ var (
 func validate(e Entry, timestamp string, body []byte) error {
 	schema, ok, err := eventSchemas.get(e.Event)
 	if !ok {
-		return fmt.Errorf("%w: no schema for event type %q (not one of contract §7)", ErrSchema, e.Event)
+		return fmt.Errorf("%w: no schema for event type %q (not one of audit.EventTypes)", ErrSchema, e.Event)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrSchema, e.Event, err)

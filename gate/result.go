@@ -35,7 +35,7 @@ type Result struct {
 func (r Result) Denied() bool { return !r.Decision.Allowed() }
 
 // Reason renders every violation for a message to Claude or the user
-// (contract §5): each deny, then each warning, on its own line as
+// (docs/reference.md, "Hook output"): each deny, then each warning, on its own line as
 // "[CODE] message", then the recovery steps of them all, deduplicated in
 // order, under "Recovery:". Continuation lines of a message are indented, so
 // every line that starts with "[" is a violation and every "- " a step.
@@ -81,7 +81,7 @@ func Internal(g policy.Gate, err error, recovery ...string) Result {
 	if len(recovery) == 0 {
 		recovery = []string{
 			"Fix the cause named above (a DES setting in .des/config.json or DES_* variables, a team policy, or an unreadable file), then retry.",
-			"Run `hook policies` to check that the settings and policies load.",
+			"Run `des-hook policies` to check that the settings and policies load.",
 		}
 	}
 	return Result{Gate: g, Evaluated: true, Decision: policy.Decision{Gate: g, Deny: []policy.Violation{{

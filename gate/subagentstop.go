@@ -69,7 +69,7 @@ type StopResult struct {
 	Transcript string   // the transcript path, when known
 }
 
-// Reason is the text for Claude Code and people (contract §5): each
+// Reason is the text for Claude Code and people (docs/reference.md, "Hook output"): each
 // violation, denies then warnings, as "[CODE] message" on its own line, then
 // the recovery suggestions (Recovery: the gate's own, then the rules',
 // deduplicated) under "Recovery:". Without a deny it is Result.Reason.
@@ -538,7 +538,7 @@ func (g SubagentStop) recovery(res StopResult, s Stop) []string {
 			}
 		}
 	}
-	resolve := fmt.Sprintf("`hook stale --resolve %s`", res.StepFile)
+	resolve := fmt.Sprintf("`des-hook stale --resolve %s`", res.StepFile)
 	switch {
 	case len(resets) > 0:
 		out = append(out, fmt.Sprintf("Reset %s to NOT_EXECUTED (resume from %s): run %s, which resets them, makes the task PARTIAL and records it in the audit trail.", phaseList(resets), cmpOr(phase, resets[0]), resolve))

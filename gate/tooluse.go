@@ -23,7 +23,7 @@ type ToolCall struct {
 }
 
 // ToolUse is the tool_use gate: it asks des.gates.tool_use about tool calls
-// that write DES's own files (contract DES-PROTECTED-PATH).
+// that write DES's own files (DES-PROTECTED-PATH).
 //
 // Only calls that write under a protected root are evaluated: the .des
 // directory and the configured policy and audit directories. Writes anywhere

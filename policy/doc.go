@@ -9,7 +9,7 @@
 // parse or compile. The query for a gate is prepared on its first [Engine.Eval]
 // and reused after; an Engine is safe for concurrent use.
 //
-// # The gate contract
+// # The gate interface
 //
 // Each gate is the Rego package des.gates.<gate>, where <gate> is one of the
 // [Gate] constants. It may define three sets:

@@ -7,7 +7,7 @@
 //
 // # Step files
 //
-// [ParseStep] and [ReadStep] read a step file (contract §2) into a [Step]:
+// [ParseStep] and [ReadStep] read a step file (docs/reference.md, "Step file") into a [Step]:
 // the fields DES reads, typed and read leniently (a field of the wrong type
 // reads as absent), over an [Object] that keeps every member in its original
 // order and spelling. DES's own edits ([Step.SetTaskStatus],
@@ -19,7 +19,7 @@
 //
 // [ValidateStep] checks a decoded step file against the embedded JSON Schema
 // ([StepSchema], draft 2020-12), compiled on first use. The schema is loose,
-// as the contract asks of documents: known fields have their types or are
+// as documents are meant to be read: known fields have their types or are
 // null (null counts as absent), unknown fields are allowed. It requires:
 //   - a task id, task_id or task_specification.task_id, a non-empty string:
 //     without one DES cannot name the task in messages or the audit trail;
@@ -31,7 +31,7 @@
 // (DES-COMMIT-INCOMPLETE, DES-SILENT-COMPLETION) with better messages than
 // a schema error. Nor does it require state or a phase status: an absent
 // status is simply not a known one, for the gates to judge. Status and outcome values
-// are the contract's only; the real nWave history fails mostly on those
+// are the documented ones only; the real nWave history fails mostly on those
 // (NOT_STARTED, COMPLETED, SKIPPED outcomes...). Counts and durations must
 // be ≥ 0, so a negative duration cannot pay back a timeout budget.
 //

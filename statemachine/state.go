@@ -27,7 +27,7 @@ import (
 // tens of kilobytes.
 const MaxStateFileSize = 16 << 20
 
-// State is a multi-phase workflow state (contract §2: .des/state.json,
+// State is a multi-phase workflow state (docs/reference.md, "Workflow state": .des/state.json,
 // .isdlc/state.json, .isdlc/projects/<p>/state.json): the fields DES reads,
 // typed, over the whole document, which is kept as written (unknown fields,
 // key order and spelling).
@@ -39,7 +39,7 @@ const MaxStateFileSize = 16 << 20
 // Schema's "integer" does; 2.5, or an integer outside ±2^53 written with a
 // fraction or exponent, is of the wrong type.
 //
-// StateVersion is an int64 (the contract says "number"; the state schema
+// StateVersion is an int64 (documented as a number; the state schema
 // requires an integer): it is the optimistic-locking counter, which
 // WriteState increments by one, and a fractional version has no meaning.
 //
@@ -181,7 +181,7 @@ func (s *State) Document() map[string]any {
 // Validate checks the document against the workflow-state schema.
 func (s *State) Validate() []SchemaError { return ValidateState(s.Document()) }
 
-// Facts returns the fields of the contract's workflow state that DES and
+// Facts returns the fields of the documented workflow state that DES and
 // its policies read, and nothing else, as a JSON-like value ready for a
 // policy input:
 //
@@ -539,7 +539,7 @@ var stateSchema = sync.OnceValues(func() (*compiledSchema, error) {
 // does for a step file: the leaf errors sorted by pointer then message,
 // without duplicates, or nil when the document is valid.
 //
-// The schema is loose (contract §2): the document must be an object; the
+// The schema is loose: the document must be an object; the
 // known fields (those Facts lists, and workflow_history, an array) have
 // their types or are null; counts (redo_count, current_iteration,
 // menu_interactions, iterations_used, retries) are integers ≥ 0, so a
@@ -613,7 +613,7 @@ func WithContext(ctx context.Context) WriteOption {
 //	state_version d                   b < d           refused: *StaleStateError (stale)
 //	state_version d                   b ≥ d           writes version b+1
 //
-// ("missing" is absent or null, as everywhere in the contract.)
+// ("missing" is absent or null, as everywhere in des's documents.)
 //
 // Every write sets the disk version above the version it was based on and
 // above the disk version it replaced, and a write is refused when the disk

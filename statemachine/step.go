@@ -19,14 +19,14 @@ const MaxStepFileSize = 16 << 20
 // ErrTooLarge is wrapped when a file exceeds MaxStepFileSize.
 var ErrTooLarge = fileio.ErrTooLarge
 
-// Workflow types (contract §2).
+// Workflow types (docs/reference.md, "Step file").
 const (
 	WorkflowTDDCycle           = "tdd_cycle"
 	WorkflowConfigurationSetup = "configuration_setup"
 )
 
 // Where a step file keeps its phase log: the current location first, then
-// the legacy one (contract §2).
+// the legacy one.
 var (
 	phaseLogPath       = []string{"tdd_cycle", "phase_execution_log"}
 	legacyPhaseLogPath = []string{"tdd_cycle", "tdd_phase_tracking", "phase_execution_log"}

@@ -7,7 +7,7 @@ import (
 	"sort"
 )
 
-// Task statuses (contract §2).
+// Task statuses (docs/reference.md, "Step file").
 const (
 	TaskTodo       = "TODO"
 	TaskInProgress = "IN_PROGRESS"
@@ -16,7 +16,7 @@ const (
 	TaskPartial    = "PARTIAL"
 )
 
-// Phase statuses (contract §2).
+// Phase statuses (docs/reference.md, "Step file").
 const (
 	PhaseNotExecuted = "NOT_EXECUTED"
 	PhaseInProgress  = "IN_PROGRESS"

@@ -22,7 +22,7 @@ func funcs() template.FuncMap {
 	}
 }
 
-// phaseNames returns the 14 canonical TDD phases in order (contract §2).
+// phaseNames returns the 14 canonical TDD phases in order.
 func phaseNames() []string {
 	return []string{
 		"PREPARE", "RED_ACCEPTANCE", "RED_UNIT", "GREEN_UNIT", "CHECK_ACCEPTANCE",

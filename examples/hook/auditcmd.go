@@ -15,7 +15,7 @@ import (
 	"github.com/deterministic-exec/des/internal/statedir"
 )
 
-// exitBroken is the exit status of `hook audit verify` on a broken trail.
+// exitBroken is the exit status of `des-hook audit verify` on a broken trail.
 const exitBroken = 1
 
 const auditVerifyDoc = "Checks the hash chain of the audit trail: every day file and archive, in order,\n" +
@@ -36,19 +36,19 @@ const auditVerifyDoc = "Checks the hash chain of the audit trail: every day file
 	"or after you removed or rewrote it yourself). It is refused while an agent's tool\n" +
 	"call is running (from an agent's Bash it would witness what the agent wrote)."
 
-// runAudit dispatches `hook audit SUBCOMMAND`; verify is the only one.
+// runAudit dispatches `des-hook audit SUBCOMMAND`; verify is the only one.
 func runAudit(ctx context.Context, e env, args []string) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "verify":
 			return runAuditVerify(ctx, e, args[1:])
 		case "help", "-h", "-help", "--help":
-			fmt.Fprintf(e.stdout, "usage: hook audit verify [--dir DIR] [--adopt]\n\n%s\n", auditVerifyDoc)
+			fmt.Fprintf(e.stdout, "usage: des-hook audit verify [--dir DIR] [--adopt]\n\n%s\n", auditVerifyDoc)
 			return exitOK
 		}
-		fmt.Fprintf(e.stderr, "hook audit: unknown subcommand %q\n", args[0])
+		fmt.Fprintf(e.stderr, "des-hook audit: unknown subcommand %q\n", args[0])
 	}
-	fmt.Fprintln(e.stderr, "usage: hook audit verify [--dir DIR] [--adopt]")
+	fmt.Fprintln(e.stderr, "usage: des-hook audit verify [--dir DIR] [--adopt]")
 	return exitUsage
 }
 
@@ -64,7 +64,7 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 		root = commandRoot(ctx, e.lookupEnv)
 		cfg, err := des.LoadConfig(root, e.lookupEnv)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "hook audit verify: %v\n", err)
+			fmt.Fprintf(e.stderr, "des-hook audit verify: %v\n", err)
 			return exitUsage
 		}
 		*dir = cfg.AuditDir
@@ -88,7 +88,7 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 		// the same state directory as the witness, whatever root or
 		// directory the command names), so a person runs it between calls.
 		if running := integrity.CallsRunning(statedir.Base(e.lookupEnv), time.Now()); len(running) > 0 {
-			fmt.Fprintf(e.stderr, "hook audit verify --adopt: refused while tool calls are running (%s): adopting from inside an agent's call would witness what the agent wrote.\nRun it yourself, outside the agent session or once its commands have ended (each call counts until its PostToolUse, or until %s after it started).\n", strings.Join(running, ", "), integrity.InFlightLifetime)
+			fmt.Fprintf(e.stderr, "des-hook audit verify --adopt: refused while tool calls are running (%s): adopting from inside an agent's call would witness what the agent wrote.\nRun it yourself, outside the agent session or once its commands have ended (each call counts until its PostToolUse, or until %s after it started).\n", strings.Join(running, ", "), integrity.InFlightLifetime)
 			return exitUsage
 		}
 		verify = audit.AdoptWitness
@@ -100,10 +100,10 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stdout, "audit trail broken, not adopted: %s: %s: %s\n", show(b.File), b.Kind, b.Msg)
 		return exitBroken
 	case errors.Is(err, fs.ErrNotExist):
-		fmt.Fprintf(e.stderr, "hook audit verify: no audit trail at %s: no such directory\n", show(*dir))
+		fmt.Fprintf(e.stderr, "des-hook audit verify: no audit trail at %s: no such directory\n", show(*dir))
 		return exitUsage
 	case err != nil:
-		fmt.Fprintf(e.stderr, "hook audit verify: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook audit verify: %v\n", err)
 		return exitUsage
 	case !rep.Intact():
 		b := rep.Break
@@ -113,7 +113,7 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 		}
 		fmt.Fprintf(e.stdout, "audit trail broken: %s: %s: %s\n", where, b.Kind, b.Msg)
 		if b.Kind == audit.BreakWitness {
-			fmt.Fprintln(e.stdout, "If you removed or rewrote the trail yourself, or it was written on another machine or before des kept witnesses, check it by other means and run `hook audit verify --adopt` to witness its current end.")
+			fmt.Fprintln(e.stdout, "If you removed or rewrote the trail yourself, or it was written on another machine or before des kept witnesses, check it by other means and run `des-hook audit verify --adopt` to witness its current end.")
 		}
 		return exitBroken
 	}
@@ -128,7 +128,7 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 	case !w.Found && rep.LastSeq == 0:
 		fmt.Fprintf(e.stdout, "not witnessed: the trail has no chained line yet; its head will be witnessed in %s from the first append\n", w.Path)
 	case !w.Found:
-		fmt.Fprintf(e.stdout, "not witnessed: no witness at %s, so only the chain was checked; a trail cut or rewritten after its witness was removed would look the same. If this trail is known good (a new machine, a copy, a trail from before witnesses), `hook audit verify --adopt` witnesses its end\n", w.Path)
+		fmt.Fprintf(e.stdout, "not witnessed: no witness at %s, so only the chain was checked; a trail cut or rewritten after its witness was removed would look the same. If this trail is known good (a new machine, a copy, a trail from before witnesses), `des-hook audit verify --adopt` witnesses its end\n", w.Path)
 	case w.Behind > 0:
 		fmt.Fprintf(e.stdout, "witnessed up to seq %d; the %s after it were written since (an append interrupted before its witness update, or by a writer without the witness) and are chained but not witnessed\n", w.Seq, plural(int(w.Behind), "line"))
 	}

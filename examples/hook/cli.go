@@ -50,21 +50,26 @@ func commands() []command {
 		{"policies", "[--json]           list the codes the loaded policies can yield", runPolicies},
 		{"test", "[DIR...]           run the team's Rego tests with the built-in policies loaded", runTest},
 		{"stale", "[--resolve FILE]    list stale work, or reset it in FILE", runStale},
-		{"audit", "verify [--dir DIR] check the audit trail's hash chain", runAudit},
-		{"precommit", " [FILE...|--install] Gate 3: judge step files, or the staged ones", runPrecommit},
-		{"integrity", " accept|check     take DES's files as they are now, or restore them", runIntegrity},
-		{"escalations", " [--all] [--json] list the open escalations of the phase workflow guards", runEscalations},
+		{"audit", "verify [--dir DIR] [--adopt]  check the audit trail's hash chain", runAudit},
+		{"precommit", "[FILE...|--install]  Gate 3: judge step files, or the staged ones", runPrecommit},
+		{"integrity", "accept|check  take DES's files as they are now, or restore them", runIntegrity},
+		{"escalations", "[--all] [--json]  list the open escalations of the phase workflow guards", runEscalations},
 		{"status", "[--json]           subagents running, the task graph's waves, the orchestration settings", runStatus},
 		{"statusline", "                  one line for Claude Code's status line (JSON on stdin)", runStatusLine},
 		{"version", "                   print the versions of des, Go and OPA", runVersion},
 	}
 }
 
+// usage lists the subcommands in two columns: a synopsis is the arguments,
+// two spaces or more, then what the command does.
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: hook                              Claude Code command hook: one JSON event on stdin")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "usage: des-hook\t\tClaude Code command hook: one JSON event on stdin")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "       hook %-9s%s\n", c.name, c.synopsis)
+		args, what, _ := strings.Cut(c.synopsis, "  ")
+		fmt.Fprintf(tw, "       des-hook %s\t%s\t%s\n", c.name, strings.TrimSpace(args), strings.TrimSpace(what))
 	}
+	tw.Flush()
 }
 
 // runCommand dispatches a subcommand.
@@ -80,7 +85,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 			return c.run(ctx, e, args[1:])
 		}
 	}
-	fmt.Fprintf(stderr, "hook: unknown subcommand %q\n", args[0])
+	fmt.Fprintf(stderr, "des-hook: unknown subcommand %q\n", args[0])
 	usage(stderr)
 	return exitUsage
 }
@@ -90,7 +95,7 @@ func newFlagSet(e env, name, synopsis, doc string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: hook %s %s\n\n%s\n", name, synopsis, doc)
+		fmt.Fprintf(e.stderr, "usage: des-hook %s %s\n\n%s\n", name, synopsis, doc)
 		hasFlags := false
 		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
 		if hasFlags {
@@ -112,7 +117,7 @@ func parseFlags(fs *flag.FlagSet, args []string, maxArgs int) (code int, done bo
 		return exitUsage, true // the flag package printed the error and usage
 	}
 	if maxArgs >= 0 && fs.NArg() > maxArgs { // maxArgs < 0: any number
-		fmt.Fprintf(fs.Output(), "hook %s: unexpected arguments: %s\n", fs.Name(), strings.Join(fs.Args(), " "))
+		fmt.Fprintf(fs.Output(), "des-hook %s: unexpected arguments: %s\n", fs.Name(), strings.Join(fs.Args(), " "))
 		fs.Usage()
 		return exitUsage, true
 	}
@@ -157,7 +162,7 @@ type settingsBlock struct {
 		SubagentStart      []hookMatcher `json:"SubagentStart"`
 		UserPromptSubmit   []hookMatcher `json:"UserPromptSubmit"`
 	} `json:"hooks"`
-	// StatusLine runs `hook statusline` for Claude Code's status line: the
+	// StatusLine runs `des-hook statusline` for Claude Code's status line: the
 	// subagents running and the task graph's wave.
 	StatusLine struct {
 		Type    string `json:"type"`
@@ -259,7 +264,7 @@ func hooksSettings(command string, prot protections) settingsBlock {
 }
 
 // settingsNotes go to stderr: which Claude Code version each part needs.
-const settingsNotes = `hook settings: merge this object into .claude/settings.json. What each part needs:
+const settingsNotes = `des-hook settings: merge this object into .claude/settings.json. What each part needs:
   hooks PreToolUse, PostToolUse, SubagentStop   any Claude Code with command hooks
   hooks PostToolUseFailure                      a Claude Code that sends the event (2.1 and later)
   hooks SubagentStart, UserPromptSubmit         a Claude Code that sends the events; without them the
@@ -289,17 +294,18 @@ func runSettings(ctx context.Context, e env, args []string) int {
 	if path == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			fmt.Fprintf(e.stderr, "hook settings: cannot find this executable (%v); pass --command\n", err)
+			fmt.Fprintf(e.stderr, "des-hook settings: cannot find this executable (%v); pass --command\n", err)
 			return exitUsage
 		}
 		// Not symlink-resolved on purpose: a link such as ~/bin/hook keeps
 		// working across upgrades.
 		path = exe
+		warnIfTransient(e.stderr, e.lookupEnv, "settings", exe)
 	}
 	root := commandRoot(ctx, e.lookupEnv)
 	cfg, err := des.LoadConfig(root, e.lookupEnv)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "hook settings: %v; the protected paths are those of the default settings\n", err)
+		fmt.Fprintf(e.stderr, "des-hook settings: %v; the protected paths are those of the default settings\n", err)
 		cfg = des.DefaultConfig()
 	}
 	fmt.Fprint(e.stderr, settingsNotes)
@@ -331,12 +337,12 @@ func runPolicies(ctx context.Context, e env, args []string) int {
 	root := commandRoot(ctx, e.lookupEnv)
 	eng, err := des.New(ctx, des.WithRoot(root), des.WithEnv(e.lookupEnv), des.WithLogger(newLogger(e.stderr, e.lookupEnv)))
 	if err != nil {
-		fmt.Fprintf(e.stderr, "hook policies: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook policies: %v\n", err)
 		return exitUsage
 	}
 	cat, err := eng.Catalogue(ctx)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "hook policies: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook policies: %v\n", err)
 		return exitUsage
 	}
 	if *asJSON {
@@ -351,7 +357,7 @@ func runPolicies(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Code, r.Severity, r.Package, r.Title)
 	}
 	if err := tw.Flush(); err != nil {
-		fmt.Fprintf(e.stderr, "hook policies: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook policies: %v\n", err)
 		return exitUsage
 	}
 	return exitOK
@@ -436,7 +442,7 @@ func writeJSON(e env, cmd string, v any) int {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		fmt.Fprintf(e.stderr, "hook %s: %v\n", cmd, err)
+		fmt.Fprintf(e.stderr, "des-hook %s: %v\n", cmd, err)
 		return exitUsage
 	}
 	return exitOK

@@ -276,14 +276,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bogus"}, 2, `unknown subcommand "bogus"`},
 		{[]string{"--json"}, 2, "unknown subcommand"},
 		{[]string{""}, 2, "unknown subcommand"},
-		{[]string{"settings", "--bogus"}, 2, "usage: hook settings"},
+		{[]string{"settings", "--bogus"}, 2, "usage: des-hook settings"},
 		{[]string{"settings", "extra"}, 2, "unexpected arguments"},
 		{[]string{"settings", "--command"}, 2, "needs an argument"},
-		{[]string{"policies", "--json=maybe"}, 2, "usage: hook policies"},
+		{[]string{"policies", "--json=maybe"}, 2, "usage: des-hook policies"},
 		{[]string{"policies", "x"}, 2, "unexpected arguments"},
-		{[]string{"version", "-v"}, 2, "usage: hook version"},
+		{[]string{"version", "-v"}, 2, "usage: des-hook version"},
 		{[]string{"version", "now"}, 2, "unexpected arguments"},
-		{[]string{"settings", "-h"}, 0, "usage: hook settings"},
+		{[]string{"settings", "-h"}, 0, "usage: des-hook settings"},
 	} {
 		res := runCLI(t, envMap{}, tc.args...)
 		if res.code != tc.code || !strings.Contains(res.stderr, tc.inStderr) {

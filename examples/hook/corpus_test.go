@@ -291,7 +291,7 @@ func TestBinary(t *testing.T) {
 	if code, _, stderr := runBin(nil, "bogus"); code != 2 || !strings.Contains(stderr, "usage:") {
 		t.Errorf("unknown subcommand: exit %d, stderr %q", code, stderr)
 	}
-	if code, _, stderr := runBin(nil, "policies", "--nope"); code != 2 || !strings.Contains(stderr, "usage: hook policies") {
+	if code, _, stderr := runBin(nil, "policies", "--nope"); code != 2 || !strings.Contains(stderr, "usage: des-hook policies") {
 		t.Errorf("bad flag: exit %d, stderr %q", code, stderr)
 	}
 	if code, stdout, _ := runBin(nil, "version"); code != 0 || !strings.HasPrefix(stdout, "des ") {

@@ -38,7 +38,7 @@ func runEscalations(ctx context.Context, e env, args []string) int {
 	root := commandRoot(ctx, e.lookupEnv)
 	eng, err := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr).engine(ctx)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "hook escalations: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook escalations: %v\n", err)
 		return exitUsage
 	}
 	// The current directory chooses the monorepo project, as the event's
@@ -46,7 +46,7 @@ func runEscalations(ctx context.Context, e env, args []string) int {
 	cwd, _ := os.Getwd()
 	groups, err := eng.Escalations(ctx, cwd, *all)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "hook escalations: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook escalations: %v\n", err)
 		return exitUsage
 	}
 	if *asJSON {
@@ -75,7 +75,7 @@ func runEscalations(ctx context.Context, e env, args []string) int {
 			g.First.UTC().Format(time.RFC3339), g.Last.UTC().Format(time.RFC3339), strings.Join(g.Codes, ","), open)
 	}
 	if err := tw.Flush(); err != nil {
-		fmt.Fprintf(e.stderr, "hook escalations: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook escalations: %v\n", err)
 		return exitUsage
 	}
 	return exitOK

@@ -8,7 +8,7 @@ import (
 	"io"
 )
 
-// maxInput bounds what the hook reads from stdin (contract §5). Claude Code
+// maxInput bounds what the hook reads from stdin (docs/reference.md, "Hook events"). Claude Code
 // payloads carry whole file contents and prompts, so the bound is generous,
 // but a hook must never buffer an unbounded stream.
 const maxInput = 8 << 20

@@ -28,7 +28,8 @@ type routeKey struct{ event, tool string }
 
 type routeTable map[routeKey]handlerFunc
 
-// defaultRoutes returns the routes of contract §5. It builds a new table on
+// defaultRoutes returns the routes of the hook events des handles
+// (docs/reference.md, "Hook events"). It builds a new table on
 // each call so that no package state is ever shared or mutated.
 func defaultRoutes() routeTable {
 	return routeTable{
@@ -155,7 +156,7 @@ func (h *hookEnv) bindAgent(ctx context.Context, ev *Event) {
 	}
 }
 
-// Deadlines of one hook event, well below the timeouts `hook settings`
+// Deadlines of one hook event, well below the timeouts `des-hook settings`
 // gives Claude Code (30 s for tool events, 60 s for SubagentStop): a hook
 // that Claude Code times out does not block, so DES must answer first. The
 // deadline starts when the hook starts and covers reading stdin; every
@@ -276,8 +277,9 @@ func readEventWithin(ctx context.Context, r io.Reader, d time.Duration) (*Event,
 	}
 }
 
-// hookRoot is the project root in hook mode (contract §5): CLAUDE_PROJECT_DIR,
-// else the event's cwd, else the current directory.
+// hookRoot is the project root in hook mode (docs/reference.md, "Hook
+// events"): CLAUDE_PROJECT_DIR, else the event's cwd, else the current
+// directory.
 func hookRoot(lookupEnv func(string) (string, bool), ev *Event) string {
 	root, ok := lookupEnv("CLAUDE_PROJECT_DIR")
 	if !ok || root == "" {

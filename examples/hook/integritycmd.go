@@ -8,10 +8,10 @@ import (
 	"github.com/deterministic-exec/des/internal/integrity"
 )
 
-// Exit status of `hook integrity check` when it found and restored changes.
+// Exit status of `des-hook integrity check` when it found and restored changes.
 const exitChanged = 1
 
-// runIntegrity is `hook integrity accept|check`: a person's side of the
+// runIntegrity is `des-hook integrity accept|check`: a person's side of the
 // effect check.
 func runIntegrity(ctx context.Context, e env, args []string) int {
 	fs := newFlagSet(e, "integrity", "accept|check",
@@ -26,7 +26,7 @@ func runIntegrity(ctx context.Context, e env, args []string) int {
 		return code
 	}
 	if fs.NArg() != 1 || (fs.Arg(0) != "accept" && fs.Arg(0) != "check") {
-		fmt.Fprintln(e.stderr, "hook integrity: name accept or check")
+		fmt.Fprintln(e.stderr, "des-hook integrity: name accept or check")
 		fs.Usage()
 		return exitUsage
 	}
@@ -34,7 +34,7 @@ func runIntegrity(ctx context.Context, e env, args []string) int {
 	h := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr)
 	c := h.checker()
 	if c == nil {
-		fmt.Fprintf(e.stderr, "hook integrity: %s is not a directory\n", root)
+		fmt.Fprintf(e.stderr, "des-hook integrity: %s is not a directory\n", root)
 		return exitUsage
 	}
 	ctx, cancel := context.WithTimeout(ctx, integrityBudget)
@@ -42,7 +42,7 @@ func runIntegrity(ctx context.Context, e env, args []string) int {
 	switch fs.Arg(0) {
 	case "accept":
 		if err := c.Accept(ctx, h.watched(ctx)); err != nil {
-			fmt.Fprintf(e.stderr, "hook integrity accept: %v\n", err)
+			fmt.Fprintf(e.stderr, "des-hook integrity accept: %v\n", err)
 			if errors.Is(err, integrity.ErrCallsRunning) {
 				fmt.Fprintln(e.stderr, "Run it again once the agent's commands have ended.")
 			}
@@ -53,7 +53,7 @@ func runIntegrity(ctx context.Context, e env, args []string) int {
 	default:
 		rep, err := c.Check(ctx)
 		if errors.Is(err, integrity.ErrNoBaseline) {
-			fmt.Fprintln(e.stdout, "DES has no record of this project's files yet; run `hook integrity accept` to take them as they are.")
+			fmt.Fprintln(e.stdout, "DES has no record of this project's files yet; run `des-hook integrity accept` to take them as they are.")
 			return exitOK
 		}
 		for _, ch := range rep.Changes {
@@ -64,7 +64,7 @@ func runIntegrity(ctx context.Context, e env, args []string) int {
 			fmt.Fprintf(e.stdout, "%s: %s (%s)\n", ch.Path, ch.What, state)
 		}
 		if err != nil {
-			fmt.Fprintf(e.stderr, "hook integrity check: %v\n", err)
+			fmt.Fprintf(e.stderr, "des-hook integrity check: %v\n", err)
 			return exitUsage
 		}
 		if len(rep.Changes) > 0 {

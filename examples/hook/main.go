@@ -1,15 +1,27 @@
 // Command hook is the Claude Code hook of DES and its command line for git
-// and people.
+// and people. Install it as des-hook, the name its messages and the docs
+// use, at a path that lasts and that the agent cannot write:
+//
+//	go build -o ~/bin/des-hook ./examples/hook
+//	~/bin/des-hook settings     # the .claude/settings.json part that installs it
+//
+// (go install names it hook, after this directory: rename it, or pass its
+// path with --command.)
 //
 // With no arguments it is a Claude Code command hook: it reads one hook event
 // (JSON, at most 8 MiB) on stdin and writes at most one JSON object on
 // stdout, always exiting 0. With a subcommand it is a CLI:
 //
-//	hook settings [--command PATH]   print the .claude/settings.json hooks block
-//	hook policies [--json]           list the codes the loaded policies can yield
-//	hook precommit [FILE...]         Gate 3 on step files, or on the staged ones
-//	hook precommit --install         write the git pre-commit hook that runs it
-//	hook version                     print the versions of des, Go and OPA
+//	des-hook settings [--command PATH]   print the .claude/settings.json hooks block
+//	des-hook policies [--json]           list the codes the loaded policies can yield
+//	des-hook precommit [FILE...]         Gate 3 on step files, or on the staged ones
+//	des-hook precommit --install         write the git pre-commit hook that runs it
+//	des-hook stale [--resolve FILE]      list stale work, or reset it in FILE
+//	des-hook audit verify                check the audit trail
+//	des-hook version                     print the versions of des, Go and OPA
+//
+// and more: des-hook help lists them all, and docs/reference.md describes
+// each with its exit statuses.
 //
 // It is one consumer of package des and stays thin: it speaks Claude Code's
 // protocol, and the library decides.

@@ -17,8 +17,8 @@ import (
 
 // response is what a handler tells Claude Code. The zero value is no
 // opinion. Build one with the constructors below, never by hand: they are
-// what keeps every output inside contract §5 (never an explicit allow,
-// additionalContext never on SubagentStop).
+// what keeps every output inside the documented shapes (never an explicit
+// allow, additionalContext never on SubagentStop).
 type response struct {
 	// specificEvent is the hookSpecificOutput.hookEventName, "" when the
 	// response has no hookSpecificOutput.
@@ -58,7 +58,7 @@ func warnPreToolUse(additional, sysmsg string) response {
 
 // blockStop sends a stopping subagent back to work with reason as its
 // instructions. Handlers must not use it when the event's stop_hook_active is
-// true (contract §5), or the subagent may never stop.
+// true, or the subagent may never stop.
 func blockStop(reason string) response {
 	return response{decision: "block", reason: nonEmpty(reason, "DES blocked the stop without giving a reason.")}
 }
@@ -147,9 +147,9 @@ func render(w io.Writer, event string, r response) error {
 	return err
 }
 
-// internalError applies the fail posture of contract §5 to err. Where DES
-// validation is not required it gives no opinion: DES must not get in the
-// way of work it does not govern. Where it is required it reports
+// internalError applies the fail posture (docs/reference.md, "Hook output")
+// to err. Where DES validation is not required it gives no opinion: DES
+// must not get in the way of work it does not govern. Where it is required it reports
 // DES-INTERNAL, with how to fix the cause, in the strongest form the event
 // allows: a deny on PreToolUse; on SubagentStop a systemMessage (a block
 // would send the subagent back to work it cannot fix); on PostToolUse
@@ -189,7 +189,7 @@ func internalRecovery(err error) []string {
 	case errors.As(err, &cfgErr):
 		return []string{
 			"Fix the setting named above in " + des.ConfigFile + " or its DES_* environment variable, then retry.",
-			"Run `hook policies` from the project root to check that DES starts.",
+			"Run `des-hook policies` from the project root to check that DES starts.",
 		}
 	case errors.Is(err, filelock.ErrHeld):
 		return []string{
@@ -210,11 +210,11 @@ func internalRecovery(err error) []string {
 	case errors.As(err, &polErr):
 		return []string{
 			"Fix the policy at the file:line above (team policies live in .des/policies/ unless DES_POLICY_DIRS says otherwise), then retry.",
-			"Run `hook policies` from the project root to check that the policies compile.",
+			"Run `des-hook policies` from the project root to check that the policies compile.",
 		}
 	default:
 		return []string{
-			"Check " + des.ConfigFile + ", the DES_* environment variables and the team policies, then retry; `hook policies` shows whether DES starts.",
+			"Check " + des.ConfigFile + ", the DES_* environment variables and the team policies, then retry; `des-hook policies` shows whether DES starts.",
 			"If the cause is not a setting or a policy, report it with the hook's stderr (DES_LOG_LEVEL=debug).",
 		}
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/deterministic-exec/des/policy"
 )
 
-// Exit statuses of `hook precommit` (contract §5): 0 pass, 1 fail, 2 error.
+// Exit statuses of `des-hook precommit` (docs/reference.md, "Exit statuses"): 0 pass, 1 fail, 2 error.
 const exitFail = 1
 
 const precommitDoc = "Runs Gate 3 on step files before they are committed: every canonical phase recorded and\n" +
@@ -46,14 +46,14 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 	}
 	if *install {
 		if flags.NArg() > 0 || *gitHook {
-			fmt.Fprintln(e.stderr, "hook precommit: --install takes no files and no --git-hook")
+			fmt.Fprintln(e.stderr, "des-hook precommit: --install takes no files and no --git-hook")
 			flags.Usage()
 			return exitUsage
 		}
 		return installPreCommit(ctx, e, *command)
 	}
 	if *command != "" {
-		fmt.Fprintln(e.stderr, "hook precommit: --command goes with --install")
+		fmt.Fprintln(e.stderr, "des-hook precommit: --command goes with --install")
 		flags.Usage()
 		return exitUsage
 	}
@@ -62,7 +62,7 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 	eng, err := des.New(ctx, des.WithRoot(root), des.WithEnv(e.lookupEnv),
 		des.WithLogger(newLogger(e.stderr, e.lookupEnv)), des.WithLazyPolicies())
 	if err != nil {
-		fmt.Fprintf(e.stderr, "hook precommit: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
 		return exitUsage
 	}
 	commit := gate.Commit{Source: gate.SourceCLI}
@@ -72,7 +72,7 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 	if flags.NArg() > 0 {
 		wd, err := os.Getwd()
 		if err != nil {
-			fmt.Fprintf(e.stderr, "hook precommit: %v\n", err)
+			fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
 			return exitUsage
 		}
 		for _, f := range flags.Args() {
@@ -84,13 +84,13 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 	} else {
 		staged, err := gate.StagedStepFiles(ctx, ".")
 		if err != nil {
-			fmt.Fprintf(e.stderr, "hook precommit: cannot list the staged step files: %v\n", err)
+			fmt.Fprintf(e.stderr, "des-hook precommit: cannot list the staged step files: %v\n", err)
 			return exitUsage
 		}
 		var outside []string
 		commit.Files, outside = eng.PreCommitGate().InProject(staged)
 		for _, p := range outside {
-			fmt.Fprintf(e.stderr, "hook precommit: %s is outside the project root %s; not judged\n", p, root)
+			fmt.Fprintf(e.stderr, "des-hook precommit: %s is outside the project root %s; not judged\n", p, root)
 		}
 		if len(commit.Files) == 0 {
 			fmt.Fprintln(e.stdout, "Gate 3: no staged step files")
@@ -100,19 +100,19 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 
 	res, err := eng.CheckCommit(ctx, commit)
 	if errors.Is(err, gate.ErrOutsideRoot) || errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(e.stderr, "hook precommit: %v\n", err) // a file named on the command line
+		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err) // a file named on the command line
 		return exitUsage
 	}
 	if err != nil && !errors.Is(err, gate.ErrNotRecorded) {
 		// DES could not judge: the commit is refused, with the cause.
-		fmt.Fprintf(e.stderr, "hook precommit: %s\n", gate.Internal(policy.PreCommit, err,
+		fmt.Fprintf(e.stderr, "des-hook precommit: %s\n", gate.Internal(policy.PreCommit, err,
 			"Fix the cause named above (an unreadable file or audit trail, a DES setting, a team policy), then commit again.",
-			"`hook audit verify` reports where the audit trail is broken.").Reason())
+			"`des-hook audit verify` reports where the audit trail is broken.").Reason())
 		return exitUsage
 	}
 	printCommitResult(e, res)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "hook precommit: the verdicts could not be recorded in the audit trail: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook precommit: the verdicts could not be recorded in the audit trail: %v\n", err)
 		if !res.Denied() {
 			return exitUsage // an allow that is not recorded is not given
 		}
@@ -179,14 +179,15 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 	if command == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			fmt.Fprintf(e.stderr, "hook precommit: cannot find this executable (%v); pass --command\n", err)
+			fmt.Fprintf(e.stderr, "des-hook precommit: cannot find this executable (%v); pass --command\n", err)
 			return exitUsage
 		}
 		command = exe
+		warnIfTransient(e.stderr, e.lookupEnv, "precommit --install", exe)
 	}
 	hooks, err := gitHooksDir(ctx)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "hook precommit: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
 		return exitUsage
 	}
 	// The project root is fixed at install time: a commit from a terminal
@@ -194,7 +195,7 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 	// the project whose audit trail holds the Gate 2 verdicts.
 	root, err := filepath.Abs(installRoot(ctx, e.lookupEnv))
 	if err != nil {
-		fmt.Fprintf(e.stderr, "hook precommit: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
 		return exitUsage
 	}
 	setRoot := "if [ -z \"$CLAUDE_PROJECT_DIR\" ]; then CLAUDE_PROJECT_DIR=" + shellQuote(root) + "; fi\n" +
@@ -208,15 +209,15 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		fmt.Fprintf(e.stderr, "hook precommit: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
 		return exitUsage
 	case !bytes.Contains(old, []byte(hookMarker)):
-		fmt.Fprintf(e.stderr, "hook precommit: %s already exists and was not written by DES; it is left as it is.\n"+
+		fmt.Fprintf(e.stderr, "des-hook precommit: %s already exists and was not written by DES; it is left as it is.\n"+
 			"Add these lines to it, where a failure should stop the commit:\n\n%s%s || exit 1\n", path, setRoot, line)
 		return exitUsage
 	}
 	if err := os.MkdirAll(hooks, 0o755); err != nil {
-		fmt.Fprintf(e.stderr, "hook precommit: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
 		return exitUsage
 	}
 	// DES's own write: announced, so that the check after an agent's
@@ -226,11 +227,11 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 		_ = chk.Expect(path, []byte(script))
 	}
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
-		fmt.Fprintf(e.stderr, "hook precommit: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
 		return exitUsage
 	}
 	if err := os.Chmod(path, 0o755); err != nil { // WriteFile keeps the mode of an existing file
-		fmt.Fprintf(e.stderr, "hook precommit: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
 		return exitUsage
 	}
 	if chk != nil {

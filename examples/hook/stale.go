@@ -28,7 +28,7 @@ func runStale(ctx context.Context, e env, args []string) int {
 	root := commandRoot(ctx, e.lookupEnv)
 	eng, err := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr).engine(ctx)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "hook stale: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook stale: %v\n", err)
 		return exitUsage
 	}
 	if *file != "" {
@@ -38,7 +38,7 @@ func runStale(ctx context.Context, e env, args []string) int {
 			fmt.Fprintf(e.stdout, "%s: nothing to resolve (%v)\n", res.StepFile, err)
 			return exitOK
 		case err != nil:
-			fmt.Fprintf(e.stderr, "hook stale: %v\n", err)
+			fmt.Fprintf(e.stderr, "des-hook stale: %v\n", err)
 			return exitUsage
 		}
 		fmt.Fprintf(e.stdout, "%s: task %s -> %s; phases reset to NOT_EXECUTED: %v\n", res.StepFile, orDash(res.From), res.To, res.Phases)
@@ -46,7 +46,7 @@ func runStale(ctx context.Context, e env, args []string) int {
 	}
 	work, err := eng.StaleWork(ctx)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "hook stale: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook stale: %v\n", err)
 		return exitUsage
 	}
 	if len(work) == 0 {
@@ -59,7 +59,7 @@ func runStale(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", w.File, w.Phase, w.Age.Round(time.Minute), w.StartedAt.UTC().Format(time.RFC3339))
 	}
 	if err := tw.Flush(); err != nil {
-		fmt.Fprintf(e.stderr, "hook stale: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook stale: %v\n", err)
 		return exitUsage
 	}
 	fmt.Fprintln(e.stdout, "\nResolve each file with: hook stale --resolve FILE")

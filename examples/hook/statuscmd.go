@@ -14,8 +14,8 @@ import (
 	"github.com/deterministic-exec/des"
 )
 
-// The orchestration status: `hook statusline` for Claude Code's status
-// line, `hook status` for people.
+// The orchestration status: `des-hook statusline` for Claude Code's status
+// line, `des-hook status` for people.
 
 // statusLineInput is the part of Claude Code's status-line JSON DES reads.
 type statusLineInput struct {
@@ -43,7 +43,7 @@ func runStatusLine(ctx context.Context, e env, args []string) int {
 
 func statusLine(ctx context.Context, e env, args []string, stdin io.Reader) int {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-		fmt.Fprintln(e.stderr, "usage: hook statusline\n\n"+statusLineDoc)
+		fmt.Fprintln(e.stderr, "usage: des-hook statusline\n\n"+statusLineDoc)
 		return exitOK
 	}
 	in := readStatusLineInput(stdin)
@@ -162,19 +162,19 @@ func runStatus(ctx context.Context, e env, args []string) int {
 	root := commandRoot(ctx, e.lookupEnv)
 	cfg, err := des.LoadConfig(root, e.lookupEnv)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "hook status: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook status: %v\n", err)
 		return exitUsage
 	}
 	st, err := des.StatusOf(ctx, root, cfg, time.Now())
 	if err != nil {
-		fmt.Fprintf(e.stderr, "hook status: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook status: %v\n", err)
 		return exitUsage
 	}
 	if *asJSON {
 		return writeJSON(e, "status", st)
 	}
 	if err := printStatus(e.stdout, st); err != nil {
-		fmt.Fprintf(e.stderr, "hook status: %v\n", err)
+		fmt.Fprintf(e.stderr, "des-hook status: %v\n", err)
 		return exitUsage
 	}
 	return exitOK

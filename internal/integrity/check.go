@@ -90,7 +90,7 @@ func (c *Checker) End(ctx context.Context, id string, stillRunning bool) (Report
 var ErrCallsRunning = errors.New("tool calls are running")
 
 // Check compares and restores like End, for a caller outside a tool call
-// (`hook integrity check`).
+// (`des-hook integrity check`).
 func (c *Checker) Check(ctx context.Context) (Report, error) {
 	return c.End(ctx, "", true)
 }

@@ -625,7 +625,7 @@ func (c *Checker) put(m *manifest, key string, e *entry) {
 
 // Accept takes every watched path as it is now as the new baseline, as
 // Begin does between calls, walking the project again for step files; for
-// `hook integrity accept` after a hand edit. It refuses while watched calls
+// `des-hook integrity accept` after a hand edit. It refuses while watched calls
 // are in flight (ErrCallsRunning, with their ids): what is on disk may be
 // their doing, and a command must not accept its own changes.
 func (c *Checker) Accept(ctx context.Context, w *Watch) error {

@@ -39,7 +39,7 @@
 #   data lookup, membership test or function call costs about a microsecond
 #   (docs/performance.md). So the rules group the phases by status once and
 #   test each status rather than each phase, bind data tables to locals
-#   before they loop, compare the contract's fixed statuses as literals, and
+#   before they loop, compare the documented fixed statuses as literals, and
 #   build messages with concat.
 package des.commit
 

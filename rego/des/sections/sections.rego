@@ -23,7 +23,7 @@ _base_level := data.des.sections.origins[_origin]
 
 _base_level := data.des.sections.unknown_origin_level if not data.des.sections.origins[_origin]
 
-# The step's workflow type; tdd_cycle when absent or null (contract §2).
+# The step's workflow type; tdd_cycle when absent or null.
 default workflow_type := "tdd_cycle"
 
 workflow_type := input.step.document.workflow_type if input.step.document.workflow_type != null

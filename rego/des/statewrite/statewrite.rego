@@ -279,7 +279,7 @@ _incoming_phase_status := {k: s | some k, p in input.state.incoming.phases; s :=
 # DES-STATE-INVALID
 
 _invalid_recovery := [
-	"Write the whole workflow state as one JSON object (the contract §2 lists its fields and their types; null counts as absent, unknown fields are fine).",
+	"Write the whole workflow state as one JSON object (the Workflow state section of des's docs/reference.md lists its fields and their types; null counts as absent, unknown fields are fine).",
 	"Prefer editing the current file with Edit over rewriting it, so that the fields you do not change stay valid.",
 ]
 

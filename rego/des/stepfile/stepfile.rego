@@ -12,7 +12,7 @@ obsolete_keys := {
 }
 
 _recovery := [
-	"Migrate the step file to the current layout: task_id, state, tdd_cycle.phase_execution_log[] (see the contract §2).",
+	"Migrate the step file to the current layout: task_id, state, tdd_cycle.phase_execution_log[] (the Step file section of des's docs/reference.md lists the fields).",
 	"Regenerate the step file with the current DES tooling rather than editing it by hand.",
 ]
 
@@ -89,4 +89,4 @@ _pointer_text(p) := "the top level" if p == ""
 
 _pointer_text(p) := p if p != ""
 
-_schema_recovery := ["Fix the step file so that it matches the step schema (statemachine/schema/step.schema.json in des; the contract §2 lists the fields and values)."]
+_schema_recovery := ["Fix the step file so that it matches the step schema (statemachine/schema/step.schema.json in des; the Step file section of des's docs/reference.md lists the fields and values)."]

@@ -1,7 +1,7 @@
 # METADATA
 # title: Status transitions
 # description: |
-#   The task and phase transition tables of the contract (§2). The tables are
+#   The task and phase transition tables (docs/reference.md, "Step file"). The tables are
 #   data (data.des.transitions.task and .phase, from data.json beside this file)
 #   so that Go reads the same single source; these functions answer questions
 #   about them for the concern packages.
