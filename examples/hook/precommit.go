@@ -25,8 +25,9 @@ const exitFail = 1
 const precommitDoc = "Runs Gate 3 on step files before they are committed: every canonical phase recorded and\n" +
 	"finished honestly, in order, and no unresolved Gate 2 failure in the audit trail.\n\n" +
 	"With FILEs (relative to the current directory), judges them as they are on disk. With none,\n" +
-	"judges the step files staged in the git repository of the current directory (paths matching\n" +
-	"steps/NN-NN.json anywhere), as staged: the content the commit will hold, not the work tree.\n" +
+	"judges the step files staged in the git repository of the current directory (those the write\n" +
+	"guard guards: setting guarded_step_files, default **/steps/*.json), as staged: the content\n" +
+	"the commit will hold, not the work tree.\n" +
 	"Staged step files outside the project root are left out, with a note.\n\n" +
 	"Prints FILE: [CODE] message for each violation, the recovery steps and a summary. Exit\n" +
 	"status: 0 every file passes, 1 a file fails, 2 DES could not judge (a bad flag or setting,\n" +
@@ -82,7 +83,7 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 			commit.Files = append(commit.Files, gate.CommitFile{Path: f})
 		}
 	} else {
-		staged, err := gate.StagedStepFiles(ctx, ".")
+		staged, err := eng.StepFiles().Staged(ctx, ".")
 		if err != nil {
 			fmt.Fprintf(e.stderr, "hook precommit: cannot list the staged step files: %v\n", err)
 			return exitUsage
