@@ -39,22 +39,32 @@ const (
 	pickIfLooks             // a step file if its content looks like one
 )
 
-// pick tells whether the file at the repository path rel of the work tree
-// top is a step file by its name, may be one by its content, or is not.
-func (s StepFiles) pick(top, rel string) pick {
+// picker returns what the names of the repository paths of the work tree
+// top say. The root and top are compared by their real paths, resolved once
+// (git reports the top level resolved, CLAUDE_PROJECT_DIR may not be), and
+// the repository paths lexically: git lists no path through a symbolic link.
+func (s StepFiles) picker(top string) func(rel string) pick {
 	root := s.Root
 	if root == "" {
 		root = top
 	}
-	projectRel, err := filepath.Rel(root, filepath.Join(top, filepath.FromSlash(rel)))
-	projectRel = filepath.ToSlash(projectRel)
-	if err != nil || projectRel == ".." || strings.HasPrefix(projectRel, "../") || filepath.IsAbs(projectRel) {
-		if stepName(rel) {
-			return pickYes // another project's: listed to be reported
-		}
-		return pickNo
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
 	}
-	return s.pickRel(projectRel)
+	if t, err := filepath.EvalSymlinks(top); err == nil {
+		top = t
+	}
+	return func(rel string) pick {
+		projectRel, err := filepath.Rel(root, filepath.Join(top, filepath.FromSlash(rel)))
+		projectRel = filepath.ToSlash(projectRel)
+		if err != nil || projectRel == ".." || strings.HasPrefix(projectRel, "../") || filepath.IsAbs(projectRel) {
+			if stepName(rel) {
+				return pickYes // another project's: listed to be reported
+			}
+			return pickNo
+		}
+		return s.pickRel(projectRel)
+	}
 }
 
 // pickRel is pick for a root-relative path.

@@ -1,6 +1,7 @@
 package gate_test
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -21,11 +22,19 @@ func TestStepFilesBashCommit(t *testing.T) {
 	writeRepoFile(t, dir, "docs/steps/cart.json", `{"tdd_cycle": {}}`)
 	writeRepoFile(t, dir, "plans/a/one.step.json", `{"task_id": "one"}`)
 	writeRepoFile(t, dir, "plans/a/notes.step.json", `not json`)
+	// The project root as a symbolic link to the repository (git reports
+	// the real top level).
+	link := filepath.Join(t.TempDir(), "project")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name  string
 		steps gate.StepFiles
 		want  []string
 	}{
+		{"a root reached through a link", gate.StepFiles{Root: link, Globs: []string{"plans/**/*.step.json"}},
+			[]string{`plans/a/one.step.json={"task_id": "one"}`}},
 		{"default setting", gate.StepFiles{Root: dir},
 			[]string{"docs/steps/02-01a.json=suffixed", `docs/steps/cart.json={"tdd_cycle": {}}`}},
 		{"a team's setting", gate.StepFiles{Root: dir, Globs: []string{"plans/**/*.step.json"}},

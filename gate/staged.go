@@ -173,7 +173,8 @@ func (s StepFiles) BashCommit(ctx context.Context, cwd, command string) ([]Commi
 		}
 		r := repos[top]
 		if r == nil {
-			r = &repo{worktree: map[string]string{}, blobs: blobSet{keep: func(p string) bool { return s.pick(top, p) != pickNo }}}
+			pick := s.picker(top)
+			r = &repo{worktree: map[string]string{}, blobs: blobSet{keep: func(p string) bool { return pick(p) != pickNo }}}
 			repos[top] = r
 			order = append(order, top)
 		}
@@ -263,6 +264,7 @@ func (s StepFiles) BashCommit(ctx context.Context, cwd, command string) ([]Commi
 //
 // A path is a step file as s says: by its name, else by its content.
 func (s StepFiles) collect(ctx context.Context, git *gitexec.Runner, top string, worktree map[string]string, staged bool, extra []blobRef) ([]CommitFile, error) {
+	pick := s.picker(top)
 	blobs := map[string]string{} // repository path -> staged blob
 	if staged {
 		out, err := runGit(ctx, git, top, nil, "diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-relative", "--no-renames", "--diff-filter=ACMRT")
@@ -273,7 +275,7 @@ func (s StepFiles) collect(ctx context.Context, git *gitexec.Runner, top string,
 		for i := 0; i+1 < len(fields); i += 2 {
 			meta, path := strings.Fields(fields[i]), fields[i+1]
 			// :oldmode newmode oldsha newsha status
-			if len(meta) != 5 || s.pick(top, path) == pickNo || !strings.HasPrefix(meta[1], "100") {
+			if len(meta) != 5 || pick(path) == pickNo || !strings.HasPrefix(meta[1], "100") {
 				continue
 			}
 			blobs[path] = meta[3]
@@ -286,7 +288,7 @@ func (s StepFiles) collect(ctx context.Context, git *gitexec.Runner, top string,
 		}
 	}
 	for p := range worktree {
-		if s.pick(top, p) != pickNo {
+		if pick(p) != pickNo {
 			paths = append(paths, p)
 		}
 	}
@@ -317,7 +319,7 @@ func (s StepFiles) collect(ctx context.Context, git *gitexec.Runner, top string,
 	}
 	out := make([]CommitFile, 0, len(paths)+len(extra))
 	for _, b := range refs {
-		if content := contents[b.oid]; s.pick(top, b.path).keep(content) {
+		if content := contents[b.oid]; pick(b.path).keep(content) {
 			out = append(out, CommitFile{Path: filepath.Join(top, filepath.FromSlash(b.path)), Content: content})
 		}
 	}
@@ -330,7 +332,7 @@ func (s StepFiles) collect(ctx context.Context, git *gitexec.Runner, top string,
 		if err != nil {
 			return nil, fmt.Errorf("%w: read %s: %w", ErrStepFileUnreadable, abs, err)
 		}
-		if content == nil || !s.pick(top, p).keep(content) {
+		if content == nil || !pick(p).keep(content) {
 			continue // deleted in the work tree (the commit removes it), or not a step file
 		}
 		out = append(out, CommitFile{Path: abs, Content: content})
