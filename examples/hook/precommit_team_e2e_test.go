@@ -195,6 +195,20 @@ func TestE2EFileArgumentsFromASubdirectory(t *testing.T) {
 		t.Errorf("state after the resolution: %v", doc.State)
 	}
 
+	// The root-relative paths des prints in its recovery steps work from
+	// any directory too, when nothing of that name is here.
+	if r := runIn(t, sub, env, "stale", "--resolve", stepPath); r.code != 0 || !strings.Contains(r.stdout, stepPath+": nothing to resolve") {
+		t.Errorf("stale --resolve with the root-relative path: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runIn(t, sub, env, "precommit", stepPath); r.code != 1 || !strings.Contains(r.stdout, stepPath+": [DES-COMMIT-INCOMPLETE]") {
+		t.Errorf("precommit with the root-relative path: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// A file here wins over one of the same name from the root.
+	writeFile(t, sub, stepPath, finishedStep(t, "EXECUTED"))
+	if r := runIn(t, sub, env, "precommit", stepPath); r.code != 0 || !strings.Contains(r.stdout, "1 step file passed") {
+		t.Errorf("precommit of the file here: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
 	// Absolute paths as they are; outside the root: named with the root.
 	outside := filepath.Join(t.TempDir(), "steps", "01-01.json")
 	writeFile(t, filepath.Dir(outside), "01-01.json", "{}")

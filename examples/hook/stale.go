@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -18,7 +20,8 @@ const staleDoc = "Lists the phases left IN_PROGRESS for longer than the stale th
 	"unfinished phase) to NOT_EXECUTED, makes the task PARTIAL so that it can start again,\n" +
 	"and records the resolution in the audit trail. FILE is relative to the current directory\n" +
 	"(or absolute) and inside the project root (CLAUDE_PROJECT_DIR, else the git top level, else\n" +
-	"the current directory)."
+	"the current directory); a relative FILE that is not here is taken from the project root,\n" +
+	"as des prints paths."
 
 func runStale(ctx context.Context, e env, args []string) int {
 	fs := newFlagSet(e, "stale", "[--resolve FILE]", staleDoc)
@@ -76,13 +79,25 @@ func runStale(ctx context.Context, e env, args []string) int {
 
 // argPath is a FILE argument of a subcommand as every CLI reads it:
 // relative to the current directory, or absolute; it must be inside the
-// project root. A root or current directory reached through a symbolic
+// project root. The paths des prints in its messages are relative to the
+// project root, so a relative FILE that names nothing from here but names
+// a file from the root is that file: the commands des suggests work from
+// any directory. A root or current directory reached through a symbolic
 // link (/tmp on macOS) is compared by its real path, and the result is
 // under root as given, so that the library's root-relative names hold.
 func argPath(root, file string) (string, error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", file, err)
+	}
+	if !filepath.IsAbs(file) {
+		if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
+			if fromRoot := filepath.Join(root, file); fromRoot != abs {
+				if _, err := os.Lstat(fromRoot); err == nil {
+					abs = fromRoot
+				}
+			}
+		}
 	}
 	if rel, ok := under(root, abs); ok {
 		return filepath.Join(root, rel), nil
