@@ -2,6 +2,7 @@ package des
 
 import (
 	"context"
+	"slices"
 
 	"github.com/deterministic-exec/des/gate"
 )
@@ -10,6 +11,13 @@ import (
 // verdicts from the Engine's audit trail and records its decisions there.
 func (e *Engine) PreCommitGate() gate.PreCommit {
 	return gate.PreCommit{Root: e.root, Audit: e.audit}
+}
+
+// StepFiles says which files of a commit Gate 3 judges: those the write
+// guard guards (setting guarded_step_files), so that one setting decides
+// both. Its Staged and BashCommit list what a commit holds.
+func (e *Engine) StepFiles() gate.StepFiles {
+	return gate.StepFiles{Root: e.root, Globs: slices.Clone(e.cfg.GuardedStepFiles)}
 }
 
 // PreCommit runs Gate 3 on step files as they are on disk (paths absolute
@@ -30,7 +38,7 @@ func (e *Engine) PreCommit(ctx context.Context, files ...string) (gate.CommitRes
 // only when the result is not Denied. An error means Gate 3 could not
 // decide (a file outside the project or unreadable, an unreadable audit
 // trail, a policy error): refuse the commit, e.g. with gate.Internal.
-// gate.StagedStepFiles and gate.BashCommitFiles list what a commit holds.
+// StepFiles lists what a commit holds.
 func (e *Engine) CheckCommit(ctx context.Context, c gate.Commit) (gate.CommitResult, error) {
 	return e.PreCommitGate().Check(ctx, e, c)
 }

@@ -105,7 +105,9 @@ var ErrNothingToResolve = errors.New("nothing to resolve")
 // FAILED) and every phase Gate 2 named when it failed the step (reset_phases
 // in the audit trail: phases finished around the write guard, or without an
 // outcome or reason), go back to NOT_EXECUTED with the reset recorded in each phase's
-// history, and the task becomes PARTIAL. Completed phases are kept. These
+// history, and the task becomes PARTIAL without the failure_reason and
+// recovery_suggestions Gate 2 wrote (the audit trail keeps them). Completed
+// phases are kept. These
 // moves are outside the transition tables and DES makes them only here; the
 // file is rewritten atomically and the resolution audited (STALE_RESOLUTION,
 // TASK_STATE_CHANGED).
@@ -153,6 +155,7 @@ func (e *Engine) ResolveStale(ctx context.Context, file string) (Resolution, err
 	}
 	step.ResetPhases(res.Phases, now, note)
 	step.SetTaskStatus(statemachine.TaskPartial, now)
+	step.ClearFailure() // the task starts again: the old reason no longer holds
 	res.To = statemachine.TaskPartial
 	data, err := step.Marshal()
 	if err != nil {

@@ -122,6 +122,34 @@ func TestResolveFailedTask(t *testing.T) {
 	}
 }
 
+// A task started again loses the failure text Gate 2 wrote; the rest of
+// state, unknown members included, is kept, in place.
+func TestResolveFailedTaskClearsTheFailure(t *testing.T) {
+	rel := "steps/01-01.json"
+	step := `{"task_id": "x", "state": {"status": "FAILED", "started_at": "2026-11-22T10:00:00Z", "failure_reason": "Gate 2: phase RED_UNIT was abandoned",
+  "recovery_suggestions": ["Run hook stale --resolve"], "owner": "team-a"}, "tdd_cycle": {"phase_execution_log": [
+  {"phase_name": "PREPARE", "status": "EXECUTED", "outcome": "PASS"}, {"phase_name": "RED_UNIT", "status": "IN_PROGRESS"}]}, "extra": [1, 2]}`
+	e := staleProject(t, map[string]string{rel: step})
+	if _, err := e.ResolveStale(t.Context(), rel); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(e.Root(), rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"status": "PARTIAL", "started_at": "2026-11-22T10:00:00Z", "owner": "team-a"}
+	if diff := cmp.Diff(want, doc["state"]); diff != "" {
+		t.Errorf("state (-want +got):\n%s", diff)
+	}
+	if !cmp.Equal(doc["extra"], []any{1.0, 2.0}) {
+		t.Errorf("unknown member = %v", doc["extra"])
+	}
+}
+
 func TestResolveRefusesOutsideAndMissing(t *testing.T) {
 	e := staleProject(t, nil)
 	if _, err := e.ResolveStale(t.Context(), "../elsewhere.json"); err == nil {

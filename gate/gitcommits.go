@@ -153,9 +153,16 @@ var (
 // blobRef is one version of a step file a commit would hold.
 type blobRef struct{ path, oid string }
 
+// blobSet gathers the versions whose paths keep accepts (a step file by
+// its name, or maybe by its content, which collect reads).
+type blobSet struct {
+	keep func(path string) bool
+	refs []blobRef
+}
+
 // stepBlobs appends the step files that `git diff-tree ARGS` shows added
 // or changed (repository path and the new side's blob).
-func stepBlobs(ctx context.Context, git *gitexec.Runner, top string, into *[]blobRef, args ...string) error {
+func stepBlobs(ctx context.Context, git *gitexec.Runner, top string, into *blobSet, args ...string) error {
 	full := append([]string{"diff-tree", "-r", "-z", "--raw", "--no-abbrev", "--no-renames", "--no-commit-id", "--diff-filter=ACMRT"}, args...)
 	out, err := runGit(ctx, git, top, nil, full...)
 	if err != nil {
@@ -164,10 +171,10 @@ func stepBlobs(ctx context.Context, git *gitexec.Runner, top string, into *[]blo
 	fields := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
 	for i := 0; i+1 < len(fields); i += 2 {
 		meta, path := strings.Fields(fields[i]), fields[i+1]
-		if len(meta) != 5 || !StepFilePattern.MatchString(path) || !strings.HasPrefix(meta[1], "100") {
+		if len(meta) != 5 || !into.keep(path) || !strings.HasPrefix(meta[1], "100") {
 			continue
 		}
-		*into = append(*into, blobRef{path, meta[3]})
+		into.refs = append(into.refs, blobRef{path, meta[3]})
 	}
 	return nil
 }
@@ -178,7 +185,7 @@ func stepBlobs(ctx context.Context, git *gitexec.Runner, top string, into *[]blo
 // would stop on a conflict commits nothing. Strategies, several heads or
 // revisions DES cannot read widen to every step file any head changes
 // against HEAD, with the head's content.
-func mergeBlobs(ctx context.Context, git *gitexec.Runner, top string, args []string, into *[]blobRef) error {
+func mergeBlobs(ctx context.Context, git *gitexec.Runner, top string, args []string, into *blobSet) error {
 	revs, ok := revisions(args, mergeValued)
 	if !ok {
 		return errWiden
@@ -240,7 +247,7 @@ func pickedCommits(ctx context.Context, git *gitexec.Runner, top string, revs []
 // the commit has (pick) or its first parent has (revert): what each new
 // commit holds when it applies cleanly. Every version is judged, so an
 // unfinished step in the middle of a range is found too.
-func pickBlobs(ctx context.Context, git *gitexec.Runner, top string, commits []string, revert bool, into *[]blobRef) error {
+func pickBlobs(ctx context.Context, git *gitexec.Runner, top string, commits []string, revert bool, into *blobSet) error {
 	for _, c := range commits {
 		args := []string{"--root", c}
 		if revert {
@@ -294,7 +301,7 @@ func knownSubcommand(sub string) bool {
 // sequencerBlobs appends the step-file versions the commits of a merge,
 // cherry-pick, revert or rebase hold; errWiden when DES cannot read which
 // commits they are.
-func sequencerBlobs(ctx context.Context, git *gitexec.Runner, top string, inv invocation, into *[]blobRef) error {
+func sequencerBlobs(ctx context.Context, git *gitexec.Runner, top string, inv invocation, into *blobSet) error {
 	switch inv.kind {
 	case commitMerge:
 		return mergeBlobs(ctx, git, top, inv.args, into)
@@ -319,7 +326,7 @@ func sequencerBlobs(ctx context.Context, git *gitexec.Runner, top string, inv in
 // (UPSTREAM defaults to the branch's upstream, BRANCH to HEAD; --root
 // picks every commit of BRANCH), merges left out as rebase leaves them. An
 // --exec runs a command DES cannot read: widen.
-func rebaseBlobs(ctx context.Context, git *gitexec.Runner, top string, args []string, into *[]blobRef) error {
+func rebaseBlobs(ctx context.Context, git *gitexec.Runner, top string, args []string, into *blobSet) error {
 	root := false
 	for _, a := range args {
 		switch {

@@ -161,22 +161,22 @@ func TestSequencerBlobs(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("checkout: %v %s", err, out)
 		}
-		var refs []blobRef
+		refs := blobSet{keep: func(p string) bool { return StepFiles{}.picker(dir)(p) != pickNo }}
 		if err := sequencerBlobs(ctx, git, dir, classify(c.sub, c.args, false, nil), &refs); err != nil {
 			t.Fatalf("%s %q: %v", c.sub, c.args, err)
 		}
-		if got := versions(t, dir, git, refs); !cmp.Equal(got, c.want) {
+		if got := versions(t, dir, git, refs.refs); !cmp.Equal(got, c.want) {
 			t.Errorf("%s %q on %s: versions %q, want %q", c.sub, c.args, c.head, got, c.want)
 		}
 	}
 	for _, args := range [][]string{{"$B"}, {"-X", "theirs", "topic", "other"}} {
-		var refs []blobRef
+		refs := blobSet{keep: func(p string) bool { return StepFiles{}.picker(dir)(p) != pickNo }}
 		err := sequencerBlobs(ctx, git, dir, classify("merge", args, false, nil), &refs)
 		if args[0] == "$B" && !errors.Is(err, errWiden) {
 			t.Errorf("merge %q: %v, want errWiden", args, err)
 		}
 	}
-	if err := sequencerBlobs(ctx, git, dir, classify("rebase", []string{"-x", "make", "main"}, false, nil), new([]blobRef)); !errors.Is(err, errWiden) {
+	if err := sequencerBlobs(ctx, git, dir, classify("rebase", []string{"-x", "make", "main"}, false, nil), &blobSet{keep: func(p string) bool { return StepFiles{}.picker(dir)(p) != pickNo }}); !errors.Is(err, errWiden) {
 		t.Errorf("rebase --exec: %v, want errWiden", err)
 	}
 }

@@ -462,10 +462,14 @@ func (g PreInvocation) decisionEntries(inv Invocation, res InvocationResult, p t
 
 // start moves the task to IN_PROGRESS (setting state.started_at when empty)
 // and rewrites the step file atomically; a resume with a start time already
-// set writes nothing.
+// set writes nothing. A task restarted after a failure (FAILED or PARTIAL)
+// loses the failure text Gate 2 wrote, which no longer holds.
 func (g PreInvocation) start(s stepRead, now time.Time) error {
 	if s.step.Status == statemachine.TaskInProgress && s.step.StartedAt != "" {
 		return nil
+	}
+	if s.step.Status == statemachine.TaskFailed || s.step.Status == statemachine.TaskPartial {
+		s.step.ClearFailure()
 	}
 	s.step.SetTaskStatus(statemachine.TaskInProgress, now)
 	data, err := s.step.Marshal()

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,10 +19,6 @@ import (
 	"github.com/deterministic-exec/des/internal/shell"
 	"github.com/deterministic-exec/des/statemachine"
 )
-
-// StepFilePattern matches the repository paths of the step files Gate 3
-// picks from git: steps/NN-NN.json in any directory.
-var StepFilePattern = regexp.MustCompile(`(^|/)steps/\d{2}-\d{2}\.json$`)
 
 // GitTimeout bounds each git command a gate runs (Gate 2's scope, Gate 3's
 // staged files).
@@ -37,8 +32,25 @@ var ErrNotRepository = errors.New("not in a git work tree")
 // caller is in charge and fails closed.
 var ErrStepFileUnreadable = errors.New("a step file of the commit cannot be read")
 
-// StagedStepFiles returns the step files staged in the git work tree that
-// holds dir: the paths matching StepFilePattern that the index adds,
+// StagedStepFiles is Staged with the default setting (DefaultStepGlobs),
+// relative to the repository's top level.
+func StagedStepFiles(ctx context.Context, dir string) ([]CommitFile, error) {
+	return StepFiles{}.Staged(ctx, dir)
+}
+
+// BashCommitFiles is BashCommit with the default setting
+// (DefaultStepGlobs), relative to each repository's top level.
+func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, error) {
+	return StepFiles{}.BashCommit(ctx, cwd, command)
+}
+
+// HasStepFiles is OnDisk with the default setting for the project at root.
+func HasStepFiles(ctx context.Context, root string) (bool, error) {
+	return StepFiles{Root: root}.OnDisk(ctx)
+}
+
+// Staged returns the step files staged in the git work tree that holds
+// dir: the step files (s) that the index adds,
 // copies, modifies or renames relative to HEAD (every staged file before
 // the first commit), with the staged content, which is what the commit will
 // hold whatever the work tree says. Deleted files and symbolic links are
@@ -48,21 +60,21 @@ var ErrStepFileUnreadable = errors.New("a step file of the commit cannot be read
 // process's environment: under a git hook it reads the index git prepared
 // (GIT_INDEX_FILE), which is exactly what `git commit -a` or `git commit
 // PATH` is about to commit.
-func StagedStepFiles(ctx context.Context, dir string) ([]CommitFile, error) {
+func (s StepFiles) Staged(ctx context.Context, dir string) ([]CommitFile, error) {
 	git := new(gitexec.Runner)
 	top, err := gitTopLevel(ctx, git, dir)
 	if err != nil {
 		return nil, err
 	}
-	return collect(ctx, git, top, map[string]string{}, true, nil)
+	return s.collect(ctx, git, top, map[string]string{}, true, nil)
 }
 
-// BashCommitFiles returns the step files that the git invocations of a
+// BashCommit returns the step files (s) that the git invocations of a
 // Bash command that may commit (as internal/shell analyses it; cwd is
 // where it runs, absolute) would commit, as far as DES can tell before the
 // command runs:
 //   - the staged step files of each commit's repository, with their staged
-//     content (StagedStepFiles);
+//     content (Staged);
 //   - with -a/--all, the tracked step files changed in the work tree; with
 //     pathspecs, the changed step files they name (and, unless -i, not the
 //     rest of the index); with their work-tree content;
@@ -87,7 +99,7 @@ func StagedStepFiles(ctx context.Context, dir string) ([]CommitFile, error) {
 // unresolved expansion (`cd "$D"`) is taken up to the expansion, i.e. the
 // nearest literal directory; `~` is the user's home. `git commit --dry-run`
 // commits nothing. Paths are absolute, sorted within each repository.
-func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, error) {
+func (s StepFiles) BashCommit(ctx context.Context, cwd, command string) ([]CommitFile, error) {
 	var opts []shell.Option
 	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
 		opts = append(opts, shell.WithHome(filepath.ToSlash(home)))
@@ -116,7 +128,7 @@ func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, er
 	type repo struct {
 		staged   bool
 		worktree map[string]string // repository path -> "" (work-tree content)
-		blobs    []blobRef         // versions the new commits hold (merge, pick, revert, rebase)
+		blobs    blobSet           // versions the new commits hold (merge, pick, revert, rebase)
 	}
 	repos := map[string]*repo{}
 	var order []string
@@ -161,7 +173,8 @@ func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, er
 		}
 		r := repos[top]
 		if r == nil {
-			r = &repo{worktree: map[string]string{}}
+			pick := s.picker(top)
+			r = &repo{worktree: map[string]string{}, blobs: blobSet{keep: func(p string) bool { return pick(p) != pickNo }}}
 			repos[top] = r
 			order = append(order, top)
 		}
@@ -232,8 +245,8 @@ func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, er
 		r := repos[top]
 		var files []CommitFile
 		var err error
-		if r.staged || len(r.worktree) > 0 || len(r.blobs) > 0 {
-			files, err = collect(ctx, git, top, r.worktree, r.staged, r.blobs)
+		if r.staged || len(r.worktree) > 0 || len(r.blobs.refs) > 0 {
+			files, err = s.collect(ctx, git, top, r.worktree, r.staged, r.blobs.refs)
 		}
 		if err != nil {
 			return nil, err
@@ -248,7 +261,10 @@ func BashCommitFiles(ctx context.Context, cwd, command string) ([]CommitFile, er
 // their work-tree content, which wins for a file in both; then each
 // version in extra (the commits a merge, pick, revert or rebase makes),
 // with its blob's content, once per path and blob.
-func collect(ctx context.Context, git *gitexec.Runner, top string, worktree map[string]string, staged bool, extra []blobRef) ([]CommitFile, error) {
+//
+// A path is a step file as s says: by its name, else by its content.
+func (s StepFiles) collect(ctx context.Context, git *gitexec.Runner, top string, worktree map[string]string, staged bool, extra []blobRef) ([]CommitFile, error) {
+	pick := s.picker(top)
 	blobs := map[string]string{} // repository path -> staged blob
 	if staged {
 		out, err := runGit(ctx, git, top, nil, "diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-relative", "--no-renames", "--diff-filter=ACMRT")
@@ -259,7 +275,7 @@ func collect(ctx context.Context, git *gitexec.Runner, top string, worktree map[
 		for i := 0; i+1 < len(fields); i += 2 {
 			meta, path := strings.Fields(fields[i]), fields[i+1]
 			// :oldmode newmode oldsha newsha status
-			if len(meta) != 5 || !StepFilePattern.MatchString(path) || !strings.HasPrefix(meta[1], "100") {
+			if len(meta) != 5 || pick(path) == pickNo || !strings.HasPrefix(meta[1], "100") {
 				continue
 			}
 			blobs[path] = meta[3]
@@ -272,7 +288,7 @@ func collect(ctx context.Context, git *gitexec.Runner, top string, worktree map[
 		}
 	}
 	for p := range worktree {
-		if StepFilePattern.MatchString(p) {
+		if pick(p) != pickNo {
 			paths = append(paths, p)
 		}
 	}
@@ -303,7 +319,9 @@ func collect(ctx context.Context, git *gitexec.Runner, top string, worktree map[
 	}
 	out := make([]CommitFile, 0, len(paths)+len(extra))
 	for _, b := range refs {
-		out = append(out, CommitFile{Path: filepath.Join(top, filepath.FromSlash(b.path)), Content: contents[b.oid]})
+		if content := contents[b.oid]; pick(b.path).keep(content) {
+			out = append(out, CommitFile{Path: filepath.Join(top, filepath.FromSlash(b.path)), Content: content})
+		}
 	}
 	for _, p := range paths {
 		if _, ok := worktree[p]; !ok {
@@ -314,8 +332,8 @@ func collect(ctx context.Context, git *gitexec.Runner, top string, worktree map[
 		if err != nil {
 			return nil, fmt.Errorf("%w: read %s: %w", ErrStepFileUnreadable, abs, err)
 		}
-		if content == nil {
-			continue // deleted in the work tree: the commit removes it
+		if content == nil || !pick(p).keep(content) {
+			continue // deleted in the work tree (the commit removes it), or not a step file
 		}
 		out = append(out, CommitFile{Path: abs, Content: content})
 	}
@@ -596,14 +614,15 @@ const maxStepFileSearch = 50000
 // errSearchBound stops HasStepFiles' walk at its bound.
 var errSearchBound = errors.New("search bound reached")
 
-// HasStepFiles reports whether the project under root holds a step file
-// (StepFilePattern) on disk, looking at most at 50,000 entries and leaving
+// OnDisk reports whether the project under s.Root holds a step file (as s
+// says) on disk, looking at most at 50,000 entries and leaving
 // out .git directories. It is how a caller decides whether DES is in charge
 // of a commit when git cannot say which files the commit holds: a project
 // with step files is DES's. When the bound or ctx ends the search first,
 // it reports true with the reason: DES cannot show that it is not in
 // charge.
-func HasStepFiles(ctx context.Context, root string) (bool, error) {
+func (s StepFiles) OnDisk(ctx context.Context) (bool, error) {
+	root := s.Root
 	n := 0
 	found := errors.New("found")
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -622,8 +641,16 @@ func HasStepFiles(ctx context.Context, root string) (bool, error) {
 			}
 			return nil
 		}
-		if rel, err := filepath.Rel(root, path); err == nil && StepFilePattern.MatchString(filepath.ToSlash(rel)) {
-			return found
+		if rel, err := filepath.Rel(root, path); err == nil {
+			switch s.pickRel(filepath.ToSlash(rel)) {
+			case pickYes:
+				return found
+			case pickIfLooks:
+				// Unreadable counts as a step file, as for the write guard.
+				if content, err := readBounded(path); err != nil || LooksLikeStep(content) {
+					return found
+				}
+			}
 		}
 		return nil
 	})

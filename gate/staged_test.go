@@ -91,7 +91,10 @@ func TestStagedStepFiles(t *testing.T) {
 
 	writeRepoFile(t, dir, "docs/feature/a/steps/01-01.json", "staged")
 	writeRepoFile(t, dir, "steps/02-01.json", "top-level steps dir")
-	writeRepoFile(t, dir, "x/steps/1-1.json", "not NN-NN")
+	writeRepoFile(t, dir, "x/steps/1-1.json", "named as a step")
+	writeRepoFile(t, dir, "x/steps/02-01a.json", "nWave's letter suffix")
+	writeRepoFile(t, dir, "x/steps/welcome.json", `{"title": "not a step file"}`)
+	writeRepoFile(t, dir, "x/steps/cart.json", `{"task_id": "a step by its content"}`)
 	writeRepoFile(t, dir, "x/steps/01-01.json.bak", "not json")
 	writeRepoFile(t, dir, "x/nosteps/01-01.json", "not a steps dir")
 	writeRepoFile(t, dir, "src/main.go", "package main")
@@ -102,13 +105,31 @@ func TestStagedStepFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"docs/feature/a/steps/01-01.json=staged", "steps/02-01.json=top-level steps dir"}
+	// The write guard's default setting (**/steps/*.json) and its test: a
+	// name like a step's, else content like a step's.
+	want := []string{"docs/feature/a/steps/01-01.json=staged", "steps/02-01.json=top-level steps dir",
+		`x/steps/02-01a.json=nWave's letter suffix`, `x/steps/1-1.json=named as a step`, `x/steps/cart.json={"task_id": "a step by its content"}`}
 	if diff := cmp.Diff(want, listed(t, dir, files)); diff != "" {
 		t.Errorf("staged step files (-want +got):\n%s", diff)
 	}
 
+	// Another setting, relative to the project root (a subdirectory here):
+	// only what it names, by name or content, and files outside the project
+	// only when they are named as step files (to be reported as outside).
+	custom := gate.StepFiles{Root: filepath.Join(dir, "x"), Globs: []string{"steps/c*.json", "steps/1-1.json"}}
+	files, err = custom.Staged(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"docs/feature/a/steps/01-01.json=staged", "steps/02-01.json=top-level steps dir",
+		`x/steps/1-1.json=named as a step`, `x/steps/cart.json={"task_id": "a step by its content"}`}
+	if diff := cmp.Diff(want, listed(t, dir, files)); diff != "" {
+		t.Errorf("custom setting (-want +got):\n%s", diff)
+	}
+
 	// Deleted and renamed files: a deletion commits no content.
 	runGit(t, dir, "commit", "-qm", "two")
+	runGit(t, dir, "rm", "-q", "x/steps/02-01a.json", "x/steps/1-1.json", "x/steps/cart.json")
 	runGit(t, dir, "rm", "-q", "steps/02-01.json")
 	runGit(t, dir, "mv", "docs/feature/a/steps/01-01.json", "docs/feature/a/steps/01-09.json")
 	files, err = gate.StagedStepFiles(t.Context(), dir)

@@ -412,6 +412,19 @@ func (s *Step) SetFailure(reason string, suggestions []string) {
 	})
 }
 
+// ClearFailure removes state.failure_reason and state.recovery_suggestions,
+// which SetFailure wrote: a task started again is no longer failed, and a
+// reason left behind would tell the next reader (an agent, Gate 2's
+// message) that it still is. The failure stays in the audit trail. Other
+// members of state are kept.
+func (s *Step) ClearFailure() {
+	s.edit("clear the failure", func(d *Object) error {
+		d.DeletePath([]string{"state", "failure_reason"})
+		d.DeletePath([]string{"state", "recovery_suggestions"})
+		return nil
+	})
+}
+
 // PhaseHistoryEntry is what ResetPhases appends to a phase's history.
 type PhaseHistoryEntry struct {
 	At   string  `json:"at"`

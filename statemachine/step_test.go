@@ -257,6 +257,33 @@ func TestSetFailure(t *testing.T) {
 	}
 }
 
+func TestClearFailure(t *testing.T) {
+	s := parse(t, stepSrc)
+	s.SetFailure("phase RED_ACCEPTANCE abandoned", []string{"reset RED_ACCEPTANCE"})
+	s.ClearFailure()
+	if s.FailureReason != "" || s.RecoverySuggestions != nil || s.Status != "FAILED" {
+		t.Errorf("got %q %q %v", s.Status, s.FailureReason, s.RecoverySuggestions)
+	}
+	out, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only the status SetFailure wrote is left of the failure; state's
+	// other members stay, in their order.
+	want := strings.Replace(stepSrc, `"status": "TODO"`, `"status": "FAILED"`, 1)
+	assertOnlyChanged(t, want, out)
+	// Nothing to clear, or no state: no change.
+	for _, src := range []string{`{"task_id": "x"}`, `{"task_id": "x", "state": {"status": "PARTIAL", "z": 1}}`} {
+		s := parse(t, src)
+		s.ClearFailure()
+		out, err := s.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertOnlyChanged(t, src, out)
+	}
+}
+
 func TestResetPhases(t *testing.T) {
 	s := parse(t, stepSrc)
 	s.ResetPhases([]string{"PREPARE", "RED_ACCEPTANCE", "NOT_IN_LOG"}, now, "abandoned: stale for 2h")

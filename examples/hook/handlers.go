@@ -342,21 +342,27 @@ func preToolUseBashGuard(ctx context.Context, h *hookEnv, ev *Event, command str
 }
 
 // bashCommitFiles lists the step files the `git commit`s of a command would
-// commit (gate.BashCommitFiles), its directories taken against the event's
+// commit (gate.StepFiles.BashCommit), its directories taken against the event's
 // cwd. An error means DES is in charge and could not tell what the commit
 // holds: a step file it found but cannot read, or git failing (or running
 // out of time) while DES lists what is staged in a project that holds step
-// files (gate.HasStepFiles). git failing in a project without step files is
+// files (gate.StepFiles.OnDisk). git failing in a project without step files is
 // logged, and Gate 3 gives no opinion.
 func bashCommitFiles(ctx context.Context, h *hookEnv, ev *Event, command string) ([]gate.CommitFile, error) {
-	files, err := gate.BashCommitFiles(ctx, eventDir(ev, h.root), command)
+	// The write guard's setting says which files are step files; with a
+	// bad setting, the default (the engine's error is reported after).
+	steps := gate.StepFiles{Root: h.root, Globs: des.DefaultConfig().GuardedStepFiles}
+	if eng, err := h.engine(ctx); err == nil {
+		steps = eng.StepFiles()
+	}
+	files, err := steps.BashCommit(ctx, eventDir(ev, h.root), command)
 	if err == nil {
 		return files, nil
 	}
 	if errors.Is(err, gate.ErrStepFileUnreadable) {
 		return nil, err // the commit holds step files: DES is in charge
 	}
-	has, why := gate.HasStepFiles(ctx, h.root)
+	has, why := steps.OnDisk(ctx)
 	if has {
 		if why != nil {
 			h.logger.Warn("hook: cannot show that the project holds no step file", "err", why)

@@ -24,10 +24,11 @@ const exitFail = 1
 
 const precommitDoc = "Runs Gate 3 on step files before they are committed: every canonical phase recorded and\n" +
 	"finished honestly, in order, and no unresolved Gate 2 failure in the audit trail.\n\n" +
-	"With FILEs (relative to the current directory), judges them as they are on disk. With none,\n" +
-	"judges the step files staged in the git repository of the current directory (paths matching\n" +
-	"steps/NN-NN.json anywhere), as staged: the content the commit will hold, not the work tree.\n" +
-	"Staged step files outside the project root are left out, with a note.\n\n" +
+	"With FILEs (relative to the current directory, else to the project root, or absolute; inside\n" +
+	"the project root), judges them as they are on disk. With none, judges the step files staged\n" +
+	"in the git repository of the current directory (those the write guard guards: setting\n" +
+	"guarded_step_files, default **/steps/*.json), as staged: the content the commit will hold,\n" +
+	"not the work tree. Staged step files outside the project root are left out, with a note.\n\n" +
 	"Prints FILE: [CODE] message for each violation, the recovery steps and a summary. Exit\n" +
 	"status: 0 every file passes, 1 a file fails, 2 DES could not judge (a bad flag or setting,\n" +
 	"a git failure, an unreadable audit trail: [DES-INTERNAL]). Each file's verdict is audited.\n\n" +
@@ -70,19 +71,16 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 		commit.Source = gate.SourceGitHook
 	}
 	if flags.NArg() > 0 {
-		wd, err := os.Getwd()
-		if err != nil {
-			fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
-			return exitUsage
-		}
 		for _, f := range flags.Args() {
-			if !filepath.IsAbs(f) {
-				f = filepath.Join(wd, f)
+			path, err := argPath(root, f)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
+				return exitUsage
 			}
-			commit.Files = append(commit.Files, gate.CommitFile{Path: f})
+			commit.Files = append(commit.Files, gate.CommitFile{Path: path})
 		}
 	} else {
-		staged, err := gate.StagedStepFiles(ctx, ".")
+		staged, err := eng.StepFiles().Staged(ctx, ".")
 		if err != nil {
 			fmt.Fprintf(e.stderr, "des-hook precommit: cannot list the staged step files: %v\n", err)
 			return exitUsage

@@ -3,8 +3,9 @@
 # description: |
 #   Gate 3 judges a step file about to be committed: its phase log must hold
 #   every canonical phase, each one finished honestly, in order; and the audit
-#   trail must hold no unresolved Gate 2 failure for the step. Fields the gate
-#   does not read (state.status, budgets...) are the business of Gates 1 and 2,
+#   trail must hold no unresolved Gate 2 failure for the step. A plan (task
+#   state.status TODO or absent, every phase NOT_EXECUTED) may be committed
+#   unfinished. Other fields (budgets...) are the business of Gates 1 and 2,
 #   so the step schema is not applied here.
 #
 #   Input (built by Go):
@@ -115,6 +116,50 @@ _valid_skipped(p) if {
 	p.status == "SKIPPED"
 	_valid_skip(p.blocked_by)
 }
+
+# A team that accepts deferred work waives DES-COMMIT-DEFERRED in its gate
+# package (`exception contains "DES-COMMIT-DEFERRED"`); a phase SKIPPED as
+# "DEFERRED: reason" is then validly skipped, so no gap either. Only the
+# exception rules are read, not the gate's deny, so there is no recursion
+# (a team exception that reads deny would be recursive on its own).
+_deferred_accepted if "DES-COMMIT-DEFERRED" in data.des.gates.pre_commit.exception
+
+# The data route: a team that lists "DEFERRED:" in skip_prefixes accepts
+# deferred work as a skip like any other.
+_deferred_accepted if data.des.commit.deferred_prefix in data.des.commit.skip_prefixes
+
+_valid_skipped(p) if {
+	p.status == "SKIPPED"
+	_deferred_accepted
+	deferred := data.des.commit.deferred_prefix
+	startswith(p.blocked_by, deferred)
+	trim_space(substring(p.blocked_by, count(deferred), -1)) != ""
+}
+
+# A plan: a step not started yet (task TODO or without a status, every
+# phase NOT_EXECUTED) may be committed as planned work. The task statuses
+# that mark a plan are data (plan_task_statuses) so that a team whose older
+# step files say NOT_STARTED can add it.
+default _task_status := ""
+
+_task_status := s if {
+	s := input.step.document.state.status
+	s != null
+}
+
+_plan if {
+	_state_readable
+	_task_status in ({s | some s in data.des.commit.plan_task_statuses} | {""})
+	object.keys(_by_status) == {"NOT_EXECUTED"}
+}
+
+# A state that is there must be an object for its status to be read; an
+# absent or null one means no status.
+_state_readable if not "state" in object.keys(input.step.document)
+
+_state_readable if input.step.document.state == null
+
+_state_readable if is_object(input.step.document.state)
 
 # Message parts.
 
@@ -238,7 +283,7 @@ deny contains {
 
 # METADATA
 # title: Phase still open
-# description: A phase is NOT_EXECUTED or IN_PROGRESS when the step is committed.
+# description: A phase is NOT_EXECUTED or IN_PROGRESS when the step is committed, except in a plan (task TODO or without a status, every phase NOT_EXECUTED), which may be committed.
 # custom:
 #   code: DES-COMMIT-PHASE-OPEN
 #   severity: deny
@@ -250,6 +295,7 @@ deny contains {
 	"recovery": recovery,
 } if {
 	_judges_phases
+	not _plan
 	some status in ["NOT_EXECUTED", "IN_PROGRESS"]
 	group := _by_status[status]
 	path := _path
@@ -312,7 +358,7 @@ _blocked_text(b) := concat("", ["with blocked_by ", _quote(b), ", which has no a
 
 # METADATA
 # title: Deferred phase
-# description: A phase's blocked_by starts with DEFERRED:; deferred work blocks the commit.
+# description: A phase's blocked_by starts with DEFERRED:; deferred work blocks the commit. A team that waives this code (or adds the deferred prefix to skip_prefixes) accepts a SKIPPED phase whose blocked_by is DEFERRED:, then a reason, as a valid skip, so it is no gap either.
 # custom:
 #   code: DES-COMMIT-DEFERRED
 #   severity: deny
@@ -325,6 +371,7 @@ deny contains {
 } if {
 	_judges_phases
 	deferred := data.des.commit.deferred_prefix
+	not deferred in data.des.commit.skip_prefixes # the data route accepts it
 	some p in _phases
 	startswith(p.blocked_by, deferred)
 	path := _path

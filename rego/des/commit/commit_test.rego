@@ -142,7 +142,7 @@ test_long_reason_is_cut_in_the_message if {
 
 test_deferred_blocks if {
 	phases := with_phase(all_done, 13, {"status": "SKIPPED", "outcome": "", "blocked_by": "DEFERRED: next sprint"})
-	vs := commit.deny with input as step(phases)
+	vs := commit.deny with input as step(phases) with data.des.gates.pre_commit.exception as set()
 	codes(vs) == ["DES-COMMIT-DEFERRED"] # not also SKIP-REASON
 	some v in vs
 	v.phase == "COMMIT"
@@ -152,7 +152,9 @@ test_deferred_blocks if {
 
 test_deferred_before_an_executed_phase_is_also_a_gap if {
 	phases := with_phase(all_done, 10, {"status": "SKIPPED", "outcome": "", "blocked_by": "DEFERRED: next sprint"})
-	codes(commit.deny) == ["DES-COMMIT-DEFERRED", "DES-COMMIT-GAP"] with input as step(phases)
+
+	# Pinned: a team that waives DES-COMMIT-DEFERRED accepts the skip.
+	codes(commit.deny) == ["DES-COMMIT-DEFERRED", "DES-COMMIT-GAP"] with input as step(phases) with data.des.gates.pre_commit.exception as set()
 }
 
 test_deferred_on_any_status if {
@@ -253,7 +255,7 @@ test_bare_skip_prefix_is_no_reason if {
 }
 
 test_configuration_setup_with_a_phase_log_is_judged if {
-	inp := json.patch(step([phase(i, name, "NOT_EXECUTED") | some i, name in canonical]), [{"op": "replace", "path": "/step/workflow_type", "value": "configuration_setup"}])
+	inp := json.patch(step(with_phase(planned, 0, {"status": "IN_PROGRESS"})), [{"op": "replace", "path": "/step/workflow_type", "value": "configuration_setup"}])
 	"DES-COMMIT-PHASE-OPEN" in codes(commit.deny) with input as inp
 }
 
@@ -325,4 +327,103 @@ test_every_violation_of_a_file_is_listed if {
 test_absent_workflow_type_is_tdd_cycle if {
 	inp := {"step": {"path": "s.json", "document": {}, "phase_log": "", "phases": []}}
 	codes(commit.deny) == ["DES-COMMIT-INCOMPLETE"] with input as inp
+}
+
+# Plans: a step not started yet may be committed.
+
+planned := [phase(i, name, "NOT_EXECUTED") | some i, name in canonical]
+
+with_state(inp, state) := json.patch(inp, [{"op": "add", "path": "/step/document/state", "value": state}])
+
+test_plan_without_a_state_passes if {
+	count(commit.deny) == 0 with input as step(planned)
+}
+
+test_plan_with_task_todo_passes if {
+	count(commit.deny) == 0 with input as with_state(step(planned), {"status": "TODO"})
+}
+
+test_plan_without_a_task_status_passes if {
+	every state in [{}, {"status": null}, null, {"failure_reason": ""}] {
+		count(commit.deny) == 0 with input as with_state(step(planned), state)
+	}
+}
+
+test_plan_with_an_executed_phase_is_no_plan if {
+	phases := with_phase(planned, 0, {"status": "EXECUTED", "outcome": "PASS"})
+	vs := commit.deny with input as with_state(step(phases), {"status": "TODO"})
+	count(vs) == 13
+	{v.code | some v in vs} == {"DES-COMMIT-PHASE-OPEN"}
+	not "PREPARE" in {v.phase | some v in vs}
+}
+
+test_plan_with_a_phase_in_progress_is_no_plan if {
+	phases := with_phase(planned, 0, {"status": "IN_PROGRESS"})
+	vs := commit.deny with input as step(phases)
+	count(vs) == 14
+	{v.code | some v in vs} == {"DES-COMMIT-PHASE-OPEN"}
+}
+
+test_task_in_progress_is_no_plan if {
+	every status in ["IN_PROGRESS", "PARTIAL", "FAILED", "DONE", "NOT_STARTED", 7] {
+		vs := commit.deny with input as with_state(step(planned), {"status": status})
+		count(vs) == 14
+		{v.code | some v in vs} == {"DES-COMMIT-PHASE-OPEN"}
+	}
+}
+
+test_state_that_is_not_an_object_is_no_plan if {
+	count(commit.deny) == 14 with input as with_state(step(planned), "TODO")
+}
+
+test_plan_lacking_phases_is_incomplete if {
+	vs := commit.deny with input as step(array.slice(planned, 0, 12))
+	codes(vs) == ["DES-COMMIT-INCOMPLETE"]
+}
+
+test_plan_with_an_unknown_phase_status_is_no_plan if {
+	phases := with_phase(planned, 13, {"status": "PENDING"})
+	vs := commit.deny with input as step(phases)
+	{v.code | some v in vs} == {"DES-COMMIT-PHASE-OPEN", "DES-COMMIT-STATUS"}
+}
+
+test_plan_still_answers_for_gate2 if {
+	inp := object.union(step(planned), {"gate2": [{"event": "SUBAGENT_STOP_VALIDATION", "outcome": "FAIL", "codes": [], "timestamp": "2026-01-01T00:00:00Z"}]})
+	codes(commit.deny) == ["DES-COMMIT-GATE2"] with input as inp
+}
+
+test_team_plan_statuses_extend_the_plan if {
+	inp := with_state(step(planned), {"status": "NOT_STARTED"})
+	count(commit.deny) == 0 with input as inp with data.des.commit.plan_task_statuses as ["TODO", "NOT_STARTED"]
+}
+
+# Deferred work a team accepts.
+
+deferred_gap := with_phase(all_done, 10, {"status": "SKIPPED", "outcome": "", "blocked_by": "DEFERRED: next sprint"})
+
+test_waived_deferred_is_no_gap if {
+	vs := commit.deny with input as step(deferred_gap) with data.des.gates.pre_commit.exception as {"DES-COMMIT-DEFERRED"}
+	codes(vs) == ["DES-COMMIT-DEFERRED"] # waived by the gate, and nothing else
+}
+
+test_waived_deferred_needs_a_reason if {
+	phases := with_phase(all_done, 10, {"status": "SKIPPED", "outcome": "", "blocked_by": "DEFERRED: "})
+	vs := commit.deny with input as step(phases) with data.des.gates.pre_commit.exception as {"DES-COMMIT-DEFERRED"}
+	codes(vs) == ["DES-COMMIT-DEFERRED", "DES-COMMIT-GAP"]
+}
+
+test_waived_deferred_phase_not_skipped_is_still_a_gap if {
+	phases := with_phase(all_done, 10, {"status": "NOT_EXECUTED", "outcome": "", "blocked_by": "DEFERRED: later"})
+	vs := commit.deny with input as step(phases) with data.des.gates.pre_commit.exception as {"DES-COMMIT-DEFERRED"}
+	codes(vs) == ["DES-COMMIT-DEFERRED", "DES-COMMIT-GAP", "DES-COMMIT-PHASE-OPEN"]
+}
+
+test_other_waivers_leave_deferred_a_gap if {
+	vs := commit.deny with input as step(deferred_gap) with data.des.gates.pre_commit.exception as {"DES-COMMIT-GATE2"}
+	codes(vs) == ["DES-COMMIT-DEFERRED", "DES-COMMIT-GAP"]
+}
+
+test_deferred_listed_as_a_skip_prefix_is_accepted if {
+	prefixes := array.concat(data.des.commit.skip_prefixes, ["DEFERRED:"])
+	count(commit.deny) == 0 with input as step(deferred_gap) with data.des.commit.skip_prefixes as prefixes
 }
