@@ -50,10 +50,7 @@ deny contains {
 	"code": "DES-TASK-TRANSITION",
 	"msg": sprintf("%s: the task cannot move from %s to %s; from %s the allowed moves are: %s", [input.step.path, _disk_task, _incoming_task, _disk_task, _moves_text(transitions.task_moves(_disk_task))]),
 	"field": "/state/status",
-	"recovery": [
-		"Change state.status only along the table: TODO→IN_PROGRESS; IN_PROGRESS→DONE|FAILED|PARTIAL; FAILED→IN_PROGRESS; PARTIAL→IN_PROGRESS.",
-		"Re-read the step file and write one transition at a time.",
-	],
+	"recovery": _task_recovery,
 } if {
 	input.step.phases
 	_incoming_task != _disk_task
@@ -61,6 +58,39 @@ deny contains {
 	_incoming_task in _known_task # unknown statuses are the schema's business
 	not transitions.task_move_allowed(_disk_task, _incoming_task)
 }
+
+_table_text := "TODO→IN_PROGRESS; IN_PROGRESS→DONE|FAILED|PARTIAL; FAILED→IN_PROGRESS; PARTIAL→IN_PROGRESS"
+
+# The moves that lead from the disk's task status to the written one, one
+# write each, when there is such a walk of two moves.
+_task_walks := [[m, _incoming_task] | some m in transitions.task_moves(_disk_task); transitions.task_move_allowed(m, _incoming_task)]
+
+_task_walk := _task_walks[0] if count(_task_walks) > 0
+
+_task_recovery := [
+	sprintf("Re-read %s and move the task one write at a time: state.status %s first, then %s.", [input.step.path, _task_walk[0], _task_walk[1]]),
+	sprintf("state.status moves only along the table: %s.", [_table_text]),
+] if _task_walk
+
+_task_recovery := [
+	sprintf("Keep state.status %s: no walk along the table leads from %s to %s (%s).", [_disk_task, _disk_task, _incoming_task, _table_text]),
+	"To give the task up, write state.status FAILED (from IN_PROGRESS) with state.failure_reason.",
+] if not _task_walk
+
+# The recovery for a phase move the table refuses, by where the phase is.
+_jump_recovery(name, "NOT_EXECUTED") := [sprintf("Write phase %s as IN_PROGRESS first (with started_at), do the phase's work, then write its final status: EXECUTED with an outcome, SKIPPED with blocked_by, or FAILED.", [name])]
+
+_jump_recovery(name, "IN_PROGRESS") := [
+	sprintf("Finish phase %s from IN_PROGRESS: EXECUTED with an outcome, SKIPPED with blocked_by, or FAILED.", [name]),
+	sprintf("To give it up and start it over, write it FAILED and state.status FAILED, then run `des-hook stale --resolve %s`, which resets FAILED and IN_PROGRESS phases to NOT_EXECUTED and the task to PARTIAL.", [input.step.path]),
+]
+
+_jump_recovery(name, "FAILED") := [sprintf("Phase %s is FAILED, a final status: to run it again, write state.status FAILED, then run `des-hook stale --resolve %s`, which resets it to NOT_EXECUTED and the task to PARTIAL.", [name, input.step.path])]
+
+_jump_recovery(name, from) := [sprintf("Phase %s is %s, a final status: keep it as it is; work still to do on it goes in the phases after it, or in a new step file.", [name, from])] if from in {"EXECUTED", "SKIPPED"}
+
+# A status a team's table adds: the table's own moves.
+_jump_recovery(name, from) := [sprintf("Move phase %s only along the phase table: from %s the allowed moves are %s.", [name, from, _moves_text(transitions.phase_moves(from))])] if not from in {"NOT_EXECUTED", "IN_PROGRESS", "FAILED", "EXECUTED", "SKIPPED"}
 
 # METADATA
 # title: Phase status jump
@@ -72,10 +102,7 @@ deny contains {
 	"code": "DES-PHASE-JUMP",
 	"msg": sprintf("%s: phase %s cannot move from %s to %s in one write; from %s the allowed moves are: %s", [input.step.path, p.name, from, p.status, from, _moves_text(transitions.phase_moves(from))]),
 	"field": "/tdd_cycle/phase_execution_log",
-	"recovery": [
-		sprintf("Write phase %s as IN_PROGRESS first (with started_at), do the phase's work, then write its final status with an outcome.", [p.name]),
-		"A phase that is EXECUTED, SKIPPED or FAILED is final; reset abandoned work with `hook stale --resolve FILE`.",
-	],
+	"recovery": _jump_recovery(p.name, from),
 } if {
 	some p in input.step.phases
 	from := object.get(_disk_phases, [p.name, "status"], "NOT_EXECUTED")
