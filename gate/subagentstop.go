@@ -583,7 +583,7 @@ func reopenRecovery(res StopResult, taskStatus string) []string {
 	phases, task := reopening(res, taskStatus)
 	switch {
 	case len(phases) > 0 && task:
-		return []string{fmt.Sprintf("DES set %s of %s back to NOT_EXECUTED and the task back to IN_PROGRESS, so that the work can be redone through the write guard; re-read the step file before writing it.", phaseList(phases), res.StepFile)}
+		return []string{fmt.Sprintf("DES set %s of %s back to NOT_EXECUTED and the task back to IN_PROGRESS, so that the work can be redone through the write guard: re-read the step file before writing it, and write state.status DONE again once every phase is finished.", phaseList(phases), res.StepFile)}
 	case len(phases) > 0:
 		return []string{fmt.Sprintf("DES set %s of %s back to NOT_EXECUTED, so that the work can be redone through the write guard; re-read the step file before writing it.", phaseList(phases), res.StepFile)}
 	case task:

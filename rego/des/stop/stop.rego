@@ -17,6 +17,8 @@
 #   data.des.transitions and data.des.config.turn_budget_default.
 package des.stop
 
+import data.des.text
+
 import data.des.transitions
 
 # Inputs are read by reference with defaults, never with object.get(input, ...),
@@ -190,7 +192,9 @@ _silent_exempt if {
 
 _silent_text := "its phase log is empty or missing" if count(_phases) == 0
 
-_silent_text := sprintf("all %d phases of its log are NOT_EXECUTED", [count(_phases)]) if count(_phases) > 0
+_silent_text := "the one phase of its log is NOT_EXECUTED" if count(_phases) == 1
+
+_silent_text := sprintf("all %d phases of its log are NOT_EXECUTED", [count(_phases)]) if count(_phases) > 1
 
 # METADATA
 # title: Silent completion
@@ -347,6 +351,10 @@ deny contains {
 
 _open := [p.name | some p in _phases; not transitions.phase_terminal(p.status)]
 
+_open_count_text := "1 phase is" if count(_open) == 1
+
+_open_count_text := sprintf("%d phases are", [count(_open)]) if count(_open) != 1
+
 _open_text := concat(", ", [sprintf("%s (%s)", [p.name, p.status]) | some p in _phases; not transitions.phase_terminal(p.status)])
 
 # METADATA
@@ -360,7 +368,7 @@ _open_text := concat(", ", [sprintf("%s (%s)", [p.name, p.status]) | some p in _
 #   severity: deny
 deny contains {
 	"code": "DES-PREMATURE-COMPLETION",
-	"msg": sprintf("%s: the task is DONE while %d phases are not finished: %s; DONE needs every phase EXECUTED, SKIPPED or FAILED", [_path, count(_open), _open_text]),
+	"msg": sprintf("%s: the task is DONE while %s not finished: %s; DONE needs every phase EXECUTED, SKIPPED or FAILED", [_path, _open_count_text, _open_text]),
 	"field": "/state/status",
 	"phase": _open[0],
 	"phases": _open,
@@ -458,7 +466,7 @@ _cycle_turns := input.step.budget.max_turns
 #   severity: deny
 deny contains {
 	"code": "DES-TURN-LIMIT",
-	"msg": sprintf("%s: phase %s took %v turns, over its budget of %v (%s)", [_path, p.name, p.turn_count, budget[0], budget[1]]),
+	"msg": sprintf("%s: phase %s took %s, over its budget of %v (%s)", [_path, p.name, text.count_noun(p.turn_count, "turn", "turns"), budget[0], budget[1]]),
 	"field": _ptr(p, "turn_count"),
 	"phase": p.name,
 	"recovery": [
@@ -544,7 +552,7 @@ _evidence_chars := count(trim_space(_evidence.text))
 #   severity: deny
 deny contains {
 	"code": "DES-VERIFY-EVIDENCE",
-	"msg": sprintf("%s: the validation evidence (%s) is %d characters; a configuration setup step shows at least %d characters of what was checked and what it returned", [_path, _evidence.from, _evidence_chars, _verification.evidence_min_chars]),
+	"msg": sprintf("%s: the validation evidence (%s) is %s; a configuration setup step shows at least %d characters of what was checked and what it returned", [_path, _evidence.from, text.count_noun(_evidence_chars, "character", "characters"), _verification.evidence_min_chars]),
 	"field": _evidence.field,
 	"recovery": [
 		sprintf("Write validation_output (or the outcome_details of %s): the commands run to verify the change and their output, at least %d characters.", [_verification.evidence_phase, _verification.evidence_min_chars]),
@@ -569,7 +577,7 @@ _documentation_chars := count(trim_space(_documentation))
 #   severity: deny
 deny contains {
 	"code": "DES-VERIFY-DOCS",
-	"msg": sprintf("%s: documentation is %d characters; a configuration setup step documents what it changed, where and why in at least %d characters", [_path, _documentation_chars, _verification.documentation_min_chars]),
+	"msg": sprintf("%s: documentation is %s; a configuration setup step documents what it changed, where and why in at least %d characters", [_path, text.count_noun(_documentation_chars, "character", "characters"), _verification.documentation_min_chars]),
 	"field": "/documentation",
 	"recovery": [
 		sprintf("Write documentation: what was changed, where, why, and how to check it, at least %d characters.", [_verification.documentation_min_chars]),
