@@ -74,7 +74,8 @@ test_obsolete_recovery_names_the_change if {
 	v1.recovery[0] == "Rename the top-level field step_id to task_id, keeping its value, with Write or Edit."
 	some v2 in stepfile.deny with input as {"step": {"path": "s.json", "document": {"task_id": "x", "tdd_phase": "RED"}}}
 	startswith(v2.recovery[0], "Replace tdd_phase with tdd_cycle.phase_execution_log")
-	every v in stepfile.deny with input as {"step": {"path": "s.json", "document": {"phase_id": "p", "step_id": "s"}} {
+	vs := stepfile.deny with input as {"step": {"path": "s.json", "document": {"phase_id": "p", "step_id": "s"}}}
+	every v in vs {
 		every r in v.recovery {
 			not contains(r, "Regenerate")
 			not contains(lower(r), "contract")
