@@ -24,8 +24,6 @@
 #   Kept small: the tool_use gate compiles this package for every tool call.
 package des.delegation
 
-import data.des.text
-
 default _mode := "off"
 
 _mode := lower(data.des.config.delegation_mode) if is_string(data.des.config.delegation_mode)

@@ -1,0 +1,499 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Every recovery instruction des gives must be one its guards accept. Each
+// case below produces a violation through the built hook, reads the
+// recovery lines from the hook's own output, and does what they say, step
+// by step: writes through the write guard (PreToolUse, the file written,
+// PostToolUse), the commands they name in backticks, a subagent started
+// again through Gate 1. Each step must be accepted, and at the end the
+// violation must be gone.
+//
+// Codes whose recovery is a person's decision, not something to follow
+// mechanically, are listed in humanRecoveries with the reason.
+
+// follower is one project being put right by following des's recovery.
+type follower struct {
+	t          *testing.T
+	root       string
+	transcript string
+	env        []string
+	writes     int
+	lines      []string // the recovery lines of the last output read
+}
+
+// recovery collects the "- " lines under "Recovery:" of a hook text.
+func recoveryLines(text string) []string {
+	_, after, ok := strings.Cut(text, "\nRecovery:")
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(after, "\n") {
+		switch {
+		case strings.HasPrefix(l, "- "):
+			out = append(out, strings.TrimPrefix(l, "- "))
+		case strings.HasPrefix(l, "  ") && len(out) > 0:
+			out[len(out)-1] += "\n" + strings.TrimPrefix(l, "  ")
+		}
+	}
+	return out
+}
+
+// read takes the recovery lines of text; there must be some.
+func (f *follower) read(text string) {
+	f.t.Helper()
+	f.lines = recoveryLines(text)
+	if len(f.lines) == 0 {
+		f.t.Fatalf("no recovery lines in:\n%s", text)
+	}
+	for i, l := range f.lines {
+		for j := range i {
+			if f.lines[j] == l {
+				f.t.Errorf("recovery line repeated: %q", l)
+			}
+		}
+	}
+}
+
+// line returns the recovery line that matches pattern (a regular
+// expression), failing the test when none does.
+func (f *follower) line(pattern string) string {
+	f.t.Helper()
+	re := regexp.MustCompile(pattern)
+	for _, l := range f.lines {
+		if re.MatchString(l) {
+			return l
+		}
+	}
+	f.t.Fatalf("no recovery line matches %q in:\n- %s", pattern, strings.Join(f.lines, "\n- "))
+	return ""
+}
+
+// phasesIn are the phase names a line gives after prefix: "phase A" or
+// "phases A, B, C".
+func phasesIn(t *testing.T, line, prefix string) []string {
+	t.Helper()
+	re := regexp.MustCompile(regexp.QuoteMeta(prefix) + ` phases? ([A-Z0-9_]+(?:, [A-Z0-9_]+)*)`)
+	m := re.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("line %q names no phases after %q", line, prefix)
+	}
+	return strings.Split(m[1], ", ")
+}
+
+// command runs the des-hook command a line gives in backticks, as the user
+// would type it, and returns its output; it must succeed.
+func (f *follower) command(line string) string {
+	f.t.Helper()
+	m := regexp.MustCompile("`des-hook ([^`]+)`").FindStringSubmatch(line)
+	if m == nil {
+		f.t.Fatalf("line %q names no des-hook command", line)
+	}
+	r := runBinCLI(f.t, f.root, strings.Fields(m[1])...)
+	if r.code != 0 {
+		f.t.Fatalf("des-hook %s: exit %d\n%s%s", m[1], r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// write changes the step file with a Write through the hook: the guard must
+// allow it; the file is then written and PostToolUse confirms it.
+func (f *follower) write(change func(doc map[string]any)) {
+	f.t.Helper()
+	if reason := f.tryWrite(change); reason != "" {
+		f.t.Fatalf("the write guard refused a write the recovery asked for:\n%s", reason)
+	}
+}
+
+// tryWrite is write that returns the deny reason instead of failing; the
+// file is written only when allowed.
+func (f *follower) tryWrite(change func(doc map[string]any)) string {
+	f.t.Helper()
+	doc := readStep(f.t, f.root)
+	change(doc)
+	next, _ := json.MarshalIndent(doc, "", "  ")
+	f.writes++
+	ev := writeToolEvent(f.root, "Write", e2eStep, map[string]any{"content": string(next)})
+	ev["tool_use_id"] = fmt.Sprintf("toolu_rw%d", f.writes)
+	if reason := denyReason(f.t, runHookProcess(f.t, f.root, f.env, ev)); reason != "" {
+		return reason
+	}
+	writeFile(f.t, f.root, e2eStep, string(next))
+	ev["hook_event_name"] = "PostToolUse"
+	ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(f.root, e2eStep)}
+	if r := runHookProcess(f.t, f.root, f.env, ev); r.code != 0 || r.stdout != "" {
+		f.t.Fatalf("PostToolUse after an allowed write: %+v", r)
+	}
+	return ""
+}
+
+// phase returns the log entry of the named phase in doc.
+func phase(t *testing.T, doc map[string]any, name string) map[string]any {
+	t.Helper()
+	for _, p := range stepPhases(doc) {
+		if p := p.(map[string]any); p["phase_name"] == name {
+			return p
+		}
+	}
+	t.Fatalf("no phase %s in the step", name)
+	return nil
+}
+
+func setPhase(t *testing.T, name string, fields map[string]any) func(map[string]any) {
+	return func(doc map[string]any) {
+		for k, v := range fields {
+			phase(t, doc, name)[k] = v
+		}
+	}
+}
+
+func setTask(status string) func(map[string]any) {
+	return func(doc map[string]any) { doc["state"].(map[string]any)["status"] = status }
+}
+
+var (
+	started  = map[string]any{"status": "IN_PROGRESS", "started_at": "2026-11-22T12:00:00Z"}
+	executed = map[string]any{"status": "EXECUTED", "outcome": "PASS", "outcome_details": "tests green", "ended_at": "2026-11-22T12:05:00Z"}
+)
+
+// redo walks each phase honestly: IN_PROGRESS, then EXECUTED with an outcome.
+func (f *follower) redo(names []string) {
+	f.t.Helper()
+	for _, n := range names {
+		f.write(setPhase(f.t, n, started))
+		f.write(setPhase(f.t, n, executed))
+	}
+}
+
+// stop runs SubagentStop; active is stop_hook_active.
+func (f *follower) stop(active bool) stopOutput {
+	f.t.Helper()
+	return decodeStop(f.t, runHookProcess(f.t, f.root, f.env, stopEvent(f.root, f.transcript, active)))
+}
+
+// resume starts the subagent again on the step through Gate 1, which must
+// allow it.
+func (f *follower) resume() {
+	f.t.Helper()
+	if reason := denyReason(f.t, runHookProcess(f.t, f.root, f.env, agentEvent(f.root, "Agent", renderPrompt(f.t, "execute-step")))); reason != "" {
+		f.t.Fatalf("Gate 1 refused to start the subagent again:\n%s", reason)
+	}
+}
+
+func (f *follower) task() string { return readStepState(f.t, f.root)["status"].(string) }
+
+// newFollower is gate2Project's step, started by Gate 1.
+func newFollower(t *testing.T, env ...string) *follower {
+	root, transcript, hookEnv := gate2Project(t, env...)
+	return &follower{t: t, root: root, transcript: transcript, env: hookEnv}
+}
+
+// passes asserts that a stop is judged clean (no opinion).
+func (f *follower) passes(active bool) {
+	f.t.Helper()
+	if out := f.stop(active); out != (stopOutput{}) {
+		f.t.Fatalf("after following the recovery the stop still fails: %+v", out)
+	}
+}
+
+// humanRecoveries are the codes whose recovery is a person's decision, not
+// steps to follow, and why; the cases below cover the rest of Gate 2's
+// codes and the guards' codes named there.
+var humanRecoveries = map[string]string{
+	"DES-TRANSCRIPT-TAMPERED": "someone must find what changed the transcript; the step is reset with the tested stale --resolve path",
+	"DES-STEPFILE-MISSING":    "the file must be restored from where the user keeps it (git, a backup)",
+	"DES-TURN-LIMIT":          "raising a budget or splitting a step is the user's call; the reset is the tested stale --resolve path",
+	"DES-TIMEOUT":             "an extension of the time budget is the user's call; the reset is the tested stale --resolve path",
+	"DES-TASK-TERMINAL":       "a DONE task stays done: choosing the next step or writing a new one is the orchestrator's decision",
+	"DES-SCOPE-UNCHECKED":     "needs git installed, or a waiver: a setup decision",
+}
+
+// Gate 2 in record mode: DES marks the step FAILED; the user runs the
+// command given, starts the subagent again, and the subagent redoes the
+// named phases through the guard.
+func TestRecoveryGate2RecordMode(t *testing.T) {
+	cases := []struct {
+		name    string
+		produce func(f *follower)
+		code    string
+		redo    string // the recovery line naming the phases to redo
+	}{
+		{"phases finished around the guard", func(f *follower) { completeAroundTheGuard(f.t, f.root) }, "DES-PHASE-JUMP", `^Redo phases? `},
+		{"phase abandoned", func(f *follower) { f.write(setPhase(f.t, "PREPARE", started)) }, "DES-PHASE-ABANDONED", ""},
+		{"silent completion", func(*follower) {}, "DES-SILENT-COMPLETION", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFollower(t)
+			c.produce(f)
+			out := f.stop(false)
+			if !strings.Contains(out.SystemMessage, "["+c.code+"]") {
+				t.Fatalf("stop: %+v; want %s", out, c.code)
+			}
+			f.read(out.SystemMessage)
+			if f.task() != "FAILED" {
+				t.Fatalf("task %s after a recorded failure", f.task())
+			}
+			f.command(f.line("^Make the step resumable|^Reset "))
+			f.line("^Resume: start the subagent again")
+			f.resume()
+			if f.task() != "IN_PROGRESS" {
+				t.Fatalf("task %s after the resume", f.task())
+			}
+			// Whatever the rules asked, the honest walk of every phase
+			// left to do is what "redo"/"record each phase"/"finish" means.
+			var todo []string
+			if c.redo != "" {
+				todo = phasesIn(t, f.line(c.redo), "Redo")
+			}
+			for _, p := range stepPhases(readStep(t, f.root)) {
+				p := p.(map[string]any)
+				if p["status"] != "NOT_EXECUTED" {
+					continue
+				}
+				if n := p["phase_name"].(string); !contains(todo, n) {
+					todo = append(todo, n)
+				}
+			}
+			f.redo(todo)
+			f.write(setTask("DONE"))
+			f.passes(false)
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Gate 2 in block mode: the subagent is sent back with instructions, and
+// DES has made the step such that they are legal writes.
+func TestRecoveryGate2BlockMode(t *testing.T) {
+	cases := []struct {
+		name    string
+		produce func(f *follower)
+		code    string
+		follow  func(f *follower)
+	}{
+		{"phases finished around the guard", func(f *follower) { completeAroundTheGuard(f.t, f.root) }, "DES-PHASE-JUMP", func(f *follower) {
+			f.line(`^DES set phases? .* back to NOT_EXECUTED and the task back to IN_PROGRESS`)
+			names := phasesIn(f.t, f.line(`^Redo phases? `), "Redo")
+			if len(names) != len(canonicalPhases) {
+				f.t.Errorf("redo names %v; want all %d phases", names, len(canonicalPhases))
+			}
+			f.redo(names)
+			f.line(`write state.status DONE again once every phase is finished`)
+			f.write(setTask("DONE"))
+		}},
+		{"phase abandoned", func(f *follower) { f.write(setPhase(f.t, "PREPARE", started)) }, "DES-PHASE-ABANDONED", func(f *follower) {
+			names := phasesIn(f.t, f.line(`^Finish phases? `), "Finish")
+			for _, n := range names {
+				f.write(setPhase(f.t, n, executed))
+			}
+		}},
+		{"silent completion, work recorded", func(*follower) {}, "DES-SILENT-COMPLETION", func(f *follower) {
+			f.line(`^Record each phase as it is done: write it IN_PROGRESS first, then EXECUTED`)
+			f.redo(canonicalPhases)
+			f.write(setTask("DONE"))
+		}},
+		{"silent completion, work given up", func(*follower) {}, "DES-SILENT-COMPLETION", func(f *follower) {
+			f.line(`^If the work was not done, write state.status FAILED with state.failure_reason`)
+			f.write(func(doc map[string]any) {
+				doc["state"].(map[string]any)["status"] = "FAILED"
+				doc["state"].(map[string]any)["failure_reason"] = "the cart module is missing"
+			})
+		}},
+		{"premature completion", func(f *follower) {
+			f.write(setPhase(f.t, "PREPARE", started))
+			f.write(setPhase(f.t, "PREPARE", executed))
+			f.write(setTask("DONE"))
+		}, "DES-PREMATURE-COMPLETION", func(f *follower) {
+			f.line(`^DES set the task of .* back to IN_PROGRESS`)
+			open := regexp.MustCompile(`^Finish the open phases \(([A-Z0-9_, ]+)\)`).FindStringSubmatch(f.line(`^Finish the open phases`))
+			f.redo(strings.Split(open[1], ", "))
+			f.write(setTask("DONE"))
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFollower(t, "DES_GATE2_ON_FAILURE=block")
+			c.produce(f)
+			out := f.stop(false)
+			if out.Decision != "block" || !strings.Contains(out.Reason, "["+c.code+"]") {
+				t.Fatalf("stop: %+v; want a block for %s", out, c.code)
+			}
+			f.read(out.Reason)
+			for _, l := range f.lines {
+				if strings.Contains(l, "stale --resolve") {
+					t.Errorf("a subagent sent back is told to resolve: %q", l)
+				}
+			}
+			c.follow(f)
+			f.passes(true)
+		})
+	}
+}
+
+// The write guard's refusals: following the recovery reaches what the
+// refused write wanted by moves the guard accepts.
+func TestRecoveryWriteGuard(t *testing.T) {
+	t.Run("phase jump", func(t *testing.T) {
+		f := newFollower(t)
+		reason := f.tryWrite(setPhase(t, "PREPARE", executed))
+		if !strings.Contains(reason, "[DES-PHASE-JUMP]") {
+			t.Fatalf("jump allowed or refused otherwise: %q", reason)
+		}
+		f.read(reason)
+		names := phasesIn(t, f.line(`^Write phase [A-Z_]+ as IN_PROGRESS first`), "Write")
+		f.redo(names)
+		if p := phase(t, readStep(t, f.root), "PREPARE"); p["status"] != "EXECUTED" {
+			t.Errorf("PREPARE is %v", p["status"])
+		}
+	})
+	t.Run("abandon an in-progress phase", func(t *testing.T) {
+		f := newFollower(t)
+		f.write(setPhase(t, "PREPARE", started))
+		reason := f.tryWrite(setPhase(t, "PREPARE", map[string]any{"status": "NOT_EXECUTED"}))
+		if !strings.Contains(reason, "[DES-PHASE-JUMP]") {
+			t.Fatalf("un-start allowed or refused otherwise: %q", reason)
+		}
+		f.read(reason)
+		line := f.line(`write it FAILED and state.status FAILED, then run`)
+		f.write(func(doc map[string]any) {
+			setPhase(t, "PREPARE", map[string]any{"status": "FAILED"})(doc)
+			setTask("FAILED")(doc)
+		})
+		f.command(line)
+		if p := phase(t, readStep(t, f.root), "PREPARE"); p["status"] != "NOT_EXECUTED" || f.task() != "PARTIAL" {
+			t.Errorf("after the resolution: PREPARE %v, task %s", p["status"], f.task())
+		}
+	})
+	t.Run("task jump", func(t *testing.T) {
+		f := newFollower(t)
+		f.redo(canonicalPhases)
+		f.write(setTask("PARTIAL"))
+		reason := f.tryWrite(setTask("DONE"))
+		if !strings.Contains(reason, "[DES-TASK-TRANSITION]") {
+			t.Fatalf("PARTIAL→DONE allowed or refused otherwise: %q", reason)
+		}
+		f.read(reason)
+		m := regexp.MustCompile(`state\.status ([A-Z_]+) first, then ([A-Z_]+)\.`).FindStringSubmatch(f.line(`one write at a time`))
+		f.write(setTask(m[1]))
+		f.write(setTask(m[2]))
+		if f.task() != "DONE" {
+			t.Errorf("task %s", f.task())
+		}
+	})
+	t.Run("executed without outcome", func(t *testing.T) {
+		f := newFollower(t)
+		f.write(setPhase(t, "PREPARE", started))
+		reason := f.tryWrite(setPhase(t, "PREPARE", map[string]any{"status": "EXECUTED"}))
+		if !strings.Contains(reason, "[DES-PHASE-NO-OUTCOME]") {
+			t.Fatalf("no outcome allowed or refused otherwise: %q", reason)
+		}
+		f.read(reason)
+		f.line(`^Set outcome to PASS or FAIL`)
+		f.write(setPhase(t, "PREPARE", executed))
+	})
+	t.Run("skip without reason", func(t *testing.T) {
+		f := newFollower(t)
+		f.write(setPhase(t, "PREPARE", started))
+		reason := f.tryWrite(setPhase(t, "PREPARE", map[string]any{"status": "SKIPPED"}))
+		if !strings.Contains(reason, "[DES-PHASE-INVALID-SKIP]") {
+			t.Fatalf("skip allowed or refused otherwise: %q", reason)
+		}
+		f.read(reason)
+		f.line(`^Set blocked_by on phase PREPARE with a prefix: .*NOT_APPLICABLE:`)
+		f.write(setPhase(t, "PREPARE", map[string]any{"status": "SKIPPED", "blocked_by": "NOT_APPLICABLE: nothing to prepare"}))
+	})
+}
+
+// Gate 1's DES-STALE-WORK: the command it names clears the way, and the
+// subagent then starts.
+func TestRecoveryStaleWork(t *testing.T) {
+	root := gate1Project(t, "TODO")
+	abandoned := "docs/feature/shop/steps/01-02.json"
+	writeFile(t, root, abandoned, `{"task_id": "01-02", "state": {"status": "IN_PROGRESS"}, "tdd_cycle": {"phase_execution_log": [
+  {"phase_name": "PREPARE", "status": "EXECUTED", "outcome": "PASS"},
+  {"phase_name": "RED_ACCEPTANCE", "status": "IN_PROGRESS", "started_at": "2020-01-01T00:00:00Z"}]}}`)
+	f := &follower{t: t, root: root}
+	event := agentEvent(root, "Agent", renderPrompt(t, "execute-step"))
+	reason := denyReason(t, runHookProcess(t, root, nil, event))
+	if !strings.Contains(reason, "[DES-STALE-WORK]") {
+		t.Fatalf("reason = %q", reason)
+	}
+	f.read(reason)
+	f.command(f.line("^Run `des-hook stale --resolve "))
+	if out := f.command(f.line("^Run `des-hook stale` to list")); !strings.Contains(out, "no stale work") {
+		t.Errorf("des-hook stale after the resolution: %q", out)
+	}
+	if r := runHookProcess(t, root, nil, event); denyReason(t, r) != "" {
+		t.Errorf("Gate 1 after following the recovery: %s", r.stdout)
+	}
+}
+
+// The workflow state guard's V7 and V8: re-read, apply the change to the
+// current version, write the version given (or the exemption named).
+func TestRecoveryWorkflowState(t *testing.T) {
+	cases := []struct {
+		name, code, write string
+		follow            func(t *testing.T, f *follower) string // the write the recovery leads to
+	}{
+		{"V7 stale", "DES-STATE-V7-STALE", versioned(stateV5, 3), func(t *testing.T, f *follower) string {
+			v := regexp.MustCompile(`^Write state_version = (\d+)`).FindStringSubmatch(f.line(`^Write state_version = `))
+			n := 0
+			fmt.Sscan(v[1], &n)
+			return versioned(stateV5, n)
+		}},
+		{"V7 unversioned", "DES-STATE-V7-UNVERSIONED", strings.Replace(stateV5, `"state_version": 5,`, ``, 1), func(t *testing.T, f *follower) string {
+			v := regexp.MustCompile(`^Write state_version = (\d+)`).FindStringSubmatch(f.line(`^Write state_version = `))
+			n := 0
+			fmt.Sscan(v[1], &n)
+			return versioned(stateV5, n)
+		}},
+		{"V8 status goes back, rolled back on purpose", "DES-STATE-V8-STATUS", strings.Replace(versioned(stateV5, 6), `"01-requirements": "completed", "02-design"`, `"01-requirements": "pending", "02-design"`, 1), func(t *testing.T, f *follower) string {
+			f.line(`recovery_action.type to "retry" or "rollback" in the same write`)
+			doc := strings.Replace(versioned(stateV5, 6), `"01-requirements": "completed", "02-design"`, `"01-requirements": "pending", "02-design"`, 1)
+			return strings.Replace(doc, `"type": "feature",`, `"type": "feature", "recovery_action": {"type": "rollback"},`, 1)
+		}},
+		{"V8 index goes back, rolled back on purpose", "DES-STATE-V8-INDEX", strings.Replace(versioned(stateV5, 6), `"current_phase_index": 1`, `"current_phase_index": 0`, 1), func(t *testing.T, f *follower) string {
+			f.line(`set active_workflow.recovery_action.type to "rollback" in the same write`)
+			doc := strings.Replace(versioned(stateV5, 6), `"current_phase_index": 1`, `"current_phase_index": 0`, 1)
+			return strings.Replace(doc, `"type": "feature",`, `"type": "feature", "recovery_action": {"type": "rollback"},`, 1)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root, env := t.TempDir(), []string{"DES_STATE_DIR=" + t.TempDir()}
+			writeFile(t, root, ".isdlc/state.json", stateV5)
+			f := &follower{t: t, root: root, env: env}
+			reason := stateStep(t, root, env, "toolu_s1", c.write)
+			if !strings.Contains(reason, "["+c.code+"]") {
+				t.Fatalf("write: %q; want %s", reason, c.code)
+			}
+			f.read(reason)
+			next := c.follow(t, f)
+			if reason := stateStep(t, root, env, "toolu_s2", next); reason != "" {
+				t.Fatalf("the write the recovery leads to was refused:\n%s", reason)
+			}
+			if raw, _ := os.ReadFile(filepath.Join(root, ".isdlc", "state.json")); string(raw) != next {
+				t.Error("the write did not land")
+			}
+		})
+	}
+}
