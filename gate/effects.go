@@ -105,7 +105,7 @@ func EffectsFallback(e Effects) policy.Violation {
 		Code: CodeIntegrity, Severity: policy.Deny, Message: b.String(),
 		Recovery: []string{
 			"Do not change DES's files, its hook settings or guarded documents from Bash, notebooks or MCP tools; write guarded documents with the Write or Edit tool, which DES checks.",
-			"If the user meant the change, the user makes it by hand between tool calls, or runs `hook integrity accept` afterwards.",
+			"If the user meant the change, the user makes it by hand between tool calls, or runs `des-hook integrity accept` afterwards.",
 		},
 	}
 }

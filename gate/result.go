@@ -81,7 +81,7 @@ func Internal(g policy.Gate, err error, recovery ...string) Result {
 	if len(recovery) == 0 {
 		recovery = []string{
 			"Fix the cause named above (a DES setting in .des/config.json or DES_* variables, a team policy, or an unreadable file), then retry.",
-			"Run `hook policies` to check that the settings and policies load.",
+			"Run `des-hook policies` to check that the settings and policies load.",
 		}
 	}
 	return Result{Gate: g, Evaluated: true, Decision: policy.Decision{Gate: g, Deny: []policy.Violation{{

@@ -794,7 +794,7 @@ func (g SubagentStop) record(ctx context.Context, s Stop, res StopResult, start 
 		fields["reopened_phases"] = slices.Clone(res.Reopened) // set NOT_EXECUTED when the subagent was sent back
 	}
 	if phases, ok := res.Decision.Info["reset_phases"].([]any); ok && res.Denied() {
-		fields["reset_phases"] = phases // what `hook stale --resolve` resets besides unfinished phases
+		fields["reset_phases"] = phases // what `des-hook stale --resolve` resets besides unfinished phases
 	}
 	return g.Audit.Append(ctx, append(extra, audit.Entry{Event: audit.SubagentStopValidation, Fields: fields})...)
 }

@@ -189,7 +189,7 @@ func internalRecovery(err error) []string {
 	case errors.As(err, &cfgErr):
 		return []string{
 			"Fix the setting named above in " + des.ConfigFile + " or its DES_* environment variable, then retry.",
-			"Run `hook policies` from the project root to check that DES starts.",
+			"Run `des-hook policies` from the project root to check that DES starts.",
 		}
 	case errors.Is(err, filelock.ErrHeld):
 		return []string{
@@ -210,11 +210,11 @@ func internalRecovery(err error) []string {
 	case errors.As(err, &polErr):
 		return []string{
 			"Fix the policy at the file:line above (team policies live in .des/policies/ unless DES_POLICY_DIRS says otherwise), then retry.",
-			"Run `hook policies` from the project root to check that the policies compile.",
+			"Run `des-hook policies` from the project root to check that the policies compile.",
 		}
 	default:
 		return []string{
-			"Check " + des.ConfigFile + ", the DES_* environment variables and the team policies, then retry; `hook policies` shows whether DES starts.",
+			"Check " + des.ConfigFile + ", the DES_* environment variables and the team policies, then retry; `des-hook policies` shows whether DES starts.",
 			"If the cause is not a setting or a policy, report it with the hook's stderr (DES_LOG_LEVEL=debug).",
 		}
 	}
