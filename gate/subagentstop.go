@@ -85,8 +85,13 @@ func (r StopResult) Reason() string {
 	var b strings.Builder
 	b.WriteString(violationLines(append(slices.Clone(r.Decision.Deny), r.Decision.Warn...)))
 	b.WriteString("\nRecovery:")
+	var seen []string
 	for _, s := range r.Recovery {
-		b.WriteString("\n- " + indentContinuation(s))
+		// Each step once, in first-seen order, as Text gives them.
+		if s = strings.TrimSpace(s); s != "" && !slices.Contains(seen, s) {
+			seen = append(seen, s)
+			b.WriteString("\n- " + indentContinuation(s))
+		}
 	}
 	return b.String()
 }

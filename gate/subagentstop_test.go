@@ -389,3 +389,20 @@ func TestGate2BlockModeRecordsWhatCannotBeFixedInTheRun(t *testing.T) {
 		t.Error("the step was not marked FAILED")
 	}
 }
+
+// The rendered Recovery: of a failed stop lists each step once, in
+// first-seen order, however many violations share it.
+func TestStopReasonListsEachRecoveryStepOnce(t *testing.T) {
+	var deny []policy.Violation
+	for _, name := range []string{"PREPARE", "RED_UNIT", "GREEN_UNIT"} {
+		deny = append(deny, policy.Violation{Code: "DES-PHASE-JUMP", Severity: policy.Deny, Message: "phase " + name + " jumped", Recovery: []string{"Redo phases PREPARE, RED_UNIT, GREEN_UNIT."}})
+	}
+	r := gate.StopResult{
+		Result:   gate.Result{Decision: policy.Decision{Deny: deny}},
+		Recovery: []string{"Run the command.", "Redo phases PREPARE, RED_UNIT, GREEN_UNIT.", " Run the command. ", "Redo phases PREPARE, RED_UNIT, GREEN_UNIT."},
+	}
+	_, rec, _ := strings.Cut(r.Reason(), "\nRecovery:")
+	if want := "\n- Run the command.\n- Redo phases PREPARE, RED_UNIT, GREEN_UNIT."; rec != want {
+		t.Errorf("Recovery: part =\n%q\nwant\n%q", rec, want)
+	}
+}

@@ -190,6 +190,16 @@ func (f *follower) redoAll(names []string) {
 	}
 }
 
+// aroundTheGuard changes the step file as a script would, unseen by the
+// write guard.
+func (f *follower) aroundTheGuard(change func(doc map[string]any)) {
+	f.t.Helper()
+	doc := readStep(f.t, f.root)
+	change(doc)
+	next, _ := json.MarshalIndent(doc, "", "  ")
+	writeFile(f.t, f.root, e2eStep, string(next))
+}
+
 // stop runs SubagentStop; active is stop_hook_active.
 func (f *follower) stop(active bool) stopOutput {
 	f.t.Helper()
@@ -332,6 +342,25 @@ func TestRecoveryGate2BlockMode(t *testing.T) {
 				doc["state"].(map[string]any)["status"] = "FAILED"
 				doc["state"].(map[string]any)["failure_reason"] = "the cart module is missing"
 			})
+		}},
+		// Outcome and reason lost around the guard after an honest walk: the
+		// phases keep their status and get the missing field back.
+		{"executed phase without outcome", func(f *follower) {
+			f.redo([]string{"PREPARE"})
+			f.aroundTheGuard(setPhase(f.t, "PREPARE", map[string]any{"outcome": ""}))
+		}, "DES-PHASE-NO-OUTCOME", func(f *follower) {
+			for _, n := range phasesIn(f.t, f.line(`^Set the outcome of phases? `), "outcome of") {
+				f.write(setPhase(f.t, n, map[string]any{"outcome": "PASS"}))
+			}
+		}},
+		{"skipped phase without reason", func(f *follower) {
+			f.write(setPhase(f.t, "PREPARE", started))
+			f.write(setPhase(f.t, "PREPARE", map[string]any{"status": "SKIPPED", "blocked_by": "NOT_APPLICABLE: nothing to prepare"}))
+			f.aroundTheGuard(setPhase(f.t, "PREPARE", map[string]any{"blocked_by": ""}))
+		}, "DES-PHASE-INVALID-SKIP", func(f *follower) {
+			for _, n := range phasesIn(f.t, f.line(`^Set blocked_by on phases? `), "blocked_by on") {
+				f.write(setPhase(f.t, n, map[string]any{"blocked_by": "NOT_APPLICABLE: nothing to prepare"}))
+			}
 		}},
 		{"premature completion", func(f *follower) {
 			f.write(setPhase(f.t, "PREPARE", started))
@@ -633,6 +662,52 @@ func TestRecoveryObsoleteStepFile(t *testing.T) {
 			f.read(reason)
 			c.follow(f)
 			f.resume()
+		})
+	}
+}
+
+// Gate 1's refusals: the orchestrator fixes the prompt or the step file as
+// the recovery says, and the same Agent call is then allowed.
+func TestRecoveryGate1(t *testing.T) {
+	prompt := renderPrompt(t, "execute-step")
+	cases := []struct {
+		name, code string
+		setup      func(root string) string // the refused prompt
+		follow     func(f *follower) string // the prompt after the recovery
+	}{
+		{"invalid DES-VALIDATION", "DES-MARKER-INVALID", func(root string) string {
+			writeFile(t, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}`)
+			return strings.Replace(prompt, "DES-VALIDATION: required", "DES-VALIDATION: maybe", 1)
+		}, func(f *follower) string {
+			f.line(`^Write <!-- DES-VALIDATION: required --> or remove every DES marker`)
+			return prompt // the marker written as the line says
+		}},
+		{"step file missing", "DES-STEPFILE-MISSING", func(string) string { return prompt }, func(f *follower) string {
+			f.line(`^Create ` + regexp.QuoteMeta(e2eStep) + ` \(or fix the DES-STEP-FILE path\) before starting the subagent\.`)
+			// A new step file through the write guard: a plan, TODO.
+			doc := `{"task_id": "01-01", "description": "Add a cart total", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}`
+			ev := writeToolEvent(f.root, "Write", e2eStep, map[string]any{"content": doc})
+			if reason := denyReason(f.t, runHookProcess(f.t, f.root, f.env, ev)); reason != "" {
+				f.t.Fatalf("creating the step file was refused:\n%s", reason)
+			}
+			writeFile(f.t, f.root, e2eStep, doc)
+			return prompt
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			f := &follower{t: t, root: root, env: []string{"CLAUDE_CONFIG_DIR=" + t.TempDir()}}
+			bad := c.setup(root)
+			reason := denyReason(t, runHookProcess(t, root, f.env, agentEvent(root, "Agent", bad)))
+			if !strings.Contains(reason, "["+c.code+"]") {
+				t.Fatalf("Gate 1: %q; want %s", reason, c.code)
+			}
+			f.read(reason)
+			good := c.follow(f)
+			if reason := denyReason(t, runHookProcess(t, root, f.env, agentEvent(root, "Agent", good))); reason != "" {
+				t.Fatalf("Gate 1 after following the recovery:\n%s", reason)
+			}
 		})
 	}
 }
