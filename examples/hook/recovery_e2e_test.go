@@ -317,6 +317,20 @@ func TestRecoveryGate2BlockMode(t *testing.T) {
 	}{
 		{"phases finished around the guard", func(f *follower) { completeAroundTheGuard(f.t, f.root) }, "DES-PHASE-JUMP", func(f *follower) {
 			f.line(`^DES set phases? .* back to NOT_EXECUTED and the task back to IN_PROGRESS`)
+			// What des says it did, it did, and the trail says so.
+			for _, p := range stepPhases(readStep(f.t, f.root)) {
+				if p := p.(map[string]any); p["status"] != "NOT_EXECUTED" {
+					f.t.Errorf("reopened step: phase %v is %v", p["phase_name"], p["status"])
+				}
+			}
+			moves := auditLines(f.t, f.root, "TASK_STATE_CHANGED")
+			if last := moves[len(moves)-1]; last["by"] != "gate2" || last["from"] != "DONE" || last["to"] != "IN_PROGRESS" {
+				f.t.Errorf("last task move in the trail: %v; want DONE→IN_PROGRESS by gate2", last)
+			}
+			verdicts := auditLines(f.t, f.root, "SUBAGENT_STOP_VALIDATION")
+			if v := verdicts[len(verdicts)-1]; v["action"] != "block" || len(v["reopened_phases"].([]any)) != len(canonicalPhases) {
+				f.t.Errorf("verdict: %v; want a block with every phase reopened", v)
+			}
 			names := phasesIn(f.t, f.line(`^Redo phases? `), "Redo")
 			if len(names) != len(canonicalPhases) {
 				f.t.Errorf("redo names %v; want all %d phases", names, len(canonicalPhases))
