@@ -231,16 +231,82 @@ func (f *follower) passes(active bool) {
 	}
 }
 
-// humanRecoveries are the codes whose recovery is a person's decision, not
-// steps to follow, and why; the cases below cover the rest of Gate 2's
-// codes and the guards' codes named there.
-var humanRecoveries = map[string]string{
-	"DES-TRANSCRIPT-TAMPERED": "someone must find what changed the transcript; the step is reset with the tested stale --resolve path",
-	"DES-STEPFILE-MISSING":    "the file must be restored from where the user keeps it (git, a backup)",
-	"DES-TURN-LIMIT":          "raising a budget or splitting a step is the user's call; the reset is the tested stale --resolve path",
-	"DES-TIMEOUT":             "an extension of the time budget is the user's call; the reset is the tested stale --resolve path",
-	"DES-TASK-TERMINAL":       "a DONE task stays done: choosing the next step or writing a new one is the orchestrator's decision",
-	"DES-SCOPE-UNCHECKED":     "needs git installed, or a waiver: a setup decision",
+// recoveryTable is, for every code with a recovery in the rule packages
+// below, the test that follows it, or why following it is a person's
+// decision. TestRecoveryTable keeps it complete.
+var recoveryTable = []struct{ pkg, code, followedBy, human string }{
+	{pkg: "stop", code: "DES-PHASE-ABANDONED", followedBy: "TestRecoveryGate2RecordMode, TestRecoveryGate2BlockMode"},
+	{pkg: "stop", code: "DES-PHASE-INVALID-SKIP", followedBy: "TestRecoveryGate2BlockMode"},
+	{pkg: "stop", code: "DES-PHASE-JUMP", followedBy: "TestRecoveryGate2RecordMode, TestRecoveryGate2BlockMode"},
+	{pkg: "stop", code: "DES-PHASE-NO-OUTCOME", followedBy: "TestRecoveryGate2BlockMode"},
+	{pkg: "stop", code: "DES-PREMATURE-COMPLETION", followedBy: "TestRecoveryGate2BlockMode"},
+	{pkg: "stop", code: "DES-SILENT-COMPLETION", followedBy: "TestRecoveryGate2RecordMode, TestRecoveryGate2BlockMode"},
+	{pkg: "stop", code: "DES-TASK-TRANSITION", followedBy: "TestRecoveryGate2BlockMode"},
+	{pkg: "stop", code: "DES-VERIFY-EVIDENCE", followedBy: "TestRecoveryConfigurationSetup"},
+	{pkg: "stop", code: "DES-VERIFY-DOCS", followedBy: "TestRecoveryConfigurationSetup"},
+	{pkg: "stop", code: "DES-VERIFY-ROLLBACK", followedBy: "TestRecoveryConfigurationSetup"},
+	{pkg: "stop", code: "DES-STEPFILE-MISSING", human: "the file comes back from where the user keeps it (git, a backup); the reset after it is the stale --resolve path TestRecoveryGate2RecordMode follows"},
+	{pkg: "stop", code: "DES-TRANSCRIPT-TAMPERED", human: "someone must find what changed the transcript; the reset is the stale --resolve path TestRecoveryGate2RecordMode follows"},
+	{pkg: "stop", code: "DES-TURN-LIMIT", human: "splitting the step or raising its budget is the user's call; the reset is the tested stale --resolve path"},
+	{pkg: "stop", code: "DES-TIMEOUT", human: "an extension of the time budget is the user's call; the reset is the tested stale --resolve path"},
+	{pkg: "stop", code: "DES-SCOPE-VIOLATION", human: "a warning: whether a change outside the scope was meant is the user's call (revert it, or widen allowed_file_patterns)"},
+	{pkg: "stop", code: "DES-SCOPE-UNCHECKED", human: "a warning: install git, or waive it for a project without git"},
+	{pkg: "stepwrite", code: "DES-PHASE-JUMP", followedBy: "TestRecoveryWriteGuard"},
+	{pkg: "stepwrite", code: "DES-PHASE-NO-OUTCOME", followedBy: "TestRecoveryWriteGuard"},
+	{pkg: "stepwrite", code: "DES-PHASE-INVALID-SKIP", followedBy: "TestRecoveryWriteGuard"},
+	{pkg: "stepwrite", code: "DES-TASK-TRANSITION", followedBy: "TestRecoveryWriteGuard"},
+	{pkg: "invocation", code: "DES-MARKER-INVALID", followedBy: "TestRecoveryGate1"},
+	{pkg: "invocation", code: "DES-STEPFILE-MISSING", followedBy: "TestRecoveryGate1"},
+	{pkg: "invocation", code: "DES-STALE-WORK", followedBy: "TestRecoveryStaleWork"},
+	{pkg: "invocation", code: "DES-TASK-TERMINAL", human: "a DONE task stays done: choosing the next step or writing a new one is the orchestrator's decision"},
+	{pkg: "invocation", code: "DES-TASK-TRANSITION", human: "no status of the built-in task table gives it (TODO, FAILED and PARTIAL may start, DONE is DES-TASK-TERMINAL); only a team's own table can"},
+	{pkg: "stepfile", code: "DES-STEPFILE-OBSOLETE", followedBy: "TestRecoveryObsoleteStepFile"},
+	{pkg: "stepfile", code: "DES-STEPFILE-OUTSIDE", followedBy: "TestRecoveryGate1"},
+	{pkg: "stepfile", code: "DES-STEPFILE-SCHEMA", followedBy: "TestRecoveryGate1"},
+	{pkg: "commit", code: "DES-COMMIT-DEFERRED", followedBy: "TestRecoveryGate3 (the user's approval, recorded as the line says)"},
+	{pkg: "commit", code: "DES-COMMIT-GAP", followedBy: "TestRecoveryGate3"},
+	{pkg: "commit", code: "DES-COMMIT-GATE2", followedBy: "TestRecoveryGate3"},
+	{pkg: "commit", code: "DES-COMMIT-INCOMPLETE", followedBy: "TestRecoveryGate3"},
+	{pkg: "commit", code: "DES-COMMIT-OUTCOME", followedBy: "TestRecoveryGate3"},
+	{pkg: "commit", code: "DES-COMMIT-PHASE-OPEN", followedBy: "TestRecoveryGate3"},
+	{pkg: "commit", code: "DES-COMMIT-SKIP-REASON", followedBy: "TestRecoveryGate3"},
+	{pkg: "commit", code: "DES-COMMIT-STATUS", followedBy: "TestRecoveryGate3"},
+	{pkg: "statewrite", code: "DES-STATE-V7-STALE", followedBy: "TestRecoveryWorkflowState"},
+	{pkg: "statewrite", code: "DES-STATE-V7-UNVERSIONED", followedBy: "TestRecoveryWorkflowState"},
+	{pkg: "statewrite", code: "DES-STATE-V8-INDEX", followedBy: "TestRecoveryWorkflowState"},
+	{pkg: "statewrite", code: "DES-STATE-V8-STATUS", followedBy: "TestRecoveryWorkflowState"},
+}
+
+// The table names every code of the step-file and commit rules, and only
+// codes that exist; the workflow state's V7 and V8 are listed, not all of
+// its codes.
+func TestRecoveryTable(t *testing.T) {
+	listed := map[string]bool{}
+	for _, r := range recoveryTable {
+		if (r.followedBy == "") == (r.human == "") {
+			t.Errorf("%s %s: give either the test that follows it or why a person decides", r.pkg, r.code)
+		}
+		listed[r.pkg+" "+r.code] = true
+	}
+	codeRe := regexp.MustCompile(`(?m)^#\s+code: (DES-[A-Z0-9-]+)$`)
+	for _, pkg := range []string{"stop", "stepwrite", "invocation", "stepfile", "commit", "statewrite"} {
+		raw, err := os.ReadFile(filepath.Join("..", "..", "rego", "des", pkg, pkg+".rego"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := map[string]bool{}
+		for _, m := range codeRe.FindAllStringSubmatch(string(raw), -1) {
+			found[m[1]] = true
+			if pkg != "statewrite" && !listed[pkg+" "+m[1]] {
+				t.Errorf("rego/des/%s: %s has a recovery nobody follows: add a case, or a row saying why a person decides", pkg, m[1])
+			}
+		}
+		for _, r := range recoveryTable {
+			if r.pkg == pkg && !found[r.code] {
+				t.Errorf("row %s %s: no such code in rego/des/%s", r.pkg, r.code, pkg)
+			}
+		}
+	}
 }
 
 // Gate 2 in record mode: DES marks the step FAILED; the user runs the
@@ -375,6 +441,11 @@ func TestRecoveryGate2BlockMode(t *testing.T) {
 			for _, n := range phasesIn(f.t, f.line(`^Set blocked_by on phases? `), "blocked_by on") {
 				f.write(setPhase(f.t, n, map[string]any{"blocked_by": "NOT_APPLICABLE: nothing to prepare"}))
 			}
+		}},
+		{"task moved around the guard", func(f *follower) { f.aroundTheGuard(setTask("TODO")) }, "DES-TASK-TRANSITION", func(f *follower) {
+			f.line(`^Change state.status only along the table: TODO→IN_PROGRESS; IN_PROGRESS→DONE\|FAILED\|PARTIAL; .*one move at a time`)
+			f.write(setTask("IN_PROGRESS"))
+			f.write(setTask("PARTIAL")) // the work stops here, by a move of the table
 		}},
 		{"premature completion", func(f *follower) {
 			f.write(setPhase(f.t, "PREPARE", started))
@@ -611,6 +682,39 @@ func TestRecoveryGate3(t *testing.T) {
 			f.line(`^A SKIPPED phase is final: if the skip stands, rewrite its blocked_by with one of .*APPROVED_SKIP: when the user approved it`)
 			f.write(setPhase(f.t, "REVIEW", map[string]any{"blocked_by": "APPROVED_SKIP: the user moved the review to the next sprint"}))
 		}},
+		// Fields lost around the guard after an honest walk.
+		{"executed phase without outcome", func(f *follower) {
+			f.redoAll(canonicalPhases)
+			f.write(setTask("DONE"))
+			f.aroundTheGuard(setPhase(f.t, "REVIEW", map[string]any{"outcome": nil}))
+		}, "DES-COMMIT-OUTCOME", func(f *follower) {
+			f.line(`^Set the outcome of every EXECUTED phase to PASS or FAIL`)
+			f.write(setPhase(f.t, "REVIEW", map[string]any{"outcome": "PASS"}))
+		}},
+		{"status that is not a phase status", func(f *follower) {
+			f.redoAll(canonicalPhases)
+			f.write(setTask("DONE"))
+			f.aroundTheGuard(setPhase(f.t, "REVIEW", map[string]any{"status": "COMPLETED"}))
+		}, "DES-COMMIT-STATUS", func(f *follower) {
+			f.line(`^Give every phase a status: EXECUTED \(with outcome PASS or FAIL\) or SKIPPED \(with blocked_by\)`)
+			f.write(setPhase(f.t, "REVIEW", map[string]any{"status": "EXECUTED"}))
+		}},
+		{"phase missing from the log", func(f *follower) {
+			f.redoAll(canonicalPhases[:len(canonicalPhases)-1])
+			f.aroundTheGuard(func(doc map[string]any) {
+				log := stepPhases(doc)
+				doc["tdd_cycle"].(map[string]any)["phase_execution_log"] = log[:len(log)-1]
+			})
+		}, "DES-COMMIT-INCOMPLETE", func(f *follower) {
+			f.line(`^List every canonical phase in tdd_cycle.phase_execution_log, in order .*a missing one as \{"phase_name": NAME, "phase_index": N, "status": "NOT_EXECUTED"\}; then take each through the write guard`)
+			last := canonicalPhases[len(canonicalPhases)-1]
+			f.write(func(doc map[string]any) {
+				tc := doc["tdd_cycle"].(map[string]any)
+				tc["phase_execution_log"] = append(stepPhases(doc), map[string]any{"phase_name": last, "phase_index": len(canonicalPhases) - 1, "status": "NOT_EXECUTED"})
+			})
+			f.redo([]string{last})
+			f.write(setTask("DONE"))
+		}},
 		{"unresolved Gate 2 failure", func(f *follower) {
 			completeAroundTheGuard(f.t, f.root)
 			if out := f.stop(false); !strings.Contains(out.SystemMessage, "[DES-PHASE-JUMP]") {
@@ -696,6 +800,26 @@ func TestRecoveryGate1(t *testing.T) {
 			f.line(`^Write <!-- DES-VALIDATION: required --> or remove every DES marker`)
 			return prompt // the marker written as the line says
 		}},
+		{"step file outside the project", "DES-STEPFILE-OUTSIDE", func(root string) string {
+			writeFile(t, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}`)
+			return strings.ReplaceAll(prompt, e2eStep, "../elsewhere/steps/01-01.json")
+		}, func(f *follower) string {
+			f.line(`^Point DES-STEP-FILE at a step file inside the project`)
+			return prompt
+		}},
+		{"step file not JSON", "DES-STEPFILE-SCHEMA", func(root string) string {
+			writeFile(t, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"},`)
+			return prompt
+		}, func(f *follower) string {
+			f.line(`^Fix the step file at the place named above, with Write or Edit, so that it matches the step schema`)
+			doc := `{"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}`
+			ev := writeToolEvent(f.root, "Write", e2eStep, map[string]any{"content": doc})
+			if reason := denyReason(f.t, runHookProcess(f.t, f.root, f.env, ev)); reason != "" {
+				f.t.Fatalf("the fix was refused:\n%s", reason)
+			}
+			writeFile(f.t, f.root, e2eStep, doc)
+			return prompt
+		}},
 		{"step file missing", "DES-STEPFILE-MISSING", func(string) string { return prompt }, func(f *follower) string {
 			f.line(`^Create ` + regexp.QuoteMeta(e2eStep) + ` \(or fix the DES-STEP-FILE path\) before starting the subagent\.`)
 			// A new step file through the write guard: a plan, TODO.
@@ -724,4 +848,33 @@ func TestRecoveryGate1(t *testing.T) {
 			}
 		})
 	}
+}
+
+// configuration_setup steps: the evidence, documentation and rollback the
+// recovery asks for are fields written through the guard.
+func TestRecoveryConfigurationSetup(t *testing.T) {
+	root, transcript, env := gate2Project(t, "DES_GATE2_ON_FAILURE=block")
+	f := &follower{t: t, root: root, transcript: transcript, env: env}
+	f.write(func(doc map[string]any) {
+		doc["workflow_type"] = "configuration_setup"
+		doc["safety"] = map[string]any{"is_destructive": true, "rollback_plan": "restore nginx.conf from nginx.conf.bak", "affects_production": false}
+		delete(doc, "tdd_cycle")
+	})
+	out := f.stop(false)
+	for _, code := range []string{"DES-VERIFY-EVIDENCE", "DES-VERIFY-DOCS", "DES-VERIFY-ROLLBACK"} {
+		if out.Decision != "block" || !strings.Contains(out.Reason, "["+code+"]") {
+			t.Fatalf("stop: %+v; want a block with %s", out, code)
+		}
+	}
+	f.read(out.Reason)
+	f.line(`^Write validation_output \(or the outcome_details of FINAL_VALIDATE\): the commands run to verify the change and their output, at least 100 characters\.`)
+	f.line(`^Write documentation: what was changed, where, why, and how to check it, at least 200 characters\.`)
+	f.line(`^Run the rollback plan \(safety.rollback_plan\) against a copy or staging, then record in validation_output what was rolled back`)
+	f.write(func(doc map[string]any) {
+		doc["validation_output"] = "$ nginx -t\nnginx: configuration file /etc/nginx/nginx.conf test is successful\n$ curl -sI localhost | head -1\nHTTP/1.1 200 OK\n" +
+			"Rollback tested on staging: restored nginx.conf from nginx.conf.bak, nginx -t passed and the site answered 200."
+		doc["documentation"] = "Changed /etc/nginx/nginx.conf: raised worker_connections from 512 to 2048 because the load test saw refused " +
+			"connections at 600 concurrent users. Check with nginx -t and the load test script; roll back by restoring nginx.conf.bak and reloading nginx."
+	})
+	f.passes(true)
 }
