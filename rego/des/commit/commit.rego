@@ -172,11 +172,16 @@ _deferred_recovery := [
 	]),
 ]
 
+_gap_first := "Run the phases in canonical order: take every phase before one that is EXECUTED through the write guard (IN_PROGRESS, then EXECUTED with an outcome or SKIPPED with blocked_by)."
+
+# A FAILED phase is final in the table: only a reset lets it run again.
+_gap_recovery := [_gap_first, _phase_recovery] if not _by_status.FAILED
+
 _gap_recovery := [
-	"Run the phases in canonical order: take every phase before one that is EXECUTED through the write guard (IN_PROGRESS, then EXECUTED with an outcome or SKIPPED with blocked_by).",
+	_gap_first,
 	concat("", ["A FAILED phase runs again only after a reset: write state.status FAILED, run `des-hook stale --resolve ", _path, "`, then start the step again."]),
 	_phase_recovery,
-]
+] if _by_status.FAILED
 
 # METADATA
 # title: Phase log incomplete
