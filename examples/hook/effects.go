@@ -236,7 +236,7 @@ func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
 		h.requireValidation()
 		h.logger.Error("DES internal error: the effect check could not run", "tool", ev.ToolName, "err", err)
 		text := gate.Internal(policy.ToolUse, fmt.Errorf("DES could not check what the %s call changed in its files: %w", ev.ToolName, err),
-			"Retry the call; if this persists, check that nothing holds DES's state directory "+c.Dir()+" (its lock), then run `hook integrity check`.").Reason()
+			"Retry the call; if this persists, check that nothing holds DES's state directory "+c.Dir()+" (its lock), then run `des-hook integrity check`.").Reason()
 		return blockAfterTool(ev.HookEventName, text, "DES could not check the effects of the last "+ev.ToolName+" call: "+err.Error())
 	}
 	if len(rep.Changes) == 0 {

@@ -107,7 +107,7 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 		// DES could not judge: the commit is refused, with the cause.
 		fmt.Fprintf(e.stderr, "hook precommit: %s\n", gate.Internal(policy.PreCommit, err,
 			"Fix the cause named above (an unreadable file or audit trail, a DES setting, a team policy), then commit again.",
-			"`hook audit verify` reports where the audit trail is broken.").Reason())
+			"`des-hook audit verify` reports where the audit trail is broken.").Reason())
 		return exitUsage
 	}
 	printCommitResult(e, res)
