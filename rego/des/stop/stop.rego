@@ -469,16 +469,26 @@ deny contains {
 	"msg": sprintf("%s: phase %s took %s, over its budget of %v (%s)", [_path, p.name, text.count_noun(p.turn_count, "turn", "turns"), budget[0], budget[1]]),
 	"field": _ptr(p, "turn_count"),
 	"phase": p.name,
+	# A budget is the user's to raise: a subagent sent back could only
+	# raise its own.
+	"fixable_in_run": false,
 	"recovery": [
-		sprintf("Split the work of phase %s into smaller steps, or raise its budget (the phase's max_turns or tdd_cycle.max_turns) with a reason before running it again.", [p.name]),
+		sprintf("Split the work of %s into smaller steps, or raise the budget (the phase's max_turns or tdd_cycle.max_turns) with a reason before running it again.", [_names_text(_over_turns)]),
 		_resolve_line,
 	],
 } if {
 	some p in _phases
+	_over_budget(p)
+	budget := _turn_budget(p)
+}
+
+_over_budget(p) if {
 	is_number(p.turn_count)
 	budget := _turn_budget(p)
 	p.turn_count > budget[0]
 }
+
+_over_turns := [p.name | some p in _phases; _over_budget(p)]
 
 default _extensions := 0
 
@@ -498,6 +508,7 @@ deny contains {
 	"code": "DES-TIMEOUT",
 	"msg": sprintf("%s: the phases took %v seconds in total, over the budget of %v seconds (tdd_cycle.duration_minutes %v + total_extensions_minutes %v, times 60)", [_path, _seconds_used, _seconds_allowed, input.step.budget.duration_minutes, _extensions]),
 	"field": "/tdd_cycle/duration_minutes",
+	"fixable_in_run": false, # the user's to extend, as DES-TURN-LIMIT
 	"recovery": [
 		"If the work needs more time, add the minutes to tdd_cycle.total_extensions_minutes with the reason before running the step again.",
 		"Otherwise simplify the step: split it into smaller steps, each within its budget.",

@@ -456,6 +456,13 @@ test_turn_limit_of_the_phase if {
 	v.phase == "RED_UNIT"
 	v.field == "/tdd_cycle/phase_execution_log/2/turn_count"
 	contains(v.msg, "phase RED_UNIT took 11 turns, over its budget of 10 (the phase's max_turns)")
+	v.fixable_in_run == false
+	v.recovery[0] == "Split the work of phase RED_UNIT into smaller steps, or raise the budget (the phase's max_turns or tdd_cycle.max_turns) with a reason before running it again."
+}
+
+test_turn_limit_of_one_turn_is_singular if {
+	some v in stop.deny with input as turns({"turn_count": 1, "max_turns": 0})
+	contains(v.msg, "phase RED_UNIT took 1 turn, over its budget of 0")
 }
 
 test_turn_limit_of_the_cycle if {
