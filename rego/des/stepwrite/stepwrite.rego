@@ -77,20 +77,41 @@ _task_recovery := [
 	"To give the task up, write state.status FAILED (from IN_PROGRESS) with state.failure_reason.",
 ] if not _task_walk
 
-# The recovery for a phase move the table refuses, by where the phase is.
-_jump_recovery(name, "NOT_EXECUTED") := [sprintf("Write phase %s as IN_PROGRESS first (with started_at), do the phase's work, then write its final status: EXECUTED with an outcome, SKIPPED with blocked_by, or FAILED.", [name])]
+# The recovery for the phase moves the table refuses, by where the phases
+# are: one line for all the phases refused from the same status.
+_jump_recovery("NOT_EXECUTED") := [sprintf("Write %s as IN_PROGRESS first (with started_at), do the work, then write the final status: EXECUTED with an outcome, SKIPPED with blocked_by, or FAILED.", [_names_text(_refused_from.NOT_EXECUTED)])]
 
-_jump_recovery(name, "IN_PROGRESS") := [
-	sprintf("Finish phase %s from IN_PROGRESS: EXECUTED with an outcome, SKIPPED with blocked_by, or FAILED.", [name]),
-	sprintf("To give it up and start it over, write it FAILED and state.status FAILED, then run `des-hook stale --resolve %s`, which resets FAILED and IN_PROGRESS phases to NOT_EXECUTED and the task to PARTIAL.", [input.step.path]),
+_jump_recovery("IN_PROGRESS") := [
+	sprintf("Finish %s from IN_PROGRESS: EXECUTED with an outcome, SKIPPED with blocked_by, or FAILED.", [_names_text(_refused_from.IN_PROGRESS)]),
+	sprintf("To give a phase up and start it over, write it FAILED and state.status FAILED, then run `des-hook stale --resolve %s`, which resets FAILED and IN_PROGRESS phases to NOT_EXECUTED and the task to PARTIAL.", [input.step.path]),
 ]
 
-_jump_recovery(name, "FAILED") := [sprintf("Phase %s is FAILED, a final status: to run it again, write state.status FAILED, then run `des-hook stale --resolve %s`, which resets it to NOT_EXECUTED and the task to PARTIAL.", [name, input.step.path])]
+_jump_recovery("FAILED") := [sprintf("FAILED is final (%s): to run a FAILED phase again, write state.status FAILED, then run `des-hook stale --resolve %s`, which resets it to NOT_EXECUTED and the task to PARTIAL.", [_names_text(_refused_from.FAILED), input.step.path])]
 
-_jump_recovery(name, from) := [sprintf("Phase %s is %s, a final status: keep it as it is; work still to do on it goes in the phases after it, or in a new step file.", [name, from])] if from in {"EXECUTED", "SKIPPED"}
+_jump_recovery(from) := [sprintf("%s is final (%s): keep the status as it is; work still to do goes in the phases after it, or in a new step file.", [from, _names_text(_refused_from[from])])] if from in {"EXECUTED", "SKIPPED"}
 
 # A status a team's table adds: the table's own moves.
-_jump_recovery(name, from) := [sprintf("Move phase %s only along the phase table: from %s the allowed moves are %s.", [name, from, _moves_text(transitions.phase_moves(from))])] if not from in {"NOT_EXECUTED", "IN_PROGRESS", "FAILED", "EXECUTED", "SKIPPED"}
+_jump_recovery(from) := [sprintf("Move %s only along the phase table: from %s the allowed moves are %s.", [_names_text(_refused_from[from]), from, _moves_text(transitions.phase_moves(from))])] if not from in {"NOT_EXECUTED", "IN_PROGRESS", "FAILED", "EXECUTED", "SKIPPED"}
+
+_names_text(names) := sprintf("phase %s", [names[0]]) if count(names) == 1
+
+_names_text(names) := sprintf("phases %s", [concat(", ", names)]) if count(names) > 1
+
+# Each refused phase move as [name, from]; a set, not an object, as an
+# incoming log may name a phase twice.
+_refused := {[p.name, from] |
+	some p in input.step.phases
+	from := _disk_status(p)
+	p.status != from
+	from in _known_phase
+	p.status in _known_phase
+	not transitions.phase_move_allowed(from, p.status)
+}
+
+_disk_status(p) := object.get(_disk_phases, [p.name, "status"], "NOT_EXECUTED")
+
+# The refused phases grouped by the status they start from, in log order.
+_refused_from := {from: [p.name | some p in input.step.phases; [p.name, from] in _refused] | some [_, from] in _refused}
 
 # METADATA
 # title: Phase status jump
@@ -102,14 +123,11 @@ deny contains {
 	"code": "DES-PHASE-JUMP",
 	"msg": sprintf("%s: phase %s cannot move from %s to %s in one write; from %s the allowed moves are: %s", [input.step.path, p.name, from, p.status, from, _moves_text(transitions.phase_moves(from))]),
 	"field": "/tdd_cycle/phase_execution_log",
-	"recovery": _jump_recovery(p.name, from),
+	"recovery": _jump_recovery(from),
 } if {
 	some p in input.step.phases
-	from := object.get(_disk_phases, [p.name, "status"], "NOT_EXECUTED")
-	p.status != from
-	from in _known_phase
-	p.status in _known_phase
-	not transitions.phase_move_allowed(from, p.status)
+	from := _disk_status(p)
+	[p.name, from] in _refused
 }
 
 # METADATA
@@ -142,13 +160,19 @@ deny contains {
 	"code": "DES-PHASE-NO-OUTCOME",
 	"msg": sprintf("%s: phase %s is EXECUTED with outcome %q; an executed phase records PASS or FAIL", [input.step.path, p.name, p.outcome]),
 	"field": "/tdd_cycle/phase_execution_log",
-	"recovery": [sprintf("Set outcome to PASS or FAIL (and outcome_details with the evidence) when phase %s becomes EXECUTED.", [p.name])],
+	"recovery": [sprintf("Set outcome to PASS or FAIL (and outcome_details with the evidence) when %s becomes EXECUTED.", [_names_text(_no_outcome)])],
 } if {
 	some p in input.step.phases
+	_lacks_outcome(p)
+}
+
+_lacks_outcome(p) if {
 	p.status == "EXECUTED"
 	not p.outcome in _outcomes
 	not _already(p.name, "EXECUTED") # a problem already on disk is not this write's
 }
+
+_no_outcome := [p.name | some p in input.step.phases; _lacks_outcome(p)]
 
 # METADATA
 # title: Skipped phase without reason
@@ -160,13 +184,19 @@ deny contains {
 	"code": "DES-PHASE-INVALID-SKIP",
 	"msg": sprintf("%s: phase %s is SKIPPED without blocked_by; a skip must say why", [input.step.path, p.name]),
 	"field": "/tdd_cycle/phase_execution_log",
-	"recovery": [sprintf("Set blocked_by on phase %s with a prefix: BLOCKED_BY_DEPENDENCY:, NOT_APPLICABLE:, APPROVED_SKIP: or CHECKPOINT_PENDING:, then the reason.", [p.name])],
+	"recovery": [sprintf("Set blocked_by on %s with a prefix: BLOCKED_BY_DEPENDENCY:, NOT_APPLICABLE:, APPROVED_SKIP: or CHECKPOINT_PENDING:, then the reason.", [_names_text(_no_reason)])],
 } if {
 	some p in input.step.phases
+	_lacks_reason(p)
+}
+
+_lacks_reason(p) if {
 	p.status == "SKIPPED"
 	trim_space(p.blocked_by) == ""
 	not _already(p.name, "SKIPPED")
 }
+
+_no_reason := [p.name | some p in input.step.phases; _lacks_reason(p)]
 
 # _already holds when the disk had the phase in this status with the same
 # problem (no outcome, or no reason): a write that leaves it as it was is
