@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,7 +20,7 @@ import (
 // violation must be gone.
 //
 // Codes whose recovery is a person's decision, not something to follow
-// mechanically, are listed in humanRecoveries with the reason.
+// mechanically, are marked so in recoveryTable, with the reason.
 
 // follower is one project being put right by following des's recovery.
 type follower struct {
@@ -31,7 +32,7 @@ type follower struct {
 	lines      []string // the recovery lines of the last output read
 }
 
-// recovery collects the "- " lines under "Recovery:" of a hook text.
+// recoveryLines collects the "- " lines under "Recovery:" of a hook text.
 func recoveryLines(text string) []string {
 	_, after, ok := strings.Cut(text, "\nRecovery:")
 	if !ok {
@@ -138,7 +139,7 @@ func (f *follower) tryWrite(change func(doc map[string]any)) string {
 }
 
 // phase returns the log entry of the named phase in doc.
-func phase(t *testing.T, doc map[string]any, name string) map[string]any {
+func logEntry(t *testing.T, doc map[string]any, name string) map[string]any {
 	t.Helper()
 	for _, p := range stepPhases(doc) {
 		if p := p.(map[string]any); p["phase_name"] == name {
@@ -149,21 +150,21 @@ func phase(t *testing.T, doc map[string]any, name string) map[string]any {
 	return nil
 }
 
-func setPhase(t *testing.T, name string, fields map[string]any) func(map[string]any) {
+func withPhase(t *testing.T, name string, fields map[string]any) func(map[string]any) {
 	return func(doc map[string]any) {
 		for k, v := range fields {
-			phase(t, doc, name)[k] = v
+			logEntry(t, doc, name)[k] = v
 		}
 	}
 }
 
-func setTask(status string) func(map[string]any) {
+func withTask(status string) func(map[string]any) {
 	return func(doc map[string]any) { doc["state"].(map[string]any)["status"] = status }
 }
 
 var (
-	started  = map[string]any{"status": "IN_PROGRESS", "started_at": "2026-11-22T12:00:00Z"}
-	executed = map[string]any{"status": "EXECUTED", "outcome": "PASS", "outcome_details": "tests green", "ended_at": "2026-11-22T12:05:00Z"}
+	phaseStarted  = map[string]any{"status": "IN_PROGRESS", "started_at": "2026-11-22T12:00:00Z"}
+	phaseExecuted = map[string]any{"status": "EXECUTED", "outcome": "PASS", "outcome_details": "tests green", "ended_at": "2026-11-22T12:05:00Z"}
 )
 
 // redo walks each phase honestly, one write per move: IN_PROGRESS, then
@@ -171,8 +172,8 @@ var (
 func (f *follower) redo(names []string) {
 	f.t.Helper()
 	for _, n := range names {
-		f.write(setPhase(f.t, n, started))
-		f.write(setPhase(f.t, n, executed))
+		f.write(withPhase(f.t, n, phaseStarted))
+		f.write(withPhase(f.t, n, phaseExecuted))
 	}
 }
 
@@ -181,10 +182,10 @@ func (f *follower) redo(names []string) {
 // it keeps the cases that walk all 14 phases quick.
 func (f *follower) redoAll(names []string) {
 	f.t.Helper()
-	for _, fields := range []map[string]any{started, executed} {
+	for _, fields := range []map[string]any{phaseStarted, phaseExecuted} {
 		f.write(func(doc map[string]any) {
 			for _, n := range names {
-				setPhase(f.t, n, fields)(doc)
+				withPhase(f.t, n, fields)(doc)
 			}
 		})
 	}
@@ -320,7 +321,7 @@ func TestRecoveryGate2RecordMode(t *testing.T) {
 		redo    string // the recovery line naming the phases to redo
 	}{
 		{"phases finished around the guard", func(f *follower) { completeAroundTheGuard(f.t, f.root) }, "DES-PHASE-JUMP", `^Redo phases? `},
-		{"phase abandoned", func(f *follower) { f.write(setPhase(f.t, "PREPARE", started)) }, "DES-PHASE-ABANDONED", ""},
+		{"phase abandoned", func(f *follower) { f.write(withPhase(f.t, "PREPARE", phaseStarted)) }, "DES-PHASE-ABANDONED", ""},
 		{"silent completion", func(*follower) {}, "DES-SILENT-COMPLETION", ""},
 	}
 	for _, c := range cases {
@@ -352,24 +353,15 @@ func TestRecoveryGate2RecordMode(t *testing.T) {
 				if p["status"] != "NOT_EXECUTED" {
 					continue
 				}
-				if n := p["phase_name"].(string); !contains(todo, n) {
+				if n := p["phase_name"].(string); !slices.Contains(todo, n) {
 					todo = append(todo, n)
 				}
 			}
 			f.redoAll(todo)
-			f.write(setTask("DONE"))
+			f.write(withTask("DONE"))
 			f.passes(false)
 		})
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Gate 2 in block mode: the subagent is sent back with instructions, and
@@ -403,18 +395,18 @@ func TestRecoveryGate2BlockMode(t *testing.T) {
 			}
 			f.redo(names)
 			f.line(`write state.status DONE again once every phase is finished`)
-			f.write(setTask("DONE"))
+			f.write(withTask("DONE"))
 		}},
-		{"phase abandoned", func(f *follower) { f.write(setPhase(f.t, "PREPARE", started)) }, "DES-PHASE-ABANDONED", func(f *follower) {
+		{"phase abandoned", func(f *follower) { f.write(withPhase(f.t, "PREPARE", phaseStarted)) }, "DES-PHASE-ABANDONED", func(f *follower) {
 			names := phasesIn(f.t, f.line(`^Finish phases? `), "Finish")
 			for _, n := range names {
-				f.write(setPhase(f.t, n, executed))
+				f.write(withPhase(f.t, n, phaseExecuted))
 			}
 		}},
 		{"silent completion, work recorded", func(*follower) {}, "DES-SILENT-COMPLETION", func(f *follower) {
 			f.line(`^Record each phase as it is done: write it IN_PROGRESS first, then EXECUTED`)
 			f.redoAll(canonicalPhases)
-			f.write(setTask("DONE"))
+			f.write(withTask("DONE"))
 		}},
 		{"silent completion, work given up", func(*follower) {}, "DES-SILENT-COMPLETION", func(f *follower) {
 			f.line(`^If the work was not done, write state.status FAILED with state.failure_reason`)
@@ -425,37 +417,37 @@ func TestRecoveryGate2BlockMode(t *testing.T) {
 		}},
 		// Outcome and reason lost around the guard after an honest walk: the
 		// phases keep their status and get the missing field back.
-		{"executed phase without outcome", func(f *follower) {
+		{"phaseExecuted phase without outcome", func(f *follower) {
 			f.redo([]string{"PREPARE"})
-			f.aroundTheGuard(setPhase(f.t, "PREPARE", map[string]any{"outcome": ""}))
+			f.aroundTheGuard(withPhase(f.t, "PREPARE", map[string]any{"outcome": ""}))
 		}, "DES-PHASE-NO-OUTCOME", func(f *follower) {
 			for _, n := range phasesIn(f.t, f.line(`^Set the outcome of phases? `), "outcome of") {
-				f.write(setPhase(f.t, n, map[string]any{"outcome": "PASS"}))
+				f.write(withPhase(f.t, n, map[string]any{"outcome": "PASS"}))
 			}
 		}},
 		{"skipped phase without reason", func(f *follower) {
-			f.write(setPhase(f.t, "PREPARE", started))
-			f.write(setPhase(f.t, "PREPARE", map[string]any{"status": "SKIPPED", "blocked_by": "NOT_APPLICABLE: nothing to prepare"}))
-			f.aroundTheGuard(setPhase(f.t, "PREPARE", map[string]any{"blocked_by": ""}))
+			f.write(withPhase(f.t, "PREPARE", phaseStarted))
+			f.write(withPhase(f.t, "PREPARE", map[string]any{"status": "SKIPPED", "blocked_by": "NOT_APPLICABLE: nothing to prepare"}))
+			f.aroundTheGuard(withPhase(f.t, "PREPARE", map[string]any{"blocked_by": ""}))
 		}, "DES-PHASE-INVALID-SKIP", func(f *follower) {
 			for _, n := range phasesIn(f.t, f.line(`^Set blocked_by on phases? `), "blocked_by on") {
-				f.write(setPhase(f.t, n, map[string]any{"blocked_by": "NOT_APPLICABLE: nothing to prepare"}))
+				f.write(withPhase(f.t, n, map[string]any{"blocked_by": "NOT_APPLICABLE: nothing to prepare"}))
 			}
 		}},
-		{"task moved around the guard", func(f *follower) { f.aroundTheGuard(setTask("TODO")) }, "DES-TASK-TRANSITION", func(f *follower) {
+		{"task moved around the guard", func(f *follower) { f.aroundTheGuard(withTask("TODO")) }, "DES-TASK-TRANSITION", func(f *follower) {
 			f.line(`^Change state.status only along the table: TODO→IN_PROGRESS; IN_PROGRESS→DONE\|FAILED\|PARTIAL; .*one move at a time`)
-			f.write(setTask("IN_PROGRESS"))
-			f.write(setTask("PARTIAL")) // the work stops here, by a move of the table
+			f.write(withTask("IN_PROGRESS"))
+			f.write(withTask("PARTIAL")) // the work stops here, by a move of the table
 		}},
 		{"premature completion", func(f *follower) {
-			f.write(setPhase(f.t, "PREPARE", started))
-			f.write(setPhase(f.t, "PREPARE", executed))
-			f.write(setTask("DONE"))
+			f.write(withPhase(f.t, "PREPARE", phaseStarted))
+			f.write(withPhase(f.t, "PREPARE", phaseExecuted))
+			f.write(withTask("DONE"))
 		}, "DES-PREMATURE-COMPLETION", func(f *follower) {
 			f.line(`^DES set the task of .* back to IN_PROGRESS`)
 			open := regexp.MustCompile(`^Finish the open phases \(([A-Z0-9_, ]+)\)`).FindStringSubmatch(f.line(`^Finish the open phases`))
 			f.redoAll(strings.Split(open[1], ", "))
-			f.write(setTask("DONE"))
+			f.write(withTask("DONE"))
 		}},
 	}
 	for _, c := range cases {
@@ -483,72 +475,72 @@ func TestRecoveryGate2BlockMode(t *testing.T) {
 func TestRecoveryWriteGuard(t *testing.T) {
 	t.Run("phase jump", func(t *testing.T) {
 		f := newFollower(t)
-		reason := f.tryWrite(setPhase(t, "PREPARE", executed))
+		reason := f.tryWrite(withPhase(t, "PREPARE", phaseExecuted))
 		if !strings.Contains(reason, "[DES-PHASE-JUMP]") {
 			t.Fatalf("jump allowed or refused otherwise: %q", reason)
 		}
 		f.read(reason)
 		names := phasesIn(t, f.line(`^Write phase [A-Z_]+ as IN_PROGRESS first`), "Write")
 		f.redo(names)
-		if p := phase(t, readStep(t, f.root), "PREPARE"); p["status"] != "EXECUTED" {
+		if p := logEntry(t, readStep(t, f.root), "PREPARE"); p["status"] != "EXECUTED" {
 			t.Errorf("PREPARE is %v", p["status"])
 		}
 	})
 	t.Run("abandon an in-progress phase", func(t *testing.T) {
 		f := newFollower(t)
-		f.write(setPhase(t, "PREPARE", started))
-		reason := f.tryWrite(setPhase(t, "PREPARE", map[string]any{"status": "NOT_EXECUTED"}))
+		f.write(withPhase(t, "PREPARE", phaseStarted))
+		reason := f.tryWrite(withPhase(t, "PREPARE", map[string]any{"status": "NOT_EXECUTED"}))
 		if !strings.Contains(reason, "[DES-PHASE-JUMP]") {
 			t.Fatalf("un-start allowed or refused otherwise: %q", reason)
 		}
 		f.read(reason)
 		line := f.line(`write it FAILED and state.status FAILED, then run`)
 		f.write(func(doc map[string]any) {
-			setPhase(t, "PREPARE", map[string]any{"status": "FAILED"})(doc)
-			setTask("FAILED")(doc)
+			withPhase(t, "PREPARE", map[string]any{"status": "FAILED"})(doc)
+			withTask("FAILED")(doc)
 		})
 		f.command(line)
-		if p := phase(t, readStep(t, f.root), "PREPARE"); p["status"] != "NOT_EXECUTED" || f.task() != "PARTIAL" {
+		if p := logEntry(t, readStep(t, f.root), "PREPARE"); p["status"] != "NOT_EXECUTED" || f.task() != "PARTIAL" {
 			t.Errorf("after the resolution: PREPARE %v, task %s", p["status"], f.task())
 		}
 	})
 	t.Run("task jump", func(t *testing.T) {
 		f := newFollower(t)
 		f.redoAll(canonicalPhases)
-		f.write(setTask("PARTIAL"))
-		reason := f.tryWrite(setTask("DONE"))
+		f.write(withTask("PARTIAL"))
+		reason := f.tryWrite(withTask("DONE"))
 		if !strings.Contains(reason, "[DES-TASK-TRANSITION]") {
 			t.Fatalf("PARTIAL→DONE allowed or refused otherwise: %q", reason)
 		}
 		f.read(reason)
 		m := regexp.MustCompile(`state\.status ([A-Z_]+) first, then ([A-Z_]+)\.`).FindStringSubmatch(f.line(`one write at a time`))
-		f.write(setTask(m[1]))
-		f.write(setTask(m[2]))
+		f.write(withTask(m[1]))
+		f.write(withTask(m[2]))
 		if f.task() != "DONE" {
 			t.Errorf("task %s", f.task())
 		}
 	})
-	t.Run("executed without outcome", func(t *testing.T) {
+	t.Run("phaseExecuted without outcome", func(t *testing.T) {
 		f := newFollower(t)
-		f.write(setPhase(t, "PREPARE", started))
-		reason := f.tryWrite(setPhase(t, "PREPARE", map[string]any{"status": "EXECUTED"}))
+		f.write(withPhase(t, "PREPARE", phaseStarted))
+		reason := f.tryWrite(withPhase(t, "PREPARE", map[string]any{"status": "EXECUTED"}))
 		if !strings.Contains(reason, "[DES-PHASE-NO-OUTCOME]") {
 			t.Fatalf("no outcome allowed or refused otherwise: %q", reason)
 		}
 		f.read(reason)
 		f.line(`^Set outcome to PASS or FAIL`)
-		f.write(setPhase(t, "PREPARE", executed))
+		f.write(withPhase(t, "PREPARE", phaseExecuted))
 	})
 	t.Run("skip without reason", func(t *testing.T) {
 		f := newFollower(t)
-		f.write(setPhase(t, "PREPARE", started))
-		reason := f.tryWrite(setPhase(t, "PREPARE", map[string]any{"status": "SKIPPED"}))
+		f.write(withPhase(t, "PREPARE", phaseStarted))
+		reason := f.tryWrite(withPhase(t, "PREPARE", map[string]any{"status": "SKIPPED"}))
 		if !strings.Contains(reason, "[DES-PHASE-INVALID-SKIP]") {
 			t.Fatalf("skip allowed or refused otherwise: %q", reason)
 		}
 		f.read(reason)
 		f.line(`^Set blocked_by on phase PREPARE with a prefix: .*NOT_APPLICABLE:`)
-		f.write(setPhase(t, "PREPARE", map[string]any{"status": "SKIPPED", "blocked_by": "NOT_APPLICABLE: nothing to prepare"}))
+		f.write(withPhase(t, "PREPARE", map[string]any{"status": "SKIPPED", "blocked_by": "NOT_APPLICABLE: nothing to prepare"}))
 	})
 }
 
@@ -646,7 +638,7 @@ func TestRecoveryGate3(t *testing.T) {
 		{"phases still open", func(f *follower) { f.redo([]string{"PREPARE"}) }, "DES-COMMIT-PHASE-OPEN", func(f *follower) {
 			f.line(`^Finish every open phase through the write guard \(a NOT_EXECUTED one goes IN_PROGRESS first\)`)
 			f.redoAll(canonicalPhases[1:])
-			f.write(setTask("DONE"))
+			f.write(withTask("DONE"))
 		}},
 		{"gap in the phase order", func(f *follower) { f.redo([]string{"RED_ACCEPTANCE"}) }, "DES-COMMIT-GAP", func(f *follower) {
 			f.line(`^Run the phases in canonical order: take every phase before one that is EXECUTED through the write guard`)
@@ -658,46 +650,46 @@ func TestRecoveryGate3(t *testing.T) {
 				}
 			}
 			f.redoAll(rest)
-			f.write(setTask("DONE"))
+			f.write(withTask("DONE"))
 		}},
 		{"skip without an accepted prefix", func(f *follower) {
 			f.redoAll(canonicalPhases[:6])
-			f.write(setPhase(f.t, "REVIEW", started))
-			f.write(setPhase(f.t, "REVIEW", map[string]any{"status": "SKIPPED", "blocked_by": "nothing to review"}))
+			f.write(withPhase(f.t, "REVIEW", phaseStarted))
+			f.write(withPhase(f.t, "REVIEW", map[string]any{"status": "SKIPPED", "blocked_by": "nothing to review"}))
 			f.redoAll(canonicalPhases[7:])
-			f.write(setTask("DONE"))
+			f.write(withTask("DONE"))
 		}, "DES-COMMIT-SKIP-REASON", func(f *follower) {
 			f.line(`^Write blocked_by of every SKIPPED phase as PREFIX: reason, with PREFIX one of .*NOT_APPLICABLE:`)
-			f.write(setPhase(f.t, "REVIEW", map[string]any{"blocked_by": "NOT_APPLICABLE: nothing to review"}))
+			f.write(withPhase(f.t, "REVIEW", map[string]any{"blocked_by": "NOT_APPLICABLE: nothing to review"}))
 		}},
 		// The user's approval of a deferral is theirs to give; recording it
 		// as the recovery says is what the guards must accept.
 		{"deferred skip, approved by the user", func(f *follower) {
 			f.redoAll(canonicalPhases[:6])
-			f.write(setPhase(f.t, "REVIEW", started))
-			f.write(setPhase(f.t, "REVIEW", map[string]any{"status": "SKIPPED", "blocked_by": "DEFERRED: review next sprint"}))
+			f.write(withPhase(f.t, "REVIEW", phaseStarted))
+			f.write(withPhase(f.t, "REVIEW", map[string]any{"status": "SKIPPED", "blocked_by": "DEFERRED: review next sprint"}))
 			f.redoAll(canonicalPhases[7:])
-			f.write(setTask("DONE"))
+			f.write(withTask("DONE"))
 		}, "DES-COMMIT-DEFERRED", func(f *follower) {
 			f.line(`^A SKIPPED phase is final: if the skip stands, rewrite its blocked_by with one of .*APPROVED_SKIP: when the user approved it`)
-			f.write(setPhase(f.t, "REVIEW", map[string]any{"blocked_by": "APPROVED_SKIP: the user moved the review to the next sprint"}))
+			f.write(withPhase(f.t, "REVIEW", map[string]any{"blocked_by": "APPROVED_SKIP: the user moved the review to the next sprint"}))
 		}},
 		// Fields lost around the guard after an honest walk.
-		{"executed phase without outcome", func(f *follower) {
+		{"phaseExecuted phase without outcome", func(f *follower) {
 			f.redoAll(canonicalPhases)
-			f.write(setTask("DONE"))
-			f.aroundTheGuard(setPhase(f.t, "REVIEW", map[string]any{"outcome": nil}))
+			f.write(withTask("DONE"))
+			f.aroundTheGuard(withPhase(f.t, "REVIEW", map[string]any{"outcome": nil}))
 		}, "DES-COMMIT-OUTCOME", func(f *follower) {
 			f.line(`^Set the outcome of every EXECUTED phase to PASS or FAIL`)
-			f.write(setPhase(f.t, "REVIEW", map[string]any{"outcome": "PASS"}))
+			f.write(withPhase(f.t, "REVIEW", map[string]any{"outcome": "PASS"}))
 		}},
 		{"status that is not a phase status", func(f *follower) {
 			f.redoAll(canonicalPhases)
-			f.write(setTask("DONE"))
-			f.aroundTheGuard(setPhase(f.t, "REVIEW", map[string]any{"status": "COMPLETED"}))
+			f.write(withTask("DONE"))
+			f.aroundTheGuard(withPhase(f.t, "REVIEW", map[string]any{"status": "COMPLETED"}))
 		}, "DES-COMMIT-STATUS", func(f *follower) {
 			f.line(`^Give every phase a status: EXECUTED \(with outcome PASS or FAIL\) or SKIPPED \(with blocked_by\)`)
-			f.write(setPhase(f.t, "REVIEW", map[string]any{"status": "EXECUTED"}))
+			f.write(withPhase(f.t, "REVIEW", map[string]any{"status": "EXECUTED"}))
 		}},
 		{"phase missing from the log", func(f *follower) {
 			f.redoAll(canonicalPhases[:len(canonicalPhases)-1])
@@ -713,7 +705,7 @@ func TestRecoveryGate3(t *testing.T) {
 				tc["phase_execution_log"] = append(stepPhases(doc), map[string]any{"phase_name": last, "phase_index": len(canonicalPhases) - 1, "status": "NOT_EXECUTED"})
 			})
 			f.redo([]string{last})
-			f.write(setTask("DONE"))
+			f.write(withTask("DONE"))
 		}},
 		{"unresolved Gate 2 failure", func(f *follower) {
 			completeAroundTheGuard(f.t, f.root)
@@ -724,7 +716,7 @@ func TestRecoveryGate3(t *testing.T) {
 			f.command(f.line("^Run `des-hook stale --resolve "))
 			f.resume()
 			f.redoAll(canonicalPhases)
-			f.write(setTask("DONE"))
+			f.write(withTask("DONE"))
 			f.passes(false)
 		}},
 	}
