@@ -36,7 +36,7 @@ type Stop struct {
 // Actions Gate 2 takes on a stop.
 const (
 	StopActionNone   = "none"   // passed, or nothing to act on
-	StopActionBlock  = "block"  // the subagent is sent back to fix its work; the step is left as it is
+	StopActionBlock  = "block"  // the subagent is sent back to fix its work, the step reopened for it (see reopening)
 	StopActionRecord = "record" // the step file is marked FAILED with its recovery suggestions
 )
 
@@ -110,8 +110,10 @@ func violationLines(vs []policy.Violation) string {
 // subagent stops (des.gates.subagent_stop): the step file as the subagent
 // left it, the phase changes the audit trail recorded during the run, and
 // the files it changed. A failed stop is sent back to the subagent
-// (OnFailure "block", once) or marked FAILED in the step file with recovery
-// suggestions; every stop DES judges is audited.
+// (OnFailure "block", once, with the step reopened so that its
+// instructions are legal writes, and only when it can put the failure
+// right) or marked FAILED in the step file with recovery suggestions; every
+// stop DES judges is audited.
 type SubagentStop struct {
 	Root      string   // absolute project root
 	Protected []string // DES's protected directories, never a step file and always in scope
@@ -707,8 +709,10 @@ func (g SubagentStop) apply(ctx context.Context, s Stop, res *StopResult, step s
 			}
 			data, err := step.step.Marshal()
 			if err != nil {
-				// Sent back all the same: the rules' steps still say what is wrong.
-				g.logger().Warn("gate 2: the step cannot be reopened", "step_file", res.StepFile, "err", err)
+				// Not sent back to instructions it could not follow; the
+				// trail still records the failure for Gate 3.
+				res.Action = StopActionNone
+				g.logger().Warn("gate 2: the step cannot be reopened, so the subagent is not sent back", "step_file", res.StepFile, "err", err)
 			} else {
 				rewrite, res.Reopened, res.ReopenedTask = data, phases, task
 				if task {
