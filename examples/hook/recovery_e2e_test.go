@@ -332,6 +332,7 @@ func TestRecoveryGate2RecordMode(t *testing.T) {
 			if !strings.Contains(out.SystemMessage, "["+c.code+"]") {
 				t.Fatalf("stop: %+v; want %s", out, c.code)
 			}
+			t.Logf("the user is told:\n%s", out.SystemMessage)
 			f.read(out.SystemMessage)
 			if f.task() != "FAILED" {
 				t.Fatalf("task %s after a recorded failure", f.task())
@@ -458,6 +459,7 @@ func TestRecoveryGate2BlockMode(t *testing.T) {
 			if out.Decision != "block" || !strings.Contains(out.Reason, "["+c.code+"]") {
 				t.Fatalf("stop: %+v; want a block for %s", out, c.code)
 			}
+			t.Logf("the subagent is told:\n%s", out.Reason)
 			f.read(out.Reason)
 			for _, l := range f.lines {
 				if strings.Contains(l, "stale --resolve") {

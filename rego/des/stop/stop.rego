@@ -373,7 +373,7 @@ deny contains {
 	"phase": _open[0],
 	"phases": _open,
 	"recovery": [
-		sprintf("Finish the open phases (%s) before writing state.status DONE, or write state.status FAILED or PARTIAL if the work stops here.", [concat(", ", _open)]),
+		sprintf("Finish the open phases (%s) through the write guard (a NOT_EXECUTED one goes IN_PROGRESS first) before writing state.status DONE, or write state.status FAILED or PARTIAL if the work stops here.", [concat(", ", _open)]),
 		_resolve_line,
 	],
 } if {
