@@ -165,7 +165,7 @@ func (e *Engine) ResolveStale(ctx context.Context, file string) (Resolution, err
 		return res, fmt.Errorf("des: resolve %s: %w", res.StepFile, err)
 	}
 	err = e.audit.Append(ctx,
-		audit.Entry{Event: audit.StaleResolution, Fields: map[string]any{"step_file": res.StepFile, "phases": slices.Clone(res.Phases), "from": res.From, "to": res.To}},
+		audit.Entry{Event: audit.StaleResolution, Fields: map[string]any{"step_file": res.StepFile, "phases": append([]string{}, res.Phases...), "from": res.From, "to": res.To}},
 		audit.Entry{Event: audit.TaskStateChanged, Fields: map[string]any{"step_file": res.StepFile, "from": res.From, "to": res.To, "by": "stale-resolution"}},
 	)
 	if err != nil {

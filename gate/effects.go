@@ -89,7 +89,11 @@ func (t ToolUse) CheckEffects(ctx context.Context, ev Evaluator, e Effects) (Res
 // restored first, but a team policy may still fail to compile).
 func EffectsFallback(e Effects) policy.Violation {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s changed files DES protects outside an allowed write:", e.Tool)
+	files := "files"
+	if len(e.Changes) == 1 {
+		files = "a file"
+	}
+	fmt.Fprintf(&b, "%s changed %s DES protects outside an allowed write:", e.Tool, files)
 	for _, c := range e.Changes {
 		state := "restored"
 		if !c.Restored {

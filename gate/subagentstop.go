@@ -36,7 +36,7 @@ type Stop struct {
 // Actions Gate 2 takes on a stop.
 const (
 	StopActionNone   = "none"   // passed, or nothing to act on
-	StopActionBlock  = "block"  // the subagent is sent back to fix its work; the step is left as it is
+	StopActionBlock  = "block"  // the subagent is sent back to fix its work, the step reopened for it (see reopening)
 	StopActionRecord = "record" // the step file is marked FAILED with its recovery suggestions
 )
 
@@ -61,12 +61,17 @@ type StopResult struct {
 	TranscriptState string
 	// NoOpinion says why Gate 2 did not judge a stop it could not place;
 	// "" when it judged, or when the subagent was not DES's (no markers).
-	NoOpinion  string
-	Action     string   // one of the StopAction constants
-	Marked     bool     // the step file was marked FAILED
-	Recovery   []string // the recovery suggestions (written to the step file when marked FAILED)
-	OutOfScope []string // changed files outside allowed_file_patterns
-	Transcript string   // the transcript path, when known
+	NoOpinion string
+	Action    string // one of the StopAction constants
+	Marked    bool   // the step file was marked FAILED
+	// Reopened are the phases DES set back to NOT_EXECUTED when it sent the
+	// subagent back (block), and ReopenedTask whether it moved the task
+	// from DONE back to IN_PROGRESS.
+	Reopened     []string
+	ReopenedTask bool
+	Recovery     []string // the recovery suggestions (written to the step file when marked FAILED)
+	OutOfScope   []string // changed files outside allowed_file_patterns
+	Transcript   string   // the transcript path, when known
 }
 
 // Reason is the text for Claude Code and people (docs/reference.md, "Hook output"): each
@@ -80,8 +85,13 @@ func (r StopResult) Reason() string {
 	var b strings.Builder
 	b.WriteString(violationLines(append(slices.Clone(r.Decision.Deny), r.Decision.Warn...)))
 	b.WriteString("\nRecovery:")
+	var seen []string
 	for _, s := range r.Recovery {
-		b.WriteString("\n- " + indentContinuation(s))
+		// Each step once, in first-seen order, as Text gives them.
+		if s = strings.TrimSpace(s); s != "" && !slices.Contains(seen, s) {
+			seen = append(seen, s)
+			b.WriteString("\n- " + indentContinuation(s))
+		}
 	}
 	return b.String()
 }
@@ -100,8 +110,10 @@ func violationLines(vs []policy.Violation) string {
 // subagent stops (des.gates.subagent_stop): the step file as the subagent
 // left it, the phase changes the audit trail recorded during the run, and
 // the files it changed. A failed stop is sent back to the subagent
-// (OnFailure "block", once) or marked FAILED in the step file with recovery
-// suggestions; every stop DES judges is audited.
+// (OnFailure "block", once, with the step reopened so that its
+// instructions are legal writes, and only when it can put the failure
+// right) or marked FAILED in the step file with recovery suggestions; every
+// stop DES judges is audited.
 type SubagentStop struct {
 	Root      string   // absolute project root
 	Protected []string // DES's protected directories, never a step file and always in scope
@@ -168,15 +180,28 @@ func (g SubagentStop) Check(ctx context.Context, ev Evaluator, s Stop) (StopResu
 		// Block once: stop_hook_active says the subagent already went back,
 		// and so does an earlier block of the same run, should a Claude
 		// Code version not send stop_hook_active.
-		if g.OnFailure == OnFailureBlock && !s.StopHookActive && !g.blockedBefore(s, loc) {
+		if g.OnFailure == OnFailureBlock && !s.StopHookActive && fixableInRun(res.Decision.Deny) && !g.blockedBefore(s, loc) {
 			res.Action = StopActionBlock
 		}
-		res.Recovery = g.recovery(res, s)
+		res.Recovery = g.recovery(res, s, step.taskStatus())
 	}
 	if err := g.apply(ctx, s, &res, step, loc, start); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// fixableInRun reports whether the subagent could put every deny right if
+// sent back: a rule marks with fixable_in_run false what it cannot (a
+// missing step file, a tampered transcript, a bad move already in the
+// run's trail), and a block would send it back to work it cannot fix.
+func fixableInRun(deny []policy.Violation) bool {
+	for _, v := range deny {
+		if f, ok := v.Details["fixable_in_run"].(bool); ok && !f {
+			return false
+		}
+	}
+	return true
 }
 
 // location is where a stop's step was found.
@@ -509,12 +534,13 @@ func absUnder(root, p string) string {
 
 // recovery composes the suggestions for a failed stop: the transcript to
 // read, the phase to reset, the command to resume, then the rules' own.
-func (g SubagentStop) recovery(res StopResult, s Stop) []string {
+func (g SubagentStop) recovery(res StopResult, s Stop, task string) []string {
 	var out []string
 	if res.Action == StopActionBlock {
 		// The subagent goes back to work: the rules' own steps are its
-		// instructions; resetting phases is for after a failure.
-		return ruleRecovery(res, func(string) bool { return true })
+		// instructions, once DES has reopened the step (reopen); resetting
+		// with stale --resolve is for after a recorded failure.
+		return append(reopenRecovery(res, task), ruleRecovery(res, notResolution)...)
 	}
 	if s.TranscriptPath != "" {
 		out = append(out, fmt.Sprintf("Read the subagent's transcript %s to see where and why it stopped.", s.TranscriptPath))
@@ -540,16 +566,54 @@ func (g SubagentStop) recovery(res StopResult, s Stop) []string {
 	}
 	resolve := fmt.Sprintf("`des-hook stale --resolve %s`", res.StepFile)
 	switch {
+	case slices.Contains(res.Decision.Codes(), "DES-STEPFILE-MISSING"):
+		// Nothing to reset until the file is back (the rule says how).
 	case len(resets) > 0:
 		out = append(out, fmt.Sprintf("Reset %s to NOT_EXECUTED (resume from %s): run %s, which resets them, makes the task PARTIAL and records it in the audit trail.", phaseList(resets), cmpOr(phase, resets[0]), resolve))
 	case phase != "":
-		out = append(out, fmt.Sprintf("Reset phase %s and every later unfinished phase to NOT_EXECUTED: run %s, which also makes the task PARTIAL and records it in the audit trail.", phase, resolve))
+		out = append(out, fmt.Sprintf("Make the step resumable from phase %s: run %s, which resets any unfinished phase to NOT_EXECUTED, makes the task PARTIAL and records it in the audit trail.", phase, resolve))
 	default:
-		out = append(out, fmt.Sprintf("Reset the unfinished phases to NOT_EXECUTED: run %s, which also makes the task PARTIAL and records it in the audit trail.", resolve))
+		out = append(out, fmt.Sprintf("Make the step resumable: run %s, which resets any unfinished phase to NOT_EXECUTED, makes the task PARTIAL and records it in the audit trail.", resolve))
 	}
 	out = append(out, fmt.Sprintf("Resume: start the subagent again on %s with the same DES prompt; Gate 1 moves the task back to IN_PROGRESS.", res.StepFile))
 	// The reset above covers the rules' own resolution advice.
-	return append(out, ruleRecovery(res, func(r string) bool { return !strings.Contains(r, "hook stale --resolve") })...)
+	return append(out, ruleRecovery(res, notResolution)...)
+}
+
+// notResolution keeps a rule's recovery step unless it is the advice to run
+// stale --resolve, which Gate 2 gives itself (record) or makes moot (block).
+func notResolution(r string) bool { return !strings.Contains(r, "stale --resolve") }
+
+// reopenRecovery tells a subagent sent back what DES changed in its step
+// (reopen), so that the rules' steps that follow are legal writes.
+func reopenRecovery(res StopResult, taskStatus string) []string {
+	phases, task := reopening(res, taskStatus)
+	switch {
+	case len(phases) > 0 && task:
+		return []string{fmt.Sprintf("DES set %s of %s back to NOT_EXECUTED and the task back to IN_PROGRESS, so that the work can be redone through the write guard: re-read the step file before writing it, and write state.status DONE again once every phase is finished.", phaseList(phases), res.StepFile)}
+	case len(phases) > 0:
+		return []string{fmt.Sprintf("DES set %s of %s back to NOT_EXECUTED, so that the work can be redone through the write guard; re-read the step file before writing it.", phaseList(phases), res.StepFile)}
+	case task:
+		return []string{fmt.Sprintf("DES set the task of %s back to IN_PROGRESS: write state.status DONE again once every phase is finished, or FAILED or PARTIAL if the work stops here; re-read the step file before writing it.", res.StepFile)}
+	}
+	return nil
+}
+
+// reopening is what Gate 2 changes in a step when it sends the subagent
+// back (block): the phases finished around the write guard go back to
+// NOT_EXECUTED, since no legal write leads from EXECUTED or SKIPPED to
+// redoing them, and a DONE task, terminal in the table, goes back to
+// IN_PROGRESS, since the subagent is back at work. Everything else the
+// rules ask for is a legal write from where the step stands.
+func reopening(res StopResult, taskStatus string) (phases []string, task bool) {
+	if ps, ok := res.Decision.Info["redo_phases"].([]any); ok {
+		for _, p := range ps {
+			if s, ok := p.(string); ok && s != "" {
+				phases = append(phases, s)
+			}
+		}
+	}
+	return phases, taskStatus == statemachine.TaskDone
 }
 
 // ruleRecovery is the rules' recovery steps that keep holds, deduplicated.
@@ -636,23 +700,50 @@ func (g SubagentStop) apply(ctx context.Context, s Stop, res *StopResult, step s
 	} else if res.Action == StopActionRecord {
 		res.Action = StopActionNone // no usable step file to mark
 	}
+	if res.Action == StopActionBlock && step.step != nil {
+		if phases, task := reopening(*res, step.taskStatus()); len(phases) > 0 || task {
+			now := g.now()
+			step.step.ResetPhases(phases, now, "reset by Gate 2: finished around the write guard; the subagent was sent back to redo it")
+			if task {
+				step.step.SetTaskStatus(statemachine.TaskInProgress, now)
+			}
+			data, err := step.step.Marshal()
+			if err != nil {
+				// Not sent back to instructions it could not follow; the
+				// trail still records the failure for Gate 3.
+				res.Action = StopActionNone
+				g.logger().Warn("gate 2: the step cannot be reopened, so the subagent is not sent back", "step_file", res.StepFile, "err", err)
+			} else {
+				rewrite, res.Reopened, res.ReopenedTask = data, phases, task
+				if task {
+					extra = append(extra, audit.Entry{Event: audit.TaskStateChanged, Fields: map[string]any{
+						"step_file": res.StepFile, "from": statemachine.TaskDone, "to": statemachine.TaskInProgress, "by": "gate2",
+					}})
+				}
+			}
+		}
+	}
 	if err := g.record(ctx, s, *res, start, extra...); err != nil {
 		_ = g.keepVerdict(s, *res, loc)
 		return fmt.Errorf("gate 2: %w: %w", ErrNotRecorded, err)
 	}
 	if rewrite != nil {
+		what, done := "marked FAILED", "the TASK_STATE_CHANGED to FAILED recorded just before was not applied"
+		if res.Action == StopActionBlock {
+			what, done = "reopened", "the reopening recorded just before was not applied"
+		}
 		if err := g.rewrite(step, rewrite); err != nil {
-			res.Action = StopActionNone
+			res.Action, res.Reopened, res.ReopenedTask = StopActionNone, nil, false
 			if g.Audit != nil { // say that the recorded move did not happen
 				_ = g.Audit.Append(ctx, audit.Entry{Event: audit.HookError, Fields: map[string]any{
 					"step_file": res.StepFile, "error": err.Error(),
-					"msg": "the TASK_STATE_CHANGED to FAILED recorded just before was not applied: the step file could not be rewritten",
+					"msg": done + ": the step file could not be rewritten",
 				}})
 			}
 			_ = g.keepVerdict(s, *res, loc)
-			return fmt.Errorf("gate 2: the stop failed but %s could not be marked FAILED: %w", res.StepFile, err)
+			return fmt.Errorf("gate 2: the stop failed but %s could not be %s: %w", res.StepFile, what, err)
 		}
-		res.Marked = true
+		res.Marked = res.Action == StopActionRecord
 	}
 	return g.keepVerdict(s, *res, loc)
 }
@@ -708,8 +799,11 @@ func (g SubagentStop) record(ctx context.Context, s Stop, res StopResult, start 
 	if res.Found != "" {
 		fields["found"], fields["transcript_state"] = res.Found, res.TranscriptState
 	}
+	if len(res.Reopened) > 0 {
+		fields["reopened_phases"] = slices.Clone(res.Reopened) // set NOT_EXECUTED when the subagent was sent back
+	}
 	if phases, ok := res.Decision.Info["reset_phases"].([]any); ok && res.Denied() {
-		fields["reset_phases"] = phases // what `hook stale --resolve` resets besides unfinished phases
+		fields["reset_phases"] = phases // what `des-hook stale --resolve` resets besides unfinished phases
 	}
 	return g.Audit.Append(ctx, append(extra, audit.Entry{Event: audit.SubagentStopValidation, Fields: fields})...)
 }
@@ -839,4 +933,12 @@ func (g SubagentStop) Bind(ctx context.Context, agentID, sessionTranscript strin
 		b.ToolUseID = run.ToolUseID
 	}
 	return writeRecord(g.Writes, g.RunsDir, name, b)
+}
+
+// taskStatus is the step's task status as read, "" when the step could not be.
+func (s stepRead) taskStatus() string {
+	if s.step == nil {
+		return ""
+	}
+	return s.step.Status
 }

@@ -140,7 +140,7 @@ func TestGate2FailureMarksTheStepFailed(t *testing.T) {
 		t.Fatalf("recovery_suggestions = %v; want at least three", sugg)
 	}
 	// The transcript to read, the phase to reset, the command to resume.
-	for i, want := range []string{p.transcript, "Reset phase PREPARE", "hook stale --resolve " + stepRel} {
+	for i, want := range []string{p.transcript, "resumable from phase PREPARE", "des-hook stale --resolve " + stepRel} {
 		if i > 1 {
 			i = 1
 		}
@@ -366,5 +366,43 @@ func TestGate2BlocksOnceEvenWithoutStopHookActive(t *testing.T) {
 		if err != nil || res.Action != want {
 			t.Fatalf("stop %d: action %q, err %v; want %q", i, res.Action, err, want)
 		}
+	}
+}
+
+// A deny the subagent cannot put right in the same run (fixable_in_run
+// false) is recorded even in block mode: sending it back would ask for
+// work it cannot do.
+func TestGate2BlockModeRecordsWhatCannotBeFixedInTheRun(t *testing.T) {
+	p := newStopProject(t)
+	g := p.gate()
+	g.OnFailure = gate.OnFailureBlock
+	d := denyAbandoned()
+	d.Deny = append(d.Deny, policy.Violation{
+		Code: "DES-TRANSCRIPT-TAMPERED", Severity: policy.Deny, Message: "the transcript changed",
+		Details: map[string]any{"fixable_in_run": false},
+	})
+	res, err := g.Check(t.Context(), &fakeEvaluator{answer: d}, p.stop())
+	if err != nil || res.Action != gate.StopActionRecord {
+		t.Fatalf("action %q, err %v; want record", res.Action, err)
+	}
+	if p.readStep(stepRel)["state"].(map[string]any)["status"] != "FAILED" {
+		t.Error("the step was not marked FAILED")
+	}
+}
+
+// The rendered Recovery: of a failed stop lists each step once, in
+// first-seen order, however many violations share it.
+func TestStopReasonListsEachRecoveryStepOnce(t *testing.T) {
+	var deny []policy.Violation
+	for _, name := range []string{"PREPARE", "RED_UNIT", "GREEN_UNIT"} {
+		deny = append(deny, policy.Violation{Code: "DES-PHASE-JUMP", Severity: policy.Deny, Message: "phase " + name + " jumped", Recovery: []string{"Redo phases PREPARE, RED_UNIT, GREEN_UNIT."}})
+	}
+	r := gate.StopResult{
+		Result:   gate.Result{Decision: policy.Decision{Deny: deny}},
+		Recovery: []string{"Run the command.", "Redo phases PREPARE, RED_UNIT, GREEN_UNIT.", " Run the command. ", "Redo phases PREPARE, RED_UNIT, GREEN_UNIT."},
+	}
+	_, rec, _ := strings.Cut(r.Reason(), "\nRecovery:")
+	if want := "\n- Run the command.\n- Redo phases PREPARE, RED_UNIT, GREEN_UNIT."; rec != want {
+		t.Errorf("Recovery: part =\n%q\nwant\n%q", rec, want)
 	}
 }

@@ -180,11 +180,15 @@ func TestE2EGate2BlockModeBlocksOnce(t *testing.T) {
 	if out.Decision != "block" || !strings.Contains(out.Reason, "[DES-PHASE-JUMP]") || out.SystemMessage != "" {
 		t.Fatalf("first stop in block mode: %+v", out)
 	}
-	if s := readStepState(t, root); s["status"] != "DONE" {
-		t.Errorf("a blocked stop changed the step: %v", s)
+	// Sent back, the subagent finds its step reopened: the task in progress
+	// again and the phases it wrote around the guard to be redone.
+	if s := readStepState(t, root); s["status"] != "IN_PROGRESS" {
+		t.Errorf("a blocked stop left the task %v; want IN_PROGRESS", s["status"])
 	}
+	// Stopping again without redoing the work: the reopened phases are
+	// still to do, and this time the failure is recorded.
 	out = decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, true)))
-	if out.Decision != "" || !strings.Contains(out.SystemMessage, "[DES-PHASE-JUMP]") {
+	if out.Decision != "" || !strings.Contains(out.SystemMessage, "[DES-SILENT-COMPLETION]") {
 		t.Fatalf("stop with stop_hook_active: %+v; want a systemMessage, never a second block", out)
 	}
 	if s := readStepState(t, root); s["status"] != "FAILED" {

@@ -185,11 +185,12 @@ _prefixes := concat(", ", data.des.commit.skip_prefixes)
 # Recovery steps, one list per code.
 
 _phase_recovery := concat("", [
-	"Record every canonical phase in tdd_cycle.phase_execution_log, in order (", concat(", ", _canonical),
-	"): EXECUTED with outcome PASS or FAIL, or SKIPPED with blocked_by starting with one of ", _prefixes, ".",
+	"List every canonical phase in tdd_cycle.phase_execution_log, in order (", concat(", ", _canonical),
+	"), a missing one as {\"phase_name\": NAME, \"phase_index\": N, \"status\": \"NOT_EXECUTED\"}; then take each through the write guard with Write or Edit: IN_PROGRESS, then EXECUTED with outcome PASS or FAIL, or SKIPPED with blocked_by starting with one of ",
+	_prefixes, ".",
 ])
 
-_resolve_recovery := concat("", ["If the work was abandoned, reset it with `hook stale --resolve ", _path, "` and run the step again."])
+_resolve_recovery := concat("", ["If the work was abandoned, write state.status FAILED, reset it with `des-hook stale --resolve ", _path, "` and run the step again."])
 
 _status_recovery := [
 	"Give every phase a status: EXECUTED (with outcome PASS or FAIL) or SKIPPED (with blocked_by) once it is done; COMPLETED, PASS and DEFERRED are not phase statuses.",
@@ -197,7 +198,7 @@ _status_recovery := [
 ]
 
 _open_recovery := [
-	concat("", ["Finish every open phase and record it as EXECUTED with outcome PASS or FAIL, or as SKIPPED with blocked_by starting with one of ", _prefixes, "."]),
+	concat("", ["Finish every open phase through the write guard (a NOT_EXECUTED one goes IN_PROGRESS first): EXECUTED with outcome PASS or FAIL, or SKIPPED with blocked_by starting with one of ", _prefixes, "."]),
 	_resolve_recovery,
 ]
 
@@ -208,15 +209,24 @@ _skip_recovery := [concat("", [
 	" (e.g. \"NOT_APPLICABLE: no acceptance test for a pure refactoring\").",
 ])]
 
-_deferred_recovery := [concat("", [
-	"Do the deferred work and record its phase as EXECUTED, or, when it really does not apply, as SKIPPED with blocked_by starting with one of ",
-	_prefixes, ".",
-])]
+_deferred_recovery := [
+	"Do the deferred work now if its phase is not finished: with Write or Edit, IN_PROGRESS, then EXECUTED with an outcome.",
+	concat("", [
+		"A SKIPPED phase is final: if the skip stands, rewrite its blocked_by with one of ", _prefixes,
+		" and the reason (APPROVED_SKIP: when the user approved it); work still to do goes in a new step file.",
+	]),
+]
+
+_gap_first := "Run the phases in canonical order: take every phase before one that is EXECUTED through the write guard (IN_PROGRESS, then EXECUTED with an outcome or SKIPPED with blocked_by)."
+
+# A FAILED phase is final in the table: only a reset lets it run again.
+_gap_recovery := [_gap_first, _phase_recovery] if not _by_status.FAILED
 
 _gap_recovery := [
-	"Run the phases in canonical order: run or validly skip every phase before one that is EXECUTED, and record it.",
+	_gap_first,
+	concat("", ["A FAILED phase runs again only after a reset: write state.status FAILED, run `des-hook stale --resolve ", _path, "`, then start the step again."]),
 	_phase_recovery,
-]
+] if _by_status.FAILED
 
 # METADATA
 # title: Phase log incomplete
@@ -228,7 +238,7 @@ deny contains {
 	"code": "DES-COMMIT-INCOMPLETE",
 	"msg": sprintf("%s has no phase log: neither tdd_cycle.phase_execution_log nor the legacy tdd_cycle.tdd_phase_tracking.phase_execution_log is an array; a step is committed with all %d canonical phases recorded", [_path, count(_canonical)]),
 	"field": "/tdd_cycle/phase_execution_log",
-	"recovery": [_phase_recovery, "Regenerate the step file with the current DES tooling if its phase log was lost."],
+	"recovery": [_phase_recovery, "If the log was lost, restore the step file from git (`git checkout -- FILE` in a terminal) and commit again; otherwise add tdd_cycle.phase_execution_log as above."],
 } if {
 	_judges_phases
 	_log == ""
@@ -433,8 +443,8 @@ deny contains {
 	"field": "",
 	"failed_at": e.timestamp,
 	"recovery": [
-		concat("", ["Read the SUBAGENT_STOP_VALIDATION entry of ", e.timestamp, " in the audit trail, redo the step until a subagent stop passes Gate 2, then commit."]),
-		concat("", ["If the work is to start over, reset it with `hook stale --resolve ", _path, "`."]),
+		concat("", ["Read the SUBAGENT_STOP_VALIDATION entry of ", e.timestamp, " in the audit trail (the JSON lines under .des/audit/) to see what Gate 2 found."]),
+		concat("", ["Run `des-hook stale --resolve ", _path, "`, which resets the work Gate 2 rejected and resolves the failure, start the subagent on the step again, and commit once the step is finished."]),
 	],
 } if {
 	[effect, e] := _last_verdict

@@ -88,9 +88,13 @@ else := "not listed"
 # custom:
 #   code: DES-CONCURRENCY-LIMIT
 #   severity: deny
+_running_count_text := "1 subagent is" if input.registry.running == 1
+
+_running_count_text := sprintf("%v subagents are", [input.registry.running]) if input.registry.running != 1
+
 concurrency_deny contains {
 	"code": "DES-CONCURRENCY-LIMIT",
-	"msg": sprintf("%s: %v subagents are running (%s) and the setting max_concurrent_agents (DES_MAX_CONCURRENT_AGENTS) is %v; wait until one of them finishes, then delegate again", [input.tool, input.registry.running, _running_text, limit]),
+	"msg": sprintf("%s: %s running (%s) and the setting max_concurrent_agents (DES_MAX_CONCURRENT_AGENTS) is %v; wait until one of them finishes, then delegate again", [input.tool, _running_count_text, _running_text, limit]),
 	"recovery": ["Wait for a running subagent to finish, then delegate again; raise max_concurrent_agents in .des/config.json to allow more at once."],
 } if {
 	input.main_thread == true

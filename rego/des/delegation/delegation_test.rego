@@ -109,6 +109,11 @@ test_concurrency_limit if {
 	count(limit_of(spawn("Agent", 1), 2)) == 0
 }
 
+test_concurrency_limit_of_one_is_singular if {
+	[v] := [v | some v in limit_of(spawn("Agent", 1), 1)]
+	startswith(v.msg, "Agent: 1 subagent is running (backend-developer")
+}
+
 test_concurrency_limit_off_or_not_main_thread if {
 	count(limit_of(spawn("Agent", 2), 0)) == 0
 	count(delegation.concurrency_deny) == 0 with input as spawn("Agent", 2)

@@ -125,7 +125,7 @@ stop_input := {
 test_subagent_stop_gathers_stop_rules if {
 	codes(gates.subagent_stop.deny) == {"DES-STEPFILE-OBSOLETE", "DES-PHASE-ABANDONED"} with input as stop_input
 	codes(gates.subagent_stop.warn) == {"DES-SCOPE-VIOLATION"} with input as stop_input
-	gates.subagent_stop.info == {"reset_phase": "RED_ACCEPTANCE", "reset_phases": ["RED_ACCEPTANCE"]} with input as stop_input
+	gates.subagent_stop.info == {"redo_phases": [], "reset_phase": "RED_ACCEPTANCE", "reset_phases": ["RED_ACCEPTANCE"]} with input as stop_input
 }
 
 test_subagent_stop_missing_step_file if {

@@ -31,6 +31,10 @@ outcome(c) := "restored" if c.restored
 
 outcome(c) := sprintf("NOT restored (%s)", [object.get(c, "error", "unknown error")]) if not c.restored
 
+_files_text := "a file" if count(input.integrity.changes) == 1
+
+_files_text := "files" if count(input.integrity.changes) != 1
+
 # METADATA
 # title: A protected file or guarded document changed outside an allowed write
 # description: |
@@ -42,10 +46,10 @@ outcome(c) := sprintf("NOT restored (%s)", [object.get(c, "error", "unknown erro
 #   severity: deny
 deny contains {
 	"code": "DES-INTEGRITY",
-	"msg": sprintf("%s changed files DES protects outside an allowed write:\n%s", [input.tool, concat("\n", sort([line(c) | some c in input.integrity.changes]))]),
+	"msg": sprintf("%s changed %s DES protects outside an allowed write:\n%s", [input.tool, _files_text, concat("\n", sort([line(c) | some c in input.integrity.changes]))]),
 	"recovery": [
 		"Do not change DES's files, its hook settings or guarded documents from Bash, notebooks or MCP tools; write guarded documents with the Write or Edit tool, which DES checks.",
-		"If the user meant the change, the user makes it by hand between tool calls, or runs `hook integrity accept` afterwards.",
+		"If the user meant the change, the user makes it by hand between tool calls, or runs `des-hook integrity accept` afterwards.",
 	],
 } if {
 	count(input.integrity.changes) > 0

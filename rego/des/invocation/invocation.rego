@@ -143,8 +143,8 @@ deny contains {
 	"msg": sprintf("%s: phase %s has been IN_PROGRESS for %d minutes (since %s), over the %d-minute stale threshold; an earlier subagent abandoned it", [w.file, w.phase, round(w.age_minutes), w.started_at, data.des.config.stale_threshold_minutes]),
 	"field": "/tdd_cycle/phase_execution_log",
 	"recovery": [
-		sprintf("Run `hook stale --resolve %s` to reset the abandoned phase to NOT_EXECUTED (recorded in the audit trail), then start the subagent again.", [w.file]),
-		"Run `hook stale` to list all stale work.",
+		sprintf("Run `des-hook stale --resolve %s` to reset the abandoned phase to NOT_EXECUTED (recorded in the audit trail), then start the subagent again.", [w.file]),
+		"Run `des-hook stale` to list all stale work.",
 	],
 } if {
 	sections.level != "none"

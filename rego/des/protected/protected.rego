@@ -89,7 +89,7 @@ deny contains {
 	"field": "/tool_input/file_path",
 	"recovery": [
 		sprintf("Leave %s in %s as they are; other settings in the file may be changed with the Edit tool.", [p.what, file]),
-		"If the user wants DES's hooks changed, the user edits the file by hand (`hook settings` prints DES's entries).",
+		"If the user wants DES's hooks changed, the user edits the file by hand (`des-hook settings` prints DES's entries).",
 	],
 } if {
 	some w in input.writes

@@ -58,6 +58,8 @@
 #   the exemptions are data (data.json beside this file).
 package des.statewrite
 
+import data.des.text
+
 # Inputs are read by reference with defaults, never with object.get(input, ...)
 # or object.get on a document, which would copy it on every call. Rules below
 # use built-ins and set operations rather than user functions, and bind a data
@@ -699,7 +701,7 @@ _index_in_range if {
 #   severity: warn
 warn contains {
 	"code": "DES-STATE-HANDSHAKE-INDEX",
-	"msg": sprintf("%s: active_workflow.current_phase_index is %v but active_workflow.phases has %d phases; the index must be an integer from 0 to %d (%d meaning every phase is done)", [_path, i, n, n, n]),
+	"msg": sprintf("%s: active_workflow.current_phase_index is %v but active_workflow.phases has %s; the index must be an integer from 0 to %d (%d meaning every phase is done)", [_path, i, text.count_noun(n, "phase", "phases"), n, n]),
 	"field": "/active_workflow/current_phase_index",
 	"recovery": [sprintf("Set active_workflow.current_phase_index to the position of the current phase in active_workflow.phases (0 to %d), or to %d when every phase is done.", [n - 1, n])],
 } if {

@@ -11,10 +11,14 @@ obsolete_keys := {
 	"phase_id": "tdd_cycle.phase_execution_log[].phase_name",
 }
 
-_recovery := [
-	"Migrate the step file to the current layout: task_id, state, tdd_cycle.phase_execution_log[] (the Step file section of des's docs/reference.md lists the fields).",
-	"Regenerate the step file with the current DES tooling rather than editing it by hand.",
-]
+# What to change, field by field, to move from the obsolete layout; each is
+# a Write or Edit the write guard accepts, as no phase status changes.
+_key_recovery := {
+	"step_id": "Rename the top-level field step_id to task_id, keeping its value, with Write or Edit.",
+	"phase_id": "Delete the top-level field phase_id with Write or Edit: each phase is named by phase_name in its entry of tdd_cycle.phase_execution_log.",
+}
+
+_layout_line := "The current layout is {\"task_id\": ..., \"state\": {\"status\": ...}, \"tdd_cycle\": {\"phase_execution_log\": [{\"phase_name\": ..., \"phase_index\": N, \"status\": ...}]}}; other fields are kept as they are."
 
 # METADATA
 # title: Obsolete step file layout
@@ -26,7 +30,7 @@ deny contains {
 	"code": "DES-STEPFILE-OBSOLETE",
 	"msg": sprintf("step file %s uses the obsolete top-level field %q; use %s instead", [input.step.path, key, replacement]),
 	"field": concat("", ["/", key]),
-	"recovery": _recovery,
+	"recovery": [_key_recovery[key], _layout_line],
 } if {
 	some key, replacement in obsolete_keys
 	key in object.keys(input.step.document)
@@ -36,7 +40,10 @@ deny contains {
 	"code": "DES-STEPFILE-OBSOLETE",
 	"msg": sprintf("step file %s has tdd_phase without tdd_cycle (obsolete layout); move the phase log to tdd_cycle.phase_execution_log", [input.step.path]),
 	"field": "/tdd_phase",
-	"recovery": _recovery,
+	"recovery": [
+		"Replace tdd_phase with tdd_cycle.phase_execution_log, with Write or Edit: one entry per phase, {\"phase_name\": NAME, \"phase_index\": N, \"status\": \"NOT_EXECUTED\"}, then record the phases already done through the write guard (IN_PROGRESS, then EXECUTED with an outcome).",
+		_layout_line,
+	],
 } if {
 	"tdd_phase" in object.keys(input.step.document)
 	not "tdd_cycle" in object.keys(input.step.document)
@@ -89,4 +96,4 @@ _pointer_text(p) := "the top level" if p == ""
 
 _pointer_text(p) := p if p != ""
 
-_schema_recovery := ["Fix the step file so that it matches the step schema (statemachine/schema/step.schema.json in des; the Step file section of des's docs/reference.md lists the fields and values)."]
+_schema_recovery := ["Fix the step file at the place named above, with Write or Edit, so that it matches the step schema (the Step file section of des's docs/reference.md lists the fields and values)."]

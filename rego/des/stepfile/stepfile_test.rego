@@ -67,3 +67,18 @@ test_schema_errors_one_each_with_pointer if {
 test_readable_file_no_problem if {
 	count(stepfile.deny) == 0 with input as {"step": {"path": "s.json", "document": {"task_id": "1"}, "schema_errors": []}}
 }
+
+# The recovery says what to change in the document, key by key.
+test_obsolete_recovery_names_the_change if {
+	some v1 in stepfile.deny with input as {"step": {"path": "s.json", "document": object.union(current, {"step_id": "01-01"})}}
+	v1.recovery[0] == "Rename the top-level field step_id to task_id, keeping its value, with Write or Edit."
+	some v2 in stepfile.deny with input as {"step": {"path": "s.json", "document": {"task_id": "x", "tdd_phase": "RED"}}}
+	startswith(v2.recovery[0], "Replace tdd_phase with tdd_cycle.phase_execution_log")
+	vs := stepfile.deny with input as {"step": {"path": "s.json", "document": {"phase_id": "p", "step_id": "s"}}}
+	every v in vs {
+		every r in v.recovery {
+			not contains(r, "Regenerate")
+			not contains(lower(r), "contract")
+		}
+	}
+}

@@ -50,10 +50,7 @@ deny contains {
 	"code": "DES-TASK-TRANSITION",
 	"msg": sprintf("%s: the task cannot move from %s to %s; from %s the allowed moves are: %s", [input.step.path, _disk_task, _incoming_task, _disk_task, _moves_text(transitions.task_moves(_disk_task))]),
 	"field": "/state/status",
-	"recovery": [
-		"Change state.status only along the table: TODO→IN_PROGRESS; IN_PROGRESS→DONE|FAILED|PARTIAL; FAILED→IN_PROGRESS; PARTIAL→IN_PROGRESS.",
-		"Re-read the step file and write one transition at a time.",
-	],
+	"recovery": _task_recovery,
 } if {
 	input.step.phases
 	_incoming_task != _disk_task
@@ -61,6 +58,60 @@ deny contains {
 	_incoming_task in _known_task # unknown statuses are the schema's business
 	not transitions.task_move_allowed(_disk_task, _incoming_task)
 }
+
+_table_text := "TODO→IN_PROGRESS; IN_PROGRESS→DONE|FAILED|PARTIAL; FAILED→IN_PROGRESS; PARTIAL→IN_PROGRESS"
+
+# The moves that lead from the disk's task status to the written one, one
+# write each, when there is such a walk of two moves.
+_task_walks := [[m, _incoming_task] | some m in transitions.task_moves(_disk_task); transitions.task_move_allowed(m, _incoming_task)]
+
+_task_walk := _task_walks[0] if count(_task_walks) > 0
+
+_task_recovery := [
+	sprintf("Re-read %s and move the task one write at a time: state.status %s first, then %s.", [input.step.path, _task_walk[0], _task_walk[1]]),
+	sprintf("state.status moves only along the table: %s.", [_table_text]),
+] if _task_walk
+
+_task_recovery := [
+	sprintf("Keep state.status %s: no walk along the table leads from %s to %s (%s).", [_disk_task, _disk_task, _incoming_task, _table_text]),
+	"To give the task up, write state.status FAILED (from IN_PROGRESS) with state.failure_reason.",
+] if not _task_walk
+
+# The recovery for the phase moves the table refuses, by where the phases
+# are: one line for all the phases refused from the same status.
+_jump_recovery("NOT_EXECUTED") := [sprintf("Write %s as IN_PROGRESS first (with started_at), do the work, then write the final status: EXECUTED with an outcome, SKIPPED with blocked_by, or FAILED.", [_names_text(_refused_from.NOT_EXECUTED)])]
+
+_jump_recovery("IN_PROGRESS") := [
+	sprintf("Finish %s from IN_PROGRESS: EXECUTED with an outcome, SKIPPED with blocked_by, or FAILED.", [_names_text(_refused_from.IN_PROGRESS)]),
+	sprintf("To give a phase up and start it over, write it FAILED and state.status FAILED, then run `des-hook stale --resolve %s`, which resets FAILED and IN_PROGRESS phases to NOT_EXECUTED and the task to PARTIAL.", [input.step.path]),
+]
+
+_jump_recovery("FAILED") := [sprintf("FAILED is final (%s): to run a FAILED phase again, write state.status FAILED, then run `des-hook stale --resolve %s`, which resets it to NOT_EXECUTED and the task to PARTIAL.", [_names_text(_refused_from.FAILED), input.step.path])]
+
+_jump_recovery(from) := [sprintf("%s is final (%s): keep the status as it is; work still to do goes in the phases after it, or in a new step file.", [from, _names_text(_refused_from[from])])] if from in {"EXECUTED", "SKIPPED"}
+
+# A status a team's table adds: the table's own moves.
+_jump_recovery(from) := [sprintf("Move %s only along the phase table: from %s the allowed moves are %s.", [_names_text(_refused_from[from]), from, _moves_text(transitions.phase_moves(from))])] if not from in {"NOT_EXECUTED", "IN_PROGRESS", "FAILED", "EXECUTED", "SKIPPED"}
+
+_names_text(names) := sprintf("phase %s", [names[0]]) if count(names) == 1
+
+_names_text(names) := sprintf("phases %s", [concat(", ", names)]) if count(names) > 1
+
+# Each refused phase move as [name, from]; a set, not an object, as an
+# incoming log may name a phase twice.
+_refused := {[p.name, from] |
+	some p in input.step.phases
+	from := _disk_status(p)
+	p.status != from
+	from in _known_phase
+	p.status in _known_phase
+	not transitions.phase_move_allowed(from, p.status)
+}
+
+_disk_status(p) := object.get(_disk_phases, [p.name, "status"], "NOT_EXECUTED")
+
+# The refused phases grouped by the status they start from, in log order.
+_refused_from := {from: [p.name | some p in input.step.phases; [p.name, from] in _refused] | some [_, from] in _refused}
 
 # METADATA
 # title: Phase status jump
@@ -72,17 +123,11 @@ deny contains {
 	"code": "DES-PHASE-JUMP",
 	"msg": sprintf("%s: phase %s cannot move from %s to %s in one write; from %s the allowed moves are: %s", [input.step.path, p.name, from, p.status, from, _moves_text(transitions.phase_moves(from))]),
 	"field": "/tdd_cycle/phase_execution_log",
-	"recovery": [
-		sprintf("Write phase %s as IN_PROGRESS first (with started_at), do the phase's work, then write its final status with an outcome.", [p.name]),
-		"A phase that is EXECUTED, SKIPPED or FAILED is final; reset abandoned work with `hook stale --resolve FILE`.",
-	],
+	"recovery": _jump_recovery(from),
 } if {
 	some p in input.step.phases
-	from := object.get(_disk_phases, [p.name, "status"], "NOT_EXECUTED")
-	p.status != from
-	from in _known_phase
-	p.status in _known_phase
-	not transitions.phase_move_allowed(from, p.status)
+	from := _disk_status(p)
+	[p.name, from] in _refused
 }
 
 # METADATA
@@ -115,13 +160,19 @@ deny contains {
 	"code": "DES-PHASE-NO-OUTCOME",
 	"msg": sprintf("%s: phase %s is EXECUTED with outcome %q; an executed phase records PASS or FAIL", [input.step.path, p.name, p.outcome]),
 	"field": "/tdd_cycle/phase_execution_log",
-	"recovery": [sprintf("Set outcome to PASS or FAIL (and outcome_details with the evidence) when phase %s becomes EXECUTED.", [p.name])],
+	"recovery": [sprintf("Set outcome to PASS or FAIL (and outcome_details with the evidence) when %s becomes EXECUTED.", [_names_text(_no_outcome)])],
 } if {
 	some p in input.step.phases
+	_lacks_outcome(p)
+}
+
+_lacks_outcome(p) if {
 	p.status == "EXECUTED"
 	not p.outcome in _outcomes
 	not _already(p.name, "EXECUTED") # a problem already on disk is not this write's
 }
+
+_no_outcome := [p.name | some p in input.step.phases; _lacks_outcome(p)]
 
 # METADATA
 # title: Skipped phase without reason
@@ -133,13 +184,19 @@ deny contains {
 	"code": "DES-PHASE-INVALID-SKIP",
 	"msg": sprintf("%s: phase %s is SKIPPED without blocked_by; a skip must say why", [input.step.path, p.name]),
 	"field": "/tdd_cycle/phase_execution_log",
-	"recovery": [sprintf("Set blocked_by on phase %s with a prefix: BLOCKED_BY_DEPENDENCY:, NOT_APPLICABLE:, APPROVED_SKIP: or CHECKPOINT_PENDING:, then the reason.", [p.name])],
+	"recovery": [sprintf("Set blocked_by on %s with a prefix: BLOCKED_BY_DEPENDENCY:, NOT_APPLICABLE:, APPROVED_SKIP: or CHECKPOINT_PENDING:, then the reason.", [_names_text(_no_reason)])],
 } if {
 	some p in input.step.phases
+	_lacks_reason(p)
+}
+
+_lacks_reason(p) if {
 	p.status == "SKIPPED"
 	trim_space(p.blocked_by) == ""
 	not _already(p.name, "SKIPPED")
 }
+
+_no_reason := [p.name | some p in input.step.phases; _lacks_reason(p)]
 
 # _already holds when the disk had the phase in this status with the same
 # problem (no outcome, or no reason): a write that leaves it as it was is

@@ -95,3 +95,37 @@ test_removed_phase_is_a_jump if {
 	codes(stepwrite.deny) == ["DES-PHASE-JUMP"] with input as write("IN_PROGRESS", disk, "IN_PROGRESS", [])
 	count(stepwrite.deny) == 0 with input as write("IN_PROGRESS", disk, "IN_PROGRESS", [phase("PREPARE", "EXECUTED", "FAIL", "")])
 }
+
+# The recovery of a refused move names a walk the guard accepts.
+
+test_task_jump_recovery_names_the_walk if {
+	some v in stepwrite.deny with input as write("TODO", [], "DONE", [])
+	v.recovery[0] == "Re-read steps/01-01.json and move the task one write at a time: state.status IN_PROGRESS first, then DONE."
+}
+
+test_task_without_walk_recovery_keeps_the_status if {
+	some v in stepwrite.deny with input as write("DONE", [], "IN_PROGRESS", [])
+	startswith(v.recovery[0], "Keep state.status DONE: no walk along the table leads from DONE to IN_PROGRESS")
+}
+
+test_phase_jump_recovery_by_origin if {
+	some v1 in stepwrite.deny with input as write("IN_PROGRESS", [phase("RED_UNIT", "NOT_EXECUTED", "", "")], "IN_PROGRESS", [phase("RED_UNIT", "EXECUTED", "PASS", "")])
+	startswith(v1.recovery[0], "Write phase RED_UNIT as IN_PROGRESS first")
+	some v2 in stepwrite.deny with input as write("IN_PROGRESS", [phase("PREPARE", "EXECUTED", "PASS", "")], "IN_PROGRESS", [phase("PREPARE", "IN_PROGRESS", "", "")])
+	v2.recovery == ["EXECUTED is final (phase PREPARE): keep the status as it is; work still to do goes in the phases after it, or in a new step file."]
+	some v3 in stepwrite.deny with input as write("IN_PROGRESS", [phase("PREPARE", "FAILED", "", "")], "IN_PROGRESS", [phase("PREPARE", "IN_PROGRESS", "", "")])
+	contains(v3.recovery[0], "`des-hook stale --resolve steps/01-01.json`")
+	some v4 in stepwrite.deny with input as write("IN_PROGRESS", [phase("PREPARE", "IN_PROGRESS", "", "")], "IN_PROGRESS", [phase("PREPARE", "NOT_EXECUTED", "", "")])
+	contains(v4.recovery[1], "write it FAILED and state.status FAILED, then run `des-hook stale --resolve steps/01-01.json`")
+}
+
+# Many phases refused from the same status share one recovery line, and a
+# log naming a phase twice is judged, not an error.
+test_phase_jumps_share_one_line if {
+	disk := [phase("PREPARE", "NOT_EXECUTED", "", ""), phase("RED_UNIT", "NOT_EXECUTED", "", "")]
+	vs := stepwrite.deny with input as write("IN_PROGRESS", disk, "IN_PROGRESS", [phase("PREPARE", "EXECUTED", "PASS", ""), phase("RED_UNIT", "EXECUTED", "PASS", "")])
+	count(vs) == 2
+	{r | some v in vs; some r in v.recovery} == {"Write phases PREPARE, RED_UNIT as IN_PROGRESS first (with started_at), do the work, then write the final status: EXECUTED with an outcome, SKIPPED with blocked_by, or FAILED."}
+	twice := stepwrite.deny with input as write("IN_PROGRESS", disk, "IN_PROGRESS", [phase("PREPARE", "EXECUTED", "PASS", ""), phase("PREPARE", "SKIPPED", "", "NOT_APPLICABLE: x")])
+	count(twice) == 2
+}

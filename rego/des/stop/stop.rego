@@ -17,6 +17,8 @@
 #   data.des.transitions and data.des.config.turn_budget_default.
 package des.stop
 
+import data.des.text
+
 import data.des.transitions
 
 # Inputs are read by reference with defaults, never with object.get(input, ...),
@@ -84,7 +86,15 @@ _claimed := {s | some s in data.des.stop.claimed_statuses}
 
 _done := {s | some s in data.des.stop.done_statuses}
 
-_resolve_line := sprintf("After DES marks the step FAILED, `hook stale --resolve %s` resets the phases to redo (unfinished, or finished around the guard) to NOT_EXECUTED and the task to PARTIAL; then start the step again.", [_path])
+# The resolution after a recorded failure. Gate 2 replaces it with its own
+# reset instructions in record mode and drops it in block mode, where DES
+# reopens the step itself; it stays for team code reading the decision.
+_resolve_line := sprintf("After DES marks the step FAILED, `des-hook stale --resolve %s` resets the phases to redo (unfinished, or finished around the guard) to NOT_EXECUTED and the task to PARTIAL; then start the step again.", [_path])
+
+# _names_text names one phase as "phase X" and several as "phases X, Y".
+_names_text(names) := sprintf("phase %s", [names[0]]) if count(names) == 1
+
+_names_text(names) := sprintf("phases %s", [concat(", ", names)]) if count(names) > 1
 
 # METADATA
 # title: Step file missing at the stop
@@ -98,6 +108,7 @@ deny contains {
 	"code": "DES-STEPFILE-MISSING",
 	"msg": sprintf("step file %s is %s when the subagent stops (%s); DES cannot judge the work without it, so the stop fails", [_path, _problem, object.get(input.step, "error", "")]),
 	"field": "",
+	"fixable_in_run": false,
 	"recovery": [
 		sprintf("Restore %s where the DES-STEP-FILE marker points (a committed file: `git checkout -- %s`); a subagent must not move, rename or delete its step file.", [_path, _path]),
 		"If the file exists but cannot be read, fix its permissions, then run the step again.",
@@ -123,6 +134,7 @@ deny contains {
 	"msg": sprintf("%s: the subagent's transcript %s %s%s; DES started this run on %s (Gate 1's record), judged that step from its record, and fails the stop", [_path, _transcript_path, _tampered_text, _transcript_names, _path]),
 	"field": "",
 	"transcript_state": input.transcript.state,
+	"fixable_in_run": false,
 	"recovery": [
 		sprintf("Find out what changed or removed the transcript %s during the run (the subagent's own commands: `sed -i`, `rm`, a write to it); a subagent must not touch its transcript.", [_transcript_path]),
 		_resolve_line,
@@ -152,13 +164,15 @@ deny contains {
 	"field": _ptr(p, "status"),
 	"phase": p.name,
 	"recovery": [
-		sprintf("Finish phase %s: write its status EXECUTED with outcome PASS or FAIL and outcome_details, SKIPPED with blocked_by, or FAILED.", [p.name]),
+		sprintf("Finish %s with Write or Edit: status EXECUTED with outcome PASS or FAIL and outcome_details, SKIPPED with blocked_by, or FAILED.", [_names_text(_abandoned)]),
 		_resolve_line,
 	],
 } if {
 	some p in _phases
 	p.status == "IN_PROGRESS"
 }
+
+_abandoned := [p.name | some p in _phases; p.status == "IN_PROGRESS"]
 
 # The stop claims work (the task is IN_PROGRESS or DONE) while no phase
 # left NOT_EXECUTED. Configuration setup steps without a phase log are
@@ -178,7 +192,9 @@ _silent_exempt if {
 
 _silent_text := "its phase log is empty or missing" if count(_phases) == 0
 
-_silent_text := sprintf("all %d phases of its log are NOT_EXECUTED", [count(_phases)]) if count(_phases) > 0
+_silent_text := "the one phase of its log is NOT_EXECUTED" if count(_phases) == 1
+
+_silent_text := sprintf("all %d phases of its log are NOT_EXECUTED", [count(_phases)]) if count(_phases) > 1
 
 # METADATA
 # title: Silent completion
@@ -213,12 +229,14 @@ deny contains {
 	"msg": sprintf("%s: phase %s is EXECUTED with outcome %q; an executed phase records PASS or FAIL", [_path, p.name, p.outcome]),
 	"field": _ptr(p, "outcome"),
 	"phase": p.name,
-	"recovery": [sprintf("Set outcome of phase %s to PASS or FAIL, with outcome_details saying what was checked and what it showed.", [p.name])],
+	"recovery": [sprintf("Set the outcome of %s to PASS or FAIL, with outcome_details saying what was checked and what it showed, with Write or Edit; the status stays EXECUTED.", [_names_text(_no_outcome)])],
 } if {
 	some p in _phases
 	p.status == "EXECUTED"
 	not p.outcome in _outcomes
 }
+
+_no_outcome := [p.name | some p in _phases; p.status == "EXECUTED"; not p.outcome in _outcomes]
 
 # METADATA
 # title: Skipped phase without reason
@@ -231,12 +249,14 @@ deny contains {
 	"msg": sprintf("%s: phase %s is SKIPPED without blocked_by; a skip must say why", [_path, p.name]),
 	"field": _ptr(p, "blocked_by"),
 	"phase": p.name,
-	"recovery": [sprintf("Set blocked_by on phase %s with a prefix: BLOCKED_BY_DEPENDENCY:, NOT_APPLICABLE:, APPROVED_SKIP: or CHECKPOINT_PENDING:, then the reason.", [p.name])],
+	"recovery": [sprintf("Set blocked_by on %s with a prefix: BLOCKED_BY_DEPENDENCY:, NOT_APPLICABLE:, APPROVED_SKIP: or CHECKPOINT_PENDING:, then the reason, with Write or Edit; the status stays SKIPPED.", [_names_text(_bad_skips)])],
 } if {
 	some p in _phases
 	p.status == "SKIPPED"
 	trim_space(p.blocked_by) == ""
 }
+
+_bad_skips := [p.name | some p in _phases; p.status == "SKIPPED"; trim_space(p.blocked_by) == ""]
 
 default _at_start := {}
 
@@ -283,6 +303,9 @@ _jumps contains p if {
 
 _jumped := {p.name | some p in _jumps}
 
+# The jumped phases in log order: the ones to redo.
+_redo := [p.name | some p in _phases; p.name in _jumped]
+
 # METADATA
 # title: Phase status jump
 # description: |
@@ -299,7 +322,7 @@ deny contains {
 	"field": _ptr(p, "status"),
 	"phase": p.name,
 	"recovery": [
-		sprintf("Redo phase %s through the write guard: write the step file with Write or Edit, the phase IN_PROGRESS first, then its final status; never change a step file with Bash or a script.", [p.name]),
+		sprintf("Redo %s through the write guard, from NOT_EXECUTED: with Write or Edit, IN_PROGRESS first, then the final status (EXECUTED with an outcome, SKIPPED with blocked_by, or FAILED); never change a step file with Bash or a script.", [_names_text(_redo)]),
 		_resolve_line,
 	],
 } if {
@@ -311,8 +334,9 @@ deny contains {
 	"msg": sprintf("%s: the audit trail records a write that moved phase %s from %s to %s (%s); from %s the allowed moves are: %s", [_path, e.phase, e.from, e.to, e.event, e.from, _moves_text(transitions.phase_moves(e.from))]),
 	"field": _log,
 	"phase": e.phase,
+	"fixable_in_run": false,
 	"recovery": [
-		sprintf("Move phase %s only along the table: NOT_EXECUTED→IN_PROGRESS, then IN_PROGRESS→EXECUTED|SKIPPED|FAILED.", [e.phase]),
+		sprintf("The recorded move stays in this run's trail: after the reset, move phase %s only along the table, NOT_EXECUTED→IN_PROGRESS, then IN_PROGRESS→EXECUTED|SKIPPED|FAILED.", [e.phase]),
 		_resolve_line,
 	],
 } if {
@@ -327,6 +351,10 @@ deny contains {
 
 _open := [p.name | some p in _phases; not transitions.phase_terminal(p.status)]
 
+_open_count_text := "1 phase is" if count(_open) == 1
+
+_open_count_text := sprintf("%d phases are", [count(_open)]) if count(_open) != 1
+
 _open_text := concat(", ", [sprintf("%s (%s)", [p.name, p.status]) | some p in _phases; not transitions.phase_terminal(p.status)])
 
 # METADATA
@@ -340,12 +368,12 @@ _open_text := concat(", ", [sprintf("%s (%s)", [p.name, p.status]) | some p in _
 #   severity: deny
 deny contains {
 	"code": "DES-PREMATURE-COMPLETION",
-	"msg": sprintf("%s: the task is DONE while %d phases are not finished: %s; DONE needs every phase EXECUTED, SKIPPED or FAILED", [_path, count(_open), _open_text]),
+	"msg": sprintf("%s: the task is DONE while %s not finished: %s; DONE needs every phase EXECUTED, SKIPPED or FAILED", [_path, _open_count_text, _open_text]),
 	"field": "/state/status",
 	"phase": _open[0],
 	"phases": _open,
 	"recovery": [
-		sprintf("Finish the open phases (%s) before writing state.status DONE, or write state.status FAILED or PARTIAL if the work stops here.", [concat(", ", _open)]),
+		sprintf("Finish the open phases (%s) through the write guard (a NOT_EXECUTED one goes IN_PROGRESS first) before writing state.status DONE, or write state.status FAILED or PARTIAL if the work stops here.", [concat(", ", _open)]),
 		_resolve_line,
 	],
 } if {
@@ -396,7 +424,11 @@ deny contains {
 	"code": "DES-TASK-TRANSITION",
 	"msg": sprintf("%s: the audit trail records a write that moved the task from %s to %s; from %s the allowed moves are: %s", [_path, from, to, from, _moves_text(transitions.task_moves(from))]),
 	"field": "/state/status",
-	"recovery": ["Change state.status only along the table: TODO→IN_PROGRESS; IN_PROGRESS→DONE|FAILED|PARTIAL; FAILED→IN_PROGRESS; PARTIAL→IN_PROGRESS."],
+	"fixable_in_run": false,
+	"recovery": [
+		"The recorded move stays in this run's trail: after the reset, change state.status only along the table with Write or Edit: TODO→IN_PROGRESS; IN_PROGRESS→DONE|FAILED|PARTIAL; FAILED→IN_PROGRESS; PARTIAL→IN_PROGRESS.",
+		_resolve_line,
+	],
 } if {
 	some e in _task_events
 	e.by == "write"
@@ -434,19 +466,29 @@ _cycle_turns := input.step.budget.max_turns
 #   severity: deny
 deny contains {
 	"code": "DES-TURN-LIMIT",
-	"msg": sprintf("%s: phase %s took %v turns, over its budget of %v (%s)", [_path, p.name, p.turn_count, budget[0], budget[1]]),
+	"msg": sprintf("%s: phase %s took %s, over its budget of %v (%s)", [_path, p.name, text.count_noun(p.turn_count, "turn", "turns"), budget[0], budget[1]]),
 	"field": _ptr(p, "turn_count"),
 	"phase": p.name,
+	# A budget is the user's to raise: a subagent sent back could only
+	# raise its own.
+	"fixable_in_run": false,
 	"recovery": [
-		sprintf("Split the work of phase %s into smaller steps, or raise its budget (the phase's max_turns or tdd_cycle.max_turns) with a reason before running it again.", [p.name]),
+		sprintf("Split the work of %s into smaller steps, or raise the budget (the phase's max_turns or tdd_cycle.max_turns) with a reason before running it again.", [_names_text(_over_turns)]),
 		_resolve_line,
 	],
 } if {
 	some p in _phases
+	_over_budget(p)
+	budget := _turn_budget(p)
+}
+
+_over_budget(p) if {
 	is_number(p.turn_count)
 	budget := _turn_budget(p)
 	p.turn_count > budget[0]
 }
+
+_over_turns := [p.name | some p in _phases; _over_budget(p)]
 
 default _extensions := 0
 
@@ -466,6 +508,7 @@ deny contains {
 	"code": "DES-TIMEOUT",
 	"msg": sprintf("%s: the phases took %v seconds in total, over the budget of %v seconds (tdd_cycle.duration_minutes %v + total_extensions_minutes %v, times 60)", [_path, _seconds_used, _seconds_allowed, input.step.budget.duration_minutes, _extensions]),
 	"field": "/tdd_cycle/duration_minutes",
+	"fixable_in_run": false, # the user's to extend, as DES-TURN-LIMIT
 	"recovery": [
 		"If the work needs more time, add the minutes to tdd_cycle.total_extensions_minutes with the reason before running the step again.",
 		"Otherwise simplify the step: split it into smaller steps, each within its budget.",
@@ -520,7 +563,7 @@ _evidence_chars := count(trim_space(_evidence.text))
 #   severity: deny
 deny contains {
 	"code": "DES-VERIFY-EVIDENCE",
-	"msg": sprintf("%s: the validation evidence (%s) is %d characters; a configuration setup step shows at least %d characters of what was checked and what it returned", [_path, _evidence.from, _evidence_chars, _verification.evidence_min_chars]),
+	"msg": sprintf("%s: the validation evidence (%s) is %s; a configuration setup step shows at least %d characters of what was checked and what it returned", [_path, _evidence.from, text.count_noun(_evidence_chars, "character", "characters"), _verification.evidence_min_chars]),
 	"field": _evidence.field,
 	"recovery": [
 		sprintf("Write validation_output (or the outcome_details of %s): the commands run to verify the change and their output, at least %d characters.", [_verification.evidence_phase, _verification.evidence_min_chars]),
@@ -545,7 +588,7 @@ _documentation_chars := count(trim_space(_documentation))
 #   severity: deny
 deny contains {
 	"code": "DES-VERIFY-DOCS",
-	"msg": sprintf("%s: documentation is %d characters; a configuration setup step documents what it changed, where and why in at least %d characters", [_path, _documentation_chars, _verification.documentation_min_chars]),
+	"msg": sprintf("%s: documentation is %s; a configuration setup step documents what it changed, where and why in at least %d characters", [_path, text.count_noun(_documentation_chars, "character", "characters"), _verification.documentation_min_chars]),
 	"field": "/documentation",
 	"recovery": [
 		sprintf("Write documentation: what was changed, where, why, and how to check it, at least %d characters.", [_verification.documentation_min_chars]),
@@ -608,6 +651,10 @@ _patterns_text := concat(", ", _scope_patterns) if count(_scope_patterns) > 0
 
 _named := array.slice(input.scope.outside, 0, data.des.stop.scope_files_named)
 
+_outside_text := "1 changed file is" if count(input.scope.outside) == 1
+
+_outside_text := sprintf("%d changed files are", [count(input.scope.outside)]) if count(input.scope.outside) != 1
+
 _more_text := "" if count(input.scope.outside) <= count(_named)
 
 _more_text := sprintf(" and %d more", [count(input.scope.outside) - count(_named)]) if count(input.scope.outside) > count(_named)
@@ -620,7 +667,7 @@ _more_text := sprintf(" and %d more", [count(input.scope.outside) - count(_named
 #   severity: warn
 warn contains {
 	"code": "DES-SCOPE-VIOLATION",
-	"msg": sprintf("%s: %d changed files are outside allowed_file_patterns (%s): %s%s", [_path, count(input.scope.outside), _patterns_text, concat(", ", _named), _more_text]),
+	"msg": sprintf("%s: %s outside allowed_file_patterns (%s): %s%s", [_path, _outside_text, _patterns_text, concat(", ", _named), _more_text]),
 	"field": "/allowed_file_patterns",
 	"files": _named,
 	"count": count(input.scope.outside),
@@ -681,7 +728,11 @@ _reset_phase := _unfinished[0].name
 #   NOT_EXECUTED before the step can run again: the unfinished ones that
 #   are not NOT_EXECUTED already (IN_PROGRESS, FAILED, EXECUTED without
 #   outcome, SKIPPED without reason, unknown statuses, jumps).
+#   redo_phases are the phases finished around the write guard
+#   (DES-PHASE-JUMP), in log order: what DES sets NOT_EXECUTED when it sends
+#   the subagent back in block mode, so that redoing them is a legal walk.
 info := {
 	"reset_phase": _reset_phase,
 	"reset_phases": [p.name | some p in _unfinished; p.status != "NOT_EXECUTED"],
+	"redo_phases": _redo,
 }

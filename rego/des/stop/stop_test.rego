@@ -84,13 +84,13 @@ unfinished(k, status) := stop_with(
 test_clean_run_passes if {
 	count(stop.deny) == 0 with input as clean
 	count(stop.warn) == 0 with input as clean
-	stop.info == {"reset_phase": "", "reset_phases": []} with input as clean
+	stop.info == {"redo_phases": [], "reset_phase": "", "reset_phases": []} with input as clean
 }
 
 test_empty_input_has_no_opinion if {
 	count(stop.deny) == 0 with input as {}
 	count(stop.warn) == 0 with input as {}
-	stop.info == {"reset_phase": "", "reset_phases": []} with input as {}
+	stop.info == {"redo_phases": [], "reset_phase": "", "reset_phases": []} with input as {}
 }
 
 # DES-STEPFILE-MISSING
@@ -103,8 +103,15 @@ test_missing_step_file_denies if {
 	contains(v.msg, path)
 	contains(v.msg, "is missing")
 	contains(v.msg, "no such file")
-	stop.info == {"reset_phase": "", "reset_phases": []} with input as inp
+	stop.info == {"redo_phases": [], "reset_phase": "", "reset_phases": []} with input as inp
 	codes(stop.deny) == {"DES-STEPFILE-MISSING"} with input as {"step": {"path": path, "problem": "unreadable", "error": "permission denied"}, "run": clean_run}
+}
+
+# A missing step file cannot be put right by the subagent in the same run:
+# Gate 2 records the failure instead of sending it back.
+test_missing_step_file_is_not_fixable_in_run if {
+	some v in stop.deny with input as {"step": {"path": path, "problem": "missing", "error": "x"}, "run": clean_run}
+	v.fixable_in_run == false
 }
 
 test_other_step_problems_are_stepfile_rules if {
@@ -124,7 +131,7 @@ test_abandoned_phase if {
 	contains(v.msg, path)
 	contains(v.msg, "GREEN_ACCEPTANCE is still IN_PROGRESS")
 	contains(concat("\n", v.recovery), sprintf("hook stale --resolve %s", [path]))
-	stop.info == {"reset_phase": "GREEN_ACCEPTANCE", "reset_phases": ["GREEN_ACCEPTANCE"]} with input as inp
+	stop.info == {"redo_phases": [], "reset_phase": "GREEN_ACCEPTANCE", "reset_phases": ["GREEN_ACCEPTANCE"]} with input as inp
 }
 
 test_done_task_with_abandoned_phase_is_also_premature if {
@@ -209,7 +216,7 @@ no_outcome_denied(outcome) if {
 	v.phase == "GREEN_UNIT"
 	v.field == "/tdd_cycle/phase_execution_log/3/outcome"
 	contains(v.msg, sprintf("GREEN_UNIT is EXECUTED with outcome %q", [outcome]))
-	stop.info == {"reset_phase": "GREEN_UNIT", "reset_phases": ["GREEN_UNIT"]} with input as inp
+	stop.info == {"redo_phases": [], "reset_phase": "GREEN_UNIT", "reset_phases": ["GREEN_UNIT"]} with input as inp
 }
 
 test_failed_outcome_is_an_outcome if {
@@ -248,7 +255,20 @@ test_jump_without_phase_started if {
 	v.phase == "RED_UNIT"
 	v.field == "/tdd_cycle/phase_execution_log/2/status"
 	contains(v.msg, "RED_UNIT is EXECUTED, but the audit trail has no confirmed PHASE_STARTED for it (it was NOT_EXECUTED when the run started)")
-	stop.info == {"reset_phase": "RED_UNIT", "reset_phases": ["RED_UNIT"]} with input as inp
+	stop.info == {"redo_phases": ["RED_UNIT"], "reset_phase": "RED_UNIT", "reset_phases": ["RED_UNIT"]} with input as inp
+	contains(concat("\n", v.recovery), "Redo phase RED_UNIT through the write guard, from NOT_EXECUTED: with Write or Edit, IN_PROGRESS first")
+}
+
+# Several phases jumped: one deny each, all with the same recovery line
+# naming them all, so the rendered Recovery: has it once.
+test_jumps_share_one_recovery_line if {
+	events := [e | some e in clean_run.events; not e.phase in {"RED_UNIT", "GREEN_UNIT"}]
+	inp := with_run({"events": events})
+	vs := stop.deny with input as inp
+	count(vs) == 2
+	lines := {r | some v in vs; some r in v.recovery; startswith(r, "Redo ")}
+	lines == {"Redo phases RED_UNIT, GREEN_UNIT through the write guard, from NOT_EXECUTED: with Write or Edit, IN_PROGRESS first, then the final status (EXECUTED with an outcome, SKIPPED with blocked_by, or FAILED); never change a step file with Bash or a script."}
+	stop.info.redo_phases == ["RED_UNIT", "GREEN_UNIT"] with input as inp
 }
 
 test_jump_with_unconfirmed_phase_started if {
@@ -361,7 +381,7 @@ test_premature_completion if {
 	some v in vs
 	v.phase == "COMMIT"
 	v.phases == ["COMMIT"]
-	stop.info == {"reset_phase": "COMMIT", "reset_phases": []} with input as inp
+	stop.info == {"redo_phases": [], "reset_phase": "COMMIT", "reset_phases": []} with input as inp
 }
 
 test_premature_completion_unknown_status if {
@@ -374,7 +394,7 @@ test_premature_completion_unknown_status if {
 test_done_with_failed_phase_is_not_premature if {
 	phases := patch(clean_step.phases, 13, {"status": "FAILED", "outcome": "FAIL"})
 	count(stop.deny) == 0 with input as with_step({"phases": phases})
-	stop.info == {"reset_phase": "COMMIT", "reset_phases": ["COMMIT"]} with input as with_step({"phases": phases})
+	stop.info == {"redo_phases": [], "reset_phase": "COMMIT", "reset_phases": ["COMMIT"]} with input as with_step({"phases": phases})
 }
 
 # DES-TASK-TRANSITION
@@ -436,6 +456,13 @@ test_turn_limit_of_the_phase if {
 	v.phase == "RED_UNIT"
 	v.field == "/tdd_cycle/phase_execution_log/2/turn_count"
 	contains(v.msg, "phase RED_UNIT took 11 turns, over its budget of 10 (the phase's max_turns)")
+	v.fixable_in_run == false
+	v.recovery[0] == "Split the work of phase RED_UNIT into smaller steps, or raise the budget (the phase's max_turns or tdd_cycle.max_turns) with a reason before running it again."
+}
+
+test_turn_limit_of_one_turn_is_singular if {
+	some v in stop.deny with input as turns({"turn_count": 1, "max_turns": 0})
+	contains(v.msg, "phase RED_UNIT took 1 turn, over its budget of 0")
 }
 
 test_turn_limit_of_the_cycle if {
@@ -597,6 +624,11 @@ test_scope_violation if {
 	v.count == 2
 	v.field == "/allowed_file_patterns"
 	contains(v.msg, "2 changed files are outside allowed_file_patterns (src/auth/**/*.go): README.md, go.mod")
+}
+
+test_scope_violation_one_file_is_singular if {
+	some v in stop.warn with input as scoped({"outside": ["README.md"]})
+	contains(v.msg, ": 1 changed file is outside allowed_file_patterns (src/auth/**/*.go): README.md")
 }
 
 test_scope_violation_names_ten_files if {

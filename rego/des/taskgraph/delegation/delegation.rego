@@ -30,6 +30,7 @@ import data.des.taskgraph.path
 import data.des.taskgraph.phase
 import data.des.taskgraph.statuses_text
 import data.des.taskgraph.wave_count
+import data.des.text
 
 _id := input.task_phase if {
 	is_string(input.task_phase)
@@ -40,7 +41,7 @@ _current := in_wave(entries, current_wave)
 
 _wave_text := sprintf("the phases of wave %v are %s", [current_wave, statuses_text(_current)]) if count(_current) > 0
 
-_wave_text := sprintf("every wave is done (current_wave %v, %d waves)", [current_wave, wave_count]) if {
+_wave_text := sprintf("every wave is done (current_wave %v, %s)", [current_wave, text.count_noun(wave_count, "wave", "waves")]) if {
 	count(_current) == 0
 	current_wave >= wave_count
 }
@@ -150,7 +151,7 @@ deny contains {
 #   severity: deny
 deny contains {
 	"code": "DES-VERIFY-ESCALATE",
-	"msg": sprintf("Stop and ask the user: %s has failed verification %v times (retries %v, max_retries %v in %s), so the user must decide what happens next. Do not delegate it again: tell the user what the verifications found and ask whether to change the plan, re-implement it differently, or stop", [name(e), e.retries, e.retries, max_retries, path]),
+	"msg": sprintf("Stop and ask the user: %s has failed verification %s (retries %v, max_retries %v in %s), so the user must decide what happens next. Do not delegate it again: tell the user what the verifications found and ask whether to change the plan, re-implement it differently, or stop", [name(e), text.count_noun(e.retries, "time", "times"), e.retries, max_retries, path]),
 	"field": sprintf("%s/retries", [e.ptr]),
 } if {
 	e := phase[_id]

@@ -49,6 +49,7 @@ import data.des.taskgraph.phase
 import data.des.taskgraph.statuses_text
 import data.des.taskgraph.verification
 import data.des.taskgraph.wave_count
+import data.des.text
 
 _shape := "one JSON object with waves[] (each wave with phases[], each phase with phase_id and type)"
 
@@ -119,7 +120,7 @@ deny contains {
 
 deny contains {
 	"code": "DES-TASKGRAPH-INVALID",
-	"msg": sprintf("%s: current_wave is %v, but the graph has %d waves: current_wave is a whole number from 0 to %d (%d meaning every wave is done)", [path, graph.current_wave, wave_count, wave_count, wave_count]),
+	"msg": sprintf("%s: current_wave is %v, but the graph has %s: current_wave is a whole number from 0 to %d (%d meaning every wave is done)", [path, graph.current_wave, text.count_noun(wave_count, "wave", "waves"), wave_count, wave_count]),
 	"field": "/current_wave",
 } if {
 	is_number(graph.current_wave)
@@ -553,7 +554,7 @@ deny contains {
 	e.status != old.status
 }
 
-_frozen_why(old) := sprintf("it failed verification %v times (max_retries %v)", [old.retries, _disk_max]) if _escalated[old.id]
+_frozen_why(old) := sprintf("it failed verification %s (max_retries %v)", [text.count_noun(old.retries, "time", "times"), _disk_max]) if _escalated[old.id]
 
 _frozen_why(old) := sprintf("it verifies %q, which failed verification max_retries (%v) times", [old.verifies, _disk_max]) if not _escalated[old.id]
 
