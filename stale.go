@@ -149,9 +149,9 @@ func (e *Engine) ResolveStale(ctx context.Context, file string) (Resolution, err
 	if len(res.Phases) == 0 && !failed {
 		return res, fmt.Errorf("des: resolve %s: %w: no phase has been IN_PROGRESS for more than %v and the task is %s", res.StepFile, ErrNothingToResolve, threshold, orNone(step.Status))
 	}
-	note := "reset by hook stale --resolve: abandoned IN_PROGRESS past the stale threshold"
+	note := "reset by des-hook stale --resolve: abandoned IN_PROGRESS past the stale threshold"
 	if failed {
-		note = "reset by hook stale --resolve: unfinished when Gate 2 failed the task"
+		note = "reset by des-hook stale --resolve: unfinished when Gate 2 failed the task"
 	}
 	step.ResetPhases(res.Phases, now, note)
 	step.SetTaskStatus(statemachine.TaskPartial, now)

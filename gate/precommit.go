@@ -24,8 +24,8 @@ import (
 
 // Sources of a Gate 3 run, recorded in the audit trail as "source".
 const (
-	SourceGitHook    = "git-hook"    // `hook precommit` run by git as its pre-commit hook
-	SourceCLI        = "cli"         // `hook precommit` run by a person or a script
+	SourceGitHook    = "git-hook"    // `des-hook precommit` run by git as its pre-commit hook
+	SourceCLI        = "cli"         // `des-hook precommit` run by a person or a script
 	SourceClaudeCode = "claude-code" // a `git commit` an agent runs through Bash
 	SourceLibrary    = "library"     // a Go caller
 )

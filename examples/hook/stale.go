@@ -73,7 +73,7 @@ func runStale(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stderr, "des-hook stale: %v\n", err)
 		return exitUsage
 	}
-	fmt.Fprintln(e.stdout, "\nResolve each file with: hook stale --resolve FILE")
+	fmt.Fprintln(e.stdout, "\nResolve each file with: des-hook stale --resolve FILE")
 	return exitOK
 }
 
