@@ -42,6 +42,7 @@ type Commit struct {
 	Source    string // one of the Source constants; "" is SourceLibrary
 	ToolUseID string // recorded when not ""
 	SessionID string // recorded when not ""
+	AgentID   string // the event's agent_id, when a subagent commits; recorded when not ""
 }
 
 // FileResult is Gate 3's decision on one step file.
@@ -227,6 +228,7 @@ func commitEntry(f FileResult, source string, c Commit) audit.Entry {
 	if c.SessionID != "" {
 		fields["session_id"] = c.SessionID
 	}
+	withAgent(fields, c.AgentID)
 	return audit.Entry{Event: event, Fields: fields}
 }
 
