@@ -81,10 +81,11 @@ func (t ToolUse) Check(ctx context.Context, ev Evaluator, call ToolCall) (Result
 		writes[i] = w
 	}
 	extra := map[string]any{}
-	for k, v := range map[string]string{"tool_use_id": call.ToolUseID, "session_id": call.SessionID} {
-		if v != "" {
-			extra[k] = v
-		}
+	if call.ToolUseID != "" {
+		extra["tool_use_id"] = call.ToolUseID
+	}
+	if call.SessionID != "" {
+		extra["session_id"] = call.SessionID
 	}
 	return t.evaluate(ctx, ev, call.Tool, writes, withAgent(extra, call.AgentID))
 }
