@@ -303,7 +303,7 @@ func atkProperty(t *testing.T, tmpl *atkProject, ch atkChooser, replay string) {
 
 // TestAttackProperty runs generated commands, each in a fresh copy of the
 // project. Fixed seeds: 8 by default, 48 with DES_TEST_LONG=1;
-// DES_ATTACK_SOAK=N runs N more from a seed printed at the start;
+// DES_ATTACK_SOAK=N runs N from a random seed printed at the start instead;
 // DES_ATTACK_SEED=N[,M...] replays those.
 func TestAttackProperty(t *testing.T) {
 	n, base := testenv.Pick(8, 48), uint64(20261123)
