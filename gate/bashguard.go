@@ -21,6 +21,7 @@ type BashCall struct {
 	Cwd       string // where it runs (Claude Code keeps a session's cwd); "" = the root
 	ToolUseID string
 	SessionID string
+	AgentID   string // the event's agent_id: set when a subagent runs the command
 	// Home and OldPwd are the shell's HOME and OLDPWD (absolute; "" when
 	// unknown): ~, $HOME, ~-, $OLDPWD in the command expand from them, as
 	// ~+ and $PWD do from Cwd.
@@ -45,7 +46,7 @@ func (t ToolUse) CheckBash(ctx context.Context, ev Evaluator, docs DocumentWrite
 	if len(writes) == 0 {
 		return Result{Gate: policy.ToolUse}, nil
 	}
-	return t.evaluate(ctx, ev, "Bash", writes, map[string]any{"tool_use_id": call.ToolUseID, "session_id": call.SessionID})
+	return t.evaluate(ctx, ev, "Bash", writes, withAgent(map[string]any{"tool_use_id": call.ToolUseID, "session_id": call.SessionID}, call.AgentID))
 }
 
 // ConcernsBash reports whether a command may write a guarded document or

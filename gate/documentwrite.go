@@ -37,6 +37,9 @@ type WriteCall struct {
 	Edits     []Edit  // Edit (one) or MultiEdit (in order)
 	ToolUseID string
 	SessionID string
+	// AgentID is the event's agent_id, set when a subagent makes the call;
+	// the audit entries the call causes carry it when not "".
+	AgentID string
 }
 
 // Kinds of guarded document.
@@ -312,10 +315,10 @@ func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) 
 	}
 	res.Decision, res.Evaluated = dec, true
 	if res.Denied() {
-		err = d.record(ctx, audit.Entry{Event: audit.DocumentWriteBlocked, Fields: map[string]any{
+		err = d.record(ctx, audit.Entry{Event: audit.DocumentWriteBlocked, Fields: withAgent(map[string]any{
 			"gate": string(policy.DocumentWrite), "tool": call.Tool, "paths": []any{rel}, "kind": kind,
 			"codes": dec.Codes(), "tool_use_id": call.ToolUseID, "session_id": call.SessionID,
-		}})
+		}, call.AgentID)})
 		return res, err
 	}
 	if kind == KindState {
@@ -332,6 +335,7 @@ func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) 
 	if len(changes) > 0 {
 		for i := range changes {
 			changes[i].Fields["tool_use_id"], changes[i].Fields["session_id"] = call.ToolUseID, call.SessionID
+			withAgent(changes[i].Fields, call.AgentID)
 		}
 		return res, d.pend(ctx, call.ToolUseID, rel, content, changes)
 	}

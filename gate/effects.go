@@ -31,6 +31,7 @@ type Effects struct {
 	Tool      string
 	ToolUseID string
 	SessionID string
+	AgentID   string // the event's agent_id: set when a subagent made the call
 	Changes   []EffectChange
 }
 
@@ -78,6 +79,7 @@ func (t ToolUse) CheckEffects(ctx context.Context, ev Evaluator, e Effects) (Res
 	if e.SessionID != "" {
 		fields["session_id"] = e.SessionID
 	}
+	withAgent(fields, e.AgentID)
 	if err := t.Audit.Append(ctx, audit.Entry{Event: audit.IntegrityViolation, Fields: fields}); err != nil {
 		return res, fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/deterministic-exec/des/internal/datadoc"
 )
 
 // jsonValue parses one JSON document straight into the policy's value type.
@@ -36,8 +38,11 @@ type jsonParser struct {
 	pos  int
 }
 
-func (p *jsonParser) fail(what string) error {
-	return fmt.Errorf("%w at offset %d: %s", errJSONSyntax, p.pos, what)
+func (p *jsonParser) fail(what string) error { return p.failAt(p.pos, what) }
+
+// failAt says where, as a person editing the file counts: line and column.
+func (p *jsonParser) failAt(pos int, what string) error {
+	return fmt.Errorf("%w at %s: %s", errJSONSyntax, datadoc.Position(p.data, pos), what)
 }
 
 func (p *jsonParser) skipSpace() {
@@ -213,7 +218,7 @@ func (p *jsonParser) str() (string, error) {
 			}
 			var s string
 			if err := json.Unmarshal(raw, &s); err != nil {
-				return "", fmt.Errorf("%w at offset %d: %w", errJSONSyntax, start, err)
+				return "", fmt.Errorf("%w: %w", p.failAt(start, "bad string"), err)
 			}
 			return s, nil
 		case c == '\\':
@@ -250,7 +255,7 @@ func (p *jsonParser) number() (*ast.Term, error) {
 	}
 	text := p.data[start:p.pos]
 	if !json.Valid(text) {
-		return nil, fmt.Errorf("%w at offset %d: bad number %q", errJSONSyntax, start, text)
+		return nil, p.failAt(start, fmt.Sprintf("bad number %q", text))
 	}
 	if t := ast.InternedIntNumberTermFromString(string(text)); t != nil {
 		return t, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -71,4 +72,20 @@ func FuzzJSONValue(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { checkJSONValue(t, data) })
+}
+
+// A syntax error says where, as line and column, like the other gates'.
+func TestJSONValueErrorSaysLineAndColumn(t *testing.T) {
+	for in, want := range map[string]string{
+		"{\n  \"a\": tru}":     "invalid JSON at line 2, column 8: ",
+		"{\n  \"a\": 01}":      "invalid JSON at line 2, column 8: bad number \"01\"",
+		"[1,\n \"x\x01\"]":     "invalid JSON at line 2, column 2: bad string: ",
+		"{\"a\": 1}\n\n  x":    "invalid JSON at line 3, column 3: data after the value",
+		"{\n  \"a\": \"open\n": "invalid JSON at line 3, column 1: unterminated string",
+	} {
+		_, err := jsonValue([]byte(in))
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("jsonValue(%q) = %v, want an error starting %q", in, err, want)
+		}
+	}
 }

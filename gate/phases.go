@@ -258,10 +258,10 @@ func (t ToolUse) CheckCommitBranches(ctx context.Context, ev Evaluator, wf Workf
 	if !res.Denied() || t.Audit == nil {
 		return res, nil
 	}
-	err = t.Audit.Append(ctx, audit.Entry{Event: audit.CommitValidationFailed, Fields: map[string]any{
+	err = t.Audit.Append(ctx, audit.Entry{Event: audit.CommitValidationFailed, Fields: withAgent(map[string]any{
 		"step_file": "", "codes": d.Codes(), "source": SourceClaudeCode, "gate": string(policy.ToolUse),
 		"tool_use_id": call.ToolUseID, "session_id": call.SessionID,
-	}})
+	}, call.AgentID)})
 	if err != nil {
 		return res, fmt.Errorf("tool_use: %w: %w", ErrNotRecorded, err)
 	}

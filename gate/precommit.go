@@ -2,7 +2,6 @@ package gate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,6 +17,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/internal/datadoc"
 	"github.com/deterministic-exec/des/policy"
 	"github.com/deterministic-exec/des/statemachine"
 )
@@ -42,6 +42,7 @@ type Commit struct {
 	Source    string // one of the Source constants; "" is SourceLibrary
 	ToolUseID string // recorded when not ""
 	SessionID string // recorded when not ""
+	AgentID   string // the event's agent_id, when a subagent commits; recorded when not ""
 }
 
 // FileResult is Gate 3's decision on one step file.
@@ -227,6 +228,7 @@ func commitEntry(f FileResult, source string, c Commit) audit.Entry {
 	if c.SessionID != "" {
 		fields["session_id"] = c.SessionID
 	}
+	withAgent(fields, c.AgentID)
 	return audit.Entry{Event: event, Fields: fields}
 }
 
@@ -393,13 +395,12 @@ func astString(t *ast.Term) (string, bool) {
 	return string(s), ok
 }
 
-// jsonError words a parse failure as encoding/json does (the words the
-// other gates report), and keeps jsonValue's own for valid JSON that the
-// policy cannot hold, such as the number 1e99999.
+// jsonError words a parse failure as the other gates do (encoding/json's
+// words, after the line and column), and keeps jsonValue's own for valid
+// JSON that the policy cannot hold, such as the number 1e99999.
 func jsonError(content []byte, err error) string {
-	var v any
-	if jerr := json.Unmarshal(content, &v); jerr != nil {
-		return "parse step file: " + jerr.Error()
+	if _, derr := datadoc.Decode(content); derr != nil {
+		return "parse step file: " + derr.Error()
 	}
 	return "parse step file: " + err.Error()
 }

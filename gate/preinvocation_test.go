@@ -15,6 +15,7 @@ import (
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/testenv"
 	"github.com/deterministic-exec/des/template"
 )
 
@@ -444,7 +445,7 @@ func TestGate1DefaultTemplatesPassOnRealSteps(t *testing.T) {
 	p := newProject(t, nil)
 	promptCodes := []string{"DES-MARKER-INVALID", "DES-SECTION-MISSING", "DES-PHASE-MISSING"}
 	for i, f := range files {
-		if i%10 != 0 && testing.Short() {
+		if i%10 != 0 && !testenv.IsLong() { // one in ten by default; all with DES_TEST_LONG=1
 			continue
 		}
 		raw, err := os.ReadFile(f)

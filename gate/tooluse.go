@@ -20,6 +20,9 @@ type ToolCall struct {
 	// Facts are added to each write the policy sees (des_hooks_changed for
 	// Claude Code's settings, hooks_path_changed for git's config).
 	Facts map[string]any
+	// ToolUseID, SessionID and AgentID (set when a subagent makes the
+	// call) are recorded with a block when not "".
+	ToolUseID, SessionID, AgentID string
 }
 
 // ToolUse is the tool_use gate: it asks des.gates.tool_use about tool calls
@@ -77,7 +80,25 @@ func (t ToolUse) Check(ctx context.Context, ev Evaluator, call ToolCall) (Result
 		}
 		writes[i] = w
 	}
-	return t.evaluate(ctx, ev, call.Tool, writes, nil)
+	extra := map[string]any{}
+	if call.ToolUseID != "" {
+		extra["tool_use_id"] = call.ToolUseID
+	}
+	if call.SessionID != "" {
+		extra["session_id"] = call.SessionID
+	}
+	return t.evaluate(ctx, ev, call.Tool, writes, withAgent(extra, call.AgentID))
+}
+
+// withAgent adds agent_id to the fields of an audit entry when the call
+// came from a subagent (agentID not ""), so that the trail tells which
+// subagent did what; a main-thread call's entry has no agent_id. It
+// returns fields.
+func withAgent(fields map[string]any, agentID string) map[string]any {
+	if agentID != "" {
+		fields["agent_id"] = agentID
+	}
+	return fields
 }
 
 // target is the ProjectPath of the file a write to p changes: p resolved,

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/deterministic-exec/des/internal/datadoc"
 )
 
 // Object is a JSON object that remembers its members in their original order
@@ -34,9 +36,9 @@ var ErrNotObject = errors.New("not a JSON object")
 // whitespace allowed). The member values are kept as written.
 func ParseObject(data []byte) (*Object, error) {
 	if !json.Valid(data) {
-		// Unmarshal names the syntax error and its offset; Valid does not.
-		var v any
-		if err := json.Unmarshal(data, &v); err != nil {
+		// Decode names the syntax error and its line and column; Valid
+		// does not.
+		if _, err := datadoc.Decode(data); err != nil {
 			return nil, fmt.Errorf("parse JSON object: %w", err)
 		}
 		return nil, errors.New("parse JSON object: invalid JSON")

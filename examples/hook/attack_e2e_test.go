@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // atkBashCase is one attack through the Bash tool.
@@ -184,8 +186,8 @@ func TestAttackBash(t *testing.T) {
 	for _, c := range atkBashCases() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			if c.slow && testing.Short() {
-				t.Skip("slow; runs without -short")
+			if c.slow {
+				testenv.Long(t)
 			}
 			if c.needs != "" {
 				if _, err := exec.LookPath(c.needs); err != nil {

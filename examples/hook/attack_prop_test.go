@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // atkChooser picks one of n choices.
@@ -300,17 +302,18 @@ func atkProperty(t *testing.T, tmpl *atkProject, ch atkChooser, replay string) {
 }
 
 // TestAttackProperty runs generated commands, each in a fresh copy of the
-// project. Fixed seeds by default (fewer with -short); DES_LONG_TESTS=1
-// runs many more from a seed printed at the start; DES_ATTACK_SEED=N[,M...]
-// replays those.
+// project. Fixed seeds: 8 by default, 48 with DES_TEST_LONG=1;
+// DES_ATTACK_SOAK=N runs N from a random seed printed at the start instead;
+// DES_ATTACK_SEED=N[,M...] replays those.
 func TestAttackProperty(t *testing.T) {
-	n, base := 48, uint64(20261123)
-	if testing.Short() {
-		n = 8
-	}
-	if os.Getenv("DES_LONG_TESTS") == "1" {
-		n, base = 400, uint64(time.Now().UnixNano())
-		t.Logf("DES_LONG_TESTS=1: %d commands from seed %d", n, base)
+	n, base := testenv.Pick(8, 48), uint64(20261123)
+	if s := os.Getenv("DES_ATTACK_SOAK"); s != "" {
+		soak, err := strconv.Atoi(s)
+		if err != nil || soak < 1 {
+			t.Fatalf("DES_ATTACK_SOAK=%q: want a number of commands, such as 400", s)
+		}
+		n, base = soak, uint64(time.Now().UnixNano())
+		t.Logf("DES_ATTACK_SOAK=%d: %d commands from seed %d", soak, n, base)
 	}
 	var seeds []uint64
 	for i := range n {

@@ -188,7 +188,7 @@ func notebookGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 	if in.Path != "" {
 		// What the edit leaves in a partly guarded file cannot be computed:
 		// it is taken as changing DES's part.
-		call := gate.ToolCall{Tool: ev.ToolName, Paths: []string{in.Path}, Facts: map[string]any{"des_hooks_changed": true, "hooks_path_changed": true}}
+		call := gate.ToolCall{Tool: ev.ToolName, Paths: []string{in.Path}, Facts: map[string]any{"des_hooks_changed": true, "hooks_path_changed": true}, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID}
 		eng, err := h.engine(ctx)
 		switch {
 		case err != nil:
@@ -243,7 +243,7 @@ func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
 		return noOpinion()
 	}
 	h.requireValidation()
-	eff := gate.Effects{Tool: ev.ToolName, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID}
+	eff := gate.Effects{Tool: ev.ToolName, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID}
 	for _, ch := range rep.Changes {
 		eff.Changes = append(eff.Changes, gate.EffectChange{Path: ch.Path, Kind: ch.Kind, What: ch.What, Was: ch.Was, Now: ch.Now, Restored: ch.Restored, Error: ch.Error})
 	}

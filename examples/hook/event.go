@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/deterministic-exec/des/internal/datadoc"
 )
 
 // maxInput bounds what the hook reads from stdin (docs/reference.md, "Hook events"). Claude Code
@@ -142,10 +144,15 @@ func decodeEvent(data []byte) (*Event, []string, error) {
 	var members map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	if err := dec.Decode(&members); err != nil {
+		if _, derr := datadoc.Decode(trimmed); derr != nil {
+			err = derr // the same error, with its line and column
+		}
 		return nil, nil, fmt.Errorf("malformed JSON event: %w", err)
 	}
+	end := int(dec.InputOffset())
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, nil, errors.New("malformed JSON event: data after the event object")
+		extra := end + len(trimmed[end:]) - len(bytes.TrimLeft(trimmed[end:], " \t\r\n"))
+		return nil, nil, fmt.Errorf("malformed JSON event: %s: data after the event object", datadoc.Position(trimmed, extra))
 	}
 	var ev Event
 	mistyped, err := decodeExact(trimmed, &ev, true)

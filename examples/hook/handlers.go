@@ -111,7 +111,7 @@ func writeGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 	if !ok {
 		return noOpinion() // no file named: Claude Code refuses the call itself
 	}
-	tool := gate.ToolCall{Tool: ev.ToolName, Paths: []string{call.Path}, Facts: h.partialFacts(call)}
+	tool := gate.ToolCall{Tool: ev.ToolName, Paths: []string{call.Path}, Facts: h.partialFacts(call), ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID}
 	eng, err := h.engine(ctx)
 	if err != nil {
 		// Without settings only .des itself, and the default guarded
@@ -164,7 +164,7 @@ func subagentPrompt(ev *Event) (string, error) {
 // taken against the event's cwd, where Claude Code resolves it, not the
 // project root: the two differ once the session has cd'd.
 func writeCall(ev *Event, root string) (gate.WriteCall, bool) {
-	call := gate.WriteCall{Tool: ev.ToolName, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID}
+	call := gate.WriteCall{Tool: ev.ToolName, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID}
 	switch ev.ToolName {
 	case toolWrite:
 		in, err := ev.WriteInput()
@@ -268,7 +268,7 @@ func bashGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 // and DES's files, and for git commits.
 func preToolUseBashGuard(ctx context.Context, h *hookEnv, ev *Event, command string) response {
 	in := struct{ Command string }{command}
-	call := gate.BashCall{Command: in.Command, Cwd: eventDir(ev, h.root), ToolUseID: ev.ToolUseID, SessionID: ev.SessionID}
+	call := gate.BashCall{Command: in.Command, Cwd: eventDir(ev, h.root), ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID}
 	// The Bash tool's shell inherits Claude Code's environment, as the hook
 	// does: ~, $HOME and $OLDPWD in the command are these.
 	call.Home, _ = h.lookupEnv("HOME")
@@ -325,7 +325,7 @@ func preToolUseBashGuard(ctx context.Context, h *hookEnv, ev *Event, command str
 	// DES is in charge of a commit that holds step files of the project.
 	if inside, _ := eng.PreCommitGate().InProject(commitFiles); len(inside) > 0 {
 		h.requireValidation()
-		cres, err := eng.CheckCommit(ctx, gate.Commit{Files: inside, Source: gate.SourceClaudeCode, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID})
+		cres, err := eng.CheckCommit(ctx, gate.Commit{Files: inside, Source: gate.SourceClaudeCode, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID})
 		switch {
 		case err != nil && (!errors.Is(err, gate.ErrNotRecorded) || !cres.Denied()):
 			results = append(results, h.internalResult(policy.PreCommit, err)) // an allow not recorded is not given

@@ -33,6 +33,11 @@ func Decode(data []byte) (any, error) {
 	return nil, err
 }
 
+// Position renders the position of data[i] as "line L, column C"
+// (1-based; the column counts bytes), for parsers other than Decode that
+// know only a byte offset. i is clamped to data.
+func Position(data []byte, i int) string { return lineCol(data, i) }
+
 // lineCol renders the position of data[i] as "line L, column C" (1-based;
 // the column counts bytes).
 func lineCol(data []byte, i int) string {

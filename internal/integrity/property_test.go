@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // snapshotTree records what a check must bring back: every watched path's
@@ -57,10 +59,7 @@ func describeNow(t *testing.T, c *Checker, key, kind string) string {
 // then checks that after End every watched path is as it was and no new
 // file is left in a protected directory or as a guarded document.
 func TestRandomChangesAreUndone(t *testing.T) {
-	rounds := 60
-	if testing.Short() {
-		rounds = 15
-	}
+	rounds := testenv.Pick(15, 60)
 	for seed := range rounds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			root, c := project(t)

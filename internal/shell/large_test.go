@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // bigShapes are 2 MiB commands of the shapes that made the parser or the
@@ -37,9 +39,7 @@ func bigShapes() map[string]string {
 // write. (No timing here: BenchmarkAnalyzeLarge measures it; the test
 // binary's own timeout catches a regression to the minutes it took.)
 func TestAnalyzeLarge(t *testing.T) {
-	if testing.Short() {
-		t.Skip("large inputs")
-	}
+	testenv.Long(t)
 	for name, cmd := range bigShapes() {
 		r := Analyze(cmd)
 		found := false

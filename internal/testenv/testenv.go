@@ -1,0 +1,40 @@
+// Package testenv tells des's tests how much to run. By default `go test
+// ./...` runs a fast, representative suite (a sample of the real-payload
+// corpus, a few property seeds); DES_TEST_LONG=1 runs the long tests too:
+// the whole corpus, every seed, the soak and large-input runs. CI sets it.
+// -short wins over DES_TEST_LONG: under -short no long test runs.
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// Var is the environment variable that switches the long tests on.
+const Var = "DES_TEST_LONG"
+
+// IsLong reports whether the long tests run: DES_TEST_LONG=1 and no -short.
+// Tests that sample (a corpus, seeds) run everything when it is true.
+func IsLong() bool {
+	return os.Getenv(Var) == "1" && !testing.Short()
+}
+
+// Long skips t unless the long tests run, saying how to run it.
+func Long(t testing.TB) {
+	t.Helper()
+	switch {
+	case testing.Short():
+		t.Skip("long test: skipped under -short")
+	case os.Getenv(Var) != "1":
+		t.Skip("long test: set " + Var + "=1 (CI does)")
+	}
+}
+
+// Pick returns fast by default and long when the long tests run: the size
+// of a sample, a number of seeds or rounds.
+func Pick[T any](fast, long T) T {
+	if IsLong() {
+		return long
+	}
+	return fast
+}
