@@ -1,9 +1,9 @@
 package channel
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
+	"fmt"
+	"hash/fnv"
 	"path/filepath"
 )
 
@@ -11,11 +11,15 @@ import (
 // trusted (a link, another owner, a mode other than 0700, not a directory).
 var ErrUnsafeDir = errors.New("unsafe des runtime directory")
 
-// Key names a companion build in the runtime directory: the first 12 hex
-// digits of the SHA-256 of its Go build ID.
+// Key names a companion build in the runtime directory: the 64-bit FNV-1a
+// hash of its Go build ID, in hex. The build ID is already a hash; this only
+// makes it short and safe in a file name (FNV, not SHA-256, keeps the
+// client's crypto initialisation out). A collision would only make a client
+// reach the other build's server, whose build ID it then refuses.
 func Key(buildID string) string {
-	sum := sha256.Sum256([]byte(buildID))
-	return hex.EncodeToString(sum[:6])
+	h := fnv.New64a()
+	h.Write([]byte(buildID))
+	return fmt.Sprintf("%016x", h.Sum64())
 }
 
 // SocketPath is where the server of the build named key listens.

@@ -16,8 +16,8 @@
 //
 // In it, per companion build: server-<key>.sock (the listening socket, mode
 // 0600) and server-<key>.lock (flock, serialising the start of a server and
-// the removal of a stale socket), where key is the first 12 hex digits of the
-// SHA-256 of the companion's Go build ID, so two des versions coexist.
+// the removal of a stale socket), where key is a 16-hex-digit hash of the
+// companion's Go build ID (see Key), so two des versions coexist.
 //
 // # Protocol
 //

@@ -45,3 +45,11 @@ func ForwardEnv(environ []string) []string {
 	}
 	return out
 }
+
+// What a client hands to the server it starts, besides the lock descriptor
+// (LockFD): the runtime directory it computed, so that a server started with
+// the minimal environment listens where the client looks.
+const (
+	EnvServerDir    = "DES_SERVER_DIR"     // the runtime directory
+	EnvServerLockFD = "DES_SERVER_LOCK_FD" // "3" when the start lock is inherited
+)
