@@ -20,6 +20,10 @@ import (
 // for the reply: the server's handler stops at the deadline, then writes.
 const replyGrace = 500 * time.Millisecond
 
+func notAcceptedErr(cause, err error) error {
+	return fmt.Errorf("%w: %w: %w", ErrNotAccepted, cause, err)
+}
+
 func notAccepted(cause error, detail string) error {
 	if detail == "" {
 		return fmt.Errorf("%w: %w", ErrNotAccepted, cause)
@@ -46,7 +50,7 @@ func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
 	}
 	id, err := c.ids.Read(comp)
 	if err != nil {
-		return nil, notAccepted(ErrNoServer, err.Error())
+		return nil, notAcceptedErr(ErrNoServer, err)
 	}
 	dir := c.opts.Dir
 	if dir == "" {
@@ -55,7 +59,7 @@ func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
 		_, err = channel.EnsureDir(dir)
 	}
 	if err != nil {
-		return nil, notAccepted(ErrNoServer, err.Error())
+		return nil, notAcceptedErr(ErrNoServer, err)
 	}
 	key := channel.Key(id)
 	sock := channel.SocketPath(dir, key)
@@ -64,11 +68,11 @@ func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
 		return c.handshake(ctx, conn, id)
 	}
 	if !absent(err) {
-		return nil, notAccepted(ErrNoServer, err.Error())
+		return nil, notAcceptedErr(ErrNoServer, err)
 	}
 	started, err := c.start(dir, key, sock)
 	if err != nil {
-		return nil, notAccepted(ErrNoServer, "starting one: "+err.Error())
+		return nil, notAcceptedErr(ErrNoServer, fmt.Errorf("starting one: %w", err))
 	}
 	if !c.opts.WaitForStart {
 		what := "another client is starting one"
@@ -85,7 +89,7 @@ func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
 			return c.handshake(ctx, conn, id)
 		}
 		if !absent(err) {
-			return nil, notAccepted(ErrNoServer, err.Error())
+			return nil, notAcceptedErr(ErrNoServer, err)
 		}
 		t := time.NewTimer(5 * time.Millisecond)
 		select {
@@ -113,9 +117,12 @@ func (c *Client) connect(ctx context.Context, sock string) (*net.UnixConn, error
 
 // handshake checks the peer before anything is sent to it.
 func (c *Client) handshake(ctx context.Context, conn *net.UnixConn, buildID string) (*net.UnixConn, error) {
-	fail := func(cause error, detail string) (*net.UnixConn, error) {
+	fail := func(cause error, detail any) (*net.UnixConn, error) {
 		_ = conn.Close()
-		return nil, notAccepted(cause, detail)
+		if err, ok := detail.(error); ok {
+			return nil, notAcceptedErr(cause, err)
+		}
+		return nil, notAccepted(cause, detail.(string))
 	}
 	deadline := time.Now().Add(c.opts.HelloTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
@@ -124,7 +131,7 @@ func (c *Client) handshake(ctx context.Context, conn *net.UnixConn, buildID stri
 	_ = conn.SetDeadline(deadline)
 	pid, uid, err := channel.PeerCred(conn)
 	if err != nil {
-		return fail(ErrPeerMismatch, err.Error())
+		return fail(ErrPeerMismatch, err)
 	}
 	if uid != os.Getuid() {
 		return fail(ErrPeerMismatch, fmt.Sprintf("pid %d runs as uid %d", pid, uid))
@@ -132,11 +139,11 @@ func (c *Client) handshake(ctx context.Context, conn *net.UnixConn, buildID stri
 	exe := "/proc/" + strconv.Itoa(pid) + "/exe"
 	peerFi, err := os.Stat(exe)
 	if err != nil {
-		return fail(ErrPeerMismatch, err.Error())
+		return fail(ErrPeerMismatch, err)
 	}
 	compFi, err := os.Stat(c.opts.Companion)
 	if err != nil {
-		return fail(ErrNoServer, err.Error())
+		return fail(ErrNoServer, err)
 	}
 	if !os.SameFile(peerFi, compFi) {
 		target, _ := os.Readlink(exe)
@@ -144,7 +151,7 @@ func (c *Client) handshake(ctx context.Context, conn *net.UnixConn, buildID stri
 	}
 	var h channel.Hello
 	if err := channel.ReadJSON(conn, &h); err != nil {
-		return fail(ErrNoServer, "reading its hello: "+err.Error())
+		return fail(ErrNoServer, fmt.Errorf("reading its hello: %w", err))
 	}
 	if h.Protocol != channel.Protocol {
 		return fail(ErrRefused, fmt.Sprintf("it speaks protocol %d, this client %d", h.Protocol, channel.Protocol))
@@ -176,11 +183,11 @@ func (c *Client) do(ctx context.Context, conn *net.UnixConn, req *channel.Reques
 		if channel.ReadJSON(conn, &a) == nil && a.Error != "" {
 			return nil, notAccepted(ErrRefused, a.Error)
 		}
-		return nil, notAccepted(ErrNoServer, "sending the request: "+err.Error())
+		return nil, notAcceptedErr(ErrNoServer, fmt.Errorf("sending the request: %w", err))
 	}
 	var a channel.Accept
 	if err := channel.ReadJSON(conn, &a); err != nil {
-		return nil, notAccepted(ErrNoServer, "reading its accept: "+err.Error())
+		return nil, notAcceptedErr(ErrNoServer, fmt.Errorf("reading its accept: %w", err))
 	}
 	if !a.Accepted {
 		return nil, notAccepted(ErrRefused, a.Error)
@@ -190,7 +197,7 @@ func (c *Client) do(ctx context.Context, conn *net.UnixConn, req *channel.Reques
 	}
 	if err := channel.WriteJSON(conn, &channel.Commit{Commit: true}); err != nil {
 		// A failed write on a Unix socket delivered nothing: not committed.
-		return nil, notAccepted(ErrNoServer, "committing: "+err.Error())
+		return nil, notAcceptedErr(ErrNoServer, fmt.Errorf("committing: %w", err))
 	}
 	// Committed: from here on the request may have had effects.
 	_ = conn.SetDeadline(deadline.Add(replyGrace))
