@@ -401,15 +401,16 @@ func TestExecutableChangedStopsServer(t *testing.T) {
 	if _, err := f.call(c, "x"); err != nil {
 		t.Fatal(err)
 	}
-	// A new build in its place (here: no Go build ID at all).
-	if err := os.WriteFile(exe+".new", []byte("#!/bin/sh\n"), 0o755); err != nil {
+	// Reinstalled: another file in its place, even with the same build ID
+	// (clients would refuse this server's /proc/<pid>/exe from now on).
+	if err := os.WriteFile(exe+".new", data, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(exe+".new", exe); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.call(c, "x"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "replaced") {
-		t.Errorf("after the executable changed: %v; want ErrRefused", err)
+	if _, err := f.call(c, "x"); !errors.Is(err, ErrNotAccepted) || !strings.Contains(err.Error(), "hello") {
+		t.Errorf("after the executable changed: %v; want ErrNotAccepted, no hello", err)
 	}
 	if err := stop(); !errors.Is(err, server.ErrExecutableChanged) {
 		t.Errorf("Serve returned %v, want ErrExecutableChanged", err)

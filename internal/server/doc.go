@@ -16,9 +16,10 @@
 //     MaxRequestTime) and does not end when the server is told to stop:
 //     Serve then stops accepting and waits for the requests in flight.
 //   - Serve returns ErrIdle after IdleTimeout without a connection, and
-//     ErrExecutableChanged when its executable's path names another build
-//     (checked by stat on each request and on the idle tick); the next
-//     client starts the new build's server.
+//     ErrExecutableChanged when its executable's path names another file or
+//     build (checked by stat on each connection, before the hello, and on
+//     the idle tick); that connection is closed unanswered, the client falls
+//     back, and its next call starts the new build's server.
 //   - A handler that panics yields a Reply with Error set: the client reports
 //     it (the request was committed) rather than running it again.
 //

@@ -205,22 +205,26 @@ func (s *srv) idleFor() time.Duration {
 	return time.Since(s.last)
 }
 
-// outdated reports whether the executable's path now holds another build:
-// a stat, and only when the file changed a read of its build ID.
+// outdated reports whether the executable's path now names another file or
+// another build: a stat, and a read of the build ID only when the file
+// changed in place. Another file with the same build ID (go install rewrites
+// it) counts as changed too: clients compare our /proc/<pid>/exe with that
+// path, would refuse us for good, and could never replace us while we answer.
 func (s *srv) outdated() bool {
 	s.mu.Lock()
-	if s.changed {
-		s.mu.Unlock()
+	changed := s.changed
+	s.mu.Unlock()
+	if changed {
 		return true
 	}
-	s.mu.Unlock()
 	fi, err := os.Stat(s.exe)
-	if err == nil && os.SameFile(fi, s.exeStat) && fi.Size() == s.exeStat.Size() && fi.ModTime().Equal(s.exeStat.ModTime()) {
+	switch {
+	case err != nil || !os.SameFile(fi, s.exeStat):
+	case fi.Size() == s.exeStat.Size() && fi.ModTime().Equal(s.exeStat.ModTime()):
 		return false
-	}
-	if err == nil {
+	default:
 		if id, err := s.ids.Read(s.exe); err == nil && id == s.hello.BuildID {
-			return false // rewritten identically
+			return false
 		}
 	}
 	s.mu.Lock()
@@ -239,6 +243,9 @@ func (s *srv) serveConn(conn *net.UnixConn) {
 	if _, uid, err := channel.PeerCred(conn); err != nil || uid != s.uid {
 		log.Warn("refused a connection from another user", "uid", uid, "err", err)
 		return
+	}
+	if s.outdated() {
+		return // no hello: the client falls back, and its next call starts the new build's server
 	}
 	_ = conn.SetDeadline(time.Now().Add(s.opts.ReadTimeout))
 	if err := channel.WriteJSON(conn, &s.hello); err != nil {
@@ -260,9 +267,6 @@ func (s *srv) serveConn(conn *net.UnixConn) {
 		return
 	case req.Deadline == 0 || !deadline.After(now):
 		refuse(conn, "the request's deadline has passed")
-		return
-	case s.outdated():
-		refuse(conn, "this server's executable was replaced; it is stopping")
 		return
 	}
 	if cap := now.Add(s.opts.MaxRequestTime); deadline.After(cap) {
