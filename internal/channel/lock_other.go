@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"time"
 )
 
 // StartLock is not available on this platform: there is no server here.
@@ -31,3 +32,12 @@ func (l *StartLock) Unlock() error { return l.f.Close() }
 
 // Close closes the file.
 func (l *StartLock) Close() error { return l.f.Close() }
+
+// MarkStarting does nothing here.
+func (l *StartLock) MarkStarting() error { return errors.ErrUnsupported }
+
+// MarkListening does nothing here.
+func (l *StartLock) MarkListening(int) error { return errors.ErrUnsupported }
+
+// FailedStart reports nothing here.
+func (l *StartLock) FailedStart(time.Duration) (time.Time, bool) { return time.Time{}, false }

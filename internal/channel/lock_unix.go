@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -96,4 +97,43 @@ func flock(f *os.File, how int) error {
 		return err
 	}
 	return ferr
+}
+
+// The lock file also records how the last start went, so that a companion
+// whose server dies before it listens is not restarted by every call (each
+// restart costs a process start beside the hook): "starting" written by the
+// client before it starts the server, "listening <pid>" by the server once
+// it listens.
+const (
+	markStarting  = "starting\n"
+	markListening = "listening "
+)
+
+// MarkStarting records that a server is being started.
+func (l *StartLock) MarkStarting() error { return l.mark(markStarting) }
+
+// MarkListening records that the server pid listens.
+func (l *StartLock) MarkListening(pid int) error {
+	return l.mark(markListening + strconv.Itoa(pid) + "\n")
+}
+
+func (l *StartLock) mark(s string) error {
+	if err := l.f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := l.f.WriteAt([]byte(s), 0)
+	return err
+}
+
+// FailedStart reports when the last start was made, if its server never
+// listened and that was less than within ago. Only meaningful under the lock:
+// a server still starting holds it.
+func (l *StartLock) FailedStart(within time.Duration) (time.Time, bool) {
+	buf := make([]byte, len(markStarting))
+	n, _ := l.f.ReadAt(buf, 0)
+	fi, err := l.f.Stat()
+	if err != nil || string(buf[:n]) != markStarting {
+		return time.Time{}, false
+	}
+	return fi.ModTime(), time.Since(fi.ModTime()) < within
 }

@@ -27,7 +27,10 @@
 // start exactly one. By default the client does not wait for that start: the
 // first (cold) call decides in-process (ErrNoServer) while the server warms
 // up for the next ones, since a cold server start costs more than deciding
-// in-process. Options.WaitForStart waits instead, up to StartTimeout.
+// in-process. Options.WaitForStart waits instead, up to StartTimeout. A
+// server that exits before it listens is not restarted for 10 s (the lock
+// file records how the last start went), so a companion that cannot serve
+// costs the calls nothing but the fallback.
 //
 // Linux only; elsewhere Call always returns ErrNotAccepted wrapping
 // errors.ErrUnsupported.

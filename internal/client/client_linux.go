@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +20,10 @@ import (
 // replyGrace is how long after the request's deadline the client still waits
 // for the reply: the server's handler stops at the deadline, then writes.
 const replyGrace = 500 * time.Millisecond
+
+// restartBackoff: after a server that died before listening, no client
+// starts another for this long (each call decides in-process meanwhile).
+const restartBackoff = 10 * time.Second
 
 func notAcceptedErr(cause, err error) error {
 	return fmt.Errorf("%w: %w: %w", ErrNotAccepted, cause, err)
@@ -238,8 +243,16 @@ func (c *Client) start(dir, key, sock string) (started bool, err error) {
 	} else if !absent(err) {
 		return false, err
 	}
+	if at, ok := l.FailedStart(restartBackoff); ok {
+		return false, fmt.Errorf("the server started at %s exited before listening; not restarting it before %s "+
+			"(run %s %s to see why)", at.Format(time.TimeOnly), at.Add(restartBackoff).Format(time.TimeOnly),
+			c.opts.Companion, strings.Join(c.opts.ServeArgs, " "))
+	}
 	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("remove stale socket: %w", err)
+	}
+	if err := l.MarkStarting(); err != nil {
+		return false, err
 	}
 	cmd := exec.Command(c.opts.Companion, c.opts.ServeArgs...)
 	cmd.Dir = "/"

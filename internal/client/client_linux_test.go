@@ -484,3 +484,31 @@ func BenchmarkRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+func TestServerDyingBeforeListeningIsNotRestartedAtOnce(t *testing.T) {
+	f := newFixture(t)
+	c := New(Options{Companion: f.exe, Dir: f.dir, ServerEnv: []string{envRole + "=crash", envStarts + "=" + f.starts}})
+	if _, err := f.call(c, "x"); !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), "started one") {
+		t.Fatalf("cold call: %v", err)
+	}
+	for range 300 {
+		if len(f.pids()) == 1 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pids := f.pids()
+	if len(pids) != 1 {
+		t.Fatalf("started %v", pids)
+	}
+	waitGone(t, pids[0])
+	for range 3 {
+		_, err := f.call(c, "x")
+		if !errors.Is(err, ErrNotAccepted) || !strings.Contains(err.Error(), "exited before listening") {
+			t.Errorf("after a failed start: %v; want a fallback saying the server exited before listening", err)
+		}
+	}
+	if n := len(f.pids()); n != 1 {
+		t.Errorf("%d starts of a companion that cannot serve, want 1", n)
+	}
+}

@@ -39,6 +39,12 @@ func TestMain(m *testing.M) {
 		os.Exit(runClient())
 	case "fake":
 		os.Exit(runFake())
+	case "crash": // a companion that cannot serve
+		if f, err := os.OpenFile(os.Getenv(envStarts), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+			fmt.Fprintln(f, os.Getpid())
+			_ = f.Close()
+		}
+		os.Exit(1)
 	}
 	os.Exit(m.Run())
 }

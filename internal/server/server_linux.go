@@ -84,6 +84,7 @@ func Listen(ctx context.Context, dir, key string, lock *channel.StartLock) (*net
 		_ = ln.Close()
 		return nil, fmt.Errorf("listen on %s: %w", sock, err)
 	}
+	_ = lock.MarkListening(os.Getpid()) // only a hint against restart loops
 	return ln, nil
 }
 
