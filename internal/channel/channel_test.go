@@ -86,3 +86,16 @@ func TestForwardEnv(t *testing.T) {
 		t.Errorf("ForwardEnv = %q, want %q", got, want)
 	}
 }
+
+func TestRequestLookupEnv(t *testing.T) {
+	r := &Request{Env: []string{"A=1", "B=", "A=2", "NOEQ"}}
+	if v, ok := r.LookupEnv("A"); v != "2" || !ok {
+		t.Errorf("A = %q %v", v, ok)
+	}
+	if v, ok := r.LookupEnv("B"); v != "" || !ok {
+		t.Errorf("B = %q %v", v, ok)
+	}
+	if _, ok := r.LookupEnv("NOEQ"); ok {
+		t.Error("an entry without = was found")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Protocol is the wire protocol's version. A server speaking another one is
@@ -164,4 +165,15 @@ func ReadReply(r io.Reader) (*Reply, error) {
 	}
 	rep.Stdout, rep.Stderr = out, errOut
 	return &rep, nil
+}
+
+// LookupEnv looks key up in the request's environment, the way os.LookupEnv
+// does in the client's process (the last entry wins, as in exec).
+func (r *Request) LookupEnv(key string) (string, bool) {
+	for i := len(r.Env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(r.Env[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
 }

@@ -512,3 +512,32 @@ func TestServerDyingBeforeListeningIsNotRestartedAtOnce(t *testing.T) {
 		t.Errorf("%d starts of a companion that cannot serve, want 1", n)
 	}
 }
+
+// Stopping the server lets the requests in flight finish.
+func TestStopWaitsForRequestsInFlight(t *testing.T) {
+	f := newFixture(t)
+	stop := f.inProcess(server.Options{})
+	c := f.client(false, "")
+	done := make(chan error, 1)
+	go func() {
+		rep, err := c.Call(context.Background(), &channel.Request{Stdin: []byte("slow"), Deadline: time.Now().Add(500 * time.Millisecond).UnixMilli()})
+		if err == nil && rep.Exit != 3 {
+			err = errors.New("exit " + strconv.Itoa(rep.Exit))
+		}
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := stop(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Serve = %v", err)
+	}
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Errorf("Serve returned after %v, before the request in flight ended", d)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("request in flight: %v", err) // cut off: ErrNoAnswer
+	}
+	if _, err := f.call(c, "x"); !errors.Is(err, ErrNotAccepted) {
+		t.Errorf("after stop: %v; want a fallback", err)
+	}
+}
