@@ -194,8 +194,13 @@ func waitGone(t testing.TB, pid int) {
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 			return
 		}
-		// An orphan whose init does not reap it is gone all the same.
-		if st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil && strings.Contains(string(st), ") Z ") {
+		// An orphan whose init does not reap it is gone all the same, once
+		// its last thread has exited (a zombie leader alone says nothing:
+		// its other threads may still hold the socket).
+		proc := "/proc/" + strconv.Itoa(pid)
+		st, err := os.ReadFile(proc + "/stat")
+		tasks, _ := os.ReadDir(proc + "/task")
+		if err == nil && strings.Contains(string(st), ") Z ") && len(tasks) <= 1 {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
