@@ -30,16 +30,38 @@ func Self() (exe, buildID, key string, err error) {
 
 // Inherited returns the runtime directory and the start lock a client handed
 // to the server it started (channel.EnvServerDir, channel.EnvServerLockFD),
-// or "" and nil when this server was started by hand.
+// or "" and nil when this server was started by hand. With lookupEnv nil it
+// reads the process environment and removes both variables from it, so the
+// programs the server runs do not inherit them.
 func Inherited(lookupEnv func(string) (string, bool)) (dir string, lock *channel.StartLock) {
-	if lookupEnv == nil {
+	own := lookupEnv == nil
+	if own {
 		lookupEnv = os.LookupEnv
 	}
 	dir, _ = lookupEnv(channel.EnvServerDir)
 	if v, _ := lookupEnv(channel.EnvServerLockFD); v == strconv.Itoa(channel.LockFD) {
 		lock = channel.AdoptLock(os.NewFile(uintptr(channel.LockFD), "des-server-lock"))
 	}
+	if own {
+		_ = os.Unsetenv(channel.EnvServerDir)
+		_ = os.Unsetenv(channel.EnvServerLockFD)
+	}
 	return dir, lock
+}
+
+// isLockFile: an inherited descriptor is only trusted as the start lock
+// when it is the lock file of this build (the variable could be set by
+// hand, with descriptor 3 something else entirely).
+func isLockFile(lock *channel.StartLock, path string) bool {
+	if lock == nil || lock.File() == nil {
+		return false
+	}
+	got, err := lock.File().Stat()
+	if err != nil {
+		return false
+	}
+	want, err := os.Stat(path)
+	return err == nil && os.SameFile(got, want)
 }
 
 // Listen binds the socket of the build named key in the runtime directory
@@ -53,6 +75,9 @@ func Listen(ctx context.Context, dir, key string, lock *channel.StartLock) (*net
 			_ = lock.Unlock()
 		}
 		return nil, err
+	}
+	if !isLockFile(lock, channel.LockPath(dir, key)) {
+		lock = nil // not ours to release or close
 	}
 	if lock == nil {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -146,3 +146,28 @@ func TestInherited(t *testing.T) {
 		t.Errorf("without a lock descriptor: %q %v", dir, lock)
 	}
 }
+
+// A descriptor handed in as the lock that is not this build's lock file is
+// left alone, and the real lock is taken and released.
+func TestListenIgnoresForeignInheritedLock(t *testing.T) {
+	dir := privateDir(t)
+	_, _, key, _ := Self()
+	other, err := os.Create(filepath.Join(t.TempDir(), "not-the-lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ln, err := Listen(t.Context(), dir, key, channel.AdoptLock(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if _, err := other.Stat(); err != nil {
+		t.Errorf("the foreign descriptor was closed: %v", err)
+	}
+	l, ok, err := channel.TryLock(channel.LockPath(dir, key))
+	if err != nil || !ok {
+		t.Fatalf("lock left held: %v %v", ok, err)
+	}
+	_ = l.Unlock()
+}
