@@ -106,7 +106,9 @@ func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
 	}
 }
 
-// absent: nothing listens on the socket (no file, or a stale one).
+// absent: nothing listens on the socket (no file, or a stale one). On Linux
+// ECONNREFUSED on a Unix socket means no listener; a full backlog is EAGAIN,
+// which is not absent, so a busy server's socket is never taken for stale.
 func absent(err error) bool {
 	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
 }
