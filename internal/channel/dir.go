@@ -25,5 +25,21 @@ func Key(buildID string) string {
 // SocketPath is where the server of the build named key listens.
 func SocketPath(dir, key string) string { return filepath.Join(dir, "server-"+key+".sock") }
 
+// MaxSocketPath is the longest socket path Linux binds (sun_path is 108
+// bytes, with its terminating NUL).
+const MaxSocketPath = 107
+
+// ErrSocketPathTooLong is returned by CheckSocketPath.
+var ErrSocketPathTooLong = errors.New("socket path too long")
+
+// CheckSocketPath refuses a socket path the kernel cannot bind, naming the fix.
+func CheckSocketPath(path string) error {
+	if len(path) > MaxSocketPath {
+		return fmt.Errorf("%w: %s is %d bytes, at most %d; set XDG_RUNTIME_DIR (or TMPDIR) to a shorter directory",
+			ErrSocketPathTooLong, path, len(path), MaxSocketPath)
+	}
+	return nil
+}
+
 // LockPath is the lock that serialises starting that server.
 func LockPath(dir, key string) string { return filepath.Join(dir, "server-"+key+".lock") }

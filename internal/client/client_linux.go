@@ -68,6 +68,9 @@ func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
 	}
 	key := channel.Key(id)
 	sock := channel.SocketPath(dir, key)
+	if err := channel.CheckSocketPath(sock); err != nil {
+		return nil, notAcceptedErr(ErrNoServer, err)
+	}
 	conn, err := c.connect(ctx, sock)
 	if err == nil {
 		return c.handshake(ctx, conn, id)

@@ -541,3 +541,16 @@ func TestStopWaitsForRequestsInFlight(t *testing.T) {
 		t.Errorf("after stop: %v; want a fallback", err)
 	}
 }
+
+func TestSocketPathTooLong(t *testing.T) {
+	f := newFixture(t)
+	long := filepath.Join(f.dir, strings.Repeat("d", 100))
+	if err := os.Mkdir(long, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c := New(Options{Companion: f.exe, Dir: long})
+	_, err := f.call(c, "x")
+	if !errors.Is(err, ErrNotAccepted) || !errors.Is(err, channel.ErrSocketPathTooLong) || !strings.Contains(err.Error(), "XDG_RUNTIME_DIR") {
+		t.Errorf("long socket path: %v; want a fallback naming the fix", err)
+	}
+}

@@ -76,6 +76,12 @@ func Listen(ctx context.Context, dir, key string, lock *channel.StartLock) (*net
 		}
 		return nil, err
 	}
+	if err := channel.CheckSocketPath(channel.SocketPath(dir, key)); err != nil {
+		if lock != nil {
+			_ = lock.Unlock()
+		}
+		return nil, err
+	}
 	if !isLockFile(lock, channel.LockPath(dir, key)) {
 		lock = nil // not ours to release or close
 	}
