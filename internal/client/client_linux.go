@@ -1,0 +1,289 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/deterministic-exec/des/internal/channel"
+)
+
+// replyGrace is how long after the request's deadline the client still waits
+// for the reply: the server's handler stops at the deadline, then writes.
+const replyGrace = 500 * time.Millisecond
+
+// restartBackoff: after a server that died before listening, no client
+// starts another for this long (each call decides in-process meanwhile).
+const restartBackoff = 10 * time.Second
+
+func notAcceptedErr(cause, err error) error {
+	return fmt.Errorf("%w: %w: %w", ErrNotAccepted, cause, err)
+}
+
+func notAccepted(cause error, detail string) error {
+	if detail == "" {
+		return fmt.Errorf("%w: %w", ErrNotAccepted, cause)
+	}
+	return fmt.Errorf("%w: %w: %s", ErrNotAccepted, cause, detail)
+}
+
+// Call sends req to the decision server and returns its reply. req.Version
+// and req.Deadline are set here (the deadline: req's own, else ctx's, else
+// Options.Timeout from now, whichever is earliest).
+func (c *Client) Call(ctx context.Context, req *channel.Request) (*channel.Reply, error) {
+	conn, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return c.do(ctx, conn, req)
+}
+
+func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
+	comp := c.opts.Companion
+	if !filepath.IsAbs(comp) {
+		return nil, notAccepted(ErrNoServer, fmt.Sprintf("companion path %q is not absolute", comp))
+	}
+	id, err := c.ids.Read(comp)
+	if err != nil {
+		return nil, notAcceptedErr(ErrNoServer, err)
+	}
+	dir := c.opts.Dir
+	if dir == "" {
+		dir, err = channel.RuntimeDir(c.opts.LookupEnv)
+	} else {
+		_, err = channel.EnsureDir(dir)
+	}
+	if err != nil {
+		return nil, notAcceptedErr(ErrNoServer, err)
+	}
+	key := channel.Key(id)
+	sock := channel.SocketPath(dir, key)
+	if err := channel.CheckSocketPath(sock); err != nil {
+		return nil, notAcceptedErr(ErrNoServer, err)
+	}
+	conn, err := c.connect(ctx, sock)
+	if err == nil {
+		return c.handshake(ctx, conn, id)
+	}
+	if !absent(err) {
+		return nil, notAcceptedErr(ErrNoServer, err)
+	}
+	started, err := c.start(dir, key, sock)
+	if err != nil {
+		return nil, notAcceptedErr(ErrNoServer, fmt.Errorf("starting one: %w", err))
+	}
+	if !c.opts.WaitForStart {
+		what := "another client is starting one"
+		if started {
+			what = "started one in the background"
+		}
+		return nil, notAccepted(ErrNoServer, what)
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	for {
+		conn, err := c.connect(wctx, sock)
+		if err == nil {
+			return c.handshake(ctx, conn, id)
+		}
+		if !absent(err) {
+			return nil, notAcceptedErr(ErrNoServer, err)
+		}
+		t := time.NewTimer(5 * time.Millisecond)
+		select {
+		case <-wctx.Done():
+			t.Stop()
+			return nil, notAccepted(ErrNoServer, fmt.Sprintf("none answered %s within %v", sock, c.opts.StartTimeout))
+		case <-t.C:
+		}
+	}
+}
+
+// absent: nothing listens on the socket (no file, or a stale one). On Linux
+// ECONNREFUSED on a Unix socket means no listener; a full backlog is EAGAIN,
+// which is not absent, so a busy server's socket is never taken for stale.
+func absent(err error) bool {
+	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+func (c *Client) connect(ctx context.Context, sock string) (*net.UnixConn, error) {
+	d := net.Dialer{Timeout: c.opts.HelloTimeout}
+	conn, err := d.DialContext(ctx, "unix", sock)
+	if err != nil {
+		return nil, err
+	}
+	return conn.(*net.UnixConn), nil
+}
+
+// handshake checks the peer before anything is sent to it.
+func (c *Client) handshake(ctx context.Context, conn *net.UnixConn, buildID string) (*net.UnixConn, error) {
+	fail := func(cause error, detail any) (*net.UnixConn, error) {
+		_ = conn.Close()
+		if err, ok := detail.(error); ok {
+			return nil, notAcceptedErr(cause, err)
+		}
+		return nil, notAccepted(cause, detail.(string))
+	}
+	deadline := time.Now().Add(c.opts.HelloTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = conn.SetDeadline(deadline)
+	pid, uid, err := channel.PeerCred(conn)
+	if err != nil {
+		return fail(ErrPeerMismatch, err)
+	}
+	if uid != os.Getuid() {
+		return fail(ErrPeerMismatch, fmt.Sprintf("pid %d runs as uid %d", pid, uid))
+	}
+	exe := "/proc/" + strconv.Itoa(pid) + "/exe"
+	peerFi, err := os.Stat(exe)
+	if err != nil {
+		return fail(ErrPeerMismatch, err)
+	}
+	compFi, err := os.Stat(c.opts.Companion)
+	if err != nil {
+		return fail(ErrNoServer, err)
+	}
+	if !os.SameFile(peerFi, compFi) {
+		target, _ := os.Readlink(exe)
+		return fail(ErrPeerMismatch, fmt.Sprintf("pid %d runs %s, not %s", pid, target, c.opts.Companion))
+	}
+	var h channel.Hello
+	if err := channel.ReadJSON(conn, &h); err != nil {
+		return fail(ErrNoServer, fmt.Errorf("reading its hello: %w", err))
+	}
+	if h.Protocol != channel.Protocol {
+		return fail(ErrRefused, fmt.Sprintf("it speaks protocol %d, this client %d", h.Protocol, channel.Protocol))
+	}
+	if h.BuildID != buildID {
+		return fail(ErrPeerMismatch, fmt.Sprintf("pid %d announces build %q, %s is %q", pid, h.BuildID, c.opts.Companion, buildID))
+	}
+	return conn, nil
+}
+
+func (c *Client) do(ctx context.Context, conn *net.UnixConn, req *channel.Request) (*channel.Reply, error) {
+	deadline := time.Now().Add(c.opts.Timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if req.Deadline != 0 && time.UnixMilli(req.Deadline).Before(deadline) {
+		deadline = time.UnixMilli(req.Deadline)
+	}
+	req.Version, req.Deadline = channel.Protocol, deadline.UnixMilli()
+	// Cancelling ctx interrupts whatever read or write is under way.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	_ = conn.SetDeadline(deadline)
+
+	if err := channel.WriteRequest(conn, req); err != nil {
+		// The server may have said why before closing (an oversized event).
+		var a channel.Accept
+		_ = conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		if channel.ReadJSON(conn, &a) == nil && a.Error != "" {
+			return nil, notAccepted(ErrRefused, a.Error)
+		}
+		return nil, notAcceptedErr(ErrNoServer, fmt.Errorf("sending the request: %w", err))
+	}
+	var a channel.Accept
+	if err := channel.ReadJSON(conn, &a); err != nil {
+		return nil, notAcceptedErr(ErrNoServer, fmt.Errorf("reading its accept: %w", err))
+	}
+	if !a.Accepted {
+		return nil, notAccepted(ErrRefused, a.Error)
+	}
+	if ctx.Err() != nil || !time.Now().Before(deadline) {
+		return nil, notAccepted(ErrNoServer, "the deadline passed before the request was committed")
+	}
+	if err := channel.WriteJSON(conn, &channel.Commit{Commit: true}); err != nil {
+		// A failed write on a Unix socket delivered nothing: not committed.
+		return nil, notAcceptedErr(ErrNoServer, fmt.Errorf("committing: %w", err))
+	}
+	// Committed: from here on the request may have had effects.
+	_ = conn.SetDeadline(deadline.Add(replyGrace))
+	if ctx.Err() != nil {
+		_ = conn.SetDeadline(time.Unix(1, 0))
+	}
+	rep, err := channel.ReadReply(conn)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %w", ErrNoAnswer, err)
+	}
+	if rep.Error != "" {
+		return rep, fmt.Errorf("%w: %s", ErrNoAnswer, rep.Error)
+	}
+	return rep, nil
+}
+
+// start starts the companion's server unless another client is starting one
+// (the lock is held) or one answers by now. started reports whether this
+// call started it.
+func (c *Client) start(dir, key, sock string) (started bool, err error) {
+	l, ok, err := channel.TryLock(channel.LockPath(dir, key))
+	if err != nil || !ok {
+		return false, err
+	}
+	handed := false
+	defer func() {
+		if !handed {
+			_ = l.Unlock()
+		}
+	}()
+	d := net.Dialer{Timeout: c.opts.HelloTimeout}
+	if conn, err := d.Dial("unix", sock); err == nil {
+		_ = conn.Close()
+		return false, nil
+	} else if !absent(err) {
+		return false, err
+	}
+	if at, ok := l.FailedStart(restartBackoff); ok {
+		return false, fmt.Errorf("the server started at %s exited before listening; not restarting it before %s "+
+			"(run %s %s to see why)", at.Format(time.TimeOnly), at.Add(restartBackoff).Format(time.TimeOnly),
+			c.opts.Companion, strings.Join(c.opts.ServeArgs, " "))
+	}
+	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("remove stale socket: %w", err)
+	}
+	if err := l.MarkStarting(); err != nil {
+		return false, err
+	}
+	cmd := exec.Command(c.opts.Companion, c.opts.ServeArgs...)
+	cmd.Dir = "/"
+	cmd.Env = c.serverEnv(dir)
+	cmd.ExtraFiles = []*os.File{l.File()} // descriptor channel.LockFD
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return false, err
+	}
+	handed = true
+	_ = l.Close() // the server holds the lock now, and releases it once it listens
+	go func() { _ = cmd.Wait() }()
+	c.opts.Logger.Debug("started a decision server", "pid", cmd.Process.Pid, "socket", sock)
+	return true, nil
+}
+
+func (c *Client) serverEnv(dir string) []string {
+	lookup := c.opts.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	env := []string{channel.EnvServerDir + "=" + dir, channel.EnvServerLockFD + "=" + strconv.Itoa(channel.LockFD)}
+	for _, k := range []string{"PATH", "HOME"} {
+		if v, ok := lookup(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return append(env, c.opts.ServerEnv...)
+}
