@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -40,5 +41,49 @@ func TestE2EAttackPhaseRequirementFilesProtected(t *testing.T) {
 	// A neighbour of the file is not.
 	if reason := denyReason(t, runHookProcess(t, root, nil, writeEvent(root, "Write", "team/notes.md"))); reason != "" {
 		t.Errorf("unrelated file denied: %q", reason)
+	}
+}
+
+// A stop that fails because the subagent's transcript was tampered with
+// says nothing of the run can be trusted. The resolution des gives (stale
+// --resolve, then the step again) must leave the phases that run claimed
+// to redo: otherwise the resolution alone settles the failure and Gate 3
+// commits the tampered run's claims as they are.
+func TestE2EAttackTamperedRunIsNotCommittedByResolvingIt(t *testing.T) {
+	f := newFollower(t)
+	f.redoAll(canonicalPhases)
+	f.write(withTask("DONE"))
+	if err := os.Remove(f.transcript); err != nil { // what `rm` in the subagent does
+		t.Fatal(err)
+	}
+	out := f.stop(false)
+	if !strings.Contains(out.SystemMessage, "[DES-TRANSCRIPT-TAMPERED]") {
+		t.Fatalf("stop: %+v", out)
+	}
+	f.read(out.SystemMessage)
+	f.command(f.line("^Make the step resumable|^Reset "))
+	r := f.precommit()
+	if r.code == 0 {
+		t.Fatalf("the tampered run's phases commit after stale --resolve alone:\n%s%s", r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "[DES-COMMIT-PHASE-OPEN]") {
+		t.Errorf("want the run's phases open to redo:\n%s", r.stdout)
+	}
+	// Redone honestly by the subagent started again, the step commits.
+	f.resume()
+	var todo []string
+	for _, p := range stepPhases(readStep(t, f.root)) {
+		if p := p.(map[string]any); p["status"] == "NOT_EXECUTED" {
+			todo = append(todo, p["phase_name"].(string))
+		}
+	}
+	if len(todo) != len(canonicalPhases) {
+		t.Errorf("phases to redo = %v, want every phase the tampered run finished", todo)
+	}
+	f.redoAll(todo)
+	f.write(withTask("DONE"))
+	f.passes(false)
+	if r := f.precommit(); r.code != 0 {
+		t.Fatalf("the redone step does not commit:\n%s%s", r.stdout, r.stderr)
 	}
 }
