@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -85,5 +86,28 @@ func TestE2EAttackTamperedRunIsNotCommittedByResolvingIt(t *testing.T) {
 	f.passes(false)
 	if r := f.precommit(); r.code != 0 {
 		t.Fatalf("the redone step does not commit:\n%s%s", r.stdout, r.stderr)
+	}
+}
+
+// `des-hook test --fmt DIR` rewrites the .rego files of DIR, and only
+// those: a symbolic link in DIR (to a team policy in a protected
+// directory, say) is not followed out of it and rewritten.
+func TestE2EAttackTestFmtFollowsNoLink(t *testing.T) {
+	root := t.TempDir()
+	const team = "package team\n\nallow   if   true\n"
+	writeFile(t, root, ".des/policies/team.rego", team)
+	writeFile(t, root, "mine/own_test.rego", "package mine_test\n\ntest_x if true\n")
+	if err := os.Symlink(filepath.Join(root, ".des", "policies", "team.rego"), filepath.Join(root, "mine", "linked.rego")); err != nil {
+		t.Fatal(err)
+	}
+	r := runTestCommand(t, root, "--fmt", "mine")
+	if raw, _ := os.ReadFile(filepath.Join(root, ".des", "policies", "team.rego")); string(raw) != team {
+		t.Errorf("--fmt rewrote the team's policy through a link:\n%s\n(exit %d, %s%s)", raw, r.code, r.stdout, r.stderr)
+	}
+	if fi, err := os.Lstat(filepath.Join(root, "mine", "linked.rego")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", err)
+	}
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "linked.rego") {
+		t.Errorf("a linked file left unformatted must be reported: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
