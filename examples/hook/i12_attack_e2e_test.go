@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des/audit"
 )
 
 // The team's phase requirement files (setting phase_requirements_files)
@@ -110,4 +113,66 @@ func TestE2EAttackTestFmtFollowsNoLink(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "linked.rego") {
 		t.Errorf("a linked file left unformatted must be reported: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// A subagent started on its step through a symbolic link (the marker names
+// alias/01-01.json, alias a link to the steps directory) works on the same
+// file. Gate 2's verdict must be recorded under the step's own name, the
+// one Gate 3 reads: under the link's name, a failed stop never reaches the
+// commit gate, and the step it failed commits.
+func TestE2EAttackStepThroughALinkKeepsItsGate2Failure(t *testing.T) {
+	root := t.TempDir()
+	claude := t.TempDir()
+	var phases []string
+	for i, name := range canonicalPhases {
+		phases = append(phases, `{"phase_name": "`+name+`", "phase_index": `+itoa(i)+`, "status": "NOT_EXECUTED"}`)
+	}
+	writeFile(t, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": [`+strings.Join(phases, ", ")+`]}}`)
+	if err := os.Symlink(filepath.Join(root, filepath.Dir(e2eStep)), filepath.Join(root, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	const alias = "alias/01-01.json"
+	env := []string{"CLAUDE_CONFIG_DIR=" + claude}
+	prompt := strings.ReplaceAll(renderPrompt(t, "execute-step"), e2eStep, alias)
+	if !strings.Contains(prompt, alias) {
+		t.Fatal("the prompt does not name the link")
+	}
+	if reason := denyReason(t, runHookProcess(t, root, env, agentEvent(root, "Agent", prompt))); reason != "" {
+		t.Fatalf("Gate 1 denied: %s", reason)
+	}
+	transcript := filepath.Join(claude, "projects", "p", "s1", "subagents", "agent-a6fbb44895c6a27dd.jsonl")
+	line, _ := json.Marshal(map[string]any{
+		"parentUuid": nil, "isSidechain": true, "agentId": "a6fbb44895c6a27dd", "type": "user",
+		"message": map[string]any{"role": "user", "content": prompt}, "sessionId": "s1", "version": "2.1.270",
+	})
+	writeFile(t, filepath.Dir(transcript), filepath.Base(transcript), string(line)+"\n")
+
+	completeAroundTheGuard(t, root)
+	out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false)))
+	if !strings.Contains(out.SystemMessage, "[DES-PHASE-JUMP]") || strings.Contains(out.SystemMessage, "[DES-TRANSCRIPT-TAMPERED]") {
+		t.Fatalf("stop: %+v", out)
+	}
+	r := runBinCLI(t, root, "precommit", e2eStep)
+	if r.code == 0 || !strings.Contains(r.stdout, "[DES-COMMIT-GATE2]") {
+		t.Errorf("the step Gate 2 failed commits:\nexit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, e := range auditEntries(t, root) {
+		if sf, ok := e.Fields["step_file"]; ok && sf != e2eStep {
+			t.Errorf("%s recorded under %v, not the step's own name %s", e.Event, sf, e2eStep)
+		}
+	}
+}
+
+// auditEntries is every entry of the project's audit trail.
+func auditEntries(t *testing.T, root string) []audit.Entry {
+	t.Helper()
+	log, err := audit.Open(filepath.Join(root, ".des", "audit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := log.Read(t.Context(), audit.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
 }
