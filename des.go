@@ -103,9 +103,10 @@ type Engine struct {
 	logger *slog.Logger
 	writes gate.Writes
 
-	claudeDirs []string // where subagent transcripts may be read, besides the root
-	stateDir   string   // the project's per-user state directory (statedir.For), outside the project
-	witnessDir string   // the audit trail's witnesses (AuditWitnessDir), outside the project
+	claudeDirs  []string // where subagent transcripts may be read, besides the root
+	extraPolicy []string // policy directories and bundles a program added (WithPolicyDirs, WithBundles), absolute
+	stateDir    string   // the project's per-user state directory (statedir.For), outside the project
+	witnessDir  string   // the audit trail's witnesses (AuditWitnessDir), outside the project
 
 	workflow gate.Workflow // finds the multi-phase workflow state (phases.go)
 
@@ -152,9 +153,19 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	// configured directories are put in the same form.
 	seen := cfg
 	seen.AuditDir = gate.ProjectPath(root, cfg.AuditDir)
-	seen.PolicyDirs = make([]string, len(cfg.PolicyDirs))
-	for i, d := range cfg.PolicyDirs {
-		seen.PolicyDirs[i] = gate.ProjectPath(root, d)
+	// Every place des loads rules or tables from is protected: the
+	// configured policy directories, those and the bundles a program adds
+	// (WithPolicyDirs, WithBundles), and the phase requirement files, which
+	// decide what the phase gates require. An fs.FS (WithPolicyFS) is the
+	// program's own.
+	extra := append(resolveAll(root, o.dirs), resolveAll(root, o.bundles)...)
+	seen.PolicyDirs = nil
+	for _, d := range append(slices.Clone(cfg.PolicyDirs), extra...) {
+		seen.PolicyDirs = append(seen.PolicyDirs, gate.ProjectPath(root, d))
+	}
+	seen.PhaseRequirementsFiles = make([]string, len(cfg.PhaseRequirementsFiles))
+	for i, f := range cfg.PhaseRequirementsFiles {
+		seen.PhaseRequirementsFiles[i] = gate.ProjectPath(root, f)
 	}
 	// DES's per-user state directory is protected too; policies see it
 	// absolute, as ProjectPath gives a path outside the project.
@@ -183,7 +194,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if o.lazy {
 		popts = append(popts, policy.WithLazyCompile())
 	}
-	e := &Engine{root: root, cfg: cfg, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir}
+	e := &Engine{root: root, cfg: cfg, extraPolicy: extra, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir}
 	e.claudeDirs = gate.ClaudeDirs(o.lookupEnv)
 	if o.workflow != nil {
 		e.workflow = *o.workflow
@@ -330,7 +341,8 @@ func (e *Engine) ToolUse() gate.ToolUse {
 // protectedDirs are the directories that never hold a step file and whose
 // changes are always outside a step's scope.
 func (e *Engine) protectedDirs() []string {
-	return append(slices.Clone(e.cfg.PolicyDirs), e.cfg.AuditDir)
+	dirs := append(slices.Concat(e.cfg.PolicyDirs, e.extraPolicy, e.cfg.PhaseRequirementsFiles), e.cfg.AuditDir)
+	return dirs
 }
 
 // StateDir is DES's per-user state directory for this project (see

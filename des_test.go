@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/policy"
 )
 
@@ -98,4 +99,39 @@ func TestEngineConcurrentEvaluate(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// Every place des loads rules or tables from is protected, whichever way it
+// was named: a policy directory or bundle a program adds, and the phase
+// requirement files, which decide what the phase gates require.
+func TestLoadedLocationsAreProtected(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"extra-rules", "bundle", "team"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "bundle", ".manifest"), []byte(`{"roots": ["acme"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "team", "iteration-requirements.json"), []byte(`{"phase_requirements": {}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(t.Context(), WithRoot(root), WithPolicyDirs("extra-rules"), WithBundles(filepath.Join(root, "bundle")),
+		WithEnv(env(map[string]string{"DES_PHASE_REQUIREMENTS_FILES": "team/iteration-requirements.json"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, wantDeny := range map[string]bool{
+		"extra-rules/relax.rego": true, "bundle/data.json": true, "team/iteration-requirements.json": true,
+		"team/notes.md": false, "src/main.go": false,
+	} {
+		res, err := e.CheckToolUse(t.Context(), gate.ToolCall{Tool: "Write", Paths: []string{path}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Denied() != wantDeny {
+			t.Errorf("write %s: denied = %v, want %v (%v)", path, res.Denied(), wantDeny, res.Decision.Codes())
+		}
+	}
 }

@@ -117,6 +117,17 @@ func (e *Engine) ResolveStale(ctx context.Context, file string) (Resolution, err
 	if _, ok := strings.CutPrefix(res.StepFile, ".."); ok || filepath.IsAbs(res.StepFile) {
 		return res, fmt.Errorf("des: resolve %s: outside the project root %s", file, e.root)
 	}
+	// The file as the gates name it, symbolic links resolved: a link must
+	// not carry the rewrite outside the project or into DES's own files,
+	// and the resolution is recorded under the name Gates 2 and 3 read.
+	real := gate.ProjectPath(e.root, abs)
+	if real == "." || real == ".." || strings.HasPrefix(real, "../") || filepath.IsAbs(filepath.FromSlash(real)) {
+		return res, fmt.Errorf("des: resolve %s: it leads to %s, outside the project root %s", file, real, e.root)
+	}
+	if e.ToolUse().Concerns(gate.ToolCall{Paths: []string{real}}) {
+		return res, fmt.Errorf("des: resolve %s: it leads to %s, one of DES's own protected files, never a step file", file, real)
+	}
+	res.StepFile = real
 	step, _, err := statemachine.ReadStep(abs)
 	if err != nil {
 		return res, fmt.Errorf("des: resolve %s: %w", res.StepFile, err)

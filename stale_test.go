@@ -204,3 +204,38 @@ func TestResolveFailedTaskUsesOnlyTheLatestGate2Failure(t *testing.T) {
 		t.Fatalf("after a later pass: %+v, %v; want only the unfinished phase", res, err)
 	}
 }
+
+// A symbolic link inside the project does not carry the rewrite outside it
+// or into DES's own files, and a link to a step file inside it is resolved
+// under the step's own name, the one Gates 2 and 3 read in the trail.
+func TestResolveFollowsNoLinkOutOrIntoDESFiles(t *testing.T) {
+	failed := phaseStep("FAILED", "PREPARE", "IN_PROGRESS")
+	e := staleProject(t, map[string]string{"steps/01-01.json": failed, ".des/runs/x.json": failed})
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "01-01.json"), []byte(failed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"out": outside, "des": filepath.Join(e.Root(), ".des"), "alias": filepath.Join(e.Root(), "steps")} {
+		if err := os.Symlink(target, filepath.Join(e.Root(), link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"out/01-01.json", filepath.Join(e.Root(), "out", "01-01.json"), "des/runs/x.json"} {
+		if res, err := e.ResolveStale(t.Context(), f); err == nil {
+			t.Errorf("%s was resolved: %+v", f, res)
+		}
+	}
+	for _, f := range []string{filepath.Join(outside, "01-01.json"), filepath.Join(e.Root(), ".des", "runs", "x.json")} {
+		if raw, _ := os.ReadFile(f); string(raw) != failed {
+			t.Errorf("%s was rewritten", f)
+		}
+	}
+	res, err := e.ResolveStale(t.Context(), "alias/01-01.json")
+	if err != nil || res.StepFile != "steps/01-01.json" {
+		t.Fatalf("through an alias inside the project: %+v, %v", res, err)
+	}
+	entries, err := e.Audit().Read(t.Context(), audit.Query{Events: []audit.EventType{audit.StaleResolution}})
+	if err != nil || len(entries) != 1 || entries[0].Fields["step_file"] != "steps/01-01.json" {
+		t.Errorf("recorded %+v, %v", entries, err)
+	}
+}

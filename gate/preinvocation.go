@@ -351,28 +351,9 @@ func readStepFile(rootDir string, protected []string, marked string) stepRead {
 	if marked == "" {
 		return stepRead{}
 	}
-	abs := marked
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(rootDir, filepath.FromSlash(marked))
-	}
-	abs = filepath.Clean(abs)
-	s := stepRead{rel: filepath.ToSlash(marked), abs: abs}
-	if rel, ok := within(rootDir, abs); ok {
-		s.rel = rel
-	} else {
-		s.problem, s.err = "outside", fmt.Sprintf("it names %s, outside %s", abs, rootDir)
+	s, abs := locateStepFile(rootDir, marked)
+	if s.problem != "" {
 		return s
-	}
-	root, err := filepath.EvalSymlinks(rootDir)
-	if err != nil {
-		root = rootDir
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		if _, ok := within(root, real); !ok {
-			s.problem, s.err = "outside", fmt.Sprintf("a symbolic link leads to %s, outside %s", real, rootDir)
-			return s
-		}
-		s.abs = real // read and rewrite what was checked, not whatever the link names later
 	}
 	if (ToolUse{Root: rootDir, Protected: protected}).Concerns(ToolCall{Paths: []string{abs}}) {
 		s.problem, s.err = "outside", "it is one of DES's own protected files (.des, the policy and audit directories), never a step file"
@@ -392,6 +373,41 @@ func readStepFile(rootDir string, protected []string, marked string) stepRead {
 		s.step, s.doc, s.schema, s.raw = step, step.Document(), step.Validate(), raw
 	}
 	return s
+}
+
+// locateStepFile is where marked leads: s.rel and s.abs, or s.problem
+// "outside"; abs is the path as named, cleaned.
+func locateStepFile(rootDir, marked string) (s stepRead, abs string) {
+	abs = marked
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(rootDir, filepath.FromSlash(marked))
+	}
+	abs = filepath.Clean(abs)
+	s = stepRead{rel: filepath.ToSlash(marked), abs: abs}
+	if rel, ok := within(rootDir, abs); ok {
+		s.rel = rel
+	} else {
+		s.problem, s.err = "outside", fmt.Sprintf("it names %s, outside %s", abs, rootDir)
+		return s, abs
+	}
+	root, err := filepath.EvalSymlinks(rootDir)
+	if err != nil {
+		root = rootDir
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		rel, ok := within(root, real)
+		if !ok {
+			s.problem, s.err = "outside", fmt.Sprintf("a symbolic link leads to %s, outside %s", real, rootDir)
+			return s, abs
+		}
+		s.abs = real // read and rewrite what was checked, not whatever the link names later
+		// Named as the write guard and Gate 3 name it: every record of the
+		// run (Gate 1's, Gate 2's verdict) is under the step's own path,
+		// so a marker naming it through a link cannot keep a failure
+		// from the commit gate.
+		s.rel = rel
+	}
+	return s, abs
 }
 
 // within reports whether path is inside root, and its slash-separated path

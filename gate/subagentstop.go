@@ -313,17 +313,12 @@ func (g SubagentStop) locate(ctx context.Context, s Stop) (location, error) {
 	return location{}, fmt.Errorf("cannot tell which step the subagent worked on: transcript %s: %w; and no record of its invocation", cmpOr(s.TranscriptPath, `""`), terr)
 }
 
-// markedRel is a DES-STEP-FILE marker as Gate 1 records it: relative to
-// the root, slash-separated, when it is inside the root.
+// markedRel is a DES-STEP-FILE marker as Gate 1 records it (readStepFile):
+// relative to the root, slash-separated, when it is inside the root, and
+// through any symbolic link to the file it names.
 func markedRel(root, marked string) string {
-	abs := marked
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(root, filepath.FromSlash(marked))
-	}
-	if rel, ok := within(root, filepath.Clean(abs)); ok {
-		return rel
-	}
-	return filepath.ToSlash(marked)
+	s, _ := locateStepFile(root, marked)
+	return s.rel
 }
 
 // Bounds of the search for a session's open run.

@@ -180,8 +180,15 @@ func testDirs(ctx context.Context, e env, args []string) ([]testDir, int) {
 	return dirs, exitOK
 }
 
-// formatFile rewrites a Rego file as `opa fmt` (Rego v1) formats it.
+// formatFile rewrites a Rego file as `opa fmt` (Rego v1) formats it. Only
+// a regular file is rewritten: a symbolic link would carry the write out of
+// the directory named (into a protected policy directory, say).
 func formatFile(path string) error {
+	if fi, err := os.Lstat(path); err != nil {
+		return err
+	} else if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (%s): des-hook test --fmt formats only the files of the directory, not what a link points to; format the file where it is", path, fi.Mode().Type())
+	}
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return err

@@ -15,14 +15,18 @@ package des.protected
 # The protected roots: .des/config.json, DES's run records, its subagent
 # registry (.des/sessions) and git's hooks
 # directory (a pre-commit hook replaced switches Gate 3 off) always, plus the
-# configured audit and policy directories, DES's per-user state directory
+# configured audit and policy directories, the phase requirement files
+# (what the phase gates require), DES's per-user state directory
 # (its last good copies) and the audit trail's witnesses (absolute, outside
 # the project) when Go names them
 # (DES hands settings to policies clean and slash-separated). Kept to one
 # array and built-ins: this rule runs on every write under a protected root,
 # and user functions cost more.
 roots := array.concat(
-	array.concat([".des/config.json", ".des/runs", ".des/sessions", ".git/hooks", data.des.config.audit_dir], data.des.config.policy_dirs),
+	array.concat(
+		array.concat([".des/config.json", ".des/runs", ".des/sessions", ".git/hooks", data.des.config.audit_dir], data.des.config.policy_dirs),
+		object.get(data.des.config, "phase_requirements_files", []),
+	),
 	[d | some k in ["state_dir", "witness_dir"]; d := object.get(data.des.config, k, ""); d != ""],
 )
 
@@ -40,7 +44,7 @@ partial := {
 
 # METADATA
 # title: Write to a protected DES path
-# description: A tool call writes a policy directory, .des/config.json, the audit directory or DES's run records.
+# description: A tool call writes a policy directory, a phase requirement file, .des/config.json, the audit directory or DES's run records.
 # custom:
 #   code: DES-PROTECTED-PATH
 #   severity: deny

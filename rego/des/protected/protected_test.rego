@@ -25,6 +25,14 @@ test_configured_dirs_follow_settings if {
 	count(protected.deny) == 1 with input as write("/var/log/des/a.log") with data.des.config.audit_dir as "/var/log/des"
 }
 
+test_phase_requirement_files_are_protected if {
+	files := ["team/iteration-requirements.json"]
+	count(protected.deny) == 1 with input as write("team/iteration-requirements.json") with data.des.config.phase_requirements_files as files
+	count(protected.deny) == 1 with input as write("team") with data.des.config.phase_requirements_files as files
+	count(protected.deny) == 0 with input as write("team/iteration-requirements.json.bak") with data.des.config.phase_requirements_files as files
+	count(protected.deny) == 0 with input as write("team/iteration-requirements.json") with data.des.config.phase_requirements_files as []
+}
+
 test_neighbours_are_not_protected if {
 	count(protected.deny) == 0 with input as write(".des/state.json")
 	count(protected.deny) == 0 with input as write(".des/policies-old/x.rego")

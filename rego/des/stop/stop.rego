@@ -714,6 +714,25 @@ _finished(p) if {
 
 _unfinished := [p | some p in _phases; not _finished(p)]
 
+# A tampered transcript (DES-TRANSCRIPT-TAMPERED) leaves nothing the run
+# claimed trustworthy: the phases it finished are reset with the rest, or
+# the reset alone would settle the failure and Gate 3 commit those claims.
+_tampered if {
+	input.transcript.checked == true
+	data.des.stop.transcript_tampered[input.transcript.state]
+}
+
+_to_reset(p) if {
+	not _finished(p)
+	p.status != "NOT_EXECUTED"
+}
+
+_to_reset(p) if {
+	_tampered
+	p.status in _done
+	object.get(_at_start, p.name, "") != p.status # finished in this run
+}
+
 default _reset_phase := ""
 
 _reset_phase := _unfinished[0].name
@@ -727,12 +746,13 @@ _reset_phase := _unfinished[0].name
 #   reset_phases are the phases, in log order, that must go back to
 #   NOT_EXECUTED before the step can run again: the unfinished ones that
 #   are not NOT_EXECUTED already (IN_PROGRESS, FAILED, EXECUTED without
-#   outcome, SKIPPED without reason, unknown statuses, jumps).
+#   outcome, SKIPPED without reason, unknown statuses, jumps), and, when the
+#   transcript was tampered with, every phase the run finished.
 #   redo_phases are the phases finished around the write guard
 #   (DES-PHASE-JUMP), in log order: what DES sets NOT_EXECUTED when it sends
 #   the subagent back in block mode, so that redoing them is a legal walk.
 info := {
 	"reset_phase": _reset_phase,
-	"reset_phases": [p.name | some p in _unfinished; p.status != "NOT_EXECUTED"],
+	"reset_phases": [p.name | some p in _phases; _to_reset(p)],
 	"redo_phases": _redo,
 }

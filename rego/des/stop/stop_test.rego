@@ -691,3 +691,13 @@ test_transcript_agreeing_or_unchecked_passes if {
 test_transcript_tampered_states_are_data if {
 	count(stop.deny) == 0 with input as transcript("no_markers", "") with data.des.stop.transcript_tampered as {"missing": "is missing"}
 }
+
+# A tampered run's finished phases are reset with the rest: the reset alone
+# must not settle the failure with the run's claims standing. Phases
+# finished before the run are kept.
+test_transcript_tampered_resets_the_phases_the_run_finished if {
+	stop.info.reset_phases == canonical with input as transcript("missing", "")
+	stop.info.reset_phases == [] with input as transcript("agrees", "")
+	earlier := object.union(transcript("missing", ""), {"run": {"phases_at_start": {"PREPARE": "EXECUTED"}}})
+	stop.info.reset_phases == array.slice(canonical, 1, 14) with input as earlier
+}
