@@ -182,6 +182,16 @@ func (f *fixture) pids() []int {
 }
 
 func (f *fixture) stopServers() {
+	// A server a call started in the background holds the start lock until
+	// it listens: wait for that, so it has recorded its pid and is stopped
+	// here rather than left writing into a directory being removed.
+	if id, err := channel.ReadBuildID(f.exe); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if l, err := channel.AcquireLock(ctx, channel.LockPath(f.dir, channel.Key(id))); err == nil {
+			_ = l.Close()
+		}
+		cancel()
+	}
 	for _, pid := range f.pids() {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 		waitGone(f.t, pid)
