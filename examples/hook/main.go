@@ -2,7 +2,7 @@
 // and people. Install it as des-hook, the name its messages and the docs
 // use, at a path that lasts and that the agent cannot write:
 //
-//	go build -o ~/bin/des-hook ./examples/hook
+//	CGO_ENABLED=0 go build -o ~/bin/des-hook ./examples/hook
 //	~/bin/des-hook settings     # the .claude/settings.json part that installs it
 //
 // (go install names it hook, after this directory: rename it, or pass its
