@@ -250,7 +250,7 @@ func (t ToolUse) dynamicWrite(docs DocumentWrite, w shell.Write, p string) map[s
 			case gdir != "" && glob.Match(gdir, relDir),
 				gdir == "" && relDir == ".",
 				start != "" && !strings.ContainsAny(g, "*?[") && strings.HasPrefix(g, prefix),
-				last != "" && (set.kind != KindStep || stepNamePattern.MatchString(last)):
+				last != "" && (set.kind != KindStep || stepNamePattern().MatchString(last)):
 				if document == "" {
 					document = set.kind
 				}

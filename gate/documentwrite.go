@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/deterministic-exec/des/audit"
@@ -174,12 +175,14 @@ func (d DocumentWrite) kindOf(rel string, incoming func(disk []byte) []byte) (st
 // stepNamePattern is the name of a DES step file in a steps directory:
 // NN-NN.json, with nWave's variants (a letter suffix such as 01-02a, a
 // prefix such as US005-03-05 or phase2-01).
-var stepNamePattern = regexp.MustCompile(`^(?:[A-Za-z0-9_]+-)*[A-Za-z_]*[0-9]+-[0-9]+[A-Za-z]?\.json$`)
+var stepNamePattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[A-Za-z0-9_]+-)*[A-Za-z_]*[0-9]+-[0-9]+[A-Za-z]?\.json$`)
+})
 
 // stepName reports whether rel is named as a step file in a steps directory.
 func stepName(rel string) bool {
 	dir, name := pathpkg.Split(rel)
-	return pathpkg.Base(dir) == "steps" && stepNamePattern.MatchString(name)
+	return pathpkg.Base(dir) == "steps" && stepNamePattern().MatchString(name)
 }
 
 // stepKeys are the top-level members of which a step file has at least

@@ -3,6 +3,7 @@ package gate
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -63,12 +64,12 @@ var desanitizations = [][2]string{
 	{"\n\nA:", "\n\nAssistant:"},
 }
 
-var markdownFile = regexp.MustCompile(`(?i)\.(md|mdx)$`)
+var markdownFile = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\.(md|mdx)$`) })
 
 // normalizeEdit is Claude Code's input normalisation of one edit against
 // the file's content.
 func normalizeEdit(path, content string, e Edit) Edit {
-	if !markdownFile.MatchString(path) {
+	if !markdownFile().MatchString(path) {
 		e.New = stripTrailingWhitespace(e.New)
 	}
 	if strings.Contains(content, e.Old) {
@@ -92,14 +93,14 @@ func normalizeEdit(path, content string, e Edit) Edit {
 	return e
 }
 
-var lineBreak = regexp.MustCompile(`\r\n|\n|\r`)
+var lineBreak = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\r\n|\n|\r`) })
 
 // stripTrailingWhitespace removes trailing white space (JavaScript's \s)
 // from every line, keeping the line breaks.
 func stripTrailingWhitespace(s string) string {
 	var b strings.Builder
 	last := 0
-	for _, m := range lineBreak.FindAllStringIndex(s, -1) {
+	for _, m := range lineBreak().FindAllStringIndex(s, -1) {
 		b.WriteString(strings.TrimRightFunc(s[last:m[0]], isJSSpace))
 		b.WriteString(s[m[0]:m[1]])
 		last = m[1]

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -313,13 +314,13 @@ func runSettings(ctx context.Context, e env, args []string) int {
 }
 
 // shellSafe matches words a POSIX shell reads literally.
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+var shellSafe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`) })
 
 // shellQuote quotes s as one word for a POSIX shell, which is how Claude
 // Code runs hook commands (Git Bash on Windows). Paths with spaces, such as
 // "C:\Users\me\CLAUDE CODE\hook.exe", are common.
 func shellQuote(s string) string {
-	if shellSafe.MatchString(s) {
+	if shellSafe().MatchString(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -61,6 +61,8 @@ func buildAndRun(m *testing.M) int {
 		gobin = p
 	}
 	build := exec.Command(gobin, "build", "-o", bin, ".")
+	// Static, as the README installs it: no dynamic loader at start-up.
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "TestMain: go build:", err)

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/deterministic-exec/des"
@@ -154,12 +155,14 @@ func runsOn(ev *Event) bool {
 	if ev.ToolName != toolBash || ev.toolInput(&in) != nil {
 		return false
 	}
-	return in.Background || detaches.MatchString(in.Command)
+	return in.Background || detaches().MatchString(in.Command)
 }
 
 // detaches matches a shell's background operator (a lone "&", not "&&",
 // "&>", ">&" or "|&") and the commands that outlive their caller.
-var detaches = regexp.MustCompile(`(^|[^&><|])&([^&>]|$)|\b(nohup|setsid|disown|daemonize|start-stop-daemon|systemd-run|crontab|screen|tmux)\b`)
+var detaches = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(^|[^&><|])&([^&>]|$)|\b(nohup|setsid|disown|daemonize|start-stop-daemon|systemd-run|crontab|screen|tmux)\b`)
+})
 
 // preToolUseMCP starts watching an MCP tool's effects. DES has no opinion on
 // what an MCP tool is asked to do; a failure to watch is logged, and the

@@ -16,7 +16,7 @@ func TestDetaches(t *testing.T) {
 		"crontab -l | crontab -":           true,
 		"go test ./... && git status":      false,
 	} {
-		if got := detaches.MatchString(cmd); got != want {
+		if got := detaches().MatchString(cmd); got != want {
 			t.Errorf("detaches(%q) = %v, want %v", cmd, got, want)
 		}
 	}

@@ -2,7 +2,7 @@
 // and people. Install it as des-hook, the name its messages and the docs
 // use, at a path that lasts and that the agent cannot write:
 //
-//	go build -o ~/bin/des-hook ./examples/hook
+//	CGO_ENABLED=0 go build -o ~/bin/des-hook ./examples/hook
 //	~/bin/des-hook settings     # the .claude/settings.json part that installs it
 //
 // (go install names it hook, after this directory: rename it, or pass its
@@ -32,6 +32,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -39,9 +40,33 @@ func main() {
 	// A signal cancels ctx rather than killing the process, so an audit
 	// append under way completes instead of being cut mid-line.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if len(os.Args) == 1 {
+		hookGC(os.LookupEnv)
+	}
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.LookupEnv)
 	stop()
 	os.Exit(code)
+}
+
+// hookMemoryLimit is the heap at which a hook process collects garbage.
+// Far above what a decision uses (under 40 MiB for Gate 1 on a large
+// project), far below what would strain the machine: an 8 MiB event or a
+// huge prompt still collects rather than grows without bound.
+const hookMemoryLimit = 512 << 20
+
+// hookGC turns the proportional collector off for a hook process, which
+// lives for tens of milliseconds: collections during start-up and policy
+// compilation cost more CPU than the memory they free, and no heap is left to
+// reuse afterwards. The memory limit still collects if an event makes the heap
+// grow large. GOGC or GOMEMLIMIT in the environment win, for measuring.
+func hookGC(lookupEnv func(string) (string, bool)) {
+	_, gogc := lookupEnv("GOGC")
+	_, limit := lookupEnv("GOMEMLIMIT")
+	if gogc || limit {
+		return
+	}
+	debug.SetMemoryLimit(hookMemoryLimit)
+	debug.SetGCPercent(-1)
 }
 
 // run is the whole program with its environment passed in, so tests run it

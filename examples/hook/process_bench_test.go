@@ -33,6 +33,7 @@ func BenchmarkProcess(b *testing.B) {
 	dir := b.TempDir()
 	noop := filepath.Join(dir, "noop")
 	build := exec.Command("go", "build", "-o", noop, "../../internal/noop")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // built as TestMain builds the hook
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		b.Fatal(err)
@@ -119,6 +120,7 @@ func BenchmarkProcessBashCall(b *testing.B) {
 	dir := b.TempDir()
 	noop := filepath.Join(dir, "noop")
 	build := exec.Command("go", "build", "-o", noop, "../../internal/noop")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // built as TestMain builds the hook
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		b.Fatal(err)

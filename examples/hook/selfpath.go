@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // installHint is how to get a binary whose path lasts.
@@ -13,11 +14,11 @@ const installHint = "go build -o ~/bin/des-hook ./examples/hook"
 
 // cacheEntry matches the directory Go's build cache keeps a `go run`
 // executable in: <GOCACHE>/<2 hex>/<64 hex>-d/<name>.
-var cacheEntry = regexp.MustCompile(`^[0-9a-f]{64}-d$`)
+var cacheEntry = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}-d$`) })
 
 // goBuildDir matches the go command's directories: go-build (the default
 // cache) and go-build<N> (a work directory under the temporary directory).
-var goBuildDir = regexp.MustCompile(`^go-build[0-9]*$`)
+var goBuildDir = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^go-build[0-9]*$`) })
 
 // transientExe reports whether exe is a binary `go run` built: one under a
 // go-build temporary directory (<tmp>/go-build123/b001/exe/hook) or in the
@@ -36,11 +37,11 @@ func transientExe(exe string, lookupEnv func(string) (string, bool)) bool {
 	}
 	dirs := strings.Split(filepath.ToSlash(filepath.Dir(clean)), "/")
 	for _, d := range dirs {
-		if goBuildDir.MatchString(d) {
+		if goBuildDir().MatchString(d) {
 			return true
 		}
 	}
-	return len(dirs) > 0 && cacheEntry.MatchString(dirs[len(dirs)-1])
+	return len(dirs) > 0 && cacheEntry().MatchString(dirs[len(dirs)-1])
 }
 
 // warnIfTransient tells the user, on stderr, that sub is about to write

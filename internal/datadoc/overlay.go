@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Patch is one data file a team adds on top of the built-in data: Doc is its
@@ -32,14 +33,14 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("%s is set here and, to another value, in %s: keep it in one of the two files", Ref(e.Path), e.Other)
 }
 
-var ident = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var ident = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // Ref writes a path under data as a Rego reference: data.des.sections.origins["ad-hoc"].
 func Ref(path []string) string {
 	var b strings.Builder
 	b.WriteString("data")
 	for _, p := range path {
-		if ident.MatchString(p) {
+		if ident().MatchString(p) {
 			b.WriteString("." + p)
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/deterministic-exec/des/internal/glob"
@@ -34,16 +35,16 @@ var skipDirs = map[string]bool{".git": true, "node_modules": true, "vendor": tru
 // (os.CreateTemp's ".run-*", fileio.WriteAtomic's ".NAME.tmp-*"): a check
 // must not remove one between its creation and its rename. The names end
 // in digits, so no policy or data loader takes them for its own.
-var tempName = regexp.MustCompile(`^\.(run-|.+\.tmp-)[0-9]+$`)
+var tempName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\.(run-|.+\.tmp-)[0-9]+$`) })
 
 // stepName is the conventional name of a DES step file.
-var stepName = regexp.MustCompile(`^[0-9]+-[0-9]+\.json$`)
+var stepName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+-[0-9]+\.json$`) })
 
 // looksLikeStep tells a DES step file from any JSON file under a "steps"
 // folder (a CI workflow's, an onboarding flow's): its conventional name, or
 // a key only a step file has.
 func looksLikeStep(name string, data []byte) bool {
-	return stepName.MatchString(name) || bytesHasAny(data, `"tdd_cycle"`, `"task_specification"`, `"phase_execution_log"`)
+	return stepName().MatchString(name) || bytesHasAny(data, `"tdd_cycle"`, `"task_specification"`, `"phase_execution_log"`)
 }
 
 func isMeta(s string) bool { return strings.ContainsAny(s, "*?[\\") }
@@ -151,7 +152,7 @@ func (c *Checker) targets(ctx context.Context, m *manifest, walk bool) ([]target
 			if n++; n > maxTreeSize {
 				return fmt.Errorf("integrity: more than %d entries under %s", maxTreeSize, tree)
 			}
-			if tempName.MatchString(d.Name()) {
+			if tempName().MatchString(d.Name()) {
 				return nil // DES's own writer's temporary file, about to be renamed
 			}
 			kind := KindFile

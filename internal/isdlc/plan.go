@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Plan is the task plan found (or not) among the candidates.
@@ -98,10 +99,12 @@ func strs(ss []string) []any {
 }
 
 var (
-	formatLine = regexp.MustCompile(`^[\s>*_#-]*Format[*_]*:[*_]*\s*(v[0-9][0-9A-Za-z.]*)`)
-	taskLine   = regexp.MustCompile(`^\s*[-*]\s+\[[^\]]*\]\s+(T\d+):?(?:\s|$)`)
-	subLine    = regexp.MustCompile(`^(?:[-*]\s+)?(?i:(files|blocked_by)):(.*)$`)
-	fileSuffix = regexp.MustCompile(`\s*\([^()]*\)\s*$`)
+	formatLine = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[\s>*_#-]*Format[*_]*:[*_]*\s*(v[0-9][0-9A-Za-z.]*)`)
+	})
+	taskLine   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*[-*]\s+\[[^\]]*\]\s+(T\d+):?(?:\s|$)`) })
+	subLine    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:[-*]\s+)?(?i:(files|blocked_by)):(.*)$`) })
+	fileSuffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\s*\([^()]*\)\s*$`) })
 )
 
 // formatLines is how far down the plan a `Format:` line counts.
@@ -118,7 +121,7 @@ func ParsePlan(data []byte) (format string, sections []Section) {
 		line = strings.TrimSuffix(line, "\r")
 		n := i + 1
 		if i < formatLines && format == "" {
-			if m := formatLine.FindStringSubmatch(line); m != nil {
+			if m := formatLine().FindStringSubmatch(line); m != nil {
 				format = m[1]
 			}
 		}
@@ -130,7 +133,7 @@ func ParsePlan(data []byte) (format string, sections []Section) {
 			cur = nil
 			continue
 		}
-		if m := taskLine.FindStringSubmatch(line); m != nil {
+		if m := taskLine().FindStringSubmatch(line); m != nil {
 			if len(sections) == 0 {
 				sections = append(sections, Section{})
 			}
@@ -146,13 +149,13 @@ func ParsePlan(data []byte) (format string, sections []Section) {
 		if cur == nil {
 			continue
 		}
-		m := subLine.FindStringSubmatch(strings.TrimSpace(line))
+		m := subLine().FindStringSubmatch(strings.TrimSpace(line))
 		if m == nil {
 			continue
 		}
 		if strings.EqualFold(m[1], "files") {
 			for _, f := range strings.Split(m[2], ",") {
-				f = strings.Trim(fileSuffix.ReplaceAllString(strings.TrimSpace(f), ""), " `")
+				f = strings.Trim(fileSuffix().ReplaceAllString(strings.TrimSpace(f), ""), " `")
 				if f != "" {
 					cur.Files = append(cur.Files, f)
 				}

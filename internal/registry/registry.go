@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/deterministic-exec/des/internal/fileio"
@@ -349,7 +350,7 @@ func modifiedBefore(e fs.DirEntry, t time.Time) bool {
 	return err == nil && fi.ModTime().Before(t)
 }
 
-var plainID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var plainID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // fileName names the record of an id: the id itself when it is plain
 // (Claude Code's ids are hex), else its plain characters and a hash of the
@@ -359,7 +360,7 @@ func fileName(prefix, id string) (string, error) {
 	if id == "" {
 		return "", ErrInvalidID
 	}
-	if plainID.MatchString(id) {
+	if plainID().MatchString(id) {
 		return prefix + id + ".json", nil
 	}
 	var b strings.Builder

@@ -3,13 +3,14 @@ package shell
 import (
 	"path"
 	"strings"
+	"sync"
 )
 
 // gitBuiltins are git's own subcommands (git 2.39, `git help -a`): any
-// other word is an alias or an external git-* command.
-var gitBuiltins = map[string]bool{}
-
-func init() {
+// other word is an alias or an external git-* command. Built on first use,
+// not in init: most hook events never read a git command.
+var gitBuiltins = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{}
 	for _, c := range strings.Fields(`add am annotate apply archimport archive bisect blame branch bugreport bundle
 		cat-file check-attr check-ignore check-mailmap check-ref-format checkout checkout-index cherry cherry-pick
 		citool clean clone column commit commit-graph commit-tree config count-objects credential credential-cache
@@ -25,9 +26,10 @@ func init() {
 		show-ref sparse-checkout stage stash status stripspace submodule svn switch symbolic-ref tag
 		unpack-file unpack-objects update-index update-ref update-server-info upload-archive upload-pack var
 		verify-commit verify-pack verify-tag version whatchanged worktree write-tree`) {
-		gitBuiltins[c] = true
+		m[c] = true
 	}
-}
+	return m
+})
 
 // gitCommitting are the subcommands that make commits on the current
 // branch (or a commit object for update-ref): each is a GitCommit.
@@ -110,7 +112,7 @@ func (a *analyzer) git(args []word, st *walkState) bool {
 		return true
 	}
 	name := sub.val
-	for hops := 0; !gitBuiltins[name]; hops++ {
+	for hops := 0; !gitBuiltins()[name]; hops++ {
 		def, ok := aliases[name]
 		if !ok {
 			def, ok = a.gitAliases[name]
@@ -144,7 +146,7 @@ func (a *analyzer) git(args []word, st *walkState) bool {
 	case gitCommitting[name]:
 		a.gitCommit(at, name, name, rest, options, dynAlias, false)
 		return true
-	case !gitBuiltins[name]:
+	case !gitBuiltins()[name]:
 		a.gitCommit(at, name, name, rest, options, dynAlias, true)
 		return true
 	case name == "config":

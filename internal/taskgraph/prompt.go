@@ -3,6 +3,7 @@ package taskgraph
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // idPattern is what a phase_id may be (the schema says the same): letters,
@@ -12,20 +13,26 @@ import (
 const idPattern = `[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?`
 
 var (
-	validID = regexp.MustCompile(`^` + idPattern + `$`)
+	validID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^` + idPattern + `$`) })
 	// The marker is machine-written, so it is read strictly but for case
 	// and spaces.
-	markerRE = regexp.MustCompile(`(?i)<!--\s*DES-TASK-PHASE:\s*(` + idPattern + `)\s*-->`)
+	markerRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)<!--\s*DES-TASK-PHASE:\s*(` + idPattern + `)\s*-->`)
+	})
 	// The line is written by a model, so it tolerates list markers, quotes,
 	// headings and markdown emphasis around the key and the id, and
 	// "Phase-ID" or "PhaseID"; what follows the id on the line is ignored.
-	lineRE = regexp.MustCompile(`(?im)^[ \t>#*_-]*phase[ _-]?id[*_]*[ \t]*:[ \t*_` + "`" + `"']*(` + idPattern + `)(?:[*_` + "`" + `"'.,;:)\]]*)(?:[ \t\r]|$)`)
+	lineRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?im)^[ \t>#*_-]*phase[ _-]?id[*_]*[ \t]*:[ \t*_` + "`" + `"']*(` + idPattern + `)(?:[*_` + "`" + `"'.,;:)\]]*)(?:[ \t\r]|$)`)
+	})
 	// A verdict line: "VERDICT: FAIL", "**Verdict:** pass", "## VERDICT: PASS_WITH_MINOR_ISSUES".
-	verdictRE = regexp.MustCompile(`(?im)^[ \t>#*_-]*verdict[*_]*[ \t]*[:=-][ \t*_` + "`" + `"']*(pass|fail)`)
+	verdictRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?im)^[ \t>#*_-]*verdict[*_]*[ \t]*[:=-][ \t*_` + "`" + `"']*(pass|fail)`)
+	})
 )
 
 // ValidPhaseID reports whether id is a well-formed phase id.
-func ValidPhaseID(id string) bool { return validID.MatchString(id) }
+func ValidPhaseID(id string) bool { return validID().MatchString(id) }
 
 // PhaseID returns the phase a delegation prompt names, and whether it
 // names one: a marker "<!-- DES-TASK-PHASE: <id> -->" anywhere, else a
@@ -34,10 +41,10 @@ func ValidPhaseID(id string) bool { return validID.MatchString(id) }
 // a prose line may quote another phase. Of several markers, or lines, the
 // first wins.
 func PhaseID(prompt string) (string, bool) {
-	if m := markerRE.FindStringSubmatch(prompt); m != nil {
+	if m := markerRE().FindStringSubmatch(prompt); m != nil {
 		return m[1], true
 	}
-	if m := lineRE.FindStringSubmatch(prompt); m != nil {
+	if m := lineRE().FindStringSubmatch(prompt); m != nil {
 		return m[1], true
 	}
 	return "", false
@@ -51,7 +58,7 @@ func PhaseID(prompt string) (string, bool) {
 // implementation's own report, say), and the spec fails a verification
 // whose last message holds "VERDICT: FAIL".
 func Verdict(text string) string {
-	m := verdictRE.FindAllStringSubmatch(text, -1)
+	m := verdictRE().FindAllStringSubmatch(text, -1)
 	if m == nil {
 		return ""
 	}
