@@ -148,7 +148,7 @@ func run(ctx context.Context, dir string, stdin []byte, drivers, args []string) 
 	}
 	full = append(full, args[1:]...)
 	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Env = Env(os.Environ(), drivers)
+	cmd.Env = Env(environ(ctx), drivers)
 	cmd.WaitDelay = time.Second // a child holding stdout must not outlive the deadline
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -203,4 +203,23 @@ func Env(environ []string, drivers []string) []string {
 		env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(n))
 	}
 	return env
+}
+
+// environKey is the context key of WithEnviron.
+type environKey struct{}
+
+// WithEnviron returns ctx carrying the environment git is run with, instead
+// of this process's: the warm decision server runs each request with the
+// environment of the hook client that sent it (GIT_DIR, GIT_INDEX_FILE,
+// HOME, PATH and the rest of what the request carries), not its own.
+func WithEnviron(ctx context.Context, environ []string) context.Context {
+	return context.WithValue(ctx, environKey{}, slices.Clip(environ))
+}
+
+// environ is the environment WithEnviron put in ctx, else this process's.
+func environ(ctx context.Context) []string {
+	if env, ok := ctx.Value(environKey{}).([]string); ok {
+		return env
+	}
+	return os.Environ()
 }

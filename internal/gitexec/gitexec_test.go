@@ -152,3 +152,18 @@ func TestEnvAppendsAfterTheCallersConfig(t *testing.T) {
 		t.Errorf("Env keeps the caller's pager:\n%s", joined)
 	}
 }
+
+// The environment in the context, not the process's, reaches git: the warm
+// decision server runs git with its client's environment.
+func TestWithEnvironReachesGit(t *testing.T) {
+	dir := t.TempDir()
+	probe := []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=des.probe", "GIT_CONFIG_VALUE_0=from-request"}
+	ctx := gitexec.WithEnviron(t.Context(), append(os.Environ(), probe...))
+	out, err := new(gitexec.Runner).Run(ctx, dir, nil, "config", "--get", "des.probe")
+	if err != nil || strings.TrimSpace(string(out)) != "from-request" {
+		t.Fatalf("git config with the context's environment: %q, %v; want from-request", out, err)
+	}
+	if out, err := new(gitexec.Runner).Run(t.Context(), dir, nil, "config", "--get", "des.probe"); err == nil {
+		t.Fatalf("without WithEnviron git saw des.probe=%q", out)
+	}
+}
