@@ -51,7 +51,21 @@ type Config struct {
 	MaxConcurrentAgents int    `json:"max_concurrent_agents"` // DES_MAX_CONCURRENT_AGENTS: 0 means no limit
 	SessionTTLMinutes   int    `json:"session_ttl_minutes"`   // DES_SESSION_TTL_MINUTES: lifetime of a subagent registry entry
 	TaskGraphFile       string `json:"task_graph_file"`       // DES_TASK_GRAPH_FILE: the task graph document, relative to the project root
+
+	// DecisionServer (DES_DECISION_SERVER) is how the thin hook client
+	// decides: "auto" through the warm decision server, started on demand,
+	// or "off" by handing over to the full engine in its own process. The
+	// client reads it itself (the environment, then the key in
+	// .des/config.json); it is checked here so that a bad value is reported
+	// like any other setting's.
+	DecisionServer string `json:"decision_server"`
 }
+
+// Decision server modes (setting decision_server).
+const (
+	DecisionServerAuto = "auto" // the warm server, started on demand
+	DecisionServerOff  = "off"  // every event decided in a process of its own
+)
 
 // Delegation modes (setting delegation_mode).
 const (
@@ -78,6 +92,7 @@ func DefaultConfig() Config {
 		DelegationMode:        DelegationOff,
 		SessionTTLMinutes:     60,
 		TaskGraphFile:         DefaultTaskGraphFile,
+		DecisionServer:        DecisionServerAuto,
 	}
 }
 
@@ -169,6 +184,17 @@ var settings = []setting{
 				return strconv.Quote(c.DelegationMode), nil
 			}
 			return strconv.Quote(c.DelegationMode), fmt.Errorf("must be %q, %q or %q", DelegationOff, DelegationNudge, DelegationEnforce)
+		},
+	},
+	{
+		key: "decision_server", env: "DES_DECISION_SERVER",
+		apply: func(c *Config, raw string) error { c.DecisionServer = strings.TrimSpace(raw); return nil },
+		check: func(c *Config) (string, error) {
+			switch c.DecisionServer {
+			case DecisionServerAuto, DecisionServerOff:
+				return strconv.Quote(c.DecisionServer), nil
+			}
+			return strconv.Quote(c.DecisionServer), fmt.Errorf("must be %q or %q", DecisionServerAuto, DecisionServerOff)
 		},
 	},
 	// Claude Code runs a few subagents at once; a thousand is no limit a

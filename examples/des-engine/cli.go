@@ -57,6 +57,7 @@ func commands() []command {
 		{"escalations", "[--all] [--json]  list the open escalations of the phase workflow guards", runEscalations},
 		{"status", "[--json]           subagents running, the task graph's waves, the orchestration settings", runStatus},
 		{"statusline", "                  one line for Claude Code's status line (JSON on stdin)", runStatusLine},
+		{"serve", "[--idle DURATION]    run the warm decision server in the foreground", runServe},
 		{"version", "                   print the versions of des, Go and OPA", runVersion},
 	}
 }
@@ -293,7 +294,7 @@ func runSettings(ctx context.Context, e env, args []string) int {
 	}
 	path := *command
 	if path == "" {
-		exe, err := os.Executable()
+		exe, err := commandPath(e.lookupEnv)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "des-hook settings: cannot find this executable (%v); pass --command\n", err)
 			return exitUsage

@@ -33,7 +33,7 @@ func (h *hookEnv) checker() *integrity.Checker {
 		if fi, err := os.Stat(h.root); err != nil || !fi.IsDir() {
 			return
 		}
-		h.exe, _ = os.Executable()
+		h.exe, _ = commandPath(h.lookupEnv)
 		h.chk = integrity.New(integrity.Options{
 			Root:         h.root,
 			StateDir:     statedir.For(h.root, h.lookupEnv),

@@ -195,6 +195,21 @@ func deadlines(lookupEnv func(string) (string, bool), logger *slog.Logger) (read
 // always returns 0: Claude Code reads exit status 2 as a block, and any
 // other failure must not look like one.
 func runHook(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, lookupEnv func(string) (string, bool), routes routeTable) (code int) {
+	return runHookIn(ctx, stdin, stdout, stderr, lookupEnv, routes, hookPlace{})
+}
+
+// hookPlace is what differs when the warm decision server runs hook mode for
+// a client: the client's working directory (the process's own is the
+// server's), and how engines are built (sharing compiled policies). The zero
+// value is the process's own.
+type hookPlace struct {
+	cwd       string
+	newEngine func(ctx context.Context, opts ...des.Option) (*des.Engine, error)
+	debug     []any // logged at debug level once the event is routed
+}
+
+// runHookIn is runHook at place.
+func runHookIn(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, lookupEnv func(string) (string, bool), routes routeTable, place hookPlace) (code int) {
 	defer func() {
 		if p := recover(); p != nil {
 			fmt.Fprintf(stderr, "hook: panic: %v; no opinion\n%s", p, debug.Stack())
@@ -220,8 +235,11 @@ func runHook(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, loo
 	within := eventWithin(ev.HookEventName)
 	ctx, cancel := context.WithDeadline(ctx, start.Add(within))
 	defer cancel()
-	h := newHookEnv(hookRoot(lookupEnv, ev), ev.HookEventName, lookupEnv, logger, stderr)
-	logger.Debug("hook: routing", "event", key.event, "tool", key.tool, "root", h.root)
+	h := newHookEnv(hookRoot(lookupEnv, ev, place.cwd), ev.HookEventName, lookupEnv, logger, stderr)
+	if place.newEngine != nil {
+		h.newEngine = place.newEngine
+	}
+	logger.Debug("hook: routing", append([]any{"event", key.event, "tool", key.tool, "root", h.root}, place.debug...)...)
 	r := h.callWithin(ctx, fn, ev, within)
 	if err := render(stdout, ev.HookEventName, r); err != nil {
 		logger.Error("hook: no opinion: cannot write the response", "event", ev.HookEventName, "tool", ev.ToolName, "err", err)
@@ -279,14 +297,18 @@ func readEventWithin(ctx context.Context, r io.Reader, d time.Duration) (*Event,
 
 // hookRoot is the project root in hook mode (docs/reference.md, "Hook
 // events"): CLAUDE_PROJECT_DIR, else the event's cwd, else the current
-// directory.
-func hookRoot(lookupEnv func(string) (string, bool), ev *Event) string {
+// directory. cwd, when set, is the current directory relative paths are
+// taken from (the client's, in the warm server).
+func hookRoot(lookupEnv func(string) (string, bool), ev *Event, cwd string) string {
 	root, ok := lookupEnv("CLAUDE_PROJECT_DIR")
 	if !ok || root == "" {
 		root = ev.Cwd
 	}
 	if root == "" {
 		root = "."
+	}
+	if cwd != "" && !filepath.IsAbs(root) {
+		root = filepath.Join(cwd, root)
 	}
 	if abs, err := filepath.Abs(root); err == nil {
 		return abs

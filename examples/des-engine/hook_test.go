@@ -238,7 +238,7 @@ func TestHookRoot(t *testing.T) {
 		{envMap{}, "/elsewhere", abs("/elsewhere")},
 		{envMap{}, "", wd},
 	} {
-		if got := hookRoot(tc.env.lookup, &Event{Cwd: tc.cwd}); got != tc.want {
+		if got := hookRoot(tc.env.lookup, &Event{Cwd: tc.cwd}, ""); got != tc.want {
 			t.Errorf("hookRoot(%v, cwd %q) = %q, want %q", tc.env, tc.cwd, got, tc.want)
 		}
 	}

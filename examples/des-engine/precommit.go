@@ -175,7 +175,7 @@ const hookMarker = "# Installed by `hook precommit --install` (des)."
 
 func installPreCommit(ctx context.Context, e env, command string) int {
 	if command == "" {
-		exe, err := os.Executable()
+		exe, err := commandPath(e.lookupEnv)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "des-hook precommit: cannot find this executable (%v); pass --command\n", err)
 			return exitUsage

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/internal/channel"
+	"github.com/deterministic-exec/des/internal/gitexec"
+	"github.com/deterministic-exec/des/internal/server"
+)
+
+// idleEnv sets how long the warm decision server waits for a request before
+// it exits, in minutes (default defaultIdle). The client passes it on to a
+// server it starts.
+const (
+	idleEnv     = "DES_SERVER_IDLE_MINUTES"
+	defaultIdle = 10 * time.Minute
+)
+
+// engineOptions returns the options every engine the server builds gets on
+// top of a hook event's own.
+//
+// SEAM (issue 14, shared compiled policies): once des.WithPolicyCache lands,
+// this becomes
+//
+//	cache := des.NewPolicyCache(...)
+//	return func() []des.Option { return []des.Option{des.WithPolicyCache(cache)} }
+//
+// built once per server. Until then each request compiles the policies it
+// needs, as a hook process does; the server still saves the process start,
+// package init and the schema compilation.
+var engineOptions = func() func() []des.Option {
+	return func() []des.Option { return nil }
+}
+
+func runServe(ctx context.Context, e env, args []string) int {
+	fs := newFlagSet(e, "serve", "[--idle DURATION]",
+		"Runs the warm decision server in the foreground: it decides hook events for the thin\n"+
+			"hook client (des-hook) of this build, for every project of this user, until it has\n"+
+			"been idle for --idle, its executable is replaced by another build, or it gets SIGTERM.\n"+
+			"The client starts one by itself when none runs; running it by hand is for watching it\n"+
+			"(DES_LOG_LEVEL=debug) or for measuring.")
+	idle := fs.Duration("idle", idleDefault(e.lookupEnv), "exit after this long without a request (default from "+idleEnv+", else 10m)")
+	if code, done := parseFlags(fs, args, 0); done {
+		return code
+	}
+	if *idle <= 0 {
+		fmt.Fprintf(e.stderr, "des-hook serve: --idle %v: must be positive\n", *idle)
+		return exitUsage
+	}
+	logger := newLogger(e.stderr, e.lookupEnv)
+	dir, lock := server.Inherited(nil)
+	if dir == "" {
+		d, err := channel.RuntimeDir(e.lookupEnv)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "des-hook serve: %v\n", err)
+			return exitUsage
+		}
+		dir = d
+	}
+	exe, _, key, err := server.Self()
+	if err != nil {
+		if lock != nil {
+			_ = lock.Unlock()
+		}
+		fmt.Fprintf(e.stderr, "des-hook serve: %v\n", err)
+		return exitUsage
+	}
+	ln, err := server.Listen(ctx, dir, key, lock)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "des-hook serve: %v\n", err)
+		if errors.Is(err, server.ErrAlreadyRunning) {
+			return exitOK // the server this one would have been answers already
+		}
+		return exitUsage
+	}
+	logger.Info("des-hook serve: listening", "socket", channel.SocketPath(dir, key), "pid", os.Getpid(), "idle", *idle)
+	err = server.Serve(ctx, ln, serveHandler(engineOptions()), server.Options{IdleTimeout: *idle, Executable: exe, Logger: logger})
+	switch {
+	case errors.Is(err, server.ErrIdle), errors.Is(err, server.ErrExecutableChanged), errors.Is(err, context.Canceled):
+		logger.Info("des-hook serve: stopped", "why", err)
+		return exitOK
+	default:
+		fmt.Fprintf(e.stderr, "des-hook serve: %v\n", err)
+		return exitUsage
+	}
+}
+
+// idleDefault is DES_SERVER_IDLE_MINUTES when it is a positive number of
+// minutes, else defaultIdle.
+func idleDefault(lookupEnv func(string) (string, bool)) time.Duration {
+	if raw, ok := lookupEnv(idleEnv); ok {
+		if n, err := strconv.Atoi(strings.TrimSpace(raw)); err == nil && n > 0 {
+			return time.Duration(n) * time.Minute
+		}
+	}
+	return defaultIdle
+}
+
+// serveHandler runs hook mode for one request, exactly as a hook process
+// started with the request's environment, stdin and working directory would:
+// settings and policies are read afresh for every request (the engine is
+// built per request; shared, the compiled policies are checked by stat), and
+// git runs with the request's environment. Subcommands are not served: the
+// client execs the companion for them.
+func serveHandler(extra func() []des.Option) server.Handler {
+	pid := os.Getpid()
+	return func(ctx context.Context, req *channel.Request) *channel.Reply {
+		if len(req.Args) != 0 {
+			return &channel.Reply{Exit: exitUsage, Stderr: []byte("des-hook serve: the decision server runs hook mode only; run des-engine " + strings.Join(req.Args, " ") + " directly\n")}
+		}
+		newEngine := des.New
+		if opts := extra(); len(opts) > 0 {
+			newEngine = func(ctx context.Context, o ...des.Option) (*des.Engine, error) {
+				return des.New(ctx, append(o, opts...)...)
+			}
+		}
+		var stdout, stderr bytes.Buffer
+		ctx = gitexec.WithEnviron(ctx, req.Env)
+		runHookIn(ctx, bytes.NewReader(req.Stdin), &stdout, &stderr, req.LookupEnv, defaultRoutes(),
+			hookPlace{cwd: req.Cwd, newEngine: newEngine, debug: []any{"decision_server_pid", pid}})
+		return &channel.Reply{Exit: 0, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	}
+}
