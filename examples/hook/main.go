@@ -1,0 +1,287 @@
+// Command hook is DES's Claude Code hook: a thin client that sends each hook
+// event to the warm decision server and prints its answer. Install it as
+// des-hook, the name its messages and the docs use, beside its companion
+// des-engine (the full engine: the server, in-process decisions and every
+// subcommand), at a path that lasts and that the agent cannot write:
+//
+//	CGO_ENABLED=0 go build -o ~/bin/des-hook ./examples/hook
+//	CGO_ENABLED=0 go build -o ~/bin/des-engine ./examples/des-engine
+//	~/bin/des-hook settings     # the .claude/settings.json part that installs it
+//
+// With no arguments it is a Claude Code command hook: it reads one event on
+// stdin and writes at most one JSON object on stdout, always exiting 0. With
+// DES_DECISION_SERVER=off (or decision_server "off" in the project's
+// .des/config.json) it hands over to des-engine at once, stdin untouched.
+// Otherwise it sends the event to the server of its companion's build (see
+// internal/client), starting one when none runs; when no server takes the
+// request it runs des-engine on the event in-process, exactly as without a
+// server. With arguments it runs des-engine with them: des-hook settings,
+// des-hook precommit, des-hook serve and the rest.
+//
+// It links only the standard library, internal/client and internal/channel:
+// no policy engine, no schema library, so it starts as fast as any small Go
+// program (a test checks the import graph).
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/deterministic-exec/des/internal/channel"
+	"github.com/deterministic-exec/des/internal/client"
+)
+
+// Names shared with des-engine.
+const (
+	companionName  = "des-engine"
+	clientPathEnv  = "DES_CLIENT_PATH" // this client's path, for settings and precommit --install
+	modeEnv        = "DES_DECISION_SERVER"
+	modeKey        = "decision_server"
+	modeOff        = "off"
+	modeAuto       = "auto"
+	idleEnv        = "DES_SERVER_IDLE_MINUTES"
+	logLevelEnv    = "DES_LOG_LEVEL"
+	exitUsage      = 2
+	buildFix       = "CGO_ENABLED=0 go build -o DIR/ ./examples/hook ./examples/des-engine"
+	internalPrefix = "[DES-INTERNAL] "
+)
+
+// Request deadlines, below the timeouts `des-hook settings` gives Claude Code
+// (30 s for tool events, 60 s for SubagentStop), so that a server that does
+// not answer is reported by this client before Claude Code gives up on it.
+const (
+	toolTimeout = 28 * time.Second
+	stopTimeout = 58 * time.Second
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	self, companion, err := locate()
+	if len(args) > 0 {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "des-hook: %v\n", err)
+			return exitUsage
+		}
+		handOver(self, companion, args) // returns only on failure
+		return exitUsage
+	}
+	if err != nil {
+		missingCompanion(err)
+		return 0
+	}
+	if mode() != modeAuto {
+		// off, or a value des-engine reports as a bad setting.
+		handOver(self, companion, nil)
+		noOpinionOnFailure("des-hook: cannot run " + companion)
+		return 0
+	}
+	hook(self, companion)
+	return 0
+}
+
+// locate returns this executable (as the user named it: the path settings
+// hold) and the companion beside it (symbolic links resolved, so a link
+// ~/bin/des-hook to a build directory finds des-engine in that directory).
+func locate() (self, companion string, err error) {
+	self, err = os.Executable()
+	if err != nil {
+		return "", "", fmt.Errorf("cannot find this executable: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(self)
+	if err != nil {
+		real = self
+	}
+	name := companionName
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	companion = filepath.Join(filepath.Dir(real), name)
+	if fi, err := os.Stat(companion); err != nil || fi.IsDir() {
+		return self, companion, fmt.Errorf("the des engine %s is missing: des-hook needs it beside itself; build both into one directory: %s", companion, buildFix)
+	}
+	return self, companion, nil
+}
+
+// mode is the decision_server setting as the client sees it: the variable,
+// else the key in the project's .des/config.json, else auto. Reading that
+// one small file costs far less than a process; its other keys are
+// des-engine's to check.
+func mode() string {
+	if v, ok := os.LookupEnv(modeEnv); ok {
+		return strings.TrimSpace(v)
+	}
+	root := os.Getenv("CLAUDE_PROJECT_DIR")
+	if root == "" {
+		return modeAuto
+	}
+	raw, err := os.ReadFile(filepath.Join(root, ".des", "config.json"))
+	if err != nil {
+		return modeAuto
+	}
+	var cfg map[string]json.RawMessage
+	if json.Unmarshal(raw, &cfg) != nil {
+		return modeOff // des-engine reports the broken file
+	}
+	v, ok := cfg[modeKey]
+	if !ok {
+		return modeAuto
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return modeOff // not a string: des-engine names it
+	}
+	return strings.TrimSpace(s)
+}
+
+// hook sends the event to the decision server and prints its answer.
+func hook(self, companion string) {
+	logger := newLogger()
+	stdin, err := io.ReadAll(io.LimitReader(os.Stdin, channel.MaxStdin+1))
+	if err != nil || len(stdin) > channel.MaxStdin {
+		// des-engine says what is wrong with the event, as it would alone.
+		decideInProcess(self, companion, stdin, logger, fmt.Errorf("event not sent: %d bytes read, %v", len(stdin), err))
+		return
+	}
+	cwd, _ := os.Getwd()
+	root := os.Getenv("CLAUDE_PROJECT_DIR")
+	if root == "" {
+		root = cwd
+	}
+	event := eventName(stdin)
+	timeout := toolTimeout
+	if event == "SubagentStop" {
+		timeout = stopTimeout
+	}
+	var serverEnv []string
+	if v, ok := os.LookupEnv(idleEnv); ok {
+		serverEnv = append(serverEnv, idleEnv+"="+v)
+	}
+	c := client.New(client.Options{Companion: companion, Timeout: timeout, ServerEnv: serverEnv, Logger: logger})
+	req := &channel.Request{
+		Root:  root,
+		Cwd:   cwd,
+		Env:   append(channel.ForwardEnv(os.Environ()), clientPathEnv+"="+self),
+		Stdin: stdin,
+	}
+	rep, err := c.Call(context.Background(), req)
+	switch {
+	case err == nil && rep.Error == "":
+		os.Stdout.Write(rep.Stdout)
+		os.Stderr.Write(rep.Stderr)
+	case err == nil:
+		os.Stderr.Write(rep.Stderr)
+		internalError(event, fmt.Errorf("the decision server failed on this event: %s", rep.Error))
+	case errors.Is(err, client.ErrNotAccepted):
+		decideInProcess(self, companion, stdin, logger, err)
+	default: // ErrNoAnswer: it may have had effects, so it is not run again
+		internalError(event, fmt.Errorf("%w; the event was not decided again in-process, since it may have had effects (audit lines, a step moved to IN_PROGRESS): retry the call (DES_DECISION_SERVER=off decides every event in a process of its own)", err))
+	}
+}
+
+// decideInProcess runs des-engine on the event this client read, as if
+// Claude Code had started it: nothing ran in a server.
+func decideInProcess(self, companion string, stdin []byte, logger *slog.Logger, why error) {
+	logger.Debug("des-hook: deciding in-process", "why", why)
+	handOverWithStdin(self, companion, stdin)
+}
+
+// eventName is the event's hook_event_name, "" when it has none.
+func eventName(stdin []byte) string {
+	var ev struct {
+		Name string `json:"hook_event_name"`
+	}
+	_ = json.Unmarshal(stdin, &ev)
+	return ev.Name
+}
+
+// internalError answers where des is in charge and could not decide:
+// PreToolUse is denied, DES-INTERNAL; elsewhere the user is told.
+func internalError(event string, err error) {
+	msg := internalPrefix + "des-hook: " + err.Error()
+	fmt.Fprintln(os.Stderr, msg)
+	var out any
+	if event == "PreToolUse" {
+		out = map[string]any{"hookSpecificOutput": map[string]any{
+			"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": msg}}
+	} else {
+		out = map[string]any{"systemMessage": msg}
+	}
+	raw, _ := json.Marshal(out)
+	os.Stdout.Write(append(raw, '\n'))
+}
+
+// missingCompanion answers an event when des-engine is not there: a
+// PreToolUse call is denied (des cannot check it and says how to repair),
+// every other event gets no opinion, with the reason on stderr.
+func missingCompanion(err error) {
+	stdin, _ := io.ReadAll(io.LimitReader(os.Stdin, channel.MaxStdin+1))
+	if event := eventName(stdin); event == "PreToolUse" {
+		internalError(event, err)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "des-hook: no opinion: %v\n", err)
+}
+
+// noOpinionOnFailure reports on stderr that the hand-over failed; hook mode
+// has no opinion then (the event is unread, so its name is unknown).
+func noOpinionOnFailure(msg string) {
+	fmt.Fprintf(os.Stderr, "%s; no opinion\n", msg)
+}
+
+// companionEnv is this process's environment with DES_CLIENT_PATH set.
+func companionEnv(self string) []string {
+	env := os.Environ()
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, clientPathEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, clientPathEnv+"="+self)
+}
+
+// runChild runs the companion with stdin as a child and passes its outputs
+// and exit status through: the fallback where stdin was read already, and
+// the hand-over where exec is not available.
+func runChild(self, companion string, args []string, stdin io.Reader) int {
+	cmd := exec.Command(companion, args...)
+	cmd.Env = companionEnv(self)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.ExitCode()
+	default:
+		fmt.Fprintf(os.Stderr, "des-hook: cannot run %s: %v\n", companion, err)
+		return exitUsage
+	}
+}
+
+// newLogger logs the client's own steps to stderr at DES_LOG_LEVEL=debug;
+// otherwise it says nothing (des-engine reports what matters).
+func newLogger() *slog.Logger {
+	if strings.TrimSpace(os.Getenv(logLevelEnv)) == "debug" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// bytesReader is bytes.NewReader, named for the platform files.
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
