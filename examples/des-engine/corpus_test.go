@@ -52,15 +52,17 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "hook")
+	exe := ""
 	if runtime.GOOS == "windows" {
-		bin += ".exe"
+		exe = ".exe"
 	}
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if p, err := exec.LookPath("go"); err == nil {
 		gobin = p
 	}
-	build := exec.Command(gobin, "build", "-o", bin, ".")
+	// Both binaries into one directory, as the README installs them: the
+	// thin client (what Claude Code runs) and des-engine beside it.
+	build := exec.Command(gobin, "build", "-o", dir+string(filepath.Separator), "../hook", ".")
 	// Static, as the README installs it: no dynamic loader at start-up.
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -68,12 +70,38 @@ func buildAndRun(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "TestMain: go build:", err)
 		return 1
 	}
-	hookBin = bin
+	hookBin = filepath.Join(dir, "hook"+exe)
+	engineBin = filepath.Join(dir, "des-engine"+exe)
+	switch testDecisionServer = os.Getenv("DES_TEST_DECISION_SERVER"); testDecisionServer {
+	case "":
+		testDecisionServer = "auto"
+	case "auto", "off":
+	default:
+		fmt.Fprintf(os.Stderr, "TestMain: DES_TEST_DECISION_SERVER=%q: want auto or off\n", testDecisionServer)
+		return 1
+	}
 	// The built hook keeps its per-user state (the effect check's
 	// baseline) here, not in the home directory of whoever runs the tests.
 	testStateDir = filepath.Join(dir, "state")
+	// The decision servers the tests start listen in a runtime directory
+	// of this run's own, and are stopped before it goes.
+	run := filepath.Join(dir, "run")
+	if err := os.Mkdir(run, 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, "TestMain:", err)
+		return 1
+	}
+	os.Setenv("XDG_RUNTIME_DIR", run)
+	defer stopTestServers(run)
 	return m.Run()
 }
+
+// engineBin is des-engine, built beside hookBin.
+var engineBin string
+
+// testDecisionServer is the path the tests' hook calls take
+// (DES_TEST_DECISION_SERVER): "auto", through the warm decision server, or
+// "off", each event decided by des-engine in a process of its own.
+var testDecisionServer string
 
 // payload is one hook event of the corpus and where it came from.
 type payload struct {
@@ -150,7 +178,11 @@ func cleanEnviron() []string {
 	})
 	// des's per-user state (audit witnesses, ...) goes to the test's own
 	// directory, never the user's; a test may set its own after this.
-	return append(env, "DES_STATE_DIR="+testStateDir)
+	env = append(env, "DES_STATE_DIR="+testStateDir)
+	if testDecisionServer == "off" {
+		env = append(env, "DES_DECISION_SERVER=off")
+	}
+	return env
 }
 
 // testStateDir is the per-user state directory of the hook processes the

@@ -35,6 +35,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -150,7 +151,13 @@ func mode() string {
 // hook sends the event to the decision server and prints its answer.
 func hook(self, companion string) {
 	logger := newLogger()
-	stdin, err := io.ReadAll(io.LimitReader(os.Stdin, channel.MaxStdin+1))
+	stdin, err := readStdin()
+	if errors.Is(err, errStdinOpen) {
+		// As des-engine would: before the event is read des cannot be in
+		// charge, so this is no opinion.
+		fmt.Fprintf(os.Stderr, "des-hook: no opinion: %v\n", err)
+		return
+	}
 	if err != nil || len(stdin) > channel.MaxStdin {
 		// des-engine says what is wrong with the event, as it would alone.
 		decideInProcess(self, companion, stdin, logger, fmt.Errorf("event not sent: %d bytes read, %v", len(stdin), err))
@@ -188,7 +195,46 @@ func hook(self, companion string) {
 	case errors.Is(err, client.ErrNotAccepted):
 		decideInProcess(self, companion, stdin, logger, err)
 	default: // ErrNoAnswer: it may have had effects, so it is not run again
+		if rep != nil {
+			os.Stderr.Write(rep.Stderr) // a handler's panic, say
+		}
 		internalError(event, fmt.Errorf("%w; the event was not decided again in-process, since it may have had effects (audit lines, a step moved to IN_PROGRESS): retry the call (DES_DECISION_SERVER=off decides every event in a process of its own)", err))
+	}
+}
+
+// Deadline of reading stdin, as des-engine's: DES_HOOK_DEADLINE_MS (1 to
+// 50000) or 20 s.
+const (
+	deadlineEnv  = "DES_HOOK_DEADLINE_MS"
+	readDeadline = 20 * time.Second
+)
+
+var errStdinOpen = errors.New("read stdin: the event was not complete (stdin not closed) within the hook's deadline")
+
+// readStdin reads the event, at most channel.MaxStdin+1 bytes, within the
+// hook's deadline: a writer that never closes stdin must not hold the hook
+// past Claude Code's timeout.
+func readStdin() ([]byte, error) {
+	within := readDeadline
+	if ms, err := strconv.Atoi(strings.TrimSpace(os.Getenv(deadlineEnv))); err == nil && ms > 0 && ms <= 50000 {
+		within = time.Duration(ms) * time.Millisecond
+	}
+	type read struct {
+		b   []byte
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(os.Stdin, channel.MaxStdin+1))
+		done <- read{b, err}
+	}()
+	t := time.NewTimer(within)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.b, r.err
+	case <-t.C:
+		return nil, fmt.Errorf("%w (%v)", errStdinOpen, within)
 	}
 }
 
@@ -228,7 +274,7 @@ func internalError(event string, err error) {
 // PreToolUse call is denied (des cannot check it and says how to repair),
 // every other event gets no opinion, with the reason on stderr.
 func missingCompanion(err error) {
-	stdin, _ := io.ReadAll(io.LimitReader(os.Stdin, channel.MaxStdin+1))
+	stdin, _ := readStdin()
 	if event := eventName(stdin); event == "PreToolUse" {
 		internalError(event, err)
 		return

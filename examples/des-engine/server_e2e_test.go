@@ -1,0 +1,270 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/deterministic-exec/des/internal/channel"
+)
+
+// The lifecycle of the warm decision server, through the real binaries: the
+// client Claude Code runs, and des-engine beside it. Each test has a runtime
+// directory of its own (XDG_RUNTIME_DIR), so its server is its own, and stops
+// it at the end. The channel's mechanics (locks, the protocol, racing
+// clients, oversized events) are tested in internal/client and
+// internal/server.
+
+// serverRun is a runtime directory for one test's decision server.
+func serverRun(t *testing.T) string {
+	t.Helper()
+	if testDecisionServer == "off" {
+		t.Skip("DES_TEST_DECISION_SERVER=off: the decision server is not used")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the decision server runs on Linux only")
+	}
+	run := filepath.Join(t.TempDir(), "run")
+	if err := os.Mkdir(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopTestServers(run) })
+	return run
+}
+
+var servedRE = regexp.MustCompile(`decision_server_pid=([0-9]+)`)
+
+// servedBy is the pid of the decision server that decided run r (the
+// engine's debug line names it), 0 when it was decided in-process.
+func servedBy(r hookRun) int {
+	m := servedRE.FindStringSubmatch(r.stderr)
+	if m == nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(m[1])
+	return pid
+}
+
+// serverCall runs the client on event in root with the runtime directory run.
+func serverCall(t *testing.T, run, root string, env []string, event any) hookRun {
+	t.Helper()
+	return runHookProcess(t, root, append([]string{"XDG_RUNTIME_DIR=" + run, "DES_LOG_LEVEL=debug"}, env...), event)
+}
+
+// waitServer returns the pid of the server listening in run, waiting for
+// one being started.
+func waitServer(t *testing.T, run string) int {
+	t.Helper()
+	pid, ok, err := testServerPID(run)
+	if err != nil || !ok {
+		t.Fatalf("no decision server in %s: %v", run, err)
+	}
+	return pid
+}
+
+// gate1Fixture is the README's Gate 1 event and a project where it is
+// denied.
+func gate1Fixture(t *testing.T) (root string, event []byte) {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/gate1-incomplete-prompt.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gate1Project(t, "TODO"), raw
+}
+
+const wantGate1 = "[DES-PHASE-MISSING] the TDD_14_PHASES section does not name phase REFACTOR_L4"
+
+// teamStop is a team policy that denies every Gate 1 prompt, for the test
+// that a changed policy is picked up.
+const teamStop = `package des.gates.pre_invocation
+
+# METADATA
+# title: Team stop
+# description: Every subagent prompt is denied.
+# custom:
+#   code: TEAM-STOP
+#   severity: deny
+deny contains {"code": "TEAM-STOP", "msg": "the team stops every subagent"} if {
+	input.prompt
+}
+`
+
+// The first call starts a server and decides in-process; the next ones are
+// decided by that server, with the same answer. A changed policy file, a
+// changed .des/config.json and a changed DES_* variable are all seen by the
+// next call; a second project is served by the same server.
+func TestE2EServerLifecycle(t *testing.T) {
+	run := serverRun(t)
+	root, event := gate1Fixture(t)
+
+	first := serverCall(t, run, root, nil, event)
+	if pid := servedBy(first); pid != 0 {
+		t.Fatalf("the first call was decided by server %d; want in-process while it starts", pid)
+	}
+	if reason := denyReason(t, first); !strings.HasPrefix(reason, wantGate1) {
+		t.Fatalf("first call: %q", reason)
+	}
+	pid := waitServer(t, run)
+	second := serverCall(t, run, root, nil, event)
+	if got := servedBy(second); got != pid {
+		t.Fatalf("second call decided by %d, want server %d; stderr:\n%s", got, pid, second.stderr)
+	}
+	if denyReason(t, second) != denyReason(t, first) {
+		t.Errorf("server and in-process answers differ:\n%s\n%s", denyReason(t, second), denyReason(t, first))
+	}
+
+	// A team policy written now is applied by the next call.
+	writeFile(t, root, ".des/policies/team.rego", teamStop)
+	r := serverCall(t, run, root, nil, event)
+	if servedBy(r) != pid || !strings.Contains(denyReason(t, r), "[TEAM-STOP]") {
+		t.Errorf("after a new policy (server %d): %q\n%s", servedBy(r), denyReason(t, r), r.stderr)
+	}
+	if err := os.Remove(filepath.Join(root, ".des/policies/team.rego")); err != nil {
+		t.Fatal(err)
+	}
+
+	// A setting in .des/config.json, then the same one in the environment:
+	// a bad value is an error naming it, from the server as in-process.
+	writeFile(t, root, ".des/config.json", `{"validation_timeout_ms": 0}`)
+	r = serverCall(t, run, root, nil, event)
+	if servedBy(r) != pid || !strings.Contains(denyReason(t, r), "validation_timeout_ms") {
+		t.Errorf("after a bad .des/config.json (server %d): %q", servedBy(r), denyReason(t, r))
+	}
+	if err := os.Remove(filepath.Join(root, ".des/config.json")); err != nil {
+		t.Fatal(err)
+	}
+	r = serverCall(t, run, root, []string{"DES_VALIDATION_TIMEOUT_MS=0"}, event)
+	if servedBy(r) != pid || !strings.Contains(denyReason(t, r), "DES_VALIDATION_TIMEOUT_MS") {
+		t.Errorf("with a bad DES_VALIDATION_TIMEOUT_MS (server %d): %q", servedBy(r), denyReason(t, r))
+	}
+	r = serverCall(t, run, root, nil, event)
+	if servedBy(r) != pid || !strings.HasPrefix(denyReason(t, r), wantGate1) {
+		t.Errorf("settings restored (server %d): %q", servedBy(r), denyReason(t, r))
+	}
+
+	// Another project, the same server.
+	other, _ := gate1Fixture(t)
+	var ev map[string]any
+	if err := json.Unmarshal(event, &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev["cwd"] = other
+	r = serverCall(t, run, other, nil, ev)
+	if servedBy(r) != pid || !strings.HasPrefix(denyReason(t, r), wantGate1) {
+		t.Errorf("second project (server %d): %q", servedBy(r), denyReason(t, r))
+	}
+}
+
+// A killed server: the next call decides in-process, correctly, and starts
+// a new server, which decides the call after.
+func TestE2EServerKilled(t *testing.T) {
+	run := serverRun(t)
+	root, event := gate1Fixture(t)
+	serverCall(t, run, root, nil, event)
+	pid := waitServer(t, run)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); syscall.Kill(pid, 0) == nil && !zombie(pid) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	r := serverCall(t, run, root, nil, event)
+	if servedBy(r) != 0 || !strings.HasPrefix(denyReason(t, r), wantGate1) {
+		t.Fatalf("after the kill (server %d): %q", servedBy(r), denyReason(t, r))
+	}
+	next := waitServer(t, run)
+	if next == pid {
+		t.Fatalf("the killed server %d still answers", pid)
+	}
+	if r := serverCall(t, run, root, nil, event); servedBy(r) != next || !strings.HasPrefix(denyReason(t, r), wantGate1) {
+		t.Errorf("after the restart (server %d, want %d): %q", servedBy(r), next, denyReason(t, r))
+	}
+}
+
+// A socket bound by another process of the same user (the agent could) that
+// answers every request with "allow" is refused: the client checks that the
+// process behind it is its des-engine, and decides in-process.
+func TestE2EServerImpostorRefused(t *testing.T) {
+	run := serverRun(t)
+	root, event := gate1Fixture(t)
+	id, err := channel.ReadBuildID(engineBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := channel.EnsureDir(filepath.Join(run, "des"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", channel.SocketPath(dir, channel.Key(id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	served := make(chan bool, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			served <- false
+			return
+		}
+		defer conn.Close()
+		// The companion's build ID and a pid, as the real server says them.
+		_ = channel.WriteJSON(conn, channel.Hello{Protocol: channel.Protocol, BuildID: id, PID: os.Getpid()})
+		req, err := channel.ReadRequest(conn)
+		if err != nil {
+			served <- false
+			return
+		}
+		_ = req
+		_ = channel.WriteJSON(conn, channel.Accept{Accepted: true})
+		var c channel.Commit
+		_ = channel.ReadJSON(conn, &c)
+		_ = channel.WriteReply(conn, &channel.Reply{Stdout: []byte(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}`)})
+		served <- true
+	}()
+	r := serverCall(t, run, root, nil, event)
+	if reason := denyReason(t, r); !strings.HasPrefix(reason, wantGate1) {
+		t.Fatalf("with an impostor on the socket: %q, stdout %s", reason, r.stdout)
+	}
+	select {
+	case ok := <-served:
+		if ok {
+			t.Fatal("the client sent the request to the impostor")
+		}
+	default: // it dialled, read the hello and hung up: refused before sending
+	}
+}
+
+// A server that took the request and died before answering: the request
+// may have had effects, so it is not run again in-process; where des is in
+// charge that is DES-INTERNAL. The handler waits on the audit lock (held by
+// another process, as an agent's `flock .des/audit/.lock sleep` would), and
+// the server is killed meanwhile.
+func TestE2EServerNoAnswer(t *testing.T) {
+	run := serverRun(t)
+	root := gitProject(t)
+	writeFile(t, root, stepPath, finishedStep(t, "EXECUTED"))
+	git(t, root, "add", stepPath)
+	event := bashEvent(t, root, "git commit -m step")
+	serverCall(t, run, root, nil, bashEvent(t, root, "ls")) // starts the server
+	pid := waitServer(t, run)
+	holdLock(t, filepath.Join(root, ".des", "audit", ".lock"))
+	go func() {
+		time.Sleep(1500 * time.Millisecond) // the handler is waiting on the lock by now
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}()
+	r := serverCall(t, run, root, []string{"DES_HOOK_DEADLINE_MS=15000"}, event)
+	reason := denyReason(t, r)
+	if !strings.HasPrefix(reason, "[DES-INTERNAL] ") || !strings.Contains(reason, "did not answer") || !strings.Contains(reason, "not decided again") {
+		t.Errorf("server killed mid-request: %q\nstderr %s", reason, r.stderr)
+	}
+}
