@@ -333,7 +333,7 @@ func TestAttackProperty(t *testing.T) {
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel()
-			atkProperty(t, tmpl, newAtkRand(seed), fmt.Sprintf("DES_ATTACK_SEED=%d go test -run 'TestAttackProperty' ./examples/hook", seed))
+			atkProperty(t, tmpl, newAtkRand(seed), fmt.Sprintf("DES_ATTACK_SEED=%d go test -run 'TestAttackProperty' ./examples/des-engine", seed))
 		})
 	}
 }

@@ -15,7 +15,7 @@ import (
 // package; a package-level regexp.MustCompile of a real pattern exceeds it.
 func TestE2EInitWork(t *testing.T) {
 	root := t.TempDir()
-	cmd := exec.Command(hookBin)
+	cmd := exec.Command(engineBin) // the in-process path: des-engine is what pays for init
 	cmd.Env = append(cleanEnviron(), "CLAUDE_PROJECT_DIR="+root, "GODEBUG=inittrace=1")
 	cmd.Dir, cmd.Stdin = root, bytes.NewReader([]byte(`{"hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{}}`))
 	var stderr bytes.Buffer

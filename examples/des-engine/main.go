@@ -1,12 +1,13 @@
-// Command hook is the Claude Code hook of DES and its command line for git
-// and people. Install it as des-hook, the name its messages and the docs
-// use, at a path that lasts and that the agent cannot write:
+// Command des-engine is the whole of DES's Claude Code hook and its command
+// line for git and people: in-process decisions, every subcommand, and the
+// warm decision server. Claude Code runs the thin client des-hook
+// (examples/hook), which finds des-engine beside its own executable and
+// either sends it the event through the server or runs it. Install both in
+// one directory, at a path that lasts and that the agent cannot write:
 //
 //	CGO_ENABLED=0 go build -o ~/bin/des-hook ./examples/hook
+//	CGO_ENABLED=0 go build -o ~/bin/des-engine ./examples/des-engine
 //	~/bin/des-hook settings     # the .claude/settings.json part that installs it
-//
-// (go install names it hook, after this directory: rename it, or pass its
-// path with --command.)
 //
 // With no arguments it is a Claude Code command hook: it reads one hook event
 // (JSON, at most 8 MiB) on stdin and writes at most one JSON object on
@@ -18,10 +19,12 @@
 //	des-hook precommit --install         write the git pre-commit hook that runs it
 //	des-hook stale [--resolve FILE]      list stale work, or reset it in FILE
 //	des-hook audit verify                check the audit trail
+//	des-hook serve [--idle DURATION]     run the warm decision server in the foreground
 //	des-hook version                     print the versions of des, Go and OPA
 //
 // and more: des-hook help lists them all, and docs/reference.md describes
-// each with its exit statuses.
+// each with its exit statuses. Run through des-hook, settings and
+// precommit --install write des-hook's path (DES_CLIENT_PATH), not this one.
 //
 // It is one consumer of package des and stays thin: it speaks Claude Code's
 // protocol, and the library decides.

@@ -4,7 +4,7 @@ package main
 // 10) through the built hook binary, written from the contract and GH-55's
 // test scenarios (../shared/design/004_964140fbc35e690a.txt §3), not from the
 // implementation. Every test is named TestPhases* so that
-// `go test ./examples/hook/ -run TestPhases` runs exactly these.
+// `go test ./examples/des-engine/ -run TestPhases` runs exactly these.
 //
 // Conventions of this file:
 //   - each project is a t.TempDir() holding a real workflow state

@@ -32,7 +32,7 @@ import (
 // The blocks of one NAME run in one bash, in the README's order (N counts
 // the commands of the run block, which comes first), from the repository
 // root, one command per line (a line ending in "\" continues), with the
-// built hook in place of `go run ./examples/hook` and of `des-hook`. A run
+// built hook in place of `go run ./examples/des-engine` and of `des-hook`. A run
 // block's failing command stops the example. What the README shows is
 // compared with what the commands print, with timestamps, dates in audit
 // file names and SHA-256 hashes made neutral (a hash shown twice must be the
@@ -125,7 +125,7 @@ func runReadmeCommands(t *testing.T, cmds []readmeCommand, tmp string) []string 
 	t.Helper()
 	var script strings.Builder
 	for _, c := range cmds {
-		text := strings.ReplaceAll(c.text, "go run ./examples/hook", `"$DES_HOOK"`)
+		text := strings.ReplaceAll(c.text, "go run ./examples/des-engine", `"$DES_HOOK"`)
 		text = hookWord.ReplaceAllString(text, `$1"$$DES_HOOK"`)
 		// The separator's printf must not lose the command's status: a
 		// session's "echo $?" shows it, and a run block stops on it.

@@ -11,7 +11,7 @@ import (
 )
 
 // installHint is how to get a binary whose path lasts.
-const installHint = "go build -o ~/bin/des-hook ./examples/hook"
+const installHint = "go build -o ~/bin/des-hook ./examples/hook && go build -o ~/bin/des-engine ./examples/des-engine"
 
 // cacheEntry matches the directory Go's build cache keeps a `go run`
 // executable in: <GOCACHE>/<2 hex>/<64 hex>-d/<name>.

@@ -39,16 +39,20 @@ func TestE2ESettingsWarnsAboutGoRunPath(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the copied binary needs a Unix exec bit")
 	}
-	raw, err := os.ReadFile(hookBin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The client and des-engine beside it, both where `go run` leaves its
+	// executable: the client's path is the one that would be written.
 	transient := filepath.Join(t.TempDir(), "go-build1234", "b001", "exe", "hook")
 	if err := os.MkdirAll(filepath.Dir(transient), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(transient, raw, 0o755); err != nil {
-		t.Fatal(err)
+	for src, dst := range map[string]string{hookBin: transient, engineBin: filepath.Join(filepath.Dir(transient), filepath.Base(engineBin))} {
+		raw, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, raw, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	root := t.TempDir()
 	if out, err := exec.Command("git", "init", "-q", root).CombinedOutput(); err != nil {

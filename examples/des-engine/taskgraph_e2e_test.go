@@ -4,7 +4,7 @@ package main
 // through the built hook binary, written from the contract, the issue and
 // the orchestrator design document (../shared/design/001_c8c48af4d399b6ba.txt),
 // not from the implementation. Every test is named TestGraph* so that
-// `go test ./examples/hook/ -run TestGraph` runs exactly these.
+// `go test ./examples/des-engine/ -run TestGraph` runs exactly these.
 //
 // This file: the harness (a project with settings, a task graph and a
 // Claude directory holding real subagent transcripts; one helper per hook

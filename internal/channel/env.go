@@ -10,13 +10,15 @@ import "strings"
 //     project directory);
 //   - every GIT_* (des-hook precommit runs inside git, where GIT_DIR,
 //     GIT_INDEX_FILE and the like name what is being committed);
+//   - every ISDLC_* (ISDLC_PROJECT chooses the iSDLC project of a monorepo);
 //   - every XDG_* and LC_*, and HOME, TMPDIR, PATH, LANG, TZ, USER, LOGNAME,
-//     SHELL (where files live and how the programs git and des run behave).
+//     SHELL (where files live and how the programs git and des run behave);
+//   - OLDPWD (the Bash guard expands ~- and $OLDPWD in a command from it).
 //
 // Anything else (tokens, credentials the agent's shell holds) stays out.
 var (
-	forwardPrefixes = []string{"DES_", "CLAUDE_", "GIT_", "XDG_", "LC_"}
-	forwardNames    = []string{"HOME", "TMPDIR", "PATH", "LANG", "TZ", "USER", "LOGNAME", "SHELL"}
+	forwardPrefixes = []string{"DES_", "CLAUDE_", "GIT_", "ISDLC_", "XDG_", "LC_"}
+	forwardNames    = []string{"HOME", "TMPDIR", "PATH", "LANG", "TZ", "USER", "LOGNAME", "SHELL", "OLDPWD"}
 )
 
 // Forwarded reports whether the variable named key travels with a request.
