@@ -134,17 +134,17 @@ func TestE2EServerLifecycle(t *testing.T) {
 
 	// A setting in .des/config.json, then the same one in the environment:
 	// a bad value is an error naming it, from the server as in-process.
-	writeFile(t, root, ".des/config.json", `{"validation_timeout_ms": 0}`)
+	writeFile(t, root, ".des/config.json", `{"stale_threshold_minutes": 0}`)
 	r = serverCall(t, run, root, nil, event)
-	if servedBy(r) != pid || !strings.Contains(denyReason(t, r), "validation_timeout_ms") {
+	if servedBy(r) != pid || !strings.Contains(denyReason(t, r), "stale_threshold_minutes") {
 		t.Errorf("after a bad .des/config.json (server %d): %q", servedBy(r), denyReason(t, r))
 	}
 	if err := os.Remove(filepath.Join(root, ".des/config.json")); err != nil {
 		t.Fatal(err)
 	}
-	r = serverCall(t, run, root, []string{"DES_VALIDATION_TIMEOUT_MS=0"}, event)
-	if servedBy(r) != pid || !strings.Contains(denyReason(t, r), "DES_VALIDATION_TIMEOUT_MS") {
-		t.Errorf("with a bad DES_VALIDATION_TIMEOUT_MS (server %d): %q", servedBy(r), denyReason(t, r))
+	r = serverCall(t, run, root, []string{"DES_STALE_THRESHOLD_MINUTES=0"}, event)
+	if servedBy(r) != pid || !strings.Contains(denyReason(t, r), "DES_STALE_THRESHOLD_MINUTES") {
+		t.Errorf("with a bad DES_STALE_THRESHOLD_MINUTES (server %d): %q", servedBy(r), denyReason(t, r))
 	}
 	r = serverCall(t, run, root, nil, event)
 	if servedBy(r) != pid || !strings.HasPrefix(denyReason(t, r), wantGate1) {
