@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -186,4 +187,90 @@ func BenchmarkProcessBashCall(b *testing.B) {
 	b.ReportMetric(float64(f)/float64(n), "fast/noop")
 	b.ReportMetric(float64(p)/float64(n), "pre/noop")
 	b.ReportMetric(float64(q)/float64(n), "post/noop")
+}
+
+// BenchmarkProcessPaths times Gate 1 (the execute-step prompt of
+// BenchmarkProcess) and an event DES has no opinion on by each path a hook
+// event can take, beside the do-nothing Go program and the start-up of node
+// and python3 (the runtimes of other hooks), interleaved in one loop:
+//
+//	server:  des-hook, the warm decision server deciding (after a warm-up)
+//	handoff: des-hook with DES_DECISION_SERVER=off, exec'ing des-engine
+//	engine:  des-engine run directly, the in-process path alone
+//	fast:    des-hook through the server on PreToolUse Read
+//	node, python3: `node -e 0`, `python3 -c 0`, when installed
+func BenchmarkProcessPaths(b *testing.B) {
+	if testDecisionServer == "off" {
+		b.Skip("DES_TEST_DECISION_SERVER=off")
+	}
+	dir := b.TempDir()
+	noop := filepath.Join(dir, "noop")
+	build := exec.Command("go", "build", "-o", noop, "../../internal/noop")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		b.Fatal(err)
+	}
+	root := b.TempDir()
+	writeFile(b, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}}`)
+	gate1Event, _ := json.Marshal(agentEvent(root, "Agent", renderPrompt(b, "execute-step")))
+	fastEvent, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Read", "cwd": root,
+		"tool_input": map[string]any{"file_path": filepath.Join(root, "README.md")}})
+	base := slices.DeleteFunc(cleanEnviron(), func(kv string) bool { return strings.HasPrefix(kv, "DES_DECISION_SERVER=") })
+	auto := append(slices.Clip(base), "CLAUDE_PROJECT_DIR="+root)
+	off := append(slices.Clip(auto), "DES_DECISION_SERVER=off")
+	run := func(env []string, in []byte, bin string, args ...string) time.Duration {
+		cmd := exec.Command(bin, args...)
+		cmd.Env, cmd.Dir, cmd.Stdin = env, root, bytes.NewReader(in)
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("%s: %v", bin, err)
+		}
+		d := time.Since(start)
+		if bytes.Contains(out.Bytes(), []byte("deny")) {
+			b.Fatalf("%s: unexpected output %q", bin, out.String())
+		}
+		return d
+	}
+	// The warm-up: the first call starts the server; wait for it, then one
+	// call through it.
+	run(auto, gate1Event, hookBin)
+	if _, ok, err := testServerPID(os.Getenv("XDG_RUNTIME_DIR")); err != nil || !ok {
+		b.Fatalf("no decision server after the first call: %v", err)
+	}
+	run(auto, gate1Event, hookBin)
+	node, _ := exec.LookPath("node")
+	python, _ := exec.LookPath("python3")
+	var noopT, serverT, handoffT, engineT, fastT, nodeT, pythonT []time.Duration
+	for b.Loop() {
+		noopT = append(noopT, run(auto, fastEvent, noop))
+		serverT = append(serverT, run(auto, gate1Event, hookBin))
+		handoffT = append(handoffT, run(off, gate1Event, hookBin))
+		engineT = append(engineT, run(auto, gate1Event, engineBin))
+		fastT = append(fastT, run(auto, fastEvent, hookBin))
+		if node != "" {
+			nodeT = append(nodeT, run(auto, nil, node, "-e", "0"))
+		}
+		if python != "" {
+			pythonT = append(pythonT, run(auto, nil, python, "-c", "0"))
+		}
+	}
+	n := median(noopT)
+	report := func(name string, ds []time.Duration) {
+		if len(ds) == 0 {
+			return
+		}
+		m := median(ds)
+		b.ReportMetric(float64(m.Microseconds()), name+"-µs")
+		b.ReportMetric(float64(m)/float64(n), name+"/noop")
+	}
+	b.ReportMetric(float64(n.Microseconds()), "noop-µs")
+	report("server", serverT)
+	report("handoff", handoffT)
+	report("engine", engineT)
+	report("fast", fastT)
+	report("node", nodeT)
+	report("python3", pythonT)
 }
