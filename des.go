@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -177,7 +178,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	witnessDir := AuditWitnessDir(o.lookupEnv)
 	pdata["witness_dir"] = gate.ProjectPath(root, witnessDir)
 	popts := []policy.Option{policy.WithLogger(o.logger), policy.WithData("des.config", pdata)}
-	dirs, err := policyDirs(root, cfg.PolicyDirs, o.logger)
+	dirs, err := policyDirs(root, cfg.PolicyDirs, settingSource(root, o.lookupEnv, o.config != nil, "DES_POLICY_DIRS"), o.logger)
 	if err != nil {
 		return nil, err
 	}
@@ -230,9 +231,23 @@ func (e *Engine) Policy(ctx context.Context) (*policy.Engine, error) {
 	return e.policy, e.policyErr
 }
 
+// settingSource names where a setting checked after loading came from, as
+// a ConfigError does for the others: the option, the environment variable
+// (which wins over the file), else the settings file.
+func settingSource(root string, lookupEnv func(string) (string, bool), fromOption bool, env string) string {
+	if fromOption {
+		return "WithConfig"
+	}
+	if v, ok := lookupEnv(env); ok && strings.TrimSpace(v) != "" {
+		return env
+	}
+	return filepath.Join(root, ConfigFile)
+}
+
 // policyDirs resolves the configured policy directories. The default
-// directory is optional; one the settings name must exist.
-func policyDirs(root string, dirs []string, logger *slog.Logger) ([]string, error) {
+// directory is optional; one the settings name must exist. source says
+// where the setting came from, for the error.
+func policyDirs(root string, dirs []string, source string, logger *slog.Logger) ([]string, error) {
 	var out []string
 	for _, d := range dirs {
 		abs := resolve(root, d)
@@ -242,9 +257,9 @@ func policyDirs(root string, dirs []string, logger *slog.Logger) ([]string, erro
 			logger.Debug("no team policy directory", "dir", abs)
 			continue
 		case err != nil:
-			return nil, &ConfigError{Setting: "policy_dirs", Source: "settings", Value: d, Reason: "cannot use the directory: " + err.Error(), Err: err}
+			return nil, &ConfigError{Setting: "policy_dirs", Source: source, Value: d, Reason: "cannot use the directory: " + err.Error(), Err: err}
 		case !info.IsDir():
-			return nil, &ConfigError{Setting: "policy_dirs", Source: "settings", Value: d, Reason: "not a directory"}
+			return nil, &ConfigError{Setting: "policy_dirs", Source: source, Value: d, Reason: "not a directory"}
 		}
 		out = append(out, abs)
 	}
