@@ -35,6 +35,7 @@ type options struct {
 	lazy      bool
 	writes    gate.Writes
 	workflow  *gate.Workflow
+	cache     *PolicyCache
 }
 
 type namedFS struct {
@@ -191,7 +192,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("des: %w", err)
 	}
-	if o.lazy {
+	if o.lazy && o.cache == nil {
 		popts = append(popts, policy.WithLazyCompile())
 	}
 	e := &Engine{root: root, cfg: cfg, extraPolicy: extra, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir}
@@ -200,6 +201,35 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		e.workflow = *o.workflow
 	} else {
 		e.workflow = e.defaultWorkflow(o.lookupEnv)
+	}
+	if o.cache != nil {
+		src, err := sourcesKey(dirs, resolveAll(root, o.bundles), o.fss)
+		if err != nil {
+			return nil, fmt.Errorf("des: %w", err)
+		}
+		dk, err := dataKey(pdata)
+		if err != nil {
+			return nil, fmt.Errorf("des: settings for the policies: %w", err)
+		}
+		pe, err := o.cache.get(ctx, src+"/"+dk, src, func() (*policy.Engine, error) {
+			pe, err := policy.New(ctx, popts...)
+			if err == nil {
+				err = pe.Prepare(ctx)
+			}
+			return pe, err
+		}, func(base *policy.Engine) (*policy.Engine, error) {
+			return base.WithDataAt(ctx, "des.config", pdata)
+		})
+		e.policyOnce.Do(func() {
+			e.policy = pe
+			if err != nil {
+				e.policyErr = fmt.Errorf("des: %w", err)
+			}
+		})
+		if e.policyErr != nil {
+			return nil, e.policyErr
+		}
+		return e, nil
 	}
 	if !o.lazy {
 		if _, err := e.Policy(ctx); err != nil {
