@@ -105,31 +105,51 @@ func (c *PolicyCache) Stats() PolicyCacheStats {
 // Concurrent calls for one key wait for the first.
 func (c *PolicyCache) get(ctx context.Context, key, src string, compile func() (*policy.Engine, error), derive func(*policy.Engine) (*policy.Engine, error)) (*policy.Engine, error) {
 	c.mu.Lock()
-	if el, ok := c.byKey[key]; ok {
-		c.lru.MoveToFront(el)
-		c.stats.Hits++
-		ent := el.Value.(*cacheEntry)
-		c.mu.Unlock()
-		return ent.engine, ent.err
-	}
-	if call, ok := c.inflight[key]; ok {
+	var base *policy.Engine
+	for {
+		if el, ok := c.byKey[key]; ok {
+			c.lru.MoveToFront(el)
+			c.stats.Hits++
+			ent := el.Value.(*cacheEntry)
+			c.mu.Unlock()
+			return ent.engine, ent.err
+		}
+		// The same key being built, or the same sources being compiled for
+		// other settings: wait for it rather than compile twice.
+		call, ok := c.inflight[key]
+		if !ok {
+			call, ok = c.inflight[src]
+		}
+		if !ok {
+			break
+		}
 		c.mu.Unlock()
 		select {
 		case <-call.done:
-			return call.engine, call.err
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+		c.mu.Lock()
 	}
-	var base *policy.Engine
 	for el := c.lru.Front(); el != nil; el = el.Next() {
-		if ent := el.Value.(*cacheEntry); ent.src == src && ent.err == nil {
-			base = ent.engine
-			break
+		ent := el.Value.(*cacheEntry)
+		if ent.src != src {
+			continue
 		}
+		if ent.err != nil {
+			// Sources that failed to compile fail for any settings.
+			c.stats.Hits++
+			c.mu.Unlock()
+			return nil, ent.err
+		}
+		base = ent.engine
+		break
 	}
 	call := &cacheCall{done: make(chan struct{})}
 	c.inflight[key] = call
+	if base == nil {
+		c.inflight[src] = call // keys and sources are both hex digests: src has no "/"
+	}
 	c.mu.Unlock()
 
 	if base != nil {
@@ -143,10 +163,12 @@ func (c *PolicyCache) get(ctx context.Context, key, src string, compile func() (
 	if base != nil {
 		c.stats.Derived++
 	} else {
+		delete(c.inflight, src)
 		c.stats.Compiles++
 	}
-	// A policy error is kept; anything else (a cancelled context, say) is
-	// not the sources' fault and is tried again.
+	// A policy error is kept, so that broken sources are not compiled
+	// again per call; anything else (a cancelled context, say) is not the
+	// sources' fault and is tried again.
 	var perr policy.Errors
 	if call.err == nil || errors.As(call.err, &perr) {
 		c.byKey[key] = c.lru.PushFront(&cacheEntry{key: key, src: src, engine: call.engine, err: call.err})

@@ -177,7 +177,11 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	// with the trail, the trail would verify as "not witnessed".
 	witnessDir := AuditWitnessDir(o.lookupEnv)
 	pdata["witness_dir"] = gate.ProjectPath(root, witnessDir)
-	popts := []policy.Option{policy.WithLogger(o.logger), policy.WithData("des.config", pdata)}
+	popts := []policy.Option{policy.WithData("des.config", pdata)}
+	if o.cache == nil {
+		// A cached policy engine serves many Engines: it keeps no one's logger.
+		popts = append(popts, policy.WithLogger(o.logger))
+	}
 	dirs, err := policyDirs(root, cfg.PolicyDirs, o.logger)
 	if err != nil {
 		return nil, err
