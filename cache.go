@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/deterministic-exec/des/policy"
 )
@@ -243,9 +244,25 @@ func statTree(w io.Writer, p string) error {
 		}
 		ino, ctime := inodeCtime(fi)
 		fmt.Fprintf(w, "%q %d %d %d %d %s\x00", q, fi.Size(), fi.ModTime().UnixNano(), ino, ctime, strconv.FormatUint(uint64(fi.Mode()), 8))
+		// File times tick coarsely (a kernel tick, or a second on some
+		// file systems): a file rewritten twice within one tick at the same
+		// size would keep its stat. A file changed that recently is keyed
+		// by its content too, as git does with racily clean files.
+		if fi.Mode().IsRegular() && time.Since(time.Unix(0, max(fi.ModTime().UnixNano(), ctime))) < racyWindow {
+			b, err := os.ReadFile(q)
+			if err != nil {
+				fmt.Fprintf(w, "error %q %q\x00", q, err.Error())
+				return nil
+			}
+			fmt.Fprintf(w, "content %x\x00", sha256.Sum256(b))
+		}
 		return nil
 	})
 }
+
+// racyWindow is how recently a file must have changed for its content to
+// be part of the key.
+const racyWindow = 2 * time.Second
 
 // dataKey fingerprints the data des sets (data.des.config).
 func dataKey(v any) (string, error) {

@@ -126,10 +126,23 @@ func TestPolicyCacheChangedFileRecompiles(t *testing.T) {
 	if got := teamCodes(t, e); !reflect.DeepEqual(got, []string{"TEAM-B"}) {
 		t.Errorf("after the change: codes = %v, want [TEAM-B]", got)
 	}
+	// Same size, modification time put back (as cp -p or touch -r would):
+	// the change time still moves.
+	fi, _ = os.Stat(p)
+	teamPolicy(t, root, "team.rego", "TEAM-D")
+	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	e = cachedEngine(t, c, root, lookup)
+	wantStats(t, c, PolicyCacheStats{Compiles: 3, Len: 3})
+	if got := teamCodes(t, e); !reflect.DeepEqual(got, []string{"TEAM-D"}) {
+		t.Errorf("after a change that kept the modification time: codes = %v, want [TEAM-D]", got)
+	}
+	teamPolicy(t, root, "team.rego", "TEAM-B")
 	// A new file.
 	teamPolicy(t, root, "more.rego", "TEAM-C")
 	e = cachedEngine(t, c, root, lookup)
-	wantStats(t, c, PolicyCacheStats{Compiles: 3, Len: 3})
+	wantStats(t, c, PolicyCacheStats{Compiles: 4, Len: 4})
 	if got := teamCodes(t, e); !reflect.DeepEqual(got, []string{"TEAM-B", "TEAM-C"}) {
 		t.Errorf("after a new file: codes = %v, want [TEAM-B TEAM-C]", got)
 	}
@@ -138,7 +151,7 @@ func TestPolicyCacheChangedFileRecompiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	e = cachedEngine(t, c, root, lookup)
-	wantStats(t, c, PolicyCacheStats{Compiles: 4, Len: 4})
+	wantStats(t, c, PolicyCacheStats{Compiles: 5, Len: 5})
 	if got := teamCodes(t, e); !reflect.DeepEqual(got, []string{"TEAM-C"}) {
 		t.Errorf("after a removal: codes = %v, want [TEAM-C]", got)
 	}
