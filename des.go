@@ -119,7 +119,9 @@ type Engine struct {
 
 // New reads the settings, loads and compiles the policies and opens the audit
 // trail. A bad setting is a *ConfigError; a policy that does not parse or
-// compile is a policy.Errors with file:line:col.
+// compile is a policy.Errors with file:line:col. With WithPolicyCache the
+// compiled policies come from the cache when their sources and the settings
+// they read are as an entry's.
 func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	o := options{lookupEnv: os.LookupEnv, clock: time.Now}
 	for _, opt := range opts {
