@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/deterministic-exec/des/policy"
@@ -276,4 +277,41 @@ func TestPolicyCacheCompileErrorEachTime(t *testing.T) {
 	teamPolicy(t, root, "bad.rego", "FIXED")
 	cachedEngine(t, c, root, lookup)
 	wantStats(t, c, PolicyCacheStats{Hits: 2, Compiles: 2, Len: 2})
+}
+
+func TestPolicyCacheBundlesAndFileSystems(t *testing.T) {
+	c := NewPolicyCache(8)
+	lookup := cacheEnv(t, nil)
+	root := t.TempDir()
+	src, err := os.ReadFile("policy/testdata/team-bundle.tar.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(t.TempDir(), "team.tar.gz")
+	if err := os.WriteFile(bundle, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rule := func(code string) fstest.MapFS {
+		return fstest.MapFS{"team.rego": {Data: fmt.Appendf(nil, "package des.gates.tool_use\n\ndeny contains {\"code\": %q, \"msg\": \"fs rule\"} if {\n\tsome w in input.writes\n\tw.path == \"team.txt\"\n}\n", code)}}
+	}
+	build := func(fsys fstest.MapFS) *Engine {
+		return cachedEngine(t, c, root, lookup, WithBundles(bundle), WithPolicyFS("embedded", fsys))
+	}
+	build(rule("FS-A"))
+	build(rule("FS-A")) // the same content in another file system value
+	wantStats(t, c, PolicyCacheStats{Hits: 1, Compiles: 1, Len: 1})
+	if got := teamCodes(t, build(rule("FS-B"))); !reflect.DeepEqual(got, []string{"FS-B"}) {
+		t.Errorf("file system changed: codes = %v, want [FS-B]", got)
+	}
+	wantStats(t, c, PolicyCacheStats{Hits: 1, Compiles: 2, Len: 2})
+	// The bundle replaced by another file (a new inode).
+	tmp := bundle + ".new"
+	if err := os.WriteFile(tmp, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, bundle); err != nil {
+		t.Fatal(err)
+	}
+	build(rule("FS-B"))
+	wantStats(t, c, PolicyCacheStats{Hits: 1, Compiles: 3, Len: 3})
 }
