@@ -36,6 +36,7 @@ type options struct {
 	lazy      bool
 	writes    gate.Writes
 	workflow  *gate.Workflow
+	cache     *PolicyCache
 }
 
 type namedFS struct {
@@ -119,7 +120,9 @@ type Engine struct {
 
 // New reads the settings, loads and compiles the policies and opens the audit
 // trail. A bad setting is a *ConfigError; a policy that does not parse or
-// compile is a policy.Errors with file:line:col.
+// compile is a policy.Errors with file:line:col. With WithPolicyCache the
+// compiled policies come from the cache when their sources and the settings
+// they read are as an entry's.
 func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	o := options{lookupEnv: os.LookupEnv, clock: time.Now}
 	for _, opt := range opts {
@@ -177,7 +180,11 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	// with the trail, the trail would verify as "not witnessed".
 	witnessDir := AuditWitnessDir(o.lookupEnv)
 	pdata["witness_dir"] = gate.ProjectPath(root, witnessDir)
-	popts := []policy.Option{policy.WithLogger(o.logger), policy.WithData("des.config", pdata)}
+	popts := []policy.Option{policy.WithData("des.config", pdata)}
+	if o.cache == nil {
+		// A cached policy engine serves many Engines: it keeps no one's logger.
+		popts = append(popts, policy.WithLogger(o.logger))
+	}
 	dirs, err := policyDirs(root, cfg.PolicyDirs, settingSource(root, o.lookupEnv, o.config != nil, "DES_POLICY_DIRS"), o.logger)
 	if err != nil {
 		return nil, err
@@ -192,7 +199,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("des: %w", err)
 	}
-	if o.lazy {
+	if o.lazy && o.cache == nil {
 		popts = append(popts, policy.WithLazyCompile())
 	}
 	e := &Engine{root: root, cfg: cfg, extraPolicy: extra, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir}
@@ -201,6 +208,35 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		e.workflow = *o.workflow
 	} else {
 		e.workflow = e.defaultWorkflow(o.lookupEnv)
+	}
+	if o.cache != nil {
+		src, err := sourcesKey(dirs, resolveAll(root, o.bundles), o.fss)
+		if err != nil {
+			return nil, fmt.Errorf("des: %w", err)
+		}
+		dk, err := dataKey(pdata)
+		if err != nil {
+			return nil, fmt.Errorf("des: settings for the policies: %w", err)
+		}
+		pe, err := o.cache.get(ctx, src+"/"+dk, src, func() (*policy.Engine, error) {
+			pe, err := policy.New(ctx, popts...)
+			if err == nil {
+				err = pe.Prepare(ctx)
+			}
+			return pe, err
+		}, func(base *policy.Engine) (*policy.Engine, error) {
+			return base.WithDataAt(ctx, "des.config", pdata)
+		})
+		e.policyOnce.Do(func() {
+			e.policy = pe
+			if err != nil {
+				e.policyErr = fmt.Errorf("des: %w", err)
+			}
+		})
+		if e.policyErr != nil {
+			return nil, e.policyErr
+		}
+		return e, nil
 	}
 	if !o.lazy {
 		if _, err := e.Policy(ctx); err != nil {
