@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,7 @@ type options struct {
 	lazy      bool
 	writes    gate.Writes
 	workflow  *gate.Workflow
+	cache     *PolicyCache
 }
 
 type namedFS struct {
@@ -118,7 +120,9 @@ type Engine struct {
 
 // New reads the settings, loads and compiles the policies and opens the audit
 // trail. A bad setting is a *ConfigError; a policy that does not parse or
-// compile is a policy.Errors with file:line:col.
+// compile is a policy.Errors with file:line:col. With WithPolicyCache the
+// compiled policies come from the cache when their sources and the settings
+// they read are as an entry's.
 func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	o := options{lookupEnv: os.LookupEnv, clock: time.Now}
 	for _, opt := range opts {
@@ -176,8 +180,12 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	// with the trail, the trail would verify as "not witnessed".
 	witnessDir := AuditWitnessDir(o.lookupEnv)
 	pdata["witness_dir"] = gate.ProjectPath(root, witnessDir)
-	popts := []policy.Option{policy.WithLogger(o.logger), policy.WithData("des.config", pdata)}
-	dirs, err := policyDirs(root, cfg.PolicyDirs, o.logger)
+	popts := []policy.Option{policy.WithData("des.config", pdata)}
+	if o.cache == nil {
+		// A cached policy engine serves many Engines: it keeps no one's logger.
+		popts = append(popts, policy.WithLogger(o.logger))
+	}
+	dirs, err := policyDirs(root, cfg.PolicyDirs, settingSource(root, o.lookupEnv, o.config != nil, "DES_POLICY_DIRS"), o.logger)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +199,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("des: %w", err)
 	}
-	if o.lazy {
+	if o.lazy && o.cache == nil {
 		popts = append(popts, policy.WithLazyCompile())
 	}
 	e := &Engine{root: root, cfg: cfg, extraPolicy: extra, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir}
@@ -200,6 +208,35 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		e.workflow = *o.workflow
 	} else {
 		e.workflow = e.defaultWorkflow(o.lookupEnv)
+	}
+	if o.cache != nil {
+		src, err := sourcesKey(dirs, resolveAll(root, o.bundles), o.fss)
+		if err != nil {
+			return nil, fmt.Errorf("des: %w", err)
+		}
+		dk, err := dataKey(pdata)
+		if err != nil {
+			return nil, fmt.Errorf("des: settings for the policies: %w", err)
+		}
+		pe, err := o.cache.get(ctx, src+"/"+dk, src, func() (*policy.Engine, error) {
+			pe, err := policy.New(ctx, popts...)
+			if err == nil {
+				err = pe.Prepare(ctx)
+			}
+			return pe, err
+		}, func(base *policy.Engine) (*policy.Engine, error) {
+			return base.WithDataAt(ctx, "des.config", pdata)
+		})
+		e.policyOnce.Do(func() {
+			e.policy = pe
+			if err != nil {
+				e.policyErr = fmt.Errorf("des: %w", err)
+			}
+		})
+		if e.policyErr != nil {
+			return nil, e.policyErr
+		}
+		return e, nil
 	}
 	if !o.lazy {
 		if _, err := e.Policy(ctx); err != nil {
@@ -230,9 +267,23 @@ func (e *Engine) Policy(ctx context.Context) (*policy.Engine, error) {
 	return e.policy, e.policyErr
 }
 
+// settingSource names where a setting checked after loading came from, as
+// a ConfigError does for the others: the option, the environment variable
+// (which wins over the file), else the settings file.
+func settingSource(root string, lookupEnv func(string) (string, bool), fromOption bool, env string) string {
+	if fromOption {
+		return "WithConfig"
+	}
+	if v, ok := lookupEnv(env); ok && strings.TrimSpace(v) != "" {
+		return env
+	}
+	return filepath.Join(root, ConfigFile)
+}
+
 // policyDirs resolves the configured policy directories. The default
-// directory is optional; one the settings name must exist.
-func policyDirs(root string, dirs []string, logger *slog.Logger) ([]string, error) {
+// directory is optional; one the settings name must exist. source says
+// where the setting came from, for the error.
+func policyDirs(root string, dirs []string, source string, logger *slog.Logger) ([]string, error) {
 	var out []string
 	for _, d := range dirs {
 		abs := resolve(root, d)
@@ -242,9 +293,9 @@ func policyDirs(root string, dirs []string, logger *slog.Logger) ([]string, erro
 			logger.Debug("no team policy directory", "dir", abs)
 			continue
 		case err != nil:
-			return nil, &ConfigError{Setting: "policy_dirs", Source: "settings", Value: d, Reason: "cannot use the directory: " + err.Error(), Err: err}
+			return nil, &ConfigError{Setting: "policy_dirs", Source: source, Value: d, Reason: "cannot use the directory: " + err.Error(), Err: err}
 		case !info.IsDir():
-			return nil, &ConfigError{Setting: "policy_dirs", Source: "settings", Value: d, Reason: "not a directory"}
+			return nil, &ConfigError{Setting: "policy_dirs", Source: source, Value: d, Reason: "not a directory"}
 		}
 		out = append(out, abs)
 	}

@@ -51,6 +51,18 @@ func TestConfiguredPolicyDirMustExist(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Setting != "policy_dirs" || !strings.Contains(err.Error(), "team-rules") {
 		t.Errorf("err = %v, want a ConfigError naming team-rules", err)
 	}
+	// The error says where the setting came from, as for a bad value.
+	if ce != nil && ce.Source != "DES_POLICY_DIRS" {
+		t.Errorf("source = %q, want DES_POLICY_DIRS", ce.Source)
+	}
+	writeConfig(t, root, `{"policy_dirs": ["other-rules"]}`)
+	_, err = New(t.Context(), WithRoot(root), WithEnv(env(nil)))
+	if !errors.As(err, &ce) || ce.Source != filepath.Join(root, ConfigFile) || !strings.Contains(err.Error(), "other-rules") {
+		t.Errorf("err = %v, want a ConfigError from %s naming other-rules", err, filepath.Join(root, ConfigFile))
+	}
+	if err := os.Remove(filepath.Join(root, ConfigFile)); err != nil {
+		t.Fatal(err)
+	}
 	// The default directory is optional.
 	if _, err := New(t.Context(), WithRoot(root), WithEnv(env(nil))); err != nil {
 		t.Errorf("missing default policy dir: %v", err)

@@ -7,7 +7,9 @@
 // An [Engine] is built once with [New]: it reads the settings
 // (.des/config.json, then DES_* environment variables), loads and compiles the
 // built-in policy bundle with the team's own policies, and opens the audit
-// trail. It is safe for concurrent use.
+// trail. It is safe for concurrent use. A long-lived process that builds an
+// Engine per request (a decision server) shares the compiled policies between
+// them through a [PolicyCache] ([WithPolicyCache]).
 //
 // Go gathers facts, Rego decides, Go carries out the decision: the gates in
 // package gate build one input document per gate, package policy evaluates the

@@ -2,10 +2,13 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -107,6 +110,7 @@ type Engine struct {
 
 	prepared map[Gate]*preparedGate
 	lazy     bool
+	reserved []string // the paths WithData set, which WithDataAt may replace
 }
 
 // compiled is a compiler and the catalogue of its modules.
@@ -167,6 +171,9 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		prepared: make(map[Gate]*preparedGate, len(Gates())),
 		lazy:     o.lazy,
 	}
+	for _, ov := range o.overrides {
+		e.reserved = append(e.reserved, ov.path)
+	}
 	for _, g := range Gates() {
 		e.prepared[g] = &preparedGate{}
 	}
@@ -176,6 +183,77 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		}
 	}
 	return e, nil
+}
+
+// Prepare prepares every gate's query now rather than at its first
+// evaluation, compiling every policy first (also in an engine built
+// WithLazyCompile). For long-lived processes that want every error and
+// every cost at start.
+func (e *Engine) Prepare(ctx context.Context) error {
+	if _, err := e.compileAll(); err != nil {
+		return err
+	}
+	for _, g := range Gates() {
+		if _, err := e.prepare(ctx, g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WithDataAt returns an Engine that shares e's compiled policies, with the
+// document at a dotted path that New's WithData set replaced by value, its
+// gates prepared. Compiled policies do not depend on data, so this costs
+// preparing the queries, not compiling: for a process that serves projects
+// whose policies are the same and whose settings differ. e must not be lazy;
+// e itself is unchanged.
+func (e *Engine) WithDataAt(ctx context.Context, path string, value any) (*Engine, error) {
+	if e.lazy {
+		return nil, errors.New("policy: WithDataAt needs an engine compiled in full, not one built WithLazyCompile")
+	}
+	if !slices.Contains(e.reserved, path) {
+		return nil, fmt.Errorf("policy: WithDataAt: data.%s was not set by WithData, so a team data file may set it too", path)
+	}
+	full, err := e.compileAll()
+	if err != nil {
+		return nil, err
+	}
+	if err := util.RoundTrip(&value); err != nil {
+		return nil, fmt.Errorf("set data.%s: %w", path, err)
+	}
+	// The maps along the path are copied, the rest shared: the store only
+	// reads them.
+	data := maps.Clone(e.data)
+	node := data
+	parts := strings.Split(path, ".")
+	for _, p := range parts[:len(parts)-1] {
+		next, ok := node[p].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("set data.%s: data.%s is not an object", path, p)
+		}
+		next = maps.Clone(next)
+		node[p] = next
+		node = next
+	}
+	node[parts[len(parts)-1]] = value
+	d := &Engine{
+		files:    e.files,
+		caps:     e.caps,
+		store:    inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(false)),
+		data:     data,
+		logger:   e.logger,
+		prepared: make(map[Gate]*preparedGate, len(Gates())),
+		reserved: e.reserved,
+		full:     full,
+	}
+	d.fullOnce.Do(func() {}) // compiled already
+	for _, g := range Gates() {
+		d.prepared[g] = &preparedGate{}
+	}
+	if err := d.Prepare(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // compileAll compiles every module once (strict).

@@ -209,7 +209,7 @@ func internalRecovery(err error) []string {
 		}
 	case errors.As(err, &polErr):
 		return []string{
-			"Fix the policy at the file:line above (team policies live in .des/policies/ unless DES_POLICY_DIRS says otherwise), then retry.",
+			"Fix the team policy or data file named above (a policy error is at its file:line:col; two data files that disagree are both named; team policies live in .des/policies/ unless DES_POLICY_DIRS says otherwise), then retry.",
 			"Run `des-hook policies` from the project root to check that the policies compile.",
 		}
 	default:

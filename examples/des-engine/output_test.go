@@ -172,7 +172,7 @@ func TestInternalError(t *testing.T) {
 		h, _ := testEnv("PreToolUse")
 		perr := policy.Errors{{File: ".des/policies/team.rego", Row: 3, Col: 1, Code: "rego_parse_error", Message: "unexpected }"}}
 		r := h.internalError(true, fmt.Errorf("des: %w", perr))
-		if !strings.Contains(r.decisionReason, "- Fix the policy at the file:line above") {
+		if !strings.Contains(r.decisionReason, "- Fix the team policy or data file named above (a policy error is at its file:line:col") {
 			t.Errorf("reason = %q", r.decisionReason)
 		}
 	})

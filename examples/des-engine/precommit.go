@@ -170,8 +170,24 @@ func indent(s string) string {
 }
 
 // hookMarker identifies a pre-commit hook DES wrote, which --install may
-// rewrite; any other hook is left alone.
-const hookMarker = "# Installed by `hook precommit --install` (des)."
+// rewrite; any other hook is left alone. oldHookMarkers are the lines
+// earlier versions wrote, so that their hooks are still rewritten.
+const hookMarker = "# Installed by `des-hook precommit --install` (des)."
+
+var oldHookMarkers = []string{"# Installed by `hook precommit --install` (des)."}
+
+// writtenByDES reports whether a pre-commit hook carries a marker DES wrote.
+func writtenByDES(script []byte) bool {
+	if bytes.Contains(script, []byte(hookMarker)) {
+		return true
+	}
+	for _, m := range oldHookMarkers {
+		if bytes.Contains(script, []byte(m)) {
+			return true
+		}
+	}
+	return false
+}
 
 func installPreCommit(ctx context.Context, e env, command string) int {
 	if command == "" {
@@ -209,7 +225,7 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 	case err != nil:
 		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
 		return exitUsage
-	case !bytes.Contains(old, []byte(hookMarker)):
+	case !writtenByDES(old):
 		fmt.Fprintf(e.stderr, "des-hook precommit: %s already exists and was not written by DES; it is left as it is.\n"+
 			"Add these lines to it, where a failure should stop the commit:\n\n%s%s || exit 1\n", path, setRoot, line)
 		return exitUsage

@@ -320,6 +320,18 @@ func TestE2EPrecommitInstall(t *testing.T) {
 	if script, _ := os.ReadFile(hookFile); !strings.Contains(string(script), "exec /opt/des/hook precommit --git-hook") {
 		t.Errorf("reinstalled script:\n%s", script)
 	}
+	if script, _ := os.ReadFile(hookFile); !strings.Contains(string(script), "# Installed by `des-hook precommit --install`") {
+		t.Errorf("the script does not name the command des-hook:\n%s", script)
+	}
+	// A hook an earlier des wrote, marked with the command's old name, is
+	// still des's own: installing rewrites it.
+	writeFile(t, root, ".git/hooks/pre-commit", "#!/bin/sh\n# Installed by `hook precommit --install` (des).\nexec /old/hook precommit --git-hook\n")
+	if r := runIn(t, root, nil, "precommit", "--install", "--command", "/opt/des/des-hook"); r.code != 0 {
+		t.Errorf("reinstall over an earlier des's hook: exit %d\n%s", r.code, r.stderr)
+	}
+	if script, _ := os.ReadFile(hookFile); !strings.Contains(string(script), "exec /opt/des/des-hook precommit --git-hook") {
+		t.Errorf("an earlier des's hook was not rewritten:\n%s", script)
+	}
 	foreign := "#!/bin/sh\nnpm run lint\n"
 	writeFile(t, root, ".git/hooks/pre-commit", foreign)
 	r = runIn(t, root, nil, "precommit", "--install")

@@ -642,6 +642,33 @@ func TestRecoveryGate3(t *testing.T) {
 			f.redoAll(canonicalPhases[1:])
 			f.write(withTask("DONE"))
 		}},
+		// The other line of the same violation: the work is given up and
+		// started again, from the IN_PROGRESS task Gate 1 left.
+		{"phases still open, work abandoned", func(f *follower) { f.redo([]string{"PREPARE"}) }, "DES-COMMIT-PHASE-OPEN", func(f *follower) {
+			l := f.line("^If the work was abandoned, write state.status FAILED, reset it with `des-hook stale --resolve ")
+			f.write(withTask("FAILED"))
+			f.command(l)
+			if got := f.task(); got != "PARTIAL" {
+				f.t.Fatalf("after des-hook stale --resolve the task is %s, want PARTIAL", got)
+			}
+			f.resume()
+			f.redoAll(canonicalPhases[1:])
+			f.write(withTask("DONE"))
+		}},
+		// A DONE task cannot be written FAILED: the recovery does not say to,
+		// and finishing the phase is what it leaves.
+		{"phase still open under a DONE task", func(f *follower) {
+			f.redoAll(canonicalPhases[:len(canonicalPhases)-1])
+			f.write(withTask("DONE"))
+		}, "DES-COMMIT-PHASE-OPEN", func(f *follower) {
+			for _, l := range f.lines {
+				if strings.Contains(l, "state.status FAILED") {
+					f.t.Errorf("recovery for a DONE task says to write FAILED, which the write guard refuses: %q", l)
+				}
+			}
+			f.line(`^Finish every open phase through the write guard`)
+			f.redo(canonicalPhases[len(canonicalPhases)-1:])
+		}},
 		{"gap in the phase order", func(f *follower) { f.redo([]string{"RED_ACCEPTANCE"}) }, "DES-COMMIT-GAP", func(f *follower) {
 			f.line(`^Run the phases in canonical order: take every phase before one that is EXECUTED through the write guard`)
 			f.redo([]string{"PREPARE"})

@@ -190,17 +190,28 @@ _phase_recovery := concat("", [
 	_prefixes, ".",
 ])
 
-_resolve_recovery := concat("", ["If the work was abandoned, write state.status FAILED, reset it with `des-hook stale --resolve ", _path, "` and run the step again."])
+# Abandoning the work goes through FAILED, which the write guard allows only
+# from IN_PROGRESS; a FAILED task is reset as it is, and from any other task
+# status (DONE is terminal) there is no write to FAILED to suggest.
+default _resolve_recovery := []
+
+_resolve_recovery := [concat("", ["If the work was abandoned, write state.status FAILED, reset it with `des-hook stale --resolve ", _path, "` and run the step again."])] if {
+	_task_status == "IN_PROGRESS"
+}
+
+_resolve_recovery := [concat("", ["If the work was abandoned, reset it with `des-hook stale --resolve ", _path, "` (the task is already FAILED) and run the step again."])] if {
+	_task_status == "FAILED"
+}
 
 _status_recovery := [
 	"Give every phase a status: EXECUTED (with outcome PASS or FAIL) or SKIPPED (with blocked_by) once it is done; COMPLETED, PASS and DEFERRED are not phase statuses.",
 	_phase_recovery,
 ]
 
-_open_recovery := [
-	concat("", ["Finish every open phase through the write guard (a NOT_EXECUTED one goes IN_PROGRESS first): EXECUTED with outcome PASS or FAIL, or SKIPPED with blocked_by starting with one of ", _prefixes, "."]),
+_open_recovery := array.concat(
+	[concat("", ["Finish every open phase through the write guard (a NOT_EXECUTED one goes IN_PROGRESS first): EXECUTED with outcome PASS or FAIL, or SKIPPED with blocked_by starting with one of ", _prefixes, "."])],
 	_resolve_recovery,
-]
+)
 
 _outcome_recovery := ["Set the outcome of every EXECUTED phase to PASS or FAIL, with outcome_details giving the evidence; work that was skipped is SKIPPED, not EXECUTED."]
 
@@ -226,7 +237,37 @@ _gap_recovery := [
 	_gap_first,
 	concat("", ["A FAILED phase runs again only after a reset: write state.status FAILED, run `des-hook stale --resolve ", _path, "`, then start the step again."]),
 	_phase_recovery,
-] if _by_status.FAILED
+] if {
+	_by_status.FAILED
+	_task_status == "IN_PROGRESS"
+}
+
+_gap_recovery := [
+	_gap_first,
+	concat("", ["A FAILED phase runs again only after a reset: run `des-hook stale --resolve ", _path, "` (the task is already FAILED), then start the step again."]),
+	_phase_recovery,
+] if {
+	_by_status.FAILED
+	_task_status == "FAILED"
+}
+
+_gap_recovery := [
+	_gap_first,
+	"A FAILED phase is final, and so is the task's DONE: nothing resets them, so the work still to do goes in a new step file.",
+	_phase_recovery,
+] if {
+	_by_status.FAILED
+	_task_status == "DONE"
+}
+
+_gap_recovery := [
+	_gap_first,
+	concat("", ["A FAILED phase runs again only after a reset: start the step again (Gate 1 moves the task to IN_PROGRESS), then write state.status FAILED, run `des-hook stale --resolve ", _path, "` and start it once more."]),
+	_phase_recovery,
+] if {
+	_by_status.FAILED
+	not _task_status in {"IN_PROGRESS", "FAILED", "DONE"}
+}
 
 # METADATA
 # title: Phase log incomplete

@@ -427,3 +427,50 @@ test_deferred_listed_as_a_skip_prefix_is_accepted if {
 	prefixes := array.concat(data.des.commit.skip_prefixes, ["DEFERRED:"])
 	count(commit.deny) == 0 with input as step(deferred_gap) with data.des.commit.skip_prefixes as prefixes
 }
+
+# with_task gives the step document a task status.
+with_task(inp, status) := object.union(inp, {"step": {"document": {"task_id": "01-01", "state": {"status": status}}}})
+
+# recovery_of lists the recovery lines of one code's violations.
+recovery_of(vs, code) := {r | some v in only(vs, code); some r in v.recovery}
+
+# Abandoning goes through FAILED, which the write guard allows only from
+# IN_PROGRESS: the line that says to write it is given for that status alone.
+test_open_phase_recovery_follows_the_task_status if {
+	inp := step(with_phase(all_done, 13, {"status": "IN_PROGRESS", "outcome": ""}))
+	running := recovery_of(commit.deny, "DES-COMMIT-PHASE-OPEN") with input as with_task(inp, "IN_PROGRESS")
+	some r in running
+	contains(r, "write state.status FAILED, reset it with `des-hook stale --resolve")
+
+	failed := recovery_of(commit.deny, "DES-COMMIT-PHASE-OPEN") with input as with_task(inp, "FAILED")
+	some f in failed
+	contains(f, "reset it with `des-hook stale --resolve docs/feature/shop/steps/01-01.json` (the task is already FAILED)")
+	every l in failed {
+		not contains(l, "write state.status FAILED")
+	}
+
+	done := recovery_of(commit.deny, "DES-COMMIT-PHASE-OPEN") with input as with_task(inp, "DONE")
+	count(done) == 1
+	every l in done {
+		not contains(l, "state.status FAILED")
+		startswith(l, "Finish every open phase")
+	}
+}
+
+test_failed_phase_gap_recovery_follows_the_task_status if {
+	inp := step(with_phase(all_done, 3, {"status": "FAILED", "outcome": ""}))
+	running := recovery_of(commit.deny, "DES-COMMIT-GAP") with input as with_task(inp, "IN_PROGRESS")
+	some r in running
+	contains(r, "write state.status FAILED, run `des-hook stale --resolve")
+
+	done := recovery_of(commit.deny, "DES-COMMIT-GAP") with input as with_task(inp, "DONE")
+	some d in done
+	contains(d, "goes in a new step file")
+	every l in done {
+		not contains(l, "state.status FAILED")
+	}
+
+	partial := recovery_of(commit.deny, "DES-COMMIT-GAP") with input as with_task(inp, "PARTIAL")
+	some p in partial
+	startswith(p, "A FAILED phase runs again only after a reset: start the step again")
+}

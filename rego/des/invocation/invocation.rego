@@ -132,6 +132,12 @@ _moves_text := "none (terminal)" if count(data.des.transitions.task_moves(_task_
 
 _moves_text := concat(", ", data.des.transitions.task_moves(_task_status)) if count(data.des.transitions.task_moves(_task_status)) > 0
 
+# A phase entry without phase_name is still named, so that the message does
+# not read "phase  has been".
+_stale_phase(w) := concat(" ", ["phase", w.phase]) if w.phase != ""
+
+_stale_phase(w) := "a phase with no phase_name" if w.phase == ""
+
 # METADATA
 # title: Stale work in the steps directory
 # description: A phase has been IN_PROGRESS longer than the stale threshold in a step file of the same directory.
@@ -140,7 +146,7 @@ _moves_text := concat(", ", data.des.transitions.task_moves(_task_status)) if co
 #   severity: deny
 deny contains {
 	"code": "DES-STALE-WORK",
-	"msg": sprintf("%s: phase %s has been IN_PROGRESS for %d minutes (since %s), over the %d-minute stale threshold; an earlier subagent abandoned it", [w.file, w.phase, round(w.age_minutes), w.started_at, data.des.config.stale_threshold_minutes]),
+	"msg": sprintf("%s: %s has been IN_PROGRESS for %d minutes (since %s), over the %d-minute stale threshold; an earlier subagent abandoned it", [w.file, _stale_phase(w), round(w.age_minutes), w.started_at, data.des.config.stale_threshold_minutes]),
 	"field": "/tdd_cycle/phase_execution_log",
 	"recovery": [
 		sprintf("Run `des-hook stale --resolve %s` to reset the abandoned phase to NOT_EXECUTED (recorded in the audit trail), then start the subagent again.", [w.file]),

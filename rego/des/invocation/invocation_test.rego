@@ -124,3 +124,11 @@ test_can_start if {
 	not invocation.can_start with input as inp("DONE")
 	not invocation.can_start with input as inp("NOT_STARTED")
 }
+
+test_stale_work_without_a_phase_name_is_named if {
+	stale := {"file": "steps/01-02.json", "phase": "", "started_at": "2026-01-01T10:00:00Z", "age_minutes": 45.4}
+	violations := invocation.deny with input as object.union(inp("TODO"), {"in_progress": [stale]})
+	some v in violations
+	v.code == "DES-STALE-WORK"
+	contains(v.msg, "steps/01-02.json: a phase with no phase_name has been IN_PROGRESS for 45 minutes")
+}
