@@ -24,20 +24,19 @@ const (
 	defaultIdle = 10 * time.Minute
 )
 
+// policyCacheSize bounds the compiled policy engines one server keeps: one
+// per project and settings in use (the built-in bundle alone is shared by
+// every project without policies of its own), least recently used dropped.
+const policyCacheSize = 32
+
 // engineOptions returns the options every engine the server builds gets on
-// top of a hook event's own.
-//
-// SEAM (issue 14, shared compiled policies): once des.WithPolicyCache lands,
-// this becomes
-//
-//	cache := des.NewPolicyCache(...)
-//	return func() []des.Option { return []des.Option{des.WithPolicyCache(cache)} }
-//
-// built once per server. Until then each request compiles the policies it
-// needs, as a hook process does; the server still saves the process start,
-// package init and the schema compilation.
-var engineOptions = func() func() []des.Option {
-	return func() []des.Option { return nil }
+// top of a hook event's own: one des.PolicyCache for the server's life, so
+// engines share compiled policies. The cache checks every input of its key
+// by stat before each use (policy files and bundles, the settings that
+// choose them), so a changed policy is compiled again by the next request.
+func engineOptions() func() []des.Option {
+	cache := des.NewPolicyCache(policyCacheSize)
+	return func() []des.Option { return []des.Option{des.WithPolicyCache(cache)} }
 }
 
 func runServe(ctx context.Context, e env, args []string) int {
