@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -266,5 +268,73 @@ func TestE2EServerNoAnswer(t *testing.T) {
 	reason := denyReason(t, r)
 	if !strings.HasPrefix(reason, "[DES-INTERNAL] ") || !strings.Contains(reason, "did not answer") || !strings.Contains(reason, "not decided again") {
 		t.Errorf("server killed mid-request: %q\nstderr %s", reason, r.stderr)
+	}
+}
+
+// A des-hook without des-engine beside it: a PreToolUse call is denied,
+// DES-INTERNAL, naming the missing file and the command that builds both;
+// another event gets no opinion and the reason on stderr; a subcommand
+// exits 2 with the same message.
+func TestE2EClientWithoutEngine(t *testing.T) {
+	raw, err := os.ReadFile(hookBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone := filepath.Join(t.TempDir(), filepath.Base(hookBin))
+	if err := os.WriteFile(alone, raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	missing := filepath.Join(filepath.Dir(alone), filepath.Base(engineBin))
+	const fix = "go build -o DIR/ ./examples/hook ./examples/des-engine"
+	run := func(event any, args ...string) hookRun {
+		t.Helper()
+		raw, _ := json.Marshal(event)
+		cmd := exec.CommandContext(t.Context(), alone, args...)
+		cmd.Env = append(cleanEnviron(), "CLAUDE_PROJECT_DIR="+root)
+		cmd.Dir, cmd.Stdin = root, bytes.NewReader(raw)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			if _, ok := err.(*exec.ExitError); !ok {
+				t.Fatal(err)
+			}
+		}
+		return hookRun{cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()}
+	}
+	reason := denyReason(t, run(writeEvent(root, "Write", "a.txt")))
+	if !strings.HasPrefix(reason, "[DES-INTERNAL] ") || !strings.Contains(reason, missing) || !strings.Contains(reason, fix) {
+		t.Errorf("PreToolUse without des-engine: %q", reason)
+	}
+	r := run(map[string]any{"hook_event_name": "PostToolUse", "tool_name": "Write", "cwd": root, "tool_input": map[string]any{}})
+	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, missing) {
+		t.Errorf("PostToolUse without des-engine: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = run(nil, "settings")
+	if r.code != 2 || !strings.Contains(r.stderr, missing) || !strings.Contains(r.stderr, fix) {
+		t.Errorf("settings without des-engine: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// DES_DECISION_SERVER is checked like every setting: a bad value reaches
+// des-engine, whose error names it; off is the hand-over, never a server.
+func TestE2EDecisionServerSetting(t *testing.T) {
+	root := gitProject(t)
+	reason := denyReason(t, runHookProcess(t, root, []string{"DES_DECISION_SERVER=sometimes"}, writeEvent(root, "Write", ".des/config.json")))
+	if !strings.HasPrefix(reason, "[DES-INTERNAL] ") || !strings.Contains(reason, "DES_DECISION_SERVER") || !strings.Contains(reason, `"sometimes"`) {
+		t.Errorf("bad DES_DECISION_SERVER: %q", reason)
+	}
+	if testDecisionServer == "off" || runtime.GOOS != "linux" {
+		return
+	}
+	run := serverRun(t)
+	for range 2 {
+		r := serverCall(t, run, root, []string{"DES_DECISION_SERVER=off"}, writeEvent(root, "Write", ".des/config.json"))
+		if servedBy(r) != 0 || !strings.Contains(denyReason(t, r), "DES-PROTECTED-PATH") {
+			t.Errorf("DES_DECISION_SERVER=off: server %d, %q", servedBy(r), denyReason(t, r))
+		}
+	}
+	if _, ok, err := testServerPID(run); ok || err != nil {
+		t.Errorf("DES_DECISION_SERVER=off started a server (%v)", err)
 	}
 }
