@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,7 +119,15 @@ func serveHandler(extra func() []des.Option) server.Handler {
 		newEngine := des.New
 		if opts := extra(); len(opts) > 0 {
 			newEngine = func(ctx context.Context, o ...des.Option) (*des.Engine, error) {
-				return des.New(ctx, append(o, opts...)...)
+				if e, err := des.New(ctx, append(slices.Clip(o), opts...)...); err == nil {
+					return e, nil
+				}
+				// A shared engine compiles every policy at New; a process
+				// compiles only what the event needs, so a broken team
+				// policy costs an unrelated event nothing. Built as a
+				// process builds it, the engine fails (or not) exactly
+				// where it would there.
+				return des.New(ctx, o...)
 			}
 		}
 		var stdout, stderr bytes.Buffer
