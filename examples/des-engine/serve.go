@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -82,7 +83,7 @@ func runServe(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	logger.Info("des-hook serve: listening", "socket", channel.SocketPath(dir, key), "pid", os.Getpid(), "idle", *idle)
-	err = server.Serve(ctx, ln, serveHandler(engineOptions()), server.Options{IdleTimeout: *idle, Executable: exe, Logger: logger})
+	err = server.Serve(ctx, ln, serveHandler(engineOptions(), logger), server.Options{IdleTimeout: *idle, Executable: exe, Logger: logger})
 	switch {
 	case errors.Is(err, server.ErrIdle), errors.Is(err, server.ErrExecutableChanged), errors.Is(err, context.Canceled):
 		logger.Info("des-hook serve: stopped", "why", err)
@@ -110,7 +111,7 @@ func idleDefault(lookupEnv func(string) (string, bool)) time.Duration {
 // built per request; shared, the compiled policies are checked by stat), and
 // git runs with the request's environment. Subcommands are not served: the
 // client execs the companion for them.
-func serveHandler(extra func() []des.Option) server.Handler {
+func serveHandler(extra func() []des.Option, logger *slog.Logger) server.Handler {
 	pid := os.Getpid()
 	return func(ctx context.Context, req *channel.Request) *channel.Reply {
 		if len(req.Args) != 0 {
@@ -131,6 +132,8 @@ func serveHandler(extra func() []des.Option) server.Handler {
 			}
 		}
 		var stdout, stderr bytes.Buffer
+		start := time.Now()
+		defer func() { logger.Debug("des-hook serve: decided", "root", req.Root, "took", time.Since(start)) }()
 		ctx = gitexec.WithEnviron(ctx, req.Env)
 		runHookIn(ctx, bytes.NewReader(req.Stdin), &stdout, &stderr, req.LookupEnv, defaultRoutes(),
 			hookPlace{cwd: req.Cwd, newEngine: newEngine, debug: []any{"decision_server_pid", pid}})
