@@ -150,7 +150,9 @@ func atkBashCases() []atkBashCase {
 		{name: "the state directory deleted by its path", cmds: []string{`rm -rf {{STATE}}; echo '{}' > $(printf %s .des/config.json)`}, code: codeProtected, trailMayBreak: true},
 		{name: "a last-good copy rewritten", cmds: []string{`find {{STATE}} -type f -size -2k -exec sh -c 'echo {} > "$1"' - {} \; ; echo '{}' > $(printf %s .des/config.json)`}, code: codeProtected, trailMayBreak: true},
 		{name: "background job with a plain target", cmds: []string{`(sleep 1; echo '{}' > .des/config.json) >/dev/null 2>&1 &`, `sleep 2`}},
-		{name: "background job with a computed target", cmds: []string{`nohup sh -c 'sleep 1; echo {} > $(printf %s .isdlc/state.json)' >/dev/null 2>&1 &`, `sleep 2`}},
+		// The job waits for the second call to start (the file go), so it
+		// writes during that call however slowly the first call's hooks run.
+		{name: "background job with a computed target", cmds: []string{`nohup sh -c 'while [ ! -e go ]; do sleep 0.1; done; sleep 0.5; echo {} > $(printf %s .isdlc/state.json)' >/dev/null 2>&1 &`, `touch go; sleep 2`}},
 		{name: "user-level settings disable all hooks", cmds: []string{`mkdir -p ~/.claude && echo '{"disableAllHooks": true}' > ~/.claude/settings.json`}},
 		{name: "global git config switches hooks off", cmds: []string{`git config --global core.hooksPath /dev/null`}},
 		{name: ".des replaced by a symlink", setup: evilHome, cmds: []string{`mv .des ~/des-old && ln -s ~/evil/.des .des`}},

@@ -178,7 +178,10 @@ func atkEnviron(home, root, stateDir string) []string {
 		return false
 	})
 	return append(env, "HOME="+home, "DES_STATE_DIR="+stateDir, "CLAUDE_PROJECT_DIR="+root,
-		"OLDPWD="+root, "GIT_CONFIG_NOSYSTEM=1", "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
+		"OLDPWD="+root, "GIT_CONFIG_NOSYSTEM=1", "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+		// The run's own runtime directory (TestMain), so that the decision
+		// server these calls start is the one TestMain stops.
+		"XDG_RUNTIME_DIR="+os.Getenv("XDG_RUNTIME_DIR"))
 }
 
 // newAtkProject makes the project and, with trail set, one audited deny so
