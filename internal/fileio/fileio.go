@@ -45,18 +45,47 @@ func ReadBounded(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s: %w: %d bytes, over the %d MiB limit", path, ErrTooLarge, fi.Size(), limit>>20)
+	data, err := readLimited(f, fi.Size(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return data, nil
+}
+
+// ReadBoundedIn is ReadBounded for name (a slash path) inside root, so that
+// a link cannot lead the read out of it. Its errors do not repeat name:
+// callers say which document it was.
+func ReadBoundedIn(root *os.Root, name string, limit int64) ([]byte, error) {
+	name = filepath.FromSlash(name)
+	fi, err := root.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readLimited(f, fi.Size(), limit)
+}
+
+// readLimited reads f, whose Stat gave size, refusing more than limit bytes.
+func readLimited(f *os.File, size, limit int64) ([]byte, error) {
+	if size > limit {
+		return nil, fmt.Errorf("%w: %d bytes, over the %d MiB limit", ErrTooLarge, size, limit>>20)
 	}
 	// Sized from Stat to read in one go; the file may grow between Stat and
 	// read, and the limit holds anyway.
-	b := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	b := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
 	if _, err := b.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	data := b.Bytes()
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: %w: over the %d MiB limit", path, ErrTooLarge, limit>>20)
+		return nil, fmt.Errorf("%w: over the %d MiB limit", ErrTooLarge, limit>>20)
 	}
 	return data, nil
 }

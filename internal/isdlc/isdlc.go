@@ -15,13 +15,13 @@ package isdlc
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 
 	"github.com/deterministic-exec/des/internal/datadoc"
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 // Bounds of what is read. A state document or a team's requirement file is
@@ -178,7 +178,7 @@ func (w *Workflow) Facts() map[string]any {
 // readState reads and parses a state file; a problem names the file and the
 // fix, since the deny message shows it to the user.
 func readState(root *os.Root, name string) (map[string]any, string, error) {
-	data, err := readFile(root, name, MaxStateBytes)
+	data, err := fileio.ReadBoundedIn(root, name, MaxStateBytes)
 	if err != nil {
 		return nil, ProblemUnreadable, fmt.Errorf("workflow state %s cannot be read: %w", name, err)
 	}
@@ -200,33 +200,4 @@ func readState(root *os.Root, name string) (map[string]any, string, error) {
 func exists(root *os.Root, name string) bool {
 	_, err := root.Lstat(filepath.FromSlash(name))
 	return err == nil || !(errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR))
-}
-
-// readFile reads a regular file inside the root, at most limit bytes. It
-// stats before opening: opening a FIFO for reading would block.
-func readFile(root *os.Root, name string, limit int64) ([]byte, error) {
-	name = filepath.FromSlash(name)
-	fi, err := root.Stat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%d bytes, over the %d MiB limit", fi.Size(), limit>>20)
-	}
-	f, err := root.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("over the %d MiB limit", limit>>20)
-	}
-	return data, nil
 }

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 // Plan is the task plan found (or not) among the candidates.
@@ -53,7 +55,7 @@ func findPlan(root *os.Root, project string) Plan {
 			continue
 		}
 		p.Path = c
-		data, err := readFile(root, c, MaxPlanBytes)
+		data, err := fileio.ReadBoundedIn(root, c, MaxPlanBytes)
 		if err != nil {
 			p.Err = err
 			return p

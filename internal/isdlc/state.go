@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/deterministic-exec/des/internal/datadoc"
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 // State file candidates, in the order the README gives.
@@ -89,7 +90,7 @@ type monorepo struct {
 type project struct{ id, path string }
 
 func readMonorepo(root *os.Root) (monorepo, string, error) {
-	data, err := readFile(root, monorepoFile, MaxStateBytes)
+	data, err := fileio.ReadBoundedIn(root, monorepoFile, MaxStateBytes)
 	if err != nil {
 		return monorepo{}, ProblemUnreadable, fmt.Errorf("%s cannot be read: %w", monorepoFile, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/deterministic-exec/des/internal/datadoc"
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 // ErrRequirementFile is wrapped by every error about the setting
@@ -31,7 +32,7 @@ func loadRequirements(root *os.Root, files []string, defaults map[string]any) (m
 	names := make([]any, 0, len(files))
 	for _, name := range files {
 		names = append(names, name)
-		data, err := readFile(root, name, MaxStateBytes)
+		data, err := fileio.ReadBoundedIn(root, name, MaxStateBytes)
 		if err != nil {
 			return nil, fmt.Errorf("%w %s (setting phase_requirements_files, relative to the project root) cannot be read: %w", ErrRequirementFile, name, err)
 		}

@@ -3,11 +3,11 @@ package taskgraph
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"syscall"
+
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 // Problems of a graph that exists but cannot be used (the facts' "problem").
@@ -89,28 +89,9 @@ func readIn(root, rel string) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
-	name := filepath.FromSlash(rel)
-	fi, err := r.Stat(name)
-	if err != nil {
-		return nil, err
+	data, err := fileio.ReadBoundedIn(r, rel, MaxBytes)
+	if errors.Is(err, fileio.ErrNotRegular) {
+		return nil, fmt.Errorf("%w: %w", ErrNotRegular, err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())
-	}
-	if fi.Size() > MaxBytes {
-		return nil, fmt.Errorf("%d bytes, over the %d MiB limit", fi.Size(), MaxBytes>>20)
-	}
-	fh, err := r.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	data, err := io.ReadAll(io.LimitReader(fh, MaxBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxBytes {
-		return nil, fmt.Errorf("over the %d MiB limit", MaxBytes>>20)
-	}
-	return data, nil
+	return data, err
 }
