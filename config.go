@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/deterministic-exec/des/internal/glob"
 )
@@ -59,7 +61,43 @@ type Config struct {
 	// .des/config.json); it is checked here so that a bad value is reported
 	// like any other setting's.
 	DecisionServer string `json:"decision_server"`
+
+	// At organisation scale (docs/organisation.md): an OPA server as the
+	// decision point, policy bundles from a bundle server, decision logs.
+	// None of them reaches data.des.config.
+
+	// OPAURL (DES_OPA_URL) is the base URL of an OPA server that decides
+	// every gate (POST <opa_url>/v1/data/des/gates/<gate>); empty, the
+	// default, decides with the embedded engine.
+	OPAURL       string `json:"opa_url"`
+	OPATokenEnv  string `json:"opa_token_env"`  // DES_OPA_TOKEN_ENV: the variable holding a bearer token for opa_url
+	OPATimeoutMS int    `json:"opa_timeout_ms"` // DES_OPA_TIMEOUT_MS: deadline of one request to opa_url
+	OPACAFile    string `json:"opa_ca_file"`    // DES_OPA_CA_FILE: PEM certificates trusted for an https opa_url, besides the system's
+
+	// BundleURLs (DES_BUNDLE_URLS, separated by spaces or commas) are OPA
+	// bundles fetched over HTTP(S), kept under .des/bundles and loaded
+	// with the team's policies. Each must be signed by the key of
+	// bundle_public_key or bundle_jwks.
+	BundleURLs           []string `json:"bundle_urls"`
+	BundlePublicKey      string   `json:"bundle_public_key"`      // DES_BUNDLE_PUBLIC_KEY: PEM public key (or HMAC secret) file that verifies the bundles
+	BundleJWKS           string   `json:"bundle_jwks"`            // DES_BUNDLE_JWKS: a JWKS file or https URL whose keys verify the bundles
+	BundleTokenEnv       string   `json:"bundle_token_env"`       // DES_BUNDLE_TOKEN_ENV: the variable holding a bearer token for bundle_urls
+	BundleRefreshMinutes int      `json:"bundle_refresh_minutes"` // DES_BUNDLE_REFRESH_MINUTES: how old a kept bundle may grow before it is fetched again
+
+	// DecisionLog (DES_DECISION_LOG) turns on decision logs in OPA's
+	// format under .des/decisions: "off" (the default) or "on".
+	DecisionLog         string   `json:"decision_log"`
+	DecisionLogURL      string   `json:"decision_log_url"`       // DES_DECISION_LOG_URL: where `des-hook logs push` posts them (a collector of OPA decision logs)
+	DecisionLogTokenEnv string   `json:"decision_log_token_env"` // DES_DECISION_LOG_TOKEN_ENV: the variable holding a bearer token for decision_log_url
+	DecisionLogMask     []string `json:"decision_log_mask"`      // DES_DECISION_LOG_MASK: JSON pointers (/input/...) removed from every logged decision
+	DecisionLogMaxBytes int      `json:"decision_log_max_bytes"` // DES_DECISION_LOG_MAX_BYTES: bound of the kept logs; the oldest go first
 }
+
+// Decision log modes (setting decision_log).
+const (
+	DecisionLogOff = "off"
+	DecisionLogOn  = "on"
+)
 
 // Decision server modes (setting decision_server).
 const (
@@ -93,6 +131,14 @@ func DefaultConfig() Config {
 		SessionTTLMinutes:     60,
 		TaskGraphFile:         DefaultTaskGraphFile,
 		DecisionServer:        DecisionServerAuto,
+		OPATokenEnv:           "DES_OPA_TOKEN",
+		OPATimeoutMS:          2000,
+		BundleTokenEnv:        "DES_BUNDLE_TOKEN",
+		BundleRefreshMinutes:  10,
+		DecisionLog:           DecisionLogOff,
+		DecisionLogTokenEnv:   "DES_DECISION_LOG_TOKEN",
+		DecisionLogMask:       []string{"/input/prompt", "/input/tool_input/content", "/input/tool_input/new_string", "/input/tool_input/old_string", "/input/tool_input/edits"},
+		DecisionLogMaxBytes:   64 << 20,
 	}
 }
 
@@ -225,6 +271,135 @@ var settings = []setting{
 			return val, nil
 		},
 	},
+	urlSetting("opa_url", "DES_OPA_URL", func(c *Config) *string { return &c.OPAURL }),
+	envNameSetting("opa_token_env", "DES_OPA_TOKEN_ENV", func(c *Config) *string { return &c.OPATokenEnv }),
+	intSetting("opa_timeout_ms", "DES_OPA_TIMEOUT_MS", func(c *Config) *int { return &c.OPATimeoutMS }, 1, 600000),
+	stringSetting("opa_ca_file", "DES_OPA_CA_FILE", func(c *Config) *string { return &c.OPACAFile }),
+	{
+		key: "bundle_urls", env: "DES_BUNDLE_URLS",
+		apply: func(c *Config, raw string) error {
+			// URLs hold colons, so the list is split on spaces and commas.
+			c.BundleURLs = strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+			if len(c.BundleURLs) == 0 {
+				return errors.New("names no entry")
+			}
+			return nil
+		},
+		check: func(c *Config) (string, error) {
+			text := fmt.Sprintf("%q", c.BundleURLs)
+			for _, u := range c.BundleURLs {
+				if err := checkURL(u); err != nil {
+					return text, fmt.Errorf("%q: %w", u, err)
+				}
+			}
+			if len(c.BundleURLs) > 0 && c.BundlePublicKey == "" && c.BundleJWKS == "" {
+				return text, errors.New("bundles are verified before use: set bundle_public_key (a PEM public key file) or bundle_jwks (a JWKS file or https URL)")
+			}
+			return text, nil
+		},
+	},
+	stringSetting("bundle_public_key", "DES_BUNDLE_PUBLIC_KEY", func(c *Config) *string { return &c.BundlePublicKey }),
+	stringSetting("bundle_jwks", "DES_BUNDLE_JWKS", func(c *Config) *string { return &c.BundleJWKS }),
+	envNameSetting("bundle_token_env", "DES_BUNDLE_TOKEN_ENV", func(c *Config) *string { return &c.BundleTokenEnv }),
+	intSetting("bundle_refresh_minutes", "DES_BUNDLE_REFRESH_MINUTES", func(c *Config) *int { return &c.BundleRefreshMinutes }, 1, 7*24*60),
+	{
+		key: "decision_log", env: "DES_DECISION_LOG",
+		apply: func(c *Config, raw string) error { c.DecisionLog = strings.TrimSpace(raw); return nil },
+		check: func(c *Config) (string, error) {
+			if c.DecisionLog != DecisionLogOff && c.DecisionLog != DecisionLogOn {
+				return strconv.Quote(c.DecisionLog), fmt.Errorf("must be %q or %q", DecisionLogOff, DecisionLogOn)
+			}
+			return strconv.Quote(c.DecisionLog), nil
+		},
+	},
+	urlSetting("decision_log_url", "DES_DECISION_LOG_URL", func(c *Config) *string { return &c.DecisionLogURL }),
+	envNameSetting("decision_log_token_env", "DES_DECISION_LOG_TOKEN_ENV", func(c *Config) *string { return &c.DecisionLogTokenEnv }),
+	{
+		key: "decision_log_mask", env: "DES_DECISION_LOG_MASK",
+		apply: func(c *Config, raw string) error {
+			c.DecisionLogMask = strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+			return nil
+		},
+		check: func(c *Config) (string, error) {
+			text := fmt.Sprintf("%q", c.DecisionLogMask)
+			for _, p := range c.DecisionLogMask {
+				if !strings.HasPrefix(p, "/input/") && !strings.HasPrefix(p, "/result/") {
+					return text, fmt.Errorf("%q is not a JSON pointer under /input/ or /result/", p)
+				}
+			}
+			return text, nil
+		},
+	},
+	intSetting("decision_log_max_bytes", "DES_DECISION_LOG_MAX_BYTES", func(c *Config) *int { return &c.DecisionLogMaxBytes }, 1<<16, 1<<40),
+}
+
+// stringSetting is a free string (a path); it is checked where it is used.
+func stringSetting(key, env string, field func(*Config) *string) setting {
+	return setting{
+		key: key, env: env,
+		apply: func(c *Config, raw string) error { *field(c) = strings.TrimSpace(raw); return nil },
+		check: func(c *Config) (string, error) { return strconv.Quote(*field(c)), nil },
+	}
+}
+
+// urlSetting is empty or an http or https URL with a host.
+func urlSetting(key, env string, field func(*Config) *string) setting {
+	return setting{
+		key: key, env: env,
+		apply: func(c *Config, raw string) error { *field(c) = strings.TrimSpace(raw); return nil },
+		check: func(c *Config) (string, error) {
+			v := *field(c)
+			if v == "" {
+				return `""`, nil
+			}
+			return strconv.Quote(v), checkURL(v)
+		},
+	}
+}
+
+func checkURL(v string) error {
+	u, err := url.Parse(v)
+	switch {
+	case err != nil:
+		return fmt.Errorf("not a URL: %v", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("must be an http:// or https:// URL")
+	case u.Host == "":
+		return errors.New("must name a host")
+	case u.User != nil:
+		return errors.New("must not carry credentials: put a token in the variable the *_token_env setting names")
+	case u.Fragment != "":
+		return errors.New("must not have a #fragment")
+	}
+	return nil
+}
+
+// envNameSetting names an environment variable (which holds a secret, so
+// the secret itself is never in .des/config.json).
+func envNameSetting(key, env string, field func(*Config) *string) setting {
+	return setting{
+		key: key, env: env,
+		apply: func(c *Config, raw string) error { *field(c) = strings.TrimSpace(raw); return nil },
+		check: func(c *Config) (string, error) {
+			v := *field(c)
+			if !validEnvName(v) {
+				return strconv.Quote(v), errors.New("must be the name of an environment variable (letters, digits and _, not starting with a digit)")
+			}
+			return strconv.Quote(v), nil
+		},
+	}
+}
+
+func validEnvName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for _, r := range s {
+		if r != '_' && !(r >= 'a' && r <= 'z') && !(r >= 'A' && r <= 'Z') && !(r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // listSetting is a list of paths or globs; in the environment the entries

@@ -327,6 +327,8 @@ func (e *Engine) Config() Config {
 	c.GuardedStepFiles = slices.Clone(c.GuardedStepFiles)
 	c.GuardedStateFiles = slices.Clone(c.GuardedStateFiles)
 	c.PhaseRequirementsFiles = slices.Clone(c.PhaseRequirementsFiles)
+	c.BundleURLs = slices.Clone(c.BundleURLs)
+	c.DecisionLogMask = slices.Clone(c.DecisionLogMask)
 	return c
 }
 
