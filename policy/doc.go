@@ -18,7 +18,10 @@
 //     optional "recovery" (a list of strings), anything else}. Any deny blocks.
 //   - warn: objects of the same shape. Warnings inform.
 //   - exception: codes (strings). A deny or warn whose code is listed is moved
-//     to [Decision.Waived]; the caller records each waiver.
+//     to [Decision.Waived]; the caller records each waiver. A deny or warn
+//     object with "unwaivable": true is never waived: its policy decided that
+//     no exception may (des.exceptions does, for the codes an organisation
+//     lists in data.des.exceptions.unwaivable).
 //
 // It may also define info, an object of facts the policy derived that the
 // caller needs to act on the decision ([Decision.Info]).

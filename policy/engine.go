@@ -390,7 +390,10 @@ func decide(c *compiled, g Gate, b rego.Vars) (Decision, error) {
 			if err != nil {
 				return Decision{}, err
 			}
-			if waive[v.Code] {
+			// A violation the policy marked "unwaivable": true stays
+			// whatever the exception set says: the policy decided that
+			// no team rule may waive it (des.exceptions).
+			if waive[v.Code] && v.Details["unwaivable"] != true {
 				d.Waived = append(d.Waived, v)
 				continue
 			}

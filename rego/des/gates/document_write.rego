@@ -6,6 +6,11 @@
 # reference costs microseconds even when it finds nothing.
 package des.gates.document_write
 
+# An exception for a code the organisation made unwaivable (des.exceptions).
+# Read through data so a gate without exception rules still compiles;
+# DES-EXCEPTION-REFUSED itself is waived by no exception (it is denied).
+deny contains v if some v in data.des.exceptions.refused("document_write", {c | some c in data.des.gates.document_write.exception})
+
 deny contains v if {
 	input.step
 	some v in data.des.stepfile.deny

@@ -5,6 +5,11 @@
 # phase facts or Gate 2 verdicts (Go always hands both).
 package des.gates.pre_commit
 
+# An exception for a code the organisation made unwaivable (des.exceptions).
+# Read through data so a gate without exception rules still compiles;
+# DES-EXCEPTION-REFUSED itself is waived by no exception (it is denied).
+deny contains v if some v in data.des.exceptions.refused("pre_commit", {c | some c in data.des.gates.pre_commit.exception})
+
 deny contains v if some v in data.des.stepfile.deny
 
 deny contains v if {

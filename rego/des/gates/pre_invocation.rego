@@ -9,6 +9,11 @@
 # adds files to this package, and OPA allows one package annotation per package.
 package des.gates.pre_invocation
 
+# An exception for a code the organisation made unwaivable (des.exceptions).
+# Read through data so a gate without exception rules still compiles;
+# DES-EXCEPTION-REFUSED itself is waived by no exception (it is denied).
+deny contains v if some v in data.des.exceptions.refused("pre_invocation", {c | some c in data.des.gates.pre_invocation.exception})
+
 import data.des.phases.guards
 import data.des.sections
 

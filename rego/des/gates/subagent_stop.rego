@@ -3,6 +3,11 @@
 # Gathers the concern packages; a team adds rules to this package to extend the gate.
 package des.gates.subagent_stop
 
+# An exception for a code the organisation made unwaivable (des.exceptions).
+# Read through data so a gate without exception rules still compiles;
+# DES-EXCEPTION-REFUSED itself is waived by no exception (it is denied).
+deny contains v if some v in data.des.exceptions.refused("subagent_stop", {c | some c in data.des.gates.subagent_stop.exception})
+
 deny contains v if some v in data.des.stepfile.deny
 
 deny contains v if some v in data.des.stop.deny

@@ -7,6 +7,11 @@
 # Gathers the concern packages; a team adds rules to this package to extend the gate.
 package des.gates.tool_use
 
+# An exception for a code the organisation made unwaivable (des.exceptions).
+# Read through data so a gate without exception rules still compiles;
+# DES-EXCEPTION-REFUSED itself is waived by no exception (it is denied).
+deny contains v if some v in data.des.exceptions.refused("tool_use", {c | some c in data.des.gates.tool_use.exception})
+
 # The PostToolUse of an Agent/Task call is for the phase observers only.
 _agent_result if {
 	input.event == "PostToolUse"
