@@ -55,6 +55,8 @@ var extensionCodes = map[string]policy.Severity{
 	"DES-SCOPE-UNCHECKED": policy.Warn,
 	// Gate 2: the transcript disagrees with Gate 1's record of the run.
 	"DES-TRANSCRIPT-TAMPERED": policy.Deny,
+	// An exception for a code an organisation made unwaivable.
+	"DES-EXCEPTION-REFUSED": policy.Deny,
 }
 
 // TestBuiltinCodesAreStable fails when a built-in deny or warn rule can
