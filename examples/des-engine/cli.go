@@ -217,6 +217,11 @@ func protectedPaths(cfg des.Config, stateDir, witnessDir string, binaries ...str
 		p.denyEdit = append(p.denyEdit, tree(d))
 	}
 	p.denyEdit = append(p.denyEdit, tree(des.RunsDir), tree(des.SessionsDir), tree(cfg.AuditDir), tree(".git/hooks"), tree(stateDir), tree(witnessDir))
+	// The phase requirement files decide what the phase gates require.
+	for _, f := range cfg.PhaseRequirementsFiles {
+		p.denyEdit = append(p.denyEdit, settingsPath(f))
+		p.denyWrite = append(p.denyWrite, settingsPath(f))
+	}
 
 	p.denyWrite = append(p.denyWrite, settingsPath(des.ConfigFile))
 	for _, d := range cfg.PolicyDirs {

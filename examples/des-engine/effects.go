@@ -90,9 +90,31 @@ func (h *hookEnv) watched(ctx context.Context) *integrity.Watch {
 		Trees:      append([]string{des.RunsDir, des.SessionsDir}, cfg.PolicyDirs...),
 		// The task graph is a guarded document like a workflow state: whole
 		// file, restored, a new one removed (DES's wave sync is announced).
-		StateGlobs: append(slices.Clone(cfg.GuardedStateFiles), cfg.TaskGraphFile),
+		// So are the phase requirement files inside the project (they
+		// decide what the phase gates require; no tool may write them).
+		StateGlobs: append(append(slices.Clone(cfg.GuardedStateFiles), cfg.TaskGraphFile), requirementFilesIn(h.root, cfg.PhaseRequirementsFiles)...),
 		StepGlobs:  cfg.GuardedStepFiles,
 	}
+}
+
+// requirementFilesIn lists the phase requirement files inside root,
+// relative and slash-separated, as the watch names files; one outside the
+// project is not the checker's to restore (DES-PROTECTED-PATH still denies
+// a tool call that names it).
+func requirementFilesIn(root string, files []string) []string {
+	var out []string
+	for _, f := range files {
+		abs := f
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(root, filepath.FromSlash(f))
+		}
+		rel, err := filepath.Rel(root, abs)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || strings.ContainsAny(rel, "*?[") {
+			continue
+		}
+		out = append(out, filepath.ToSlash(rel))
+	}
+	return out
 }
 
 // beginEffects starts watching a tool call's effects (PreToolUse): the

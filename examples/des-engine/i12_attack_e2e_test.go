@@ -176,3 +176,27 @@ func auditEntries(t *testing.T, root string) []audit.Entry {
 	}
 	return entries
 }
+
+// What a tool call does to a phase requirement file without naming it (a
+// script the Bash analyzer cannot read) is undone after the call, as for a
+// policy file; and Claude Code is told to protect the files too.
+func TestE2EAttackPhaseRequirementFileRestored(t *testing.T) {
+	root := effProject(t)
+	const file = "team/iteration-requirements.json"
+	const orig = `{"phase_requirements": {"06-implementation": {"test_iteration": {"enabled": true}}}}` + "\n"
+	writeFile(t, root, file, orig)
+	writeFile(t, root, ".des/config.json", `{"phase_requirements_files": ["`+file+`"]}`)
+	begin(t, root)
+	_, post := bashToolCall(t, root, "toolu_req", `python3 -c "open('team/'+'iteration-requirements.json','w').write('{}')"`)
+	wantRestored(t, post, file)
+	if got := fileText(t, root, file); got != orig {
+		t.Errorf("%s = %q, want it restored", file, got)
+	}
+
+	res := runCLI(t, envMap{"CLAUDE_PROJECT_DIR": root}, "settings")
+	for _, rule := range []string{"Edit(/" + file + ")", `"/` + file + `"`} {
+		if !strings.Contains(res.stdout, rule) {
+			t.Errorf("des-hook settings does not protect %s (%s):\n%s", file, rule, res.stdout)
+		}
+	}
+}
