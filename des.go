@@ -116,6 +116,8 @@ type Engine struct {
 	policyOnce sync.Once
 	policy     *policy.Engine
 	policyErr  error
+
+	dlog decisionLog // des_decisionlog.go
 }
 
 // New reads the settings, loads and compiles the policies and opens the audit
@@ -355,7 +357,9 @@ func (e *Engine) Evaluate(ctx context.Context, gate policy.Gate, input any) (pol
 	if err != nil {
 		return policy.Decision{}, err
 	}
+	start := time.Now()
 	d, err := pe.Eval(ctx, gate, input, policy.At(e.now()))
+	e.logDecision(ctx, gate, input, d, err, time.Since(start))
 	if err != nil {
 		return d, err
 	}
