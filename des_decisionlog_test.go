@@ -1,0 +1,178 @@
+package des
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deterministic-exec/des/internal/decisionlog"
+	"github.com/deterministic-exec/des/policy"
+)
+
+func loggedEvents(t *testing.T, root string) []decisionlog.Event {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(root, DecisionsDir, "*.jsonl"))
+	var out []decisionlog.Event
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(raw))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var ev decisionlog.Event
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func TestEvaluateWritesDecisionLog(t *testing.T) {
+	root, state := t.TempDir(), t.TempDir()
+	now := time.Date(2026, 11, 25, 18, 30, 0, 42, time.FixedZone("CET", 3600))
+	e, err := New(t.Context(), WithRoot(root), WithClock(func() time.Time { return now }),
+		WithEnv(env(map[string]string{"DES_DECISION_LOG": "on", "DES_STATE_DIR": state})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{
+		"tool":   "Write",
+		"writes": []any{map[string]any{"path": ".des/config.json", "tool": "Write"}},
+		"call":   map[string]any{"prompt": "the secret plan", "subagent_type": "coder"},
+	}
+	d, err := e.Evaluate(t.Context(), policy.ToolUse, in)
+	if err != nil || d.Allowed() {
+		t.Fatalf("decision %+v, %v; want a deny", d, err)
+	}
+	if _, ok := in["call"].(map[string]any)["prompt"]; !ok {
+		t.Error("masking edited the caller's input")
+	}
+	evs := loggedEvents(t, root)
+	if len(evs) != 1 {
+		t.Fatalf("%d events logged, want 1", len(evs))
+	}
+	ev := evs[0]
+	id, err := os.ReadFile(filepath.Join(state, InstallationIDFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Labels["id"] != strings.TrimSpace(string(id)) || ev.Labels["app"] != "des" || ev.Labels["version"] == "" {
+		t.Errorf("labels %v (installation id %q)", ev.Labels, id)
+	}
+	if ev.Path != "des/gates/tool_use" || ev.Bundles["des"].Revision != "des-builtin" || !ev.Timestamp.Equal(now) || ev.Timestamp.Location() != time.UTC {
+		t.Errorf("path %q, bundles %v, timestamp %v", ev.Path, ev.Bundles, ev.Timestamp)
+	}
+	if len(ev.DecisionID) != 36 || ev.Metrics["timer_rego_query_eval_ns"] == nil || ev.Error != nil {
+		t.Errorf("decision id %q, metrics %v, error %v", ev.DecisionID, ev.Metrics, ev.Error)
+	}
+	if !slices.Equal(ev.Erased, []string{"/input/call/prompt"}) {
+		t.Errorf("erased %v, want the prompt", ev.Erased)
+	}
+	input := (*ev.Input).(map[string]any)
+	if _, ok := input["call"].(map[string]any)["prompt"]; ok || input["tool"] != "Write" {
+		t.Errorf("input %v: prompt kept or facts lost", input)
+	}
+	result := (*ev.Result).(map[string]any)
+	deny := result["deny"].([]any)
+	if len(deny) != len(d.Deny) || deny[0].(map[string]any)["code"] != d.Deny[0].Code || deny[0].(map[string]any)["msg"] != d.Deny[0].Message {
+		t.Errorf("result deny %v, decision %v", deny, d.Deny)
+	}
+	for _, k := range []string{"warn", "exception"} {
+		if _, ok := result[k].([]any); !ok {
+			t.Errorf("result has no %s array: %v", k, result)
+		}
+	}
+	ignore, _ := os.ReadFile(filepath.Join(root, DecisionsDir, ".gitignore"))
+	if !strings.Contains(string(ignore), "\n*\n") {
+		t.Errorf("%s/.gitignore = %q", DecisionsDir, ignore)
+	}
+}
+
+// Waived violations are in the deny or warn set, as the policy yielded
+// them, and their codes in the exception set.
+func TestDecisionResultKeepsWaived(t *testing.T) {
+	d := policy.Decision{
+		Deny:   []policy.Violation{{Code: "A", Message: "a", Severity: policy.Deny, Field: "/x", Recovery: []string{"fix"}, Details: map[string]any{"phase": "p1"}}},
+		Waived: []policy.Violation{{Code: "B", Message: "b", Severity: policy.Deny}, {Code: "C", Message: "c", Severity: policy.Warn}},
+		Info:   map[string]any{"level": "full"},
+	}
+	got, _ := json.Marshal(decisionResult(d))
+	want := `{"deny":[{"code":"A","field":"/x","msg":"a","phase":"p1","recovery":["fix"]},{"code":"B","msg":"b"}],"exception":["B","C"],"info":{"level":"full"},"warn":[{"code":"C","msg":"c"}]}`
+	if string(got) != want {
+		t.Errorf("result\n got %s\nwant %s", got, want)
+	}
+}
+
+// A decision that cannot be logged is still the decision; the failure is
+// a warning.
+func TestDecisionLogFailureKeepsDecision(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".des"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, DecisionsDir), []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	e, err := New(t.Context(), WithRoot(root), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		WithEnv(env(map[string]string{"DES_DECISION_LOG": "on", "DES_STATE_DIR": t.TempDir()})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{"writes": []any{map[string]any{"path": ".des/config.json", "tool": "Write"}}}
+	d, err := e.Evaluate(t.Context(), policy.ToolUse, in)
+	if err != nil || d.Allowed() {
+		t.Errorf("decision %+v, %v; want the deny, no error", d, err)
+	}
+	if !strings.Contains(logs.String(), "decision not logged") {
+		t.Errorf("no warning: %q", logs.String())
+	}
+}
+
+func TestDecisionLogOffWritesNothing(t *testing.T) {
+	root := t.TempDir()
+	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_STATE_DIR": t.TempDir()})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Evaluate(t.Context(), policy.ToolUse, map[string]any{"writes": []any{}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, DecisionsDir)); !os.IsNotExist(err) {
+		t.Errorf("%s exists with decision_log off (%v)", DecisionsDir, err)
+	}
+}
+
+// BenchmarkEvaluateDecisionLog is the cost logging adds to one decision:
+// compare off with on (masking, encoding, one append).
+func BenchmarkEvaluateDecisionLog(b *testing.B) {
+	in := map[string]any{
+		"tool":   "Write",
+		"writes": []any{map[string]any{"path": ".des/config.json", "tool": "Write"}},
+		"call":   map[string]any{"prompt": strings.Repeat("a prompt ", 200), "subagent_type": "coder"},
+	}
+	for _, mode := range []string{"off", "on"} {
+		b.Run(mode, func(b *testing.B) {
+			e, err := New(b.Context(), WithRoot(b.TempDir()), WithEnv(env(map[string]string{"DES_DECISION_LOG": mode, "DES_STATE_DIR": b.TempDir(), "DES_DECISION_LOG_MAX_BYTES": "1099511627776"})))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := e.Evaluate(b.Context(), policy.ToolUse, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
