@@ -100,11 +100,13 @@ func decisionEvent(dl *decisionLog, gate policy.Gate, input any, d policy.Decisi
 	return ev
 }
 
-// decisionResult is what OPA's data API returns for data.des.gates.<gate>,
-// as far as des evaluates it: the deny and warn sets as the policy yielded
-// them (waived violations included: the exception set is applied after
-// evaluation), the exception codes that waived one of them, and info when
-// the gate defines it. Sets are arrays, as OPA writes them in JSON.
+// decisionResult is the decision part of what OPA's data API returns for
+// data.des.gates.<gate>: the deny and warn sets as the policy yielded them
+// (waived violations included: the exception set is applied after
+// evaluation), the exception codes that waived one of them (left out when
+// none did, as OPA leaves out a package's undefined exception set), and
+// info when the gate defines it. Sets are arrays, as OPA writes them. The
+// package's helper rules, which the data API would add, are not evaluated.
 func decisionResult(d policy.Decision) map[string]any {
 	deny, warn := []any{}, []any{}
 	for _, v := range d.Deny {
@@ -124,7 +126,10 @@ func decisionResult(d policy.Decision) map[string]any {
 			exception = append(exception, v.Code)
 		}
 	}
-	out := map[string]any{"deny": deny, "warn": warn, "exception": append([]any{}, exception...)}
+	out := map[string]any{"deny": deny, "warn": warn}
+	if exception != nil {
+		out["exception"] = exception
+	}
 	if d.Info != nil {
 		out["info"] = d.Info
 	}
