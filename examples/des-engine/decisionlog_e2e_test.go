@@ -1,16 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/deterministic-exec/des/internal/decisionlog"
 )
@@ -120,5 +124,38 @@ func TestE2EDecisionLogPush(t *testing.T) {
 	writeFile(t, root, ".des/config.json", `{"decision_log": "on"}`)
 	if r := runIn(t, root, tokenEnv, "logs", "push"); r.code != 2 || !strings.Contains(r.stderr, "decision_log_url") {
 		t.Errorf("no collector: exit %d, %s", r.code, r.stderr)
+	}
+}
+
+// BenchmarkProcessDecisionLog times the hook process of one decision
+// (Gate 1 on a complete execute-step prompt, decided in the process) with
+// decision_log off and on, interleaved so that machine drift hits both
+// alike: on-off-µs is what logging adds to a hook event (the installation
+// id read once, the event masked, encoded and appended).
+func BenchmarkProcessDecisionLog(b *testing.B) {
+	root := b.TempDir()
+	writeFile(b, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}}`)
+	event, _ := json.Marshal(agentEvent(root, "Agent", renderPrompt(b, "execute-step")))
+	run := func(mode string) time.Duration {
+		cmd := exec.Command(hookBin)
+		cmd.Env = append(cleanEnviron(), "CLAUDE_PROJECT_DIR="+root, "DES_DECISION_SERVER=off", "DES_DECISION_LOG="+mode)
+		cmd.Dir, cmd.Stdin = root, bytes.NewReader(event)
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("hook: %v\n%s", err, out)
+		}
+		return time.Since(start)
+	}
+	var off, on []time.Duration
+	for b.Loop() {
+		off = append(off, run("off"))
+		on = append(on, run("on"))
+	}
+	mOff, mOn := median(off), median(on)
+	b.ReportMetric(float64(mOff.Microseconds()), "off-µs")
+	b.ReportMetric(float64(mOn.Microseconds()), "on-µs")
+	b.ReportMetric(float64((mOn - mOff).Microseconds()), "on-off-µs")
+	if logged, _ := filepath.Glob(filepath.Join(root, ".des", "decisions", "*.jsonl")); len(logged) == 0 {
+		b.Error("decision_log on logged nothing")
 	}
 }
