@@ -16,7 +16,7 @@ import (
 	"github.com/deterministic-exec/des/policy"
 )
 
-func loggedEvents(t *testing.T, root string) []decisionlog.Event {
+func loggedEvents(t testing.TB, root string) []decisionlog.Event {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(root, DecisionsDir, "*.jsonl"))
 	var out []decisionlog.Event
@@ -165,7 +165,8 @@ func BenchmarkEvaluateDecisionLog(b *testing.B) {
 	}
 	for _, mode := range []string{"off", "on"} {
 		b.Run(mode, func(b *testing.B) {
-			e, err := New(b.Context(), WithRoot(b.TempDir()), WithEnv(env(map[string]string{"DES_DECISION_LOG": mode, "DES_STATE_DIR": b.TempDir(), "DES_DECISION_LOG_MAX_BYTES": "1099511627776"})))
+			root := b.TempDir()
+			e, err := New(b.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_DECISION_LOG": mode, "DES_STATE_DIR": b.TempDir(), "DES_DECISION_LOG_MAX_BYTES": "1099511627776"})))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -173,6 +174,10 @@ func BenchmarkEvaluateDecisionLog(b *testing.B) {
 				if _, err := e.Evaluate(b.Context(), policy.ToolUse, in); err != nil {
 					b.Fatal(err)
 				}
+			}
+			b.StopTimer()
+			if logged := len(loggedEvents(b, root)); (mode == "on") != (logged > 0) {
+				b.Errorf("decision_log %s: %d events logged", mode, logged)
 			}
 		})
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/plugins/logs"
 )
 
-func doc(t *testing.T, v any) *any {
+func doc(t testing.TB, v any) *any {
 	t.Helper()
 	d, err := Document(v)
 	if err != nil {
@@ -29,7 +29,7 @@ func doc(t *testing.T, v any) *any {
 	return d
 }
 
-func sampleEvent(t *testing.T, input, result any) Event {
+func sampleEvent(t testing.TB, input, result any) Event {
 	t.Helper()
 	id, err := NewDecisionID()
 	if err != nil {
@@ -315,5 +315,26 @@ func TestInstallationIDIsStable(t *testing.T) {
 	os.WriteFile(file, []byte("not an id\n"), 0o600)
 	if _, err := InstallationID(file); err == nil || !strings.Contains(err.Error(), "delete the file") {
 		t.Errorf("a damaged id: err = %v, want one saying to delete it", err)
+	}
+}
+
+// Document copies: masking the copy leaves the caller's value alone, and
+// values other than plain maps and slices read as encoding/json writes them.
+func TestDocumentIsACopy(t *testing.T) {
+	type facts struct {
+		Name string `json:"name"`
+	}
+	in := map[string]any{"call": map[string]any{"prompt": "p"}, "list": []any{"a", "b"}, "tags": []string{"x"}, "f": facts{"n"}, "n": uint8(3)}
+	ev := Event{Input: doc(t, in)}
+	Mask(&ev, []string{"/input/call/prompt", "/input/list/0", "/input/tags/0", "/input/f/name"})
+	if len(ev.Erased) != 4 {
+		t.Errorf("erased %v, want all four", ev.Erased)
+	}
+	if in["call"].(map[string]any)["prompt"] != "p" || len(in["list"].([]any)) != 2 || len(in["tags"].([]string)) != 1 || in["f"].(facts).Name != "n" {
+		t.Errorf("the caller's value changed: %v", in)
+	}
+	got, _ := json.Marshal(ev.Input)
+	if string(got) != `{"call":{},"f":{},"list":["b"],"n":3,"tags":[]}` {
+		t.Errorf("masked copy %s", got)
 	}
 }

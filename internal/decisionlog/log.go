@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // MaxEventBytes bounds one event as JSON, OPA's default
@@ -32,6 +33,9 @@ type Log struct {
 	mask     []string
 	maxBytes int64
 	part     int64
+
+	mu  sync.Mutex
+	cur segment // the file this Log appended to last; day "" before the first
 }
 
 // Open returns the log kept in dir (created on the first event), erasing
@@ -55,36 +59,9 @@ func (l *Log) Append(ev Event) error {
 	if err != nil {
 		return err
 	}
-	if err := l.ensureDir(); err != nil {
-		return err
-	}
-	day := ev.Timestamp.UTC().Format(dayLayout)
-	names, err := segmentNames(l.dir)
+	target, err := l.target(ev.Timestamp.UTC().Format(dayLayout), int64(len(line)))
 	if err != nil {
 		return err
-	}
-	// The current part of the day is the last; a new one starts when it
-	// is full, and only then are the sizes of the others needed.
-	seq := -1
-	for _, s := range names {
-		if s.day == day {
-			seq = s.seq
-		}
-	}
-	target := segment{day: day, seq: max(seq, 0)}
-	if seq >= 0 {
-		fi, err := os.Stat(filepath.Join(l.dir, target.name()))
-		switch {
-		case err == nil && fi.Size() > 0 && fi.Size()+int64(len(line)) > l.part:
-			target.seq++
-		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("decision log %s: %w", l.dir, err)
-		}
-	}
-	if target.seq != seq {
-		if err := l.prune(names, l.maxBytes-l.part); err != nil {
-			return err
-		}
 	}
 	path := filepath.Join(l.dir, target.name())
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
@@ -99,6 +76,51 @@ func (l *Log) Append(ev Event) error {
 		return fmt.Errorf("decision log %s: %w", path, err)
 	}
 	return nil
+}
+
+// target is the file the next line of n bytes goes to: the last part of
+// the day, or a new part when that one is full. Only when a new file starts
+// is the directory listed (the last part may have moved on in another
+// process) and the oldest files dropped.
+func (l *Log) target(day string, n int64) (segment, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur.day == day {
+		fi, err := os.Stat(filepath.Join(l.dir, l.cur.name()))
+		if err == nil && (fi.Size() == 0 || fi.Size()+n <= l.part) {
+			return l.cur, nil
+		}
+	}
+	if err := l.ensureDir(); err != nil {
+		return segment{}, err
+	}
+	names, err := segmentNames(l.dir)
+	if err != nil {
+		return segment{}, err
+	}
+	seq := -1
+	for _, s := range names {
+		if s.day == day {
+			seq = s.seq
+		}
+	}
+	target := segment{day: day, seq: max(seq, 0)}
+	if seq >= 0 {
+		fi, err := os.Stat(filepath.Join(l.dir, target.name()))
+		switch {
+		case err == nil && fi.Size() > 0 && fi.Size()+n > l.part:
+			target.seq++
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return segment{}, fmt.Errorf("decision log %s: %w", l.dir, err)
+		}
+	}
+	if target.seq != seq {
+		if err := l.prune(names, l.maxBytes-l.part); err != nil {
+			return segment{}, err
+		}
+	}
+	l.cur = target
+	return target, nil
 }
 
 // ensureDir creates the directory with a .gitignore that ignores it all:

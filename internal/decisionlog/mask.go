@@ -10,9 +10,50 @@ import (
 	"strings"
 )
 
-// Document returns v as a JSON document of its own (maps, slices, strings,
-// json.Number, bools, nil), so masking it never touches the caller's value.
+// Document returns v as a JSON document of its own, so that masking it
+// never touches the caller's value: objects (map[string]any) and arrays
+// ([]any, []string) are copied, scalars kept, and any other value (a
+// struct, a typed map) goes through encoding/json, as the policy engine
+// would read it.
 func Document(v any) (*any, error) {
+	d, err := copyDoc(v)
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+func copyDoc(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, string, bool, float64, int, int64, json.Number:
+		return x, nil
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			c, err := copyDoc(e)
+			if err != nil {
+				return nil, err
+			}
+			m[k] = c
+		}
+		return m, nil
+	case []any:
+		a := make([]any, len(x))
+		for i, e := range x {
+			c, err := copyDoc(e)
+			if err != nil {
+				return nil, err
+			}
+			a[i] = c
+		}
+		return a, nil
+	case []string:
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = e
+		}
+		return a, nil
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
@@ -23,7 +64,7 @@ func Document(v any) (*any, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return nil, err
 	}
-	return &doc, nil
+	return doc, nil
 }
 
 // Mask erases from ev the values at pointers, as OPA's decision-log mask
