@@ -182,3 +182,29 @@ func BenchmarkEvaluateDecisionLog(b *testing.B) {
 		})
 	}
 }
+
+func TestDecisionLogMaskSetting(t *testing.T) {
+	root := t.TempDir()
+	for _, c := range []struct {
+		env     string
+		want    []string
+		wantErr string
+	}{
+		{"/input/call/prompt, /input/command", []string{"/input/call/prompt", "/input/command"}, ""},
+		{"/input/call//prompt", nil, "empty segment"},
+		{"/input/call/", nil, "empty segment"},
+		{"/call/prompt", nil, "not a JSON pointer under /input/ or /result/"},
+	} {
+		cfg, err := LoadConfig(root, env(map[string]string{"DES_DECISION_LOG_MASK": c.env}))
+		switch {
+		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), "decision_log_mask")):
+			t.Errorf("%q: err = %v, want one naming decision_log_mask: %s", c.env, err, c.wantErr)
+		case c.wantErr == "" && (err != nil || !slices.Equal(cfg.DecisionLogMask, c.want)):
+			t.Errorf("%q: %q, %v; want %q", c.env, cfg.DecisionLogMask, err, c.want)
+		}
+	}
+	writeConfig(t, root, `{"decision_log_mask": []}`)
+	if cfg, err := LoadConfig(root, env(nil)); err != nil || len(cfg.DecisionLogMask) != 0 {
+		t.Errorf("an empty list in the file: %q, %v; want no mask", cfg.DecisionLogMask, err)
+	}
+}
