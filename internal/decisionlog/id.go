@@ -39,9 +39,13 @@ func InstallationID(file string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("installation id: %w", err)
 	}
-	// A link never replaces an existing file: the first id written wins.
+	// A link never replaces an existing file: the first id written wins,
+	// and no process reads a file half written.
 	if err := os.Link(tmp.Name(), file); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", fmt.Errorf("installation id: %w", err)
+		// A file system without hard links: create the file exclusively.
+		if err := createExclusive(file, id+"\n"); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("installation id: %w", err)
+		}
 	}
 	return readID(file)
 }
@@ -56,4 +60,16 @@ func readID(file string) (string, error) {
 		return "", fmt.Errorf("installation id %s: %q is not a UUID; delete the file and des writes a new one", file, id)
 	}
 	return id, nil
+}
+
+func createExclusive(file, content string) error {
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -107,36 +107,41 @@ func (p Pusher) Push(ctx context.Context) (PushResult, error) {
 	}
 	for i, s := range names {
 		name := s.name()
-		events, ends, skipped, err := readFrom(filepath.Join(p.Dir, name), st.Files[name])
-		if err != nil {
-			return res, err
+		path := filepath.Join(p.Dir, name)
+		if fi, err := os.Stat(path); err == nil && fi.Size() < st.Files[name] {
+			st.Files[name] = 0 // not the file the offset was recorded for: it was replaced
 		}
-		res.Skipped += skipped
-		for len(events) > 0 {
-			n, body, err := nextChunk(events)
+		for {
+			w, err := readWindow(path, st.Files[name])
 			if err != nil {
 				return res, err
 			}
-			if err := p.post(ctx, body); err != nil {
-				res.Pending = len(events)
-				for _, later := range names[i+1:] {
-					rest, _, _, _ := readFrom(filepath.Join(p.Dir, later.name()), st.Files[later.name()])
-					res.Pending += len(rest)
+			if w.end == st.Files[name] {
+				break // no complete line after the offset
+			}
+			res.Skipped += w.skipped
+			for len(w.events) > 0 {
+				n, body, err := nextChunk(w.events)
+				if err != nil {
+					return res, err
 				}
-				return res, err
+				if err := p.post(ctx, body); err != nil {
+					res.Pending = len(w.events) + countLines(path, w.end)
+					for _, later := range names[i+1:] {
+						res.Pending += countLines(filepath.Join(p.Dir, later.name()), st.Files[later.name()])
+					}
+					return res, err
+				}
+				st.Files[name] = w.ends[n-1]
+				if err := writeState(p.Dir, st); err != nil {
+					return res, err
+				}
+				res.Events += n
+				res.Chunks++
+				w.events, w.ends = w.events[n:], w.ends[n:]
 			}
-			st.Files[name] = ends[n-1]
-			if err := writeState(p.Dir, st); err != nil {
-				return res, err
-			}
-			res.Events += n
-			res.Chunks++
-			events, ends = events[n:], ends[n:]
-		}
-		if len(ends) == 0 && skipped > 0 {
-			// Only unreadable lines were left: they are passed over for good.
-			if end, err := completeEnd(filepath.Join(p.Dir, name)); err == nil && end > st.Files[name] {
-				st.Files[name] = end
+			if w.end > st.Files[name] { // lines that were not events, after the last one
+				st.Files[name] = w.end
 				if err := writeState(p.Dir, st); err != nil {
 					return res, err
 				}
@@ -146,30 +151,45 @@ func (p Pusher) Push(ctx context.Context) (PushResult, error) {
 	return res, nil
 }
 
-// readFrom returns the complete lines of path after offset as events, with
-// the offset just after each. A last line without its newline is being
-// written (or was cut short): it is left for later. A line that is not a
-// JSON object is skipped.
-func readFrom(path string, offset int64) (events []json.RawMessage, ends []int64, skipped int, err error) {
+// windowBytes bounds what a push reads of a file at once.
+const windowBytes = 1 << 20
+
+// window is the complete lines of a file read from an offset: the events,
+// the offset just after each, and end, the offset after the last complete
+// line read (end equals the offset when there is none). A line that is not
+// a JSON object is skipped; a last line without its newline is being
+// written, or was cut short, and is left for later.
+type window struct {
+	events  []json.RawMessage
+	ends    []int64
+	end     int64
+	skipped int
+}
+
+func readWindow(path string, offset int64) (window, error) {
+	w := window{end: offset}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, 0, nil
+		return w, nil
 	}
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("decision log push: %w", err)
+		return w, fmt.Errorf("decision log push: %w", err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() < offset {
-		offset = 0 // not the file the offset was recorded for: it was replaced
+	data := make([]byte, windowBytes)
+	n, err := f.ReadAt(data, offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return w, fmt.Errorf("decision log push: %s: %w", path, err)
 	}
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return nil, nil, 0, fmt.Errorf("decision log push: %s: %w", path, err)
+	data = data[:n]
+	if n == windowBytes && bytes.IndexByte(data, '\n') < 0 {
+		// One line longer than the window: no event des writes is. Pass
+		// over it once it is complete.
+		if next, ok := nextNewline(f, offset+int64(n)); ok {
+			w.end, w.skipped = next, 1
+		}
+		return w, nil
 	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("decision log push: %s: %w", path, err)
-	}
-	pos := offset
 	for {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
@@ -177,27 +197,52 @@ func readFrom(path string, offset int64) (events []json.RawMessage, ends []int64
 		}
 		line := data[:i]
 		data = data[i+1:]
-		pos += int64(i + 1)
+		w.end += int64(i + 1)
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		if !json.Valid(line) || line[0] != '{' {
-			skipped++
+		if line[0] != '{' || !json.Valid(line) {
+			w.skipped++
 			continue
 		}
-		events = append(events, json.RawMessage(line))
-		ends = append(ends, pos)
+		w.events = append(w.events, json.RawMessage(line))
+		w.ends = append(w.ends, w.end)
 	}
-	return events, ends, skipped, nil
+	return w, nil
 }
 
-// completeEnd is the offset after the last complete line of path.
-func completeEnd(path string) (int64, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
+// nextNewline is the offset just after the first newline at or after off.
+func nextNewline(f *os.File, off int64) (int64, bool) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := f.ReadAt(buf, off)
+		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+			return off + int64(i) + 1, true
+		}
+		if err != nil {
+			return 0, false
+		}
+		off += int64(n)
 	}
-	return int64(bytes.LastIndexByte(data, '\n') + 1), nil
+}
+
+// countLines counts the complete lines of path after offset, for a report.
+func countLines(path string, offset int64) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	count := 0
+	for {
+		n, err := f.ReadAt(buf, offset)
+		count += bytes.Count(buf[:n], []byte{'\n'})
+		offset += int64(n)
+		if err != nil {
+			return count
+		}
+	}
 }
 
 // nextChunk gzips the longest run of events from the first whose upload

@@ -225,16 +225,46 @@ func TestPushSkipsTornLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.WriteString(`{"decision_id": "torn", "inp` + "\n")
+	f.WriteString(`{"long": "` + strings.Repeat("x", windowBytes) + `"}` + "\n") // longer than a read window
 	f.Close()
 	ids := fillLog(t, dir, 1, 10)
 	c := &collector{t: t}
 	srv := httptest.NewServer(c)
 	defer srv.Close()
 	res, err := Pusher{Dir: dir, URL: srv.URL}.Push(t.Context())
-	if err != nil || res.Events != 2 || res.Skipped != 1 {
-		t.Fatalf("push: %+v, %v; want 2 events, 1 skipped", res, err)
+	if err != nil || res.Events != 2 || res.Skipped != 2 {
+		t.Fatalf("push: %+v, %v; want 2 events, 2 skipped", res, err)
 	}
 	if got := c.events(); got[len(got)-1].DecisionID != ids[0] {
 		t.Errorf("last event %s, want %s", got[len(got)-1].DecisionID, ids[0])
+	}
+}
+
+// A file replaced by a shorter one (restored from a backup, say) is read
+// from its start.
+func TestPushAfterFileReplaced(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "decisions")
+	fillLog(t, dir, 4, 2000)
+	c := &collector{t: t}
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	p := Pusher{Dir: dir, URL: srv.URL}
+	if res, err := p.Push(t.Context()); err != nil || res.Events != 4 {
+		t.Fatalf("push: %+v, %v", res, err)
+	}
+	names, _ := segmentNames(dir)
+	for _, s := range names {
+		if err := os.Truncate(filepath.Join(dir, s.name()), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := fillLog(t, dir, 2, 10)
+	res, err := p.Push(t.Context())
+	if err != nil || res.Events != 2 {
+		t.Fatalf("push after the files were replaced: %+v, %v; want the 2 new events", res, err)
+	}
+	got := c.events()
+	if got[len(got)-1].DecisionID != ids[0] && got[len(got)-1].DecisionID != ids[1] {
+		t.Errorf("last received %s, not a new event", got[len(got)-1].DecisionID)
 	}
 }
