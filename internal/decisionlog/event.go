@@ -3,10 +3,12 @@
 // lines to one file a day, and pushed to any collector of OPA decision logs
 // as OPA's own decision-log plugin posts them (gzipped JSON arrays).
 //
-// Event mirrors OPA's EventV1 (github.com/open-policy-agent/opa/v1/plugins/logs)
-// field for field rather than importing it: that package pulls in OPA's
-// HTTP server and plugin manager, which a short-lived hook must not load.
-// A test decodes Events into EventV1 to keep the two in step.
+// Event has the fields of OPA's EventV1 (package
+// github.com/open-policy-agent/opa/v1/plugins/logs) that des fills, with
+// their names and shapes, rather than EventV1 itself: that package pulls in
+// OPA's HTTP server and plugin manager, which a short-lived hook must not
+// load. Tests decode Events into EventV1, and compare them with what a real
+// OPA server logs, to keep the two in step.
 package decisionlog
 
 import (

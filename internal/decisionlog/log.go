@@ -48,9 +48,6 @@ func Open(dir string, mask []string, maxBytes int64) *Log {
 	return &Log{dir: dir, mask: slices.Clone(mask), maxBytes: maxBytes, part: maxBytes / 4}
 }
 
-// Dir is where the log is kept.
-func (l *Log) Dir() string { return l.dir }
-
 // Append masks ev, bounds it (MaxEventBytes) and appends it. ev's input and
 // result must be the event's own (see Document): the mask edits them.
 func (l *Log) Append(ev Event) error {

@@ -24,7 +24,7 @@ const ChunkBytes = 32 << 10
 
 // Files a push keeps beside the log.
 const (
-	PushStateFile = "push-state.json" // per file, the bytes the collector accepted
+	pushStateFile = "push-state.json" // per file, the bytes the collector accepted
 	pushLockFile  = "push.lock"
 )
 
@@ -312,7 +312,7 @@ func (p Pusher) post(ctx context.Context, body []byte) error {
 
 func readState(dir string) (pushState, error) {
 	st := pushState{Files: map[string]int64{}}
-	path := filepath.Join(dir, PushStateFile)
+	path := filepath.Join(dir, pushStateFile)
 	raw, err := fileio.ReadBounded(path, 1<<20)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
@@ -334,7 +334,7 @@ func writeState(dir string, st pushState) error {
 	if err != nil {
 		return err
 	}
-	if err := fileio.WriteAtomic(filepath.Join(dir, PushStateFile), append(raw, '\n')); err != nil {
+	if err := fileio.WriteAtomic(filepath.Join(dir, pushStateFile), append(raw, '\n')); err != nil {
 		return fmt.Errorf("decision log push: record what was pushed: %w", err)
 	}
 	return nil
