@@ -355,6 +355,7 @@ func (e *Engine) Now() time.Time { return e.now() }
 func (e *Engine) Evaluate(ctx context.Context, gate policy.Gate, input any) (policy.Decision, error) {
 	pe, err := e.Policy(ctx)
 	if err != nil {
+		e.logDecision(ctx, gate, input, policy.Decision{}, err, 0)
 		return policy.Decision{}, err
 	}
 	start := time.Now()

@@ -208,3 +208,38 @@ func TestDecisionLogMaskSetting(t *testing.T) {
 		t.Errorf("an empty list in the file: %q, %v; want no mask", cfg.DecisionLogMask, err)
 	}
 }
+
+// A gate that cannot decide is logged with OPA's error fields and no
+// result: a rule that conflicts at evaluation, policies that do not parse.
+func TestDecisionLogRecordsErrors(t *testing.T) {
+	for name, c := range map[string]struct{ rego, code string }{
+		"conflict": {"package des.gates.tool_use\n\ninfo := 1\n\ninfo := 2 if input.tool\n", "eval_conflict_error"},
+		"syntax":   {"package des.gates.tool_use\n\ndeny contains x if {\n", "internal_error"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			writeConfig(t, root, `{"decision_log": "on"}`)
+			dir := filepath.Join(root, ".des", "policies")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "team.rego"), []byte(c.rego), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			e, err := New(t.Context(), WithRoot(root), WithLazyPolicies(), WithEnv(env(map[string]string{"DES_STATE_DIR": t.TempDir()})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Evaluate(t.Context(), policy.ToolUse, map[string]any{"tool": "Write", "writes": []any{}}); err == nil {
+				t.Fatal("no error")
+			}
+			evs := loggedEvents(t, root)
+			if len(evs) != 1 || evs[0].Error == nil || evs[0].Result != nil || evs[0].Input == nil {
+				t.Fatalf("events %+v; want one with its input, an error and no result", evs)
+			}
+			if evs[0].Error.Code != c.code || !strings.Contains(evs[0].Error.Message, "team.rego") {
+				t.Errorf("error %+v, want code %s and a message naming the file", *evs[0].Error, c.code)
+			}
+		})
+	}
+}
