@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -241,5 +242,38 @@ func TestDecisionLogRecordsErrors(t *testing.T) {
 				t.Errorf("error %+v, want code %s and a message naming the file", *evs[0].Error, c.code)
 			}
 		})
+	}
+}
+
+// One Engine shared by goroutines logs every decision once, whole.
+func TestDecisionLogConcurrentEvaluate(t *testing.T) {
+	root := t.TempDir()
+	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_DECISION_LOG": "on", "DES_STATE_DIR": t.TempDir()})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{"tool": "Agent", "writes": []any{}, "call": map[string]any{"prompt": "p"}}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 25 {
+				if _, err := e.Evaluate(t.Context(), policy.ToolUse, in); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	evs := loggedEvents(t, root)
+	ids := map[string]bool{}
+	for _, ev := range evs {
+		ids[ev.DecisionID] = true
+		if !slices.Equal(ev.Erased, []string{"/input/call/prompt"}) {
+			t.Fatalf("event %s: erased %v", ev.DecisionID, ev.Erased)
+		}
+	}
+	if len(evs) != 200 || len(ids) != 200 {
+		t.Errorf("%d events, %d distinct ids; want 200", len(evs), len(ids))
 	}
 }
