@@ -95,8 +95,11 @@ func decisionEvent(dl *decisionLog, gate policy.Gate, input any, d policy.Decisi
 		ev.Error = &decisionlog.Error{Code: code, Message: evalErr.Error()}
 		return ev
 	}
-	var result any = decisionResult(d)
-	ev.Result = &result
+	// A copy: the mask must not edit the decision's info and details, which
+	// the caller acts on.
+	if ev.Result, err = decisionlog.Document(decisionResult(d)); err != nil {
+		ev.Error = &decisionlog.Error{Code: "internal_error", Message: "result: " + err.Error()}
+	}
 	return ev
 }
 

@@ -277,3 +277,31 @@ func TestDecisionLogConcurrentEvaluate(t *testing.T) {
 		t.Errorf("%d events, %d distinct ids; want 200", len(evs), len(ids))
 	}
 }
+
+// Masking the result edits the logged copy, never the decision the caller
+// acts on.
+func TestDecisionLogMaskLeavesDecision(t *testing.T) {
+	root := t.TempDir()
+	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{
+		"DES_DECISION_LOG": "on", "DES_STATE_DIR": t.TempDir(), "DES_DECISION_LOG_MASK": "/result/info/level,/result/info/phases/current",
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{"tool": "Agent", "call": map[string]any{"prompt": "p", "subagent_type": "x"}, "prompt": map[string]any{"validation": "required"}}
+	d, err := e.Evaluate(t.Context(), policy.PreInvocation, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.Info["level"]; !ok {
+		t.Fatalf("decision info %v: the mask reached it", d.Info)
+	}
+	if _, ok := d.Info["phases"].(map[string]any)["current"]; !ok {
+		t.Fatalf("decision info %v: the mask reached it", d.Info)
+	}
+	ev := loggedEvents(t, root)[0]
+	info := (*ev.Result).(map[string]any)["info"].(map[string]any)
+	if _, ok := info["level"]; ok || len(ev.Erased) != 2 {
+		t.Errorf("logged info %v, erased %v: not masked", info, ev.Erased)
+	}
+}
