@@ -25,9 +25,9 @@ import (
 // file a day, ignored by git (the directory holds a .gitignore of its own).
 const DecisionsDir = ".des/decisions"
 
-// InstallationIDFile names the file of des's per-user state directory that
+// installationIDFile names the file of des's per-user state directory that
 // holds the installation's id, the labels.id of its decision logs.
-const InstallationIDFile = "installation-id"
+const installationIDFile = "installation-id"
 
 // decisionLog is an Engine's decision log, opened on the first decision
 // when the setting decision_log is "on".
@@ -52,7 +52,7 @@ func (e *Engine) logDecision(ctx context.Context, gate policy.Gate, input any, d
 		dl.bundles = e.decisionBundles()
 		var id string
 		// The witnesses sit in the per-user state directory's base.
-		id, dl.err = decisionlog.InstallationID(filepath.Join(filepath.Dir(e.witnessDir), InstallationIDFile))
+		id, dl.err = decisionlog.InstallationID(filepath.Join(filepath.Dir(e.witnessDir), installationIDFile))
 		dl.labels = map[string]string{"id": id, "version": version.Version, "app": "des", "des_version": desVersion()}
 	})
 	err := dl.err

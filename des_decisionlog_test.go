@@ -64,7 +64,7 @@ func TestEvaluateWritesDecisionLog(t *testing.T) {
 		t.Fatalf("%d events logged, want 1", len(evs))
 	}
 	ev := evs[0]
-	id, err := os.ReadFile(filepath.Join(state, InstallationIDFile))
+	id, err := os.ReadFile(filepath.Join(state, installationIDFile))
 	if err != nil {
 		t.Fatal(err)
 	}
