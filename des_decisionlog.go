@@ -36,30 +36,36 @@ type decisionLog struct {
 	log     *decisionlog.Log
 	labels  map[string]string
 	bundles map[string]decisionlog.BundleInfo
-	err     error
 }
 
 // logDecision appends the evaluation of gate on input to the decision log.
 // A decision that cannot be logged is still the decision: the failure is
-// reported to the Engine's logger (a warning) and nothing else.
+// reported to the Engine's logger (a warning) and nothing else, whatever it
+// is.
 func (e *Engine) logDecision(ctx context.Context, gate policy.Gate, input any, d policy.Decision, evalErr error, took time.Duration) {
 	if e.cfg.DecisionLog != DecisionLogOn {
 		return
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			e.logger.ErrorContext(ctx, "decision not logged; the decision stands", "gate", string(gate), "panic", r)
+		}
+	}()
 	dl := &e.dlog
 	dl.once.Do(func() {
 		dl.log = decisionlog.Open(filepath.Join(e.root, DecisionsDir), e.cfg.DecisionLogMask, int64(e.cfg.DecisionLogMaxBytes))
 		dl.bundles = e.decisionBundles()
-		var id string
-		// The witnesses sit in the per-user state directory's base.
-		id, dl.err = decisionlog.InstallationID(filepath.Join(filepath.Dir(e.witnessDir), installationIDFile))
-		dl.labels = map[string]string{"id": id, "version": version.Version, "app": "des", "des_version": desVersion()}
+		dl.labels = map[string]string{"version": version.Version, "app": "des", "des_version": desVersion()}
+		// The witnesses sit in the per-user state directory's base. Without
+		// an id the decisions are still worth logging.
+		id, err := decisionlog.InstallationID(filepath.Join(filepath.Dir(e.witnessDir), installationIDFile))
+		if err != nil {
+			e.logger.WarnContext(ctx, "decision logs: no installation id (labels.id)", "err", err)
+		} else {
+			dl.labels["id"] = id
+		}
 	})
-	err := dl.err
-	if err == nil {
-		err = dl.log.Append(decisionEvent(dl, gate, input, d, evalErr, took, e.now()))
-	}
-	if err != nil {
+	if err := dl.log.Append(decisionEvent(dl, gate, input, d, evalErr, took, e.now())); err != nil {
 		e.logger.WarnContext(ctx, "decision not logged; the decision stands", "gate", string(gate), "err", err)
 	}
 }

@@ -305,3 +305,28 @@ func TestDecisionLogMaskLeavesDecision(t *testing.T) {
 		t.Errorf("logged info %v, erased %v: not masked", info, ev.Erased)
 	}
 }
+
+// Without an installation id (a state directory des cannot write) the
+// decisions are still logged, without labels.id, and the problem is said.
+func TestDecisionLogWithoutInstallationID(t *testing.T) {
+	root, state := t.TempDir(), filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(state, []byte("a file where the state directory should be"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	e, err := New(t.Context(), WithRoot(root), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		WithEnv(env(map[string]string{"DES_DECISION_LOG": "on", "DES_STATE_DIR": state})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Evaluate(t.Context(), policy.ToolUse, map[string]any{"writes": []any{}}); err != nil {
+		t.Fatal(err)
+	}
+	evs := loggedEvents(t, root)
+	if len(evs) != 1 || evs[0].Labels["id"] != "" || evs[0].Labels["app"] != "des" {
+		t.Errorf("events %+v; want one without labels.id", evs)
+	}
+	if !strings.Contains(logs.String(), "no installation id") {
+		t.Errorf("no warning: %q", logs.String())
+	}
+}
