@@ -137,8 +137,16 @@ func DefaultConfig() Config {
 		BundleRefreshMinutes:  10,
 		DecisionLog:           DecisionLogOff,
 		DecisionLogTokenEnv:   "DES_DECISION_LOG_TOKEN",
-		DecisionLogMask:       []string{"/input/prompt", "/input/tool_input/content", "/input/tool_input/new_string", "/input/tool_input/old_string", "/input/tool_input/edits"},
-		DecisionLogMaxBytes:   64 << 20,
+		// The inputs that carry prompt text (a subagent's prompt and
+		// description, a skill's arguments, a subagent's answer) and file
+		// contents (the step file, the task graph as written and on disk).
+		// The statuses, paths and schema errors des derives from them stay,
+		// so a logged decision can still be understood.
+		DecisionLogMask: []string{
+			"/input/call/prompt", "/input/call/description", "/input/call/args", "/input/response/text",
+			"/input/step/document", "/input/task_graph/document", "/input/task_graph/disk",
+		},
+		DecisionLogMaxBytes: 64 << 20,
 	}
 }
 
@@ -325,6 +333,9 @@ var settings = []setting{
 			for _, p := range c.DecisionLogMask {
 				if !strings.HasPrefix(p, "/input/") && !strings.HasPrefix(p, "/result/") {
 					return text, fmt.Errorf("%q is not a JSON pointer under /input/ or /result/", p)
+				}
+				if strings.HasSuffix(p, "/") || strings.Contains(p, "//") {
+					return text, fmt.Errorf("%q has an empty segment; write keys between single slashes, e.g. /input/call/prompt", p)
 				}
 			}
 			return text, nil

@@ -116,6 +116,8 @@ type Engine struct {
 	policyOnce sync.Once
 	policy     *policy.Engine
 	policyErr  error
+
+	dlog decisionLog // des_decisionlog.go
 }
 
 // New reads the settings, loads and compiles the policies and opens the audit
@@ -353,9 +355,12 @@ func (e *Engine) Now() time.Time { return e.now() }
 func (e *Engine) Evaluate(ctx context.Context, gate policy.Gate, input any) (policy.Decision, error) {
 	pe, err := e.Policy(ctx)
 	if err != nil {
+		e.logDecision(ctx, gate, input, policy.Decision{}, err, 0)
 		return policy.Decision{}, err
 	}
+	start := time.Now()
 	d, err := pe.Eval(ctx, gate, input, policy.At(e.now()))
+	e.logDecision(ctx, gate, input, d, err, time.Since(start))
 	if err != nil {
 		return d, err
 	}

@@ -57,6 +57,7 @@ func commands() []command {
 		{"escalations", "[--all] [--json]  list the open escalations of the phase workflow guards", runEscalations},
 		{"status", "[--json]           subagents running, the task graph's waves, the orchestration settings", runStatus},
 		{"statusline", "                  one line for Claude Code's status line (JSON on stdin)", runStatusLine},
+		{"logs", "push               send the decision logs not yet sent to decision_log_url", runLogs},
 		{"serve", "[--idle DURATION]    run the warm decision server in the foreground", runServe},
 		{"version", "                   print the versions of des, Go and OPA", runVersion},
 	}

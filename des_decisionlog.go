@@ -1,0 +1,196 @@
+package des
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/topdown"
+	"github.com/open-policy-agent/opa/v1/version"
+
+	"github.com/deterministic-exec/des/internal/decisionlog"
+	"github.com/deterministic-exec/des/policy"
+	"github.com/deterministic-exec/des/rego"
+)
+
+// DecisionsDir is where des keeps decision logs (setting decision_log),
+// relative to the project root: JSON lines in OPA's decision-log format, one
+// file a day, ignored by git (the directory holds a .gitignore of its own).
+const DecisionsDir = ".des/decisions"
+
+// installationIDFile names the file of des's per-user state directory that
+// holds the installation's id, the labels.id of its decision logs.
+const installationIDFile = "installation-id"
+
+// decisionLog is an Engine's decision log, opened on the first decision
+// when the setting decision_log is "on".
+type decisionLog struct {
+	once    sync.Once
+	log     *decisionlog.Log
+	labels  map[string]string
+	bundles map[string]decisionlog.BundleInfo
+}
+
+// logDecision appends the evaluation of gate on input to the decision log.
+// A decision that cannot be logged is still the decision: the failure is
+// reported to the Engine's logger (a warning) and nothing else, whatever it
+// is.
+func (e *Engine) logDecision(ctx context.Context, gate policy.Gate, input any, d policy.Decision, evalErr error, took time.Duration) {
+	if e.cfg.DecisionLog != DecisionLogOn {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			e.logger.ErrorContext(ctx, "decision not logged; the decision stands", "gate", string(gate), "panic", r)
+		}
+	}()
+	dl := &e.dlog
+	dl.once.Do(func() {
+		dl.log = decisionlog.Open(filepath.Join(e.root, DecisionsDir), e.cfg.DecisionLogMask, int64(e.cfg.DecisionLogMaxBytes))
+		dl.bundles = e.decisionBundles()
+		dl.labels = map[string]string{"version": version.Version, "app": "des", "des_version": desVersion()}
+		// The witnesses sit in the per-user state directory's base. Without
+		// an id the decisions are still worth logging.
+		id, err := decisionlog.InstallationID(filepath.Join(filepath.Dir(e.witnessDir), installationIDFile))
+		if err != nil {
+			e.logger.WarnContext(ctx, "decision logs: no installation id (labels.id)", "err", err)
+		} else {
+			dl.labels["id"] = id
+		}
+	})
+	if err := dl.log.Append(decisionEvent(dl, gate, input, d, evalErr, took, e.now())); err != nil {
+		e.logger.WarnContext(ctx, "decision not logged; the decision stands", "gate", string(gate), "err", err)
+	}
+}
+
+func decisionEvent(dl *decisionLog, gate policy.Gate, input any, d policy.Decision, evalErr error, took time.Duration, now time.Time) decisionlog.Event {
+	ev := decisionlog.Event{
+		Labels:      dl.labels,
+		Bundles:     dl.bundles,
+		Path:        "des/gates/" + string(gate),
+		RequestedBy: "des",
+		Timestamp:   now.UTC(),
+		Metrics:     map[string]any{"timer_rego_query_eval_ns": took.Nanoseconds()},
+	}
+	var err error
+	if ev.DecisionID, err = decisionlog.NewDecisionID(); err != nil {
+		ev.Error = &decisionlog.Error{Code: "internal_error", Message: err.Error()}
+	}
+	if v, ok := input.(ast.Value); ok {
+		if input, err = ast.JSON(v); err != nil {
+			input = nil
+		}
+	}
+	if input != nil {
+		if ev.Input, err = decisionlog.Document(input); err != nil {
+			ev.Error = &decisionlog.Error{Code: "internal_error", Message: "input: " + err.Error()}
+		}
+	}
+	if evalErr != nil {
+		code := "internal_error"
+		if te := (*topdown.Error)(nil); errors.As(evalErr, &te) {
+			code = te.Code
+		}
+		ev.Error = &decisionlog.Error{Code: code, Message: evalErr.Error()}
+		return ev
+	}
+	// A copy: the mask must not edit the decision's info and details, which
+	// the caller acts on.
+	if ev.Result, err = decisionlog.Document(decisionResult(d)); err != nil {
+		ev.Error = &decisionlog.Error{Code: "internal_error", Message: "result: " + err.Error()}
+	}
+	return ev
+}
+
+// decisionResult is the decision part of what OPA's data API returns for
+// data.des.gates.<gate>: the deny and warn sets as the policy yielded them
+// (waived violations included: the exception set is applied after
+// evaluation), the exception codes that waived one of them (left out when
+// none did, as OPA leaves out a package's undefined exception set), and
+// info when the gate defines it. Sets are arrays, as OPA writes them. The
+// package's helper rules, which the data API would add, are not evaluated.
+func decisionResult(d policy.Decision) map[string]any {
+	deny, warn := []any{}, []any{}
+	for _, v := range d.Deny {
+		deny = append(deny, violationDoc(v))
+	}
+	for _, v := range d.Warn {
+		warn = append(warn, violationDoc(v))
+	}
+	var exception []any
+	for _, v := range d.Waived {
+		if v.Severity == policy.Deny {
+			deny = append(deny, violationDoc(v))
+		} else {
+			warn = append(warn, violationDoc(v))
+		}
+		if !slices.Contains(exception, any(v.Code)) {
+			exception = append(exception, v.Code)
+		}
+	}
+	out := map[string]any{"deny": deny, "warn": warn}
+	if exception != nil {
+		out["exception"] = exception
+	}
+	if d.Info != nil {
+		out["info"] = d.Info
+	}
+	return out
+}
+
+// violationDoc is a violation as the Rego object that yielded it.
+func violationDoc(v policy.Violation) map[string]any {
+	m := make(map[string]any, len(v.Details)+4)
+	for k, x := range v.Details {
+		m[k] = x
+	}
+	m["code"], m["msg"] = v.Code, v.Message
+	if v.Field != "" {
+		m["field"] = v.Field
+	}
+	if v.Recovery != nil {
+		m["recovery"] = v.Recovery
+	}
+	return m
+}
+
+// decisionBundles are the bundles decisions are made with, by name, with
+// their revisions, for the events' "bundles": the built-in bundle ("des",
+// its .manifest revision). Bundles des fetches add theirs here.
+func (e *Engine) decisionBundles() map[string]decisionlog.BundleInfo {
+	out := map[string]decisionlog.BundleInfo{}
+	if raw, err := fs.ReadFile(rego.FS(), ".manifest"); err == nil {
+		var m struct {
+			Revision string `json:"revision"`
+		}
+		if json.Unmarshal(raw, &m) == nil {
+			out["des"] = decisionlog.BundleInfo{Revision: m.Revision}
+		}
+	}
+	return out
+}
+
+// desVersion is the version of the des module in this binary.
+func desVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	const path = "github.com/deterministic-exec/des"
+	if info.Main.Path == path && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	for _, d := range info.Deps {
+		if d.Path == path {
+			return d.Version
+		}
+	}
+	return "(devel)"
+}

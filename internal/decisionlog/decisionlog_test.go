@@ -1,0 +1,340 @@
+package decisionlog
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/open-policy-agent/opa/v1/plugins/logs"
+)
+
+func doc(t testing.TB, v any) *any {
+	t.Helper()
+	d, err := Document(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func sampleEvent(t testing.TB, input, result any) Event {
+	t.Helper()
+	id, err := NewDecisionID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Event{
+		Labels:      map[string]string{"id": "00000000-0000-4000-8000-000000000000", "version": "1.0.0", "app": "des"},
+		DecisionID:  id,
+		Bundles:     map[string]BundleInfo{"des": {Revision: "des-builtin"}},
+		Path:        "des/gates/tool_use",
+		Input:       doc(t, input),
+		Result:      doc(t, result),
+		RequestedBy: "des",
+		Timestamp:   time.Date(2026, 11, 25, 18, 0, 0, 123456789, time.UTC),
+		Metrics:     map[string]any{"timer_rego_query_eval_ns": 1200},
+	}
+}
+
+func TestDecisionIDIsUUIDv4(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		id, err := NewDecisionID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !uuidForm.MatchString(id) || seen[id] {
+			t.Fatalf("id %q: not a fresh UUIDv4", id)
+		}
+		seen[id] = true
+	}
+}
+
+// An Event reads as OPA's own EventV1 and writes back the same: the field
+// names and shapes are OPA's.
+func TestEventIsOPAsEventV1(t *testing.T) {
+	ev := sampleEvent(t, map[string]any{"tool": "Write"}, map[string]any{"deny": []any{}})
+	ev.Erased = []string{"/input/call/prompt"}
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opa logs.EventV1
+	if err := json.Unmarshal(raw, &opa); err != nil {
+		t.Fatal(err)
+	}
+	back, err := json.Marshal(opa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b map[string]any
+	json.Unmarshal(raw, &a)
+	json.Unmarshal(back, &b)
+	if diff := cmp.Diff(b, a); diff != "" {
+		t.Errorf("des event vs OPA's EventV1 (-opa +des):\n%s", diff)
+	}
+	if got := a["timestamp"]; got != "2026-11-25T18:00:00.123456789Z" {
+		t.Errorf("timestamp = %v, want RFC 3339 with nanoseconds, UTC", got)
+	}
+}
+
+func TestMaskErasesAsOPADoes(t *testing.T) {
+	ev := sampleEvent(t,
+		map[string]any{
+			"call":  map[string]any{"prompt": "secret plan", "subagent_type": "coder"},
+			"list":  []any{"a", "b", "c"},
+			"a/b":   "slash key",
+			"steps": []any{map[string]any{"document": "x", "path": "p"}},
+		},
+		map[string]any{"deny": []any{map[string]any{"code": "X", "msg": "m"}}, "info": map[string]any{"k": 1}})
+	Mask(&ev, []string{"/input/call/prompt", "/input/missing", "/input/call/prompt/deeper", "/input/list/1", "/input/a%2Fb", "/input/steps/0/document", "/input/list/9", "/result/info"})
+	want := []string{"/input/call/prompt", "/input/list/1", "/input/a%2Fb", "/input/steps/0/document", "/result/info"}
+	if diff := cmp.Diff(want, ev.Erased); diff != "" {
+		t.Errorf("erased (-want +got):\n%s", diff)
+	}
+	got, _ := json.Marshal(ev.Input)
+	if wantIn := `{"call":{"subagent_type":"coder"},"list":["a","c"],"steps":[{"path":"p"}]}`; string(got) != wantIn {
+		t.Errorf("input = %s, want %s", got, wantIn)
+	}
+	res, _ := json.Marshal(ev.Result)
+	if string(res) != `{"deny":[{"code":"X","msg":"m"}]}` {
+		t.Errorf("result = %s", res)
+	}
+	// A bare /input erases it all.
+	Mask(&ev, []string{"/input"})
+	if ev.Input != nil || ev.Erased[len(ev.Erased)-1] != "/input" {
+		t.Errorf("after /input: input %v, erased %v", ev.Input, ev.Erased)
+	}
+}
+
+// An event over the bound loses its input, then its result, and says so.
+func TestEventSizeBound(t *testing.T) {
+	big := strings.Repeat("x", MaxEventBytes)
+	for _, c := range []struct {
+		name          string
+		input, result any
+		erased        []string
+	}{
+		{"small", map[string]any{"a": 1}, map[string]any{"deny": []any{}}, nil},
+		{"big input", map[string]any{"a": big}, map[string]any{"deny": []any{}}, []string{"/input"}},
+		{"big both", map[string]any{"a": big}, map[string]any{"deny": []any{big}}, []string{"/input", "/result"}},
+		{"big result", map[string]any{"a": 1}, map[string]any{"deny": []any{big}}, []string{"/input", "/result"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ev := sampleEvent(t, c.input, c.result)
+			line, err := encode(ev, MaxEventBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(line) > MaxEventBytes {
+				t.Errorf("line of %d bytes, over %d", len(line), MaxEventBytes)
+			}
+			var got Event
+			if err := json.Unmarshal(line, &got); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Erased, c.erased) {
+				t.Errorf("erased = %v, want %v", got.Erased, c.erased)
+			}
+			if (got.Input == nil) != slices.Contains(c.erased, "/input") || (got.Result == nil) != slices.Contains(c.erased, "/result") {
+				t.Errorf("input %v result %v after erasing %v", got.Input != nil, got.Result != nil, got.Erased)
+			}
+		})
+	}
+}
+
+func readEvents(t *testing.T, dir string) (events []Event, files []string) {
+	t.Helper()
+	names, err := segmentNames(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range names {
+		files = append(files, s.name())
+		f, err := os.Open(filepath.Join(dir, s.name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var ev Event
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				t.Fatalf("%s: torn or bad line %.80q: %v", s.name(), sc.Text(), err)
+			}
+			events = append(events, ev)
+		}
+		f.Close()
+	}
+	return events, files
+}
+
+func dirSize(t *testing.T, dir string) int64 {
+	names, err := segmentNames(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, s := range names {
+		fi, err := os.Stat(filepath.Join(dir, s.name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
+}
+
+// The kept files stay within the bound; the oldest go first; files are
+// named by the events' UTC day; the directory ignores itself in git.
+func TestKeptFilesBound(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "decisions")
+	const maxBytes = MinMaxBytes
+	l := Open(dir, []string{"/input/call/prompt"}, maxBytes)
+	start := time.Date(2026, 11, 20, 23, 0, 0, 0, time.UTC)
+	pad := strings.Repeat("p", 1500)
+	const n = 200
+	for i := range n {
+		ev := sampleEvent(t, map[string]any{"i": i, "pad": pad, "call": map[string]any{"prompt": "secret"}}, map[string]any{"deny": []any{}})
+		ev.Timestamp = start.Add(time.Duration(i) * 30 * time.Minute)
+		if err := l.Append(ev); err != nil {
+			t.Fatal(err)
+		}
+		if size := dirSize(t, dir); size > maxBytes+MaxEventBytes {
+			t.Fatalf("after event %d: %d bytes kept, bound %d", i, size, maxBytes)
+		}
+	}
+	events, files := readEvents(t, dir)
+	if len(events) == 0 || len(events) >= n {
+		t.Fatalf("%d events kept of %d: the bound dropped none or all", len(events), n)
+	}
+	var last int
+	for i, ev := range events {
+		in := (*ev.Input).(map[string]any)
+		k, _ := strconv.Atoi(fmt.Sprint(in["i"]))
+		if i > 0 && k != last+1 {
+			t.Errorf("event %d follows %d: a gap or disorder in the kept events", k, last)
+		}
+		last = k
+		if _, ok := in["call"].(map[string]any)["prompt"]; ok || !slices.Equal(ev.Erased, []string{"/input/call/prompt"}) {
+			t.Errorf("event %d: prompt not masked (erased %v)", k, ev.Erased)
+		}
+	}
+	if last != n-1 {
+		t.Errorf("newest kept event is %d, want %d", last, n-1)
+	}
+	wantLast := start.Add((n - 1) * 30 * time.Minute).Format("2006-01-02")
+	if !strings.HasPrefix(files[len(files)-1], wantLast) {
+		t.Errorf("files %v: the newest is not of %s", files, wantLast)
+	}
+	for _, f := range files {
+		if !regexp.MustCompile(`^\d{4}-\d\d-\d\d(\.[1-9]\d*)?\.jsonl$`).MatchString(f) {
+			t.Errorf("file name %q", f)
+		}
+	}
+	ignore, err := os.ReadFile(filepath.Join(dir, ".gitignore"))
+	if err != nil || !bytes.Contains(ignore, []byte("\n*\n")) {
+		t.Errorf(".gitignore = %q, %v; want one ignoring everything", ignore, err)
+	}
+}
+
+// Many processes appending at once: every line whole, none lost. Lines
+// are larger than a pipe's atomic write, so interleaving would show.
+func TestManyProcessesAppend(t *testing.T) {
+	if dir := os.Getenv("DECISIONLOG_TEST_APPEND_DIR"); dir != "" {
+		l := Open(dir, nil, 1<<30)
+		who := os.Getenv("DECISIONLOG_TEST_APPEND_WHO")
+		for i := range 50 {
+			ev := sampleEvent(t, map[string]any{"who": who, "i": i, "pad": strings.Repeat(who, 9000)}, map[string]any{"deny": []any{}})
+			if err := l.Append(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return
+	}
+	dir := filepath.Join(t.TempDir(), "decisions")
+	const procs = 8
+	var wg sync.WaitGroup
+	for p := range procs {
+		wg.Go(func() {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestManyProcessesAppend$")
+			cmd.Env = append(os.Environ(), "DECISIONLOG_TEST_APPEND_DIR="+dir, "DECISIONLOG_TEST_APPEND_WHO="+string(rune('a'+p)))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("process %d: %v\n%s", p, err, out)
+			}
+		})
+	}
+	wg.Wait()
+	events, _ := readEvents(t, dir)
+	if len(events) != procs*50 {
+		t.Errorf("%d events, want %d", len(events), procs*50)
+	}
+	ids := map[string]bool{}
+	for _, ev := range events {
+		ids[ev.DecisionID] = true
+	}
+	if len(ids) != len(events) {
+		t.Errorf("%d distinct decision ids for %d events", len(ids), len(events))
+	}
+}
+
+func TestInstallationIDIsStable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "state", "installation-id")
+	ids := make([]string, 8)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Go(func() {
+			id, err := InstallationID(file)
+			if err != nil {
+				t.Error(err)
+			}
+			ids[i] = id
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != ids[0] || !uuidForm.MatchString(id) {
+			t.Fatalf("ids %v: not one UUID", ids)
+		}
+	}
+	if again, err := InstallationID(file); err != nil || again != ids[0] {
+		t.Errorf("again: %q, %v; want %q", again, err, ids[0])
+	}
+	os.WriteFile(file, []byte("not an id\n"), 0o600)
+	if _, err := InstallationID(file); err == nil || !strings.Contains(err.Error(), "delete the file") {
+		t.Errorf("a damaged id: err = %v, want one saying to delete it", err)
+	}
+}
+
+// Document copies: masking the copy leaves the caller's value alone, and
+// values other than plain maps and slices read as encoding/json writes them.
+func TestDocumentIsACopy(t *testing.T) {
+	type facts struct {
+		Name string `json:"name"`
+	}
+	in := map[string]any{"call": map[string]any{"prompt": "p"}, "list": []any{"a", "b"}, "tags": []string{"x"}, "f": facts{"n"}, "n": uint8(3)}
+	ev := Event{Input: doc(t, in)}
+	Mask(&ev, []string{"/input/call/prompt", "/input/list/0", "/input/tags/0", "/input/f/name"})
+	if len(ev.Erased) != 4 {
+		t.Errorf("erased %v, want all four", ev.Erased)
+	}
+	if in["call"].(map[string]any)["prompt"] != "p" || len(in["list"].([]any)) != 2 || len(in["tags"].([]string)) != 1 || in["f"].(facts).Name != "n" {
+		t.Errorf("the caller's value changed: %v", in)
+	}
+	got, _ := json.Marshal(ev.Input)
+	if string(got) != `{"call":{},"f":{},"list":["b"],"n":3,"tags":[]}` {
+		t.Errorf("masked copy %s", got)
+	}
+}

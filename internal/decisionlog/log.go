@@ -1,0 +1,217 @@
+package decisionlog
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// MaxEventBytes bounds one event as JSON, OPA's default
+// upload_size_limit_bytes: an event over it loses its input, then its
+// result (see encode), so that every kept event fits one upload.
+const MaxEventBytes = 32 << 10
+
+// MinMaxBytes is the smallest bound of the kept files Open accepts.
+const MinMaxBytes = 2 * MaxEventBytes
+
+// Log appends events to a directory of JSON-lines files: one file a day,
+// named by the event's UTC date (2026-01-02.jsonl), split into numbered
+// parts (2026-01-02.1.jsonl, ...) of a quarter of the bound at most, so the
+// oldest can go without losing the newest. It is safe for concurrent use by
+// any number of processes: each event is one write(2) of one line to a file
+// opened with O_APPEND, so lines never interleave, and nothing else is ever
+// rewritten in place.
+type Log struct {
+	dir      string
+	mask     []string
+	maxBytes int64
+	part     int64
+
+	mu  sync.Mutex
+	cur segment // the file this Log appended to last; day "" before the first
+}
+
+// Open returns the log kept in dir (created on the first event), erasing
+// the mask's JSON pointers from every event and keeping at most maxBytes of
+// files (at least MinMaxBytes): when a new file would pass it, the oldest
+// go first. Processes racing to start a file can pass the bound by an event
+// or two, never more.
+func Open(dir string, mask []string, maxBytes int64) *Log {
+	maxBytes = max(maxBytes, MinMaxBytes)
+	return &Log{dir: dir, mask: slices.Clone(mask), maxBytes: maxBytes, part: maxBytes / 4}
+}
+
+// Append masks ev, bounds it (MaxEventBytes) and appends it. ev's input and
+// result must be the event's own (see Document): the mask edits them.
+func (l *Log) Append(ev Event) error {
+	Mask(&ev, l.mask)
+	line, err := encode(ev, MaxEventBytes)
+	if err != nil {
+		return err
+	}
+	target, err := l.target(ev.Timestamp.UTC().Format(dayLayout), int64(len(line)))
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(l.dir, target.name())
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("decision log: %w", err)
+	}
+	_, err = f.Write(line)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("decision log %s: %w", path, err)
+	}
+	return nil
+}
+
+// target is the file the next line of n bytes goes to: the last part of
+// the day, or a new part when that one is full. Only when a new file starts
+// is the directory listed (the last part may have moved on in another
+// process) and the oldest files dropped.
+func (l *Log) target(day string, n int64) (segment, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur.day == day {
+		fi, err := os.Stat(filepath.Join(l.dir, l.cur.name()))
+		if err == nil && (fi.Size() == 0 || fi.Size()+n <= l.part) {
+			return l.cur, nil
+		}
+	}
+	if err := l.ensureDir(); err != nil {
+		return segment{}, err
+	}
+	names, err := segmentNames(l.dir)
+	if err != nil {
+		return segment{}, err
+	}
+	seq := -1
+	for _, s := range names {
+		if s.day == day {
+			seq = s.seq
+		}
+	}
+	target := segment{day: day, seq: max(seq, 0)}
+	if seq >= 0 {
+		fi, err := os.Stat(filepath.Join(l.dir, target.name()))
+		switch {
+		case err == nil && fi.Size() > 0 && fi.Size()+n > l.part:
+			target.seq++
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return segment{}, fmt.Errorf("decision log %s: %w", l.dir, err)
+		}
+	}
+	if target.seq != seq {
+		if err := l.prune(names, l.maxBytes-l.part); err != nil {
+			return segment{}, err
+		}
+	}
+	l.cur = target
+	return target, nil
+}
+
+// ensureDir creates the directory with a .gitignore that ignores it all:
+// decision logs are this machine's, never the project's tracked files.
+func (l *Log) ensureDir() error {
+	if _, err := os.Stat(l.dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		return fmt.Errorf("decision log: %w", err)
+	}
+	ignore := filepath.Join(l.dir, ".gitignore")
+	if err := os.WriteFile(ignore, []byte("# des decision logs: this machine's, pushed with `des-hook logs push`\n*\n"), 0o644); err != nil {
+		return fmt.Errorf("decision log: %w", err)
+	}
+	return nil
+}
+
+// prune removes the oldest files until the rest hold at most keep bytes.
+// Two processes pruning at once remove the same files: a file already gone
+// counts as removed.
+func (l *Log) prune(names []segment, keep int64) error {
+	sizes := make([]int64, len(names))
+	var total int64
+	for i, s := range names {
+		fi, err := os.Stat(filepath.Join(l.dir, s.name()))
+		if err == nil {
+			sizes[i] = fi.Size()
+			total += sizes[i]
+		}
+	}
+	for i := 0; i < len(names) && total > keep; i++ {
+		err := os.Remove(filepath.Join(l.dir, names[i].name()))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("decision log: drop the oldest file: %w", err)
+		}
+		total -= sizes[i]
+	}
+	return nil
+}
+
+const (
+	dayLayout = "2006-01-02"
+	fileExt   = ".jsonl"
+)
+
+// segment is one file of the log: a day and its part number.
+type segment struct {
+	day string
+	seq int
+}
+
+func (s segment) name() string {
+	if s.seq == 0 {
+		return s.day + fileExt
+	}
+	return s.day + "." + strconv.Itoa(s.seq) + fileExt
+}
+
+func parseSegment(name string) (segment, bool) {
+	base, ok := strings.CutSuffix(name, fileExt)
+	if !ok {
+		return segment{}, false
+	}
+	day, num, hasNum := strings.Cut(base, ".")
+	s := segment{day: day}
+	if _, err := timeParseDay(day); err != nil {
+		return segment{}, false
+	}
+	if hasNum {
+		n, err := strconv.Atoi(num)
+		if err != nil || n < 1 || strconv.Itoa(n) != num {
+			return segment{}, false
+		}
+		s.seq = n
+	}
+	return s, true
+}
+
+// segmentNames lists the log's files, oldest first.
+func segmentNames(dir string) ([]segment, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decision log: %w", err)
+	}
+	var out []segment
+	for _, e := range entries {
+		if s, ok := parseSegment(e.Name()); ok && e.Type().IsRegular() {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b segment) int { return cmp.Or(cmp.Compare(a.day, b.day), cmp.Compare(a.seq, b.seq)) })
+	return out, nil
+}
