@@ -112,6 +112,8 @@ type Engine struct {
 
 	workflow gate.Workflow // finds the multi-phase workflow state (phases.go)
 
+	bundles []BundleStatus // the organisation's bundles in the policies (des_bundles.go)
+
 	policyOpts []policy.Option
 	policyOnce sync.Once
 	policy     *policy.Engine
@@ -190,6 +192,11 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		return nil, err
 	}
 	dirs = append(dirs, resolveAll(root, o.dirs)...)
+	orgFS, bundles, err := orgBundles(root, cfg, o.lookupEnv, o.clock())
+	if err != nil {
+		return nil, err
+	}
+	o.fss = append(orgFS, o.fss...)
 	popts = append(popts, policy.WithDirs(dirs...), policy.WithBundles(resolveAll(root, o.bundles)...))
 	for _, f := range o.fss {
 		popts = append(popts, policy.WithFS(f.name, f.fsys))
@@ -202,7 +209,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if o.lazy && o.cache == nil {
 		popts = append(popts, policy.WithLazyCompile())
 	}
-	e := &Engine{root: root, cfg: cfg, extraPolicy: extra, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir}
+	e := &Engine{root: root, cfg: cfg, extraPolicy: extra, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir, bundles: bundles}
 	e.claudeDirs = gate.ClaudeDirs(o.lookupEnv)
 	if o.workflow != nil {
 		e.workflow = *o.workflow

@@ -165,8 +165,12 @@ func (s *Store) Pull(ctx context.Context, url string) (Meta, Outcome, error) {
 	if s.o.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.o.Token)
 	}
+	// The ETag is sent only for a kept copy that verifies: a 304 must
+	// never vouch for a copy changed on disk, which is fetched afresh.
+	var current *Bundle
 	if keptErr == nil && kept.ETag != "" {
-		if _, err := os.Stat(filepath.Join(dir, BundleFile)); err == nil {
+		if b, err := s.Load(url); err == nil {
+			current = b
 			req.Header.Set("If-None-Match", kept.ETag)
 		}
 	}
@@ -176,19 +180,13 @@ func (s *Store) Pull(ctx context.Context, url string) (Meta, Outcome, error) {
 	}
 	defer resp.Body.Close()
 	switch {
-	case resp.StatusCode == http.StatusNotModified && req.Header.Get("If-None-Match") != "":
-		// The kept copy is still current. It is verified again, so a 304
-		// never vouches for a copy changed on disk.
-		b, err := s.Load(url)
-		if err != nil {
-			return Meta{}, "", err
-		}
+	case resp.StatusCode == http.StatusNotModified && current != nil:
 		kept.FetchedAt = s.o.Now().UTC()
 		if err := writeJSON(filepath.Join(dir, MetaFile), kept); err != nil {
 			return fail("keep", err)
 		}
-		b.Meta.FetchedAt = kept.FetchedAt
-		return b.Meta, NotModified, nil
+		current.Meta.FetchedAt = kept.FetchedAt
+		return current.Meta, NotModified, nil
 	case resp.StatusCode != http.StatusOK:
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 		reason := "the server answered " + resp.Status
