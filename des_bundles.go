@@ -70,7 +70,7 @@ const (
 // bundleStore opens the kept bundles of a project. fetch says whether the
 // JWKS of a bundle_jwks URL is fetched (a pull) or its kept copy read.
 func bundleStore(ctx context.Context, root string, cfg Config, lookupEnv func(string) (string, bool), client *http.Client, fetch bool) (*bundlestore.Store, error) {
-	keys, err := bundleKeys(ctx, root, cfg, client, fetch)
+	keys, err := bundleKeys(ctx, root, cfg, lookupEnv, client, fetch)
 	if err != nil {
 		return nil, err
 	}
@@ -88,20 +88,25 @@ func bundleStore(ctx context.Context, root string, cfg Config, lookupEnv func(st
 }
 
 // bundleKeys reads bundle_public_key or bundle_jwks.
-func bundleKeys(ctx context.Context, root string, cfg Config, client *http.Client, fetch bool) (*bundlestore.Keys, error) {
+func bundleKeys(ctx context.Context, root string, cfg Config, lookupEnv func(string) (string, bool), client *http.Client, fetch bool) (*bundlestore.Keys, error) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
 	if cfg.BundlePublicKey != "" {
+		source := settingSource(root, lookupEnv, false, "DES_BUNDLE_PUBLIC_KEY")
 		p := resolve(root, cfg.BundlePublicKey)
 		b, err := fileio.ReadBounded(p, 1<<20)
 		if err != nil {
-			return nil, &ConfigError{Setting: "bundle_public_key", Source: "settings", Value: cfg.BundlePublicKey, Reason: "cannot read the key: " + err.Error(), Err: err}
+			return nil, &ConfigError{Setting: "bundle_public_key", Source: source, Value: cfg.BundlePublicKey, Reason: "cannot read the key: " + err.Error(), Err: err}
 		}
 		k, err := bundlestore.KeysFromPEM(b, cfg.BundlePublicKey)
 		if err != nil {
-			return nil, &ConfigError{Setting: "bundle_public_key", Source: "settings", Value: cfg.BundlePublicKey, Reason: err.Error(), Err: err}
+			return nil, &ConfigError{Setting: "bundle_public_key", Source: source, Value: cfg.BundlePublicKey, Reason: err.Error(), Err: err}
 		}
 		return k, nil
 	}
 	src := cfg.BundleJWKS
+	source := settingSource(root, lookupEnv, false, "DES_BUNDLE_JWKS")
 	var data []byte
 	var err error
 	switch {
@@ -121,11 +126,11 @@ func bundleKeys(ctx context.Context, root string, cfg Config, client *http.Clien
 		data, err = fileio.ReadBounded(resolve(root, src), 1<<20)
 	}
 	if err != nil {
-		return nil, &ConfigError{Setting: "bundle_jwks", Source: "settings", Value: src, Reason: err.Error(), Err: err}
+		return nil, &ConfigError{Setting: "bundle_jwks", Source: source, Value: src, Reason: err.Error(), Err: err}
 	}
 	k, err := bundlestore.KeysFromJWKS(data, src)
 	if err != nil {
-		return nil, &ConfigError{Setting: "bundle_jwks", Source: "settings", Value: src, Reason: err.Error(), Err: err}
+		return nil, &ConfigError{Setting: "bundle_jwks", Source: source, Value: src, Reason: err.Error(), Err: err}
 	}
 	return k, nil
 }
@@ -172,6 +177,9 @@ func bundleClient(client *http.Client) *http.Client {
 // certificates. The error is for what stops every pull (the key cannot be
 // read); a bundle's own failure is in its BundlePull.
 func PullBundles(ctx context.Context, root string, cfg Config, lookupEnv func(string) (string, bool), client *http.Client) ([]BundlePull, error) {
+	if len(cfg.BundleURLs) == 0 {
+		return nil, nil
+	}
 	client = bundleClient(client)
 	st, err := bundleStore(ctx, root, cfg, lookupEnv, client, true)
 	if err != nil {
