@@ -427,9 +427,9 @@ func runVersion(ctx context.Context, e env, args []string) int {
 	}
 	if *asJSON {
 		v := struct {
-			Des    string `json:"des"`
-			Go     string `json:"go"`
-			OPA    string `json:"opa"`
+			Des string `json:"des"`
+			Go  string `json:"go"`
+			OPA string `json:"opa"`
 			*policyStatus
 			SettingsError string `json:"settings_error,omitempty"`
 		}{Des: desVersion, Go: goVersion, OPA: version.Version, policyStatus: ps}
