@@ -1,9 +1,13 @@
 package des
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -254,5 +258,97 @@ func TestBundlesDue(t *testing.T) {
 	cfg.BundleURLs, cfg.BundlePublicKey = []string{"https://example.com/b.tar.gz"}, "k.pem"
 	if !BundlesDue(root, cfg, time.Now()) {
 		t.Error("not due though never fetched")
+	}
+}
+
+// bundle_jwks as an https URL: a pull fetches the JWKS and keeps it, and
+// loading (no network) verifies with the kept copy.
+func TestOrgBundleJWKSURL(t *testing.T) {
+	root := t.TempDir()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, _ := x509.MarshalPKCS8PrivateKey(k)
+	priv := filepath.Join(t.TempDir(), "priv.pem")
+	os.WriteFile(priv, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}), 0o600)
+	claims := filepath.Join(t.TempDir(), "claims.json")
+	os.WriteFile(claims, []byte(`{"keyid": "acme-2026"}`), 0o644)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ".manifest"), []byte(`{"revision": "j1", "roots": ["des/gates/tool_use"]}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "org.rego"), []byte(orgRule("ORG-JWKS", "team.txt")), 0o644)
+	out := filepath.Join(t.TempDir(), "b.tar.gz")
+	if b, err := exec.Command(opaBinary(t), "build", "--bundle", dir, "-o", out, "--signing-key", priv, "--signing-alg", "ES256", "--claims-file", claims).CombinedOutput(); err != nil {
+		t.Fatalf("opa build: %v\n%s", err, b)
+	}
+	raw, _ := os.ReadFile(out)
+	point, _ := k.PublicKey.Bytes()
+	b64 := base64.RawURLEncoding.EncodeToString
+	jwks, _ := json.Marshal(map[string]any{"keys": []any{map[string]any{"kty": "EC", "kid": "acme-2026", "use": "sig", "crv": "P-256", "x": b64(point[1:33]), "y": b64(point[33:])}}})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/jwks.json" {
+			w.Write(jwks)
+			return
+		}
+		w.Write(raw)
+	}))
+	defer srv.Close()
+	cfg := DefaultConfig()
+	cfg.BundleURLs, cfg.BundleJWKS = []string{srv.URL + "/org.tar.gz"}, srv.URL+"/jwks.json"
+	lookup := cacheEnv(t, nil)
+	res, err := PullBundles(t.Context(), root, cfg, lookup, srv.Client())
+	if err != nil || len(res) != 1 || res[0].Outcome != BundleUpdated || res[0].Key != srv.URL+"/jwks.json#acme-2026" {
+		t.Fatalf("pull: %+v, %v", res, err)
+	}
+	srv.Close() // loading needs no network
+	e, err := New(t.Context(), WithRoot(root), WithEnv(lookup), WithConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if codes := teamCodes(t, e); !slices.Contains(codes, "ORG-JWKS") {
+		t.Errorf("codes %v, want ORG-JWKS", codes)
+	}
+	if st := BundleStatuses(t.Context(), root, cfg, lookup, time.Now()); len(st) != 1 || st[0].Problem != "" || st[0].Revision != "j1" {
+		t.Errorf("status %+v", st)
+	}
+}
+
+// What a team can and cannot do with the organisation's data: add beside
+// it, yes; change a value the bundle sets, no (an error naming both files,
+// so des stops rather than pick one).
+func TestOrgBundleDataTeamCannotChange(t *testing.T) {
+	s := newOrgSetup(t)
+	raw := signedBundle(t, s.priv, map[string]string{
+		".manifest": `{"revision": "d1", "roots": ["des/exceptions", "acme"]}`,
+		"data.json": `{"acme": {"max": 1}, "des": {"exceptions": {"unwaivable": ["ORG-ONE"]}}}`,
+	})
+	s.body.Store(&raw)
+	if res := s.pull(t); res[0].Outcome != BundleUpdated {
+		t.Fatalf("pull: %+v", res)
+	}
+	write := func(rel, body string) {
+		p := filepath.Join(s.root, ".des", "policies", rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("acme/data.json", `{"min": 2}`)
+	e, err := New(t.Context(), WithRoot(s.root), WithEnv(s.lookup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pe := policyOf(t, e)
+	if v, _ := pe.Data("acme"); fmt.Sprint(v) != "map[max:1 min:2]" {
+		t.Errorf("data.acme = %v", v)
+	}
+	for rel, body := range map[string]string{"acme/data.json": `{"max": 2}`, "des/exceptions/data.json": `{"unwaivable": []}`} {
+		write("acme/data.json", `{"min": 2}`)
+		write(rel, body)
+		_, err := New(t.Context(), WithRoot(s.root), WithEnv(s.lookup))
+		if err == nil || !strings.Contains(err.Error(), "is set here and, to another value, in") || !strings.Contains(err.Error(), ".des/bundles/acme-") {
+			t.Errorf("team %s %s: %v, want a conflict naming the bundle", rel, body, err)
+		}
+		os.Remove(filepath.Join(s.root, ".des", "policies", rel))
 	}
 }
