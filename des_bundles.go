@@ -226,7 +226,7 @@ func BundleStatuses(ctx context.Context, root string, cfg Config, lookupEnv func
 		if err != nil {
 			s.Problem = err.Error()
 		} else if b, lerr := st.Load(u); lerr != nil {
-			s.Problem = lerr.Error()
+			s.Problem = lerr.Error() + ": fetch and verify it with `des-hook bundle pull`"
 		} else {
 			s = statusOf(b.Meta, cfg, now)
 		}
