@@ -161,10 +161,11 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	seen.AuditDir = gate.ProjectPath(root, cfg.AuditDir)
 	// Every place des loads rules or tables from is protected: the
 	// configured policy directories, those and the bundles a program adds
-	// (WithPolicyDirs, WithBundles), and the phase requirement files, which
+	// (WithPolicyDirs, WithBundles), the key files that verify the
+	// organisation's bundles, and the phase requirement files, which
 	// decide what the phase gates require. An fs.FS (WithPolicyFS) is the
 	// program's own.
-	extra := append(resolveAll(root, o.dirs), resolveAll(root, o.bundles)...)
+	extra := slices.Concat(resolveAll(root, o.dirs), resolveAll(root, o.bundles), resolveAll(root, bundleKeyFiles(cfg)))
 	seen.PolicyDirs = nil
 	for _, d := range append(slices.Clone(cfg.PolicyDirs), extra...) {
 		seen.PolicyDirs = append(seen.PolicyDirs, gate.ProjectPath(root, d))

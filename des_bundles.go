@@ -135,6 +135,19 @@ func bundleKeys(ctx context.Context, root string, cfg Config, lookupEnv func(str
 	return k, nil
 }
 
+// bundleKeyFiles are the key files of bundle_public_key and bundle_jwks:
+// protected like the policies, since whoever replaces the key decides which
+// bundles verify.
+func bundleKeyFiles(cfg Config) []string {
+	var out []string
+	for _, f := range []string{cfg.BundlePublicKey, cfg.BundleJWKS} {
+		if f != "" && !isURL(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 func isURL(s string) bool { return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") }
 
 func writeKept(p string, data []byte) error {

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/testenv"
 )
 
@@ -350,5 +351,31 @@ func TestOrgBundleDataTeamCannotChange(t *testing.T) {
 			t.Errorf("team %s %s: %v, want a conflict naming the bundle", rel, body, err)
 		}
 		os.Remove(filepath.Join(s.root, ".des", "policies", rel))
+	}
+}
+
+// The key that verifies the bundles is protected wherever the settings
+// put it: whoever replaces it decides which bundles verify.
+func TestBundleKeyFileProtected(t *testing.T) {
+	root := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.BundleURLs, cfg.BundleJWKS = []string{"https://example.com/b.tar.gz"}, "keys/acme.jwks"
+	cfg.BundlePublicKey = "keys/acme.pem"
+	// Never fetched: New refuses, yet what it protects is known from the
+	// settings; an Engine without bundles shows the same paths.
+	cfg2 := cfg
+	cfg2.BundleURLs = nil
+	e, err := New(t.Context(), WithRoot(root), WithEnv(cacheEnv(t, nil)), WithConfig(cfg2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"keys/acme.pem", "keys/acme.jwks"} {
+		res, err := e.ToolUse().Check(t.Context(), e, gate.ToolCall{Tool: "Write", Paths: []string{p}})
+		if err != nil || res.Decision.Allowed() || !slices.Contains(res.Decision.Codes(), "DES-PROTECTED-PATH") {
+			t.Errorf("a write to %s: %+v, %v", p, res.Decision, err)
+		}
+	}
+	if res, _ := e.ToolUse().Check(t.Context(), e, gate.ToolCall{Tool: "Write", Paths: []string{"keys/other.pem"}}); !res.Decision.Allowed() {
+		t.Errorf("a write to another file: %+v", res.Decision)
 	}
 }
