@@ -379,3 +379,14 @@ func TestBundleKeyFileProtected(t *testing.T) {
 		t.Errorf("a write to another file: %+v", res.Decision)
 	}
 }
+
+// bundle_urls and its key from the environment alone.
+func TestBundleSettingsFromEnvironment(t *testing.T) {
+	cfg, err := LoadConfig(t.TempDir(), env(map[string]string{"DES_BUNDLE_URLS": "https://example.com/a.tar.gz, https://example.com/b.tar.gz", "DES_BUNDLE_PUBLIC_KEY": "k.pem"}))
+	if err != nil || len(cfg.BundleURLs) != 2 || cfg.BundlePublicKey != "k.pem" {
+		t.Fatalf("%+v, %v", cfg.BundleURLs, err)
+	}
+	if _, err := LoadConfig(t.TempDir(), env(map[string]string{"DES_BUNDLE_URLS": "https://example.com/a.tar.gz"})); err == nil {
+		t.Error("bundle_urls without a key accepted")
+	}
+}
