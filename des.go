@@ -193,7 +193,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		return nil, err
 	}
 	dirs = append(dirs, resolveAll(root, o.dirs)...)
-	orgFS, bundles, err := orgBundles(root, cfg, o.lookupEnv, o.clock())
+	orgFS, bundles, err := orgBundles(root, cfg, o.lookupEnv, o.clock(), o.cache)
 	if err != nil {
 		return nil, err
 	}

@@ -269,13 +269,18 @@ func BundlesDue(root string, cfg Config, now time.Time) bool {
 // file systems, in the settings' order. A bundle never fetched or refused
 // is a *BundleError: the organisation's rules are missing, and des does not
 // decide without them.
-func orgBundles(root string, cfg Config, lookupEnv func(string) (string, bool), now time.Time) ([]namedFS, []BundleStatus, error) {
+// With a PolicyCache, what was verified is kept in it (bundlestore.Memo),
+// so a warm server does not verify an unchanged bundle per request.
+func orgBundles(root string, cfg Config, lookupEnv func(string) (string, bool), now time.Time, cache *PolicyCache) ([]namedFS, []BundleStatus, error) {
 	if len(cfg.BundleURLs) == 0 {
 		return nil, nil, nil
 	}
 	st, err := bundleStore(context.Background(), root, cfg, lookupEnv, nil, false)
 	if err != nil {
 		return nil, nil, err
+	}
+	if cache != nil {
+		st = st.WithMemo(cache.bundles)
 	}
 	var fss []namedFS
 	var stats []BundleStatus

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -27,6 +28,7 @@ const pemKeyID = "bundle_public_key"
 // Keys are the keys that verify bundle signatures, by key id.
 type Keys struct {
 	vc    *bundle.VerificationConfig
+	sum   [32]byte          // of the key material, for Memo
 	label map[string]string // key id → how status names it
 }
 
@@ -59,7 +61,7 @@ func KeysFromPEM(data []byte, source string) (*Keys, error) {
 		key = string(pem.EncodeToMemory(block))
 	}
 	vc := bundle.NewVerificationConfig(map[string]*bundle.KeyConfig{pemKeyID: keyConfig(key, alg)}, pemKeyID, "", nil)
-	return &Keys{vc: vc, label: map[string]string{pemKeyID: source}}, nil
+	return &Keys{vc: vc, label: map[string]string{pemKeyID: source}, sum: sha256.Sum256(data)}, nil
 }
 
 // keyConfig is built directly: keys.NewKeyConfig would read a file named
@@ -170,7 +172,7 @@ func KeysFromJWKS(data []byte, source string) (*Keys, error) {
 	if len(byID) == 0 {
 		return nil, fmt.Errorf("JWKS %s: holds no signature key", source)
 	}
-	return &Keys{vc: bundle.NewVerificationConfig(byID, "", "", nil), label: label}, nil
+	return &Keys{vc: bundle.NewVerificationConfig(byID, "", "", nil), label: label, sum: sha256.Sum256(data)}, nil
 }
 
 func (k jwk) keyConfig() (*bundle.KeyConfig, error) {

@@ -25,6 +25,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing/fstest"
 	"time"
 
@@ -102,6 +103,65 @@ type Options struct {
 	// Whole are root paths that a bundle root may not equal nor contain,
 	// while roots below them are allowed.
 	Whole []string
+	// Memo, when set, keeps what Load verified, for a long-lived process
+	// that loads the same kept bundles again and again.
+	Memo *Memo
+}
+
+// Memo keeps verified bundles between Loads: a kept file that is the same
+// file (same inode, size and modification time, not changed within the
+// last seconds) verified by the same keys is not read and verified again.
+// Pulls replace a kept bundle by renaming a new file over it, so a new
+// bundle is always a new file. It is safe for concurrent use.
+type Memo struct {
+	mu sync.Mutex
+	m  map[string]memoEntry // kept path → what was verified
+}
+
+type memoEntry struct {
+	fi   fs.FileInfo
+	keys [32]byte
+	v    verified
+}
+
+// NewMemo returns an empty Memo.
+func NewMemo() *Memo { return &Memo{m: map[string]memoEntry{}} }
+
+// memoRacy is how recently a file must have changed for the memo not to
+// vouch for it: file times tick coarsely.
+const memoRacy = 2 * time.Second
+
+func (m *Memo) get(p string, keys [32]byte) (verified, bool) {
+	if m == nil {
+		return verified{}, false
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return verified{}, false
+	}
+	m.mu.Lock()
+	e, ok := m.m[p]
+	m.mu.Unlock()
+	if !ok || e.keys != keys || !os.SameFile(e.fi, fi) || e.fi.Size() != fi.Size() || !e.fi.ModTime().Equal(fi.ModTime()) ||
+		time.Since(fi.ModTime()) < memoRacy {
+		return verified{}, false
+	}
+	return e.v, true
+}
+
+// put records v for the file at p as it is now, if it is the file that was
+// read: stat before the read and after must agree.
+func (m *Memo) put(p string, before fs.FileInfo, keys [32]byte, v verified) {
+	if m == nil || before == nil {
+		return
+	}
+	after, err := os.Stat(p)
+	if err != nil || !os.SameFile(before, after) || before.Size() != after.Size() || !before.ModTime().Equal(after.ModTime()) {
+		return
+	}
+	m.mu.Lock()
+	m.m[p] = memoEntry{fi: after, keys: keys, v: v}
+	m.mu.Unlock()
 }
 
 // Store keeps bundles. It is safe for concurrent use; two processes
@@ -119,6 +179,13 @@ func New(o Options) *Store {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	return &Store{o: o}
+}
+
+// WithMemo returns a Store like s that keeps what Load verified in m.
+func (s *Store) WithMemo(m *Memo) *Store {
+	o := s.o
+	o.Memo = m
 	return &Store{o: o}
 }
 
@@ -260,6 +327,12 @@ type Bundle struct {
 func (s *Store) Load(url string) (*Bundle, error) {
 	dir := s.Dir(url)
 	p := filepath.Join(dir, BundleFile)
+	if s.o.Keys != nil {
+		if v, ok := s.o.Memo.get(p, s.o.Keys.sum); ok {
+			return s.loaded(url, dir, p, v), nil
+		}
+	}
+	before, _ := os.Stat(p)
 	raw, err := fileio.ReadBounded(p, s.o.MaxBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &Error{URL: url, Err: ErrNotFetched}
@@ -274,9 +347,14 @@ func (s *Store) Load(url string) (*Bundle, error) {
 	if err != nil {
 		return nil, &Error{URL: url, Reason: "the kept copy " + p + " is refused", Err: err}
 	}
+	s.o.Memo.put(p, before, s.o.Keys.sum, v)
+	return s.loaded(url, dir, p, v), nil
+}
+
+func (s *Store) loaded(url, dir, p string, v verified) *Bundle {
 	m, _ := s.readMeta(dir) // URL, ETag and fetched_at only: the rest comes from the bundle
 	m.URL, m.Revision, m.Roots, m.Key, m.SHA256 = url, v.revision, v.roots, v.key, v.sha
-	return &Bundle{Meta: m, Path: p, FS: v.fsys}, nil
+	return &Bundle{Meta: m, Path: p, FS: v.fsys}
 }
 
 // Kept returns the metadata of the kept copy of url without verifying it

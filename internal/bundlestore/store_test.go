@@ -28,6 +28,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/deterministic-exec/des/internal/bundlestore"
 	"github.com/deterministic-exec/des/internal/testenv"
@@ -428,4 +429,43 @@ func TestKeysRefused(t *testing.T) {
 		}
 	}
 	_ = fmt.Sprint()
+}
+
+// A Memo never vouches for a kept file replaced since it was verified,
+// however soon, nor for one verified with other keys.
+func TestMemoSeesReplacedCopy(t *testing.T) {
+	rk, other := rsaKey(t), rsaKey(t)
+	signed := build(t, map[string]string{".manifest": goodManifest, "policy.rego": teamRego}, "--signing-key", rk.priv)
+	srv := serve(t, signed, "")
+	url := srv.URL + "/org.tar.gz"
+	memo := bundlestore.NewMemo()
+	dir := t.TempDir()
+	st := bundlestore.New(bundlestore.Options{Dir: dir, Keys: pemKeys(t, rk.pub), Memo: memo, Whole: []string{"des"}})
+	if _, _, err := st.Pull(context.Background(), url); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(st.Dir(url), bundlestore.BundleFile)
+	old := time.Now().Add(-time.Hour) // out of the memo's racy window
+	must(t, os.Chtimes(p, old, old))
+	for range 2 {
+		if _, err := st.Load(url); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another key: verified afresh, and refused.
+	st2 := bundlestore.New(bundlestore.Options{Dir: dir, Keys: pemKeys(t, other.pub), Memo: memo, Whole: []string{"des"}})
+	if _, err := st2.Load(url); err == nil {
+		t.Fatal("the memo vouched for a bundle under another key")
+	}
+	// Replaced by a rename, as a pull or an editor does, with the old times.
+	tampered := retar(t, signed, func(name string, data []byte) ([]byte, bool) {
+		return bytes.ReplaceAll(data, []byte("secrets"), []byte("nothings")), true
+	}, nil)
+	tmp := p + ".new"
+	must(t, os.WriteFile(tmp, tampered, 0o644))
+	must(t, os.Chtimes(tmp, old, old))
+	must(t, os.Rename(tmp, p))
+	if _, err := st.Load(url); err == nil || !strings.Contains(err.Error(), "digest mismatch") {
+		t.Fatalf("load of a replaced copy through the memo: %v", err)
+	}
 }
