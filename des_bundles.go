@@ -2,6 +2,7 @@ package des
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/open-policy-agent/opa/v1/bundle"
 
 	"github.com/deterministic-exec/des/internal/bundlestore"
 	"github.com/deterministic-exec/des/internal/fileio"
@@ -36,7 +39,11 @@ type BundleError struct {
 }
 
 func (e *BundleError) Error() string {
-	return fmt.Sprintf("des: %v: fetch and verify it with `des-hook bundle pull`", e.Err)
+	var se *bundlestore.Error
+	if errors.As(e.Err, &se) { // never fetched, or the kept copy refused
+		return fmt.Sprintf("des: %v: fetch and verify it with `des-hook bundle pull`", e.Err)
+	}
+	return fmt.Sprintf("des: %v", e.Err)
 }
 
 func (e *BundleError) Unwrap() error { return e.Err }
@@ -288,6 +295,17 @@ func orgBundles(root string, cfg Config, lookupEnv func(string) (string, bool), 
 		b, err := st.Load(u)
 		if err != nil {
 			return nil, nil, &BundleError{URL: u, Err: err}
+		}
+		// As OPA does, no two bundles may own one path: which one's data
+		// or complete rules would win is left to no one.
+		for _, prev := range stats {
+			for _, r := range b.Roots {
+				for _, pr := range prev.Roots {
+					if bundle.RootPathsOverlap(r, pr) {
+						return nil, nil, &BundleError{URL: u, Err: fmt.Errorf("bundle %s: its root %q overlaps the root %q of bundle %s; OPA refuses overlapping roots too, so merge the two or give each its own paths", u, r, pr, prev.URL)}
+					}
+				}
+			}
 		}
 		name := filepath.Join(BundleDir, bundlestore.Name(u))
 		fss = append(fss, namedFS{name: name, fsys: b.FS})

@@ -390,3 +390,22 @@ func TestBundleSettingsFromEnvironment(t *testing.T) {
 		t.Error("bundle_urls without a key accepted")
 	}
 }
+
+// Two bundles may not own one path, as in OPA.
+func TestOrgBundlesOverlappingRoots(t *testing.T) {
+	s := newOrgSetup(t)
+	s.publish(t, "r1", orgRule("ORG-ONE", "team.txt"))
+	second := strings.Replace(s.url, "/acme.tar.gz", "/acme-too.tar.gz", 1)
+	cfg := fmt.Sprintf(`{"bundle_urls": [%q, %q], "bundle_public_key": ".des/org.pem", "bundle_token_env": "ACME_TOKEN"}`, s.url, second)
+	os.WriteFile(filepath.Join(s.root, ".des", "config.json"), []byte(cfg), 0o644)
+	for _, p := range s.pull(t) {
+		if p.Outcome != BundleUpdated {
+			t.Fatalf("pull: %+v", p)
+		}
+	}
+	_, err := New(t.Context(), WithRoot(s.root), WithEnv(s.lookup))
+	var be *BundleError
+	if !errors.As(err, &be) || be.URL != second || !strings.Contains(err.Error(), `overlaps the root "des/gates/tool_use" of bundle `+s.url) || strings.Contains(err.Error(), "bundle pull") {
+		t.Fatalf("New with overlapping bundles: %v", err)
+	}
+}
