@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,11 +105,11 @@ func bundleKeys(ctx context.Context, root string, cfg Config, lookupEnv func(str
 		p := resolve(root, cfg.BundlePublicKey)
 		b, err := fileio.ReadBounded(p, 1<<20)
 		if err != nil {
-			return nil, &ConfigError{Setting: "bundle_public_key", Source: source, Value: cfg.BundlePublicKey, Reason: "cannot read the key: " + err.Error(), Err: err}
+			return nil, &ConfigError{Setting: "bundle_public_key", Source: source, Value: strconv.Quote(cfg.BundlePublicKey), Reason: "cannot read the key: " + err.Error(), Err: err}
 		}
 		k, err := bundlestore.KeysFromPEM(b, cfg.BundlePublicKey)
 		if err != nil {
-			return nil, &ConfigError{Setting: "bundle_public_key", Source: source, Value: cfg.BundlePublicKey, Reason: err.Error(), Err: err}
+			return nil, &ConfigError{Setting: "bundle_public_key", Source: source, Value: strconv.Quote(cfg.BundlePublicKey), Reason: err.Error(), Err: err}
 		}
 		return k, nil
 	}
@@ -133,11 +134,11 @@ func bundleKeys(ctx context.Context, root string, cfg Config, lookupEnv func(str
 		data, err = fileio.ReadBounded(resolve(root, src), 1<<20)
 	}
 	if err != nil {
-		return nil, &ConfigError{Setting: "bundle_jwks", Source: source, Value: src, Reason: err.Error(), Err: err}
+		return nil, &ConfigError{Setting: "bundle_jwks", Source: source, Value: strconv.Quote(src), Reason: err.Error(), Err: err}
 	}
 	k, err := bundlestore.KeysFromJWKS(data, src)
 	if err != nil {
-		return nil, &ConfigError{Setting: "bundle_jwks", Source: source, Value: src, Reason: err.Error(), Err: err}
+		return nil, &ConfigError{Setting: "bundle_jwks", Source: source, Value: strconv.Quote(src), Reason: err.Error(), Err: err}
 	}
 	return k, nil
 }
