@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/bundlestore"
 	"github.com/deterministic-exec/des/internal/testenv"
 )
 
@@ -259,6 +260,24 @@ func TestBundlesDue(t *testing.T) {
 	cfg.BundleURLs, cfg.BundlePublicKey = []string{"https://example.com/b.tar.gz"}, "k.pem"
 	if !BundlesDue(root, cfg, time.Now()) {
 		t.Error("not due though never fetched")
+	}
+	// Kept, fetched at t0: due once bundle_refresh_minutes have passed.
+	t0 := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	dir := filepath.Join(root, BundleDir, bundlestore.Name(cfg.BundleURLs[0]))
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, bundlestore.BundleFile), []byte("kept"), 0o644)
+	os.WriteFile(filepath.Join(dir, bundlestore.MetaFile), []byte(`{"url": "https://example.com/b.tar.gz", "fetched_at": "2026-11-25T09:00:00Z"}`), 0o644)
+	cfg.BundleRefreshMinutes = 10
+	if BundlesDue(root, cfg, t0.Add(9*time.Minute)) {
+		t.Error("due 9 minutes after a fetch, with bundle_refresh_minutes 10")
+	}
+	if !BundlesDue(root, cfg, t0.Add(10*time.Minute)) {
+		t.Error("not due 10 minutes after a fetch, with bundle_refresh_minutes 10")
+	}
+	// A second URL never fetched makes the set due.
+	cfg.BundleURLs = append(cfg.BundleURLs, "https://example.com/c.tar.gz")
+	if !BundlesDue(root, cfg, t0) {
+		t.Error("not due though one bundle was never fetched")
 	}
 }
 
