@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/deterministic-exec/des/internal/bundlestore"
 	"github.com/deterministic-exec/des/policy"
 )
 
@@ -46,6 +47,10 @@ import (
 // error: New returns the same error, with file:line:col, each time until
 // a file changes, without compiling the broken sources again.
 //
+// The organisation's kept bundles (bundle_urls) are fingerprinted by
+// content, as file systems are; the cache also remembers which kept files
+// verified, so that an unchanged bundle is not verified again per New.
+//
 // Only the *policy.Engine is shared; the rest of an Engine (root,
 // settings, audit trail, clock, logger, environment, WithWrites) is built
 // per New.
@@ -57,6 +62,8 @@ type PolicyCache struct {
 	byKey    map[string]*list.Element // full key → entry
 	inflight map[string]*cacheCall    // full key → the New building it
 	stats    PolicyCacheStats
+
+	bundles *bundlestore.Memo // the organisation's kept bundles, verified (des_bundles.go)
 }
 
 // PolicyCacheStats counts what a PolicyCache did.
@@ -83,7 +90,7 @@ type cacheCall struct {
 // NewPolicyCache returns a cache of at most n compiled policy engines
 // (at least 1).
 func NewPolicyCache(n int) *PolicyCache {
-	return &PolicyCache{max: max(1, n), lru: list.New(), byKey: map[string]*list.Element{}, inflight: map[string]*cacheCall{}}
+	return &PolicyCache{max: max(1, n), lru: list.New(), byKey: map[string]*list.Element{}, inflight: map[string]*cacheCall{}, bundles: bundlestore.NewMemo()}
 }
 
 // WithPolicyCache takes the Engine's compiled policies from c, compiling

@@ -283,6 +283,10 @@ var settings = []setting{
 	envNameSetting("opa_token_env", "DES_OPA_TOKEN_ENV", func(c *Config) *string { return &c.OPATokenEnv }),
 	intSetting("opa_timeout_ms", "DES_OPA_TIMEOUT_MS", func(c *Config) *int { return &c.OPATimeoutMS }, 1, 600000),
 	stringSetting("opa_ca_file", "DES_OPA_CA_FILE", func(c *Config) *string { return &c.OPACAFile }),
+	// The keys before bundle_urls, whose check wants one: each variable is
+	// checked as it is applied.
+	stringSetting("bundle_public_key", "DES_BUNDLE_PUBLIC_KEY", func(c *Config) *string { return &c.BundlePublicKey }),
+	stringSetting("bundle_jwks", "DES_BUNDLE_JWKS", func(c *Config) *string { return &c.BundleJWKS }),
 	{
 		key: "bundle_urls", env: "DES_BUNDLE_URLS",
 		apply: func(c *Config, raw string) error {
@@ -306,8 +310,6 @@ var settings = []setting{
 			return text, nil
 		},
 	},
-	stringSetting("bundle_public_key", "DES_BUNDLE_PUBLIC_KEY", func(c *Config) *string { return &c.BundlePublicKey }),
-	stringSetting("bundle_jwks", "DES_BUNDLE_JWKS", func(c *Config) *string { return &c.BundleJWKS }),
 	envNameSetting("bundle_token_env", "DES_BUNDLE_TOKEN_ENV", func(c *Config) *string { return &c.BundleTokenEnv }),
 	intSetting("bundle_refresh_minutes", "DES_BUNDLE_REFRESH_MINUTES", func(c *Config) *int { return &c.BundleRefreshMinutes }, 1, 7*24*60),
 	{

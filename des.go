@@ -112,6 +112,8 @@ type Engine struct {
 
 	workflow gate.Workflow // finds the multi-phase workflow state (phases.go)
 
+	bundles []BundleStatus // the organisation's bundles in the policies (des_bundles.go)
+
 	policyOpts []policy.Option
 	policyOnce sync.Once
 	policy     *policy.Engine
@@ -161,10 +163,11 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	seen.AuditDir = gate.ProjectPath(root, cfg.AuditDir)
 	// Every place des loads rules or tables from is protected: the
 	// configured policy directories, those and the bundles a program adds
-	// (WithPolicyDirs, WithBundles), and the phase requirement files, which
+	// (WithPolicyDirs, WithBundles), the key files that verify the
+	// organisation's bundles, and the phase requirement files, which
 	// decide what the phase gates require. An fs.FS (WithPolicyFS) is the
 	// program's own.
-	extra := append(resolveAll(root, o.dirs), resolveAll(root, o.bundles)...)
+	extra := slices.Concat(resolveAll(root, o.dirs), resolveAll(root, o.bundles), resolveAll(root, bundleKeyFiles(cfg)))
 	seen.PolicyDirs = nil
 	for _, d := range append(slices.Clone(cfg.PolicyDirs), extra...) {
 		seen.PolicyDirs = append(seen.PolicyDirs, gate.ProjectPath(root, d))
@@ -192,6 +195,11 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		return nil, err
 	}
 	dirs = append(dirs, resolveAll(root, o.dirs)...)
+	orgFS, bundles, err := orgBundles(root, cfg, o.lookupEnv, o.clock(), o.cache)
+	if err != nil {
+		return nil, err
+	}
+	o.fss = append(orgFS, o.fss...)
 	popts = append(popts, policy.WithDirs(dirs...), policy.WithBundles(resolveAll(root, o.bundles)...))
 	for _, f := range o.fss {
 		popts = append(popts, policy.WithFS(f.name, f.fsys))
@@ -204,7 +212,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if o.lazy && o.cache == nil {
 		popts = append(popts, policy.WithLazyCompile())
 	}
-	e := &Engine{root: root, cfg: cfg, extraPolicy: extra, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir}
+	e := &Engine{root: root, cfg: cfg, extraPolicy: extra, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir, bundles: bundles}
 	e.claudeDirs = gate.ClaudeDirs(o.lookupEnv)
 	if o.workflow != nil {
 		e.workflow = *o.workflow

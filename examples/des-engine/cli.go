@@ -59,7 +59,8 @@ func commands() []command {
 		{"statusline", "                  one line for Claude Code's status line (JSON on stdin)", runStatusLine},
 		{"logs", "push               send the decision logs not yet sent to decision_log_url", runLogs},
 		{"serve", "[--idle DURATION]    run the warm decision server in the foreground", runServe},
-		{"version", "                   print the versions of des, Go and OPA", runVersion},
+		{"bundle", "pull [--json]      fetch and verify the organisation's policy bundles", runBundle},
+		{"version", "[--json]            the versions of des, Go and OPA, where decisions are made, the bundles", runVersion},
 	}
 }
 
@@ -406,7 +407,10 @@ func gitTopLevel(ctx context.Context) (string, bool) {
 }
 
 func runVersion(ctx context.Context, e env, args []string) int {
-	fs := newFlagSet(e, "version", "", "Prints the versions of des, Go and OPA this binary was built with.")
+	fs := newFlagSet(e, "version", "[--json]", "Prints the versions of des, Go and OPA this binary was built with, where the\n"+
+		"project's decisions are made (\"embedded\", or the opa_url) and the organisation's\n"+
+		"bundles in use (URL, revision, when fetched, the key that verified it).")
+	asJSON := fs.Bool("json", false, "print JSON")
 	if code, done := parseFlags(fs, args, 0); done {
 		return code
 	}
@@ -420,7 +424,37 @@ func runVersion(ctx context.Context, e env, args []string) int {
 		}
 		desVersion += vcsSuffix(info)
 	}
+	root := commandRoot(ctx, e.lookupEnv)
+	cfg, cfgErr := des.LoadConfig(root, e.lookupEnv)
+	var ps *policyStatus
+	if cfgErr == nil {
+		p := policyStatusOf(ctx, root, cfg, e.lookupEnv)
+		ps = &p
+	}
+	if *asJSON {
+		v := struct {
+			Des string `json:"des"`
+			Go  string `json:"go"`
+			OPA string `json:"opa"`
+			*policyStatus
+			SettingsError string `json:"settings_error,omitempty"`
+		}{Des: desVersion, Go: goVersion, OPA: version.Version, policyStatus: ps}
+		if cfgErr != nil {
+			v.SettingsError = cfgErr.Error()
+		}
+		return writeJSON(e, "version", v)
+	}
 	fmt.Fprintf(e.stdout, "des %s\ngo %s\nopa %s\n", desVersion, goVersion, version.Version)
+	if cfgErr != nil {
+		// The versions stand; where decisions are made depends on settings
+		// that do not load.
+		fmt.Fprintf(e.stdout, "decisions: unknown (%v)\n", cfgErr)
+		return exitOK
+	}
+	if err := printPolicyStatus(e.stdout, *ps); err != nil {
+		fmt.Fprintf(e.stderr, "des-hook version: %v\n", err)
+		return exitUsage
+	}
 	return exitOK
 }
 

@@ -175,13 +175,13 @@ func TestShellQuote(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	res := runCLI(t, envMap{}, "version")
+	res := runCLI(t, envMap{"CLAUDE_PROJECT_DIR": t.TempDir()}, "version")
 	if res.code != 0 || res.stderr != "" {
 		t.Fatalf("code %d, stderr %q", res.code, res.stderr)
 	}
 	lines := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("version output %q, want three lines", res.stdout)
+	if len(lines) != 5 || lines[3] != "decisions: embedded" || lines[4] != "bundles: none" {
+		t.Fatalf("version output %q, want the versions, then decisions: embedded and bundles: none", res.stdout)
 	}
 	if !strings.HasPrefix(lines[0], "des ") || len(lines[0]) <= len("des ") {
 		t.Errorf("des line %q", lines[0])

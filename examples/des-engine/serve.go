@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/deterministic-exec/des"
@@ -83,7 +84,7 @@ func runServe(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	logger.Info("des-hook serve: listening", "socket", channel.SocketPath(dir, key), "pid", os.Getpid(), "idle", *idle)
-	err = server.Serve(ctx, ln, serveHandler(engineOptions(), logger), server.Options{IdleTimeout: *idle, Executable: exe, Logger: logger})
+	err = server.Serve(ctx, ln, serveHandler(engineOptions(), logger, newBundleRefresher(ctx, logger)), server.Options{IdleTimeout: *idle, Executable: exe, Logger: logger})
 	switch {
 	case errors.Is(err, server.ErrIdle), errors.Is(err, server.ErrExecutableChanged), errors.Is(err, context.Canceled):
 		logger.Info("des-hook serve: stopped", "why", err)
@@ -111,7 +112,10 @@ func idleDefault(lookupEnv func(string) (string, bool)) time.Duration {
 // built per request; shared, the compiled policies are checked by stat), and
 // git runs with the request's environment. Subcommands are not served: the
 // client execs the companion for them.
-func serveHandler(extra func() []des.Option, logger *slog.Logger) server.Handler {
+//
+// After each request, the organisation's bundles of the request's project
+// are refreshed in the background when they are due (refresh may be nil).
+func serveHandler(extra func() []des.Option, logger *slog.Logger, refresh *bundleRefresher) server.Handler {
 	pid := os.Getpid()
 	return func(ctx context.Context, req *channel.Request) *channel.Reply {
 		if len(req.Args) != 0 {
@@ -137,6 +141,71 @@ func serveHandler(extra func() []des.Option, logger *slog.Logger) server.Handler
 		ctx = gitexec.WithEnviron(ctx, req.Env)
 		runHookIn(ctx, bytes.NewReader(req.Stdin), &stdout, &stderr, req.LookupEnv, defaultRoutes(),
 			hookPlace{cwd: req.Cwd, newEngine: newEngine, debug: []any{"decision_server_pid", pid}})
+		refresh.check(req.Root, req.LookupEnv)
 		return &channel.Reply{Exit: 0, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	}
+}
+
+// bundleRetry is how long the server waits after a pull of a project's
+// bundles failed before it tries again, however due they are.
+const bundleRetry = time.Minute
+
+// bundleRefresher pulls the organisation's bundles (bundle_urls) of the
+// projects the server decides for, never on a request's path: a bundle
+// never fetched, or not for bundle_refresh_minutes, is fetched in a
+// goroutine of its own, one per project at a time, for as long as the
+// server runs. The policy cache sees a re-pulled bundle by stat.
+type bundleRefresher struct {
+	ctx    context.Context
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	running map[string]bool
+	failed  map[string]time.Time // root → when its last pull failed
+}
+
+func newBundleRefresher(ctx context.Context, logger *slog.Logger) *bundleRefresher {
+	return &bundleRefresher{ctx: ctx, logger: logger, running: map[string]bool{}, failed: map[string]time.Time{}}
+}
+
+func (r *bundleRefresher) check(root string, lookupEnv func(string) (string, bool)) {
+	if r == nil || root == "" {
+		return
+	}
+	cfg, err := des.LoadConfig(root, lookupEnv)
+	if err != nil || !des.BundlesDue(root, cfg, time.Now()) {
+		return
+	}
+	r.mu.Lock()
+	if r.running[root] || time.Since(r.failed[root]) < bundleRetry {
+		r.mu.Unlock()
+		return
+	}
+	r.running[root] = true
+	r.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Minute)
+		defer cancel()
+		res, err := des.PullBundles(ctx, root, cfg, lookupEnv, nil)
+		ok := err == nil
+		if err != nil {
+			r.logger.Warn("des-hook serve: bundle refresh", "root", root, "err", err)
+		}
+		for _, p := range res {
+			if p.Outcome == des.BundleFailed {
+				ok = false
+				r.logger.Warn("des-hook serve: bundle refresh", "root", root, "url", p.URL, "err", p.Error)
+				continue
+			}
+			r.logger.Info("des-hook serve: bundle refresh", "root", root, "url", p.URL, "revision", p.Revision, "outcome", p.Outcome)
+		}
+		r.mu.Lock()
+		delete(r.running, root)
+		if ok {
+			delete(r.failed, root)
+		} else {
+			r.failed[root] = time.Now()
+		}
+		r.mu.Unlock()
+	}()
 }

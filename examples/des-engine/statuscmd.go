@@ -147,7 +147,9 @@ func shorten(s string, n int) string {
 	return s[:n-1] + "…"
 }
 
-const statusDoc = `Shows the orchestration governance of the project: the settings in force
+const statusDoc = `Shows where the project's decisions are made ("embedded", or the opa_url) and the
+organisation's policy bundles (URL, revision, when fetched, the key that verified
+it, and whether it is in use), then the orchestration governance: the settings in force
 (delegation_mode, max_concurrent_agents, session_ttl_minutes, task_graph_file), the
 subagents running now with their ages, the one that stopped last, and the task
 graph: its waves, each phase's type, status and retries. --json prints the same as
@@ -170,9 +172,18 @@ func runStatus(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stderr, "des-hook status: %v\n", err)
 		return exitUsage
 	}
+	ps := policyStatusOf(ctx, root, cfg, e.lookupEnv)
 	if *asJSON {
-		return writeJSON(e, "status", st)
+		return writeJSON(e, "status", struct {
+			des.OrchestrationStatus
+			policyStatus
+		}{st, ps})
 	}
+	if err := printPolicyStatus(e.stdout, ps); err != nil {
+		fmt.Fprintf(e.stderr, "des-hook status: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintln(e.stdout)
 	if err := printStatus(e.stdout, st); err != nil {
 		fmt.Fprintf(e.stderr, "des-hook status: %v\n", err)
 		return exitUsage
