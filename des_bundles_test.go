@@ -58,6 +58,7 @@ func signedBundle(t *testing.T, key string, files map[string]string) []byte {
 	t.Helper()
 	dir := t.TempDir()
 	for name, body := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -176,9 +177,30 @@ func TestOrgBundleDecides(t *testing.T) {
 		}
 	}
 
+	// A decision log names the organisation's bundle and its revision.
+	logged := func(k string) (string, bool) {
+		if k == "DES_DECISION_LOG" {
+			return "on", true
+		}
+		return s.lookup(k)
+	}
+	e, err := New(t.Context(), WithRoot(s.root), WithEnv(logged))
+	if err != nil {
+		t.Fatal(err)
+	}
+	teamCodes(t, e)
+	evs := loggedEvents(t, s.root)
+	if len(evs) == 0 {
+		t.Fatal("no decision logged")
+	}
+	name := e.Bundles()[0].Name
+	if got := evs[len(evs)-1].Bundles; got[name].Revision != "r1" || got["des"].Revision != "des-builtin" {
+		t.Errorf("logged bundles %v, want %s at r1 and des at des-builtin", got, name)
+	}
+
 	// A team exception waives an organisation's code (audited).
 	os.WriteFile(filepath.Join(s.root, ".des", "policies", "waive.rego"), []byte("package des.gates.tool_use\n\nexception contains \"ORG-ONE\"\n"), 0o644)
-	e, err := New(t.Context(), WithRoot(s.root), WithEnv(s.lookup))
+	e, err = New(t.Context(), WithRoot(s.root), WithEnv(s.lookup))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,5 +448,30 @@ func TestOrgBundlesOverlappingRoots(t *testing.T) {
 	var be *BundleError
 	if !errors.As(err, &be) || be.URL != second || !strings.Contains(err.Error(), `overlaps the root "des/gates/tool_use" of bundle `+s.url) || strings.Contains(err.Error(), "bundle pull") {
 		t.Fatalf("New with overlapping bundles: %v", err)
+	}
+}
+
+// An organisation's bundle makes its code unwaivable: a team's exception
+// for it is DES-EXCEPTION-REFUSED, and the code still denies.
+func TestOrgBundleUnwaivableCode(t *testing.T) {
+	s := newOrgSetup(t)
+	raw := signedBundle(t, s.priv, map[string]string{
+		".manifest":                `{"revision": "r1", "roots": ["des/gates/tool_use", "des/exceptions"]}`,
+		"org.rego":                 orgRule("ORG-ONE", "team.txt"),
+		"des/exceptions/data.json": `{"unwaivable": ["ORG-ONE"]}`,
+	})
+	s.body.Store(&raw)
+	if res := s.pull(t); res[0].Outcome != BundleUpdated {
+		t.Fatalf("pull: %+v", res)
+	}
+	teamPolicy(t, s.root, "team.rego", "TEAM-ONE")
+	os.WriteFile(filepath.Join(s.root, ".des", "policies", "waive.rego"), []byte("package des.gates.tool_use\n\nexception contains \"ORG-ONE\"\n\nexception contains \"DES-EXCEPTION-REFUSED\"\n\nexception contains \"TEAM-ONE\"\n"), 0o644)
+	e, err := New(t.Context(), WithRoot(s.root), WithEnv(s.lookup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := teamCodes(t, e)
+	if !slices.Contains(codes, "DES-EXCEPTION-REFUSED") || slices.Contains(codes, "TEAM-ONE") {
+		t.Errorf("codes %v: want DES-EXCEPTION-REFUSED (not waivable) and TEAM-ONE waived by the team", codes)
 	}
 }

@@ -163,7 +163,7 @@ func violationDoc(v policy.Violation) map[string]any {
 
 // decisionBundles are the bundles decisions are made with, by name, with
 // their revisions, for the events' "bundles": the built-in bundle ("des",
-// its .manifest revision). Bundles des fetches add theirs here.
+// its .manifest revision) and the organisation's bundles in use.
 func (e *Engine) decisionBundles() map[string]decisionlog.BundleInfo {
 	out := map[string]decisionlog.BundleInfo{}
 	if raw, err := fs.ReadFile(rego.FS(), ".manifest"); err == nil {
@@ -172,6 +172,12 @@ func (e *Engine) decisionBundles() map[string]decisionlog.BundleInfo {
 		}
 		if json.Unmarshal(raw, &m) == nil {
 			out["des"] = decisionlog.BundleInfo{Revision: m.Revision}
+		}
+	}
+	// The organisation's bundles, by their names under .des/bundles.
+	for _, b := range e.bundles {
+		if b.Problem == "" {
+			out[b.Name] = decisionlog.BundleInfo{Revision: b.Revision}
 		}
 	}
 	return out
