@@ -113,6 +113,8 @@ type Engine struct {
 	workflow gate.Workflow // finds the multi-phase workflow state (phases.go)
 
 	policyOpts []policy.Option
+	policyData map[string]any // data.des.config, sent with each remote decision
+	remote     *policy.Remote // the OPA server of opa_url; nil decides in process
 	policyOnce sync.Once
 	policy     *policy.Engine
 	policyErr  error
@@ -203,6 +205,10 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		popts = append(popts, policy.WithLazyCompile())
 	}
 	e := &Engine{root: root, cfg: cfg, extraPolicy: extra, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir}
+	if e.remote, err = newRemote(root, cfg, o.lookupEnv, o.config != nil, o.logger); err != nil {
+		return nil, err
+	}
+	e.policyData = pdata
 	e.claudeDirs = gate.ClaudeDirs(o.lookupEnv)
 	if o.workflow != nil {
 		e.workflow = *o.workflow
@@ -351,11 +357,7 @@ func (e *Engine) Now() time.Time { return e.now() }
 // Each violation a gate's exception set waived is recorded in the audit trail
 // as POLICY_EXCEPTION; a failure to record is returned with the decision.
 func (e *Engine) Evaluate(ctx context.Context, gate policy.Gate, input any) (policy.Decision, error) {
-	pe, err := e.Policy(ctx)
-	if err != nil {
-		return policy.Decision{}, err
-	}
-	d, err := pe.Eval(ctx, gate, input, policy.At(e.now()))
+	d, err := e.decide(ctx, gate, input) // in process, or on opa_url (des_remote.go)
 	if err != nil {
 		return d, err
 	}
