@@ -325,7 +325,9 @@ func TestRemoteFailures(t *testing.T) {
 		}), nil, []string{"HTTP 401", "$DES_OPA_TOKEN"}},
 		{"undefined", serve(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{}`) }),
 			policy.ErrUndefinedGate, []string{"des.gates.tool_use", "load des's policies into the OPA server"}},
-		{"malformed", serve(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"result": {"deny": [{"msg": "no code"}]}}`) }),
+		{"malformed", serve(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, `{"result": {"deny": [{"msg": "no code"}]}}`)
+		}),
 			policy.ErrMalformedDecision, []string{`needs a non-empty "code"`}},
 		{"not a set", serve(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"result": {"deny": "x"}}`) }),
 			policy.ErrMalformedDecision, []string{"deny is string, not a set"}},
