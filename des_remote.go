@@ -117,7 +117,7 @@ func remoteFailure(cfg Config, err error) error {
 	case errors.Is(err, policy.ErrMalformedDecision):
 		fix = "fix the policy on the OPA server that yields it"
 	case errors.Is(err, context.DeadlineExceeded):
-		fix = fmt.Sprintf("check the OPA server's load and network, or raise opa_timeout_ms (DES_OPA_TIMEOUT_MS, now %d)", cfg.OPATimeoutMS)
+		fix = fmt.Sprintf("check the OPA server's load and network, or raise opa_timeout_ms (DES_OPA_TIMEOUT_MS, now %d) and, for subagent calls, validation_timeout_ms (now %d)", cfg.OPATimeoutMS, cfg.ValidationTimeoutMS)
 	case errors.As(err, &re) && (re.Status == http.StatusUnauthorized || re.Status == http.StatusForbidden):
 		fix = fmt.Sprintf("put a token the server accepts in $%s (the variable opa_token_env names)", cfg.OPATokenEnv)
 	case errors.As(err, &re) && re.Status != 0:

@@ -204,6 +204,7 @@ func (r *Remote) Eval(ctx context.Context, g Gate, input any, _ ...EvalOption) (
 	if err != nil {
 		return Decision{}, fmt.Errorf("gate %s: input: %w", g, err)
 	}
+	parent := ctx
 	if r.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.timeout)
@@ -227,7 +228,10 @@ func (r *Remote) Eval(ctx context.Context, g Gate, input any, _ ...EvalOption) (
 	start := time.Now()
 	resp, err := r.client.Do(req)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		switch {
+		case parent.Err() != nil:
+			err = fmt.Errorf("the caller stopped waiting: %w", err)
+		case ctx.Err() != nil:
 			err = fmt.Errorf("no answer within %v: %w", r.timeout, err)
 		}
 		return fail(err)
