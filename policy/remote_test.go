@@ -167,3 +167,35 @@ func TestRemoteTLSAndToken(t *testing.T) {
 		t.Errorf("without the CA: %v", err)
 	}
 }
+
+// TestRemoteRealServerErrors: a real OPA server without des's policies
+// leaves the gate undefined, and a rule that fails on the server is an
+// HTTP error carrying OPA's code and message, never an empty allow.
+func TestRemoteRealServerErrors(t *testing.T) {
+	testenv.Long(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "other.rego"), []byte("package other\n\nx := 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bare := opatest.Start(t, opatest.Options{}, dir)
+	_, err := newRemote(t, bare.URL).Eval(t.Context(), policy.PreCommit, map[string]any{})
+	if !errors.Is(err, policy.ErrUndefinedGate) || !strings.Contains(err.Error(), "des.gates.pre_commit") {
+		t.Errorf("without des's policies: %v", err)
+	}
+
+	broken := t.TempDir()
+	src := "package des.gates.tool_use\n\ndeny contains {\"code\": \"TEAM-X\", \"msg\": \"x\"} if to_number(input.tool) > 0\n"
+	if err := os.WriteFile(filepath.Join(broken, "team.rego"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := opatest.Start(t, opatest.Options{}, "../rego", broken)
+	_, err = newRemote(t, srv.URL).Eval(t.Context(), policy.ToolUse, map[string]any{"tool": "Write", "writes": []any{}})
+	var re *policy.RemoteError
+	if !errors.As(err, &re) || re.Status != http.StatusInternalServerError || re.Code != "internal_error" || !strings.Contains(re.Message, "team.rego") {
+		t.Errorf("a built-in error on the server: %v", err)
+	}
+	// The engine fails on the same input too: the same posture both ways.
+	if _, err := newEngine(t, policy.WithDirs(broken)).Eval(t.Context(), policy.ToolUse, map[string]any{"tool": "Write", "writes": []any{}}); err == nil {
+		t.Error("the engine decided where the server failed")
+	}
+}
