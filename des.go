@@ -353,7 +353,8 @@ func (e *Engine) Catalogue(ctx context.Context) ([]policy.Rule, error) {
 // Now returns the Engine clock's current time.
 func (e *Engine) Now() time.Time { return e.now() }
 
-// Evaluate evaluates a gate on an input document at the Engine's clock time.
+// Evaluate evaluates a gate on an input document at the Engine's clock time,
+// in process or, with opa_url set, on that OPA server (DecisionPoint).
 // Each violation a gate's exception set waived is recorded in the audit trail
 // as POLICY_EXCEPTION; a failure to record is returned with the decision.
 func (e *Engine) Evaluate(ctx context.Context, gate policy.Gate, input any) (policy.Decision, error) {
