@@ -2,6 +2,7 @@ package des
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -46,6 +47,10 @@ func newRemote(root string, cfg Config, lookupEnv func(string) (string, bool), f
 			return tok, nil
 		}),
 	}
+	// An Engine lives for one hook event (in the warm server too): a
+	// connection kept for the next request would idle until it timed out.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true
 	if cfg.OPACAFile != "" {
 		pem, err := os.ReadFile(resolve(root, cfg.OPACAFile))
 		if err != nil {
@@ -58,8 +63,9 @@ func newRemote(root string, cfg Config, lookupEnv func(string) (string, bool), f
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, &ConfigError{Setting: "opa_ca_file", Source: settingSource(root, lookupEnv, fromOption, "DES_OPA_CA_FILE"), Value: cfg.OPACAFile, Reason: "holds no PEM certificate (want -----BEGIN CERTIFICATE----- blocks)"}
 		}
-		opts = append(opts, policy.WithRootCAs(pool))
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
+	opts = append(opts, policy.WithHTTPClient(&http.Client{Transport: tr}))
 	r, err := policy.NewRemote(cfg.OPAURL, opts...)
 	if err != nil {
 		return nil, &ConfigError{Setting: "opa_url", Source: settingSource(root, lookupEnv, fromOption, "DES_OPA_URL"), Value: cfg.OPAURL, Reason: err.Error(), Err: err}

@@ -390,3 +390,34 @@ func TestRemoteSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteTLS: an https opa_url is trusted on the system's roots plus
+// opa_ca_file, and a server whose CA is neither is refused.
+func TestRemoteTLS(t *testing.T) {
+	testenv.Long(t)
+	ctx := t.Context()
+	root, env := remoteProject(t)
+	cert := opatest.NewCA(t)
+	srv := opatest.Start(t, opatest.Options{TLS: cert}, "rego", filepath.Join(root, ".des", "policies"))
+	in := map[string]any{"tool": "Write", "writes": []any{map[string]any{"path": ".des/config.json", "tool": "Write"}}}
+	for _, withCA := range []bool{true, false} {
+		e := map[string]string{"DES_OPA_URL": srv.URL}
+		if withCA {
+			e["DES_OPA_CA_FILE"] = cert.CAFile
+		}
+		for k, v := range env {
+			e[k] = v
+		}
+		eng, err := des.New(ctx, des.WithRoot(root), des.WithEnv(envOf(e)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := eng.Evaluate(ctx, policy.ToolUse, in)
+		switch {
+		case withCA && (err != nil || !strings.Contains(strings.Join(d.Codes(), " "), "DES-PROTECTED-PATH")):
+			t.Errorf("with opa_ca_file: %+v, %v", d, err)
+		case !withCA && (err == nil || !strings.Contains(err.Error(), "certificate")):
+			t.Errorf("without opa_ca_file: %+v, %v", d, err)
+		}
+	}
+}
