@@ -115,6 +115,8 @@ type Engine struct {
 	bundles []BundleStatus // the organisation's bundles in the policies (des_bundles.go)
 
 	policyOpts []policy.Option
+	policyData map[string]any // data.des.config, sent with each remote decision
+	remote     *policy.Remote // the OPA server of opa_url; nil decides in process
 	policyOnce sync.Once
 	policy     *policy.Engine
 	policyErr  error
@@ -213,6 +215,10 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		popts = append(popts, policy.WithLazyCompile())
 	}
 	e := &Engine{root: root, cfg: cfg, extraPolicy: extra, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir, bundles: bundles}
+	if e.remote, err = newRemote(root, cfg, o.lookupEnv, o.config != nil, o.logger); err != nil {
+		return nil, err
+	}
+	e.policyData = pdata
 	e.claudeDirs = gate.ClaudeDirs(o.lookupEnv)
 	if o.workflow != nil {
 		e.workflow = *o.workflow
@@ -357,17 +363,13 @@ func (e *Engine) Catalogue(ctx context.Context) ([]policy.Rule, error) {
 // Now returns the Engine clock's current time.
 func (e *Engine) Now() time.Time { return e.now() }
 
-// Evaluate evaluates a gate on an input document at the Engine's clock time.
+// Evaluate evaluates a gate on an input document at the Engine's clock time,
+// in process or, with opa_url set, on that OPA server (DecisionPoint).
 // Each violation a gate's exception set waived is recorded in the audit trail
 // as POLICY_EXCEPTION; a failure to record is returned with the decision.
 func (e *Engine) Evaluate(ctx context.Context, gate policy.Gate, input any) (policy.Decision, error) {
-	pe, err := e.Policy(ctx)
-	if err != nil {
-		e.logDecision(ctx, gate, input, policy.Decision{}, err, 0)
-		return policy.Decision{}, err
-	}
 	start := time.Now()
-	d, err := pe.Eval(ctx, gate, input, policy.At(e.now()))
+	d, err := e.decide(ctx, gate, input) // in process, or on opa_url (des_remote.go)
 	e.logDecision(ctx, gate, input, d, err, time.Since(start))
 	if err != nil {
 		return d, err

@@ -30,7 +30,7 @@ func TestClosureOfEachGate(t *testing.T) {
 	}
 	// The phase guards' shared package (des.phases) without the rules of
 	// des.phases.guards, which only pre_invocation needs.
-	if got := pkgsOf(ToolUse); !cmp.Equal(got, []string{"des.bashwrite", "des.delegation", "des.exceptions", "des.gates.tool_use", "des.integrity", "des.phases", "des.phases.branch", "des.phases.observers", "des.protected"}) {
+	if got := pkgsOf(ToolUse); !cmp.Equal(got, []string{"des.bashwrite", "des.delegation", "des.exceptions", "des.gates.tool_use", "des.integrity", "des.phases", "des.phases.branch", "des.phases.observers", "des.protected", "des.settings"}) {
 		t.Errorf("tool_use needs %v", got)
 	}
 	got := pkgsOf(PreInvocation)

@@ -26,7 +26,7 @@ package des.delegation
 
 default _mode := "off"
 
-_mode := lower(data.des.config.delegation_mode) if is_string(data.des.config.delegation_mode)
+_mode := lower(data.des.settings.config.delegation_mode) if is_string(data.des.settings.config.delegation_mode)
 
 _work_tool if {
 	data.des.delegation.work_tools[input.tool] == true
@@ -99,7 +99,7 @@ concurrency_deny contains {
 } if {
 	input.main_thread == true
 	data.des.delegation.delegation_tools[input.tool] == true
-	limit := data.des.config.max_concurrent_agents
+	limit := data.des.settings.config.max_concurrent_agents
 	is_number(limit)
 	limit > 0
 	is_number(input.registry.running)

@@ -146,7 +146,7 @@ _stale_phase(w) := "a phase with no phase_name" if w.phase == ""
 #   severity: deny
 deny contains {
 	"code": "DES-STALE-WORK",
-	"msg": sprintf("%s: %s has been IN_PROGRESS for %d minutes (since %s), over the %d-minute stale threshold; an earlier subagent abandoned it", [w.file, _stale_phase(w), round(w.age_minutes), w.started_at, data.des.config.stale_threshold_minutes]),
+	"msg": sprintf("%s: %s has been IN_PROGRESS for %d minutes (since %s), over the %d-minute stale threshold; an earlier subagent abandoned it", [w.file, _stale_phase(w), round(w.age_minutes), w.started_at, data.des.settings.config.stale_threshold_minutes]),
 	"field": "/tdd_cycle/phase_execution_log",
 	"recovery": [
 		sprintf("Run `des-hook stale --resolve %s` to reset the abandoned phase to NOT_EXECUTED (recorded in the audit trail), then start the subagent again.", [w.file]),
@@ -155,7 +155,7 @@ deny contains {
 } if {
 	sections.level != "none"
 	some w in input.in_progress
-	w.age_minutes > data.des.config.stale_threshold_minutes
+	w.age_minutes > data.des.settings.config.stale_threshold_minutes
 }
 
 # METADATA

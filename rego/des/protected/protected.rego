@@ -9,7 +9,7 @@
 #   path DES cannot know (judged by des.bashwrite instead); paths are in the form of
 #   gate.ProjectPath (symbolic links resolved, slash-separated, relative to
 #   the project root when inside it, "." for the root, absolute otherwise),
-#   and so are the configured directories in data.des.config.
+#   and so are the configured directories in data.des.settings.config.
 package des.protected
 
 # The protected roots: .des/config.json, DES's run records, its subagent
@@ -24,10 +24,10 @@ package des.protected
 # and user functions cost more.
 roots := array.concat(
 	array.concat(
-		array.concat([".des/config.json", ".des/runs", ".des/sessions", ".git/hooks", data.des.config.audit_dir], data.des.config.policy_dirs),
-		object.get(data.des.config, "phase_requirements_files", []),
+		array.concat([".des/config.json", ".des/runs", ".des/sessions", ".git/hooks", data.des.settings.config.audit_dir], data.des.settings.config.policy_dirs),
+		object.get(data.des.settings.config, "phase_requirements_files", []),
 	),
-	[d | some k in ["state_dir", "witness_dir"]; d := object.get(data.des.config, k, ""); d != ""],
+	[d | some k in ["state_dir", "witness_dir"]; d := object.get(data.des.settings.config, k, ""); d != ""],
 )
 
 # Files DES guards only in part, and the fact Go computes for a Write or Edit

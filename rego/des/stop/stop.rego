@@ -14,7 +14,7 @@
 #   input.scope.{checked, patterns, changed, outside, error},
 #   input.transcript.{checked, state, path, step_file, error}. Tables are
 #   data.des.stop (data.json beside this file), data.des.steps,
-#   data.des.transitions and data.des.config.turn_budget_default.
+#   data.des.transitions and data.des.settings.config.turn_budget_default.
 package des.stop
 
 import data.des.text
@@ -449,7 +449,7 @@ _turn_budget(p) := [_cycle_turns, "tdd_cycle.max_turns"] if {
 	is_number(_cycle_turns)
 }
 
-_turn_budget(p) := [data.des.config.turn_budget_default, "the default turn budget (setting turn_budget_default)"] if {
+_turn_budget(p) := [data.des.settings.config.turn_budget_default, "the default turn budget (setting turn_budget_default)"] if {
 	not is_number(object.get(p, "max_turns", null))
 	not is_number(_cycle_turns)
 }

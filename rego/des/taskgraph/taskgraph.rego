@@ -50,9 +50,9 @@ _path_given if is_string(input.task_graph.path)
 
 path := input.task_graph.path if _path_given
 
-path := data.des.config.task_graph_file if {
+path := data.des.settings.config.task_graph_file if {
 	not _path_given
-	is_string(data.des.config.task_graph_file)
+	is_string(data.des.settings.config.task_graph_file)
 }
 
 # METADATA

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deterministic-exec/des/internal/opatest"
+	"github.com/deterministic-exec/des/internal/testenv"
+)
+
+// remoteTeamPolicy is loaded into every project and into the OPA server:
+// a team warning and a team waiver, so that both reach the hook's output.
+const remoteTeamPolicy = `package des.gates.tool_use
+
+warn contains {"code": "TEAM-CONFIG-WRITE", "msg": "the settings are reviewed by the platform team"} if {
+	some w in input.writes
+	w.path == ".des/config.json"
+}
+
+exception contains "DES-PROTECTED-PATH" if {
+	some w in input.writes
+	w.path == ".des/runs/waived.json"
+}
+`
+
+// remoteOPA starts an OPA server with des's policies and the team's.
+func remoteOPA(t *testing.T, o opatest.Options, extra ...string) *opatest.Server {
+	t.Helper()
+	team := t.TempDir()
+	writeFile(t, team, "team.rego", remoteTeamPolicy)
+	return opatest.Start(t, o, append([]string{"../../rego", team}, extra...)...)
+}
+
+// TestE2ERemoteSameOutput runs hook events with and without DES_OPA_URL,
+// each in a fresh copy of the same project: Claude Code must see the same
+// output, byte for byte once the project path is set aside.
+func TestE2ERemoteSameOutput(t *testing.T) {
+	testenv.Long(t)
+	srv := remoteOPA(t, opatest.Options{})
+	project := func(t *testing.T) string {
+		root := gate1Project(t, "TODO")
+		writeFile(t, root, ".des/policies/team.rego", remoteTeamPolicy)
+		return root
+	}
+	cases := []struct {
+		name    string
+		setup   func(t *testing.T) string
+		event   func(t *testing.T, root string) map[string]any
+		outputs bool // the event has something to say
+	}{
+		{"protected write, team warning", project, func(t *testing.T, root string) map[string]any { return writeEvent(root, "Write", ".des/config.json") }, true},
+		{"protected write waived", project, func(t *testing.T, root string) map[string]any {
+			return writeEvent(root, "Write", ".des/runs/waived.json")
+		}, false},
+		{"unrelated write", project, func(t *testing.T, root string) map[string]any { return writeEvent(root, "Edit", "src/main.go") }, false},
+		{"bash into the state", project, func(t *testing.T, root string) map[string]any {
+			return effBashEvent(root, "PreToolUse", "toolu_b", "echo x > .des/state.json")
+		}, true},
+		{"step write", project, func(t *testing.T, root string) map[string]any {
+			ev := writeEvent(root, "Write", e2eStep)
+			ev["tool_input"].(map[string]any)["content"] = `{"task_id": "01-01", "state": {"status": "DONE"}, "tdd_cycle": {"phase_execution_log": []}}`
+			return ev
+		}, true},
+		{"gate 1 allows", project, func(t *testing.T, root string) map[string]any {
+			return agentEvent(root, "Agent", renderPrompt(t, "execute-step"))
+		}, false},
+		{"gate 1 denies", func(t *testing.T) string {
+			root := project(t)
+			writeFile(t, root, e2eStep, `{"task_id": "01-01", "state": {"status": "DONE"}, "tdd_cycle": {"phase_execution_log": []}}`)
+			return root
+		}, func(t *testing.T, root string) map[string]any {
+			return agentEvent(root, "Agent", strings.Replace(renderPrompt(t, "execute-step"), "<!-- DES-SECTION: QUALITY_GATES -->", "", 1))
+		}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			embRoot, remRoot := c.setup(t), c.setup(t)
+			emb := runHookProcess(t, embRoot, nil, c.event(t, embRoot))
+			rem := runHookProcess(t, remRoot, []string{"DES_OPA_URL=" + srv.URL}, c.event(t, remRoot))
+			embOut := strings.ReplaceAll(emb.stdout, embRoot, "<root>")
+			remOut := strings.ReplaceAll(rem.stdout, remRoot, "<root>")
+			if emb.code != 0 || rem.code != 0 || embOut != remOut {
+				t.Fatalf("embedded (exit %d):\n%s\nremote (exit %d):\n%s\nremote stderr: %s", emb.code, embOut, rem.code, remOut, rem.stderr)
+			}
+			if (embOut != "") != c.outputs {
+				t.Errorf("output %q: want output %v", embOut, c.outputs)
+			}
+			if strings.Contains(remOut, "DES-INTERNAL") {
+				t.Errorf("DES-INTERNAL: %s", remOut)
+			}
+		})
+	}
+}
+
+// TestE2ERemoteFailsClosed: with no decision from opa_url, a call DES is in
+// charge of is denied with DES-INTERNAL naming opa_url, the cause and the
+// fix, within the request's deadline; a call it is not in charge of is left
+// alone.
+func TestE2ERemoteFailsClosed(t *testing.T) {
+	refused := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return "http://" + l.Addr().String()
+	}()
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(20 * time.Second):
+		}
+	}))
+	t.Cleanup(hang.Close)
+	for _, c := range []struct {
+		name string
+		env  []string
+		want []string
+	}{
+		{"unreachable", []string{"DES_OPA_URL=" + refused}, []string{"opa_url " + refused, "connection refused", "check that the OPA server runs"}},
+		{"timeout", []string{"DES_OPA_URL=" + hang.URL, "DES_OPA_TIMEOUT_MS=300"}, []string{"opa_url " + hang.URL, "no answer within 300ms", "opa_timeout_ms"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			start := time.Now()
+			reason := denyReason(t, runHookProcess(t, root, c.env, writeEvent(root, "Write", ".des/config.json")))
+			if took := time.Since(start); took > 10*time.Second {
+				t.Errorf("took %v", took)
+			}
+			if !strings.HasPrefix(reason, "[DES-INTERNAL] ") {
+				t.Errorf("reason %q: want DES-INTERNAL", reason)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(reason, w) {
+					t.Errorf("reason %q does not say %q", reason, w)
+				}
+			}
+			if r := runHookProcess(t, root, c.env, writeEvent(root, "Write", "src/main.go")); r.code != 0 || r.stdout != "" {
+				t.Errorf("unrelated write: exit %d, stdout %q", r.code, r.stdout)
+			}
+		})
+	}
+}
+
+// TestE2ERemoteToken: the token in DES_OPA_TOKEN reaches the OPA server,
+// through the warm decision server too, which gets only DES_* variables.
+func TestE2ERemoteToken(t *testing.T) {
+	testenv.Long(t)
+	authz := filepath.Join(t.TempDir(), "authz.rego")
+	if err := os.WriteFile(authz, []byte(opatest.TokenAuthz("s3cret")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := remoteOPA(t, opatest.Options{Args: []string{"--authentication=token", "--authorization=basic"}}, authz)
+	root := t.TempDir()
+	reason := denyReason(t, runHookProcess(t, root, []string{"DES_OPA_URL=" + srv.URL, "DES_OPA_TOKEN=s3cret"}, writeEvent(root, "Write", ".des/config.json")))
+	if !strings.HasPrefix(reason, "[DES-PROTECTED-PATH] ") {
+		t.Errorf("with the token: %q", reason)
+	}
+	reason = denyReason(t, runHookProcess(t, root, []string{"DES_OPA_URL=" + srv.URL, "DES_OPA_TOKEN=wrong"}, writeEvent(root, "Write", ".des/config.json")))
+	for _, w := range []string{"[DES-INTERNAL] ", "HTTP 401", "$DES_OPA_TOKEN"} {
+		if !strings.Contains(reason, w) {
+			t.Errorf("with a wrong token: %q lacks %q", reason, w)
+		}
+	}
+}
