@@ -322,11 +322,11 @@ func (e *Engine) Bundles() []BundleStatus {
 	return out
 }
 
-// DecisionPoint says where the Engine's decisions are made: "embedded", or
-// the URL of the OPA server of opa_url.
-func DecisionPoint(cfg Config) string {
+// DecisionPointOf says where decisions are made under the settings cfg:
+// Embedded, or the URL of the OPA server of opa_url.
+func DecisionPointOf(cfg Config) string {
 	if cfg.OPAURL != "" {
 		return cfg.OPAURL
 	}
-	return "embedded"
+	return Embedded
 }

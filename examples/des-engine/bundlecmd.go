@@ -99,7 +99,7 @@ func policyStatusOf(ctx context.Context, root string, cfg des.Config, lookupEnv 
 	if b == nil {
 		b = []des.BundleStatus{}
 	}
-	return policyStatus{DecisionPoint: des.DecisionPoint(cfg), Bundles: b}
+	return policyStatus{DecisionPoint: des.DecisionPointOf(cfg), Bundles: b}
 }
 
 // printPolicyStatus writes "decisions: ..." and a line per bundle.
