@@ -218,7 +218,12 @@ func protectedPaths(cfg des.Config, stateDir, witnessDir string, binaries ...str
 	for _, d := range cfg.PolicyDirs {
 		p.denyEdit = append(p.denyEdit, tree(d))
 	}
-	p.denyEdit = append(p.denyEdit, tree(des.RunsDir), tree(des.SessionsDir), tree(cfg.AuditDir), tree(".git/hooks"), tree(stateDir), tree(witnessDir))
+	p.denyEdit = append(p.denyEdit, tree(des.RunsDir), tree(des.SessionsDir), tree(cfg.AuditDir), tree(".git/hooks"), tree(stateDir), tree(witnessDir),
+		tree(des.BundleDir), tree(des.DecisionsDir))
+	// The kept bundles are written by des-hook bundle pull and the warm
+	// server, neither sandboxed; the decision logs, like the audit trail,
+	// by the pre-commit hook a sandboxed git commit runs.
+	p.denyWrite = append(p.denyWrite, settingsPath(des.BundleDir))
 	// The phase requirement files decide what the phase gates require.
 	for _, f := range cfg.PhaseRequirementsFiles {
 		p.denyEdit = append(p.denyEdit, settingsPath(f))

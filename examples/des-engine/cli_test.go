@@ -94,7 +94,7 @@ func TestSettings(t *testing.T) {
 				t.Errorf("%s onFailure = %q; want \"block\" on PreToolUse only", event, h.OnFailure)
 			}
 		}
-		for _, rule := range []string{"Edit(/.des/config.json)", "Edit(/.des/policies/**)", "Edit(/.des/runs/**)", "Edit(/.des/sessions/**)", "Edit(/.git/hooks/**)"} {
+		for _, rule := range []string{"Edit(/.des/config.json)", "Edit(/.des/policies/**)", "Edit(/.des/runs/**)", "Edit(/.des/sessions/**)", "Edit(/.git/hooks/**)", "Edit(/.des/bundles/**)", "Edit(/.des/decisions/**)"} {
 			if !slices.Contains(s.Permissions.Deny, rule) {
 				t.Errorf("permissions.deny %v lacks %s", s.Permissions.Deny, rule)
 			}
@@ -102,7 +102,7 @@ func TestSettings(t *testing.T) {
 		if !s.Sandbox.Enabled {
 			t.Error("sandbox.enabled is not true")
 		}
-		for _, p := range []string{"/.des/config.json", "/.des/policies", "/.claude/settings.json", "/.isdlc/state.json", "/.des/sessions", "/.claude/state/active_task_graph.json"} {
+		for _, p := range []string{"/.des/config.json", "/.des/policies", "/.claude/settings.json", "/.isdlc/state.json", "/.des/sessions", "/.claude/state/active_task_graph.json", "/.des/bundles"} {
 			if !slices.Contains(s.Sandbox.Filesystem.DenyWrite, p) {
 				t.Errorf("sandbox.filesystem.denyWrite %v lacks %s", s.Sandbox.Filesystem.DenyWrite, p)
 			}

@@ -200,3 +200,27 @@ func TestE2EAttackPhaseRequirementFileRestored(t *testing.T) {
 		}
 	}
 }
+
+// The organisation's kept bundles and the decision logs not yet pushed are
+// des's: an agent that edits them rewrites the rules or the fleet's record.
+func TestE2EAttackKeptBundlesAndDecisionLogsProtected(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, root, ".des/bundles/acme/bundle.tar.gz", "kept")
+	writeFile(t, root, ".des/decisions/2026-11-25.jsonl", "{}\n")
+	for _, c := range []struct {
+		name  string
+		event map[string]any
+	}{
+		{"Write a kept bundle", writeEvent(root, "Write", ".des/bundles/acme/bundle.tar.gz")},
+		{"Edit a decision log", writeEvent(root, "Edit", ".des/decisions/2026-11-25.jsonl")},
+		{"Bash rm of the decision logs", bashEvent(t, root, "rm -rf .des/decisions")},
+		{"Bash write of the push state", bashEvent(t, root, "echo '{}' > .des/decisions/push-state.json")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			reason := denyReason(t, runHookProcess(t, root, nil, c.event))
+			if !strings.Contains(reason, "[DES-PROTECTED-PATH]") {
+				t.Errorf("reason = %q, want DES-PROTECTED-PATH", reason)
+			}
+		})
+	}
+}

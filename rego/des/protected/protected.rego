@@ -13,7 +13,8 @@
 package des.protected
 
 # The protected roots: .des/config.json, DES's run records, its subagent
-# registry (.des/sessions) and git's hooks
+# registry (.des/sessions), the organisation's kept bundles (.des/bundles),
+# the decision logs not yet pushed (.des/decisions) and git's hooks
 # directory (a pre-commit hook replaced switches Gate 3 off) always, plus the
 # configured audit and policy directories, the phase requirement files
 # (what the phase gates require), DES's per-user state directory
@@ -24,7 +25,7 @@ package des.protected
 # and user functions cost more.
 roots := array.concat(
 	array.concat(
-		array.concat([".des/config.json", ".des/runs", ".des/sessions", ".git/hooks", data.des.settings.config.audit_dir], data.des.settings.config.policy_dirs),
+		array.concat([".des/config.json", ".des/runs", ".des/sessions", ".des/bundles", ".des/decisions", ".git/hooks", data.des.settings.config.audit_dir], data.des.settings.config.policy_dirs),
 		object.get(data.des.settings.config, "phase_requirements_files", []),
 	),
 	[d | some k in ["state_dir", "witness_dir"]; d := object.get(data.des.settings.config, k, ""); d != ""],

@@ -19,6 +19,15 @@ test_config_audit_and_runs_are_protected if {
 	count(protected.deny) == 1 with input as write(".des/audit")
 }
 
+test_kept_bundles_and_decision_logs_are_protected if {
+	count(protected.deny) == 1 with input as write(".des/bundles/acme/bundle.tar.gz")
+	count(protected.deny) == 1 with input as write(".des/bundles/jwks.json")
+	count(protected.deny) == 1 with input as write(".des/decisions/2026-11-25.jsonl")
+	count(protected.deny) == 1 with input as write(".des/decisions/push-state.json")
+	count(protected.deny) == 1 with input as write(".des/decisions")
+	count(protected.deny) == 0 with input as write(".des/decisions.md")
+}
+
 test_configured_dirs_follow_settings if {
 	count(protected.deny) == 1 with input as write("policies/x.rego") with data.des.config.policy_dirs as ["policies"]
 	count(protected.deny) == 0 with input as write(".des/policies/x.rego") with data.des.config.policy_dirs as ["policies"]
