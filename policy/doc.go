@@ -55,4 +55,13 @@
 // draw random values: http.send, net.lookup_ip_addr, opa.runtime, rand.intn
 // and uuid.rfc4122 are removed from the capabilities, so a policy that calls
 // one fails to compile.
+//
+// # On an OPA server
+//
+// [Remote] asks a running OPA server for the same decisions, through OPA's
+// REST data API (POST /v1/data/des/gates/<gate>), the server loaded with the
+// built-in bundle and any other policies. Its answer goes through the same
+// checks and sorting as [Engine.Eval]; an undefined gate is [ErrUndefinedGate],
+// any other failure a [*RemoteError], never an empty decision. The server has
+// its own clock and capabilities. [Evaluator] is what both satisfy.
 package policy
