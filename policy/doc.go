@@ -19,9 +19,11 @@
 //   - warn: objects of the same shape. Warnings inform.
 //   - exception: codes (strings). A deny or warn whose code is listed is moved
 //     to [Decision.Waived]; the caller records each waiver. A deny or warn
-//     object with "unwaivable": true is never waived: its policy decided that
-//     no exception may (des.exceptions does, for the codes an organisation
-//     lists in data.des.exceptions.unwaivable).
+//     object with "unwaivable": true is never waived, and one with
+//     "refused_exception": CODE keeps CODE from being waived in the same
+//     decision: its policy decided that no exception may (des.exceptions
+//     does, for the codes an organisation lists in
+//     data.des.exceptions.unwaivable).
 //
 // It may also define info, an object of facts the policy derived that the
 // caller needs to act on the decision ([Decision.Info]).
