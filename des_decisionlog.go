@@ -190,8 +190,17 @@ func desVersion() string {
 		return "(devel)"
 	}
 	const path = "github.com/deterministic-exec/des"
-	if info.Main.Path == path && info.Main.Version != "" {
+	if info.Main.Path == path && info.Main.Version != "" && info.Main.Version != "(devel)" {
 		return info.Main.Version
+	}
+	if info.Main.Path == path {
+		// Built from a checkout (go build): the commit tells the fleet
+		// apart where no module version does.
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				return "(devel) " + s.Value
+			}
+		}
 	}
 	for _, d := range info.Deps {
 		if d.Path == path {
