@@ -14,6 +14,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/deterministic-exec/des/rego"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -197,7 +198,7 @@ func TestOrgBundleDecides(t *testing.T) {
 		t.Fatal("no decision logged")
 	}
 	name := e.Bundles()[0].Name
-	if got := evs[len(evs)-1].Bundles; got[name].Revision != "r1" || got["des"].Revision != "des-builtin" {
+	if got := evs[len(evs)-1].Bundles; got[name].Revision != "r1" || got["des"].Revision != rego.Revision() {
 		t.Errorf("logged bundles %v, want %s at r1 and des at des-builtin", got, name)
 	}
 
