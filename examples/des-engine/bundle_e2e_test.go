@@ -181,6 +181,11 @@ func TestE2EOrganisationBundle(t *testing.T) {
 			}
 		}
 	}
+	// With an OPA server deciding, the kept bundle is said not to decide.
+	r = runSub(t, root, "", append([]string{"CLAUDE_PROJECT_DIR=" + root, "DES_OPA_URL=http://127.0.0.1:1"}, env...), "status")
+	if !strings.Contains(r.stdout, "decisions: http://127.0.0.1:1") || !strings.Contains(r.stdout, "kept, not deciding: decisions on opa_url") {
+		t.Errorf("status with opa_url:\n%s%s", r.stdout, r.stderr)
+	}
 	r = sub("version", "--json")
 	var ver struct {
 		DecisionPoint string `json:"decision_point"`

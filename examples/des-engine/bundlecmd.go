@@ -120,6 +120,10 @@ func printPolicyStatus(w io.Writer, ps policyStatus) error {
 		switch {
 		case b.Problem != "":
 			state = "NOT IN USE: " + strings.Join(strings.Fields(b.Problem), " ")
+		case ps.DecisionPoint != des.Embedded:
+			// The server's policies decide; the kept bundle lends des's
+			// Go side its data tables only.
+			state = "kept, not deciding: decisions on opa_url"
 		case b.Stale:
 			state = "active, due for refresh"
 		}
