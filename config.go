@@ -286,7 +286,18 @@ var settings = []setting{
 	// The keys before bundle_urls, whose check wants one: each variable is
 	// checked as it is applied.
 	stringSetting("bundle_public_key", "DES_BUNDLE_PUBLIC_KEY", func(c *Config) *string { return &c.BundlePublicKey }),
-	stringSetting("bundle_jwks", "DES_BUNDLE_JWKS", func(c *Config) *string { return &c.BundleJWKS }),
+	{
+		key: "bundle_jwks", env: "DES_BUNDLE_JWKS",
+		apply: func(c *Config, raw string) error { c.BundleJWKS = strings.TrimSpace(raw); return nil },
+		check: func(c *Config) (string, error) {
+			// Keys fetched over plain http could be anyone's, and so then
+			// would be the bundles they verify.
+			if strings.HasPrefix(strings.ToLower(c.BundleJWKS), "http://") {
+				return strconv.Quote(c.BundleJWKS), errors.New("a JWKS URL must be https://: keys fetched over plain http could be replaced on the way, and with them the bundles they verify")
+			}
+			return strconv.Quote(c.BundleJWKS), nil
+		},
+	},
 	{
 		key: "bundle_urls", env: "DES_BUNDLE_URLS",
 		apply: func(c *Config, raw string) error {
