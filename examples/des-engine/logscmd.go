@@ -51,6 +51,9 @@ func runLogs(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stderr, "des-hook logs push: no collector to push to: set decision_log_url in %s (or DES_DECISION_LOG_URL) to the URL of a collector of OPA decision logs\n", filepath.Join(root, des.ConfigFile))
 		return exitUsage
 	}
+	if v, _ := e.lookupEnv(cfg.DecisionLogTokenEnv); v == "" {
+		fmt.Fprintf(e.stderr, "des-hook logs push: $%s (setting decision_log_token_env) is not set: pushing without a bearer token\n", cfg.DecisionLogTokenEnv)
+	}
 	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
 	defer cancel()
 	res, err := logPusher(root, cfg, e.lookupEnv).Push(ctx)
