@@ -102,9 +102,11 @@ func locate() (self, companion string, err error) {
 	if err != nil {
 		return "", "", fmt.Errorf("cannot find this executable: %w", err)
 	}
-	real, err := filepath.EvalSymlinks(self)
-	if err != nil {
-		real = self
+	real := self
+	if runtime.GOOS != "linux" { // Linux's os.Executable resolves links already (/proc/self/exe)
+		if r, err := filepath.EvalSymlinks(self); err == nil {
+			real = r
+		}
 	}
 	name := companionName
 	if runtime.GOOS == "windows" {
@@ -168,9 +170,13 @@ func hook(self, companion string) {
 	if root == "" {
 		root = cwd
 	}
-	event := eventName(stdin)
+	// The event's name is needed for the longer deadline of SubagentStop
+	// and for an error's answer: decoding a large event costs more than
+	// looking for the name's bytes, so it is decoded only when they (or an
+	// escape that could spell them) occur.
+	mayStop := bytes.Contains(stdin, []byte("SubagentStop")) || bytes.Contains(stdin, []byte(`\u`))
 	timeout := toolTimeout
-	if event == "SubagentStop" {
+	if mayStop && eventName(stdin) == "SubagentStop" {
 		timeout = stopTimeout
 	}
 	var serverEnv []string
@@ -191,14 +197,14 @@ func hook(self, companion string) {
 		os.Stderr.Write(rep.Stderr)
 	case err == nil:
 		os.Stderr.Write(rep.Stderr)
-		internalError(event, fmt.Errorf("the decision server failed on this event: %s", rep.Error))
+		internalError(eventName(stdin), fmt.Errorf("the decision server failed on this event: %s", rep.Error))
 	case errors.Is(err, client.ErrNotAccepted):
 		decideInProcess(self, companion, stdin, logger, err)
 	default: // ErrNoAnswer: it may have had effects, so it is not run again
 		if rep != nil {
 			os.Stderr.Write(rep.Stderr) // a handler's panic, say
 		}
-		internalError(event, fmt.Errorf("%w; the event was not decided again in-process, since it may have had effects (audit lines, a step moved to IN_PROGRESS): retry the call (DES_DECISION_SERVER=off decides every event in a process of its own)", err))
+		internalError(eventName(stdin), fmt.Errorf("%w; the event was not decided again in-process, since it may have had effects (audit lines, a step moved to IN_PROGRESS): retry the call (DES_DECISION_SERVER=off decides every event in a process of its own)", err))
 	}
 }
 
@@ -218,6 +224,9 @@ func readStdin() ([]byte, error) {
 	within := readDeadline
 	if ms, err := strconv.Atoi(strings.TrimSpace(os.Getenv(deadlineEnv))); err == nil && ms > 0 && ms <= 50000 {
 		within = time.Duration(ms) * time.Millisecond
+	}
+	if b, err, ok := readStdinPolled(within); ok {
+		return b, err
 	}
 	type read struct {
 		b   []byte
