@@ -173,10 +173,9 @@ func hook(self, companion string) {
 	// The event's name is needed for the longer deadline of SubagentStop
 	// and for an error's answer: decoding a large event costs more than
 	// looking for the name's bytes, so it is decoded only when they (or an
-	// escape that could spell them) occur.
-	mayStop := bytes.Contains(stdin, []byte("SubagentStop")) || bytes.Contains(stdin, []byte(`\u`))
+	// escaped letter, which could spell them) occur.
 	timeout := toolTimeout
-	if mayStop && eventName(stdin) == "SubagentStop" {
+	if mayName(stdin, "SubagentStop") && eventName(stdin) == "SubagentStop" {
 		timeout = stopTimeout
 	}
 	var serverEnv []string
@@ -252,6 +251,29 @@ func readStdin() ([]byte, error) {
 func decideInProcess(self, companion string, stdin []byte, logger *slog.Logger, why error) {
 	logger.Debug("des-hook: deciding in-process", "why", why)
 	handOverWithStdin(self, companion, stdin)
+}
+
+// mayName reports whether the JSON text in b could hold the string name:
+// it holds name's bytes, or a \u escape of an ASCII letter (JSON encoders
+// escape <, > and & that way, never letters, unless asked to escape all).
+func mayName(b []byte, name string) bool {
+	if bytes.Contains(b, []byte(name)) {
+		return true
+	}
+	for i := 0; ; {
+		j := bytes.Index(b[i:], []byte(`\u00`))
+		if j < 0 || i+j+6 > len(b) {
+			return false
+		}
+		i += j + 4
+		if hi := b[i] | 0x20; (hi == '4' || hi == '5' || hi == '6' || hi == '7') && isHex(b[i+1]) {
+			return true
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'f'
 }
 
 // eventName is the event's hook_event_name, "" when it has none.
