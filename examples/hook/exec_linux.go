@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/channel"
 )
 
 // handOver replaces this process with the companion, stdin, stdout and
@@ -38,4 +42,33 @@ func handOverWithStdin(self, companion string, stdin []byte) {
 		}
 	}
 	runChild(self, companion, nil, bytesReader(stdin))
+}
+
+// readStdinPolled reads stdin through Go's poller when it is a pipe or a
+// socket (as Claude Code gives it), so the deadline needs no goroutine
+// parked in read(2) and no thread of its own. It reads a duplicate of
+// descriptor 0 made non-blocking for the read and blocking again after (the
+// flag is shared by both descriptors). ok is false when stdin cannot be
+// polled (a regular file, a terminal): readStdin then reads it as before.
+func readStdinPolled(within time.Duration) (b []byte, err error, ok bool) {
+	fd, err := syscall.Dup(0)
+	if err != nil {
+		return nil, nil, false
+	}
+	syscall.CloseOnExec(fd)
+	if syscall.SetNonblock(fd, true) != nil {
+		syscall.Close(fd)
+		return nil, nil, false
+	}
+	f := os.NewFile(uintptr(fd), "stdin")
+	defer f.Close()
+	defer syscall.SetNonblock(fd, false) // before the close above
+	if f.SetReadDeadline(time.Now().Add(within)) != nil {
+		return nil, nil, false // not pollable
+	}
+	b, err = io.ReadAll(io.LimitReader(f, channel.MaxStdin+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, fmt.Errorf("%w (%v)", errStdinOpen, within), true
+	}
+	return b, err, true
 }

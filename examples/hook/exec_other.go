@@ -2,7 +2,10 @@
 
 package main
 
-import "os"
+import (
+	"os"
+	"time"
+)
 
 // handOver runs the companion as a child with this process's stdin and
 // passes its exit status through (no exec here); it does not return.
@@ -18,3 +21,6 @@ func handOver(self, companion string, args []string) {
 func handOverWithStdin(self, companion string, stdin []byte) {
 	runChild(self, companion, nil, bytesReader(stdin))
 }
+
+// readStdinPolled: stdin is read by readStdin's goroutine here.
+func readStdinPolled(time.Duration) ([]byte, error, bool) { return nil, nil, false }

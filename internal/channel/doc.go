@@ -32,6 +32,12 @@
 //	client → Commit     {"commit": true}
 //	server → Reply      JSON frame {exit, error}, then raw stdout and stderr frames
 //
+// The server writes its Hello as soon as it accepts the connection, and the
+// client may write its Request before reading the Hello (it does so for a
+// request of up to 64 KiB, which the socket buffers, saving a wait for the
+// server); it checks the Hello before it commits, and the process behind the
+// socket (its uid and executable) before it writes anything.
+//
 // The server runs the handler only after it has read the client's Commit, and
 // the client sends Commit only once it has seen Accept. So the client alone
 // decides whether anything can have happened: before its Commit is written,

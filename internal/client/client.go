@@ -15,9 +15,11 @@
 //
 // Before sending anything the client checks the server, because any process
 // of the same user (the agent included) could bind a socket that answers
-// "allow": the socket's peer (SO_PEERCRED) must run as our uid, its
+// "allow": the socket's peer (SO_PEERCRED) must run as our uid, and its
 // /proc/<pid>/exe must be the very companion file the client would start
-// (os.SameFile), and the build ID it announces must be that file's.
+// (os.SameFile). Before committing, the build ID it announces must be that
+// file's (a small request is written before that hello is read: see
+// internal/channel).
 //
 // Start on demand: when no server answers (no socket, or a stale one), the
 // client takes the start lock, starts the companion with Options.ServeArgs

@@ -40,22 +40,25 @@ func notAccepted(cause error, detail string) error {
 // and req.Deadline are set here (the deadline: req's own, else ctx's, else
 // Options.Timeout from now, whichever is earliest).
 func (c *Client) Call(ctx context.Context, req *channel.Request) (*channel.Reply, error) {
-	conn, err := c.dial(ctx)
+	conn, id, err := c.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	return c.do(ctx, conn, req)
+	return c.do(ctx, conn, id, req)
 }
 
-func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
+// dial connects to the server of the companion's build, starting one when
+// none answers, and checks the process behind the socket (see peerCheck).
+// It returns the connection and the build ID the server must announce.
+func (c *Client) dial(ctx context.Context) (*net.UnixConn, string, error) {
 	comp := c.opts.Companion
 	if !filepath.IsAbs(comp) {
-		return nil, notAccepted(ErrNoServer, fmt.Sprintf("companion path %q is not absolute", comp))
+		return nil, "", notAccepted(ErrNoServer, fmt.Sprintf("companion path %q is not absolute", comp))
 	}
 	id, err := c.ids.Read(comp)
 	if err != nil {
-		return nil, notAcceptedErr(ErrNoServer, err)
+		return nil, "", notAcceptedErr(ErrNoServer, err)
 	}
 	dir := c.opts.Dir
 	if dir == "" {
@@ -64,46 +67,46 @@ func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
 		_, err = channel.EnsureDir(dir)
 	}
 	if err != nil {
-		return nil, notAcceptedErr(ErrNoServer, err)
+		return nil, "", notAcceptedErr(ErrNoServer, err)
 	}
 	key := channel.Key(id)
 	sock := channel.SocketPath(dir, key)
 	if err := channel.CheckSocketPath(sock); err != nil {
-		return nil, notAcceptedErr(ErrNoServer, err)
+		return nil, "", notAcceptedErr(ErrNoServer, err)
 	}
 	conn, err := c.connect(ctx, sock)
 	if err == nil {
-		return c.handshake(ctx, conn, id)
+		return c.peerCheck(conn, id)
 	}
 	if !absent(err) {
-		return nil, notAcceptedErr(ErrNoServer, err)
+		return nil, "", notAcceptedErr(ErrNoServer, err)
 	}
 	started, err := c.start(dir, key, sock)
 	if err != nil {
-		return nil, notAcceptedErr(ErrNoServer, fmt.Errorf("starting one: %w", err))
+		return nil, "", notAcceptedErr(ErrNoServer, fmt.Errorf("starting one: %w", err))
 	}
 	if !c.opts.WaitForStart {
 		what := "another client is starting one"
 		if started {
 			what = "started one in the background"
 		}
-		return nil, notAccepted(ErrNoServer, what)
+		return nil, "", notAccepted(ErrNoServer, what)
 	}
 	wctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
 	for {
 		conn, err := c.connect(wctx, sock)
 		if err == nil {
-			return c.handshake(ctx, conn, id)
+			return c.peerCheck(conn, id)
 		}
 		if !absent(err) {
-			return nil, notAcceptedErr(ErrNoServer, err)
+			return nil, "", notAcceptedErr(ErrNoServer, err)
 		}
 		t := time.NewTimer(5 * time.Millisecond)
 		select {
 		case <-wctx.Done():
 			t.Stop()
-			return nil, notAccepted(ErrNoServer, fmt.Sprintf("none answered %s within %v", sock, c.opts.StartTimeout))
+			return nil, "", notAccepted(ErrNoServer, fmt.Sprintf("none answered %s within %v", sock, c.opts.StartTimeout))
 		case <-t.C:
 		}
 	}
@@ -125,20 +128,17 @@ func (c *Client) connect(ctx context.Context, sock string) (*net.UnixConn, error
 	return conn.(*net.UnixConn), nil
 }
 
-// handshake checks the peer before anything is sent to it.
-func (c *Client) handshake(ctx context.Context, conn *net.UnixConn, buildID string) (*net.UnixConn, error) {
-	fail := func(cause error, detail any) (*net.UnixConn, error) {
+// peerCheck checks the process behind the socket before anything is sent
+// to it: our uid, and an executable that is the companion file itself. The
+// build ID it announces is checked by do, before the request is committed.
+func (c *Client) peerCheck(conn *net.UnixConn, buildID string) (*net.UnixConn, string, error) {
+	fail := func(cause error, detail any) (*net.UnixConn, string, error) {
 		_ = conn.Close()
 		if err, ok := detail.(error); ok {
-			return nil, notAcceptedErr(cause, err)
+			return nil, "", notAcceptedErr(cause, err)
 		}
-		return nil, notAccepted(cause, detail.(string))
+		return nil, "", notAccepted(cause, detail.(string))
 	}
-	deadline := time.Now().Add(c.opts.HelloTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	_ = conn.SetDeadline(deadline)
 	pid, uid, err := channel.PeerCred(conn)
 	if err != nil {
 		return fail(ErrPeerMismatch, err)
@@ -159,20 +159,52 @@ func (c *Client) handshake(ctx context.Context, conn *net.UnixConn, buildID stri
 		target, _ := os.Readlink(exe)
 		return fail(ErrPeerMismatch, fmt.Sprintf("pid %d runs %s, not %s", pid, target, c.opts.Companion))
 	}
-	var h channel.Hello
-	if err := channel.ReadJSON(conn, &h); err != nil {
-		return fail(ErrNoServer, fmt.Errorf("reading its hello: %w", err))
-	}
-	if h.Protocol != channel.Protocol {
-		return fail(ErrRefused, fmt.Sprintf("it speaks protocol %d, this client %d", h.Protocol, channel.Protocol))
-	}
-	if h.BuildID != buildID {
-		return fail(ErrPeerMismatch, fmt.Sprintf("pid %d announces build %q, %s is %q", pid, h.BuildID, c.opts.Companion, buildID))
-	}
-	return conn, nil
+	return conn, buildID, nil
 }
 
-func (c *Client) do(ctx context.Context, conn *net.UnixConn, req *channel.Request) (*channel.Reply, error) {
+// readHello reads the server's first frame, within the hello timeout, and
+// checks its protocol and build. Nothing has been committed yet, so every
+// failure here is ErrNotAccepted.
+func (c *Client) readHello(ctx context.Context, conn *net.UnixConn, buildID string, deadline time.Time) error {
+	hd := time.Now().Add(c.opts.HelloTimeout)
+	if hd.After(deadline) {
+		hd = deadline
+	}
+	_ = conn.SetReadDeadline(hd)
+	if ctx.Err() != nil { // cancelled before the deadline above replaced do's
+		return notAcceptedErr(ErrNoServer, ctx.Err())
+	}
+	var h channel.Hello
+	if err := channel.ReadJSON(conn, &h); err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return notAcceptedErr(ErrNoServer, fmt.Errorf("reading its hello: %w", err))
+	}
+	if h.Protocol != channel.Protocol {
+		return notAccepted(ErrRefused, fmt.Sprintf("it speaks protocol %d, this client %d", h.Protocol, channel.Protocol))
+	}
+	if h.BuildID != buildID {
+		return notAccepted(ErrPeerMismatch, fmt.Sprintf("pid %d announces build %q, %s is %q", h.PID, h.BuildID, c.opts.Companion, buildID))
+	}
+	_ = conn.SetReadDeadline(deadline)
+	if ctx.Err() != nil {
+		_ = conn.SetDeadline(time.Unix(1, 0))
+	}
+	return nil
+}
+
+// pipelineMax is the largest request written before the server's hello is
+// read: it fits in the socket's buffer, so the write never waits for a
+// server that has not answered yet (a larger one waits for the hello, so
+// that a server that never answers costs HelloTimeout, not the deadline).
+const pipelineMax = 64 << 10
+
+// do sends the request, and commits it once the server accepts it. A small
+// request is written before the hello is read, saving the client a wait for
+// the server (the peer was checked already, and nothing runs before the
+// commit, which follows the hello's checks).
+func (c *Client) do(ctx context.Context, conn *net.UnixConn, buildID string, req *channel.Request) (*channel.Reply, error) {
 	deadline := time.Now().Add(c.opts.Timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -186,7 +218,19 @@ func (c *Client) do(ctx context.Context, conn *net.UnixConn, req *channel.Reques
 	defer stop()
 	_ = conn.SetDeadline(deadline)
 
-	if err := channel.WriteRequest(conn, req); err != nil {
+	pipelined := len(req.Stdin) <= pipelineMax
+	if !pipelined {
+		if err := c.readHello(ctx, conn, buildID, deadline); err != nil {
+			return nil, err
+		}
+	}
+	werr := channel.WriteRequest(conn, req)
+	if pipelined {
+		if err := c.readHello(ctx, conn, buildID, deadline); err != nil {
+			return nil, err
+		}
+	}
+	if err := werr; err != nil {
 		// The server may have said why before closing (an oversized event).
 		var a channel.Accept
 		_ = conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))

@@ -230,6 +230,51 @@ func TestWrongBuildIDIsRefused(t *testing.T) {
 	}
 }
 
+// A server that takes the connection but never says hello costs the hello
+// timeout, not the request's deadline, whether the request is small enough
+// to be written before the hello (pipelined) or not; nothing is committed.
+func TestSilentServerFallsBackWithinHelloTimeout(t *testing.T) {
+	f := newFixture(t)
+	ln, err := net.Listen("unix", f.sock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	committed := make(chan bool, 4)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				// Read whatever comes (so a large write never blocks on
+				// us), and never answer.
+				var got bytes.Buffer
+				_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+				_, _ = io.Copy(&got, conn)
+				committed <- bytes.Contains(got.Bytes(), []byte(`"commit"`))
+			}()
+		}
+	}()
+	for _, size := range []int{10, pipelineMax + 1} {
+		c := f.client(false, "")
+		c.opts.HelloTimeout = 200 * time.Millisecond
+		start := time.Now()
+		_, err := f.call(c, strings.Repeat("x", size))
+		if !errors.Is(err, ErrNotAccepted) || errors.Is(err, ErrNoAnswer) {
+			t.Errorf("%d bytes, silent server: %v; want ErrNotAccepted", size, err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%d bytes: the client waited %v for a hello, past its 200ms timeout", size, d)
+		}
+		if <-committed {
+			t.Errorf("%d bytes: the client committed to a server that never said hello", size)
+		}
+	}
+}
+
 // A server that closes without accepting, or refuses: nothing was run, fall back.
 func TestNoAcceptFallsBack(t *testing.T) {
 	f := newFixture(t)
