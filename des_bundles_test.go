@@ -111,9 +111,9 @@ func newOrgSetup(t *testing.T) *orgSetup {
 	}))
 	t.Cleanup(srv.Close)
 	s.url = srv.URL + "/acme.tar.gz"
-	cfg := fmt.Sprintf(`{"bundle_urls": [%q], "bundle_public_key": ".des/org.pem", "bundle_token_env": "ACME_TOKEN"}`, s.url)
+	cfg := fmt.Sprintf(`{"bundle_urls": [%q], "bundle_public_key": ".des/org.pem", "bundle_token_env": "DES_ACME_TOKEN"}`, s.url)
 	os.WriteFile(filepath.Join(s.root, ".des", "config.json"), []byte(cfg), 0o644)
-	s.lookup = cacheEnv(t, map[string]string{"ACME_TOKEN": "t0ken"})
+	s.lookup = cacheEnv(t, map[string]string{"DES_ACME_TOKEN": "t0ken"})
 	return s
 }
 
@@ -437,7 +437,7 @@ func TestOrgBundlesOverlappingRoots(t *testing.T) {
 	s := newOrgSetup(t)
 	s.publish(t, "r1", orgRule("ORG-ONE", "team.txt"))
 	second := strings.Replace(s.url, "/acme.tar.gz", "/acme-too.tar.gz", 1)
-	cfg := fmt.Sprintf(`{"bundle_urls": [%q, %q], "bundle_public_key": ".des/org.pem", "bundle_token_env": "ACME_TOKEN"}`, s.url, second)
+	cfg := fmt.Sprintf(`{"bundle_urls": [%q, %q], "bundle_public_key": ".des/org.pem", "bundle_token_env": "DES_ACME_TOKEN"}`, s.url, second)
 	os.WriteFile(filepath.Join(s.root, ".des", "config.json"), []byte(cfg), 0o644)
 	for _, p := range s.pull(t) {
 		if p.Outcome != BundleUpdated {

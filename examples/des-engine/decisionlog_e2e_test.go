@@ -67,7 +67,7 @@ func TestE2EDecisionLogPush(t *testing.T) {
 	srv := httptest.NewServer(c)
 	defer srv.Close()
 	root := gate1Project(t, "TODO")
-	writeFile(t, root, ".des/config.json", `{"decision_log": "on", "decision_log_url": "`+srv.URL+`/logs", "decision_log_token_env": "ORG_LOG_TOKEN"}`)
+	writeFile(t, root, ".des/config.json", `{"decision_log": "on", "decision_log_url": "`+srv.URL+`/logs", "decision_log_token_env": "DES_ORG_LOG_TOKEN"}`)
 
 	if reason := denyReason(t, runHookProcess(t, root, nil, raw)); !strings.Contains(reason, "DES-PHASE-MISSING") {
 		t.Fatalf("Gate 1: reason %q", reason)
@@ -82,7 +82,7 @@ func TestE2EDecisionLogPush(t *testing.T) {
 		t.Errorf(".des/decisions/.gitignore: %q, %v", ignore, err)
 	}
 
-	tokenEnv := []string{"CLAUDE_PROJECT_DIR=" + root, "ORG_LOG_TOKEN=org-token"}
+	tokenEnv := []string{"CLAUDE_PROJECT_DIR=" + root, "DES_ORG_LOG_TOKEN=org-token"}
 	r := runIn(t, root, tokenEnv, "logs", "push")
 	if r.code != 1 || !strings.Contains(r.stderr, "500") || !strings.Contains(r.stderr, "left for the next push") {
 		t.Fatalf("push to a collector that is down: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
