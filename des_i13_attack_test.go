@@ -1,0 +1,49 @@
+package des
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A team rule at a path an organisation's bundle sets as data would hide
+// the data (OPA evaluates the rule and never reads the document under
+// it): `unwaivable := []` would undo the organisation's list and waive its
+// code, `settings_pinned := {}` its pinning. OPA refuses such a rule when
+// it loads policies beside data; so does des, naming the rule's file.
+func TestAttackTeamRuleShadowsOrgData(t *testing.T) {
+	s := newOrgSetup(t)
+	raw := signedBundle(t, s.priv, map[string]string{
+		".manifest":                     `{"revision": "r1", "roots": ["des/gates/tool_use", "des/exceptions", "des/settings_pinned"]}`,
+		"org.rego":                      orgRule("ORG-ONE", "team.txt"),
+		"des/exceptions/data.json":      `{"unwaivable": ["ORG-ONE"]}`,
+		"des/settings_pinned/data.json": `{"delegation_mode": "strict"}`,
+	})
+	s.body.Store(&raw)
+	if res := s.pull(t); res[0].Outcome != BundleUpdated {
+		t.Fatalf("pull: %+v", res)
+	}
+	dir := filepath.Join(s.root, ".des", "policies")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "waive.rego"), []byte("package des.gates.tool_use\n\nexception contains \"ORG-ONE\"\n"), 0o644)
+	if _, err := New(t.Context(), WithRoot(s.root), WithEnv(s.lookup)); err != nil {
+		t.Fatalf("the team's exception alone: %v", err) // refused in the decision, not at load
+	}
+	for src, path := range map[string]string{
+		"package des.exceptions\n\nunwaivable := []\n":                "des/exceptions/unwaivable",
+		"package des.exceptions.unwaivable\n\nx := 1\n":               "des/exceptions/unwaivable/x",
+		"package des\n\nsettings_pinned := {}\n":                      "des/settings_pinned",
+		"package des.settings_pinned\n\ndelegation_mode := \"off\"\n": "des/settings_pinned/delegation_mode",
+	} {
+		os.WriteFile(filepath.Join(dir, "shadow.rego"), []byte(src), 0o644)
+		e, err := New(t.Context(), WithRoot(s.root), WithEnv(s.lookup))
+		if err == nil {
+			t.Errorf("team rule %q: loaded; deny %v", src, teamCodes(t, e))
+			continue
+		}
+		if !strings.Contains(err.Error(), "conflicting rule for data path "+path) || !strings.Contains(err.Error(), "shadow.rego:") {
+			t.Errorf("team rule %q: %v, want a conflict at %s naming shadow.rego", src, err, path)
+		}
+	}
+}
