@@ -1,0 +1,74 @@
+package des_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/deterministic-exec/des/internal/opatest"
+	"github.com/deterministic-exec/des/internal/testenv"
+)
+
+// The token des sends to opa_url sits in a DES_ variable of the
+// developer's environment, which an agent's Bash reads as easily as the
+// hook does. The system.authz policy the documentation gives must let that
+// token ask for gate decisions and nothing else: with it an agent must not
+// rewrite the organisation's data (data.des.exceptions.unwaivable) or
+// policies on the shared server, nor read the server's whole data.
+func TestAttackRemoteDocumentedAuthzGatesOnly(t *testing.T) {
+	testenv.Long(t)
+	doc, err := os.ReadFile("docs/organisation-remote.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := regexp.MustCompile("(?s)```rego\n(package system\\.authz\n.*?)```").FindSubmatch(doc)
+	if block == nil {
+		t.Fatal("docs/organisation-remote.md has no ```rego block of package system.authz")
+	}
+	const token = "s3cret-for-des"
+	authz := strings.Replace(string(block[1]), "the token in DES_OPA_TOKEN", token, 1)
+	if authz == string(block[1]) {
+		t.Fatal(`the documented system.authz policy no longer names "the token in DES_OPA_TOKEN"`)
+	}
+	// opatest waits for /health to answer.
+	authz += "\nallow if input.path == [\"health\"]\n"
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(authz), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := opatest.Start(t, opatest.Options{Args: []string{"--authentication=token", "--authorization=basic"}}, "rego", dir)
+	do := func(method, path, body string) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := do("POST", "/v1/data/des/gates/tool_use?strict-builtin-errors=true", `{"input": {"tool": "Write", "writes": []}}`); code != http.StatusOK {
+		t.Fatalf("a gate decision with the token: HTTP %d, want 200", code)
+	}
+	for _, r := range []struct{ method, path, body string }{
+		{"PUT", "/v1/data/des/exceptions/unwaivable", `[]`},
+		{"PATCH", "/v1/data/des", `[{"op": "add", "path": "/settings_pinned", "value": {}}]`},
+		{"PUT", "/v1/policies/evil", "package des.gates.tool_use\n\nexception contains \"ORG-ONE\"\n"},
+		{"DELETE", "/v1/policies/rego/des/protected/protected.rego", ""},
+		{"GET", "/v1/data", ""},
+		{"POST", "/v1/data/des/config", `{}`},
+		{"POST", "/v1/query", `{"query": "data"}`},
+	} {
+		if code := do(r.method, r.path, r.body); code != http.StatusUnauthorized && code != http.StatusForbidden {
+			t.Errorf("%s %s with des's token: HTTP %d, want it refused", r.method, r.path, code)
+		}
+	}
+}
