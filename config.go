@@ -286,7 +286,18 @@ var settings = []setting{
 	// The keys before bundle_urls, whose check wants one: each variable is
 	// checked as it is applied.
 	stringSetting("bundle_public_key", "DES_BUNDLE_PUBLIC_KEY", func(c *Config) *string { return &c.BundlePublicKey }),
-	stringSetting("bundle_jwks", "DES_BUNDLE_JWKS", func(c *Config) *string { return &c.BundleJWKS }),
+	{
+		key: "bundle_jwks", env: "DES_BUNDLE_JWKS",
+		apply: func(c *Config, raw string) error { c.BundleJWKS = strings.TrimSpace(raw); return nil },
+		check: func(c *Config) (string, error) {
+			// Its keys decide which bundles verify: fetched over http://,
+			// anyone on the way could hand over their own.
+			if strings.HasPrefix(strings.ToLower(c.BundleJWKS), "http://") {
+				return strconv.Quote(c.BundleJWKS), errors.New("must be a JWKS file or an https:// URL: a JWKS fetched over http:// can be replaced on the way by anyone's keys")
+			}
+			return strconv.Quote(c.BundleJWKS), nil
+		},
+	},
 	{
 		key: "bundle_urls", env: "DES_BUNDLE_URLS",
 		apply: func(c *Config, raw string) error {

@@ -156,6 +156,8 @@ func bundleKeyFiles(cfg Config) []string {
 	return out
 }
 
+// isURL says whether bundle_jwks names a URL; the settings refuse http://
+// for it, so a URL is fetched over https only.
 func isURL(s string) bool { return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") }
 
 func writeKept(p string, data []byte) error {
@@ -175,6 +177,10 @@ func fetchJWKS(ctx context.Context, client *http.Client, url string) ([]byte, er
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.Request.URL.Scheme != "https" {
+		// Redirected to http://: keys anyone on the way could have replaced.
+		return nil, fmt.Errorf("GET %s: redirected to %s, not https://", url, resp.Request.URL.Redacted())
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}

@@ -1,6 +1,13 @@
 package des
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,5 +52,38 @@ func TestAttackTeamRuleShadowsOrgData(t *testing.T) {
 		if !strings.Contains(err.Error(), "conflicting rule for data path "+path) || !strings.Contains(err.Error(), "shadow.rego:") {
 			t.Errorf("team rule %q: %v, want a conflict at %s naming shadow.rego", src, err, path)
 		}
+	}
+}
+
+// The JWKS of bundle_jwks decides which bundles verify: fetched over
+// http://, or over https:// redirected to http://, anyone on the network
+// path could hand over their own keys, then bundles they signed.
+func TestAttackBundleJWKSOverHTTP(t *testing.T) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	point, _ := k.PublicKey.Bytes()
+	b64 := base64.RawURLEncoding.EncodeToString
+	jwks, _ := json.Marshal(map[string]any{"keys": []any{map[string]any{"kty": "EC", "kid": "mallory", "use": "sig", "crv": "P-256", "x": b64(point[1:33]), "y": b64(point[33:])}}})
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(jwks) }))
+	defer plain.Close()
+
+	root := t.TempDir()
+	writeConfig(t, root, `{"bundle_urls": ["https://bundles.example.com/org.tar.gz"], "bundle_jwks": "`+plain.URL+`/jwks.json"}`)
+	if _, err := LoadConfig(root, env(nil)); err == nil || !strings.Contains(err.Error(), "bundle_jwks") || !strings.Contains(err.Error(), "https://") {
+		t.Errorf("bundle_jwks over http://: %v, want refused", err)
+	}
+
+	tlsSrv := httptest.NewTLSServer(http.RedirectHandler(plain.URL+"/jwks.json", http.StatusFound))
+	defer tlsSrv.Close()
+	cfg := DefaultConfig()
+	cfg.BundleURLs, cfg.BundleJWKS = []string{tlsSrv.URL + "/org.tar.gz"}, tlsSrv.URL+"/jwks.json"
+	_, err = PullBundles(t.Context(), root, cfg, cacheEnv(t, nil), tlsSrv.Client())
+	if err == nil || !strings.Contains(err.Error(), "not https://") {
+		t.Errorf("a JWKS redirected to http://: %v, want refused", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, BundleDir, "jwks.json")); err == nil {
+		t.Error("the JWKS fetched over http:// was kept")
 	}
 }
