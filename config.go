@@ -138,13 +138,15 @@ func DefaultConfig() Config {
 		DecisionLog:           DecisionLogOff,
 		DecisionLogTokenEnv:   "DES_DECISION_LOG_TOKEN",
 		// The inputs that carry prompt text (a subagent's prompt and
-		// description, a skill's arguments, a subagent's answer) and file
-		// contents (the step file, the task graph as written and on disk).
-		// The statuses, paths and schema errors des derives from them stay,
-		// so a logged decision can still be understood.
+		// description, a skill's arguments, a subagent's answer), file
+		// contents (the step file, the task graph as written and on disk)
+		// and a Bash command (whatever the agent typed: secrets in
+		// variables, file contents in heredocs). The statuses, paths,
+		// schema errors and commit facts des derives from them stay, so a
+		// logged decision can still be understood.
 		DecisionLogMask: []string{
 			"/input/call/prompt", "/input/call/description", "/input/call/args", "/input/response/text",
-			"/input/step/document", "/input/task_graph/document", "/input/task_graph/disk",
+			"/input/step/document", "/input/task_graph/document", "/input/task_graph/disk", "/input/command",
 		},
 		DecisionLogMaxBytes: 64 << 20,
 	}
