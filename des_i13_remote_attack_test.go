@@ -1,15 +1,20 @@
 package des_test
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/internal/opatest"
 	"github.com/deterministic-exec/des/internal/testenv"
+	"github.com/deterministic-exec/des/policy"
 )
 
 // The token des sends to opa_url sits in a DES_ variable of the
@@ -69,6 +74,42 @@ func TestAttackRemoteDocumentedAuthzGatesOnly(t *testing.T) {
 	} {
 		if code := do(r.method, r.path, r.body); code != http.StatusUnauthorized && code != http.StatusForbidden {
 			t.Errorf("%s %s with des's token: HTTP %d, want it refused", r.method, r.path, code)
+		}
+	}
+}
+
+// An OPA server without des's policies answers a gate with an empty
+// document when the package exists some other way (a team's exceptions, a
+// data file, a proxy answering {"result": {}}): no deny is not an allow
+// then. des fails closed, naming the missing policies, as for a server that
+// has no such package at all.
+func TestAttackRemoteEmptyAnswerIsNoAllow(t *testing.T) {
+	testenv.Long(t)
+	ctx := t.Context()
+	root, env := remoteProject(t)
+	teamOnly := t.TempDir()
+	if err := os.WriteFile(filepath.Join(teamOnly, "waive.rego"), []byte("package des.gates.tool_use\n\nexception contains \"DES-PROTECTED-PATH\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := opatest.Start(t, opatest.Options{}, teamOnly)
+	empty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"result": {}}`) }))
+	t.Cleanup(empty.Close)
+	for name, url := range map[string]string{"an OPA server with a team's exceptions only": srv.URL, `{"result": {}}`: empty.URL} {
+		e := map[string]string{"DES_OPA_URL": url}
+		for k, v := range env {
+			e[k] = v
+		}
+		eng, err := des.New(ctx, des.WithRoot(root), des.WithEnv(envOf(e)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := eng.Evaluate(ctx, policy.ToolUse, map[string]any{"tool": "Write", "writes": []any{map[string]any{"path": ".des/config.json", "tool": "Write"}}})
+		if err == nil {
+			t.Errorf("%s: decided %+v, want no decision", name, d)
+			continue
+		}
+		if !errors.Is(err, policy.ErrUndefinedGate) || !strings.Contains(err.Error(), "load des's policies") {
+			t.Errorf("%s: %v, want ErrUndefinedGate naming des's policies", name, err)
 		}
 	}
 }

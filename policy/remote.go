@@ -320,6 +320,12 @@ func bindings(g Gate, doc any) (rego.Vars, error) {
 	if !ok {
 		return nil, fmt.Errorf("gate %s: the document of %s is %T, not an object: %w", g, g.Package(), doc, ErrMalformedDecision)
 	}
+	// Every des gate has deny rules: a document without deny (`{}`, a
+	// package of data or of exceptions alone) is a server without des's
+	// policies, whose empty answer must not read as an allow.
+	if _, ok := obj["deny"]; !ok {
+		return nil, fmt.Errorf("%w: %s on the server has no deny rule: load des's policies into it (opa run --server rego/ <team policies>, or the bundle opa build rego/ makes)", ErrUndefinedGate, g.Package())
+	}
 	b := rego.Vars{}
 	for _, k := range []string{"deny", "warn", "exception"} {
 		switch v := obj[k].(type) {
