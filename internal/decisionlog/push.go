@@ -293,17 +293,29 @@ func (p Pusher) post(ctx context.Context, body []byte) error {
 	if p.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+p.Token)
 	}
-	client := p.Client
-	if client == nil {
-		client = http.DefaultClient
+	client := http.DefaultClient
+	if p.Client != nil {
+		client = p.Client
 	}
-	resp, err := client.Do(req)
+	// A redirect is answered, not followed: followed, a POST becomes a GET
+	// (301, 302, 303) that any web server answers 200, and the events
+	// would count as accepted though no collector received them.
+	noRedirect := *client
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noRedirect.Do(req)
 	if err != nil {
 		return &CollectorError{URL: p.URL, Err: err}
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // let the connection be reused
+	if resp.StatusCode/100 == 3 {
+		where := "elsewhere"
+		if loc, err := resp.Location(); err == nil {
+			where = "to " + loc.Redacted()
+		}
+		return &CollectorError{URL: p.URL, Status: resp.StatusCode, Body: "it redirects " + where + ": set decision_log_url to the collector's own URL"}
+	}
 	if resp.StatusCode/100 != 2 {
 		return &CollectorError{URL: p.URL, Status: resp.StatusCode, Body: strings.TrimSpace(string(answer))}
 	}
