@@ -113,3 +113,38 @@ func TestAttackRemoteEmptyAnswerIsNoAllow(t *testing.T) {
 		}
 	}
 }
+
+// opa_url behind a redirect (http:// to https://, a path moved): followed,
+// a 301 or 302 turns des's POST into a GET without the input, which OPA
+// answers with the gate evaluated on no input at all: no deny, an allow of
+// a write to .des/config.json. A redirect is no decision: des fails closed
+// naming where the server points.
+func TestAttackRemoteRedirectIsNoDecision(t *testing.T) {
+	testenv.Long(t)
+	ctx := t.Context()
+	root, env := remoteProject(t)
+	srv := opatest.Start(t, opatest.Options{}, "rego")
+	in := map[string]any{"tool": "Write", "writes": []any{map[string]any{"path": ".des/config.json", "tool": "Write"}}}
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect} {
+		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, srv.URL+r.URL.RequestURI(), status)
+		}))
+		t.Cleanup(front.Close)
+		e := map[string]string{"DES_OPA_URL": front.URL}
+		for k, v := range env {
+			e[k] = v
+		}
+		eng, err := des.New(ctx, des.WithRoot(root), des.WithEnv(envOf(e)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := eng.Evaluate(ctx, policy.ToolUse, in)
+		if err == nil {
+			t.Errorf("HTTP %d to the OPA server: decided %v, want no decision", status, d.Codes())
+			continue
+		}
+		if !strings.Contains(err.Error(), fmt.Sprint(status)) || !strings.Contains(err.Error(), srv.URL) {
+			t.Errorf("HTTP %d: %v, want the status and where it points", status, err)
+		}
+	}
+}

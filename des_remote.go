@@ -126,6 +126,8 @@ func remoteFailure(cfg Config, err error) error {
 		fix = fmt.Sprintf("check the OPA server's load and network, or raise opa_timeout_ms (DES_OPA_TIMEOUT_MS, now %d) and, for subagent calls, validation_timeout_ms (now %d)", cfg.OPATimeoutMS, cfg.ValidationTimeoutMS)
 	case errors.As(err, &re) && (re.Status == http.StatusUnauthorized || re.Status == http.StatusForbidden):
 		fix = fmt.Sprintf("put a token the server accepts in $%s (the variable opa_token_env names)", cfg.OPATokenEnv)
+	case errors.As(err, &re) && re.Status/100 == 3:
+		fix = "set opa_url (DES_OPA_URL) to the OPA server's own URL, where it redirects: des does not follow redirects"
 	case errors.As(err, &re) && re.Status != 0:
 		fix = "fix the error the OPA server names (its log has more)"
 	}
