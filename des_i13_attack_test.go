@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -85,5 +86,32 @@ func TestAttackBundleJWKSOverHTTP(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, BundleDir, "jwks.json")); err == nil {
 		t.Error("the JWKS fetched over http:// was kept")
+	}
+}
+
+// In process, the settings in force are the project's (data.des.config):
+// input.des_config, which des.settings lays over them for an OPA server,
+// must not relax them when a gate input carries it, whoever built the
+// input (Engine.Evaluate is the API a caller hands its own facts to).
+func TestAttackEmbeddedInputCannotCarrySettings(t *testing.T) {
+	root := t.TempDir()
+	writeConfig(t, root, `{"max_concurrent_agents": 2}`)
+	e, err := New(t.Context(), WithRoot(root), WithEnv(cacheEnv(t, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{
+		"tool": "Agent", "main_thread": true, "registry": map[string]any{"running": 2, "agents": []any{}},
+		"des_config": map[string]any{"max_concurrent_agents": 0},
+	}
+	d, err := e.Evaluate(t.Context(), "pre_invocation", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(d.Codes(), "DES-CONCURRENCY-LIMIT") {
+		t.Errorf("input.des_config lifted the project's limit: deny %v", d.Codes())
+	}
+	if _, ok := in["des_config"]; !ok {
+		t.Error("the caller's input was changed")
 	}
 }

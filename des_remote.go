@@ -81,6 +81,16 @@ func (e *Engine) decide(ctx context.Context, g policy.Gate, input any) (policy.D
 		if err != nil {
 			return policy.Decision{}, err
 		}
+		// In process the settings are data.des.config alone: a gate input
+		// that carried input.des_config (built from a document an agent
+		// wrote, say) would lay the agent's settings over the project's.
+		if in, ok := input.(map[string]any); ok {
+			if _, has := in[settingsKey]; has {
+				in = maps.Clone(in)
+				delete(in, settingsKey)
+				input = in
+			}
+		}
 		return pe.Eval(ctx, g, input, policy.At(e.now()))
 	}
 	in, ok := input.(map[string]any)
