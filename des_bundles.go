@@ -2,6 +2,8 @@ package des
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +22,8 @@ import (
 
 // BundleDir is where the organisation's bundles (setting bundle_urls) are
 // kept, relative to the project root: one directory per URL, holding
-// bundle.tar.gz and meta.json, and jwks.json when bundle_jwks is a URL.
+// bundle.tar.gz and meta.json, and jwks-<hash of the URL>.json when
+// bundle_jwks is a URL.
 const BundleDir = ".des/bundles"
 
 // bundleFetchTimeout bounds one pull of one bundle (or of the JWKS).
@@ -121,12 +124,12 @@ func bundleKeys(ctx context.Context, root string, cfg Config, lookupEnv func(str
 	case isURL(src) && fetch:
 		if data, err = fetchJWKS(ctx, client, src); err == nil {
 			if _, err = bundlestore.KeysFromJWKS(data, src); err == nil {
-				err = writeKept(filepath.Join(root, BundleDir, "jwks.json"), data)
+				err = writeKept(keptJWKS(root, src), data)
 			}
 		}
 	case isURL(src):
 		// The hook never waits on the network: the JWKS the last pull kept.
-		data, err = fileio.ReadBounded(filepath.Join(root, BundleDir, "jwks.json"), 1<<20)
+		data, err = fileio.ReadBounded(keptJWKS(root, src), 1<<20)
 		if err != nil {
 			err = fmt.Errorf("the copy of the JWKS kept by `des-hook bundle pull`: %w", err)
 		}
@@ -141,6 +144,15 @@ func bundleKeys(ctx context.Context, root string, cfg Config, lookupEnv func(str
 		return nil, &ConfigError{Setting: "bundle_jwks", Source: source, Value: strconv.Quote(src), Reason: err.Error(), Err: err}
 	}
 	return k, nil
+}
+
+// keptJWKS is where a pull keeps the JWKS of the bundle_jwks URL url: a
+// file per URL, so that a pull under other settings (another bundle_jwks,
+// from the environment of whoever runs it) never replaces the keys this
+// project's settings trust.
+func keptJWKS(root, url string) string {
+	sum := sha256.Sum256([]byte(url))
+	return filepath.Join(root, BundleDir, "jwks-"+hex.EncodeToString(sum[:4])+".json")
 }
 
 // bundleKeyFiles are the key files of bundle_public_key and bundle_jwks:

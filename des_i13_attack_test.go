@@ -4,11 +4,14 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -84,7 +87,7 @@ func TestAttackBundleJWKSOverHTTP(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not https://") {
 		t.Errorf("a JWKS redirected to http://: %v, want refused", err)
 	}
-	if _, err := os.Stat(filepath.Join(root, BundleDir, "jwks.json")); err == nil {
+	if _, err := os.Stat(keptJWKS(root, tlsSrv.URL+"/jwks.json")); err == nil {
 		t.Error("the JWKS fetched over http:// was kept")
 	}
 }
@@ -113,5 +116,69 @@ func TestAttackEmbeddedInputCannotCarrySettings(t *testing.T) {
 	}
 	if _, ok := in["des_config"]; !ok {
 		t.Error("the caller's input was changed")
+	}
+}
+
+// A pull under other settings (whoever runs `des-hook bundle pull`, or
+// asks the warm server to refresh, chooses DES_BUNDLE_JWKS from their own
+// environment) fetched its JWKS over the one kept for the project's
+// bundle_jwks URL: the project's next hook event verified the kept bundles
+// with those keys, refused them, and des stopped deciding. Each URL keeps
+// its own JWKS.
+func TestAttackJWKSOfOtherSettingsKeptApart(t *testing.T) {
+	root := t.TempDir()
+	jwksOf := func(kid string) ([]byte, string) {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pk, _ := x509.MarshalPKCS8PrivateKey(k)
+		priv := filepath.Join(t.TempDir(), "priv.pem")
+		os.WriteFile(priv, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}), 0o600)
+		point, _ := k.PublicKey.Bytes()
+		b64 := base64.RawURLEncoding.EncodeToString
+		j, _ := json.Marshal(map[string]any{"keys": []any{map[string]any{"kty": "EC", "kid": kid, "use": "sig", "crv": "P-256", "x": b64(point[1:33]), "y": b64(point[33:])}}})
+		return j, priv
+	}
+	orgJWKS, orgPriv := jwksOf("acme")
+	otherJWKS, _ := jwksOf("mallory")
+	claims := filepath.Join(t.TempDir(), "claims.json")
+	os.WriteFile(claims, []byte(`{"keyid": "acme"}`), 0o644)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ".manifest"), []byte(`{"revision": "j1", "roots": ["des/gates/tool_use"]}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "org.rego"), []byte(orgRule("ORG-JWKS", "team.txt")), 0o644)
+	out := filepath.Join(t.TempDir(), "b.tar.gz")
+	if b, err := exec.Command(opaBinary(t), "build", "--bundle", dir, "-o", out, "--signing-key", orgPriv, "--signing-alg", "ES256", "--claims-file", claims).CombinedOutput(); err != nil {
+		t.Fatalf("opa build: %v\n%s", err, b)
+	}
+	raw, _ := os.ReadFile(out)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/jwks.json":
+			w.Write(orgJWKS)
+		case "/other-jwks.json":
+			w.Write(otherJWKS)
+		default:
+			w.Write(raw)
+		}
+	}))
+	defer srv.Close()
+	cfg := DefaultConfig()
+	cfg.BundleURLs, cfg.BundleJWKS = []string{srv.URL + "/org.tar.gz"}, srv.URL+"/jwks.json"
+	lookup := cacheEnv(t, nil)
+	if res, err := PullBundles(t.Context(), root, cfg, lookup, srv.Client()); err != nil || res[0].Outcome != BundleUpdated {
+		t.Fatalf("pull: %+v, %v", res, err)
+	}
+	other := cfg
+	other.BundleJWKS = srv.URL + "/other-jwks.json"
+	if res, err := PullBundles(t.Context(), root, other, lookup, srv.Client()); err != nil || res[0].Outcome != BundleFailed {
+		t.Fatalf("pull under other keys: %+v, %v; want the bundle refused", res, err)
+	}
+	e, err := New(t.Context(), WithRoot(root), WithEnv(lookup), WithConfig(cfg))
+	if err != nil {
+		t.Fatalf("the project's settings after a pull under other keys: %v", err)
+	}
+	if codes := teamCodes(t, e); !slices.Contains(codes, "ORG-JWKS") {
+		t.Errorf("codes %v, want ORG-JWKS", codes)
 	}
 }
