@@ -155,12 +155,13 @@ func keptJWKS(root, url string) string {
 	return filepath.Join(root, BundleDir, "jwks-"+hex.EncodeToString(sum[:4])+".json")
 }
 
-// bundleKeyFiles are the key files of bundle_public_key and bundle_jwks:
-// protected like the policies, since whoever replaces the key decides which
-// bundles verify.
+// bundleKeyFiles are the key files of bundle_public_key and bundle_jwks,
+// and the CA certificates of opa_ca_file: protected like the policies,
+// since whoever replaces the key decides which bundles verify, and whoever
+// adds a CA which server may answer for opa_url.
 func bundleKeyFiles(cfg Config) []string {
 	var out []string
-	for _, f := range []string{cfg.BundlePublicKey, cfg.BundleJWKS} {
+	for _, f := range []string{cfg.BundlePublicKey, cfg.BundleJWKS, cfg.OPACAFile} {
 		if f != "" && !isURL(f) {
 			out = append(out, f)
 		}

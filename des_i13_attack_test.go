@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des/gate"
 )
 
 // A team rule at a path an organisation's bundle sets as data would hide
@@ -180,5 +182,22 @@ func TestAttackJWKSOfOtherSettingsKeptApart(t *testing.T) {
 	}
 	if codes := teamCodes(t, e); !slices.Contains(codes, "ORG-JWKS") {
 		t.Errorf("codes %v, want ORG-JWKS", codes)
+	}
+}
+
+// opa_ca_file decides which server may answer for opa_url: a CA an agent
+// adds to it lets anyone on the way decide for des. It is protected like
+// the bundle keys.
+func TestAttackOPACAFileProtected(t *testing.T) {
+	root := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.OPACAFile = "certs/opa-ca.pem"
+	e, err := New(t.Context(), WithRoot(root), WithEnv(cacheEnv(t, nil)), WithConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.ToolUse().Check(t.Context(), e, gate.ToolCall{Tool: "Write", Paths: []string{"certs/opa-ca.pem"}})
+	if err != nil || res.Decision.Allowed() || !slices.Contains(res.Decision.Codes(), "DES-PROTECTED-PATH") {
+		t.Errorf("a write to opa_ca_file: %+v, %v", res.Decision, err)
 	}
 }

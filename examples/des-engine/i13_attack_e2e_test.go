@@ -46,9 +46,9 @@ func TestAttackDecisionLogMasksBashCommand(t *testing.T) {
 // have every kept bundle refused, and with it des's decisions.
 func TestAttackBundleKeysInClaudeProtections(t *testing.T) {
 	cfg := des.DefaultConfig()
-	cfg.BundleURLs, cfg.BundlePublicKey, cfg.BundleJWKS = []string{"https://b.example/org.tar.gz"}, "keys/acme.pem", "keys/acme.jwks"
+	cfg.BundleURLs, cfg.BundlePublicKey, cfg.BundleJWKS, cfg.OPACAFile = []string{"https://b.example/org.tar.gz"}, "keys/acme.pem", "keys/acme.jwks", "certs/opa-ca.pem"
 	p := protectedPaths(cfg, "", "")
-	for _, k := range []string{"/keys/acme.pem", "/keys/acme.jwks"} {
+	for _, k := range []string{"/keys/acme.pem", "/keys/acme.jwks", "/certs/opa-ca.pem"} {
 		if !slices.Contains(p.denyEdit, k) || !slices.Contains(p.denyWrite, k) {
 			t.Errorf("%s: permissions.deny %v, denyWrite %v; want it in both", k, p.denyEdit, p.denyWrite)
 		}
