@@ -311,10 +311,14 @@ var settings = []setting{
 			return nil
 		},
 		check: func(c *Config) (string, error) {
-			text := fmt.Sprintf("%q", c.BundleURLs)
-			for _, u := range c.BundleURLs {
+			shown := make([]string, len(c.BundleURLs))
+			for i, u := range c.BundleURLs {
+				shown[i] = redactURL(u)
+			}
+			text := fmt.Sprintf("%q", shown)
+			for i, u := range c.BundleURLs {
 				if err := checkURL(u); err != nil {
-					return text, fmt.Errorf("%q: %w", u, err)
+					return text, fmt.Errorf("%q: %w", shown[i], err)
 				}
 			}
 			if len(c.BundleURLs) > 0 && c.BundlePublicKey == "" && c.BundleJWKS == "" {
@@ -378,9 +382,21 @@ func urlSetting(key, env string, field func(*Config) *string) setting {
 			if v == "" {
 				return `""`, nil
 			}
-			return strconv.Quote(v), checkURL(v)
+			return strconv.Quote(redactURL(v)), checkURL(v)
 		},
 	}
+}
+
+// redactURL is v with its credentials, if any, replaced by "xxxxx" (a
+// token is often the user name alone): what an error quoting a refused URL
+// shows.
+func redactURL(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || u.User == nil {
+		return v
+	}
+	u.User = url.User("xxxxx")
+	return u.String()
 }
 
 func checkURL(v string) error {

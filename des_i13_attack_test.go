@@ -201,3 +201,22 @@ func TestAttackOPACAFileProtected(t *testing.T) {
 		t.Errorf("a write to opa_ca_file: %+v, %v", res.Decision, err)
 	}
 }
+
+// A URL setting that carries credentials is refused; the refusal, which
+// reaches stderr, the status line and a DES-INTERNAL reason the agent
+// reads, must not repeat them.
+func TestAttackURLCredentialsNotEchoed(t *testing.T) {
+	for _, name := range []string{"DES_OPA_URL", "DES_DECISION_LOG_URL", "DES_BUNDLE_URLS"} {
+		for _, u := range []string{"https://des:s3cret-pw@opa.example.com/x", "https://s3cret-pw@opa.example.com/x"} {
+			vars := map[string]string{name: u, "DES_BUNDLE_PUBLIC_KEY": "k.pem"}
+			_, err := LoadConfig(t.TempDir(), env(vars))
+			if err == nil || !strings.Contains(err.Error(), "credentials") || !strings.Contains(err.Error(), "opa.example.com/x") {
+				t.Errorf("%s=%s: %v, want refused naming the URL", name, u, err)
+				continue
+			}
+			if strings.Contains(err.Error(), "s3cret-pw") {
+				t.Errorf("%s: the error repeats the secret: %v", name, err)
+			}
+		}
+	}
+}
