@@ -292,10 +292,10 @@ var settings = []setting{
 		key: "bundle_jwks", env: "DES_BUNDLE_JWKS",
 		apply: func(c *Config, raw string) error { c.BundleJWKS = strings.TrimSpace(raw); return nil },
 		check: func(c *Config) (string, error) {
-			// Its keys decide which bundles verify: fetched over http://,
-			// anyone on the way could hand over their own.
+			// Keys fetched over plain http could be anyone's, and so then
+			// would be the bundles they verify.
 			if strings.HasPrefix(strings.ToLower(c.BundleJWKS), "http://") {
-				return strconv.Quote(c.BundleJWKS), errors.New("must be a JWKS file or an https:// URL: a JWKS fetched over http:// can be replaced on the way by anyone's keys")
+				return strconv.Quote(c.BundleJWKS), errors.New("a JWKS URL must be https://: keys fetched over plain http could be replaced on the way, and with them the bundles they verify")
 			}
 			return strconv.Quote(c.BundleJWKS), nil
 		},

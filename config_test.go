@@ -177,3 +177,16 @@ func TestConfigUnreadable(t *testing.T) {
 		t.Errorf("err = %v, want *ConfigError", err)
 	}
 }
+
+func TestBundleJWKSMustBeHTTPS(t *testing.T) {
+	env := map[string]string{"DES_BUNDLE_JWKS": "http://keys.example.com/jwks.json"}
+	_, err := LoadConfig(t.TempDir(), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Setting != "bundle_jwks" || !strings.Contains(err.Error(), "https://") {
+		t.Fatalf("err %v, want a ConfigError for bundle_jwks asking for https", err)
+	}
+	env["DES_BUNDLE_JWKS"] = "https://keys.example.com/jwks.json"
+	if _, err := LoadConfig(t.TempDir(), func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+		t.Fatalf("https JWKS: %v", err)
+	}
+}

@@ -1,6 +1,9 @@
 package des
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -11,6 +14,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/deterministic-exec/des/rego"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -194,7 +198,7 @@ func TestOrgBundleDecides(t *testing.T) {
 		t.Fatal("no decision logged")
 	}
 	name := e.Bundles()[0].Name
-	if got := evs[len(evs)-1].Bundles; got[name].Revision != "r1" || got["des"].Revision != "des-builtin" {
+	if got := evs[len(evs)-1].Bundles; got[name].Revision != "r1" || got["des"].Revision != rego.Revision() {
 		t.Errorf("logged bundles %v, want %s at r1 and des at des-builtin", got, name)
 	}
 
@@ -473,5 +477,62 @@ func TestOrgBundleUnwaivableCode(t *testing.T) {
 	codes := teamCodes(t, e)
 	if !slices.Contains(codes, "DES-EXCEPTION-REFUSED") || slices.Contains(codes, "TEAM-ONE") {
 		t.Errorf("codes %v: want DES-EXCEPTION-REFUSED (not waivable) and TEAM-ONE waived by the team", codes)
+	}
+}
+
+// A bundle signed with `opa sign` (the signature written into the bundle
+// directory, then packed by any tar) verifies as one `opa build` signed;
+// a file changed after `opa sign` is refused.
+func TestOrgBundleSignedWithOpaSign(t *testing.T) {
+	s := newOrgSetup(t)
+	dir := t.TempDir()
+	files := map[string]string{
+		".manifest": `{"revision": "signed-by-opa-sign", "roots": ["des/gates/tool_use"]}`,
+		"org.rego":  orgRule("ORG-SIGN", "team.txt"),
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(opaBinary(t), "sign", "--signing-key", s.priv, "--bundle", ".")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("opa sign: %v\n%s", err, out)
+	}
+	pack := func() []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		tw := tar.NewWriter(zw)
+		for _, name := range []string{".manifest", "org.rego", ".signatures.json"} {
+			body, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
+			tw.Write(body)
+		}
+		tw.Close()
+		zw.Close()
+		return buf.Bytes()
+	}
+	raw := pack()
+	s.body.Store(&raw)
+	if res := s.pull(t); res[0].Outcome != BundleUpdated || res[0].Revision != "signed-by-opa-sign" {
+		t.Fatalf("pull of an opa sign bundle: %+v", res)
+	}
+	e, err := New(t.Context(), WithRoot(s.root), WithEnv(s.lookup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if codes := teamCodes(t, e); !slices.Contains(codes, "ORG-SIGN") {
+		t.Errorf("codes %v, want the signed bundle's ORG-SIGN", codes)
+	}
+
+	os.WriteFile(filepath.Join(dir, "org.rego"), []byte(orgRule("ORG-SIGN", "other.txt")), 0o644)
+	raw = pack()
+	s.body.Store(&raw)
+	if res := s.pull(t); res[0].Outcome != BundleFailed || !strings.Contains(res[0].Error, s.url) {
+		t.Fatalf("pull of a bundle changed after opa sign: %+v", res)
 	}
 }

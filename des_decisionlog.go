@@ -2,9 +2,7 @@ package des
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"io/fs"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -55,7 +53,7 @@ func (e *Engine) logDecision(ctx context.Context, gate policy.Gate, input any, d
 	dl.once.Do(func() {
 		dl.log = decisionlog.Open(filepath.Join(e.root, DecisionsDir), e.cfg.DecisionLogMask, int64(e.cfg.DecisionLogMaxBytes))
 		dl.bundles = e.decisionBundles()
-		dl.labels = map[string]string{"version": version.Version, "app": "des", "des_version": desVersion()}
+		dl.labels = map[string]string{"version": version.Version, "app": "des", "des_version": desVersion(), "decision_point": e.DecisionPoint()}
 		// The witnesses sit in the per-user state directory's base. Without
 		// an id the decisions are still worth logging.
 		id, err := decisionlog.InstallationID(filepath.Join(filepath.Dir(e.witnessDir), installationIDFile))
@@ -162,17 +160,15 @@ func violationDoc(v policy.Violation) map[string]any {
 }
 
 // decisionBundles are the bundles decisions are made with, by name, with
-// their revisions, for the events' "bundles": the built-in bundle ("des",
-// its .manifest revision) and the organisation's bundles in use.
+// their revisions, for the events' "bundles": the built-in policies ("des",
+// at rego.Revision) and the organisation's bundles in use. With opa_url the
+// server decides: its revision of the built-in policies is checked equal to
+// this des's, and its other bundles are the server's own business (its
+// decision log names them), so only "des" is listed.
 func (e *Engine) decisionBundles() map[string]decisionlog.BundleInfo {
-	out := map[string]decisionlog.BundleInfo{}
-	if raw, err := fs.ReadFile(rego.FS(), ".manifest"); err == nil {
-		var m struct {
-			Revision string `json:"revision"`
-		}
-		if json.Unmarshal(raw, &m) == nil {
-			out["des"] = decisionlog.BundleInfo{Revision: m.Revision}
-		}
+	out := map[string]decisionlog.BundleInfo{"des": {Revision: rego.Revision()}}
+	if e.remote != nil {
+		return out
 	}
 	// The organisation's bundles, by their names under .des/bundles.
 	for _, b := range e.bundles {
@@ -190,8 +186,17 @@ func desVersion() string {
 		return "(devel)"
 	}
 	const path = "github.com/deterministic-exec/des"
-	if info.Main.Path == path && info.Main.Version != "" {
+	if info.Main.Path == path && info.Main.Version != "" && info.Main.Version != "(devel)" {
 		return info.Main.Version
+	}
+	if info.Main.Path == path {
+		// Built from a checkout (go build): the commit tells the fleet
+		// apart where no module version does.
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				return "(devel) " + s.Value
+			}
+		}
 	}
 	for _, d := range info.Deps {
 		if d.Path == path {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/deterministic-exec/des/rego"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -71,7 +72,7 @@ func TestEvaluateWritesDecisionLog(t *testing.T) {
 	if ev.Labels["id"] != strings.TrimSpace(string(id)) || ev.Labels["app"] != "des" || ev.Labels["version"] == "" {
 		t.Errorf("labels %v (installation id %q)", ev.Labels, id)
 	}
-	if ev.Path != "des/gates/tool_use" || ev.Bundles["des"].Revision != "des-builtin" || !ev.Timestamp.Equal(now) || ev.Timestamp.Location() != time.UTC {
+	if ev.Path != "des/gates/tool_use" || ev.Bundles["des"].Revision != rego.Revision() || ev.Labels["decision_point"] != "embedded" || !ev.Timestamp.Equal(now) || ev.Timestamp.Location() != time.UTC {
 		t.Errorf("path %q, bundles %v, timestamp %v", ev.Path, ev.Bundles, ev.Timestamp)
 	}
 	if len(ev.DecisionID) != 36 || ev.Metrics["timer_rego_query_eval_ns"] == nil || ev.Error != nil {

@@ -125,11 +125,13 @@ func (e *Engine) decide(ctx context.Context, g policy.Gate, input any) (policy.D
 
 // remoteFailure words a remote evaluation error with the setting and the fix.
 func remoteFailure(cfg Config, err error) error {
-	fix := "check that the OPA server runs and is reachable, or unset opa_url (DES_OPA_URL) to decide in process"
+	fix := "check that the OPA server runs and is reachable; to decide in process meanwhile, remove opa_url from .des/config.json (an empty DES_OPA_URL counts as unset), or set DES_OPA_URL to another server"
 	var re *policy.RemoteError
 	switch {
 	case errors.Is(err, policy.ErrUndefinedGate):
 		fix = "load des's policies into the OPA server (opa run --server <des rego/ directory> <team policies>)"
+	case errors.Is(err, policy.ErrBuiltinMismatch):
+		fix = "load the rego/ directory of this des release into the OPA server beside the organisation's policies"
 	case errors.Is(err, policy.ErrMalformedDecision):
 		fix = "fix the policy on the OPA server that yields it"
 	case errors.Is(err, context.DeadlineExceeded):

@@ -421,3 +421,27 @@ func TestRemoteTLS(t *testing.T) {
 		}
 	}
 }
+
+// An OPA server loaded with an organisation's rules in a gate package but
+// not des's own policies answers every gate with a document: des refuses it
+// (ErrBuiltinMismatch), so a write to des's files is not an allow.
+func TestRemoteWithoutBuiltinPoliciesFailsClosed(t *testing.T) {
+	testenv.Long(t)
+	root, env := remoteProject(t)
+	org := t.TempDir()
+	writeFile(t, filepath.Join(org, "org.rego"), "package des.gates.tool_use\n\ndeny contains {\"code\": \"ORG-X\", \"msg\": \"x\"} if input.never\n")
+	srv := opatest.Start(t, opatest.Options{}, org)
+	e := map[string]string{"DES_OPA_URL": srv.URL}
+	for k, v := range env {
+		e[k] = v
+	}
+	eng, err := des.New(t.Context(), des.WithRoot(root), des.WithEnv(envOf(e)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{"tool": "Write", "writes": []any{map[string]any{"path": ".des/config.json", "tool": "Write"}}}
+	d, err := eng.Evaluate(t.Context(), policy.ToolUse, in)
+	if !errors.Is(err, policy.ErrBuiltinMismatch) || !strings.Contains(err.Error(), "opa_url") {
+		t.Fatalf("decision %+v, err %v; want ErrBuiltinMismatch naming opa_url", d, err)
+	}
+}

@@ -19,9 +19,11 @@
 //   - warn: objects of the same shape. Warnings inform.
 //   - exception: codes (strings). A deny or warn whose code is listed is moved
 //     to [Decision.Waived]; the caller records each waiver. A deny or warn
-//     object with "unwaivable": true is never waived: its policy decided that
-//     no exception may (des.exceptions does, for the codes an organisation
-//     lists in data.des.exceptions.unwaivable).
+//     object with "unwaivable": true is never waived, and one with
+//     "refused_exception": CODE keeps CODE from being waived in the same
+//     decision: its policy decided that no exception may (des.exceptions
+//     does, for the codes an organisation lists in
+//     data.des.exceptions.unwaivable).
 //
 // It may also define info, an object of facts the policy derived that the
 // caller needs to act on the decision ([Decision.Info]).
@@ -57,4 +59,13 @@
 // draw random values: http.send, net.lookup_ip_addr, opa.runtime, rand.intn
 // and uuid.rfc4122 are removed from the capabilities, so a policy that calls
 // one fails to compile.
+//
+// # On an OPA server
+//
+// [Remote] asks a running OPA server for the same decisions, through OPA's
+// REST data API (POST /v1/data/des/gates/<gate>), the server loaded with the
+// built-in bundle and any other policies. Its answer goes through the same
+// checks and sorting as [Engine.Eval]; an undefined gate is [ErrUndefinedGate],
+// any other failure a [*RemoteError], never an empty decision. The server has
+// its own clock and capabilities. [Evaluator] is what both satisfy.
 package policy

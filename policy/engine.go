@@ -391,6 +391,19 @@ func decide(c *compiled, g Gate, b rego.Vars) (Decision, error) {
 		}
 		waive[code] = true
 	}
+	// A violation that names a refused exception ("refused_exception":
+	// code) takes that code out of the exception set for this decision:
+	// the policy decided the exception does not hold (des.exceptions), so
+	// the violation it would waive stands, and no waiver is recorded.
+	for _, sev := range []Severity{Deny, Warn} {
+		for _, x := range asList(b[string(sev)]) {
+			if obj, ok := x.(map[string]any); ok {
+				if code, ok := obj["refused_exception"].(string); ok {
+					delete(waive, code)
+				}
+			}
+		}
+	}
 	for _, set := range []struct {
 		sev Severity
 		dst *[]Violation

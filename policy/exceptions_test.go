@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,8 +32,15 @@ exception contains "DES-EXCEPTION-REFUSED"
 			refused = append(refused, v)
 		}
 	}
-	if len(refused) != 1 || refused[0].Details["waived_code"] != "DES-SECTION-MISSING" {
+	if len(refused) != 1 || refused[0].Details["refused_exception"] != "DES-SECTION-MISSING" {
 		t.Fatalf("deny %v; want one DES-EXCEPTION-REFUSED for DES-SECTION-MISSING, not waived by the team's exception for it", d.Codes())
+	}
+	// The refused exception does not hold: the violation stands, unwaived.
+	if !slices.Contains(d.Codes(), "DES-SECTION-MISSING") {
+		t.Errorf("deny %v: DES-SECTION-MISSING was waived by a refused exception", d.Codes())
+	}
+	for _, w := range d.Waived {
+		t.Errorf("waived %s: a refused exception waives nothing", w.Code)
 	}
 	if !strings.Contains(refused[0].Message, "des.gates.pre_invocation") || len(refused[0].Recovery) == 0 {
 		t.Errorf("message %q, recovery %v: want the gate named and a recovery", refused[0].Message, refused[0].Recovery)

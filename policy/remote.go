@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	builtin "github.com/deterministic-exec/des/rego"
 	"github.com/open-policy-agent/opa/v1/rego"
 )
 
@@ -33,6 +35,13 @@ var (
 // ErrUndefinedGate is wrapped by [Remote.Eval] when the OPA server has no
 // document for the gate: des's policies are not loaded into it.
 var ErrUndefinedGate = errors.New("gate undefined on the OPA server")
+
+// ErrBuiltinMismatch is wrapped by [Remote.Eval] when the OPA server does not
+// run this des's built-in policies: the gate reports no builtin_revision
+// (the organisation's rules loaded without des's), or another revision
+// (another des release's). The facts a des gathers are what its own
+// policies read, so a decision made on other policies is none.
+var ErrBuiltinMismatch = errors.New("the OPA server does not run this des's built-in policies")
 
 // RemoteError is what [Remote.Eval] returns when it gets no decision: the
 // server could not be reached or did not answer in time, answered with an
@@ -315,6 +324,9 @@ func (r *Remote) Eval(ctx context.Context, g Gate, input any, _ ...EvalOption) (
 	if err != nil {
 		return fail(err)
 	}
+	if err := checkBuiltin(g, result); err != nil {
+		return fail(err)
+	}
 	if r.policyOf != nil {
 		for _, vs := range [][]Violation{d.Deny, d.Warn, d.Waived} {
 			for i := range vs {
@@ -325,18 +337,28 @@ func (r *Remote) Eval(ctx context.Context, g Gate, input any, _ ...EvalOption) (
 	return d, nil
 }
 
+// checkBuiltin checks that the gate's document carries builtin_revision,
+// the revision of the built-in policies the server runs, and that it is
+// this des's (rego.Revision).
+func checkBuiltin(g Gate, doc any) error {
+	obj, _ := doc.(map[string]any)
+	got, _ := obj["builtin_revision"].(string)
+	want := builtin.Revision()
+	switch {
+	case got == "":
+		return fmt.Errorf("%w: %s has no builtin_revision, so the server holds rules in the package but not des's own: load this des release's rego/ beside the organisation's policies (opa run --server rego/ <policies>, or one bundle from opa build rego/ <policies>)", ErrBuiltinMismatch, g.Package())
+	case got != want:
+		return fmt.Errorf("%w: it runs des's built-in policies at revision %.12s, this des's are %.12s (des-hook version shows it): load this des release's rego/ into the server, or run the release the server has", ErrBuiltinMismatch, got, want)
+	}
+	return nil
+}
+
 // bindings turns the gate's document (its package, every rule evaluated) into
 // what the engine's query binds: each set as a list, info as a list of one.
 func bindings(g Gate, doc any) (rego.Vars, error) {
 	obj, ok := doc.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("gate %s: the document of %s is %T, not an object: %w", g, g.Package(), doc, ErrMalformedDecision)
-	}
-	// Every des gate has deny rules: a document without deny (`{}`, a
-	// package of data or of exceptions alone) is a server without des's
-	// policies, whose empty answer must not read as an allow.
-	if _, ok := obj["deny"]; !ok {
-		return nil, fmt.Errorf("%w: %s on the server has no deny rule: load des's policies into it (opa run --server rego/ <team policies>, or the bundle opa build rego/ makes)", ErrUndefinedGate, g.Package())
 	}
 	b := rego.Vars{}
 	for _, k := range []string{"deny", "warn", "exception"} {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	builtin "github.com/deterministic-exec/des/rego"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -63,7 +64,7 @@ func TestRemoteBuildsTheDecision(t *testing.T) {
 			"warn": [{"code": "W", "msg": "w", "recovery": ["r"]}],
 			"exception": ["A"],
 			"info": {"level": "full", "count": 3},
-			"helper": true}}`)
+			"helper": true, "builtin_revision": "`+builtin.Revision()+`"}}`)
 	}))
 	defer srv.Close()
 	r := newRemote(t, srv.URL+"/", policy.WithToken(func(ctx context.Context) (string, error) { return "s3cret", nil }))
@@ -197,5 +198,25 @@ func TestRemoteRealServerErrors(t *testing.T) {
 	// The engine fails on the same input too: the same posture both ways.
 	if _, err := newEngine(t, policy.WithDirs(broken)).Eval(t.Context(), policy.ToolUse, map[string]any{"tool": "Write", "writes": []any{}}); err == nil {
 		t.Error("the engine decided where the server failed")
+	}
+}
+
+// A server that holds rules in a gate package but not des's own built-in
+// policies, or another release's, gives no decision: an empty deny set
+// from it would be an allow des never made.
+func TestRemoteRefusesOtherBuiltinPolicies(t *testing.T) {
+	for name, body := range map[string]string{
+		"organisation rules only": `{"result": {"deny": []}}`,
+		"another release":         `{"result": {"deny": [], "builtin_revision": "0123456789abcdef"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, body) }))
+			defer srv.Close()
+			d, err := newRemote(t, srv.URL).Eval(t.Context(), policy.ToolUse, map[string]any{})
+			var re *policy.RemoteError
+			if !errors.Is(err, policy.ErrBuiltinMismatch) || !errors.As(err, &re) || !strings.Contains(err.Error(), "rego/") {
+				t.Fatalf("decision %+v, err %v; want ErrBuiltinMismatch naming rego/", d, err)
+			}
+		})
 	}
 }

@@ -2,7 +2,9 @@ package rego_test
 
 import (
 	"encoding/json"
+	"flag"
 	"io/fs"
+	"os"
 	"testing"
 
 	"github.com/deterministic-exec/des/policy/policytest"
@@ -36,5 +38,33 @@ func TestManifest(t *testing.T) {
 	}
 	if len(m.Roots) != 1 || m.Roots[0] != "des" || m.RegoVersion != 1 {
 		t.Errorf(".manifest = %+v, want roots [des] and rego_version 1", m)
+	}
+}
+
+// update rewrites rego/des/builtin/data.json with the bundle's revision:
+// go test ./rego -run TestRevisionFile -update
+var update = flag.Bool("update", false, "rewrite "+rego.RevisionFile+" with the current revision")
+
+// The revision an OPA server loaded with the bundle reports is the one des
+// computes from its embedded copy.
+func TestRevisionFile(t *testing.T) {
+	want := rego.Revision()
+	if d, err := rego.Digest(os.DirFS(".")); err != nil || d != want {
+		t.Fatalf("digest of the directory %q, %v; of the embedded bundle %q", d, err, want)
+	}
+	if *update {
+		if err := os.WriteFile(rego.RevisionFile, []byte(`{"revision": "`+want+`"}`+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := os.ReadFile(rego.RevisionFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rf struct {
+		Revision string `json:"revision"`
+	}
+	if err := json.Unmarshal(raw, &rf); err != nil || rf.Revision != want {
+		t.Fatalf("%s says %q (%v); the policies' revision is %s: a policy or data file changed, so run\n\tgo test ./rego -run TestRevisionFile -update", rego.RevisionFile, rf.Revision, err, want)
 	}
 }

@@ -183,6 +183,19 @@ func TestE2EOrganisationBundle(t *testing.T) {
 			}
 		}
 	}
+	// Bundles that verify but policies that do not load with them: the pull
+	// says so and exits 1.
+	writeFile(t, root, ".des/policies/broken.rego", "package des.gates.tool_use\n\ndeny contains x if {\n")
+	if r := sub("bundle", "pull"); r.code != 1 || !strings.Contains(r.stderr, "do not load") || !strings.Contains(r.stderr, "broken.rego") {
+		t.Errorf("pull with policies that do not load: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	os.Remove(filepath.Join(root, ".des/policies/broken.rego"))
+
+	// With an OPA server deciding, the kept bundle is said not to decide.
+	r = runSub(t, root, "", append([]string{"CLAUDE_PROJECT_DIR=" + root, "DES_OPA_URL=http://127.0.0.1:1"}, env...), "status")
+	if !strings.Contains(r.stdout, "decisions: http://127.0.0.1:1") || !strings.Contains(r.stdout, "kept, not deciding: decisions on opa_url") {
+		t.Errorf("status with opa_url:\n%s%s", r.stdout, r.stderr)
+	}
 	r = sub("version", "--json")
 	var ver struct {
 		DecisionPoint string `json:"decision_point"`

@@ -18,8 +18,11 @@ bundle_jwks before it replaces the kept copy. A bundle refused (unsigned, signed
 another key, changed after signing, too large, not a bundle, or claiming roots
 des owns) leaves the kept copy in use. Prints each bundle: URL, revision, and
 "updated", "not modified" or the error. --json prints the same as a JSON object.
-Exit 0 when every bundle is current, 1 when one could not be fetched or was
-refused, 2 when the command could not run (bad settings, an unreadable key).`
+Then it loads the project's policies with the bundles kept, as the hook will.
+Exit 0 when every bundle is current and the policies load, 1 when one could not
+be fetched or was refused, or the policies do not load with them (overlapping
+roots, a team data file that disagrees with a bundle's), 2 when the command
+could not run (bad settings, an unreadable key).`
 
 func runBundle(ctx context.Context, e env, args []string) int {
 	if len(args) == 0 || args[0] != "pull" {
@@ -52,13 +55,25 @@ func runBundle(ctx context.Context, e env, args []string) int {
 			code = exitFail
 		}
 	}
+	// Every bundle may verify and the policies still not load together (two
+	// bundles' roots overlap, a team data file disagrees with a bundle's):
+	// then every decision des is in charge of is DES-INTERNAL, so the pull
+	// says so now.
+	var loadErr string
+	if len(res) > 0 {
+		if _, err := des.New(ctx, des.WithRoot(root), des.WithEnv(e.lookupEnv)); err != nil {
+			loadErr = err.Error()
+			code = exitFail
+		}
+	}
 	if *asJSON {
 		if res == nil {
 			res = []des.BundlePull{}
 		}
 		if c := writeJSON(e, "bundle pull", struct {
-			Bundles []des.BundlePull `json:"bundles"`
-		}{res}); c != exitOK {
+			Bundles   []des.BundlePull `json:"bundles"`
+			LoadError string           `json:"load_error,omitempty"`
+		}{res, loadErr}); c != exitOK {
 			return c
 		}
 		return code
@@ -76,6 +91,9 @@ func runBundle(ctx context.Context, e env, args []string) int {
 			}
 		}
 		fmt.Fprintf(e.stdout, "%s  revision %s  %s\n", r.URL, orNone(r.Revision), what)
+	}
+	if loadErr != "" {
+		fmt.Fprintf(e.stderr, "des-hook bundle pull: the policies do not load with the bundles kept, so des decides nothing it is in charge of (DES-INTERNAL): %s\n", loadErr)
 	}
 	return code
 }
@@ -120,6 +138,10 @@ func printPolicyStatus(w io.Writer, ps policyStatus) error {
 		switch {
 		case b.Problem != "":
 			state = "NOT IN USE: " + strings.Join(strings.Fields(b.Problem), " ")
+		case ps.DecisionPoint != des.Embedded:
+			// The server's policies decide; the kept bundle lends des's
+			// Go side its data tables only.
+			state = "kept, not deciding: decisions on opa_url"
 		case b.Stale:
 			state = "active, due for refresh"
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/internal/gitexec"
 	"github.com/deterministic-exec/des/internal/statedir"
+	builtin "github.com/deterministic-exec/des/rego"
 	"github.com/open-policy-agent/opa/v1/version"
 )
 
@@ -421,7 +422,8 @@ func gitTopLevel(ctx context.Context) (string, bool) {
 }
 
 func runVersion(ctx context.Context, e env, args []string) int {
-	fs := newFlagSet(e, "version", "[--json]", "Prints the versions of des, Go and OPA this binary was built with, where the\n"+
+	fs := newFlagSet(e, "version", "[--json]", "Prints the versions of des, Go and OPA this binary was built with, the revision\n"+
+		"of its built-in policies (an OPA server deciding for it must run the same), where the\n"+
 		"project's decisions are made (\"embedded\", or the opa_url) and the organisation's\n"+
 		"bundles in use (URL, revision, when fetched, the key that verified it).")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -450,15 +452,18 @@ func runVersion(ctx context.Context, e env, args []string) int {
 			Des string `json:"des"`
 			Go  string `json:"go"`
 			OPA string `json:"opa"`
+			// Policies is the revision of the built-in policies: an OPA
+			// server deciding for this des must run the same (opa_url).
+			Policies string `json:"policies"`
 			*policyStatus
 			SettingsError string `json:"settings_error,omitempty"`
-		}{Des: desVersion, Go: goVersion, OPA: version.Version, policyStatus: ps}
+		}{Des: desVersion, Go: goVersion, OPA: version.Version, Policies: builtin.Revision(), policyStatus: ps}
 		if cfgErr != nil {
 			v.SettingsError = cfgErr.Error()
 		}
 		return writeJSON(e, "version", v)
 	}
-	fmt.Fprintf(e.stdout, "des %s\ngo %s\nopa %s\n", desVersion, goVersion, version.Version)
+	fmt.Fprintf(e.stdout, "des %s\ngo %s\nopa %s\npolicies %s\n", desVersion, goVersion, version.Version, builtin.Revision())
 	if cfgErr != nil {
 		// The versions stand; where decisions are made depends on settings
 		// that do not load.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	builtin "github.com/deterministic-exec/des/rego"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,8 +181,8 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("code %d, stderr %q", res.code, res.stderr)
 	}
 	lines := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
-	if len(lines) != 5 || lines[3] != "decisions: embedded" || lines[4] != "bundles: none" {
-		t.Fatalf("version output %q, want the versions, then decisions: embedded and bundles: none", res.stdout)
+	if len(lines) != 6 || lines[3] != "policies "+builtin.Revision() || lines[4] != "decisions: embedded" || lines[5] != "bundles: none" {
+		t.Fatalf("version output %q, want the versions, the built-in policies' revision, then decisions: embedded and bundles: none", res.stdout)
 	}
 	if !strings.HasPrefix(lines[0], "des ") || len(lines[0]) <= len("des ") {
 		t.Errorf("des line %q", lines[0])

@@ -159,3 +159,39 @@ func BenchmarkProcessDecisionLog(b *testing.B) {
 		b.Error("decision_log on logged nothing")
 	}
 }
+
+// The warm decision server pushes a project's decision logs by itself, in
+// the background, at most once per delay (DES_SERVER_LOG_PUSH_SECONDS), with
+// the token of the request's environment.
+func TestE2EDecisionLogPushedByServer(t *testing.T) {
+	if testDecisionServer == "off" {
+		t.Skip("DES_TEST_DECISION_SERVER=off: the decision server is not used")
+	}
+	c := &logCollector{t: t}
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	root := t.TempDir()
+	writeFile(t, root, ".des/config.json", `{"decision_log": "on", "decision_log_url": "`+srv.URL+`/logs", "decision_log_token_env": "DES_ORG_LOG_TOKEN"}`)
+	env := []string{"DES_ORG_LOG_TOKEN=org-token", "DES_SERVER_LOG_PUSH_SECONDS=1"}
+	received := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.events)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; received() == 0; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d hook events, the collector received nothing", i)
+		}
+		if reason := denyReason(t, runHookProcess(t, root, env, writeEvent(root, "Edit", ".des/config.json"))); !strings.Contains(reason, "DES-PROTECTED-PATH") {
+			t.Fatalf("reason %q", reason)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	c.mu.Lock()
+	ev := c.events[0]
+	c.mu.Unlock()
+	if ev.Path != "des/gates/tool_use" || ev.Labels["app"] != "des" {
+		t.Errorf("pushed event %+v", ev)
+	}
+}

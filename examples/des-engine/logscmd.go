@@ -51,16 +51,12 @@ func runLogs(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stderr, "des-hook logs push: no collector to push to: set decision_log_url in %s (or DES_DECISION_LOG_URL) to the URL of a collector of OPA decision logs\n", filepath.Join(root, des.ConfigFile))
 		return exitUsage
 	}
-	token, _ := e.lookupEnv(cfg.DecisionLogTokenEnv)
+	if v, _ := e.lookupEnv(cfg.DecisionLogTokenEnv); v == "" {
+		fmt.Fprintf(e.stderr, "des-hook logs push: $%s (setting decision_log_token_env) is not set: pushing without a bearer token\n", cfg.DecisionLogTokenEnv)
+	}
 	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
 	defer cancel()
-	p := decisionlog.Pusher{
-		Dir:    filepath.Join(root, des.DecisionsDir),
-		URL:    cfg.DecisionLogURL,
-		Token:  token,
-		Client: &http.Client{Timeout: 30 * time.Second},
-	}
-	res, err := p.Push(ctx)
+	res, err := logPusher(root, cfg, e.lookupEnv).Push(ctx)
 	if res.Skipped > 0 {
 		fmt.Fprintf(e.stderr, "des-hook logs push: skipped %d line(s) that were not whole events (a write cut short)\n", res.Skipped)
 	}
@@ -83,4 +79,16 @@ func runLogs(ctx context.Context, e env, args []string) int {
 	}
 	fmt.Fprintf(e.stdout, "pushed %d decision(s) in %d upload(s) to %s\n", res.Events, res.Chunks, cfg.DecisionLogURL)
 	return exitOK
+}
+
+// logPusher is the pusher of a project's decision logs to its collector,
+// for `des-hook logs push` and the warm server's background push.
+func logPusher(root string, cfg des.Config, lookupEnv func(string) (string, bool)) decisionlog.Pusher {
+	token, _ := lookupEnv(cfg.DecisionLogTokenEnv)
+	return decisionlog.Pusher{
+		Dir:    filepath.Join(root, des.DecisionsDir),
+		URL:    cfg.DecisionLogURL,
+		Token:  token,
+		Client: &http.Client{Timeout: 30 * time.Second},
+	}
 }

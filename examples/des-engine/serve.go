@@ -84,7 +84,7 @@ func runServe(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	logger.Info("des-hook serve: listening", "socket", channel.SocketPath(dir, key), "pid", os.Getpid(), "idle", *idle)
-	err = server.Serve(ctx, ln, serveHandler(engineOptions(), logger, newBundleRefresher(ctx, logger)), server.Options{IdleTimeout: *idle, Executable: exe, Logger: logger})
+	err = server.Serve(ctx, ln, serveHandler(engineOptions(), logger, newBundleRefresher(ctx, logger), newLogPusherBG(ctx, logger)), server.Options{IdleTimeout: *idle, Executable: exe, Logger: logger})
 	switch {
 	case errors.Is(err, server.ErrIdle), errors.Is(err, server.ErrExecutableChanged), errors.Is(err, context.Canceled):
 		logger.Info("des-hook serve: stopped", "why", err)
@@ -114,8 +114,9 @@ func idleDefault(lookupEnv func(string) (string, bool)) time.Duration {
 // client execs the companion for them.
 //
 // After each request, the organisation's bundles of the request's project
-// are refreshed in the background when they are due (refresh may be nil).
-func serveHandler(extra func() []des.Option, logger *slog.Logger, refresh *bundleRefresher) server.Handler {
+// are refreshed in the background when they are due, and its decision logs
+// pushed to its collector (refresh and push may be nil).
+func serveHandler(extra func() []des.Option, logger *slog.Logger, refresh *bundleRefresher, push *logPusherBG) server.Handler {
 	pid := os.Getpid()
 	return func(ctx context.Context, req *channel.Request) *channel.Reply {
 		if len(req.Args) != 0 {
@@ -142,6 +143,7 @@ func serveHandler(extra func() []des.Option, logger *slog.Logger, refresh *bundl
 		runHookIn(ctx, bytes.NewReader(req.Stdin), &stdout, &stderr, req.LookupEnv, defaultRoutes(),
 			hookPlace{cwd: req.Cwd, newEngine: newEngine, debug: []any{"decision_server_pid", pid}})
 		refresh.check(req.Root, req.LookupEnv)
+		push.check(req.Root, req.LookupEnv)
 		return &channel.Reply{Exit: 0, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	}
 }

@@ -55,7 +55,7 @@ func TestDecisionIDIsUUIDv4(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !uuidForm.MatchString(id) || seen[id] {
+		if !isUUIDv4(id) || seen[id] {
 			t.Fatalf("id %q: not a fresh UUIDv4", id)
 		}
 		seen[id] = true
@@ -305,7 +305,7 @@ func TestInstallationIDIsStable(t *testing.T) {
 	}
 	wg.Wait()
 	for _, id := range ids {
-		if id != ids[0] || !uuidForm.MatchString(id) {
+		if id != ids[0] || !isUUIDv4(id) {
 			t.Fatalf("ids %v: not one UUID", ids)
 		}
 	}
@@ -336,5 +336,22 @@ func TestDocumentIsACopy(t *testing.T) {
 	got, _ := json.Marshal(ev.Input)
 	if string(got) != `{"call":{},"f":{},"list":["b"],"n":3,"tags":[]}` {
 		t.Errorf("masked copy %s", got)
+	}
+}
+
+func TestIsUUIDv4(t *testing.T) {
+	for s, want := range map[string]bool{
+		"0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d":  true,
+		"0b5e7c1a-3f2d-5a8b-9c1d-2e3f4a5b6c7d":  false, // version 5
+		"0b5e7c1a-3f2d-4a8b-7c1d-2e3f4a5b6c7d":  false, // variant
+		"0B5E7C1A-3F2D-4A8B-9C1D-2E3F4A5B6C7D":  false, // upper case
+		"0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7":   false,
+		"0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7dd": false,
+		"0b5e7c1a33f2d-4a8b-9c1d-2e3f4a5b6c7d":  false,
+		"0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7g":  false,
+	} {
+		if got := isUUIDv4(s); got != want {
+			t.Errorf("isUUIDv4(%q) = %v, want %v", s, got, want)
+		}
 	}
 }

@@ -6,11 +6,28 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 )
 
-var uuidForm = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+// isUUIDv4 reports whether s is a version-4 UUID in its lower-case text
+// form (8-4-4-4-12 hex digits), as NewDecisionID writes them. Checked by
+// hand: a regexp compiled at init would cost every hook process.
+func isUUIDv4(s string) bool {
+	if len(s) != 36 || s[14] != '4' || !strings.ContainsRune("89ab", rune(s[19])) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case !('0' <= c && c <= '9' || 'a' <= c && c <= 'f'):
+			return false
+		}
+	}
+	return true
+}
 
 // InstallationID returns the id kept in file, creating it (a random UUID)
 // the first time: the labels.id of every event from this installation, as
@@ -56,7 +73,7 @@ func readID(file string) (string, error) {
 		return "", err
 	}
 	id := strings.TrimSpace(string(raw))
-	if !uuidForm.MatchString(id) {
+	if !isUUIDv4(id) {
 		return "", fmt.Errorf("installation id %s: %q is not a UUID; delete the file and des writes a new one", file, id)
 	}
 	return id, nil

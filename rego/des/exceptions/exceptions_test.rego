@@ -11,7 +11,7 @@ test_exception_for_an_unwaivable_code_is_refused if {
 	count(r) == 1
 	some v in r
 	v.code == "DES-EXCEPTION-REFUSED"
-	v.waived_code == "DES-COMMIT-GAP"
+	v.refused_exception == "DES-COMMIT-GAP"
 	v.unwaivable == true
 	contains(v.msg, "des.gates.pre_commit")
 	contains(v.recovery[0], `exception contains "DES-COMMIT-GAP"`)

@@ -6,6 +6,13 @@
 # reference costs microseconds even when it finds nothing.
 package des.gates.document_write
 
+# METADATA
+# title: The revision of des's built-in policies
+# description: |
+#   Read by des when an OPA server decides (setting opa_url): the server must
+#   run the policies of the des release that gathered the facts.
+builtin_revision := data.des.builtin.revision
+
 # An exception for a code the organisation made unwaivable (des.exceptions).
 # Read through data so a gate without exception rules still compiles;
 # DES-EXCEPTION-REFUSED itself is waived by no exception (it is denied).

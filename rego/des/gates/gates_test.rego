@@ -141,3 +141,14 @@ test_pre_commit_invalid_json_is_a_schema_error_only if {
 	inp := {"step": {"path": "s.json", "problem": "invalid_json", "error": "unexpected end of JSON input"}, "gate2": []}
 	codes(gates.pre_commit.deny) == {"DES-STEPFILE-SCHEMA"} with input as inp
 }
+
+# Every gate reports the built-in policies' revision (des checks it on an OPA server).
+test_every_gate_reports_the_builtin_revision if {
+	rev := data.des.builtin.revision
+	count(rev) == 64
+	data.des.gates.pre_invocation.builtin_revision == rev
+	data.des.gates.subagent_stop.builtin_revision == rev
+	data.des.gates.pre_commit.builtin_revision == rev
+	data.des.gates.document_write.builtin_revision == rev
+	data.des.gates.tool_use.builtin_revision == rev
+}

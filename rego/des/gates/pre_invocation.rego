@@ -9,6 +9,13 @@
 # adds files to this package, and OPA allows one package annotation per package.
 package des.gates.pre_invocation
 
+# METADATA
+# title: The revision of des's built-in policies
+# description: |
+#   Read by des when an OPA server decides (setting opa_url): the server must
+#   run the policies of the des release that gathered the facts.
+builtin_revision := data.des.builtin.revision
+
 # An exception for a code the organisation made unwaivable (des.exceptions).
 # Read through data so a gate without exception rules still compiles;
 # DES-EXCEPTION-REFUSED itself is waived by no exception (it is denied).

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/internal/decisionlog"
+)
+
+// logPushDelay is how often the warm server pushes a project's decision
+// logs: OPA's own decision-log plugin uploads at most this often by default
+// (max_delay_seconds 600 is its ceiling; 5 minutes keeps a fleet view fresh
+// without an upload per event).
+const logPushDelay = 5 * time.Minute
+
+// logPushEnv, in a request's environment, sets that delay in seconds
+// (a positive whole number), for a project that wants its fleet view
+// fresher, or a test.
+const logPushEnv = "DES_SERVER_LOG_PUSH_SECONDS"
+
+// logPushDelayFrom is logPushEnv when valid, else logPushDelay.
+func logPushDelayFrom(lookupEnv func(string) (string, bool)) time.Duration {
+	if raw, ok := lookupEnv(logPushEnv); ok {
+		if n, err := strconv.Atoi(strings.TrimSpace(raw)); err == nil && n > 0 {
+			return time.Duration(n) * time.Second
+		}
+	}
+	return logPushDelay
+}
+
+// logPusherBG pushes the decision logs of the projects the warm server
+// decides for, when decision_log is on and decision_log_url set: after a
+// request, in a goroutine of its own, at most once every logPushDelay per
+// project, never on a request's path. A push that fails leaves the rest
+// for the next (the push state remembers what the collector accepted), and
+// `des-hook logs push` pushes at any time.
+type logPusherBG struct {
+	ctx    context.Context
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	running map[string]bool
+	last    map[string]time.Time // root → when its last push started
+}
+
+func newLogPusherBG(ctx context.Context, logger *slog.Logger) *logPusherBG {
+	return &logPusherBG{ctx: ctx, logger: logger, running: map[string]bool{}, last: map[string]time.Time{}}
+}
+
+func (p *logPusherBG) check(root string, lookupEnv func(string) (string, bool)) {
+	if p == nil || root == "" {
+		return
+	}
+	cfg, err := des.LoadConfig(root, lookupEnv)
+	if err != nil || cfg.DecisionLog != des.DecisionLogOn || cfg.DecisionLogURL == "" {
+		return
+	}
+	p.mu.Lock()
+	if p.running[root] || time.Since(p.last[root]) < logPushDelayFrom(lookupEnv) {
+		p.mu.Unlock()
+		return
+	}
+	p.running[root], p.last[root] = true, time.Now()
+	p.mu.Unlock()
+	go func() {
+		defer func() {
+			p.mu.Lock()
+			delete(p.running, root)
+			p.mu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(p.ctx, pushTimeout)
+		defer cancel()
+		res, err := logPusher(root, cfg, lookupEnv).Push(ctx)
+		var ce *decisionlog.CollectorError
+		switch {
+		case errors.As(err, &ce):
+			p.logger.Warn("des-hook serve: decision log push", "root", root, "url", cfg.DecisionLogURL, "pushed", res.Events, "pending", res.Pending, "err", err)
+		case err != nil:
+			p.logger.Warn("des-hook serve: decision log push", "root", root, "err", err)
+		case res.Events > 0:
+			p.logger.Info("des-hook serve: decision log push", "root", root, "url", cfg.DecisionLogURL, "pushed", res.Events, "uploads", res.Chunks)
+		}
+	}()
+}
