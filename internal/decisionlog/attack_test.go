@@ -33,3 +33,26 @@ func TestAttackPushRedirectIsNoAcceptance(t *testing.T) {
 		t.Errorf("push to the collector itself: %+v, %v, collector has %d of %d", res, err, len(c.events()), len(ids))
 	}
 }
+
+// Whoever runs `des-hook logs push` with their own DES_DECISION_LOG_URL
+// (an agent's shell: the decision logs are not in the sandbox's denyWrite,
+// since a sandboxed git commit appends to them) posted the events to any
+// URL answering 2xx, and the push state then counted them as accepted: the
+// organisation's collector never received them. What a collector accepted
+// is recorded per collector URL.
+func TestAttackPushToDecoyKeepsEventsForCollector(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "decisions")
+	ids := fillLog(t, dir, 7, 10)
+	decoy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer decoy.Close()
+	if res, err := (Pusher{Dir: dir, URL: decoy.URL + "/anything"}).Push(t.Context()); err != nil || res.Events != len(ids) {
+		t.Fatalf("push to the decoy: %+v, %v", res, err)
+	}
+	c := &collector{t: t}
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	res, err := Pusher{Dir: dir, URL: srv.URL + "/logs"}.Push(t.Context())
+	if err != nil || res.Events != len(ids) || len(c.events()) != len(ids) {
+		t.Errorf("push to the collector after a decoy: %+v, %v; the collector has %d of %d events", res, err, len(c.events()), len(ids))
+	}
+}
