@@ -138,13 +138,15 @@ func DefaultConfig() Config {
 		DecisionLog:           DecisionLogOff,
 		DecisionLogTokenEnv:   "DES_DECISION_LOG_TOKEN",
 		// The inputs that carry prompt text (a subagent's prompt and
-		// description, a skill's arguments, a subagent's answer) and file
-		// contents (the step file, the task graph as written and on disk).
-		// The statuses, paths and schema errors des derives from them stay,
-		// so a logged decision can still be understood.
+		// description, a skill's arguments, a subagent's answer), file
+		// contents (the step file, the task graph as written and on disk)
+		// and a Bash command (whatever the agent typed: secrets in
+		// variables, file contents in heredocs). The statuses, paths,
+		// schema errors and commit facts des derives from them stay, so a
+		// logged decision can still be understood.
 		DecisionLogMask: []string{
 			"/input/call/prompt", "/input/call/description", "/input/call/args", "/input/response/text",
-			"/input/step/document", "/input/task_graph/document", "/input/task_graph/disk",
+			"/input/step/document", "/input/task_graph/document", "/input/task_graph/disk", "/input/command",
 		},
 		DecisionLogMaxBytes: 64 << 20,
 	}
@@ -309,10 +311,14 @@ var settings = []setting{
 			return nil
 		},
 		check: func(c *Config) (string, error) {
-			text := fmt.Sprintf("%q", c.BundleURLs)
-			for _, u := range c.BundleURLs {
+			shown := make([]string, len(c.BundleURLs))
+			for i, u := range c.BundleURLs {
+				shown[i] = redactURL(u)
+			}
+			text := fmt.Sprintf("%q", shown)
+			for i, u := range c.BundleURLs {
 				if err := checkURL(u); err != nil {
-					return text, fmt.Errorf("%q: %w", u, err)
+					return text, fmt.Errorf("%q: %w", shown[i], err)
 				}
 			}
 			if len(c.BundleURLs) > 0 && c.BundlePublicKey == "" && c.BundleJWKS == "" {
@@ -376,9 +382,21 @@ func urlSetting(key, env string, field func(*Config) *string) setting {
 			if v == "" {
 				return `""`, nil
 			}
-			return strconv.Quote(v), checkURL(v)
+			return strconv.Quote(redactURL(v)), checkURL(v)
 		},
 	}
+}
+
+// redactURL is v with its credentials, if any, replaced by "xxxxx" (a
+// token is often the user name alone): what an error quoting a refused URL
+// shows.
+func redactURL(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || u.User == nil {
+		return v
+	}
+	u.User = url.User("xxxxx")
+	return u.String()
 }
 
 func checkURL(v string) error {

@@ -2,6 +2,8 @@ package des
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +22,8 @@ import (
 
 // BundleDir is where the organisation's bundles (setting bundle_urls) are
 // kept, relative to the project root: one directory per URL, holding
-// bundle.tar.gz and meta.json, and jwks.json when bundle_jwks is a URL.
+// bundle.tar.gz and meta.json, and jwks-<hash of the URL>.json when
+// bundle_jwks is a URL.
 const BundleDir = ".des/bundles"
 
 // bundleFetchTimeout bounds one pull of one bundle (or of the JWKS).
@@ -121,12 +124,12 @@ func bundleKeys(ctx context.Context, root string, cfg Config, lookupEnv func(str
 	case isURL(src) && fetch:
 		if data, err = fetchJWKS(ctx, client, src); err == nil {
 			if _, err = bundlestore.KeysFromJWKS(data, src); err == nil {
-				err = writeKept(filepath.Join(root, BundleDir, "jwks.json"), data)
+				err = writeKept(keptJWKS(root, src), data)
 			}
 		}
 	case isURL(src):
 		// The hook never waits on the network: the JWKS the last pull kept.
-		data, err = fileio.ReadBounded(filepath.Join(root, BundleDir, "jwks.json"), 1<<20)
+		data, err = fileio.ReadBounded(keptJWKS(root, src), 1<<20)
 		if err != nil {
 			err = fmt.Errorf("the copy of the JWKS kept by `des-hook bundle pull`: %w", err)
 		}
@@ -143,12 +146,22 @@ func bundleKeys(ctx context.Context, root string, cfg Config, lookupEnv func(str
 	return k, nil
 }
 
-// bundleKeyFiles are the key files of bundle_public_key and bundle_jwks:
-// protected like the policies, since whoever replaces the key decides which
-// bundles verify.
+// keptJWKS is where a pull keeps the JWKS of the bundle_jwks URL url: a
+// file per URL, so that a pull under other settings (another bundle_jwks,
+// from the environment of whoever runs it) never replaces the keys this
+// project's settings trust.
+func keptJWKS(root, url string) string {
+	sum := sha256.Sum256([]byte(url))
+	return filepath.Join(root, BundleDir, "jwks-"+hex.EncodeToString(sum[:4])+".json")
+}
+
+// bundleKeyFiles are the key files of bundle_public_key and bundle_jwks,
+// and the CA certificates of opa_ca_file: protected like the policies,
+// since whoever replaces the key decides which bundles verify, and whoever
+// adds a CA which server may answer for opa_url.
 func bundleKeyFiles(cfg Config) []string {
 	var out []string
-	for _, f := range []string{cfg.BundlePublicKey, cfg.BundleJWKS} {
+	for _, f := range []string{cfg.BundlePublicKey, cfg.BundleJWKS, cfg.OPACAFile} {
 		if f != "" && !isURL(f) {
 			out = append(out, f)
 		}
@@ -156,6 +169,8 @@ func bundleKeyFiles(cfg Config) []string {
 	return out
 }
 
+// isURL says whether bundle_jwks names a URL; the settings refuse http://
+// for it, so a URL is fetched over https only.
 func isURL(s string) bool { return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") }
 
 func writeKept(p string, data []byte) error {
@@ -175,6 +190,10 @@ func fetchJWKS(ctx context.Context, client *http.Client, url string) ([]byte, er
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.Request.URL.Scheme != "https" {
+		// Redirected to http://: keys anyone on the way could have replaced.
+		return nil, fmt.Errorf("GET %s: redirected to %s, not https://", url, resp.Request.URL.Redacted())
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}

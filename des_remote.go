@@ -81,6 +81,16 @@ func (e *Engine) decide(ctx context.Context, g policy.Gate, input any) (policy.D
 		if err != nil {
 			return policy.Decision{}, err
 		}
+		// In process the settings are data.des.config alone: a gate input
+		// that carried input.des_config (built from a document an agent
+		// wrote, say) would lay the agent's settings over the project's.
+		if in, ok := input.(map[string]any); ok {
+			if _, has := in[settingsKey]; has {
+				in = maps.Clone(in)
+				delete(in, settingsKey)
+				input = in
+			}
+		}
 		return pe.Eval(ctx, g, input, policy.At(e.now()))
 	}
 	in, ok := input.(map[string]any)
@@ -128,6 +138,8 @@ func remoteFailure(cfg Config, err error) error {
 		fix = fmt.Sprintf("check the OPA server's load and network, or raise opa_timeout_ms (DES_OPA_TIMEOUT_MS, now %d) and, for subagent calls, validation_timeout_ms (now %d)", cfg.OPATimeoutMS, cfg.ValidationTimeoutMS)
 	case errors.As(err, &re) && (re.Status == http.StatusUnauthorized || re.Status == http.StatusForbidden):
 		fix = fmt.Sprintf("put a token the server accepts in $%s (the variable opa_token_env names)", cfg.OPATokenEnv)
+	case errors.As(err, &re) && re.Status/100 == 3:
+		fix = "set opa_url (DES_OPA_URL) to the OPA server's own URL, where it redirects: des does not follow redirects"
 	case errors.As(err, &re) && re.Status != 0:
 		fix = "fix the error the OPA server names (its log has more)"
 	}

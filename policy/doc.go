@@ -48,7 +48,9 @@
 // changes a built-in table without copying it. Those files must agree: two
 // that set the same value differently are an [Error] in the second file
 // naming the first, as are data files setting what [WithData] sets, which
-// comes last.
+// comes last. As in OPA, no rule may sit at or below a path the data sets
+// (it would hide the data: a team rule could empty a list an organisation
+// publishes); New fails naming the rule.
 //
 // # Determinism
 //

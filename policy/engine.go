@@ -272,11 +272,21 @@ func (e *Engine) compileAll() (*compiled, error) {
 }
 
 func (e *Engine) compile(mods map[string]*ast.Module) (*compiled, error) {
+	ctx := context.Background()
+	txn, err := e.store.NewTransaction(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("compile policies: %w", err)
+	}
+	defer e.store.Abort(ctx, txn)
+	// A rule at a path a data file sets would hide the data, as OPA
+	// refuses too: a team rule `unwaivable := []` in des.exceptions
+	// would undo the organisation's list.
 	c := ast.NewCompiler().
 		WithStrict(true).
 		WithCapabilities(e.caps).
 		WithEnablePrintStatements(false).
-		WithUseTypeCheckAnnotations(true)
+		WithUseTypeCheckAnnotations(true).
+		WithPathConflictsCheck(storage.NonEmpty(ctx, e.store, txn))
 	if c.Compile(mods); c.Failed() {
 		return nil, fmt.Errorf("compile policies: %w", toErrors(c.Errors))
 	}

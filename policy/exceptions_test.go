@@ -68,3 +68,23 @@ exception contains "DES-EXCEPTION-REFUSED"
 		t.Errorf("a team file emptying the organisation's list: err %v, want a conflict naming unwaivable", err)
 	}
 }
+
+// A rule at a path a data file sets would hide the data: a team rule
+// `unwaivable := []` would undo the organisation's list. OPA refuses a rule
+// there when it loads policies beside data, and so does the engine.
+func TestRuleShadowingDataRefused(t *testing.T) {
+	org := t.TempDir()
+	teamData(t, org, "des/exceptions/data.json", `{"unwaivable": ["DES-SECTION-MISSING"]}`)
+	for _, src := range []string{
+		"package des.exceptions\n\nunwaivable := []\n",
+		"package des.exceptions.unwaivable\n\nx := 1\n",
+		"package des\n\nconfig := {}\n",
+	} {
+		team := t.TempDir()
+		write(t, team+"/shadow.rego", src)
+		_, err := policy.New(t.Context(), policy.WithDirs(org, team), policy.WithData("des.config", map[string]any{"policy_dirs": []any{}}))
+		if err == nil || !strings.Contains(err.Error(), "conflicting rule for data path") || !strings.Contains(err.Error(), "shadow.rego:3") {
+			t.Errorf("%q: %v, want a conflict naming shadow.rego:3", src, err)
+		}
+	}
+}

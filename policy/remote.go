@@ -135,7 +135,7 @@ func WithCatalogue(e *Engine) RemoteOption {
 // is ignored. Anything short of a decision is a *[RemoteError].
 type Remote struct {
 	base     string
-	client   *http.Client
+	client   *http.Client // WithHTTPClient's, redirects not followed
 	token    func(context.Context) (string, error)
 	timeout  time.Duration
 	logger   *slog.Logger
@@ -169,9 +169,14 @@ func NewRemote(baseURL string, opts ...RemoteOption) (*Remote, error) {
 		}
 		o.client = &http.Client{Transport: tr}
 	}
+	// Redirects are answered, not followed: followed, a 301 or 302 turns
+	// the POST into a GET without the input, which OPA answers with the
+	// gate evaluated on no input: no deny, an allow.
+	noRedirect := *o.client
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &Remote{
 		base:     strings.TrimRight(u.String(), "/"),
-		client:   o.client,
+		client:   &noRedirect,
 		token:    o.token,
 		timeout:  o.timeout,
 		logger:   o.logger,
@@ -254,6 +259,13 @@ func (r *Remote) Eval(ctx context.Context, g Gate, input any, _ ...EvalOption) (
 		return fail(fmt.Errorf("answer over %d bytes", maxResponse))
 	}
 	r.logger.Debug("policy: remote decision", "gate", g, "url", endpoint, "status", resp.StatusCode, "duration", time.Since(start))
+	if resp.StatusCode/100 == 3 {
+		where := "elsewhere"
+		if loc, err := resp.Location(); err == nil {
+			where = "to " + loc.Redacted()
+		}
+		return Decision{}, &RemoteError{URL: endpoint, Gate: g, Status: resp.StatusCode, Message: "the server redirects " + where + "; set the OPA server's own URL"}
+	}
 	if resp.StatusCode != http.StatusOK {
 		re := &RemoteError{URL: endpoint, Gate: g, Status: resp.StatusCode}
 		var oe struct {

@@ -225,6 +225,15 @@ func protectedPaths(cfg des.Config, stateDir, witnessDir string, binaries ...str
 	// server, neither sandboxed; the decision logs, like the audit trail,
 	// by the pre-commit hook a sandboxed git commit runs.
 	p.denyWrite = append(p.denyWrite, settingsPath(des.BundleDir))
+	// The keys of bundle_public_key and bundle_jwks decide which
+	// organisation bundles verify; opa_ca_file which server answers for
+	// opa_url.
+	for _, k := range []string{cfg.BundlePublicKey, cfg.BundleJWKS, cfg.OPACAFile} {
+		if k != "" && !strings.HasPrefix(k, "https://") && !strings.HasPrefix(k, "http://") {
+			p.denyEdit = append(p.denyEdit, settingsPath(k))
+			p.denyWrite = append(p.denyWrite, settingsPath(k))
+		}
+	}
 	// The phase requirement files decide what the phase gates require.
 	for _, f := range cfg.PhaseRequirementsFiles {
 		p.denyEdit = append(p.denyEdit, settingsPath(f))

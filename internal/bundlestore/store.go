@@ -8,7 +8,9 @@
 package bundlestore
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -35,8 +37,8 @@ import (
 	"github.com/deterministic-exec/des/internal/fileio"
 )
 
-// DefaultMaxBytes bounds a bundle as downloaded and each file in it once
-// unpacked. Policies and their tables are kilobytes; a bundle this large
+// DefaultMaxBytes bounds a bundle as downloaded and once unpacked (all its
+// files together). Policies and their tables are kilobytes; a bundle this large
 // is a mistake or an attack.
 const DefaultMaxBytes = 16 << 20
 
@@ -386,6 +388,9 @@ func (s *Store) verify(raw []byte) (verified, error) {
 	if len(raw) < 2 || raw[0] != 0x1f || raw[1] != 0x8b {
 		return verified{}, errors.New("not a bundle: not gzip data (a bundle is the .tar.gz `opa build` writes)")
 	}
+	if err := checkUnpacked(raw, s.o.MaxBytes); err != nil {
+		return verified{}, err
+	}
 	b, err := bundle.NewReader(bytes.NewReader(raw)).
 		WithBundleVerificationConfig(s.o.Keys.vc).
 		WithSizeLimitBytes(s.o.MaxBytes).
@@ -422,6 +427,37 @@ func (s *Store) verify(raw []byte) (verified, error) {
 		revision: b.Manifest.Revision, roots: roots, key: s.o.Keys.which(b.Signatures.Signatures[0]),
 		sha: hex.EncodeToString(sum[:]), fsys: files,
 	}, nil
+}
+
+// MaxFiles bounds the entries of a bundle's archive.
+const MaxFiles = 10000
+
+// checkUnpacked bounds what the archive unpacks to, in total and in
+// entries, reading it as a stream: OPA's reader holds every file in memory
+// before it checks the signature, bounding each file alone, so a few MiB of
+// gzip from anyone on the way could unpack to gigabytes.
+func checkUnpacked(raw []byte, maxBytes int64) error {
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("not a valid signed bundle: %w", err)
+	}
+	tr := tar.NewReader(zr)
+	var total int64
+	for n := 1; ; n++ {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("not a valid signed bundle: %w", err)
+		}
+		if n > MaxFiles {
+			return fmt.Errorf("its archive holds more than %d entries", MaxFiles)
+		}
+		if total += max(h.Size, 0); total > maxBytes {
+			return fmt.Errorf("unpacked, larger than %d bytes: %w", maxBytes, fileio.ErrTooLarge)
+		}
+	}
 }
 
 // checkRoots refuses a bundle that declares no roots (OPA's default, every

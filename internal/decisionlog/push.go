@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,11 +24,9 @@ import (
 // upload_size_limit_bytes, which collectors of OPA decision logs accept.
 const ChunkBytes = 32 << 10
 
-// Files a push keeps beside the log.
-const (
-	pushStateFile = "push-state.json" // per file, the bytes the collector accepted
-	pushLockFile  = "push.lock"
-)
+// pushLockFile is the lock a push holds, beside the log and the
+// push-state-<hash of the collector URL>.json files (see stateFile).
+const pushLockFile = "push.lock"
 
 // Pusher posts the events of a log not yet accepted to a collector, as OPA's
 // decision-log plugin does: POST, Content-Type application/json,
@@ -92,7 +92,7 @@ func (p Pusher) Push(ctx context.Context) (PushResult, error) {
 		return res, fmt.Errorf("decision log push: %w", err)
 	}
 	defer lock.Unlock()
-	st, err := readState(p.Dir)
+	st, err := readState(p.Dir, p.URL)
 	if err != nil {
 		return res, err
 	}
@@ -133,7 +133,7 @@ func (p Pusher) Push(ctx context.Context) (PushResult, error) {
 					return res, err
 				}
 				st.Files[name] = w.ends[n-1]
-				if err := writeState(p.Dir, st); err != nil {
+				if err := writeState(p.Dir, p.URL, st); err != nil {
 					return res, err
 				}
 				res.Events += n
@@ -142,7 +142,7 @@ func (p Pusher) Push(ctx context.Context) (PushResult, error) {
 			}
 			if w.end > st.Files[name] { // lines that were not events, after the last one
 				st.Files[name] = w.end
-				if err := writeState(p.Dir, st); err != nil {
+				if err := writeState(p.Dir, p.URL, st); err != nil {
 					return res, err
 				}
 			}
@@ -293,26 +293,47 @@ func (p Pusher) post(ctx context.Context, body []byte) error {
 	if p.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+p.Token)
 	}
-	client := p.Client
-	if client == nil {
-		client = http.DefaultClient
+	client := http.DefaultClient
+	if p.Client != nil {
+		client = p.Client
 	}
-	resp, err := client.Do(req)
+	// A redirect is answered, not followed: followed, a POST becomes a GET
+	// (301, 302, 303) that any web server answers 200, and the events
+	// would count as accepted though no collector received them.
+	noRedirect := *client
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noRedirect.Do(req)
 	if err != nil {
 		return &CollectorError{URL: p.URL, Err: err}
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // let the connection be reused
+	if resp.StatusCode/100 == 3 {
+		where := "elsewhere"
+		if loc, err := resp.Location(); err == nil {
+			where = "to " + loc.Redacted()
+		}
+		return &CollectorError{URL: p.URL, Status: resp.StatusCode, Body: "it redirects " + where + ": set decision_log_url to the collector's own URL"}
+	}
 	if resp.StatusCode/100 != 2 {
 		return &CollectorError{URL: p.URL, Status: resp.StatusCode, Body: strings.TrimSpace(string(answer))}
 	}
 	return nil
 }
 
-func readState(dir string) (pushState, error) {
+// stateFile is where a push to url records what it accepted: a file per
+// collector URL, so that a push to another URL (anything answering 2xx,
+// named by whoever runs logs push with their own DES_DECISION_LOG_URL)
+// never counts as the project's collector having the events.
+func stateFile(url string) string {
+	sum := sha256.Sum256([]byte(url))
+	return "push-state-" + hex.EncodeToString(sum[:4]) + ".json"
+}
+
+func readState(dir, url string) (pushState, error) {
 	st := pushState{Files: map[string]int64{}}
-	path := filepath.Join(dir, pushStateFile)
+	path := filepath.Join(dir, stateFile(url))
 	raw, err := fileio.ReadBounded(path, 1<<20)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
@@ -329,12 +350,12 @@ func readState(dir string) (pushState, error) {
 	return st, nil
 }
 
-func writeState(dir string, st pushState) error {
+func writeState(dir, url string, st pushState) error {
 	raw, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := fileio.WriteAtomic(filepath.Join(dir, pushStateFile), append(raw, '\n')); err != nil {
+	if err := fileio.WriteAtomic(filepath.Join(dir, stateFile(url)), append(raw, '\n')); err != nil {
 		return fmt.Errorf("decision log push: record what was pushed: %w", err)
 	}
 	return nil
