@@ -355,3 +355,23 @@ func TestIsUUIDv4(t *testing.T) {
 		}
 	}
 }
+
+// A log directory replaced by a link is not written through.
+func TestAppendRefusesALinkedDirectory(t *testing.T) {
+	root := t.TempDir()
+	elsewhere := t.TempDir()
+	// A file pruning would remove, were the link followed.
+	os.WriteFile(filepath.Join(elsewhere, "2020-01-01.jsonl"), []byte("{}\n"), 0o644)
+	dir := filepath.Join(root, "decisions")
+	if err := os.Symlink(elsewhere, dir); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	l := Open(dir, nil, MinMaxBytes)
+	err := l.Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: time.Now()})
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("Append through a linked directory: %v", err)
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 1 {
+		t.Errorf("files written through the link: %v", ents)
+	}
+}

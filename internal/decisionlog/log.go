@@ -51,6 +51,12 @@ func Open(dir string, mask []string, maxBytes int64) *Log {
 // Append masks ev, bounds it (MaxEventBytes) and appends it. ev's input and
 // result must be the event's own (see Document): the mask edits them.
 func (l *Log) Append(ev Event) error {
+	// The directory or a file of it replaced by a link (a sandboxed
+	// command can, where the hook, unsandboxed, cannot be made to) would
+	// send the events elsewhere, and pruning would remove files there.
+	if err := notLink(l.dir); err != nil {
+		return err
+	}
 	Mask(&ev, l.mask)
 	line, err := encode(ev, MaxEventBytes)
 	if err != nil {
@@ -61,6 +67,9 @@ func (l *Log) Append(ev Event) error {
 		return err
 	}
 	path := filepath.Join(l.dir, target.name())
+	if err := notLink(path); err != nil {
+		return err
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("decision log: %w", err)
@@ -71,6 +80,13 @@ func (l *Log) Append(ev Event) error {
 	}
 	if err != nil {
 		return fmt.Errorf("decision log %s: %w", path, err)
+	}
+	return nil
+}
+
+func notLink(p string) error {
+	if fi, err := os.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("decision log: %s is a symbolic link; des does not write through it: remove it and des starts the log again", p)
 	}
 	return nil
 }
