@@ -22,33 +22,22 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/bundlestore"
+	"github.com/deterministic-exec/des/internal/opatest"
 	"github.com/deterministic-exec/des/internal/testenv"
 )
 
-var (
-	opaOnce sync.Once
-	opaPath string
-	opaErr  error
-)
-
+// opaBinary is the OPA CLI pinned in go.mod; the tests that need it are
+// long tests.
 func opaBinary(t *testing.T) string {
 	t.Helper()
 	testenv.Long(t)
-	opaOnce.Do(func() {
-		out, err := exec.Command("go", "tool", "-n", "opa").Output()
-		opaPath, opaErr = strings.TrimSpace(string(out)), err
-	})
-	if opaErr != nil {
-		t.Fatalf("go tool -n opa: %v", opaErr)
-	}
-	return opaPath
+	return opatest.Binary(t)
 }
 
 // orgRule is an organisation's tool_use rule: code denies every write to

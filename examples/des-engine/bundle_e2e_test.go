@@ -13,32 +13,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/deterministic-exec/des/internal/opatest"
 	"github.com/deterministic-exec/des/internal/testenv"
 )
 
-var (
-	opaCLIOnce sync.Once
-	opaCLI     string
-	opaCLIErr  error
-)
-
-// opaCLIPath is the OPA CLI pinned in go.mod.
+// opaCLIPath is the OPA CLI pinned in go.mod; the tests that need it are
+// long tests.
 func opaCLIPath(t *testing.T) string {
 	t.Helper()
 	testenv.Long(t)
-	opaCLIOnce.Do(func() {
-		out, err := exec.Command("go", "tool", "-n", "opa").Output()
-		opaCLI, opaCLIErr = strings.TrimSpace(string(out)), err
-	})
-	if opaCLIErr != nil {
-		t.Fatalf("go tool -n opa: %v", opaCLIErr)
-	}
-	return opaCLI
+	return opatest.Binary(t)
 }
 
 // acmeRule is the organisation's rule: the workflow state is frozen.

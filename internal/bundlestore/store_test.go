@@ -25,33 +25,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/deterministic-exec/des/internal/bundlestore"
+	"github.com/deterministic-exec/des/internal/opatest"
 	"github.com/deterministic-exec/des/internal/testenv"
 )
 
-var (
-	opaOnce sync.Once
-	opaPath string
-	opaErr  error
-)
-
-// opaBin is the OPA CLI pinned in go.mod.
+// opaBin is the OPA CLI pinned in go.mod; the tests that need it are
+// long tests.
 func opaBin(t *testing.T) string {
 	t.Helper()
 	testenv.Long(t)
-	opaOnce.Do(func() {
-		out, err := exec.Command("go", "tool", "-n", "opa").Output()
-		opaPath, opaErr = strings.TrimSpace(string(out)), err
-	})
-	if opaErr != nil {
-		t.Fatalf("go tool -n opa: %v", opaErr)
-	}
-	return opaPath
+	return opatest.Binary(t)
 }
 
 const teamRego = `package des.gates.tool_use
