@@ -62,6 +62,10 @@ type BundleStatus struct {
 	Key       string    `json:"key,omitempty"`       // the key that verified it: a file, or JWKS#kid
 	Stale     bool      `json:"stale"`               // not fetched for bundle_refresh_minutes, or never
 	Problem   string    `json:"problem,omitempty"`   // why it is not in use
+	// The last pull that failed since the kept copy was fetched (by
+	// des-hook bundle pull or the warm server's refresh), and why.
+	FailedAt  time.Time `json:"failed_at,omitzero"`
+	LastError string    `json:"last_error,omitempty"`
 }
 
 // BundlePull is the outcome of fetching one bundle.
@@ -249,7 +253,8 @@ func PullBundles(ctx context.Context, root string, cfg Config, lookupEnv func(st
 func statusOf(m bundlestore.Meta, cfg Config, now time.Time) BundleStatus {
 	return BundleStatus{
 		Name: bundlestore.Name(m.URL), URL: m.URL, Revision: m.Revision, Roots: m.Roots, FetchedAt: m.FetchedAt, Key: m.Key,
-		Stale: now.Sub(m.FetchedAt) >= time.Duration(cfg.BundleRefreshMinutes)*time.Minute,
+		Stale:    now.Sub(m.FetchedAt) >= time.Duration(cfg.BundleRefreshMinutes)*time.Minute,
+		FailedAt: m.FailedAt, LastError: m.LastError,
 	}
 }
 
@@ -267,6 +272,11 @@ func BundleStatuses(ctx context.Context, root string, cfg Config, lookupEnv func
 			s.Problem = err.Error()
 		} else if b, lerr := st.Load(u); lerr != nil {
 			s.Problem = lerr.Error() + ": fetch and verify it with `des-hook bundle pull`"
+			if m, ok := st.Kept(u); ok {
+				// What the metadata says of the refused copy (unverified).
+				s.Revision, s.FetchedAt, s.Key = m.Revision, m.FetchedAt, m.Key
+				s.FailedAt, s.LastError = m.FailedAt, m.LastError
+			}
 		} else {
 			s = statusOf(b.Meta, cfg, now)
 		}

@@ -228,4 +228,8 @@ func TestE2EOrganisationBundle(t *testing.T) {
 	if reason := denyReason(t, runHookProcess(t, root, env, state)); !strings.HasPrefix(reason, "[ACME-STATE-FROZEN] ") {
 		t.Errorf("after a refused pull: %q, want the kept bundle's rule", reason)
 	}
+	// status says the kept copy is in use and the last pull failed, and why.
+	if r := sub("status"); !strings.Contains(r.stdout, "acme-1") || !strings.Contains(r.stdout, "last pull failed") || !strings.Contains(r.stdout, "missing .signatures.json") {
+		t.Errorf("status after a refused pull:\n%s%s", r.stdout, r.stderr)
+	}
 }

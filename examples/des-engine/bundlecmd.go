@@ -145,6 +145,9 @@ func printPolicyStatus(w io.Writer, ps policyStatus) error {
 		case b.Stale:
 			state = "active, due for refresh"
 		}
+		if b.LastError != "" {
+			state += fmt.Sprintf("; last pull failed %s: %s", b.FailedAt.UTC().Format(time.RFC3339), strings.Join(strings.Fields(b.LastError), " "))
+		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", b.URL, orNone(b.Revision), fetched, orNone(b.Key), state)
 	}
 	return tw.Flush()

@@ -79,6 +79,10 @@ type Meta struct {
 	FetchedAt time.Time `json:"fetched_at"` // the last answer of the server: a new bundle or 304
 	Key       string    `json:"key"`        // which key verified it
 	SHA256    string    `json:"sha256"`     // of bundle.tar.gz
+	// The last pull that failed since the kept copy was fetched: when, and
+	// why (the kept copy stays in use). Cleared by a pull that succeeds.
+	FailedAt  time.Time `json:"failed_at,omitzero"`
+	LastError string    `json:"last_error,omitempty"`
 }
 
 // Outcome of a pull.
@@ -217,8 +221,21 @@ func Name(url string) string {
 
 // Pull fetches the bundle at url, sending the kept copy's ETag. A new
 // bundle that verifies replaces the kept one; anything refused leaves the
-// kept copy as it was (its fetched_at too) and is an *Error naming url.
+// kept copy as it was (its fetched_at too), records the failure in its
+// metadata (failed_at, last_error) and is an *Error naming url.
 func (s *Store) Pull(ctx context.Context, url string) (Meta, Outcome, error) {
+	m, o, err := s.pull(ctx, url)
+	if err != nil {
+		dir := s.Dir(url)
+		if kept, kerr := s.readMeta(dir); kerr == nil {
+			kept.FailedAt, kept.LastError = s.o.Now().UTC(), err.Error()
+			_ = writeJSON(filepath.Join(dir, MetaFile), kept) // a report: the pull's error is what counts
+		}
+	}
+	return m, o, err
+}
+
+func (s *Store) pull(ctx context.Context, url string) (Meta, Outcome, error) {
 	fail := func(reason string, err error) (Meta, Outcome, error) {
 		return Meta{}, "", &Error{URL: url, Reason: reason, Err: err}
 	}
@@ -251,6 +268,7 @@ func (s *Store) Pull(ctx context.Context, url string) (Meta, Outcome, error) {
 	switch {
 	case resp.StatusCode == http.StatusNotModified && current != nil:
 		kept.FetchedAt = s.o.Now().UTC()
+		kept.FailedAt, kept.LastError = time.Time{}, ""
 		if err := writeJSON(filepath.Join(dir, MetaFile), kept); err != nil {
 			return fail("keep", err)
 		}
