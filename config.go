@@ -416,8 +416,8 @@ func checkURL(v string) error {
 	return nil
 }
 
-// envNameSetting names an environment variable starting with DES_ (which
-// holds a secret, so the secret itself is never in .des/config.json).
+// envNameSetting names an environment variable (which holds a secret, so
+// the secret itself is never in .des/config.json).
 func envNameSetting(key, env string, field func(*Config) *string) setting {
 	return setting{
 		key: key, env: env,
@@ -427,11 +427,8 @@ func envNameSetting(key, env string, field func(*Config) *string) setting {
 			if !validEnvName(v) {
 				return strconv.Quote(v), errors.New("must be the name of an environment variable (letters, digits and _, not starting with a digit)")
 			}
-			// The hook hands the warm decision server its DES_* variables
-			// only: a token elsewhere would not reach it.
-			if !strings.HasPrefix(v, "DES_") {
-				return strconv.Quote(v), errors.New("must name a variable starting with DES_ (the warm decision server receives only DES_* variables); put the token in DES_" + v)
-			}
+			// The hook client hands the warm decision server the variable
+			// named here, besides the DES_* ones, so any name serves.
 			return strconv.Quote(v), nil
 		},
 	}

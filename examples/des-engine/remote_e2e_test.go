@@ -150,8 +150,9 @@ func TestE2ERemoteFailsClosed(t *testing.T) {
 	}
 }
 
-// TestE2ERemoteToken: the token in DES_OPA_TOKEN reaches the OPA server,
-// through the warm decision server too, which gets only DES_* variables.
+// TestE2ERemoteToken: the token in DES_OPA_TOKEN, or in the variable
+// opa_token_env names, reaches the OPA server, through the warm decision
+// server too, which gets only DES_* variables and those the settings name.
 func TestE2ERemoteToken(t *testing.T) {
 	testenv.Long(t)
 	authz := filepath.Join(t.TempDir(), "authz.rego")
@@ -169,5 +170,19 @@ func TestE2ERemoteToken(t *testing.T) {
 		if !strings.Contains(reason, w) {
 			t.Errorf("with a wrong token: %q lacks %q", reason, w)
 		}
+	}
+	// A token in a variable of the team's choosing (opa_token_env in the
+	// project's settings) reaches the server too: the client hands the
+	// warm server the variable the setting names.
+	other := t.TempDir()
+	writeFile(t, other, ".des/config.json", `{"opa_url": "`+srv.URL+`", "opa_token_env": "ACME_OPA_TOKEN"}`)
+	reason = denyReason(t, runHookProcess(t, other, []string{"ACME_OPA_TOKEN=s3cret"}, writeEvent(other, "Write", ".des/config.json")))
+	if !strings.HasPrefix(reason, "[DES-PROTECTED-PATH] ") {
+		t.Errorf("with the token in ACME_OPA_TOKEN: %q", reason)
+	}
+	// An unrelated variable of the client's environment stays out.
+	reason = denyReason(t, runHookProcess(t, other, []string{"OTHER_TOKEN=s3cret"}, writeEvent(other, "Write", ".des/config.json")))
+	if !strings.Contains(reason, "HTTP 401") {
+		t.Errorf("without ACME_OPA_TOKEN: %q, want a 401", reason)
 	}
 }

@@ -92,13 +92,14 @@ func run(args []string) int {
 		missingCompanion(err)
 		return 0
 	}
-	if mode() != modeAuto {
+	settings := readSettings()
+	if settings.mode != modeAuto {
 		// off, or a value des-engine reports as a bad setting.
 		handOver(self, companion, nil)
 		noOpinionOnFailure("des-hook: cannot run " + companion)
 		return 0
 	}
-	hook(self, companion)
+	hook(self, companion, settings.tokenVars)
 	return 0
 }
 
@@ -127,39 +128,69 @@ func locate() (self, companion string, err error) {
 	return self, companion, nil
 }
 
-// mode is the decision_server setting as the client sees it: the variable,
-// else the key in the project's .des/config.json, else auto. Reading that
-// one small file costs far less than a process; its other keys are
-// des-engine's to check.
-func mode() string {
-	if v, ok := os.LookupEnv(modeEnv); ok {
-		return strings.TrimSpace(v)
-	}
-	root := os.Getenv("CLAUDE_PROJECT_DIR")
-	if root == "" {
-		return modeAuto
-	}
-	raw, err := os.ReadFile(filepath.Join(root, ".des", "config.json"))
-	if err != nil {
-		return modeAuto
-	}
+// clientSettings is what the client reads of the settings itself: the
+// decision_server mode, and the variables the *_token_env settings name,
+// which the server must receive beside the DES_* ones (the tokens for
+// opa_url, the bundle server and the collector).
+type clientSettings struct {
+	mode      string
+	tokenVars []string
+}
+
+// tokenEnvKeys are the settings that name a token's variable, with the
+// variable that overrides each and its default.
+var tokenEnvKeys = [...]struct{ key, env, def string }{
+	{"opa_token_env", "DES_OPA_TOKEN_ENV", "DES_OPA_TOKEN"},
+	{"bundle_token_env", "DES_BUNDLE_TOKEN_ENV", "DES_BUNDLE_TOKEN"},
+	{"decision_log_token_env", "DES_DECISION_LOG_TOKEN_ENV", "DES_DECISION_LOG_TOKEN"},
+}
+
+// readSettings reads them: each from its variable, else the key in the
+// project's .des/config.json, else the default (mode auto). Reading that
+// one small file costs far less than a process; its other keys, and any
+// value that is wrong, are des-engine's to check and report.
+func readSettings() clientSettings {
 	var cfg map[string]json.RawMessage
-	if json.Unmarshal(raw, &cfg) != nil {
-		return modeOff // des-engine reports the broken file
+	fileOK := true
+	if root := os.Getenv("CLAUDE_PROJECT_DIR"); root != "" {
+		if raw, err := os.ReadFile(filepath.Join(root, ".des", "config.json")); err == nil && json.Unmarshal(raw, &cfg) != nil {
+			fileOK = false
+		}
 	}
-	v, ok := cfg[modeKey]
-	if !ok {
-		return modeAuto
+	str := func(env, key, def string) (string, bool) {
+		if v, ok := os.LookupEnv(env); ok && strings.TrimSpace(v) != "" {
+			return strings.TrimSpace(v), true
+		}
+		v, ok := cfg[key]
+		if !ok || string(v) == "null" {
+			return def, true
+		}
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return "", false // not a string: des-engine names it
+		}
+		return strings.TrimSpace(s), true
 	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return modeOff // not a string: des-engine names it
+	var out clientSettings
+	if v, ok := os.LookupEnv(modeEnv); ok {
+		out.mode = strings.TrimSpace(v)
+	} else if !fileOK {
+		out.mode = modeOff // des-engine reports the broken file
+	} else if m, ok := str(modeEnv, modeKey, modeAuto); ok {
+		out.mode = m
+	} else {
+		out.mode = modeOff
 	}
-	return strings.TrimSpace(s)
+	for _, k := range tokenEnvKeys {
+		if name, ok := str(k.env, k.key, k.def); ok && name != "" && !channel.Forwarded(name) {
+			out.tokenVars = append(out.tokenVars, name)
+		}
+	}
+	return out
 }
 
 // hook sends the event to the decision server and prints its answer.
-func hook(self, companion string) {
+func hook(self, companion string, tokenVars []string) {
 	logger := newLogger()
 	stdin, err := readStdin()
 	if errors.Is(err, errStdinOpen) {
@@ -191,10 +222,16 @@ func hook(self, companion string) {
 		serverEnv = append(serverEnv, idleEnv+"="+v)
 	}
 	c := client.New(client.Options{Companion: companion, Timeout: timeout, ServerEnv: serverEnv, Logger: logger})
+	env := append(channel.ForwardEnv(os.Environ()), clientPathEnv+"="+self)
+	for _, name := range tokenVars {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
 	req := &channel.Request{
 		Root:  root,
 		Cwd:   cwd,
-		Env:   append(channel.ForwardEnv(os.Environ()), clientPathEnv+"="+self),
+		Env:   env,
 		Stdin: stdin,
 	}
 	rep, err := c.Call(context.Background(), req)
