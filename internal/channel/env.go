@@ -15,7 +15,9 @@ import "strings"
 //     SHELL (where files live and how the programs git and des run behave);
 //   - OLDPWD (the Bash guard expands ~- and $OLDPWD in a command from it).
 //
-// Anything else (tokens, credentials the agent's shell holds) stays out.
+// Anything else (tokens, credentials the agent's shell holds) stays out,
+// but for the variables des's *_token_env settings name, which the hook
+// client adds itself (they hold the tokens des sends).
 var (
 	forwardPrefixes = []string{"DES_", "CLAUDE_", "GIT_", "ISDLC_", "XDG_", "LC_"}
 	forwardNames    = []string{"HOME", "TMPDIR", "PATH", "LANG", "TZ", "USER", "LOGNAME", "SHELL", "OLDPWD"}
