@@ -24,7 +24,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -198,7 +197,24 @@ func (s *Store) WithMemo(m *Memo) *Store {
 // Dir is the directory that keeps the bundle of url.
 func (s *Store) Dir(url string) string { return filepath.Join(s.o.Dir, Name(url)) }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+// safeName replaces each run of characters other than ASCII letters,
+// digits, '.', '_' and '-' with one '-' (by hand: a regexp compiled at
+// init would cost every hook process).
+func safeName(s string) string {
+	var b strings.Builder
+	run := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-' {
+			b.WriteByte(c)
+			run = false
+		} else if !run {
+			b.WriteByte('-')
+			run = true
+		}
+	}
+	return b.String()
+}
 
 // Name is the directory name of a bundle URL: the last path element
 // readable, then a hash of the whole URL, so two URLs never share one.
@@ -208,7 +224,7 @@ func Name(url string) string {
 		base = base[:i]
 	}
 	base = strings.TrimSuffix(path.Base(strings.TrimRight(base, "/")), ".tar.gz")
-	base = strings.Trim(unsafeName.ReplaceAllString(base, "-"), "-.")
+	base = strings.Trim(safeName(base), "-.")
 	if len(base) > 40 {
 		base = base[:40]
 	}

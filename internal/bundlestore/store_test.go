@@ -457,3 +457,20 @@ func TestMemoSeesReplacedCopy(t *testing.T) {
 		t.Fatalf("load of a replaced copy through the memo: %v", err)
 	}
 }
+
+func TestNameIsSafeAndDistinct(t *testing.T) {
+	for url, prefix := range map[string]string{
+		"https://example.com/acme.tar.gz":          "acme-",
+		"https://example.com/a%20b/c d é.tar.gz?x": "c-d-",
+		"https://example.com/../..":                "bundle-",
+		"https://example.com/":                     "example.com-",
+	} {
+		n := bundlestore.Name(url)
+		if !strings.HasPrefix(n, prefix) || strings.ContainsAny(n, "/\\ %?é") {
+			t.Errorf("Name(%q) = %q, want a safe name starting %q", url, n, prefix)
+		}
+	}
+	if bundlestore.Name("https://a.example/x.tar.gz") == bundlestore.Name("https://b.example/x.tar.gz") {
+		t.Error("two URLs share a name")
+	}
+}
