@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // MaxEventBytes bounds one event as JSON, OPA's default
@@ -70,9 +71,9 @@ func (l *Log) Append(ev Event) error {
 	if err := notLink(path); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := l.open(target.name())
 	if err != nil {
-		return fmt.Errorf("decision log: %w", err)
+		return err
 	}
 	_, err = f.Write(line)
 	if cerr := f.Close(); err == nil {
@@ -82,6 +83,37 @@ func (l *Log) Append(ev Event) error {
 		return fmt.Errorf("decision log %s: %w", path, err)
 	}
 	return nil
+}
+
+// open opens the log file name for appending without ever leaving the
+// directory: a sandboxed command can swap the directory or the file for a
+// link between notLink's look and the open, so the open goes through an
+// os.Root (no link out of it is followed) of the directory that is at
+// l.dir itself, not a link's target.
+func (l *Log) open(name string) (*os.File, error) {
+	r, err := os.OpenRoot(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("decision log: %w", err)
+	}
+	defer r.Close()
+	in, err := r.Stat(".")
+	if err != nil {
+		return nil, fmt.Errorf("decision log: %w", err)
+	}
+	if at, err := os.Lstat(l.dir); err != nil || !os.SameFile(in, at) {
+		return nil, fmt.Errorf("decision log: %s was replaced while des wrote to it (a symbolic link?); des does not write through it: remove it and des starts the log again", l.dir)
+	}
+	// O_NONBLOCK: a named pipe put there fails to open without a reader
+	// (and is refused below with one) instead of holding the hook forever.
+	f, err := r.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("decision log %s: %w", filepath.Join(l.dir, name), err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("decision log: %s is not a regular file; des does not write to it: remove it and des starts the log again", filepath.Join(l.dir, name))
+	}
+	return f, nil
 }
 
 func notLink(p string) error {
