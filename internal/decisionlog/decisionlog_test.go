@@ -450,3 +450,40 @@ func TestAppendNeverWaitsOnAPipe(t *testing.T) {
 		t.Fatal("Append to a named pipe still waits after 5s")
 	}
 }
+
+// The log's .gitignore is written when des makes the directory; a
+// sandboxed command that removes the directory can race to put a link
+// there first: des never writes through it (it overwrote the link's target,
+// ~/.bashrc say, with "*", which runs the first file name of the shell's
+// directory).
+func TestEnsureDirNeverWritesThroughALink(t *testing.T) {
+	root := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "bashrc")
+	if err := os.WriteFile(outside, []byte("# mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "decisions")
+	ignore := filepath.Join(dir, ".gitignore")
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.Symlink(outside, ignore)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	now := time.Now()
+	deadline := time.Now().Add(3 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		os.RemoveAll(dir)
+		Open(dir, nil, MinMaxBytes).Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: now})
+		if b, _ := os.ReadFile(outside); string(b) != "# mine\n" {
+			t.Fatalf("after %d new directories, the link's target was written: %q", i+1, b)
+		}
+	}
+}

@@ -91,18 +91,11 @@ func (l *Log) Append(ev Event) error {
 // os.Root (no link out of it is followed) of the directory that is at
 // l.dir itself, not a link's target.
 func (l *Log) open(name string) (*os.File, error) {
-	r, err := os.OpenRoot(l.dir)
+	r, err := l.openRoot()
 	if err != nil {
-		return nil, fmt.Errorf("decision log: %w", err)
+		return nil, err
 	}
 	defer r.Close()
-	in, err := r.Stat(".")
-	if err != nil {
-		return nil, fmt.Errorf("decision log: %w", err)
-	}
-	if at, err := os.Lstat(l.dir); err != nil || !os.SameFile(in, at) {
-		return nil, fmt.Errorf("decision log: %s was replaced while des wrote to it (a symbolic link?); des does not write through it: remove it and des starts the log again", l.dir)
-	}
 	// O_NONBLOCK: a named pipe put there fails to open without a reader
 	// (and is refused below with one) instead of holding the hook forever.
 	f, err := r.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
@@ -114,6 +107,24 @@ func (l *Log) open(name string) (*os.File, error) {
 		return nil, fmt.Errorf("decision log: %s is not a regular file; des does not write to it: remove it and des starts the log again", filepath.Join(l.dir, name))
 	}
 	return f, nil
+}
+
+// openRoot opens the directory at l.dir, refusing a link's target.
+func (l *Log) openRoot() (*os.Root, error) {
+	r, err := os.OpenRoot(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("decision log: %w", err)
+	}
+	in, err := r.Stat(".")
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("decision log: %w", err)
+	}
+	if at, err := os.Lstat(l.dir); err != nil || !os.SameFile(in, at) {
+		r.Close()
+		return nil, fmt.Errorf("decision log: %s was replaced while des wrote to it (a symbolic link?); des does not write through it: remove it and des starts the log again", l.dir)
+	}
+	return r, nil
 }
 
 func notLink(p string) error {
@@ -177,8 +188,26 @@ func (l *Log) ensureDir() error {
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
 		return fmt.Errorf("decision log: %w", err)
 	}
-	ignore := filepath.Join(l.dir, ".gitignore")
-	if err := os.WriteFile(ignore, []byte("# des decision logs: this machine's, pushed with `des-hook logs push`\n*\n"), 0o644); err != nil {
+	// Created exclusively: a link a sandboxed command put there between
+	// the two calls is never written through (O_EXCL does not follow it).
+	// Through the root of the directory at l.dir: not a link's target.
+	r, err := l.openRoot()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	f, err := r.OpenFile(".gitignore", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("decision log: %w", err)
+	}
+	_, err = f.WriteString("# des decision logs: this machine's, pushed with `des-hook logs push`\n*\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("decision log: %w", err)
 	}
 	return nil
