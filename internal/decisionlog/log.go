@@ -102,9 +102,13 @@ func (l *Log) open(name string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decision log %s: %w", filepath.Join(l.dir, name), err)
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	// A regular file, and the one at name, not a link's target inside
+	// the directory (another log file, the push state).
+	fi, err := f.Stat()
+	li, lerr := r.Lstat(name)
+	if err != nil || lerr != nil || !fi.Mode().IsRegular() || !os.SameFile(fi, li) {
 		f.Close()
-		return nil, fmt.Errorf("decision log: %s is not a regular file; des does not write to it: remove it and des starts the log again", filepath.Join(l.dir, name))
+		return nil, fmt.Errorf("decision log: %s is not a regular file of its own (a named pipe, a link?); des does not write to it: remove it and des starts the log again", filepath.Join(l.dir, name))
 	}
 	return f, nil
 }
