@@ -487,3 +487,51 @@ func TestEnsureDirNeverWritesThroughALink(t *testing.T) {
 		}
 	}
 }
+
+// The log directory swapped for a link to another directory after
+// Append's look: pruning never removes that directory's files.
+func TestPruneNeverRemovesThroughASwappedLink(t *testing.T) {
+	root := t.TempDir()
+	elsewhere := t.TempDir()
+	big := make([]byte, 100<<10)
+	for _, n := range []string{"2020-01-01.jsonl", "2020-01-02.jsonl"} {
+		if err := os.WriteFile(filepath.Join(elsewhere, n), big, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(root, "decisions")
+	real, link := filepath.Join(root, "real"), filepath.Join(root, "link")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				os.Remove(dir) // the link, if it is there
+				os.Rename(real, dir)
+				return
+			default:
+			}
+			if os.Rename(dir, real) == nil {
+				os.Symlink(elsewhere, dir)
+				os.Remove(dir)
+				os.Rename(real, dir)
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	now := time.Now()
+	deadline := time.Now().Add(3 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		Open(dir, nil, MinMaxBytes).Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: now})
+		if ents, _ := os.ReadDir(elsewhere); len(ents) != 2 {
+			t.Fatalf("after %d appends, files of the link's target were removed or added: %v", i+1, ents)
+		}
+	}
+}

@@ -221,17 +221,24 @@ func (l *Log) ensureDir() error {
 // Two processes pruning at once remove the same files: a file already gone
 // counts as removed.
 func (l *Log) prune(names []segment, keep int64) error {
+	// Through the directory at l.dir: swapped for a link after Append's
+	// look, it would have files of the link's target removed.
+	r, err := l.openRoot()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
 	sizes := make([]int64, len(names))
 	var total int64
 	for i, s := range names {
-		fi, err := os.Stat(filepath.Join(l.dir, s.name()))
+		fi, err := r.Lstat(s.name())
 		if err == nil {
 			sizes[i] = fi.Size()
 			total += sizes[i]
 		}
 	}
 	for i := 0; i < len(names) && total > keep; i++ {
-		err := os.Remove(filepath.Join(l.dir, names[i].name()))
+		err := r.Remove(names[i].name())
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("decision log: drop the oldest file: %w", err)
 		}
