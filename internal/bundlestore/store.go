@@ -29,6 +29,7 @@ import (
 	"sync"
 	"testing/fstest"
 	"time"
+	"unicode"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
@@ -58,14 +59,36 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	if e.Err != nil && e.Reason == "" {
-		return fmt.Sprintf("bundle %s: %v", e.URL, e.Err)
+	var s string
+	switch {
+	case e.Err != nil && e.Reason == "":
+		s = fmt.Sprintf("bundle %s: %v", e.URL, e.Err)
+	case e.Err != nil:
+		s = fmt.Sprintf("bundle %s: %s: %v", e.URL, e.Reason, e.Err)
+	default:
+		s = fmt.Sprintf("bundle %s: %s", e.URL, e.Reason)
 	}
-	if e.Err != nil {
-		return fmt.Sprintf("bundle %s: %s: %v", e.URL, e.Reason, e.Err)
-	}
-	return fmt.Sprintf("bundle %s: %s", e.URL, e.Reason)
+	return printable(s)
 }
+
+// printable drops the control characters of s: a bundle server's error
+// page and an archive's file names reach the developer's terminal (bundle
+// pull, status), where an escape sequence could rewrite what is shown.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == ' ' || unicode.IsPrint(r) {
+			return r
+		}
+		if unicode.IsSpace(r) {
+			return ' '
+		}
+		return -1
+	}, s)
+}
+
+// maxLastError bounds last_error in meta.json (an archive's file name in
+// an error can be long; the metadata is read bounded).
+const maxLastError = 1000
 
 func (e *Error) Unwrap() error { return e.Err }
 
@@ -244,7 +267,11 @@ func (s *Store) Pull(ctx context.Context, url string) (Meta, Outcome, error) {
 	if err != nil {
 		dir := s.Dir(url)
 		if kept, kerr := s.readMeta(dir); kerr == nil {
-			kept.FailedAt, kept.LastError = s.o.Now().UTC(), err.Error()
+			msg := err.Error()
+			if len(msg) > maxLastError {
+				msg = strings.ToValidUTF8(msg[:maxLastError], "") + "..."
+			}
+			kept.FailedAt, kept.LastError = s.o.Now().UTC(), msg
 			_ = writeJSON(filepath.Join(dir, MetaFile), kept) // a report: the pull's error is what counts
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/deterministic-exec/des/internal/bundlestore"
 	"github.com/deterministic-exec/des/internal/opatest"
@@ -472,5 +473,53 @@ func TestNameIsSafeAndDistinct(t *testing.T) {
 	}
 	if bundlestore.Name("https://a.example/x.tar.gz") == bundlestore.Name("https://b.example/x.tar.gz") {
 		t.Error("two URLs share a name")
+	}
+}
+
+// A bundle server's words reach the developer's terminal (bundle pull, and
+// status and version through meta.json's last_error): control characters
+// in them (terminal escapes that rewrite the screen, set the clipboard or
+// hide a line) are dropped, from an error page and from a refused
+// archive's file names alike.
+func TestPullFailureIsPrintable(t *testing.T) {
+	rk := rsaKey(t)
+	signed := build(t, map[string]string{".manifest": goodManifest, "policy.rego": teamRego}, "--signing-key", rk.priv)
+	esc := "\x1b[2K\r\x1b]52;c;cHduZWQ=\x07\u009b31m"
+	for _, tc := range []struct {
+		name string
+		page string // an error page, or else an archive
+		raw  []byte
+	}{
+		{"error page", "maintenance " + esc + "all fine", nil},
+		{"file name", "", retar(t, signed, nil, map[string]string{"/x" + esc + ".rego": "package acme\n\nx := 1\n"})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := serve(t, signed, "")
+			url := srv.URL + "/org.tar.gz"
+			st := newStore(t, pemKeys(t, rk.pub), "")
+			if _, _, err := st.Pull(context.Background(), url); err != nil {
+				t.Fatal(err)
+			}
+			if tc.page != "" {
+				srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					http.Error(w, tc.page, http.StatusServiceUnavailable)
+				})
+			} else {
+				srv.body.Store(&tc.raw)
+			}
+			_, _, err := st.Pull(context.Background(), url)
+			if err == nil {
+				t.Fatal("the pull did not fail")
+			}
+			m, ok := st.Kept(url)
+			if !ok || m.LastError == "" {
+				t.Fatalf("last_error not kept: %+v", m)
+			}
+			for what, s := range map[string]string{"the error": err.Error(), "last_error": m.LastError} {
+				if i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }); i >= 0 {
+					t.Errorf("%s holds control character %U: %q", what, []rune(s[i:])[0], s)
+				}
+			}
+		})
 	}
 }

@@ -375,3 +375,163 @@ func TestAppendRefusesALinkedDirectory(t *testing.T) {
 		t.Errorf("files written through the link: %v", ents)
 	}
 }
+
+// A sandboxed command may write the log directory (a sandboxed git commit
+// appends to it), so it can swap a log file for a link between des's look
+// and its open, over and over: no event ever lands in the link's target (a
+// line appended to ~/.bashrc runs the $(...) an agent put in a path).
+func TestAppendNeverFollowsASwappedLink(t *testing.T) {
+	root := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "bashrc")
+	if err := os.WriteFile(outside, []byte("# mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "decisions")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	name := filepath.Join(dir, now.UTC().Format(dayLayout)+fileExt)
+	link, plain := filepath.Join(dir, "link.tmp"), filepath.Join(dir, "plain.tmp")
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.WriteFile(plain, nil, 0o644)
+			os.Rename(plain, name) // a regular file for the look
+			if os.Symlink(outside, link) == nil {
+				os.Rename(link, name) // a link for the open
+			}
+		}
+	}()
+	l := Open(dir, nil, 1<<30)
+	deadline := time.Now().Add(time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		l.Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: now})
+		if b, _ := os.ReadFile(outside); string(b) != "# mine\n" {
+			close(stop)
+			<-done
+			t.Fatalf("after %d appends, an event was written through the link: %q", i+1, b)
+		}
+	}
+	close(stop)
+	<-done
+}
+
+// A named pipe where today's file goes (a sandboxed command can make one)
+// never blocks the event: opened for writing with no reader, it would wait
+// forever, and the hook with it.
+func TestAppendNeverWaitsOnAPipe(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "decisions")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := mkfifo(filepath.Join(dir, now.UTC().Format(dayLayout)+fileExt)); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	l := Open(dir, nil, MinMaxBytes)
+	done := make(chan error, 1)
+	go func() {
+		done <- l.Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: now})
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") && !strings.Contains(err.Error(), "no such device") {
+			t.Errorf("Append to a named pipe: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Append to a named pipe still waits after 5s")
+	}
+}
+
+// The log's .gitignore is written when des makes the directory; a
+// sandboxed command that removes the directory can race to put a link
+// there first: des never writes through it (it overwrote the link's target,
+// ~/.bashrc say, with "*", which runs the first file name of the shell's
+// directory).
+func TestEnsureDirNeverWritesThroughALink(t *testing.T) {
+	root := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "bashrc")
+	if err := os.WriteFile(outside, []byte("# mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "decisions")
+	ignore := filepath.Join(dir, ".gitignore")
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.Symlink(outside, ignore)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	now := time.Now()
+	deadline := time.Now().Add(time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		os.RemoveAll(dir)
+		Open(dir, nil, MinMaxBytes).Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: now})
+		if b, _ := os.ReadFile(outside); string(b) != "# mine\n" {
+			t.Fatalf("after %d new directories, the link's target was written: %q", i+1, b)
+		}
+	}
+}
+
+// The log directory swapped for a link to another directory after
+// Append's look: pruning never removes that directory's files.
+func TestPruneNeverRemovesThroughASwappedLink(t *testing.T) {
+	root := t.TempDir()
+	elsewhere := t.TempDir()
+	big := make([]byte, 100<<10)
+	for _, n := range []string{"2020-01-01.jsonl", "2020-01-02.jsonl"} {
+		if err := os.WriteFile(filepath.Join(elsewhere, n), big, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(root, "decisions")
+	real, link := filepath.Join(root, "real"), filepath.Join(root, "link")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				os.Remove(dir) // the link, if it is there
+				os.Rename(real, dir)
+				return
+			default:
+			}
+			if os.Rename(dir, real) == nil {
+				os.Symlink(elsewhere, dir)
+				os.Remove(dir)
+				os.Rename(real, dir)
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	now := time.Now()
+	deadline := time.Now().Add(3 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		Open(dir, nil, MinMaxBytes).Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: now})
+		if ents, _ := os.ReadDir(elsewhere); len(ents) != 2 {
+			t.Fatalf("after %d appends, files of the link's target were removed or added: %v", i+1, ents)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // MaxEventBytes bounds one event as JSON, OPA's default
@@ -70,9 +71,9 @@ func (l *Log) Append(ev Event) error {
 	if err := notLink(path); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := l.open(target.name())
 	if err != nil {
-		return fmt.Errorf("decision log: %w", err)
+		return err
 	}
 	_, err = f.Write(line)
 	if cerr := f.Close(); err == nil {
@@ -82,6 +83,52 @@ func (l *Log) Append(ev Event) error {
 		return fmt.Errorf("decision log %s: %w", path, err)
 	}
 	return nil
+}
+
+// open opens the log file name for appending without ever leaving the
+// directory: a sandboxed command can swap the directory or the file for a
+// link between notLink's look and the open, so the open goes through an
+// os.Root (no link out of it is followed) of the directory that is at
+// l.dir itself, not a link's target.
+func (l *Log) open(name string) (*os.File, error) {
+	r, err := l.openRoot()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	// O_NONBLOCK: a named pipe put there fails to open without a reader
+	// (and is refused below with one) instead of holding the hook forever.
+	f, err := r.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("decision log %s: %w", filepath.Join(l.dir, name), err)
+	}
+	// A regular file, and the one at name, not a link's target inside
+	// the directory (another log file, the push state).
+	fi, err := f.Stat()
+	li, lerr := r.Lstat(name)
+	if err != nil || lerr != nil || !fi.Mode().IsRegular() || !os.SameFile(fi, li) {
+		f.Close()
+		return nil, fmt.Errorf("decision log: %s is not a regular file of its own (a named pipe, a link?); des does not write to it: remove it and des starts the log again", filepath.Join(l.dir, name))
+	}
+	return f, nil
+}
+
+// openRoot opens the directory at l.dir, refusing a link's target.
+func (l *Log) openRoot() (*os.Root, error) {
+	r, err := os.OpenRoot(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("decision log: %w", err)
+	}
+	in, err := r.Stat(".")
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("decision log: %w", err)
+	}
+	if at, err := os.Lstat(l.dir); err != nil || !os.SameFile(in, at) {
+		r.Close()
+		return nil, fmt.Errorf("decision log: %s was replaced while des wrote to it (a symbolic link?); des does not write through it: remove it and des starts the log again", l.dir)
+	}
+	return r, nil
 }
 
 func notLink(p string) error {
@@ -145,8 +192,26 @@ func (l *Log) ensureDir() error {
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
 		return fmt.Errorf("decision log: %w", err)
 	}
-	ignore := filepath.Join(l.dir, ".gitignore")
-	if err := os.WriteFile(ignore, []byte("# des decision logs: this machine's, pushed with `des-hook logs push`\n*\n"), 0o644); err != nil {
+	// Created exclusively: a link a sandboxed command put there between
+	// the two calls is never written through (O_EXCL does not follow it).
+	// Through the root of the directory at l.dir: not a link's target.
+	r, err := l.openRoot()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	f, err := r.OpenFile(".gitignore", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("decision log: %w", err)
+	}
+	_, err = f.WriteString("# des decision logs: this machine's, pushed with `des-hook logs push`\n*\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("decision log: %w", err)
 	}
 	return nil
@@ -156,17 +221,24 @@ func (l *Log) ensureDir() error {
 // Two processes pruning at once remove the same files: a file already gone
 // counts as removed.
 func (l *Log) prune(names []segment, keep int64) error {
+	// Through the directory at l.dir: swapped for a link after Append's
+	// look, it would have files of the link's target removed.
+	r, err := l.openRoot()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
 	sizes := make([]int64, len(names))
 	var total int64
 	for i, s := range names {
-		fi, err := os.Stat(filepath.Join(l.dir, s.name()))
+		fi, err := r.Lstat(s.name())
 		if err == nil {
 			sizes[i] = fi.Size()
 			total += sizes[i]
 		}
 	}
 	for i := 0; i < len(names) && total > keep; i++ {
-		err := os.Remove(filepath.Join(l.dir, names[i].name()))
+		err := r.Remove(names[i].name())
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("decision log: drop the oldest file: %w", err)
 		}

@@ -168,7 +168,9 @@ type window struct {
 
 func readWindow(path string, offset int64) (window, error) {
 	w := window{end: offset}
-	f, err := os.Open(path)
+	// Not os.Open: the directory is writable by a sandboxed command, and a
+	// named pipe opened for reading waits for a writer forever.
+	f, _, err := fileio.OpenRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return w, nil
 	}
@@ -228,7 +230,7 @@ func nextNewline(f *os.File, off int64) (int64, bool) {
 
 // countLines counts the complete lines of path after offset, for a report.
 func countLines(path string, offset int64) int {
-	f, err := os.Open(path)
+	f, _, err := fileio.OpenRegular(path)
 	if err != nil {
 		return 0
 	}

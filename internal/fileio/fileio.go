@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // ErrTooLarge is wrapped when a file exceeds the bound of ReadBounded.
@@ -22,6 +23,8 @@ var ErrNotRegular = errors.New("not a regular file")
 
 // OpenRegular opens path for reading if, links followed, it is a regular
 // file. It stats before opening: opening a FIFO for reading would block.
+// The open does not block either (O_NONBLOCK) and what it opened is checked
+// again: a FIFO swapped in after the stat would hold the reader forever.
 func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -30,8 +33,15 @@ func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, fi.Mode().Type())
 	}
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
+		return nil, nil, err
+	}
+	if fi, err = f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, fi.Mode().Type())
+		}
 		return nil, nil, err
 	}
 	return f, fi, nil
