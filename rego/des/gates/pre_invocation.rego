@@ -79,13 +79,20 @@ default _phase_current := null
 
 _phase_current := data.des.phases.current
 
+# The phase guards' view of the call needs a workflow: without one (Go
+# found no workflow state, so input.workflow is absent) the search of the
+# prompt for phase names is not run, and the call is no phase delegation.
 default _phase_target := null
 
-_phase_target := guards.target
+_phase_target := guards.target if input.workflow
 
 default _phase_by := null
 
-_phase_by := guards.by
+_phase_by := guards.by if input.workflow
+
+default _phase_delegation := false
+
+_phase_delegation := guards.delegation if input.workflow
 
 # An advancement attempt inside an active workflow: Go audits it even when
 # it is allowed, so the trail shows every gate the orchestrator passed.
@@ -116,7 +123,7 @@ info := {
 	"phases": {
 		"current": _phase_current,
 		"target": _phase_target,
-		"delegation": guards.delegation,
+		"delegation": _phase_delegation,
 		"by": _phase_by,
 		"advancement": _phase_advancement,
 		"escalations": _escalations,
