@@ -49,22 +49,8 @@ func orgRule(code, path string) string {
 // signedBundle builds and signs a bundle of files with opa build.
 func signedBundle(t *testing.T, key string, files map[string]string) []byte {
 	t.Helper()
-	dir := t.TempDir()
-	for name, body := range files {
-		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out := filepath.Join(t.TempDir(), "b.tar.gz")
-	if b, err := exec.Command(opaBinary(t), "build", "--bundle", dir, "-o", out, "--signing-key", key).CombinedOutput(); err != nil {
-		t.Fatalf("opa build: %v\n%s", err, b)
-	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
+	testenv.Long(t)
+	return opatest.Bundle(t, files, "--signing-key", key)
 }
 
 // orgSetup is a project whose settings name one bundle, served with an
@@ -309,14 +295,11 @@ func TestOrgBundleJWKSURL(t *testing.T) {
 	os.WriteFile(priv, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}), 0o600)
 	claims := filepath.Join(t.TempDir(), "claims.json")
 	os.WriteFile(claims, []byte(`{"keyid": "acme-2026"}`), 0o644)
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, ".manifest"), []byte(`{"revision": "j1", "roots": ["des/gates/tool_use"]}`), 0o644)
-	os.WriteFile(filepath.Join(dir, "org.rego"), []byte(orgRule("ORG-JWKS", "team.txt")), 0o644)
-	out := filepath.Join(t.TempDir(), "b.tar.gz")
-	if b, err := exec.Command(opaBinary(t), "build", "--bundle", dir, "-o", out, "--signing-key", priv, "--signing-alg", "ES256", "--claims-file", claims).CombinedOutput(); err != nil {
-		t.Fatalf("opa build: %v\n%s", err, b)
-	}
-	raw, _ := os.ReadFile(out)
+	testenv.Long(t)
+	raw := opatest.Bundle(t, map[string]string{
+		".manifest": `{"revision": "j1", "roots": ["des/gates/tool_use"]}`,
+		"org.rego":  orgRule("ORG-JWKS", "team.txt"),
+	}, "--signing-key", priv, "--signing-alg", "ES256", "--claims-file", claims)
 	point, _ := k.PublicKey.Bytes()
 	b64 := base64.RawURLEncoding.EncodeToString
 	jwks, _ := json.Marshal(map[string]any{"keys": []any{map[string]any{"kty": "EC", "kid": "acme-2026", "use": "sig", "crv": "P-256", "x": b64(point[1:33]), "y": b64(point[33:])}}})

@@ -11,13 +11,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/opatest"
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // A team rule at a path an organisation's bundle sets as data would hide
@@ -146,14 +147,11 @@ func TestAttackJWKSOfOtherSettingsKeptApart(t *testing.T) {
 	otherJWKS, _ := jwksOf("mallory")
 	claims := filepath.Join(t.TempDir(), "claims.json")
 	os.WriteFile(claims, []byte(`{"keyid": "acme"}`), 0o644)
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, ".manifest"), []byte(`{"revision": "j1", "roots": ["des/gates/tool_use"]}`), 0o644)
-	os.WriteFile(filepath.Join(dir, "org.rego"), []byte(orgRule("ORG-JWKS", "team.txt")), 0o644)
-	out := filepath.Join(t.TempDir(), "b.tar.gz")
-	if b, err := exec.Command(opaBinary(t), "build", "--bundle", dir, "-o", out, "--signing-key", orgPriv, "--signing-alg", "ES256", "--claims-file", claims).CombinedOutput(); err != nil {
-		t.Fatalf("opa build: %v\n%s", err, b)
-	}
-	raw, _ := os.ReadFile(out)
+	testenv.Long(t)
+	raw := opatest.Bundle(t, map[string]string{
+		".manifest": `{"revision": "j1", "roots": ["des/gates/tool_use"]}`,
+		"org.rego":  orgRule("ORG-JWKS", "team.txt"),
+	}, "--signing-key", orgPriv, "--signing-alg", "ES256", "--claims-file", claims)
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/jwks.json":

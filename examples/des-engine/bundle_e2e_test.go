@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -47,23 +46,11 @@ deny contains {"code": "ACME-STATE-FROZEN", "msg": "the organisation froze .des/
 // it is not "".
 func opaBuild(t *testing.T, key string, files map[string]string) []byte {
 	t.Helper()
-	dir := t.TempDir()
-	for name, body := range files {
-		writeFile(t, dir, name, body)
+	testenv.Long(t)
+	if key == "" {
+		return opatest.Bundle(t, files)
 	}
-	out := filepath.Join(t.TempDir(), "bundle.tar.gz")
-	args := []string{"build", "--bundle", dir, "-o", out}
-	if key != "" {
-		args = append(args, "--signing-key", key)
-	}
-	if b, err := exec.Command(opaCLIPath(t), args...).CombinedOutput(); err != nil {
-		t.Fatalf("opa build: %v\n%s", err, b)
-	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
+	return opatest.Bundle(t, files, "--signing-key", key)
 }
 
 // An organisation's bundle, end to end through the built binaries: des

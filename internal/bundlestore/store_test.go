@@ -22,7 +22,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -60,21 +60,8 @@ const goodManifest = `{"revision": "rev-1", "roots": ["acme", "des/gates/tool_us
 // build runs opa build on a directory of files and returns the bundle.
 func build(t *testing.T, files map[string]string, args ...string) []byte {
 	t.Helper()
-	dir := t.TempDir()
-	src := filepath.Join(dir, "src")
-	for name, body := range files {
-		p := filepath.Join(src, filepath.FromSlash(name))
-		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		must(t, os.WriteFile(p, []byte(body), 0o644))
-	}
-	out := filepath.Join(dir, "bundle.tar.gz")
-	cmd := exec.Command(opaBin(t), append([]string{"build", "--bundle", src, "-o", out}, args...)...)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("opa build: %v\n%s", err, b)
-	}
-	raw, err := os.ReadFile(out)
-	must(t, err)
-	return raw
+	testenv.Long(t)
+	return opatest.Bundle(t, files, args...)
 }
 
 func must(t *testing.T, err error) {
@@ -194,8 +181,15 @@ func TestPullRSAThenNotModified(t *testing.T) {
 	}
 	b, err := st.Load(srv.URL + "/org.tar.gz")
 	must(t, err)
-	// opa build names a module by the path it was given.
-	regos, _ := fs.Glob(b.FS, "*/*/*/src/policy.rego")
+	// opa build names a module by the path it was given (the temporary
+	// directory's), so it is found by its base name.
+	var regos []string
+	fs.WalkDir(b.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && path.Base(p) == "policy.rego" {
+			regos = append(regos, p)
+		}
+		return nil
+	})
 	if len(regos) != 1 {
 		t.Fatalf("policy.rego in the loaded bundle: %v", regos)
 	}

@@ -51,6 +51,31 @@ func Binary(t testing.TB) string {
 	return p
 }
 
+// Bundle writes files (slash-separated names, under one bundle directory)
+// and builds them with `opa build --bundle DIR` and args (a signing key, its
+// algorithm, claims...), returning the .tar.gz.
+func Bundle(t testing.TB, files map[string]string, args ...string) []byte {
+	t.Helper()
+	src, out := t.TempDir(), filepath.Join(t.TempDir(), "bundle.tar.gz")
+	for name, body := range files {
+		p := filepath.Join(src, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err := exec.Command(Binary(t), append([]string{"build", "--bundle", src, "-o", out}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("opa build: %v\n%s", err, b)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
 // Server is a running `opa run --server`.
 type Server struct {
 	URL string // http://127.0.0.1:port, or https:// with TLS
