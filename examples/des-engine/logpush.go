@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/deterministic-exec/des"
@@ -41,16 +40,12 @@ func logPushDelayFrom(lookupEnv func(string) (string, bool)) time.Duration {
 // for the next (the push state remembers what the collector accepted), and
 // `des-hook logs push` pushes at any time.
 type logPusherBG struct {
-	ctx    context.Context
 	logger *slog.Logger
-
-	mu      sync.Mutex
-	running map[string]bool
-	last    map[string]time.Time // root → when its last push started
+	jobs   *perRoot
 }
 
 func newLogPusherBG(ctx context.Context, logger *slog.Logger) *logPusherBG {
-	return &logPusherBG{ctx: ctx, logger: logger, running: map[string]bool{}, last: map[string]time.Time{}}
+	return &logPusherBG{logger: logger, jobs: newPerRoot(ctx)}
 }
 
 func (p *logPusherBG) check(root string, lookupEnv func(string) (string, bool)) {
@@ -61,21 +56,9 @@ func (p *logPusherBG) check(root string, lookupEnv func(string) (string, bool)) 
 	if err != nil || cfg.DecisionLog != des.DecisionLogOn || cfg.DecisionLogURL == "" {
 		return
 	}
-	p.mu.Lock()
-	if p.running[root] || time.Since(p.last[root]) < logPushDelayFrom(lookupEnv) {
-		p.mu.Unlock()
-		return
-	}
-	p.running[root], p.last[root] = true, time.Now()
-	p.mu.Unlock()
-	go func() {
-		defer func() {
-			p.mu.Lock()
-			delete(p.running, root)
-			p.mu.Unlock()
-		}()
-		ctx, cancel := context.WithTimeout(p.ctx, pushTimeout)
-		defer cancel()
+	p.jobs.run(root, pushTimeout, func(ctx context.Context) time.Time {
+		// The delay runs from the push's start, as the old schedule did.
+		next := time.Now().Add(logPushDelayFrom(lookupEnv))
 		res, err := logPusher(root, cfg, lookupEnv).Push(ctx)
 		var ce *decisionlog.CollectorError
 		switch {
@@ -86,5 +69,6 @@ func (p *logPusherBG) check(root string, lookupEnv func(string) (string, bool)) 
 		case res.Events > 0:
 			p.logger.Info("des-hook serve: decision log push", "root", root, "url", cfg.DecisionLogURL, "pushed", res.Events, "uploads", res.Chunks)
 		}
-	}()
+		return next
+	})
 }

@@ -158,16 +158,12 @@ const bundleRetry = time.Minute
 // goroutine of its own, one per project at a time, for as long as the
 // server runs. The policy cache sees a re-pulled bundle by stat.
 type bundleRefresher struct {
-	ctx    context.Context
 	logger *slog.Logger
-
-	mu      sync.Mutex
-	running map[string]bool
-	failed  map[string]time.Time // root → when its last pull failed
+	jobs   *perRoot
 }
 
 func newBundleRefresher(ctx context.Context, logger *slog.Logger) *bundleRefresher {
-	return &bundleRefresher{ctx: ctx, logger: logger, running: map[string]bool{}, failed: map[string]time.Time{}}
+	return &bundleRefresher{logger: logger, jobs: newPerRoot(ctx)}
 }
 
 func (r *bundleRefresher) check(root string, lookupEnv func(string) (string, bool)) {
@@ -178,16 +174,7 @@ func (r *bundleRefresher) check(root string, lookupEnv func(string) (string, boo
 	if err != nil || !des.BundlesDue(root, cfg, time.Now()) {
 		return
 	}
-	r.mu.Lock()
-	if r.running[root] || time.Since(r.failed[root]) < bundleRetry {
-		r.mu.Unlock()
-		return
-	}
-	r.running[root] = true
-	r.mu.Unlock()
-	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Minute)
-		defer cancel()
+	r.jobs.run(root, 5*time.Minute, func(ctx context.Context) time.Time {
 		res, err := des.PullBundles(ctx, root, cfg, lookupEnv, nil)
 		ok := err == nil
 		if err != nil {
@@ -201,13 +188,45 @@ func (r *bundleRefresher) check(root string, lookupEnv func(string) (string, boo
 			}
 			r.logger.Info("des-hook serve: bundle refresh", "root", root, "url", p.URL, "revision", p.Revision, "outcome", p.Outcome)
 		}
-		r.mu.Lock()
-		delete(r.running, root)
 		if ok {
-			delete(r.failed, root)
-		} else {
-			r.failed[root] = time.Now()
+			return time.Time{}
 		}
-		r.mu.Unlock()
+		return time.Now().Add(bundleRetry)
+	})
+}
+
+// perRoot runs the server's background jobs for projects: one job per
+// project root at a time, none before the time the root's last job set.
+type perRoot struct {
+	ctx context.Context
+
+	mu        sync.Mutex
+	running   map[string]bool
+	notBefore map[string]time.Time
+}
+
+func newPerRoot(ctx context.Context) *perRoot {
+	return &perRoot{ctx: ctx, running: map[string]bool{}, notBefore: map[string]time.Time{}}
+}
+
+// run starts job for root in a goroutine of its own, bounded by timeout,
+// unless one runs for root or root's time has not come; the time job
+// returns is when the next may start (zero: at once).
+func (p *perRoot) run(root string, timeout time.Duration, job func(context.Context) time.Time) {
+	p.mu.Lock()
+	if p.running[root] || time.Now().Before(p.notBefore[root]) {
+		p.mu.Unlock()
+		return
+	}
+	p.running[root] = true
+	p.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(p.ctx, timeout)
+		defer cancel()
+		next := job(ctx)
+		p.mu.Lock()
+		delete(p.running, root)
+		p.notBefore[root] = next
+		p.mu.Unlock()
 	}()
 }
