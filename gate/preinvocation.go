@@ -566,10 +566,7 @@ func (g PreInvocation) writeRun(inv Invocation, run Run) error {
 	if g.RunsDir == "" || !safeID(inv.ToolUseID) {
 		return nil // no key to find it by: Gate 2 falls back to the transcript
 	}
-	if err := writeRecord(g.Writes, g.RunsDir, inv.ToolUseID+".json", run); err != nil {
-		return err
-	}
-	return writeRecord(g.Writes, g.RunsDir, "prompt-"+run.PromptSHA256+".json", run)
+	return writeRecord(g.Writes, g.RunsDir, run, inv.ToolUseID+".json", "prompt-"+run.PromptSHA256+".json")
 }
 
 // readRecord decodes the record dir/name, written by writeRecord, into v;
@@ -588,17 +585,29 @@ func readRecord(dir, name string, v any) (bool, error) {
 	return true, nil
 }
 
-// writeRecord writes v as indented JSON to dir/name, atomically (rename) but
-// not fsynced: run records only help the gates find a step, which they can
-// also do from the transcript, so a record lost in a crash costs little,
-// while an fsync here would cost every invocation.
-func writeRecord(w Writes, dir, name string, v any) error {
+// writeRecord writes v as indented JSON to dir/name for each of names,
+// atomically (rename) but not fsynced: run records only help the gates find
+// a step, which they can also do from the transcript, so a record lost in a
+// crash costs little, while an fsync here would cost every invocation. The
+// files are announced to w together, so a baseline is updated once.
+func writeRecord(w Writes, dir string, v any, names ...string) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
 	data = append(data, '\n')
-	return Announced(context.Background(), w, filepath.Join(dir, name), data, func() error { return putRecord(dir, name, data) })
+	paths := make([]string, len(names))
+	for i, n := range names {
+		paths[i] = filepath.Join(dir, n)
+	}
+	return announcedAll(context.Background(), w, paths, data, func() error {
+		for _, n := range names {
+			if err := putRecord(dir, n, data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func putRecord(dir, name string, data []byte) error {

@@ -20,16 +20,37 @@ type Writes interface {
 // failure to tell only risks a concurrent check undoing the write, which
 // is no reason to leave the write undone.
 func Announced(ctx context.Context, w Writes, path string, data []byte, write func() error) error {
+	return announcedAll(ctx, w, []string{path}, data, write)
+}
+
+// settlesAll is a Writes that settles several writes at once
+// (internal/integrity's Checker): one update of its baseline, not one per
+// file.
+type settlesAll interface {
+	SettleAll(ctx context.Context, paths ...string) error
+}
+
+// announcedAll is Announced for a write that puts the same data at each of
+// paths.
+func announcedAll(ctx context.Context, w Writes, paths []string, data []byte, write func() error) error {
 	if w == nil {
 		return write()
 	}
-	_ = w.Expect(path, data)
+	for _, p := range paths {
+		_ = w.Expect(p, data)
+	}
 	err := write()
 	// The write is done whatever the caller's context says now; telling
 	// about it waits at most settleWait (a held lock must not stall a gate).
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleWait)
 	defer cancel()
-	_ = w.Settle(sctx, path)
+	if all, ok := w.(settlesAll); ok {
+		_ = all.SettleAll(sctx, paths...)
+		return err
+	}
+	for _, p := range paths {
+		_ = w.Settle(sctx, p)
+	}
 	return err
 }
 

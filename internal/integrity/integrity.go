@@ -572,6 +572,13 @@ func (c *Checker) absPath(p string) string {
 // (and a later check undoes what is there). Paths the baseline does not
 // watch are ignored.
 func (c *Checker) Settle(ctx context.Context, path string) error {
+	return c.SettleAll(ctx, path)
+}
+
+// SettleAll is Settle for several writes done together: the baseline is
+// read and saved once for all of them (a save rewrites the whole manifest,
+// which grows with the watched trees).
+func (c *Checker) SettleAll(ctx context.Context, paths ...string) error {
 	unlock, err := c.lock(ctx)
 	if err != nil {
 		return err
@@ -581,17 +588,37 @@ func (c *Checker) Settle(ctx context.Context, path string) error {
 	if err != nil || m == nil {
 		return err
 	}
+	changed := false
+	for _, path := range paths {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ok, err := c.settle(m, path)
+		if err != nil {
+			return err
+		}
+		changed = changed || ok
+	}
+	if !changed {
+		return nil
+	}
+	return c.save(m)
+}
+
+// settle records path's state in m when a live announcement says DES wrote
+// it; whether m changed.
+func (c *Checker) settle(m *manifest, path string) (bool, error) {
 	key := c.key(c.absPath(path))
 	was, ok := m.Entries[key]
 	kind, tree := KindFile, ""
 	if ok {
 		kind, tree = was.Kind, was.Tree
 	} else if tree = c.treeOf(m, key); tree == "" && !c.isGuardedDoc(m, key) {
-		return nil
+		return false, nil
 	}
 	now, err := c.observe(key, kind, tree)
 	if err != nil {
-		return err
+		return false, err
 	}
 	now.Keep = ok && was.Keep
 	sum := now.SHA256
@@ -599,11 +626,11 @@ func (c *Checker) Settle(ctx context.Context, path string) error {
 		sum = typeAbsent
 	}
 	if !c.expected(key, sum) {
-		return nil
+		return false, nil
 	}
 	c.forget(key, sum)
 	c.put(m, key, now)
-	return c.save(m)
+	return true, nil
 }
 
 // put records e for key; an absent path that is not a literal watched

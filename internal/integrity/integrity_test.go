@@ -3,6 +3,8 @@ package integrity
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -385,5 +387,44 @@ func TestLapsedCallKeepsBaseline(t *testing.T) {
 	write(t, root, ".des/config.json", `{"a": 1}`) // a hand edit between calls
 	if refreshed, err := c.Begin(ctx, "toolu_after", nil, time.Minute); err != nil || !refreshed {
 		t.Fatalf("the Begin after: refreshed %v, %v", refreshed, err)
+	}
+}
+
+// SettleAll records each announced write in the baseline (so a later
+// change to it during a call is undone) and nothing that was not announced.
+func TestSettleAllRecordsEachAnnouncedWrite(t *testing.T) {
+	root, c := project(t)
+	ctx := context.Background()
+	if _, err := c.Begin(ctx, "toolu_long", nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	a, b, forged := ".des/runs/toolu_2.json", ".des/runs/prompt-2.json", ".des/runs/forged.json"
+	for _, p := range []string{a, b} {
+		if err := c.Expect(p, []byte(`{"n": 2}`)); err != nil {
+			t.Fatal(err)
+		}
+		write(t, root, p, `{"n": 2}`)
+	}
+	write(t, root, forged, `{"n": 2}`)
+	if err := c.SettleAll(ctx, a, b, forged); err != nil {
+		t.Fatal(err)
+	}
+	// The call in flight deletes both records: the baseline has them now.
+	for _, p := range []string{a, b} {
+		if err := os.Remove(filepath.Join(root, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := c.End(ctx, "toolu_long", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{a, b} {
+		if got := readFile(t, root, p); got != `{"n": 2}` {
+			t.Errorf("%s = %q, want it restored", p, got)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(root, forged)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the unannounced %s was settled: %v (report %+v)", forged, err, rep)
 	}
 }
