@@ -113,7 +113,9 @@ func (e *Engine) SubagentStopped(ctx context.Context, agentID string) error {
 
 // UserPrompt starts a new turn (UserPromptSubmit): the session's count of
 // direct calls goes back to zero, and registry entries older than
-// session_ttl_minutes are dropped.
+// session_ttl_minutes are dropped. Run records older than gate.RunRetention
+// are removed too (runPruneLimit a turn); a failure there is logged, not
+// returned, since it costs speed only.
 func (e *Engine) UserPrompt(ctx context.Context, sessionID string) error {
 	var errs []error
 	if err := registryResetTurn(ctx, e.sessionsDir(), sessionID, e.writes); err != nil {
@@ -122,11 +124,20 @@ func (e *Engine) UserPrompt(ctx context.Context, sessionID string) error {
 	if err := registryPrune(ctx, e.sessionsDir(), e.now(), e.ttl(), e.writes); err != nil {
 		errs = append(errs, err)
 	}
+	runs := filepath.Join(e.root, RunsDir)
+	if n, err := gate.PruneRuns(ctx, e.writes, runs, e.now().Add(-gate.RunRetention), runPruneLimit); err != nil {
+		e.logger.Warn("des: old run records not removed", "dir", runs, "removed", n, "err", err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("des: subagent registry: %w", err)
 	}
 	return nil
 }
+
+// runPruneLimit bounds the run records one turn removes: each removal is
+// announced to the effect check (a few file operations), and a backlog
+// goes over the next turns.
+const runPruneLimit = 200
 
 // WaveSync returns the wave sync of this project.
 func (e *Engine) WaveSync() gate.WaveSync {

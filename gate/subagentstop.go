@@ -323,8 +323,8 @@ func markedRel(root, marked string) string {
 
 // Bounds of the search for a session's open run.
 const (
-	sessionRunAge   = 24 * time.Hour // runs started earlier are not looked at
-	sessionRunFiles = 1000           // run records read at most
+	sessionRunAge   = RunRetention // runs started earlier are not looked at
+	sessionRunFiles = 1000         // run records read at most
 )
 
 // openSessionRun is the run of the stop's session that Gate 1 started and
