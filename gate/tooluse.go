@@ -191,18 +191,25 @@ func ResolveProjectPath(root, p string) (string, error) {
 	if !filepath.IsAbs(p) {
 		p = root + string(filepath.Separator) + p // not Join: cleaning first would take "link/.." lexically
 	}
-	p, err := resolvePath(p)
-	if err != nil {
+	var r walk
+	if err := r.resolve(root); err != nil {
 		return "", err
 	}
-	r, err := resolvePath(root)
-	if err != nil {
+	// A path written below root is root's walk continued: root's
+	// elements are looked at once, not again for p (the same result, as
+	// the walk takes elements in order).
+	w := walk{resolved: r.resolved, missing: r.missing, hops: r.hops}
+	if rest, ok := strings.CutPrefix(p, root); ok && root != "" && (strings.HasPrefix(rest, string(filepath.Separator)) || rest == "") && filepath.IsAbs(root) {
+		if err := w.walk(p, rest); err != nil {
+			return "", err
+		}
+	} else if err := w.resolve(p); err != nil {
 		return "", err
 	}
-	if rel, ok := within(r, p); ok {
+	if rel, ok := within(r.resolved, w.resolved); ok {
 		return rel, nil // "." for the root itself
 	}
-	return filepath.ToSlash(p), nil
+	return filepath.ToSlash(w.resolved), nil
 }
 
 // maxLinks bounds link following in one resolution, in total, as the
@@ -218,12 +225,32 @@ const maxLinks = 40
 // targets read: at most maxLinks targets, each at most a few KiB. No
 // deadline is needed; a path that needs more hops is an error.
 func resolvePath(p string) (string, error) {
-	sep := string(filepath.Separator)
+	var w walk
+	if err := w.resolve(p); err != nil {
+		return "", err
+	}
+	return w.resolved, nil
+}
+
+// walk is resolvePath's state: what is resolved so far, whether an element
+// was missing (the rest is then taken as written), and the links followed.
+type walk struct {
+	resolved string
+	missing  bool
+	hops     int
+}
+
+// resolve walks the absolute path p from the file system's root.
+func (w *walk) resolve(p string) error {
 	vol := filepath.VolumeName(p)
-	todo := strings.Split(p[len(vol):], sep)
-	resolved := vol + sep
-	missing := false
-	hops := 0
+	*w = walk{resolved: vol + string(filepath.Separator)}
+	return w.walk(p, p[len(vol):])
+}
+
+// walk goes on from w through rest, a part of p (named in errors).
+func (w *walk) walk(p, rest string) error {
+	sep := string(filepath.Separator)
+	todo := strings.Split(rest, sep)
 	for len(todo) > 0 {
 		part := todo[0]
 		todo = todo[1:]
@@ -231,35 +258,35 @@ func resolvePath(p string) (string, error) {
 		case "", ".":
 			continue
 		case "..":
-			resolved = filepath.Dir(resolved)
+			w.resolved = filepath.Dir(w.resolved)
 			continue
 		}
-		next := filepath.Join(resolved, part)
-		if missing {
-			resolved = next
+		next := filepath.Join(w.resolved, part)
+		if w.missing {
+			w.resolved = next
 			continue
 		}
 		fi, err := os.Lstat(next)
 		if err != nil {
-			missing, resolved = true, next
+			w.missing, w.resolved = true, next
 			continue
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
-			resolved = next
+			w.resolved = next
 			continue
 		}
-		if hops++; hops > maxLinks {
-			return "", fmt.Errorf("resolve %s: %w", p, ErrTooManyLinks)
+		if w.hops++; w.hops > maxLinks {
+			return fmt.Errorf("resolve %s: %w", p, ErrTooManyLinks)
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			resolved = next // vanished or unreadable: taken as written
+			w.resolved = next // vanished or unreadable: taken as written
 			continue
 		}
 		if tv := filepath.VolumeName(target); filepath.IsAbs(target) {
-			resolved, target = tv+sep, target[len(tv):]
+			w.resolved, target = tv+sep, target[len(tv):]
 		}
 		todo = append(strings.Split(target, sep), todo...)
 	}
-	return resolved, nil
+	return nil
 }
