@@ -41,3 +41,34 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// phaseIDScan is PhaseID without its search for the words first.
+func phaseIDScan(prompt string) (string, bool) {
+	if m := markerRE().FindStringSubmatch(prompt); m != nil {
+		return m[1], true
+	}
+	if m := lineRE().FindStringSubmatch(prompt); m != nil {
+		return m[1], true
+	}
+	return "", false
+}
+
+// The search for the words before the expressions never loses a match:
+// case, the long s and the Kelvin sign that (?i) folds, markdown around
+// the key.
+func FuzzPhaseIDPrefilter(f *testing.F) {
+	for _, s := range []string{
+		"Phase ID: p1", "PHA\u017fE ID: p1", "phase_id: x", "**Phase-ID**: `p2`", "PhaseID: a.b", "> ## phase id: q",
+		"<!-- DES-TASK-PHASE: impl -->", "<!-- des-tas\u212a-pha\u017fe: k1 -->", "<!--DES-TASK-PHASE:x-->",
+		"no phase here", "phase\tid: t", "PHASE İD: p", "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, prompt string) {
+		id, ok := PhaseID(prompt)
+		wantID, wantOK := phaseIDScan(prompt)
+		if id != wantID || ok != wantOK {
+			t.Fatalf("PhaseID(%q) = %q, %v; the expressions alone: %q, %v", prompt, id, ok, wantID, wantOK)
+		}
+	})
+}

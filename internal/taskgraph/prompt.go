@@ -41,13 +41,28 @@ func ValidPhaseID(id string) bool { return validID().MatchString(id) }
 // a prose line may quote another phase. Of several markers, or lines, the
 // first wins.
 func PhaseID(prompt string) (string, bool) {
-	if m := markerRE().FindStringSubmatch(prompt); m != nil {
-		return m[1], true
+	// The expressions scan the whole prompt (a line's start has no literal
+	// to seek), so a prompt without the words they need is not scanned:
+	// most delegations name no phase.
+	folded := foldForSearch(prompt)
+	if strings.Contains(folded, "des-task-phase") {
+		if m := markerRE().FindStringSubmatch(prompt); m != nil {
+			return m[1], true
+		}
 	}
-	if m := lineRE().FindStringSubmatch(prompt); m != nil {
-		return m[1], true
+	if strings.Contains(folded, "phaseid") || strings.Contains(folded, "phase id") || strings.Contains(folded, "phase_id") || strings.Contains(folded, "phase-id") {
+		if m := lineRE().FindStringSubmatch(prompt); m != nil {
+			return m[1], true
+		}
 	}
 	return "", false
+}
+
+// foldForSearch lowers s for a search of ASCII words that the expressions
+// match case-insensitively: (?i) also takes U+017F (long s) for "s" and
+// U+212A (Kelvin) for "k"; ToLower maps the Kelvin sign, not the long s.
+func foldForSearch(s string) string {
+	return strings.ReplaceAll(strings.ToLower(s), "\u017f", "s")
 }
 
 // Verdict reads a verifier's verdict from its last message: "FAIL",
