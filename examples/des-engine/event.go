@@ -140,19 +140,23 @@ func decodeEvent(data []byte) (*Event, []string, error) {
 		return nil, nil, errNotObject
 	}
 	// The whole payload is checked first (syntax, one object, nothing after
-	// it); fields are then taken by their exact keys.
-	var members map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if err := dec.Decode(&members); err != nil {
-		if _, derr := datadoc.Decode(trimmed); derr != nil {
-			err = derr // the same error, with its line and column
+	// it); fields are then taken by their exact keys. json.Valid scans
+	// without building anything; only a payload it refuses is decoded
+	// again, for an error that says where and what.
+	if !json.Valid(trimmed) {
+		var members map[string]json.RawMessage
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		if err := dec.Decode(&members); err != nil {
+			if _, derr := datadoc.Decode(trimmed); derr != nil {
+				err = derr // the same error, with its line and column
+			}
+			return nil, nil, fmt.Errorf("malformed JSON event: %w", err)
 		}
-		return nil, nil, fmt.Errorf("malformed JSON event: %w", err)
-	}
-	end := int(dec.InputOffset())
-	if _, err := dec.Token(); err != io.EOF {
-		extra := end + len(trimmed[end:]) - len(bytes.TrimLeft(trimmed[end:], " \t\r\n"))
-		return nil, nil, fmt.Errorf("malformed JSON event: %s: data after the event object", datadoc.Position(trimmed, extra))
+		end := int(dec.InputOffset())
+		if _, err := dec.Token(); err != io.EOF {
+			extra := end + len(trimmed[end:]) - len(bytes.TrimLeft(trimmed[end:], " \t\r\n"))
+			return nil, nil, fmt.Errorf("malformed JSON event: %s: data after the event object", datadoc.Position(trimmed, extra))
+		}
 	}
 	var ev Event
 	mistyped, err := decodeExact(trimmed, &ev, true)
