@@ -22,7 +22,10 @@
 // guard's Write/Edit) or makes itself (a step rewrite, a run record) is
 // announced with [Checker.Expect] before it lands, with the content it will
 // have; a check that finds exactly that content takes it, and
-// [Checker.Settle] records it once the write is done.
+// [Checker.Settle] records it once the write is done. A write DES makes
+// itself goes through [Checker.WriteOwn] first, which runs it under the
+// lock every check holds and records it at once, with nothing to announce;
+// only while a check runs is it announced instead.
 //
 // For the two Claude Code settings files only DES's own hook entries (and
 // disableAllHooks, which would switch them off) are compared and restored,
@@ -608,6 +611,19 @@ func (c *Checker) SettleAll(ctx context.Context, paths ...string) error {
 // settle records path's state in m when a live announcement says DES wrote
 // it; whether m changed.
 func (c *Checker) settle(m *manifest, path string) (bool, error) {
+	return c.record(m, path, func(key, sum string) bool {
+		if !c.expected(key, sum) {
+			return false
+		}
+		c.forget(key, sum)
+		return true
+	})
+}
+
+// record observes path and, when it is watched and ours says its state is
+// DES's (key, and the content's sum or typeAbsent), records it in m;
+// whether m changed.
+func (c *Checker) record(m *manifest, path string, ours func(key, sum string) bool) (bool, error) {
 	key := c.key(c.absPath(path))
 	was, ok := m.Entries[key]
 	kind, tree := KindFile, ""
@@ -625,12 +641,59 @@ func (c *Checker) settle(m *manifest, path string) (bool, error) {
 	if now.Type == typeAbsent {
 		sum = typeAbsent
 	}
-	if !c.expected(key, sum) {
+	if !ours(key, sum) {
 		return false, nil
 	}
-	c.forget(key, sum)
 	c.put(m, key, now)
 	return true, nil
+}
+
+// ownWriteWait bounds WriteOwn's wait for the lock: another write holds it
+// for a moment, a check for as long as its scan takes.
+const ownWriteWait = 5 * time.Millisecond
+
+// WriteOwn runs write, DES's own write of data at each of paths (nil data:
+// their removal), holding the lock every check holds, and then records in
+// the baseline each watched path that holds data. No check can run between
+// the write and the record, so nothing needs announcing (Expect's file for
+// each path, Settle's removal of it). When the lock stays busy (a check
+// runs), it returns false without running write: announce the write then.
+// The error is write's; the baseline is best effort, as Settle's.
+func (c *Checker) WriteOwn(ctx context.Context, paths []string, data []byte, write func() error) (ran bool, err error) {
+	if os.MkdirAll(c.dir, 0o700) != nil {
+		return false, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, ownWriteWait)
+	l, lerr := filelock.Acquire(lctx, filepath.Join(c.dir, "lock"))
+	cancel()
+	if lerr != nil {
+		return false, nil
+	}
+	defer func() { _ = l.Unlock() }()
+	err = write()
+	m, lerr := c.load()
+	if lerr != nil || m == nil {
+		return true, err
+	}
+	want := typeAbsent
+	if data != nil {
+		want = hashOf(data)
+	}
+	changed := false
+	for _, p := range paths {
+		ok, rerr := c.record(m, p, func(_, sum string) bool { return sum == want })
+		if rerr != nil {
+			c.logger.Warn("integrity: DES's own write not recorded in the baseline; a later check may undo it", "path", p, "err", rerr)
+			return true, err
+		}
+		changed = changed || ok
+	}
+	if changed {
+		if serr := c.save(m); serr != nil {
+			c.logger.Warn("integrity: DES's own write not recorded in the baseline; a later check may undo it", "err", serr)
+		}
+	}
+	return true, err
 }
 
 // put records e for key; an absent path that is not a literal watched

@@ -428,3 +428,69 @@ func TestSettleAllRecordsEachAnnouncedWrite(t *testing.T) {
 		t.Errorf("the unannounced %s was settled: %v (report %+v)", forged, err, rep)
 	}
 }
+
+// WriteOwn writes under the lock and records DES's content in the baseline
+// without announcing it; content other than the data given is not taken.
+func TestWriteOwnRecordsWithoutAnnouncing(t *testing.T) {
+	root, c := project(t)
+	ctx := context.Background()
+	if _, err := c.Begin(ctx, "toolu_long", nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	a, b := ".des/runs/toolu_2.json", ".des/runs/prompt-2.json"
+	data := []byte(`{"n": 2}`)
+	ran, err := c.WriteOwn(ctx, []string{a, b}, data, func() error {
+		write(t, root, a, string(data))
+		write(t, root, b, `{"n": "raced"}`) // not what DES said it writes
+		return nil
+	})
+	if !ran || err != nil {
+		t.Fatalf("WriteOwn = %v, %v", ran, err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(c.dir, "expect")); len(ents) != 0 {
+		t.Errorf("announcements left: %v", ents)
+	}
+	if err := os.Remove(filepath.Join(root, a)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.End(ctx, "toolu_long", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, root, a); got != string(data) {
+		t.Errorf("%s = %q, want it restored from the baseline", a, got)
+	}
+	if _, err := os.Lstat(filepath.Join(root, b)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s with content DES did not write was taken: %v", b, err)
+	}
+
+	// Removals (nil data) are recorded as absent.
+	ran, err = c.WriteOwn(ctx, []string{a}, nil, func() error { return os.Remove(filepath.Join(root, a)) })
+	if !ran || err != nil {
+		t.Fatalf("WriteOwn removal = %v, %v", ran, err)
+	}
+	if rep := call(t, c, "toolu_after", func() {}); len(rep.Changes) != 0 {
+		t.Errorf("the removal was undone: %+v", rep)
+	}
+	if _, err := os.Lstat(filepath.Join(root, a)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s came back: %v", a, err)
+	}
+}
+
+// While a check holds the lock, WriteOwn declines at once and runs nothing:
+// the caller announces the write instead of waiting out the check.
+func TestWriteOwnDeclinesWhileACheckRuns(t *testing.T) {
+	_, c := project(t)
+	unlock, err := c.lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	start := time.Now()
+	ran, err := c.WriteOwn(context.Background(), []string{".des/runs/x.json"}, []byte("{}"), func() error {
+		t.Error("write ran while the lock was held")
+		return nil
+	})
+	if ran || err != nil || time.Since(start) > time.Second {
+		t.Errorf("WriteOwn = %v, %v after %v; want false at once", ran, err, time.Since(start))
+	}
+}
