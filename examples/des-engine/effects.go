@@ -40,6 +40,7 @@ func (h *hookEnv) checker() *integrity.Checker {
 			IsDESCommand: h.isDESCommand,
 			UserFiles:    userFiles(h.lookupEnv),
 			Logger:       h.logger,
+			Cache:        h.baselines,
 		})
 	})
 	return h.chk

@@ -99,6 +99,7 @@ type hookEnv struct {
 	checkerOnce sync.Once
 	chk         *integrity.Checker // nil when the project has no directory
 	exe         string             // this executable, to tell DES's hook entries
+	baselines   *integrity.BaselineCache
 }
 
 func newHookEnv(root, event string, lookupEnv func(string) (string, bool), logger *slog.Logger, stderr io.Writer) *hookEnv {
@@ -205,7 +206,8 @@ func runHook(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, loo
 type hookPlace struct {
 	cwd       string
 	newEngine func(ctx context.Context, opts ...des.Option) (*des.Engine, error)
-	debug     []any // logged at debug level once the event is routed
+	debug     []any                    // logged at debug level once the event is routed
+	baselines *integrity.BaselineCache // the effect check's baselines kept decoded (the server's)
 }
 
 // runHookIn is runHook at place.
@@ -239,6 +241,7 @@ func runHookIn(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, l
 	if place.newEngine != nil {
 		h.newEngine = place.newEngine
 	}
+	h.baselines = place.baselines
 	logger.Debug("hook: routing", append([]any{"event", key.event, "tool", key.tool, "root", h.root}, place.debug...)...)
 	r := h.callWithin(ctx, fn, ev, within)
 	if err := render(stdout, ev.HookEventName, r); err != nil {

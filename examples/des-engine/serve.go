@@ -16,6 +16,7 @@ import (
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/internal/channel"
 	"github.com/deterministic-exec/des/internal/gitexec"
+	"github.com/deterministic-exec/des/internal/integrity"
 	"github.com/deterministic-exec/des/internal/server"
 )
 
@@ -118,6 +119,7 @@ func idleDefault(lookupEnv func(string) (string, bool)) time.Duration {
 // pushed to its collector (refresh and push may be nil).
 func serveHandler(extra func() []des.Option, logger *slog.Logger, refresh *bundleRefresher, push *logPusherBG) server.Handler {
 	pid := os.Getpid()
+	baselines := integrity.NewBaselineCache() // the effect check's, for the server's life
 	return func(ctx context.Context, req *channel.Request) *channel.Reply {
 		if len(req.Args) != 0 {
 			return &channel.Reply{Exit: exitUsage, Stderr: []byte("des-hook serve: the decision server runs hook mode only; run des-engine " + strings.Join(req.Args, " ") + " directly\n")}
@@ -141,7 +143,7 @@ func serveHandler(extra func() []des.Option, logger *slog.Logger, refresh *bundl
 		defer func() { logger.Debug("des-hook serve: decided", "root", req.Root, "took", time.Since(start)) }()
 		ctx = gitexec.WithEnviron(ctx, req.Env)
 		runHookIn(ctx, bytes.NewReader(req.Stdin), &stdout, &stderr, req.LookupEnv, defaultRoutes(),
-			hookPlace{cwd: req.Cwd, newEngine: newEngine, debug: []any{"decision_server_pid", pid}})
+			hookPlace{cwd: req.Cwd, newEngine: newEngine, debug: []any{"decision_server_pid", pid}, baselines: baselines})
 		refresh.check(req.Root, req.LookupEnv)
 		push.check(req.Root, req.LookupEnv)
 		return &channel.Reply{Exit: 0, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}

@@ -166,6 +166,9 @@ type Options struct {
 	UserFiles map[string]string // absolute path -> KindClaudeSettings or KindGitConfig
 	Now       func() time.Time
 	Logger    *slog.Logger
+	// Cache, when set, keeps the baseline decoded between Checkers of one
+	// process (a long-lived one: the warm decision server).
+	Cache *BaselineCache
 }
 
 // Checker compares and restores the watched files of one project.
@@ -175,11 +178,12 @@ type Checker struct {
 	isDES     func(string) bool
 	now       func() time.Time
 	logger    *slog.Logger
+	cache     *BaselineCache
 }
 
 // New returns a Checker. It touches nothing on disk.
 func New(o Options) *Checker {
-	c := &Checker{root: filepath.Clean(o.Root), dir: filepath.Join(o.StateDir, "integrity"), isDES: o.IsDESCommand, now: o.Now, logger: o.Logger, user: o.UserFiles}
+	c := &Checker{root: filepath.Clean(o.Root), dir: filepath.Join(o.StateDir, "integrity"), isDES: o.IsDESCommand, now: o.Now, logger: o.Logger, user: o.UserFiles, cache: o.Cache}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -296,6 +300,9 @@ func (c *Checker) lock(ctx context.Context) (func(), error) {
 }
 
 func (c *Checker) load() (*manifest, error) {
+	if m := c.cache.get(c.manifestPath()); m != nil {
+		return m, nil
+	}
 	data, err := fileio.ReadBounded(c.manifestPath(), 256<<20)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -309,6 +316,7 @@ func (c *Checker) load() (*manifest, error) {
 		// records a new one from disk.
 		return nil, fmt.Errorf("integrity: the baseline %s is damaged: %v", c.manifestPath(), err)
 	}
+	c.cache.put(c.manifestPath(), &m)
 	return &m, nil
 }
 
@@ -318,8 +326,10 @@ func (c *Checker) save(m *manifest) error {
 		return fmt.Errorf("integrity: %w", err)
 	}
 	if err := fileio.WriteAtomic(c.manifestPath(), data); err != nil {
+		c.cache.forget(c.manifestPath())
 		return fmt.Errorf("integrity: save the baseline: %w", err)
 	}
+	c.cache.put(c.manifestPath(), m)
 	return nil
 }
 

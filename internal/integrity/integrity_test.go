@@ -35,7 +35,7 @@ func project(t *testing.T) (root string, c *Checker) {
 	for p, s := range files {
 		write(t, root, p, s)
 	}
-	c = New(Options{Root: root, StateDir: t.TempDir(), IsDESCommand: isDES})
+	c = New(Options{Root: root, StateDir: t.TempDir(), IsDESCommand: isDES, Cache: NewBaselineCache()}) // as the warm server builds them
 	if _, err := c.Begin(context.Background(), "toolu_setup", nil, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -492,5 +492,45 @@ func TestWriteOwnDeclinesWhileACheckRuns(t *testing.T) {
 	})
 	if ran || err != nil || time.Since(start) > time.Second {
 		t.Errorf("WriteOwn = %v, %v after %v; want false at once", ran, err, time.Since(start))
+	}
+}
+
+// A cached baseline is used only while its file is the one it was read
+// from or saved to: a save by another process (a Checker without the
+// cache) is seen by the next use, and a use's changes to its copy that
+// were not saved are not.
+func TestBaselineCacheSeesOtherSaves(t *testing.T) {
+	root, c := project(t) // with a cache
+	ctx := context.Background()
+	other := New(Options{Root: root, StateDir: filepath.Dir(c.Dir()), IsDESCommand: isDES})
+	rec := ".des/runs/toolu_9.json"
+	if ran, err := other.WriteOwn(ctx, []string{rec}, []byte(`{"n": 9}`), func() error {
+		write(t, root, rec, `{"n": 9}`)
+		return nil
+	}); !ran || err != nil {
+		t.Fatalf("WriteOwn = %v, %v", ran, err)
+	}
+	m, err := c.load()
+	if err != nil || m.Entries[rec] == nil {
+		t.Fatalf("the cached checker does not see the other's save: %v", err)
+	}
+	if m, err = c.load(); err != nil || m.Entries[rec] == nil { // from the cache now
+		t.Fatalf("second load: %v", err)
+	}
+	delete(m.Entries, rec) // a use's own copy, not saved
+	if m, err := c.load(); err != nil || m.Entries[rec] == nil {
+		t.Fatalf("an unsaved change to a loaded copy leaked into the cache: %v", err)
+	}
+	if _, err := c.Begin(ctx, "toolu_x", nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(root, rec)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.End(ctx, "toolu_x", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, root, rec); got != `{"n": 9}` {
+		t.Errorf("%s = %q, want it restored", rec, got)
 	}
 }
