@@ -198,6 +198,9 @@ func BenchmarkProcessBashCall(b *testing.B) {
 //	handoff: des-hook with DES_DECISION_SERVER=off, exec'ing des-engine
 //	engine:  des-engine run directly, the in-process path alone
 //	fast:    des-hook through the server on PreToolUse Read
+//	session: server, in a second project that has had a Bash call (so an
+//	         effect-check baseline, which every write des makes is recorded
+//	         in), each call with a tool_use_id of its own as in a session
 //	node, python3: `node -e 0`, `python3 -c 0`, when installed
 func BenchmarkProcessPaths(b *testing.B) {
 	if testDecisionServer == "off" {
@@ -241,15 +244,49 @@ func BenchmarkProcessPaths(b *testing.B) {
 		b.Fatalf("no decision server after the first call: %v", err)
 	}
 	run(auto, gate1Event, hookBin)
+	// The session project: a Bash call first, then Gate 1 with fresh ids.
+	sroot := b.TempDir()
+	writeFile(b, sroot, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}}`)
+	senv := append(slices.Clip(base), "CLAUDE_PROJECT_DIR="+sroot)
+	for _, event := range []string{"PreToolUse", "PostToolUse"} {
+		ev, _ := json.Marshal(map[string]any{"session_id": "s1", "cwd": sroot, "hook_event_name": event, "tool_name": "Bash",
+			"tool_use_id": "toolu_bash", "tool_input": map[string]any{"command": "ls"}, "tool_response": map[string]any{}})
+		run(senv, ev, hookBin)
+	}
+	sessionCall := 0
+	sessionEvent := func() []byte {
+		sessionCall++
+		ev := agentEvent(sroot, "Agent", renderPrompt(b, "execute-step"))
+		ev["tool_use_id"] = fmt.Sprintf("toolu_session_%d", sessionCall)
+		data, _ := json.Marshal(ev)
+		return data
+	}
+	runIn := func(env []string, dir string, in []byte, bin string) time.Duration {
+		cmd := exec.Command(bin)
+		cmd.Env, cmd.Dir, cmd.Stdin = env, dir, bytes.NewReader(in)
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("%s: %v", bin, err)
+		}
+		d := time.Since(start)
+		if out.Len() > 0 {
+			b.Fatalf("%s: unexpected output %q", bin, out.String())
+		}
+		return d
+	}
+	runIn(senv, sroot, sessionEvent(), hookBin) // the start (TODO -> IN_PROGRESS)
 	node, _ := exec.LookPath("node")
 	python, _ := exec.LookPath("python3")
-	var noopT, serverT, handoffT, engineT, fastT, nodeT, pythonT []time.Duration
+	var noopT, serverT, handoffT, engineT, fastT, sessionT, nodeT, pythonT []time.Duration
 	for b.Loop() {
 		noopT = append(noopT, run(auto, fastEvent, noop))
 		serverT = append(serverT, run(auto, gate1Event, hookBin))
 		handoffT = append(handoffT, run(off, gate1Event, hookBin))
 		engineT = append(engineT, run(auto, gate1Event, engineBin))
 		fastT = append(fastT, run(auto, fastEvent, hookBin))
+		sessionT = append(sessionT, runIn(senv, sroot, sessionEvent(), hookBin))
 		if node != "" {
 			nodeT = append(nodeT, run(auto, nil, node, "-e", "0"))
 		}
@@ -271,6 +308,7 @@ func BenchmarkProcessPaths(b *testing.B) {
 	report("handoff", handoffT)
 	report("engine", engineT)
 	report("fast", fastT)
+	report("session", sessionT)
 	report("node", nodeT)
 	report("python3", pythonT)
 }

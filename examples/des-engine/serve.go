@@ -116,7 +116,8 @@ func idleDefault(lookupEnv func(string) (string, bool)) time.Duration {
 //
 // After each request, the organisation's bundles of the request's project
 // are refreshed in the background when they are due, and its decision logs
-// pushed to its collector (refresh and push may be nil).
+// pushed to its collector (refresh and push may be nil); whether they are
+// due is looked at in a goroutine, after the reply.
 func serveHandler(extra func() []des.Option, logger *slog.Logger, refresh *bundleRefresher, push *logPusherBG) server.Handler {
 	pid := os.Getpid()
 	baselines := integrity.NewBaselineCache() // the effect check's, for the server's life
@@ -144,8 +145,11 @@ func serveHandler(extra func() []des.Option, logger *slog.Logger, refresh *bundl
 		ctx = gitexec.WithEnviron(ctx, req.Env)
 		runHookIn(ctx, bytes.NewReader(req.Stdin), &stdout, &stderr, req.LookupEnv, defaultRoutes(),
 			hookPlace{cwd: req.Cwd, newEngine: newEngine, debug: []any{"decision_server_pid", pid}, baselines: baselines})
-		refresh.check(req.Root, req.LookupEnv)
-		push.check(req.Root, req.LookupEnv)
+		// Off the reply's path: each check reads the project's settings.
+		go func() {
+			refresh.check(req.Root, req.LookupEnv)
+			push.check(req.Root, req.LookupEnv)
+		}()
 		return &channel.Reply{Exit: 0, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	}
 }
