@@ -124,9 +124,8 @@ func (e *Engine) UserPrompt(ctx context.Context, sessionID string) error {
 	if err := registryPrune(ctx, e.sessionsDir(), e.now(), e.ttl(), e.writes); err != nil {
 		errs = append(errs, err)
 	}
-	runs := filepath.Join(e.root, RunsDir)
-	if n, err := gate.PruneRuns(ctx, e.writes, runs, e.now().Add(-gate.RunRetention), runPruneLimit); err != nil {
-		e.logger.Warn("des: old run records not removed", "dir", runs, "removed", n, "err", err)
+	if n, err := gate.PruneRuns(ctx, e.writes, e.root, RunsDir, e.now().Add(-gate.RunRetention), runPruneLimit); err != nil {
+		e.logger.Warn("des: old run records not removed", "dir", filepath.Join(e.root, RunsDir), "removed", n, "err", err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("des: subagent registry: %w", err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/policy"
 	"github.com/deterministic-exec/des/statemachine"
 	"github.com/deterministic-exec/des/template"
@@ -348,7 +349,7 @@ func (g SubagentStop) openSessionRun(s Stop) *Run {
 		if !ok || strings.HasPrefix(name, "prompt-") || strings.HasPrefix(name, "agent-") || strings.HasSuffix(id, ".stop") || !safeID(id) {
 			continue
 		}
-		if info, err := e.Info(); err != nil || g.now().Sub(info.ModTime()) > sessionRunAge {
+		if info, err := e.Info(); err != nil || g.now().Sub(fileio.LastChange(info)) > sessionRunAge {
 			continue
 		}
 		if read++; read > sessionRunFiles {

@@ -155,21 +155,7 @@ func BenchmarkProcessBashCall(b *testing.B) {
 	pre, post := ev("PreToolUse"), ev("PostToolUse")
 	fast, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Read", "cwd": root,
 		"tool_input": map[string]any{"file_path": filepath.Join(root, "README.md")}})
-	run := func(bin string, in []byte) time.Duration {
-		cmd := exec.Command(bin)
-		cmd.Env, cmd.Dir, cmd.Stdin = env, root, bytes.NewReader(in)
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		start := time.Now()
-		if err := cmd.Run(); err != nil {
-			b.Fatalf("%s: %v", bin, err)
-		}
-		d := time.Since(start)
-		if out.Len() > 0 {
-			b.Fatalf("%s: unexpected output %q", bin, out.String())
-		}
-		return d
-	}
+	run := func(bin string, in []byte) time.Duration { return timeProcess(b, env, root, in, bin) }
 	run(hookBin, pre) // the first baseline: every file read, hashed and kept
 	run(hookBin, post)
 	var noopT, fastT, preT, postT []time.Duration
@@ -261,22 +247,7 @@ func BenchmarkProcessPaths(b *testing.B) {
 		data, _ := json.Marshal(ev)
 		return data
 	}
-	runIn := func(env []string, dir string, in []byte, bin string) time.Duration {
-		cmd := exec.Command(bin)
-		cmd.Env, cmd.Dir, cmd.Stdin = env, dir, bytes.NewReader(in)
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		start := time.Now()
-		if err := cmd.Run(); err != nil {
-			b.Fatalf("%s: %v", bin, err)
-		}
-		d := time.Since(start)
-		if out.Len() > 0 {
-			b.Fatalf("%s: unexpected output %q", bin, out.String())
-		}
-		return d
-	}
-	runIn(senv, sroot, sessionEvent(), hookBin) // the start (TODO -> IN_PROGRESS)
+	timeProcess(b, senv, sroot, sessionEvent(), hookBin) // the start (TODO -> IN_PROGRESS)
 	node, _ := exec.LookPath("node")
 	python, _ := exec.LookPath("python3")
 	var noopT, serverT, handoffT, engineT, fastT, sessionT, nodeT, pythonT []time.Duration
@@ -286,7 +257,7 @@ func BenchmarkProcessPaths(b *testing.B) {
 		handoffT = append(handoffT, run(off, gate1Event, hookBin))
 		engineT = append(engineT, run(auto, gate1Event, engineBin))
 		fastT = append(fastT, run(auto, fastEvent, hookBin))
-		sessionT = append(sessionT, runIn(senv, sroot, sessionEvent(), hookBin))
+		sessionT = append(sessionT, timeProcess(b, senv, sroot, sessionEvent(), hookBin))
 		if node != "" {
 			nodeT = append(nodeT, run(auto, nil, node, "-e", "0"))
 		}
@@ -311,4 +282,23 @@ func BenchmarkProcessPaths(b *testing.B) {
 	report("session", sessionT)
 	report("node", nodeT)
 	report("python3", pythonT)
+}
+
+// timeProcess runs bin in dir with env and in on stdin, and returns how long
+// the process took; it fails b on an error or any output (every event timed
+// is one des allows silently).
+func timeProcess(b *testing.B, env []string, dir string, in []byte, bin string) time.Duration {
+	cmd := exec.Command(bin)
+	cmd.Env, cmd.Dir, cmd.Stdin = env, dir, bytes.NewReader(in)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%s: %v", bin, err)
+	}
+	d := time.Since(start)
+	if out.Len() > 0 {
+		b.Fatalf("%s: unexpected output %q", bin, out.String())
+	}
+	return d
 }

@@ -601,21 +601,27 @@ func (c *Checker) SettleAll(ctx context.Context, paths ...string) error {
 	if err != nil || m == nil {
 		return err
 	}
+	// A path that cannot be settled does not cost the others theirs: their
+	// announcements are consumed as they are settled, so m is saved with
+	// whatever was.
 	changed := false
+	var errs []error
 	for _, path := range paths {
 		if err := ctx.Err(); err != nil {
-			return err
+			errs = append(errs, err)
+			break
 		}
 		ok, err := c.settle(m, path)
 		if err != nil {
-			return err
+			errs = append(errs, err)
+			continue
 		}
 		changed = changed || ok
 	}
-	if !changed {
-		return nil
+	if changed {
+		errs = append(errs, c.save(m))
 	}
-	return c.save(m)
+	return errors.Join(errs...)
 }
 
 // settle records path's state in m when a live announcement says DES wrote
@@ -694,7 +700,7 @@ func (c *Checker) WriteOwn(ctx context.Context, paths []string, data []byte, wri
 		ok, rerr := c.record(m, p, func(_, sum string) bool { return sum == want })
 		if rerr != nil {
 			c.logger.Warn("integrity: DES's own write not recorded in the baseline; a later check may undo it", "path", p, "err", rerr)
-			return true, err
+			continue // the others are recorded still
 		}
 		changed = changed || ok
 	}

@@ -534,3 +534,44 @@ func TestBaselineCacheSeesOtherSaves(t *testing.T) {
 		t.Errorf("%s = %q, want it restored", rec, got)
 	}
 }
+
+// A path SettleAll cannot settle (here a file over the read bound) does not
+// cost the paths settled before it their record: their announcements are
+// consumed, so the baseline is saved with them.
+func TestSettleAllKeepsWhatSettledBeforeAFailure(t *testing.T) {
+	root, c := project(t)
+	ctx := context.Background()
+	if _, err := c.Begin(ctx, "toolu_long", nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	a, b := ".des/runs/toolu_a.json", ".des/runs/prompt-x.json"
+	data := []byte("{\"tool_use_id\":\"toolu_a\"}\n")
+	for _, p := range []string{a, b} {
+		if err := c.Expect(p, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, root, a, string(data))
+	f, err := os.Create(filepath.Join(root, b)) // b as an agent left it: past the bound
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(maxFileSize + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := c.SettleAll(ctx, a, b); err == nil {
+		t.Error("SettleAll reported no error for the file it could not read")
+	}
+	for _, p := range []string{a, b} { // the call in flight removes both
+		if err := os.Remove(filepath.Join(root, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.End(ctx, "toolu_long", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, root, a); got != string(data) {
+		t.Errorf("%s = %q: settled before the failure, it should be restored", a, got)
+	}
+}

@@ -5,6 +5,8 @@ package integrity
 import (
 	"io/fs"
 	"syscall"
+
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 // sysStat adds what only the system's stat has: the change time, which no
@@ -17,5 +19,5 @@ func sysStat(fi fs.FileInfo, s *stat) {
 	}
 	s.Ino = uint64(st.Ino)
 	s.Nlink = uint64(st.Nlink)
-	s.CTime = ctimeNS(st)
+	s.CTime = fileio.StatCtimeNS(st)
 }

@@ -1,0 +1,7 @@
+//go:build aix || solaris || illumos
+
+package fileio
+
+import "syscall"
+
+func statCtimeNS(st *syscall.Stat_t) int64 { return int64(st.Ctim.Sec)*1e9 + int64(st.Ctim.Nsec) }
