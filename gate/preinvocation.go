@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -566,7 +567,7 @@ func (g PreInvocation) writeRun(inv Invocation, run Run) error {
 	if g.RunsDir == "" || !safeID(inv.ToolUseID) {
 		return nil // no key to find it by: Gate 2 falls back to the transcript
 	}
-	return writeRecord(g.Writes, g.RunsDir, run, inv.ToolUseID+".json", "prompt-"+run.PromptSHA256+".json")
+	return writeRecord(g.Writes, g.Root, g.RunsDir, run, inv.ToolUseID+".json", "prompt-"+run.PromptSHA256+".json")
 }
 
 // readRecord decodes the record dir/name, written by writeRecord, into v;
@@ -589,8 +590,9 @@ func readRecord(dir, name string, v any) (bool, error) {
 // atomically (rename) but not fsynced: run records only help the gates find
 // a step, which they can also do from the transcript, so a record lost in a
 // crash costs little, while an fsync here would cost every invocation. The
-// files are announced to w together, so a baseline is updated once.
-func writeRecord(w Writes, dir string, v any, names ...string) error {
+// files are announced to w together, so a baseline is updated once. A dir
+// inside root is reached without following links (putRecord).
+func writeRecord(w Writes, root, dir string, v any, names ...string) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
@@ -601,32 +603,61 @@ func writeRecord(w Writes, dir string, v any, names ...string) error {
 		paths[i] = filepath.Join(dir, n)
 	}
 	return announcedAll(context.Background(), w, paths, data, func() error {
-		for _, n := range names {
-			if err := putRecord(dir, n, data); err != nil {
-				return err
-			}
-		}
-		return nil
+		return putRecords(root, dir, names, data)
 	})
 }
 
-func putRecord(dir, name string, data []byte) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+// putRecords writes data to dir/name for each of names, each through a
+// temporary file renamed into place. DES runs outside Claude Code's
+// sandbox, and the agent can replace a directory of the project by a link:
+// a dir inside root is opened from root without following a link at it or
+// a parent (and created so), and the files are made and renamed within it.
+func putRecords(root, dir string, names []string, data []byte) error {
+	var d *os.Root
+	var err error
+	if rel, ok := within(root, dir); ok && root != "" && rel != "." {
+		d, err = openRealDir(root, rel, true)
+	} else { // a directory a program chose outside the project
+		if err = os.MkdirAll(dir, 0o755); err == nil {
+			d, err = os.OpenRoot(dir)
+		}
 	}
-	tmp, err := os.CreateTemp(dir, ".run-*")
 	if err != nil {
+		return fmt.Errorf("record in %s: %w", dir, err)
+	}
+	defer d.Close()
+	for _, name := range names {
+		if err := putRecord(d, name, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func putRecord(d *os.Root, name string, data []byte) error {
+	var tmp string
+	var f *os.File
+	for range 100 {
+		tmp = fmt.Sprintf(".run-%d", rand.Uint64())
+		var err error
+		if f, err = d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	if f == nil {
+		return fmt.Errorf("record %s: no free temporary name", name)
+	}
+	defer d.Remove(tmp) // after a successful rename this finds nothing
+	if _, err := f.Write(data); err != nil {
+		f.Close()
 		return err
 	}
-	defer os.Remove(tmp.Name()) // after a successful rename this finds nothing
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+	return d.Rename(tmp, name)
 }
 
 // ErrBudget is matched (errors.Is) by a Gate 1 evaluation that took longer

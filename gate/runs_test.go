@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,5 +127,45 @@ func TestPruneRunsFollowsNoLinkedDirectory(t *testing.T) {
 	makeRecords(t, root, ".des/runs")
 	if _, err := gate.PruneRuns(context.Background(), nil, root, ".des/runs", time.Now(), 200); err == nil || errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a file as the runs directory: %v", err)
+	}
+}
+
+// Gate 1 does not write its run records through a runs directory (or a
+// parent) the agent replaced by a link: it fails, as any record it cannot
+// write, and nothing lands outside the project.
+func TestGate1RecordsFollowNoLinkedDirectory(t *testing.T) {
+	for _, link := range []string{".des/runs", ".des"} {
+		t.Run(link, func(t *testing.T) {
+			p := newProject(t, nil)
+			outside := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(outside, "runs"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(p.root, filepath.Dir(link)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.RemoveAll(filepath.Join(p.root, link)); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, filepath.Join(p.root, link)); err != nil {
+				t.Fatal(err)
+			}
+			p.writeStep(stepRel, todoStep())
+			_, err := p.eng.PreInvocation(t.Context(), gate.Invocation{Prompt: render(t, "execute-step", todoStep()), ToolUseID: "toolu_01", SessionID: "sess", AgentType: "software-crafter"})
+			if err == nil {
+				t.Error("Gate 1 recorded its run through a link")
+			}
+			var found []string
+			_ = filepath.WalkDir(outside, func(path string, d os.DirEntry, err error) error {
+				// (The audit trail, below .des too, is the audit package's.)
+				if err == nil && !d.IsDir() && !strings.Contains(filepath.ToSlash(path), "/audit/") {
+					found = append(found, path)
+				}
+				return nil
+			})
+			if len(found) != 0 {
+				t.Errorf("records written outside the project: %v", found)
+			}
+		})
 	}
 }

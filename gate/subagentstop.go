@@ -821,7 +821,7 @@ func (g SubagentStop) keepVerdict(s Stop, res StopResult, loc location) error {
 	if res.Denied() {
 		rec.Reason = res.Reason()
 	}
-	if err := writeRecord(g.Writes, g.RunsDir, rec, names[0]); err != nil {
+	if err := writeRecord(g.Writes, g.Root, g.RunsDir, rec, names[0]); err != nil {
 		return fmt.Errorf("gate 2: keep the verdict for the orchestrator: %w", err)
 	}
 	return nil
@@ -928,7 +928,7 @@ func (g SubagentStop) Bind(ctx context.Context, agentID, sessionTranscript strin
 	if run != nil {
 		b.ToolUseID = run.ToolUseID
 	}
-	return writeRecord(g.Writes, g.RunsDir, b, name)
+	return writeRecord(g.Writes, g.Root, g.RunsDir, b, name)
 }
 
 // taskStatus is the step's task status as read, "" when the step could not be.
