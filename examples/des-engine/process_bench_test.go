@@ -209,19 +209,7 @@ func BenchmarkProcessPaths(b *testing.B) {
 	auto := append(slices.Clip(base), "CLAUDE_PROJECT_DIR="+root)
 	off := append(slices.Clip(auto), "DES_DECISION_SERVER=off")
 	run := func(env []string, in []byte, bin string, args ...string) time.Duration {
-		cmd := exec.Command(bin, args...)
-		cmd.Env, cmd.Dir, cmd.Stdin = env, root, bytes.NewReader(in)
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		start := time.Now()
-		if err := cmd.Run(); err != nil {
-			b.Fatalf("%s: %v", bin, err)
-		}
-		d := time.Since(start)
-		if bytes.Contains(out.Bytes(), []byte("deny")) {
-			b.Fatalf("%s: unexpected output %q", bin, out.String())
-		}
-		return d
+		return timeProcess(b, env, root, in, bin, args...)
 	}
 	// The warm-up: the first call starts the server; wait for it, then one
 	// call through it.
@@ -284,11 +272,11 @@ func BenchmarkProcessPaths(b *testing.B) {
 	report("python3", pythonT)
 }
 
-// timeProcess runs bin in dir with env and in on stdin, and returns how long
+// timeProcess runs bin with args in dir with env and in on stdin, and returns how long
 // the process took; it fails b on an error or any output (every event timed
 // is one des allows silently).
-func timeProcess(b *testing.B, env []string, dir string, in []byte, bin string) time.Duration {
-	cmd := exec.Command(bin)
+func timeProcess(b *testing.B, env []string, dir string, in []byte, bin string, args ...string) time.Duration {
+	cmd := exec.Command(bin, args...)
 	cmd.Env, cmd.Dir, cmd.Stdin = env, dir, bytes.NewReader(in)
 	var out bytes.Buffer
 	cmd.Stdout = &out
