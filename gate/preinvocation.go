@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/policy"
 	"github.com/deterministic-exec/des/statemachine"
 	"github.com/deterministic-exec/des/template"
@@ -573,7 +574,9 @@ func (g PreInvocation) writeRun(inv Invocation, run Run) error {
 // readRecord decodes the record dir/name, written by writeRecord, into v;
 // false when there is none.
 func readRecord(dir, name string, v any) (bool, error) {
-	data, err := os.ReadFile(filepath.Join(dir, name))
+	// Regular files only, opened without blocking: a FIFO at a record's
+	// name would hold the gate.
+	data, err := fileio.ReadBounded(filepath.Join(dir, name), maxRecordSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -585,6 +588,9 @@ func readRecord(dir, name string, v any) (bool, error) {
 	}
 	return true, nil
 }
+
+// maxRecordSize bounds a run record read: DES writes a few hundred bytes.
+const maxRecordSize = 1 << 20
 
 // writeRecord writes v as indented JSON to dir/name for each of names,
 // atomically (rename) but not fsynced: run records only help the gates find

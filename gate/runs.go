@@ -84,7 +84,10 @@ func openRealDir(root, rel string, create bool) (*os.Root, error) {
 		}
 		var next *os.Root
 		if err == nil {
-			next, err = dir.OpenRoot(part)
+			// As a middle component ("part/."), part is opened as a
+			// directory only: a FIFO swapped in after the Lstat fails
+			// instead of blocking the open.
+			next, err = dir.OpenRoot(part + "/.")
 		}
 		if err == nil {
 			if now, serr := next.Stat("."); serr != nil || !os.SameFile(fi, now) {
