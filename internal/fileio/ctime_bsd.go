@@ -4,4 +4,6 @@ package fileio
 
 import "syscall"
 
-func statCtimeNS(st *syscall.Stat_t) int64 { return int64(st.Ctimespec.Sec)*1e9 + int64(st.Ctimespec.Nsec) }
+func statCtimeNS(st *syscall.Stat_t) int64 {
+	return int64(st.Ctimespec.Sec)*1e9 + int64(st.Ctimespec.Nsec)
+}
