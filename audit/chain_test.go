@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deterministic-exec/des/internal/testenv"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -260,22 +261,12 @@ func TestVerifyWhileAppending(t *testing.T) {
 	if err := l.Append(ctx, hookError(nil)); err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	done := make(chan error)
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := l.Append(ctx, hookError(map[string]any{"pad": strings.Repeat("p", 3000)})); err != nil {
-				done <- err
-				return
-			}
+	var appendErr error // the first; read once stop has waited for the appends
+	stop := testenv.Meanwhile(t, func() {
+		if err := l.Append(ctx, hookError(map[string]any{"pad": strings.Repeat("p", 3000)})); err != nil && appendErr == nil {
+			appendErr = err
 		}
-	}()
+	})
 	for range 20 {
 		rep := mustVerify(t, dir)
 		if !rep.Intact() {
@@ -283,8 +274,8 @@ func TestVerifyWhileAppending(t *testing.T) {
 			break
 		}
 	}
-	close(stop)
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	stop()
+	if appendErr != nil {
+		t.Fatal(appendErr)
 	}
 }

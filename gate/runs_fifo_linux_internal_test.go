@@ -6,11 +6,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/deterministic-exec/des/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,17 +27,11 @@ func TestOpenRealDirNeverBlocksOnASwappedFIFO(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var stop atomic.Bool
-	swapped := make(chan struct{})
-	go func() { // the agent
-		defer close(swapped)
-		for !stop.Load() {
-			_ = unix.Renameat2(unix.AT_FDCWD, runs, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE)
-		}
-	}()
+	stop := testenv.Meanwhile(t, func() { // the agent
+		_ = unix.Renameat2(unix.AT_FDCWD, runs, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE)
+	})
 	t.Cleanup(func() {
-		stop.Store(true)
-		<-swapped
+		stop()
 		for _, p := range []string{runs, fifo} { // release a blocked open, if any
 			if f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 				f.Close()

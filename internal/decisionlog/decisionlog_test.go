@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deterministic-exec/des/internal/testenv"
 	"github.com/google/go-cmp/cmp"
 	"github.com/open-policy-agent/opa/v1/plugins/logs"
 )
@@ -393,35 +394,23 @@ func TestAppendNeverFollowsASwappedLink(t *testing.T) {
 	now := time.Now()
 	name := filepath.Join(dir, now.UTC().Format(dayLayout)+fileExt)
 	link, plain := filepath.Join(dir, "link.tmp"), filepath.Join(dir, "plain.tmp")
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			os.WriteFile(plain, nil, 0o644)
-			os.Rename(plain, name) // a regular file for the look
-			if os.Symlink(outside, link) == nil {
-				os.Rename(link, name) // a link for the open
-			}
+	stop := testenv.Meanwhile(t, func() {
+		os.WriteFile(plain, nil, 0o644)
+		os.Rename(plain, name) // a regular file for the look
+		if os.Symlink(outside, link) == nil {
+			os.Rename(link, name) // a link for the open
 		}
-	}()
+	})
 	l := Open(dir, nil, 1<<30)
 	deadline := time.Now().Add(time.Second)
 	for i := 0; time.Now().Before(deadline); i++ {
 		l.Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: now})
 		if b, _ := os.ReadFile(outside); string(b) != "# mine\n" {
-			close(stop)
-			<-done
+			stop()
 			t.Fatalf("after %d appends, an event was written through the link: %q", i+1, b)
 		}
 	}
-	close(stop)
-	<-done
+	stop()
 }
 
 // A named pipe where today's file goes (a sandboxed command can make one)
@@ -464,19 +453,7 @@ func TestEnsureDirNeverWritesThroughALink(t *testing.T) {
 	}
 	dir := filepath.Join(root, "decisions")
 	ignore := filepath.Join(dir, ".gitignore")
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			os.Symlink(outside, ignore)
-		}
-	}()
-	defer func() { close(stop); <-done }()
+	defer testenv.Meanwhile(t, func() { os.Symlink(outside, ignore) })()
 	now := time.Now()
 	deadline := time.Now().Add(time.Second)
 	for i := 0; time.Now().Before(deadline); i++ {
@@ -507,25 +484,18 @@ func TestPruneNeverRemovesThroughASwappedLink(t *testing.T) {
 	if err := os.Symlink(elsewhere, link); err != nil {
 		t.Skip("no symbolic links here:", err)
 	}
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				os.Remove(dir) // the link, if it is there
-				os.Rename(real, dir)
-				return
-			default:
-			}
-			if os.Rename(dir, real) == nil {
-				os.Symlink(elsewhere, dir)
-				os.Remove(dir)
-				os.Rename(real, dir)
-			}
+	stop := testenv.Meanwhile(t, func() {
+		if os.Rename(dir, real) == nil {
+			os.Symlink(elsewhere, dir)
+			os.Remove(dir)
+			os.Rename(real, dir)
 		}
+	})
+	defer func() {
+		stop()
+		os.Remove(dir) // the link, if it is there
+		os.Rename(real, dir)
 	}()
-	defer func() { close(stop); <-done }()
 	now := time.Now()
 	deadline := time.Now().Add(3 * time.Second)
 	for i := 0; time.Now().Before(deadline); i++ {

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // A named pipe swapped in between OpenRegular's stat and its open (a
@@ -19,23 +21,13 @@ func TestOpenRegularNeverWaitsOnASwappedPipe(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "2026-01-02.jsonl")
 	plain, pipe := filepath.Join(dir, "plain.tmp"), filepath.Join(dir, "pipe.tmp")
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			os.WriteFile(plain, []byte("{}\n"), 0o644)
-			os.Rename(plain, p)
-			if syscall.Mkfifo(pipe, 0o644) == nil {
-				os.Rename(pipe, p)
-			}
+	defer testenv.Meanwhile(t, func() {
+		os.WriteFile(plain, []byte("{}\n"), 0o644)
+		os.Rename(plain, p)
+		if syscall.Mkfifo(pipe, 0o644) == nil {
+			os.Rename(pipe, p)
 		}
-	}()
-	defer func() { close(stop); <-done }()
+	})()
 	deadline := time.Now().Add(2 * time.Second)
 	for i := 0; time.Now().Before(deadline); i++ {
 		opened := make(chan struct{})

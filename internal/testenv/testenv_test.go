@@ -1,7 +1,10 @@
 package testenv
 
 import (
+	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestLongFollowsTheSwitch(t *testing.T) {
@@ -24,5 +27,20 @@ func TestLongFollowsTheSwitch(t *testing.T) {
 		if ran != c.long {
 			t.Errorf("%s=%q: a long test ran = %v, want %v", Var, c.value, ran, c.long)
 		}
+	}
+}
+
+func TestMeanwhileRunsUntilStopped(t *testing.T) {
+	var runs atomic.Int64
+	stop := Meanwhile(t, func() { runs.Add(1) })
+	for runs.Load() < 3 {
+		runtime.Gosched()
+	}
+	stop()
+	n := runs.Load()
+	stop() // again: nothing more to wait for
+	time.Sleep(10 * time.Millisecond)
+	if runs.Load() != n {
+		t.Errorf("body ran after stop: %d, then %d", n, runs.Load())
 	}
 }
