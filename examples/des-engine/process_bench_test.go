@@ -31,14 +31,7 @@ import (
 //	            the plan and the artifacts, compiles and evaluates Gate 1's
 //	            policies with the phase guards
 func BenchmarkProcess(b *testing.B) {
-	dir := b.TempDir()
-	noop := filepath.Join(dir, "noop")
-	build := exec.Command("go", "build", "-o", noop, "../../internal/noop")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // built as TestMain builds the hook
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		b.Fatal(err)
-	}
+	noop := buildNoop(b)
 	root := b.TempDir()
 	gateEvent, _ := json.Marshal(writeEvent(root, "Write", ".des/policies/relax.rego"))
 	fastEvent, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Read", "cwd": root,
@@ -56,22 +49,10 @@ func BenchmarkProcess(b *testing.B) {
 		"tool_input": map[string]any{"subagent_type": "software-developer", "description": "Implement T0002", "prompt": "Implement T0002 of docs/isdlc/tasks.md."}})
 
 	run := func(bin string, in []byte, wantOut bool) time.Duration {
-		cmd := exec.Command(bin)
-		cmd.Env, cmd.Dir, cmd.Stdin = env, root, bytes.NewReader(in)
 		if bytes.Equal(in, phaseEvent) {
-			cmd.Env, cmd.Dir = phaseEnv, phaseRoot
+			return timeProcess(b, phaseEnv, phaseRoot, in, wantOut, bin)
 		}
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		start := time.Now()
-		if err := cmd.Run(); err != nil {
-			b.Fatalf("%s: %v", bin, err)
-		}
-		d := time.Since(start)
-		if wantOut != (out.Len() > 0) {
-			b.Fatalf("%s: unexpected output %q", bin, out.String())
-		}
-		return d
+		return timeProcess(b, env, root, in, wantOut, bin)
 	}
 	var noopT, fastT, gateT, gate1T, phaseT []time.Duration
 	for b.Loop() {
@@ -118,14 +99,7 @@ func BenchmarkProcessBashCall(b *testing.B) {
 	if len(files) == 0 {
 		b.Skipf("no step files in %s (the shared corpus beside the project)", src)
 	}
-	dir := b.TempDir()
-	noop := filepath.Join(dir, "noop")
-	build := exec.Command("go", "build", "-o", noop, "../../internal/noop")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // built as TestMain builds the hook
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		b.Fatal(err)
-	}
+	noop := buildNoop(b)
 	root := b.TempDir()
 	if out, err := exec.Command("git", "init", "-q", root).CombinedOutput(); err != nil {
 		b.Skipf("git init: %v %s", err, out)
@@ -155,7 +129,7 @@ func BenchmarkProcessBashCall(b *testing.B) {
 	pre, post := ev("PreToolUse"), ev("PostToolUse")
 	fast, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Read", "cwd": root,
 		"tool_input": map[string]any{"file_path": filepath.Join(root, "README.md")}})
-	run := func(bin string, in []byte) time.Duration { return timeProcess(b, env, root, in, bin) }
+	run := func(bin string, in []byte) time.Duration { return timeProcess(b, env, root, in, false, bin) }
 	run(hookBin, pre) // the first baseline: every file read, hashed and kept
 	run(hookBin, post)
 	var noopT, fastT, preT, postT []time.Duration
@@ -192,14 +166,7 @@ func BenchmarkProcessPaths(b *testing.B) {
 	if testDecisionServer == "off" {
 		b.Skip("DES_TEST_DECISION_SERVER=off")
 	}
-	dir := b.TempDir()
-	noop := filepath.Join(dir, "noop")
-	build := exec.Command("go", "build", "-o", noop, "../../internal/noop")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		b.Fatal(err)
-	}
+	noop := buildNoop(b)
 	root := b.TempDir()
 	writeFile(b, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}}`)
 	gate1Event, _ := json.Marshal(agentEvent(root, "Agent", renderPrompt(b, "execute-step")))
@@ -209,7 +176,7 @@ func BenchmarkProcessPaths(b *testing.B) {
 	auto := append(slices.Clip(base), "CLAUDE_PROJECT_DIR="+root)
 	off := append(slices.Clip(auto), "DES_DECISION_SERVER=off")
 	run := func(env []string, in []byte, bin string, args ...string) time.Duration {
-		return timeProcess(b, env, root, in, bin, args...)
+		return timeProcess(b, env, root, in, false, bin, args...)
 	}
 	// The warm-up: the first call starts the server; wait for it, then one
 	// call through it.
@@ -235,7 +202,7 @@ func BenchmarkProcessPaths(b *testing.B) {
 		data, _ := json.Marshal(ev)
 		return data
 	}
-	timeProcess(b, senv, sroot, sessionEvent(), hookBin) // the start (TODO -> IN_PROGRESS)
+	timeProcess(b, senv, sroot, sessionEvent(), false, hookBin) // the start (TODO -> IN_PROGRESS)
 	node, _ := exec.LookPath("node")
 	python, _ := exec.LookPath("python3")
 	var noopT, serverT, handoffT, engineT, fastT, sessionT, nodeT, pythonT []time.Duration
@@ -245,7 +212,7 @@ func BenchmarkProcessPaths(b *testing.B) {
 		handoffT = append(handoffT, run(off, gate1Event, hookBin))
 		engineT = append(engineT, run(auto, gate1Event, engineBin))
 		fastT = append(fastT, run(auto, fastEvent, hookBin))
-		sessionT = append(sessionT, timeProcess(b, senv, sroot, sessionEvent(), hookBin))
+		sessionT = append(sessionT, timeProcess(b, senv, sroot, sessionEvent(), false, hookBin))
 		if node != "" {
 			nodeT = append(nodeT, run(auto, nil, node, "-e", "0"))
 		}
@@ -272,10 +239,10 @@ func BenchmarkProcessPaths(b *testing.B) {
 	report("python3", pythonT)
 }
 
-// timeProcess runs bin with args in dir with env and in on stdin, and returns how long
-// the process took; it fails b on an error or any output (every event timed
-// is one des allows silently).
-func timeProcess(b *testing.B, env []string, dir string, in []byte, bin string, args ...string) time.Duration {
+// timeProcess runs bin with args in dir with env and in on stdin, and
+// returns how long the process took; it fails b on an error, and on output
+// unless wantOut (a deny) or on none if wantOut.
+func timeProcess(b *testing.B, env []string, dir string, in []byte, wantOut bool, bin string, args ...string) time.Duration {
 	cmd := exec.Command(bin, args...)
 	cmd.Env, cmd.Dir, cmd.Stdin = env, dir, bytes.NewReader(in)
 	var out bytes.Buffer
@@ -285,8 +252,21 @@ func timeProcess(b *testing.B, env []string, dir string, in []byte, bin string, 
 		b.Fatalf("%s: %v", bin, err)
 	}
 	d := time.Since(start)
-	if out.Len() > 0 {
+	if wantOut != (out.Len() > 0) {
 		b.Fatalf("%s: unexpected output %q", bin, out.String())
 	}
 	return d
+}
+
+// buildNoop builds the do-nothing program internal/noop as TestMain builds
+// the hook (static), the yardstick of every process benchmark.
+func buildNoop(b *testing.B) string {
+	noop := filepath.Join(b.TempDir(), "noop")
+	build := exec.Command("go", "build", "-o", noop, "../../internal/noop")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		b.Fatal(err)
+	}
+	return noop
 }
