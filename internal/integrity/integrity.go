@@ -525,11 +525,16 @@ func what(was, now *entry) string {
 // will be removed). A check that finds exactly that content takes it as
 // the new baseline instead of undoing it. Call it before the write lands.
 func (c *Checker) Expect(path string, data []byte) error {
-	sum := typeAbsent
-	if data != nil {
-		sum = hashOf(data)
+	return c.expectSum(path, contentSum(data))
+}
+
+// contentSum is how the baseline names what a path holds after a write of
+// data: its hash, or typeAbsent for a removal (nil data).
+func contentSum(data []byte) string {
+	if data == nil {
+		return typeAbsent
 	}
-	return c.expectSum(path, sum)
+	return hashOf(data)
 }
 
 func (c *Checker) expectSum(path, sum string) error {
@@ -601,9 +606,13 @@ func (c *Checker) SettleAll(ctx context.Context, paths ...string) error {
 	if err != nil || m == nil {
 		return err
 	}
-	// A path that cannot be settled does not cost the others theirs: their
-	// announcements are consumed as they are settled, so m is saved with
-	// whatever was.
+	return c.recordAll(ctx, m, paths, c.settle)
+}
+
+// recordAll records each of paths in m (record, with ours) and saves m when
+// any was recorded: a path that fails costs the others nothing (Settle's
+// announcements are consumed as they are settled). It stops at ctx's end.
+func (c *Checker) recordAll(ctx context.Context, m *manifest, paths []string, ours func(key, sum string) bool) error {
 	changed := false
 	var errs []error
 	for _, path := range paths {
@@ -611,7 +620,7 @@ func (c *Checker) SettleAll(ctx context.Context, paths ...string) error {
 			errs = append(errs, err)
 			break
 		}
-		ok, err := c.settle(m, path)
+		ok, err := c.record(m, path, ours)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -624,16 +633,14 @@ func (c *Checker) SettleAll(ctx context.Context, paths ...string) error {
 	return errors.Join(errs...)
 }
 
-// settle records path's state in m when a live announcement says DES wrote
-// it; whether m changed.
-func (c *Checker) settle(m *manifest, path string) (bool, error) {
-	return c.record(m, path, func(key, sum string) bool {
-		if !c.expected(key, sum) {
-			return false
-		}
-		c.forget(key, sum)
-		return true
-	})
+// settle says whether a live announcement says DES wrote sum at key, and
+// consumes it.
+func (c *Checker) settle(key, sum string) bool {
+	if !c.expected(key, sum) {
+		return false
+	}
+	c.forget(key, sum)
+	return true
 }
 
 // record observes path and, when it is watched and ours says its state is
@@ -676,38 +683,22 @@ const ownWriteWait = 5 * time.Millisecond
 // runs), it returns false without running write: announce the write then.
 // The error is write's; the baseline is best effort, as Settle's.
 func (c *Checker) WriteOwn(ctx context.Context, paths []string, data []byte, write func() error) (ran bool, err error) {
-	if os.MkdirAll(c.dir, 0o700) != nil {
-		return false, nil
-	}
 	lctx, cancel := context.WithTimeout(ctx, ownWriteWait)
-	l, lerr := filelock.Acquire(lctx, filepath.Join(c.dir, "lock"))
+	unlock, lerr := c.lock(lctx)
 	cancel()
 	if lerr != nil {
 		return false, nil
 	}
-	defer func() { _ = l.Unlock() }()
+	defer unlock()
 	err = write()
 	m, lerr := c.load()
 	if lerr != nil || m == nil {
 		return true, err
 	}
-	want := typeAbsent
-	if data != nil {
-		want = hashOf(data)
-	}
-	changed := false
-	for _, p := range paths {
-		ok, rerr := c.record(m, p, func(_, sum string) bool { return sum == want })
-		if rerr != nil {
-			c.logger.Warn("integrity: DES's own write not recorded in the baseline; a later check may undo it", "path", p, "err", rerr)
-			continue // the others are recorded still
-		}
-		changed = changed || ok
-	}
-	if changed {
-		if serr := c.save(m); serr != nil {
-			c.logger.Warn("integrity: DES's own write not recorded in the baseline; a later check may undo it", "err", serr)
-		}
+	want := contentSum(data)
+	// The write is done: it is recorded whatever the caller's context says.
+	if rerr := c.recordAll(context.WithoutCancel(ctx), m, paths, func(_, sum string) bool { return sum == want }); rerr != nil {
+		c.logger.Warn("integrity: DES's own write not recorded in the baseline; a later check may undo it", "paths", paths, "err", rerr)
 	}
 	return true, err
 }
