@@ -622,7 +622,7 @@ func putRecords(root, dir string, names []string, data []byte) error {
 	var d *os.Root
 	var err error
 	if rel, ok := within(root, dir); ok && root != "" && rel != "." {
-		d, err = openRealDir(root, rel, true)
+		d, err = fileio.OpenDirIn(root, rel, true)
 	} else { // a directory a program chose outside the project
 		if err = os.MkdirAll(dir, 0o755); err == nil {
 			d, err = os.OpenRoot(dir)

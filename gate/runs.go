@@ -33,7 +33,7 @@ const RunRetention = 24 * time.Hour
 // an error), entries are removed by name within the directory opened, and
 // subdirectories (pending writes) and links are left alone.
 func PruneRuns(ctx context.Context, w Writes, root, rel string, cutoff time.Time, limit int) (int, error) {
-	dir, err := openRealDir(root, rel, false)
+	dir, err := fileio.OpenDirIn(root, rel, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -63,48 +63,6 @@ func PruneRuns(ctx context.Context, w Writes, root, rel string, cutoff time.Time
 	})
 	return removed, err
 }
-
-// openRealDir opens rel below root, refusing a link at rel or at any of its
-// parents, and checks that what it opened is what it looked at (a swap
-// in between is refused too). With create, missing directories are made.
-func openRealDir(root, rel string, create bool) (*os.Root, error) {
-	dir, err := os.OpenRoot(root)
-	if err != nil {
-		return nil, err
-	}
-	for _, part := range strings.Split(filepath.ToSlash(filepath.Clean(filepath.FromSlash(rel))), "/") {
-		fi, err := dir.Lstat(part)
-		if create && errors.Is(err, fs.ErrNotExist) {
-			if err = dir.Mkdir(part, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
-				fi, err = dir.Lstat(part)
-			}
-		}
-		if err == nil && !fi.IsDir() {
-			err = fmt.Errorf("%s is not a directory (%v): %w", part, fi.Mode().Type(), errNotRealDir)
-		}
-		var next *os.Root
-		if err == nil {
-			// As a middle component ("part/."), part is opened as a
-			// directory only: a FIFO swapped in after the Lstat fails
-			// instead of blocking the open.
-			next, err = dir.OpenRoot(part + "/.")
-		}
-		if err == nil {
-			if now, serr := next.Stat("."); serr != nil || !os.SameFile(fi, now) {
-				next.Close()
-				err = fmt.Errorf("%s changed while it was opened: %w", part, errNotRealDir)
-			}
-		}
-		dir.Close()
-		if err != nil {
-			return nil, err
-		}
-		dir = next
-	}
-	return dir, nil
-}
-
-var errNotRealDir = errors.New("not a real directory")
 
 // oldRecords lists, a batch at a time, the names in dir of regular record
 // files (*.json, .run-*) last changed before cutoff, at most limit.

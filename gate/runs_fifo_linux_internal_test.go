@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
 // An agent that keeps exchanging .des/runs with a FIFO (renameat2
-// RENAME_EXCHANGE) can land the swap between openRealDir's Lstat and its
+// RENAME_EXCHANGE) can land the swap between fileio.OpenDirIn's Lstat and its
 // open: the open must fail, never block.
 func TestOpenRealDirNeverBlocksOnASwappedFIFO(t *testing.T) {
 	root := t.TempDir()
@@ -45,7 +46,7 @@ func TestOpenRealDirNeverBlocksOnASwappedFIFO(t *testing.T) {
 			defer close(done)
 			if i%2 == 0 {
 				_, _ = PruneRuns(context.Background(), nil, root, ".des/runs", time.Now(), 10)
-			} else if d, err := openRealDir(root, ".des/runs", true); err == nil {
+			} else if d, err := fileio.OpenDirIn(root, ".des/runs", true); err == nil {
 				d.Close()
 			}
 		}()
