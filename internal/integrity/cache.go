@@ -1,7 +1,6 @@
 package integrity
 
 import (
-	"os"
 	"slices"
 	"sync"
 )
@@ -36,13 +35,8 @@ func NewBaselineCache() *BaselineCache {
 // new file into place, so its inode and change time are new. ok is false
 // where the system does not report them (the cache is then not used).
 func fileID(path string) (stat, bool) {
-	fi, err := os.Stat(path)
-	if err != nil || !fi.Mode().IsRegular() {
-		return stat{}, false
-	}
-	s := stat{Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
-	sysStat(fi, &s)
-	return s, s.Ino != 0 && s.CTime != 0
+	s, _, err := lstat(path)
+	return s, err == nil && s.Type == typeFile && s.Ino != 0 && s.CTime != 0
 }
 
 // get returns a copy of the baseline cached for path when path is still
