@@ -48,12 +48,8 @@ func newLogPusherBG(ctx context.Context, logger *slog.Logger) *logPusherBG {
 	return &logPusherBG{logger: logger, jobs: newPerRoot(ctx)}
 }
 
-func (p *logPusherBG) check(root string, lookupEnv func(string) (string, bool)) {
-	if p == nil || root == "" {
-		return
-	}
-	cfg, err := des.LoadConfig(root, lookupEnv)
-	if err != nil || cfg.DecisionLog != des.DecisionLogOn || cfg.DecisionLogURL == "" {
+func (p *logPusherBG) check(root string, cfg des.Config, lookupEnv func(string) (string, bool)) {
+	if p == nil || cfg.DecisionLog != des.DecisionLogOn || cfg.DecisionLogURL == "" {
 		return
 	}
 	p.jobs.run(root, pushTimeout, func(ctx context.Context) time.Time {

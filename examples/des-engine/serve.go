@@ -145,10 +145,15 @@ func serveHandler(extra func() []des.Option, logger *slog.Logger, refresh *bundl
 		ctx = gitexec.WithEnviron(ctx, req.Env)
 		runHookIn(ctx, bytes.NewReader(req.Stdin), &stdout, &stderr, req.LookupEnv, defaultRoutes(),
 			hookPlace{cwd: req.Cwd, newEngine: newEngine, debug: []any{"decision_server_pid", pid}, baselines: baselines})
-		// Off the reply's path: each check reads the project's settings.
+		// Off the reply's path: it reads the project's settings.
 		go func() {
-			refresh.check(req.Root, req.LookupEnv)
-			push.check(req.Root, req.LookupEnv)
+			if req.Root == "" || (refresh == nil && push == nil) {
+				return
+			}
+			if cfg, err := des.LoadConfig(req.Root, req.LookupEnv); err == nil {
+				refresh.check(req.Root, cfg, req.LookupEnv)
+				push.check(req.Root, cfg, req.LookupEnv)
+			}
 		}()
 		return &channel.Reply{Exit: 0, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	}
@@ -172,12 +177,8 @@ func newBundleRefresher(ctx context.Context, logger *slog.Logger) *bundleRefresh
 	return &bundleRefresher{logger: logger, jobs: newPerRoot(ctx)}
 }
 
-func (r *bundleRefresher) check(root string, lookupEnv func(string) (string, bool)) {
-	if r == nil || root == "" {
-		return
-	}
-	cfg, err := des.LoadConfig(root, lookupEnv)
-	if err != nil || !des.BundlesDue(root, cfg, time.Now()) {
+func (r *bundleRefresher) check(root string, cfg des.Config, lookupEnv func(string) (string, bool)) {
+	if r == nil || !des.BundlesDue(root, cfg, time.Now()) {
 		return
 	}
 	r.jobs.run(root, 5*time.Minute, func(ctx context.Context) time.Time {
