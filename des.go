@@ -206,7 +206,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	for _, f := range o.fss {
 		popts = append(popts, policy.WithFS(f.name, f.fsys))
 	}
-	log, err := audit.Open(resolve(root, cfg.AuditDir), audit.WithClock(o.clock), audit.WithLogger(o.logger),
+	log, err := audit.Open(resolve(root, cfg.AuditDir), audit.WithRoot(root), audit.WithClock(o.clock), audit.WithLogger(o.logger),
 		audit.WithRetention(cfg.AuditLogRetentionDays), audit.WithWitness(AuditWitnessDir(o.lookupEnv)))
 	if err != nil {
 		return nil, fmt.Errorf("des: %w", err)

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 // HeadFile is the file, inside the log directory, where Append records the
@@ -102,15 +104,11 @@ func (h chainHead) at(path string, line []byte) (chainHead, error) {
 // empty. A last line without its newline is an error wrapping
 // ErrMalformedLine.
 func tailLine(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, fi, err := fileio.OpenRegular(path) // never waits on a FIFO swapped in
 	if err != nil {
 		return nil, fmt.Errorf("audit: read %s: %w", path, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("audit: read %s: %w", path, err)
-	}
 	size := fi.Size()
 	if size == 0 {
 		return nil, nil
@@ -144,15 +142,22 @@ type headRecord struct {
 	Size   int64  `json:"size"`
 }
 
-// writeHead records the last line written. The record is rewritten in
-// place, and a reader takes its first line, so the file is cut only when
+// writeHead records the last line written in dir. The record is rewritten
+// in place, and a reader takes its first line, so the file is cut only when
 // the record is shorter than the oldLen bytes it replaces (-1: unknown).
-func writeHead(dir string, rec headRecord, oldLen int, sync bool) error {
-	path := filepath.Join(dir, HeadFile)
+// Something else at its name (a link, a FIFO) is removed and the record
+// written anew: the record only spares findHead's reading.
+func writeHead(dir *os.Root, rec headRecord, oldLen int, sync bool) error {
 	data := fmt.Appendf(nil, `{"seq":%d,"sha256":"%s","file":"%s","size":%d}`+"\n", rec.Seq, rec.SHA256, rec.File, rec.Size)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	f, err := openRegularIn(dir, HeadFile, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
-		return err
+		if fi, lerr := dir.Lstat(HeadFile); lerr != nil || fi.Mode().IsRegular() || dir.Remove(HeadFile) != nil {
+			return err
+		}
+		if f, err = openRegularIn(dir, HeadFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
+			return err
+		}
+		oldLen = -1
 	}
 	_, err = f.WriteAt(data, 0)
 	if err == nil && (oldLen < 0 || len(data) < oldLen) {
@@ -167,10 +172,21 @@ func writeHead(dir string, rec headRecord, oldLen int, sync bool) error {
 	return err
 }
 
-// readHead reads HeadFile; ok is false when there is none, and size is the
-// file's length (-1 when unknown).
+// readHead reads HeadFile in the directory at dir, as readHeadIn.
 func readHead(dir string) (rec headRecord, ok bool, size int, err error) {
-	f, err := os.Open(filepath.Join(dir, HeadFile))
+	f, _, err := fileio.OpenRegular(filepath.Join(dir, HeadFile))
+	return readHeadFrom(f, err)
+}
+
+// readHeadIn reads HeadFile in dir; ok is false when there is none, and
+// size is the file's length (-1 when unknown).
+func readHeadIn(dir *os.Root) (rec headRecord, ok bool, size int, err error) {
+	f, err := openRegularIn(dir, HeadFile, os.O_RDONLY, 0)
+	return readHeadFrom(f, err)
+}
+
+// readHeadFrom reads the record from f, opened with error err.
+func readHeadFrom(f *os.File, err error) (rec headRecord, ok bool, size int, _ error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return rec, false, 0, nil
 	}
@@ -203,7 +219,7 @@ func readHead(dir string) (rec headRecord, ok bool, size int, err error) {
 // before last, the newest date of the lines to write (they all go there),
 // and no day file for the day after it exists. Anything else (no record, a
 // file that changed, a new day) is left to findHead.
-func recordedHead(dir string, rec headRecord, last time.Time) (chainHead, bool) {
+func recordedHead(dir *os.Root, rec headRecord, last time.Time) (chainHead, bool) {
 	day, ok := parseDay(rec.File, "")
 	if !ok || last.After(day) {
 		return chainHead{}, false
@@ -212,10 +228,10 @@ func recordedHead(dir string, rec headRecord, last time.Time) (chainHead, bool) 
 	// newer day file than the record names; an entry dated earlier must
 	// not then be chained behind the record. The day after the record's is
 	// where such a line is (the clock's day when it was written).
-	if _, err := os.Lstat(filepath.Join(dir, FileName(day.AddDate(0, 0, 1)))); err == nil {
+	if _, err := dir.Lstat(FileName(day.AddDate(0, 0, 1))); err == nil {
 		return chainHead{}, false
 	}
-	fi, err := os.Stat(filepath.Join(dir, rec.File))
+	fi, err := dir.Lstat(rec.File)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() != rec.Size {
 		return chainHead{}, false
 	}

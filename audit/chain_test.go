@@ -91,7 +91,7 @@ func TestHeadRecordFallback(t *testing.T) {
 			}
 			rec.Size--
 			rec.Seq = 1
-			if err := writeHead(dir, rec, -1, false); err != nil {
+			if err := writeHeadAt(dir, rec, -1, false); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -101,7 +101,7 @@ func TestHeadRecordFallback(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec.File = FileName(day.AddDate(0, 0, -5))
-			if err := writeHead(dir, rec, -1, false); err != nil {
+			if err := writeHeadAt(dir, rec, -1, false); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -148,7 +148,7 @@ func TestCrashBeforeHeadRecord(t *testing.T) {
 			if err := l.Append(ctx, Entry{Time: day.AddDate(0, 0, 1), Event: HookError, Fields: map[string]any{"error": "b"}}); err != nil {
 				t.Fatal(err)
 			}
-			if err := writeHead(dir, rec, -1, false); err != nil { // as if the second append died before its record
+			if err := writeHeadAt(dir, rec, -1, false); err != nil { // as if the second append died before its record
 				t.Fatal(err)
 			}
 			if err := l.Append(ctx, Entry{Time: next, Event: HookError, Fields: map[string]any{"error": "c"}}); err != nil {
@@ -278,4 +278,14 @@ func TestVerifyWhileAppending(t *testing.T) {
 	if appendErr != nil {
 		t.Fatal(appendErr)
 	}
+}
+
+// writeHeadAt is writeHead for the directory at path dir.
+func writeHeadAt(dir string, rec headRecord, oldLen int, sync bool) error {
+	d, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return writeHead(d, rec, oldLen, sync)
 }

@@ -60,10 +60,15 @@
 //  1. checks its context and the entries (a non-empty event, no reserved
 //     field, encodable fields that pass the event's schema), so an invalid
 //     call creates nothing;
-//  2. takes an in-process lock and then an exclusive file lock on
-//     "<dir>/.lock" (flock on Unix, LockFileEx on Windows), polling with a
-//     short sleep until the context is done, so a stuck peer cannot hang the
-//     caller; the directory (0o755) and lock file are created if missing;
+//  2. takes an in-process lock, opens the directory (from the root of
+//     [WithRoot] without following a link at any component, else by its
+//     path), and takes an exclusive file lock on "<dir>/.lock" (flock on
+//     Unix, LockFileEx on Windows), polling with a short sleep until the
+//     context is done, so a stuck peer cannot hang the caller; the
+//     directory (0o755) and lock file are created if missing. Every file of
+//     steps 4 to 6 is opened inside that directory: a link there cannot lead
+//     a write out of it, and the day file and head record must be regular
+//     files, not links (a FIFO is refused without waiting on it);
 //  3. stamps entries whose Time is zero with the Log's clock;
 //  4. finds the head of the chain: from the head record when the file it
 //     names still has the recorded size and every entry goes to that file;
@@ -77,7 +82,9 @@
 //  6. numbers and chains the lines, writes each with one write call to its
 //     day file, opened O_APPEND|O_CREATE|O_WRONLY with mode 0o644, then
 //     rewrites the head record, each optionally followed by an fsync
-//     ([WithFsync]);
+//     ([WithFsync]); a head record that is not a regular file (a link, a
+//     FIFO) is replaced, since it only spares step 4 a read, while a day
+//     file that is not fails the call, naming it;
 //  7. with a witness ([WithWitness]), moves the witness outside the
 //     directory to the new head, when the trail it appended to continues the
 //     witnessed line (see witness.go); a trail that does not is appended to,

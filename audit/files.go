@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 // ArchiveDir is the directory, inside the log directory, that holds the
@@ -124,7 +126,7 @@ func (s source) read(limit int64) ([]byte, error) {
 	if s.archive {
 		return readArchive(s.path)
 	}
-	f, err := os.Open(s.path)
+	f, _, err := fileio.OpenRegular(s.path) // never waits on a FIFO swapped in
 	if errors.Is(err, fs.ErrNotExist) {
 		arch := filepath.Join(filepath.Dir(s.path), ArchiveDir, filepath.Base(s.path)+".gz")
 		members, aerr := readMembers(arch)
@@ -167,28 +169,39 @@ func readArchive(path string) ([]byte, error) {
 // readMembers decompresses each gzip member of an archive: one per day file
 // archived under its name.
 func readMembers(path string) ([][]byte, error) {
-	f, err := os.Open(path)
+	f, _, err := fileio.OpenRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit: read %s: %w", path, err)
 	}
 	defer f.Close()
-	br := bufio.NewReader(f)
+	members, err := membersOf(f)
+	if err != nil {
+		return nil, fmt.Errorf("audit: read %s: %w", path, err)
+	}
+	return members, nil
+}
+
+// readMembersOf is readMembers for an archive's content.
+func readMembersOf(data []byte) ([][]byte, error) { return membersOf(bytes.NewReader(data)) }
+
+func membersOf(r io.Reader) ([][]byte, error) {
+	br := bufio.NewReader(r)
 	zr, err := gzip.NewReader(br)
 	if err != nil {
-		return nil, fmt.Errorf("audit: read %s: %w: %w", path, errArchiveCorrupt, err)
+		return nil, fmt.Errorf("%w: %w", errArchiveCorrupt, err)
 	}
 	var members [][]byte
 	for {
 		zr.Multistream(false)
 		data, err := io.ReadAll(zr)
 		if err != nil {
-			return nil, fmt.Errorf("audit: read %s: %w: %w", path, errArchiveCorrupt, err)
+			return nil, fmt.Errorf("%w: %w", errArchiveCorrupt, err)
 		}
 		members = append(members, data)
 		if err := zr.Reset(br); errors.Is(err, io.EOF) {
 			return members, nil
 		} else if err != nil {
-			return nil, fmt.Errorf("audit: read %s: %w: %w", path, errArchiveCorrupt, err)
+			return nil, fmt.Errorf("%w: %w", errArchiveCorrupt, err)
 		}
 	}
 }

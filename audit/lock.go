@@ -2,9 +2,7 @@ package audit
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -15,29 +13,33 @@ import (
 // process holds an exclusive lock on it while it writes.
 const lockName = ".lock"
 
-// lock takes this Log's in-process lock and then the directory's file lock,
-// giving up when ctx is done. The returned func releases both.
-func (l *Log) lock(ctx context.Context) (unlock func(), err error) {
+// lock takes this Log's in-process lock, opens the log directory (see
+// [WithRoot]) and takes the directory's file lock, giving up when ctx is
+// done. The returned func releases both and closes the directory; the
+// appender writes through that directory.
+func (l *Log) lock(ctx context.Context) (dir *os.Root, unlock func(), err error) {
 	path := filepath.Join(l.dir, lockName)
 	select {
 	case l.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("audit: lock %s: %w", path, ctx.Err())
+		return nil, nil, fmt.Errorf("audit: lock %s: %w", path, ctx.Err())
 	}
-	fl, err := filelock.Acquire(ctx, path)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(l.dir, 0o755); err == nil {
-			fl, err = filelock.Acquire(ctx, path)
-		}
-	}
-	if err != nil {
+	if dir, err = l.openDir(); err != nil {
 		<-l.sem
-		return nil, fmt.Errorf("audit: %w", err)
+		return nil, nil, err
 	}
-	return func() {
+	fl, err := filelock.AcquireIn(ctx, dir, lockName)
+	if err != nil {
+		err = notDESFile(dir, lockName, err)
+		dir.Close()
+		<-l.sem
+		return nil, nil, fmt.Errorf("audit: %w", err)
+	}
+	return dir, func() {
 		if err := fl.Unlock(); err != nil {
 			l.logger.Warn("audit: unlock", "file", path, "err", err)
 		}
+		dir.Close()
 		<-l.sem
 	}, nil
 }

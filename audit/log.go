@@ -55,6 +55,7 @@ func WithRetention(days int) Option {
 // same time. Create it with [Open].
 type Log struct {
 	dir       string
+	root      string // see WithRoot; "" for none
 	now       func() time.Time
 	logger    *slog.Logger
 	fsync     bool
@@ -135,12 +136,12 @@ func (l *Log) Append(ctx context.Context, entries ...Entry) error {
 	if err != nil {
 		return err
 	}
-	unlock, err := l.lock(ctx)
+	dir, unlock, err := l.lock(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	return l.appendLocked(entries, bodies)
+	return l.appendLocked(dir, entries, bodies)
 }
 
 // AppendNew is Append for entries that must be recorded once within a
@@ -167,7 +168,7 @@ func (l *Log) AppendNew(ctx context.Context, q Query, dup func(recorded []Entry,
 	if err != nil {
 		return 0, err
 	}
-	unlock, err := l.lock(ctx)
+	dir, unlock, err := l.lock(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -191,7 +192,7 @@ func (l *Log) AppendNew(ctx context.Context, q Query, dup func(recorded []Entry,
 	if len(keep) == 0 {
 		return 0, nil
 	}
-	return len(keep), l.appendLocked(keep, keepBodies)
+	return len(keep), l.appendLocked(dir, keep, keepBodies)
 }
 
 // prepare checks, encodes and validates entries before locking, so that a
@@ -219,8 +220,8 @@ func (l *Log) prepare(entries []Entry) ([][]byte, error) {
 }
 
 // appendLocked chains and writes entries, whose bodies prepare made, with
-// the lock held.
-func (l *Log) appendLocked(entries []Entry, bodies [][]byte) (err error) {
+// the lock held, into dir, the log directory the lock opened.
+func (l *Log) appendLocked(dir *os.Root, entries []Entry, bodies [][]byte) (err error) {
 	// Stamp under the lock, so that stamps follow file order; on a copy, so
 	// that the caller's entries stay as they were.
 	entries = slices.Clone(entries)
@@ -233,8 +234,8 @@ func (l *Log) appendLocked(entries []Entry, bodies [][]byte) (err error) {
 			last = d
 		}
 	}
-	rec, _, recLen, _ := readHead(l.dir) // a bad record only means the slow way
-	head, fast := recordedHead(l.dir, rec, last)
+	rec, _, recLen, _ := readHeadIn(dir) // a bad record only means the slow way
+	head, fast := recordedHead(dir, rec, last)
 	if !fast {
 		if head, err = findHead(l.dir); err != nil {
 			return fmt.Errorf("audit: append to %s: %w", l.dir, err)
@@ -243,7 +244,7 @@ func (l *Log) appendLocked(entries []Entry, bodies [][]byte) (err error) {
 		// lose the entries; a failure is logged and the next new day tries
 		// again.
 		if l.retention > 0 {
-			if _, err := l.archive(head.days, l.now(), maxArchivePerAppend); err != nil {
+			if _, err := l.archive(dir, head.days, l.now(), maxArchivePerAppend); err != nil {
 				l.logger.Warn("audit: retention", "dir", l.dir, "err", err)
 			}
 		}
@@ -257,21 +258,22 @@ func (l *Log) appendLocked(entries []Entry, bodies [][]byte) (err error) {
 			day = d
 		}
 		seq++
-		path := filepath.Join(l.dir, FileName(day))
+		name := FileName(day)
+		path := filepath.Join(l.dir, name)
 		data := encodeLine(nil, e.Time, e.Event, seq, prev, bodies[i])
 		if len(data) > MaxLineSize {
 			return fmt.Errorf("audit: append to %s: entry %d: %w (%d bytes, max %d)",
 				path, i, ErrEntryTooLarge, len(data), MaxLineSize)
 		}
 		prev = lineHash(data)
-		lines[i] = line{path: path, data: data}
+		lines[i] = line{name: name, path: path, data: data}
 	}
-	size, err := l.write(lines)
+	size, err := l.write(dir, lines)
 	if err != nil {
 		return err
 	}
 	rec = headRecord{Seq: seq, SHA256: prev, File: FileName(day), Size: size}
-	if err := writeHead(l.dir, rec, recLen, l.fsync); err != nil {
+	if err := writeHead(dir, rec, recLen, l.fsync); err != nil {
 		return fmt.Errorf("audit: append to %s: %d lines written, but the head record %s was not updated: %w",
 			l.dir, len(lines), HeadFile, err)
 	}
@@ -300,16 +302,17 @@ func utcDate(t time.Time) time.Time {
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
 
-// line is one encoded entry and the day file it goes to.
+// line is one encoded entry and the day file it goes to: name in the log
+// directory, path for messages.
 type line struct {
-	path string
-	data []byte
+	name, path string
+	data       []byte
 }
 
 // write appends each line with a single write call, opening each day file
 // once per batch, then syncs (if asked) and closes the files. It returns the
 // size of the last line's file after the write.
-func (l *Log) write(lines []line) (size int64, err error) {
+func (l *Log) write(dir *os.Root, lines []line) (size int64, err error) {
 	var opened []*os.File
 	defer func() {
 		for _, f := range opened {
@@ -327,7 +330,7 @@ func (l *Log) write(lines []line) (size int64, err error) {
 	for n, ln := range lines {
 		f := files[ln.path]
 		if f == nil {
-			f, err = os.OpenFile(ln.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			f, err = openRegularIn(dir, ln.name, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 			if err != nil {
 				return 0, fmt.Errorf("audit: append to %s: %d of %d lines written: %w", ln.path, n, len(lines), err)
 			}

@@ -34,7 +34,7 @@ func (l *Log) Archive(ctx context.Context, now time.Time) ([]string, error) {
 	if l.retention <= 0 {
 		return nil, nil
 	}
-	unlock, err := l.lock(ctx)
+	dir, unlock, err := l.lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -43,19 +43,21 @@ func (l *Log) Archive(ctx context.Context, now time.Time) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.archive(days, now, -1)
+	return l.archive(dir, days, now, -1)
 }
 
 // archive compresses up to limit (all when negative) of days, the day files
-// oldest first, that are past the retention at now.
-func (l *Log) archive(days []source, now time.Time, limit int) ([]string, error) {
+// oldest first, that are past the retention at now. dir is the log
+// directory the lock opened: the archives are written, and the day files
+// removed, inside it.
+func (l *Log) archive(dir *os.Root, days []source, now time.Time, limit int) ([]string, error) {
 	cutoff := utcDate(now).AddDate(0, 0, -l.retention)
 	var done []string
 	for _, d := range days {
 		if !d.day.Before(cutoff) || limit == 0 {
 			break
 		}
-		path, err := archiveDay(l.dir, d)
+		path, err := archiveDay(dir, d)
 		if err != nil {
 			return done, err
 		}
@@ -65,54 +67,65 @@ func (l *Log) archive(days []source, now time.Time, limit int) ([]string, error)
 	return done, nil
 }
 
+// maxArchiveSize bounds an archive read to add a member: a day file's lines
+// are at most MaxLineSize each, and a larger archive is not DES's.
+const maxArchiveSize = 1 << 30
+
 // archiveDay moves one day file into its archive; see Log.Archive.
-func archiveDay(dir string, d source) (string, error) {
-	adir := filepath.Join(dir, ArchiveDir)
-	arch := filepath.Join(adir, filepath.Base(d.path)+".gz")
+func archiveDay(dir *os.Root, d source) (string, error) {
+	day := filepath.Base(d.path)
+	name := filepath.Join(ArchiveDir, day+".gz")
+	arch := filepath.Join(dir.Name(), name)
 	fail := func(err error) (string, error) {
 		return "", fmt.Errorf("audit: archive %s: %w", d.path, err)
 	}
-	data, err := os.ReadFile(d.path)
+	data, err := fileio.ReadBoundedIn(dir, day, maxArchiveSize)
 	if err != nil {
 		return fail(err)
 	}
-	old, err := os.ReadFile(arch)
+	if err := dir.Mkdir(ArchiveDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fail(err)
+	}
+	old, err := fileio.ReadBoundedIn(dir, name, maxArchiveSize)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		old = nil
 	case err != nil:
 		return fail(err)
 	default:
+		members, err := readMembersOf(old)
+		if err != nil {
+			// Adding a member to what does not decompress would bury
+			// the day's lines in it: it stays for Verify to report.
+			return fail(fmt.Errorf("%s: %w", arch, err))
+		}
 		// A crash after the rename and before the removal leaves the day
 		// file as the archive's last member already: remove it only.
-		if members, err := readMembers(arch); err == nil && len(members) > 0 && bytes.Equal(members[len(members)-1], data) {
-			return arch, removeDay(dir, d.path)
+		if len(members) > 0 && bytes.Equal(members[len(members)-1], data) {
+			return arch, removeDay(dir, day, d.path)
 		}
-	}
-	if err := os.MkdirAll(adir, 0o755); err != nil {
-		return fail(err)
 	}
 	var buf bytes.Buffer
 	buf.Write(old)
 	zw := gzip.NewWriter(&buf)
-	zw.Name = filepath.Base(d.path)
+	zw.Name = day
 	if _, err := zw.Write(data); err != nil {
 		return fail(err)
 	}
 	if err := zw.Close(); err != nil {
 		return fail(err)
 	}
-	if err := fileio.WriteAtomic(arch, buf.Bytes()); err != nil {
+	if err := fileio.WriteAtomicIn(dir, name, buf.Bytes(), 0o644, true); err != nil {
 		return fail(err)
 	}
-	return arch, removeDay(dir, d.path)
+	return arch, removeDay(dir, day, d.path)
 }
 
-func removeDay(dir, path string) error {
-	if err := os.Remove(path); err != nil {
+func removeDay(dir *os.Root, name, path string) error {
+	if err := dir.Remove(name); err != nil {
 		return fmt.Errorf("audit: archive %s: archived, but not removed: %w", path, err)
 	}
-	if err := fileio.SyncDir(dir); err != nil {
+	if err := fileio.SyncDir(dir.Name()); err != nil {
 		return fmt.Errorf("audit: archive %s: sync directory: %w", path, err)
 	}
 	return nil

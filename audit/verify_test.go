@@ -276,7 +276,7 @@ func TestVerifyEmptyAndMissing(t *testing.T) {
 		t.Errorf("empty day file: %+v, want intact", rep)
 	}
 	// A head record without lines: the whole trail was removed.
-	if err := writeHead(dir, headRecord{Seq: 3, SHA256: zeroHash, File: FileName(trailDay)}, -1, false); err != nil {
+	if err := writeHeadAt(dir, headRecord{Seq: 3, SHA256: zeroHash, File: FileName(trailDay)}, -1, false); err != nil {
 		t.Fatal(err)
 	}
 	if rep := mustVerify(t, dir); rep.Intact() || rep.Break.Kind != BreakTruncated {

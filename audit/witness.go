@@ -12,6 +12,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 // The chain and its head record live in the audit directory, so whoever can
@@ -185,7 +187,7 @@ func witnessedLineIntact(dir string, w witnessRecord) bool {
 	if w.Size < 1 || filepath.Base(w.File) != w.File || !isDayFile(w.File) {
 		return false
 	}
-	f, err := os.Open(filepath.Join(dir, w.File))
+	f, _, err := fileio.OpenRegular(filepath.Join(dir, w.File))
 	if err != nil {
 		return false
 	}
@@ -234,7 +236,7 @@ func AdoptWitness(ctx context.Context, dir string, opts ...Option) (Report, erro
 	if err != nil {
 		return rep, err
 	}
-	unlock, err := l.lock(ctx) // the witness and its temporary file are the appenders' too
+	_, unlock, err := l.lock(ctx) // the witness and its temporary file are the appenders' too
 	if err != nil {
 		return rep, err
 	}

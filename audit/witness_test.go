@@ -128,7 +128,7 @@ func onlyDayFile(t *testing.T, dir string) string {
 
 func writeHeadFor(t *testing.T, dir, day string, seq int64, line string, size int64) {
 	t.Helper()
-	if err := writeHead(dir, headRecord{Seq: seq, SHA256: lineHash([]byte(line)), File: filepath.Base(day), Size: size}, -1, false); err != nil {
+	if err := writeHeadAt(dir, headRecord{Seq: seq, SHA256: lineHash([]byte(line)), File: filepath.Base(day), Size: size}, -1, false); err != nil {
 		t.Fatal(err)
 	}
 }

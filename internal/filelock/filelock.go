@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -43,11 +45,30 @@ type Lock struct {
 // exclusive lock on it, retrying with a jittered back-off until ctx is done;
 // the error then wraps ErrHeld and ctx.Err() and names the file (and, where holding the
 // lock is the file's existence, who holds it). The directory must exist.
+//
+// A symbolic link at path is refused (where the system can tell, on Unix):
+// a lock file is made by its lockers, and a link there is someone else's.
 func Acquire(ctx context.Context, path string) (*Lock, error) {
 	l, err := open(path)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
+	return acquire(ctx, path, l)
+}
+
+// AcquireIn is Acquire for the file name inside dir, opened through dir
+// (an [os.Root]): no link, at name or above it, takes the lock file out of
+// that directory.
+func AcquireIn(ctx context.Context, dir *os.Root, name string) (*Lock, error) {
+	path := filepath.Join(dir.Name(), name)
+	l, err := openIn(dir, name)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return acquire(ctx, path, l)
+}
+
+func acquire(ctx context.Context, path string, l locker) (*Lock, error) {
 	delay := minDelay
 	for {
 		ok, err := l.tryLock()

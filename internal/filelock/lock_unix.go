@@ -6,6 +6,7 @@ package filelock
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 )
@@ -16,7 +17,18 @@ import (
 type flockLock struct{ f *os.File }
 
 func open(path string) (locker, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%w: it is a symbolic link, not a lock file; remove it", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &flockLock{f: f}, nil
+}
+
+func openIn(dir *os.Root, name string) (locker, error) {
+	f, err := dir.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}

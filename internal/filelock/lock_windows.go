@@ -21,6 +21,14 @@ func open(path string) (locker, error) {
 	return &winLock{f: f}, nil
 }
 
+func openIn(dir *os.Root, name string) (locker, error) {
+	f, err := dir.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &winLock{f: f}, nil
+}
+
 func (l *winLock) tryLock() (bool, error) {
 	err := l.control(func(h windows.Handle) error {
 		var ol windows.Overlapped

