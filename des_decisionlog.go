@@ -51,7 +51,7 @@ func (e *Engine) logDecision(ctx context.Context, gate policy.Gate, input any, d
 	}()
 	dl := &e.dlog
 	dl.once.Do(func() {
-		dl.log = decisionlog.Open(filepath.Join(e.root, DecisionsDir), e.cfg.DecisionLogMask, int64(e.cfg.DecisionLogMaxBytes))
+		dl.log = decisionlog.OpenIn(e.root, DecisionsDir, e.cfg.DecisionLogMask, int64(e.cfg.DecisionLogMaxBytes))
 		dl.bundles = e.decisionBundles()
 		dl.labels = map[string]string{"version": version.Version, "app": "des", "des_version": desVersion(), "decision_point": e.DecisionPoint()}
 		// The witnesses sit in the per-user state directory's base. Without

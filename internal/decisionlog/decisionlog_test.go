@@ -377,6 +377,35 @@ func TestAppendRefusesALinkedDirectory(t *testing.T) {
 	}
 }
 
+// A link at a parent of the log directory (.des) is refused too when the log
+// is opened from the project root.
+func TestOpenInRefusesALinkedParent(t *testing.T) {
+	root := t.TempDir()
+	elsewhere := t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(root, ".des")); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	l := OpenIn(root, ".des/decisions", nil, MinMaxBytes)
+	err := l.Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: time.Now()})
+	if err == nil || !strings.Contains(err.Error(), "remove it") {
+		t.Errorf("Append through a linked parent: %v", err)
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Errorf("files written through the link: %v", ents)
+	}
+	// Without the link, the log starts as Open's does.
+	os.Remove(filepath.Join(root, ".des"))
+	if err := l.Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := filepath.Glob(filepath.Join(root, ".des/decisions/*.jsonl")); len(names) != 1 {
+		t.Errorf("log files: %v", names)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".des/decisions/.gitignore")); err != nil {
+		t.Error(err)
+	}
+}
+
 // A sandboxed command may write the log directory (a sandboxed git commit
 // appends to it), so it can swap a log file for a link between des's look
 // and its open, over and over: no event ever lands in the link's target (a

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 // MaxEventBytes bounds one event as JSON, OPA's default
@@ -31,6 +33,8 @@ const MinMaxBytes = 2 * MaxEventBytes
 // rewritten in place.
 type Log struct {
 	dir      string
+	root     string // with rel, see OpenIn; "" for Open
+	rel      string
 	mask     []string
 	maxBytes int64
 	part     int64
@@ -47,6 +51,16 @@ type Log struct {
 func Open(dir string, mask []string, maxBytes int64) *Log {
 	maxBytes = max(maxBytes, MinMaxBytes)
 	return &Log{dir: dir, mask: slices.Clone(mask), maxBytes: maxBytes, part: maxBytes / 4}
+}
+
+// OpenIn is Open for the directory rel (slash-separated) below root, the
+// project: the directory is opened from root without following a link at any
+// of rel's components, so that a link a sandboxed command put at ".des" is
+// refused like one at the log directory itself.
+func OpenIn(root, rel string, mask []string, maxBytes int64) *Log {
+	l := Open(filepath.Join(root, filepath.FromSlash(rel)), mask, maxBytes)
+	l.root, l.rel = root, rel
+	return l
 }
 
 // Append masks ev, bounds it (MaxEventBytes) and appends it. ev's input and
@@ -91,7 +105,7 @@ func (l *Log) Append(ev Event) error {
 // os.Root (no link out of it is followed) of the directory that is at
 // l.dir itself, not a link's target.
 func (l *Log) open(name string) (*os.File, error) {
-	r, err := l.openRoot()
+	r, err := l.openRoot(false)
 	if err != nil {
 		return nil, err
 	}
@@ -113,8 +127,22 @@ func (l *Log) open(name string) (*os.File, error) {
 	return f, nil
 }
 
-// openRoot opens the directory at l.dir, refusing a link's target.
-func (l *Log) openRoot() (*os.Root, error) {
+// openRoot opens the directory at l.dir, refusing a link's target (and,
+// for OpenIn, a link at any component below the root), creating it first
+// with create.
+func (l *Log) openRoot(create bool) (*os.Root, error) {
+	if l.root != "" {
+		r, err := fileio.OpenDirIn(l.root, l.rel, create)
+		if err != nil {
+			return nil, fmt.Errorf("decision log: %s: %w; des does not write through it: remove it and des starts the log again", l.dir, err)
+		}
+		return r, nil
+	}
+	if create {
+		if err := os.MkdirAll(l.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("decision log: %w", err)
+		}
+	}
 	r, err := os.OpenRoot(l.dir)
 	if err != nil {
 		return nil, fmt.Errorf("decision log: %w", err)
@@ -189,13 +217,10 @@ func (l *Log) ensureDir() error {
 	if _, err := os.Stat(l.dir); err == nil {
 		return nil
 	}
-	if err := os.MkdirAll(l.dir, 0o755); err != nil {
-		return fmt.Errorf("decision log: %w", err)
-	}
 	// Created exclusively: a link a sandboxed command put there between
 	// the two calls is never written through (O_EXCL does not follow it).
 	// Through the root of the directory at l.dir: not a link's target.
-	r, err := l.openRoot()
+	r, err := l.openRoot(true)
 	if err != nil {
 		return err
 	}
@@ -223,7 +248,7 @@ func (l *Log) ensureDir() error {
 func (l *Log) prune(names []segment, keep int64) error {
 	// Through the directory at l.dir: swapped for a link after Append's
 	// look, it would have files of the link's target removed.
-	r, err := l.openRoot()
+	r, err := l.openRoot(false)
 	if err != nil {
 		return err
 	}
