@@ -27,8 +27,17 @@ func BenchmarkAppend(b *testing.B) { benchAppend(b) }
 // read, checked and replaced by rename on every append.
 func BenchmarkAppendWitnessed(b *testing.B) { benchAppend(b, WithWitness(b.TempDir())) }
 
-func benchAppend(b *testing.B, opts ...Option) {
-	dir := b.TempDir()
+// BenchmarkAppendInProject is BenchmarkAppendWitnessed as des.Engine and
+// the hook append: the trail in .des/audit of a project, opened from the
+// project root (WithRoot) on every append.
+func BenchmarkAppendInProject(b *testing.B) {
+	root := b.TempDir()
+	benchAppendIn(b, filepath.Join(root, ".des", "audit"), WithWitness(b.TempDir()), WithRoot(root))
+}
+
+func benchAppend(b *testing.B, opts ...Option) { benchAppendIn(b, b.TempDir(), opts...) }
+
+func benchAppendIn(b *testing.B, dir string, opts ...Option) {
 	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
 	seedTrail(b, dir, now.AddDate(0, 0, -89), 90, 1000)
 	l := mustOpen(b, dir, append([]Option{fixedClock(now)}, opts...)...)
