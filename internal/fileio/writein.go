@@ -32,19 +32,26 @@ func WriteAtomicIn(root, rel string, data []byte, create bool) error {
 		return fmt.Errorf("write %s atomically: %w", rel, err)
 	}
 	defer d.Close()
-	mode := fs.FileMode(0o644)
-	switch fi, err := d.Lstat(base); {
-	case err == nil && !fi.Mode().IsRegular():
-		return fmt.Errorf("write %s atomically: %w (%s): DES does not write through it; remove it", rel, ErrNotRegular, fi.Mode().Type())
-	case err == nil:
-		mode = fi.Mode().Perm()
-	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("write %s atomically: %w", rel, err)
-	}
-	if err := replaceIn(d, base, data, mode); err != nil {
+	if err := WriteAtomicAt(d, base, data); err != nil {
 		return fmt.Errorf("write %s atomically: %w", rel, err)
 	}
 	return nil
+}
+
+// WriteAtomicAt is WriteAtomicIn for name, a plain file name, in the open
+// directory d: a link, FIFO or directory at name is refused
+// (ErrNotRegular), and the temporary file is made and renamed within d.
+func WriteAtomicAt(d *os.Root, name string, data []byte) error {
+	mode := fs.FileMode(0o644)
+	switch fi, err := d.Lstat(name); {
+	case err == nil && !fi.Mode().IsRegular():
+		return fmt.Errorf("%w (%s): DES does not write through it; remove it", ErrNotRegular, fi.Mode().Type())
+	case err == nil:
+		mode = fi.Mode().Perm()
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	return replaceIn(d, name, data, mode)
 }
 
 // replaceIn writes data to a new temporary file in d (".base.tmp-DIGITS",
