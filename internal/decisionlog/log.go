@@ -114,8 +114,12 @@ func (l *Log) open(name string) (*os.File, error) {
 }
 
 // openRoot opens the directory at l.dir, refusing a link's target.
-func (l *Log) openRoot() (*os.Root, error) {
-	r, err := os.OpenRoot(l.dir)
+func (l *Log) openRoot() (*os.Root, error) { return openDir(l.dir) }
+
+// openDir opens dir as an os.Root, refusing a link at dir itself (what is
+// opened must be what is at dir).
+func openDir(dir string) (*os.Root, error) {
+	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("decision log: %w", err)
 	}
@@ -124,9 +128,9 @@ func (l *Log) openRoot() (*os.Root, error) {
 		r.Close()
 		return nil, fmt.Errorf("decision log: %w", err)
 	}
-	if at, err := os.Lstat(l.dir); err != nil || !os.SameFile(in, at) {
+	if at, err := os.Lstat(dir); err != nil || !os.SameFile(in, at) {
 		r.Close()
-		return nil, fmt.Errorf("decision log: %s was replaced while des wrote to it (a symbolic link?); des does not write through it: remove it and des starts the log again", l.dir)
+		return nil, fmt.Errorf("decision log: %s was replaced while des wrote to it (a symbolic link?); des does not write through it: remove it and des starts the log again", dir)
 	}
 	return r, nil
 }
