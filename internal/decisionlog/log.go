@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 // MaxEventBytes bounds one event as JSON, OPA's default
@@ -106,9 +108,12 @@ func (l *Log) open(name string) (*os.File, error) {
 	// the directory (another log file, the push state).
 	fi, err := f.Stat()
 	li, lerr := r.Lstat(name)
-	if err != nil || lerr != nil || !fi.Mode().IsRegular() || !os.SameFile(fi, li) {
+	// And one with no other name: a hard link the agent made to a file of
+	// the user's (~/.bashrc) passes both checks above, and the file opened
+	// is appended to in place.
+	if err != nil || lerr != nil || !fi.Mode().IsRegular() || !os.SameFile(fi, li) || fileio.LinkCount(fi) > 1 {
 		f.Close()
-		return nil, fmt.Errorf("decision log: %s is not a regular file of its own (a named pipe, a link?); des does not write to it: remove it and des starts the log again", filepath.Join(l.dir, name))
+		return nil, fmt.Errorf("decision log: %s is not a regular file of its own (a named pipe, a link, a hard link?); des does not write to it: remove it and des starts the log again", filepath.Join(l.dir, name))
 	}
 	return f, nil
 }
