@@ -156,3 +156,19 @@ func TestConfirmWriteDoesNotWaitOnAFIFO(t *testing.T) {
 		t.Fatal("ConfirmWrite still waits after 3s on a FIFO at the pending record")
 	}
 }
+
+// Gate 2 marks a failed step FAILED by rewriting it, outside the sandbox:
+// a link swapped in for the step file after Gate 2 re-read it must not
+// carry the rewrite to a file outside the project.
+func TestGate2RewriteDoesNotWriteThroughALinkSwappedIn(t *testing.T) {
+	p := newStopProject(t)
+	bashrc, was := outsideFile(t)
+	g := p.gate()
+	sw := &swapOnExpect{suffix: filepath.FromSlash(stepRel), target: bashrc}
+	g.Writes = sw
+	_, _ = g.Check(t.Context(), &fakeEvaluator{answer: denyAbandoned()}, p.stop())
+	if sw.swapped == 0 {
+		t.Fatal("the step file was never rewritten: the test shows nothing")
+	}
+	assertUntouched(t, bashrc, was)
+}
