@@ -12,6 +12,7 @@ import (
 
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/statemachine"
 )
 
@@ -172,7 +173,11 @@ func (e *Engine) ResolveStale(ctx context.Context, file string) (Resolution, err
 	if err != nil {
 		return res, fmt.Errorf("des: resolve %s: %w", res.StepFile, err)
 	}
-	if err := gate.Announced(ctx, e.writes, abs, data, func() error { return statemachine.WriteFileAtomic(abs, data) }); err != nil {
+	if err := gate.Announced(ctx, e.writes, abs, data, func() error {
+		// Written where the checks above looked (real), following no link:
+		// one swapped in since would carry the write out of the project.
+		return fileio.WriteAtomicIn(e.root, real, data, false)
+	}); err != nil {
 		return res, fmt.Errorf("des: resolve %s: %w", res.StepFile, err)
 	}
 	err = e.audit.Append(ctx,

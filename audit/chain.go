@@ -145,13 +145,13 @@ type headRecord struct {
 // writeHead records the last line written in dir. The record is rewritten
 // in place, and a reader takes its first line, so the file is cut only when
 // the record is shorter than the oldLen bytes it replaces (-1: unknown).
-// Something else at its name (a link, a FIFO) is removed and the record
-// written anew: the record only spares findHead's reading.
+// Something else at its name (a link, a hard link, a FIFO) is removed and
+// the record written anew: the record only spares findHead's reading.
 func writeHead(dir *os.Root, rec headRecord, oldLen int, sync bool) error {
 	data := fmt.Appendf(nil, `{"seq":%d,"sha256":"%s","file":"%s","size":%d}`+"\n", rec.Seq, rec.SHA256, rec.File, rec.Size)
 	f, err := openRegularIn(dir, HeadFile, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
-		if fi, lerr := dir.Lstat(HeadFile); lerr != nil || fi.Mode().IsRegular() || dir.Remove(HeadFile) != nil {
+		if fi, lerr := dir.Lstat(HeadFile); lerr != nil || (fi.Mode().IsRegular() && fileio.LinkCount(fi) < 2) || dir.Remove(HeadFile) != nil {
 			return err
 		}
 		if f, err = openRegularIn(dir, HeadFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err != nil {

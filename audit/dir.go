@@ -48,8 +48,8 @@ func (l *Log) openDir() (*os.Root, error) {
 	return d, nil
 }
 
-// openRegularIn opens name inside d with flag, if it is a regular file and
-// not a link: the open does not wait on a FIFO (O_NONBLOCK), and what it
+// openRegularIn opens name inside d with flag, if it is a regular file, not
+// a link and has no other name: the open does not wait on a FIFO (O_NONBLOCK), and what it
 // opened is checked.
 func openRegularIn(d *os.Root, name string, flag int, perm fs.FileMode) (*os.File, error) {
 	f, err := d.OpenFile(name, flag|syscall.O_NONBLOCK, perm)
@@ -67,6 +67,12 @@ func openRegularIn(d *os.Root, name string, flag int, perm fs.FileMode) (*os.Fil
 		if lfi, lerr := d.Lstat(name); lerr != nil || !os.SameFile(fi, lfi) {
 			err = fmt.Errorf("%s: %w (a link, or replaced while it was opened)", name, fileio.ErrNotRegular)
 		}
+	}
+	// A hard link passes both checks, and an append would land in the
+	// other name's file (the user's ~/.bashrc, say) too. DES never makes
+	// one; a hard-linked trail is refused, a head record replaced.
+	if err == nil && fileio.LinkCount(fi) > 1 {
+		err = fmt.Errorf("%s: %w: it has %d names (hard links); DES writes only a file of its own: remove it, then run `des-hook audit verify`", name, fileio.ErrNotRegular, fileio.LinkCount(fi))
 	}
 	if err != nil {
 		f.Close()

@@ -210,3 +210,39 @@ func TestArchiveWritesThroughNoLink(t *testing.T) {
 		})
 	}
 }
+
+// A hard link passes the link and regular-file checks: an append to a day
+// file that is also the user's ~/.bashrc would write to both.
+func TestAppendWritesToNoHardLink(t *testing.T) {
+	for _, tc := range []struct {
+		at string
+		ok bool
+	}{{HeadFile, true}, {FileName(linkDay), false}} {
+		t.Run(tc.at, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, ".des", "audit")
+			l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
+			if err := appendWithin(t, l); err != nil {
+				t.Fatal(err)
+			}
+			// The victim on the same file system, as a hard link needs.
+			path := filepath.Join(root, "bashrc")
+			content, _ := os.ReadFile(filepath.Join(dir, tc.at))
+			os.Remove(filepath.Join(dir, tc.at))
+			if err := os.WriteFile(path, content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(path, filepath.Join(dir, tc.at)); err != nil {
+				t.Skip("no hard links here:", err)
+			}
+			err := appendWithin(t, l)
+			wantUnchanged(t, path, string(content))
+			if tc.ok != (err == nil) {
+				t.Errorf("append with a hard link at %s: %v", tc.at, err)
+			}
+			if err != nil && !strings.Contains(err.Error(), "hard link") {
+				t.Errorf("append with a hard link at %s: %v, want an error naming it", tc.at, err)
+			}
+		})
+	}
+}

@@ -115,7 +115,12 @@ func archiveDay(dir *os.Root, d source) (string, error) {
 	if err := zw.Close(); err != nil {
 		return fail(err)
 	}
-	if err := fileio.WriteAtomicIn(dir, name, buf.Bytes(), 0o644, true); err != nil {
+	adir, err := dir.OpenRoot(ArchiveDir)
+	if err != nil {
+		return fail(err)
+	}
+	defer adir.Close()
+	if err := fileio.WriteAtomicAt(adir, day+".gz", buf.Bytes()); err != nil {
 		return fail(err)
 	}
 	return arch, removeDay(dir, day, d.path)

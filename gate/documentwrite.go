@@ -497,11 +497,41 @@ func (d DocumentWrite) pend(ctx context.Context, toolUseID, rel string, content 
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(d.PendingDir, 0o755); err != nil {
-		return err
-	}
 	p := filepath.Join(d.PendingDir, toolUseID+".json")
-	return Announced(ctx, d.Writes, p, data, func() error { return statemachine.WriteFileAtomic(p, data) })
+	return Announced(ctx, d.Writes, p, data, func() error {
+		// Sandboxed Bash may write .des/runs: inside the project, nothing
+		// is followed (a link at the record or above it is refused).
+		if rel, ok := within(d.Root, p); ok && d.Root != "" {
+			return fileio.WriteAtomicIn(d.Root, rel, data, true)
+		}
+		if err := os.MkdirAll(d.PendingDir, 0o755); err != nil { // a directory a program chose outside the project
+			return err
+		}
+		return statemachine.WriteFileAtomic(p, data)
+	})
+}
+
+// readPending reads the pending record name of dir, nil when there is
+// none, and returns how to remove it. Inside root nothing is followed
+// (fileio.OpenDirIn) and, everywhere, only a regular file is read, opened
+// without blocking: a FIFO at a record's name would hold PostToolUse.
+func readPending(root, dir, name string) (data []byte, remove func() error, err error) {
+	if rel, ok := within(root, dir); ok && root != "" {
+		d, err := fileio.OpenDirIn(root, rel, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		if data, err = fileio.ReadBoundedIn(d, name, maxRecordSize); err != nil {
+			d.Close()
+			return nil, nil, err
+		}
+		return data, func() error { defer d.Close(); return d.Remove(name) }, nil
+	}
+	path := filepath.Join(dir, name)
+	if data, err = fileio.ReadBounded(path, maxRecordSize); err != nil {
+		return nil, nil, err
+	}
+	return data, func() error { return os.Remove(path) }, nil
 }
 
 // Confirm is PostToolUse for a Write, Edit or MultiEdit: when an allowed
@@ -524,14 +554,14 @@ func (d DocumentWrite) confirmSteps(ctx context.Context, toolUseID string) (bool
 		return false, nil
 	}
 	path := filepath.Join(d.PendingDir, toolUseID+".json")
-	raw, err := os.ReadFile(path)
+	raw, remove, err := readPending(d.Root, d.PendingDir, toolUseID+".json")
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("write guard: pending record %s: %w", path, err)
 	}
-	defer Announced(ctx, d.Writes, path, nil, func() error { return os.Remove(path) })
+	defer Announced(ctx, d.Writes, path, nil, remove)
 	var p pending
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return false, fmt.Errorf("write guard: pending record %s: %w", path, err)

@@ -494,7 +494,24 @@ func (g PreInvocation) start(s stepRead, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	return Announced(context.Background(), g.Writes, s.abs, data, func() error { return statemachine.WriteFileAtomic(s.abs, data) })
+	return Announced(context.Background(), g.Writes, s.abs, data, func() error { return writeStepFile(g.Root, s.abs, data) })
+}
+
+// writeStepFile replaces the step file abs, found inside root, without
+// following a link: DES writes outside Claude Code's sandbox, and the agent
+// can swap a link in for the step file (or a directory above it) after it
+// was read, to carry the write to a file outside the project (~/.bashrc).
+// Such a link is refused (fileio.WriteAtomicIn).
+func writeStepFile(root, abs string, data []byte) error {
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		if rel, ok := within(real, abs); ok {
+			return fileio.WriteAtomicIn(real, rel, data, false)
+		}
+	}
+	if rel, ok := within(root, abs); ok {
+		return fileio.WriteAtomicIn(root, rel, data, false)
+	}
+	return fmt.Errorf("write %s: outside the project %s, where DES never rewrites a step file", abs, root)
 }
 
 // Run is the record of one allowed invocation, kept so that Gate 2 can find

@@ -750,14 +750,16 @@ func (g SubagentStop) apply(ctx context.Context, s Stop, res *StopResult, step s
 var errChangedMeanwhile = errors.New("the step file changed while Gate 2 judged it; judge it again")
 
 func (g SubagentStop) rewrite(step stepRead, data []byte) error {
-	now, err := os.ReadFile(step.abs)
+	// A regular file only, opened without blocking: a FIFO swapped in
+	// would hold the gate.
+	now, err := fileio.ReadBounded(step.abs, statemachine.MaxStepFileSize)
 	if err != nil {
 		return err
 	}
 	if !bytes.Equal(now, step.raw) {
 		return errChangedMeanwhile
 	}
-	return Announced(context.Background(), g.Writes, step.abs, data, func() error { return statemachine.WriteFileAtomic(step.abs, data) })
+	return Announced(context.Background(), g.Writes, step.abs, data, func() error { return writeStepFile(g.Root, step.abs, data) })
 }
 
 func (g SubagentStop) logger() *slog.Logger {

@@ -120,9 +120,12 @@ func (l *Log) open(name string) (*os.File, error) {
 	// the directory (another log file, the push state).
 	fi, err := f.Stat()
 	li, lerr := r.Lstat(name)
-	if err != nil || lerr != nil || !fi.Mode().IsRegular() || !os.SameFile(fi, li) {
+	// And one with no other name: a hard link the agent made to a file of
+	// the user's (~/.bashrc) passes both checks above, and the file opened
+	// is appended to in place.
+	if err != nil || lerr != nil || !fi.Mode().IsRegular() || !os.SameFile(fi, li) || fileio.LinkCount(fi) > 1 {
 		f.Close()
-		return nil, fmt.Errorf("decision log: %s is not a regular file of its own (a named pipe, a link?); des does not write to it: remove it and des starts the log again", filepath.Join(l.dir, name))
+		return nil, fmt.Errorf("decision log: %s is not a regular file of its own (a named pipe, a link, a hard link?); des does not write to it: remove it and des starts the log again", filepath.Join(l.dir, name))
 	}
 	return f, nil
 }
@@ -143,7 +146,13 @@ func (l *Log) openRoot(create bool) (*os.Root, error) {
 			return nil, fmt.Errorf("decision log: %w", err)
 		}
 	}
-	r, err := os.OpenRoot(l.dir)
+	return openDir(l.dir)
+}
+
+// openDir opens dir as an os.Root, refusing a link at dir itself (what is
+// opened must be what is at dir).
+func openDir(dir string) (*os.Root, error) {
+	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("decision log: %w", err)
 	}
@@ -152,9 +161,9 @@ func (l *Log) openRoot(create bool) (*os.Root, error) {
 		r.Close()
 		return nil, fmt.Errorf("decision log: %w", err)
 	}
-	if at, err := os.Lstat(l.dir); err != nil || !os.SameFile(in, at) {
+	if at, err := os.Lstat(dir); err != nil || !os.SameFile(in, at) {
 		r.Close()
-		return nil, fmt.Errorf("decision log: %s was replaced while des wrote to it (a symbolic link?); des does not write through it: remove it and des starts the log again", l.dir)
+		return nil, fmt.Errorf("decision log: %s was replaced while des wrote to it (a symbolic link?); des does not write through it: remove it and des starts the log again", dir)
 	}
 	return r, nil
 }

@@ -357,8 +357,16 @@ func writeState(dir, url string, st pushState) error {
 	if err != nil {
 		return err
 	}
-	if err := fileio.WriteAtomic(filepath.Join(dir, stateFile(url)), append(raw, '\n')); err != nil {
-		return fmt.Errorf("decision log push: record what was pushed: %w", err)
+	// Within the directory at dir, and never through a link at the
+	// state's name: a sandboxed command may write .des/decisions, and
+	// the push runs outside the sandbox.
+	r, err := openDir(dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := fileio.WriteAtomicAt(r, stateFile(url), append(raw, '\n')); err != nil {
+		return fmt.Errorf("decision log push: record what was pushed in %s: %w", filepath.Join(dir, stateFile(url)), err)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,49 +54,3 @@ func OpenDirIn(root, rel string, create bool) (*os.Root, error) {
 // ErrNotRealDir is wrapped by OpenDirIn for a link, a file or a swap where
 // a directory should be.
 var ErrNotRealDir = errors.New("not a real directory")
-
-// WriteAtomicIn is WriteAtomic for name inside d: the temporary file is
-// made in d (".NAME.tmp-DIGITS", never an existing file) and renamed over
-// name, which replaces whatever name was, a link included, never a link's
-// target. With sync, the file and the directory are synced.
-func WriteAtomicIn(d *os.Root, name string, data []byte, perm fs.FileMode, sync bool) (err error) {
-	var tmp string
-	var f *os.File
-	for range 100 {
-		tmp = fmt.Sprintf(".%s.tmp-%d", filepath.Base(name), rand.Uint64())
-		if f, err = d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm); !errors.Is(err, fs.ErrExist) {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("write %s atomically: %w", name, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			d.Remove(tmp)
-			err = fmt.Errorf("write %s atomically: %w", name, err)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(perm); err != nil { // not subject to the umask, as WriteAtomic
-		return err
-	}
-	if sync {
-		if err = f.Sync(); err != nil {
-			return err
-		}
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = d.Rename(tmp, name); err != nil {
-		return err
-	}
-	if sync {
-		return SyncDir(filepath.Join(d.Name(), filepath.Dir(name)))
-	}
-	return nil
-}

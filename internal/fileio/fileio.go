@@ -74,11 +74,19 @@ func ReadBoundedIn(root *os.Root, name string, limit int64) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())
 	}
-	f, err := root.Open(name)
+	// Opened without blocking and checked again: a FIFO swapped in after
+	// the Stat would hold the reader forever.
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())
+	}
 	return readLimited(f, fi.Size(), limit)
 }
 

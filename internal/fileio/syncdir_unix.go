@@ -15,6 +15,11 @@ func SyncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
+	return syncOpenDir(d)
+}
+
+// syncOpenDir syncs the open directory d.
+func syncOpenDir(d *os.File) error {
 	// Some file systems cannot sync a directory; the rename has happened
 	// and there is nothing more to do there.
 	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {

@@ -216,8 +216,17 @@ func (c *Checker) snapshot(key, kind string, s stat) (*entry, []byte, error) {
 	return e, data, nil
 }
 
+// beforeRestore, when set (by a test), runs before each restore.
+var beforeRestore func(key string)
+
 // restore puts was back at key, where now (with content data) is found.
 func (c *Checker) restore(key string, was, now *entry, data []byte) error {
+	if beforeRestore != nil {
+		beforeRestore(key)
+	}
+	if rel := filepath.FromSlash(key); !filepath.IsAbs(rel) {
+		return c.restoreIn(rel, was, now, data)
+	}
 	p := c.abs(key)
 	switch was.Type {
 	case typeAbsent:
@@ -266,6 +275,79 @@ func (c *Checker) restore(key string, was, now *entry, data []byte) error {
 			return err
 		}
 		return os.Chmod(p, fs.FileMode(was.Mode))
+	}
+	return fmt.Errorf("cannot restore a %s", was.Type)
+}
+
+// restoreIn is restore for rel, a path inside the project, through no
+// link: the check runs outside Claude Code's sandbox, and the agent can
+// swap a link in for rel or for a directory above it (a background loop in
+// a watched tree it may write, .des/runs, a steps directory) between the
+// check's look and the restore, to carry the removal or the write to the
+// user's files. The directory of rel is opened with fileio.OpenDirIn (a
+// link there is refused: the next check sees what is there) and rel is
+// changed by name within it; a link found at rel is removed, never
+// followed.
+func (c *Checker) restoreIn(rel string, was, now *entry, data []byte) error {
+	dirRel, base := filepath.Split(rel)
+	if dirRel == "" {
+		dirRel = "."
+	}
+	d, err := fileio.OpenDirIn(c.root, dirRel, was.Type != typeAbsent)
+	if err != nil {
+		if was.Type == typeAbsent && errors.Is(err, fs.ErrNotExist) {
+			return nil // gone with its directory
+		}
+		return err
+	}
+	defer d.Close()
+	switch was.Type {
+	case typeAbsent:
+		if was.Kind == KindClaudeSettings || was.Kind == KindGitConfig {
+			if merged, ok := c.merge(was.Kind, data, nil); ok && now.Type == typeFile {
+				return fileio.WriteAtomicAt(d, base, merged)
+			}
+		}
+		return d.RemoveAll(base)
+	case typeDir:
+		if now.Type != typeDir {
+			if err := d.RemoveAll(base); err != nil {
+				return err
+			}
+			if err := d.Mkdir(base, fs.FileMode(was.Mode)); err != nil {
+				return err
+			}
+		}
+		if fi, err := d.Lstat(base); err != nil || !fi.IsDir() {
+			return fmt.Errorf("%s changed while it was restored", rel)
+		}
+		return d.Chmod(base, fs.FileMode(was.Mode))
+	case typeSymlink:
+		if err := d.RemoveAll(base); err != nil {
+			return err
+		}
+		return d.Symlink(was.Link, base)
+	case typeFile:
+		good, err := c.copyOf(was.SHA256)
+		if err != nil {
+			return err
+		}
+		if (was.Kind == KindClaudeSettings || was.Kind == KindGitConfig) && now.Type == typeFile {
+			if merged, ok := c.merge(was.Kind, data, good); ok {
+				good = merged
+			}
+		}
+		if fi, err := d.Lstat(base); err == nil && !fi.Mode().IsRegular() {
+			if err := d.RemoveAll(base); err != nil {
+				return err
+			}
+		}
+		// A new temporary file renamed over the path: a hard link the agent
+		// made to the old file keeps the old inode and is cut off.
+		if err := fileio.WriteAtomicAt(d, base, good); err != nil {
+			return err
+		}
+		return d.Chmod(base, fs.FileMode(was.Mode))
 	}
 	return fmt.Errorf("cannot restore a %s", was.Type)
 }

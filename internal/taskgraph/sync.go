@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"time"
@@ -114,7 +115,18 @@ func (u Update) Details() map[string]any {
 // LockWait. On any error the file is as it was.
 func Sync(ctx context.Context, path, phaseID string, o Outcome, w Writes) (Update, error) {
 	u := Update{Path: path, PhaseID: phaseID}
-	fi, err := os.Lstat(path)
+	// DES syncs outside Claude Code's sandbox, and the sandbox denies the
+	// graph, not its directory: every step goes through the directory
+	// opened here, so a directory (or link) the agent swaps in later
+	// cannot carry the write elsewhere, and the graph is replaced by name
+	// within it, never through a link.
+	dir, err := os.OpenRoot(filepath.Dir(path))
+	if err != nil {
+		return u, fmt.Errorf("task graph sync %s: %w", path, err)
+	}
+	defer dir.Close()
+	base := filepath.Base(path)
+	fi, err := dir.Lstat(base)
 	if err != nil {
 		return u, fmt.Errorf("task graph sync %s: %w", path, err)
 	}
@@ -136,7 +148,7 @@ func Sync(ctx context.Context, path, phaseID string, o Outcome, w Writes) (Updat
 	var out []byte
 	for attempt := 0; ; attempt++ {
 		u = Update{Path: path, PhaseID: phaseID}
-		data, err := readGraph(path)
+		data, err := readGraph(dir, base)
 		if err != nil {
 			return u, fmt.Errorf("task graph sync %s: %w", path, err)
 		}
@@ -146,7 +158,7 @@ func Sync(ctx context.Context, path, phaseID string, o Outcome, w Writes) (Updat
 		if !u.Changed {
 			return u, nil
 		}
-		again, err := readGraph(path)
+		again, err := readGraph(dir, base)
 		if err == nil && bytes.Equal(again, data) {
 			break
 		}
@@ -157,7 +169,7 @@ func Sync(ctx context.Context, path, phaseID string, o Outcome, w Writes) (Updat
 	if w != nil {
 		_ = w.Expect(path, out) // best effort: failing to tell only risks a restore
 	}
-	werr := fileio.WriteAtomic(path, out)
+	werr := fileio.WriteAtomicAt(dir, base, out)
 	if w != nil {
 		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		_ = w.Settle(sctx, path)
@@ -169,8 +181,8 @@ func Sync(ctx context.Context, path, phaseID string, o Outcome, w Writes) (Updat
 	return u, nil
 }
 
-func readGraph(path string) ([]byte, error) {
-	data, err := fileio.ReadBounded(path, MaxBytes)
+func readGraph(dir *os.Root, name string) ([]byte, error) {
+	data, err := fileio.ReadBoundedIn(dir, name, MaxBytes)
 	if errors.Is(err, fileio.ErrNotRegular) {
 		return nil, fmt.Errorf("%w: %w", ErrNotRegular, err)
 	}

@@ -1,0 +1,63 @@
+package decisionlog
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The push runs outside Claude Code's sandbox (des-hook logs push, the warm
+// server's pusher), and .des/decisions is not in the sandbox's denyWrite: a
+// link the agent puts at the push state's name while the upload runs (after
+// the state was read) must not carry the state's write to ~/.bashrc.
+func TestAttackPushStateIsNotWrittenThroughALink(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "decisions")
+	fillLog(t, dir, 3, 10)
+	bashrc := filepath.Join(t.TempDir(), ".bashrc")
+	if err := os.WriteFile(bashrc, []byte("echo original\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var url string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The agent, while the upload runs.
+		st := filepath.Join(dir, stateFile(url))
+		_ = os.Remove(st)
+		_ = os.Symlink(bashrc, st)
+	}))
+	defer srv.Close()
+	url = srv.URL + "/logs"
+	_, _ = Pusher{Dir: dir, URL: url}.Push(t.Context())
+	if got, _ := os.ReadFile(bashrc); string(got) != "echo original\n" {
+		t.Errorf("~/.bashrc was replaced by the push state through a link: %q", got)
+	}
+}
+
+// The hook appends to the day's log outside the sandbox: a hard link the
+// agent made there to ~/.bashrc (a file of the same user; the path check
+// and the same-file check both pass) must not get the events, whose
+// strings the agent chooses ("$(...)" runs at the next shell start).
+func TestAttackAppendDoesNotWriteToAHardLink(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "decisions")
+	l := Open(dir, nil, 1<<30)
+	ev := sampleEvent(t, map[string]any{"command": "$(touch /tmp/pwned)"}, nil)
+	if err := l.Append(ev); err != nil { // the directory and the day's file
+		t.Fatal(err)
+	}
+	day := filepath.Join(dir, segment{day: ev.Timestamp.UTC().Format(dayLayout)}.name())
+	bashrc := filepath.Join(t.TempDir(), ".bashrc")
+	if err := os.WriteFile(bashrc, []byte("echo original\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(day); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(bashrc, day); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	_ = Open(dir, nil, 1<<30).Append(ev)
+	if got, _ := os.ReadFile(bashrc); string(got) != "echo original\n" {
+		t.Errorf("the event was appended to ~/.bashrc through a hard link: %q", got)
+	}
+}
