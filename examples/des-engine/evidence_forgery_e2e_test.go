@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/internal/statedir"
 )
 
 // Claude Code's sandbox lets Bash write .des/runs (a sandboxed git commit
@@ -188,4 +191,15 @@ func TestE2EForgedStopVerdictStillReportsTheFailure(t *testing.T) {
 func contentSHA256(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// evidenceDir is where the hook processes of these tests keep the records
+// the gates read (des.EvidenceDir in the test's state directory).
+func evidenceDir(root string) string {
+	return des.EvidenceDir(statedir.For(root, func(k string) (string, bool) {
+		if k == statedir.EnvVar {
+			return testStateDir, true
+		}
+		return "", false
+	}))
 }
