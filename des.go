@@ -426,8 +426,19 @@ func (e *Engine) CheckToolUse(ctx context.Context, call gate.ToolCall) (gate.Res
 }
 
 // RunsDir is where DES records the invocations Gate 1 allowed, relative to
-// the project root, so that Gate 2 can find a subagent's step.
+// the project root, so that Gate 2 can find a subagent's step. It is a copy
+// for people: the gates read the records from EvidenceDir.
 const RunsDir = ".des/runs"
+
+// EvidenceDir is where DES keeps the records it reads back (Gate 1's run
+// records, Gate 2's verdicts, subagent bindings, document writes waiting
+// for PostToolUse) in the project's per-user state directory stateDir.
+// Claude Code's sandbox lets Bash write RunsDir (a sandboxed git commit
+// appends beside it), and a process a Bash call leaves in the background
+// can rewrite a record there after the effect check; it cannot write the
+// state directory. So a record in RunsDir that is not in EvidenceDir, or
+// differs from it, is not evidence: the gates never read it.
+func EvidenceDir(stateDir string) string { return filepath.Join(stateDir, "runs") }
 
 // PreInvocation runs Gate 1 on a subagent about to start (or, with
 // inv.Tool gate.ToolSkill, a Skill call; see CheckSkill). A prompt without
@@ -451,9 +462,11 @@ func (e *Engine) PreInvocation(ctx context.Context, inv gate.Invocation) (gate.I
 		Now:       e.now,
 		RunsDir:   filepath.Join(e.root, RunsDir),
 		Writes:    e.writes,
-		Workflow:  e.workflow,
-		Graph:     e.taskGraph(),
-		Registry:  e.registryFacts(),
+		// Read back by Gate 2 from the state directory alone.
+		EvidenceDir: EvidenceDir(e.stateDir),
+		Workflow:    e.workflow,
+		Graph:       e.taskGraph(),
+		Registry:    e.registryFacts(),
 	}
 	return g.Check(ctx, e, inv)
 }
@@ -462,8 +475,12 @@ func (e *Engine) PreInvocation(ctx context.Context, inv gate.Invocation) (gate.I
 // the project root: protected like the run records, and written only by DES.
 const SessionsDir = ".des/sessions"
 
-// PendingDir is where allowed document writes wait for PostToolUse to
-// confirm them, relative to the project root.
+// PendingDir is where allowed document writes waited for PostToolUse,
+// relative to the project root.
+//
+// Deprecated: a record there could be rewritten by a background process
+// before PostToolUse read it, and confirm entries no write made. They wait
+// in EvidenceDir's "pending" now, outside the project.
 const PendingDir = ".des/runs/pending"
 
 // DocumentWrite returns the write guard for this project: the guarded
@@ -474,7 +491,7 @@ func (e *Engine) DocumentWrite() gate.DocumentWrite {
 		StepGlobs:  slices.Clone(e.cfg.GuardedStepFiles),
 		StateGlobs: slices.Clone(e.cfg.GuardedStateFiles),
 		Audit:      e.audit,
-		PendingDir: filepath.Join(e.root, PendingDir),
+		PendingDir: filepath.Join(EvidenceDir(e.stateDir), "pending"),
 		StateDir:   e.stateDir,
 		Now:        e.now,
 		Writes:     e.writes,

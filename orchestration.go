@@ -127,6 +127,9 @@ func (e *Engine) UserPrompt(ctx context.Context, sessionID string) error {
 	if n, err := gate.PruneRuns(ctx, e.writes, e.root, RunsDir, e.now().Add(-gate.RunRetention), runPruneLimit); err != nil {
 		e.logger.Warn("des: old run records not removed", "dir", filepath.Join(e.root, RunsDir), "removed", n, "err", err)
 	}
+	if n, err := gate.PruneRuns(ctx, nil, filepath.Dir(EvidenceDir(e.stateDir)), filepath.Base(EvidenceDir(e.stateDir)), e.now().Add(-gate.RunRetention), runPruneLimit); err != nil {
+		e.logger.Warn("des: old run records not removed", "dir", EvidenceDir(e.stateDir), "removed", n, "err", err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("des: subagent registry: %w", err)
 	}

@@ -7,20 +7,22 @@ import (
 	"github.com/deterministic-exec/des/gate"
 )
 
-// SubagentStop returns Gate 2 for this project: run records in RunsDir,
+// SubagentStop returns Gate 2 for this project: run records in RunsDir, read
+// back from EvidenceDir,
 // transcripts read from the project or the user's Claude directory
 // ($CLAUDE_CONFIG_DIR, else ~/.claude), and the gate2_on_failure setting.
 func (e *Engine) SubagentStop() gate.SubagentStop {
 	return gate.SubagentStop{
-		Root:       e.root,
-		Protected:  e.protectedDirs(),
-		Audit:      e.audit,
-		RunsDir:    filepath.Join(e.root, RunsDir),
-		ClaudeDirs: append([]string(nil), e.claudeDirs...),
-		OnFailure:  e.cfg.Gate2OnFailure,
-		Now:        e.now,
-		Logger:     e.logger,
-		Writes:     e.writes,
+		Root:        e.root,
+		Protected:   e.protectedDirs(),
+		Audit:       e.audit,
+		RunsDir:     filepath.Join(e.root, RunsDir),
+		EvidenceDir: EvidenceDir(e.stateDir),
+		ClaudeDirs:  append([]string(nil), e.claudeDirs...),
+		OnFailure:   e.cfg.Gate2OnFailure,
+		Now:         e.now,
+		Logger:      e.logger,
+		Writes:      e.writes,
 	}
 }
 
@@ -35,5 +37,5 @@ func (e *Engine) CheckStop(ctx context.Context, s gate.Stop) (gate.StopResult, e
 // Agent/Task call toolUseID (or, when that is not known, on agentID); nil
 // when Gate 2 has not judged it.
 func (e *Engine) StopVerdict(toolUseID, agentID string) (*gate.StopRecord, error) {
-	return gate.ReadStopRecord(filepath.Join(e.root, RunsDir), toolUseID, agentID)
+	return gate.ReadStopRecord(EvidenceDir(e.stateDir), toolUseID, agentID)
 }

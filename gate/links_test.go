@@ -92,9 +92,18 @@ func pendingProject(t *testing.T, w gate.Writes) (p *project, incoming string) {
 	return p, stepDoc("IN_PROGRESS", [4]string{"PREPARE", "EXECUTED", "PASS", ""}, [4]string{"RED_ACCEPTANCE", "IN_PROGRESS", "", ""})
 }
 
-// The pending record of an allowed write goes to .des/runs/pending, which
-// sandboxed Bash may write: a link there must not lead DES's write of the
-// record to a file outside the project.
+// inProjectPending is the write guard of p with its pending records in
+// .des/runs/pending, where a program may still put them (DES itself keeps
+// them in des.EvidenceDir): sandboxed Bash may write there.
+func inProjectPending(p *project) gate.DocumentWrite {
+	d := p.eng.DocumentWrite()
+	d.PendingDir = filepath.Join(p.root, des.PendingDir)
+	return d
+}
+
+// A pending record in the project (a PendingDir a program chose there),
+// which sandboxed Bash may write: a link there must not lead DES's write
+// of the record to a file outside the project.
 func TestPendingRecordDoesNotWriteThroughALink(t *testing.T) {
 	bashrc, was := outsideFile(t)
 	sw := &swapOnExpect{suffix: "toolu_w1.json", target: bashrc}
@@ -103,7 +112,7 @@ func TestPendingRecordDoesNotWriteThroughALink(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Refused or not, the write must not go through the link.
-	_, _ = p.eng.CheckWrite(t.Context(), gate.WriteCall{Tool: "Write", Path: filepath.Join(p.root, stepRel), Content: &incoming, ToolUseID: "toolu_w1", SessionID: "s"})
+	_, _ = inProjectPending(p).Check(t.Context(), p.eng, gate.WriteCall{Tool: "Write", Path: filepath.Join(p.root, stepRel), Content: &incoming, ToolUseID: "toolu_w1", SessionID: "s"})
 	if sw.swapped == 0 {
 		t.Fatal("no pending record was written: the test shows nothing")
 	}
@@ -121,7 +130,7 @@ func TestPendingDirectoryLinkIsNotFollowed(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(p.root, des.PendingDir)); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = p.eng.CheckWrite(t.Context(), gate.WriteCall{Tool: "Write", Path: filepath.Join(p.root, stepRel), Content: &incoming, ToolUseID: "toolu_w1", SessionID: "s"})
+	_, _ = inProjectPending(p).Check(t.Context(), p.eng, gate.WriteCall{Tool: "Write", Path: filepath.Join(p.root, stepRel), Content: &incoming, ToolUseID: "toolu_w1", SessionID: "s"})
 	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
 		t.Errorf("DES created %s outside the project, through the link at %s", ents[0].Name(), des.PendingDir)
 	}
@@ -132,7 +141,10 @@ func TestPendingDirectoryLinkIsNotFollowed(t *testing.T) {
 // PostToolUse hook, forever.
 func TestConfirmWriteDoesNotWaitOnAFIFO(t *testing.T) {
 	p, incoming := pendingProject(t, nil)
-	p.write("Write", incoming)
+	d := inProjectPending(p)
+	if _, err := d.Check(t.Context(), p.eng, gate.WriteCall{Tool: "Write", Path: filepath.Join(p.root, stepRel), Content: &incoming, ToolUseID: "toolu_w1", SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
 	rec := filepath.Join(p.root, des.PendingDir, "toolu_w1.json")
 	if err := os.Remove(rec); err != nil {
 		t.Fatal(err)
@@ -148,7 +160,7 @@ func TestConfirmWriteDoesNotWaitOnAFIFO(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = p.eng.ConfirmWrite(context.Background(), "toolu_w1")
+		_, _ = d.Confirm(context.Background(), "toolu_w1")
 	}()
 	select {
 	case <-done:

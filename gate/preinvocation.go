@@ -78,10 +78,14 @@ type PreInvocation struct {
 	Timeout   time.Duration    // evaluation budget; 0 means none
 	Now       func() time.Time // clock; nil means time.Now
 	RunsDir   string           // where invocations are recorded for Gate 2; "" records none
-	Writes    Writes           // told of the step rewrite and the records; nil tells nothing
-	Workflow  Workflow         // finds the multi-phase workflow state; zero finds none
-	Graph     TaskGraph        // the orchestrator's task graph; zero has none
-	Registry  Registry         // the running subagents, when the concurrency limit is set; nil: no limit
+	// EvidenceDir is where the records are also kept, outside the project
+	// (the per-user state directory), and the only copy the gates read
+	// when set: sandboxed Bash may write RunsDir (see SubagentStop).
+	EvidenceDir string
+	Writes      Writes    // told of the step rewrite and the records; nil tells nothing
+	Workflow    Workflow  // finds the multi-phase workflow state; zero finds none
+	Graph       TaskGraph // the orchestrator's task graph; zero has none
+	Registry    Registry  // the running subagents, when the concurrency limit is set; nil: no limit
 }
 
 // Check runs Gate 1. The policy is asked when the prompt carries nWave
@@ -585,7 +589,7 @@ func (g PreInvocation) writeRun(inv Invocation, run Run) error {
 	if g.RunsDir == "" || !safeID(inv.ToolUseID) {
 		return nil // no key to find it by: Gate 2 falls back to the transcript
 	}
-	return writeRecord(g.Writes, g.Root, g.RunsDir, run, inv.ToolUseID+".json", "prompt-"+run.PromptSHA256+".json")
+	return writeRecord(g.Writes, g.Root, g.RunsDir, g.EvidenceDir, run, inv.ToolUseID+".json", "prompt-"+run.PromptSHA256+".json")
 }
 
 // readRecord decodes the record dir/name, written by writeRecord, into v;
@@ -609,18 +613,25 @@ func readRecord(dir, name string, v any) (bool, error) {
 // maxRecordSize bounds a run record read: DES writes a few hundred bytes.
 const maxRecordSize = 1 << 20
 
-// writeRecord writes v as indented JSON to dir/name for each of names,
+// writeRecord writes v as indented JSON to dir/name for each of names, and
+// first to evidence/name when evidence is set (outside the project: not
+// announced to w, and where the gates read it back: see SubagentStop),
 // atomically (rename) but not fsynced: run records only help the gates find
 // a step, which they can also do from the transcript, so a record lost in a
 // crash costs little, while an fsync here would cost every invocation. The
 // files are announced to w together, so a baseline is updated once. A dir
 // inside root is reached without following links (putRecord).
-func writeRecord(w Writes, root, dir string, v any, names ...string) error {
+func writeRecord(w Writes, root, dir, evidence string, v any, names ...string) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
 	data = append(data, '\n')
+	if evidence != "" {
+		if err := putRecords("", evidence, names, data); err != nil {
+			return err
+		}
+	}
 	paths := make([]string, len(names))
 	for i, n := range names {
 		paths[i] = filepath.Join(dir, n)

@@ -120,6 +120,12 @@ type SubagentStop struct {
 	Protected []string // DES's protected directories, never a step file and always in scope
 	Audit     *audit.Log
 	RunsDir   string // Gate 1's invocation records, and where Gate 2 leaves its verdicts
+	// EvidenceDir holds DES's own copy of the records of RunsDir, outside
+	// the project (the per-user state directory, which Claude Code's
+	// sandbox denies). When set, records are read from it alone: RunsDir,
+	// which sandboxed Bash may write and a background process may rewrite
+	// after the effect check, is then a copy for people, never evidence.
+	EvidenceDir string
 	// ClaudeDirs are the directories besides Root a transcript may be read
 	// from (the user's Claude directory); a path elsewhere is refused.
 	ClaudeDirs []string
@@ -337,7 +343,7 @@ func (g SubagentStop) openSessionRun(s Stop) *Run {
 	if g.RunsDir == "" || s.SessionID == "" {
 		return nil
 	}
-	ents, err := os.ReadDir(g.RunsDir)
+	ents, err := os.ReadDir(g.records())
 	if err != nil {
 		return nil
 	}
@@ -362,7 +368,7 @@ func (g SubagentStop) openSessionRun(s Stop) *Run {
 		if s.AgentType != "" && r.AgentType != "" && s.AgentType != r.AgentType {
 			continue
 		}
-		if v, err := ReadStopRecord(g.RunsDir, r.ToolUseID, ""); err != nil || (v != nil && v.Action != StopActionBlock) {
+		if v, err := ReadStopRecord(g.records(), r.ToolUseID, ""); err != nil || (v != nil && v.Action != StopActionBlock) {
 			continue
 		}
 		if found != nil {
@@ -388,6 +394,10 @@ func (g SubagentStop) transcript(path string) (string, error) {
 	return path, nil
 }
 
+// records is the directory records are read from: EvidenceDir when set,
+// else RunsDir.
+func (g SubagentStop) records() string { return cmpOr(g.EvidenceDir, g.RunsDir) }
+
 // readRun reads the run record of key (a tool_use_id, or "prompt-" and the
 // prompt's hash); nil when there is none.
 func (g SubagentStop) readRun(key string) *Run {
@@ -395,7 +405,7 @@ func (g SubagentStop) readRun(key string) *Run {
 		return nil
 	}
 	var r Run
-	if ok, err := readRecord(g.RunsDir, key+".json", &r); !ok || err != nil {
+	if ok, err := readRecord(g.records(), key+".json", &r); !ok || err != nil {
 		return nil // no record to go by: Gate 2 does without
 	}
 	return &r
@@ -628,7 +638,7 @@ func ruleRecovery(res StopResult, keep func(string) bool) []string {
 // blockedBefore reports whether Gate 2 already sent this run's subagent
 // back once.
 func (g SubagentStop) blockedBefore(s Stop, loc location) bool {
-	rec, err := ReadStopRecord(g.RunsDir, cmpOr(s.ToolUseID, loc.toolUseID), s.AgentID)
+	rec, err := ReadStopRecord(g.records(), cmpOr(s.ToolUseID, loc.toolUseID), s.AgentID)
 	return err == nil && rec != nil && rec.Action == StopActionBlock
 }
 
@@ -823,7 +833,7 @@ func (g SubagentStop) keepVerdict(s Stop, res StopResult, loc location) error {
 	if res.Denied() {
 		rec.Reason = res.Reason()
 	}
-	if err := writeRecord(g.Writes, g.Root, g.RunsDir, rec, names[0]); err != nil {
+	if err := writeRecord(g.Writes, g.Root, g.RunsDir, g.EvidenceDir, rec, names[0]); err != nil {
 		return fmt.Errorf("gate 2: keep the verdict for the orchestrator: %w", err)
 	}
 	return nil
@@ -883,7 +893,7 @@ func (g SubagentStop) boundToolUseID(agentID string) string {
 		return ""
 	}
 	var b agentBinding
-	if ok, err := readRecord(g.RunsDir, bindingName(agentID), &b); !ok || err != nil || !safeID(b.ToolUseID) {
+	if ok, err := readRecord(g.records(), bindingName(agentID), &b); !ok || err != nil || !safeID(b.ToolUseID) {
 		return ""
 	}
 	return b.ToolUseID
@@ -903,11 +913,11 @@ func (g SubagentStop) Bind(ctx context.Context, agentID, sessionTranscript strin
 	if g.RunsDir == "" || !safeID(agentID) || sessionTranscript == "" {
 		return nil
 	}
-	if fi, err := os.Stat(g.RunsDir); err != nil || !fi.IsDir() {
+	if fi, err := os.Stat(g.records()); err != nil || !fi.IsDir() {
 		return nil
 	}
 	name := bindingName(agentID)
-	if _, err := os.Stat(filepath.Join(g.RunsDir, name)); err == nil {
+	if _, err := os.Stat(filepath.Join(g.records(), name)); err == nil {
 		return nil
 	}
 	path := filepath.Join(strings.TrimSuffix(sessionTranscript, filepath.Ext(sessionTranscript)), "subagents", "agent-"+agentID+".jsonl")
@@ -930,7 +940,7 @@ func (g SubagentStop) Bind(ctx context.Context, agentID, sessionTranscript strin
 	if run != nil {
 		b.ToolUseID = run.ToolUseID
 	}
-	return writeRecord(g.Writes, g.Root, g.RunsDir, b, name)
+	return writeRecord(g.Writes, g.Root, g.RunsDir, g.EvidenceDir, b, name)
 }
 
 // taskStatus is the step's task status as read, "" when the step could not be.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/gate"
 )
@@ -102,12 +103,14 @@ func TestGate2SessionFallbackNeedsOneOpenRun(t *testing.T) {
 	if err := os.Remove(p.transcript); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join(p.root, ".des", "runs", "toolu_01.json"))
+	// The gate reads DES's own copy of the records (des.EvidenceDir).
+	records := des.EvidenceDir(p.eng.StateDir())
+	raw, err := os.ReadFile(filepath.Join(records, "toolu_01.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	second := bytes.ReplaceAll(raw, []byte("toolu_01"), []byte("toolu_02"))
-	if err := os.WriteFile(filepath.Join(p.root, ".des", "runs", "toolu_02.json"), second, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(records, "toolu_02.json"), second, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	res, err := p.gate().Check(t.Context(), p.eng, p.stop())
@@ -115,7 +118,7 @@ func TestGate2SessionFallbackNeedsOneOpenRun(t *testing.T) {
 		t.Fatalf("two open runs: %+v, %v; want no opinion", res, err)
 	}
 	// Once Gate 2 judged one of them, the other is the session's open run.
-	if err := os.WriteFile(filepath.Join(p.root, ".des", "runs", "toolu_02.stop.json"), []byte(`{"tool_use_id":"toolu_02","step_file":"x","action":"none"}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(records, "toolu_02.stop.json"), []byte(`{"tool_use_id":"toolu_02","step_file":"x","action":"none"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	res, err = p.gate().Check(t.Context(), p.eng, p.stop())

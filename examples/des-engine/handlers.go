@@ -10,6 +10,7 @@ import (
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/statedir"
 	"github.com/deterministic-exec/des/policy"
 	"github.com/deterministic-exec/des/template"
 )
@@ -471,7 +472,7 @@ func gate2Stop(ctx context.Context, h *hookEnv, ev *Event) (response, *gate.Stop
 	if err != nil {
 		// Without an engine the gate still finds the step, and leaves the
 		// verdict "not judged" for the orchestrator at PostToolUse.
-		g := gate.SubagentStop{Root: h.root, ClaudeDirs: gate.ClaudeDirs(h.lookupEnv), RunsDir: filepath.Join(h.root, des.RunsDir)}
+		g := gate.SubagentStop{Root: h.root, ClaudeDirs: gate.ClaudeDirs(h.lookupEnv), RunsDir: filepath.Join(h.root, des.RunsDir), EvidenceDir: des.EvidenceDir(statedir.For(h.root, h.lookupEnv))}
 		res, _ := g.Check(ctx, failedEvaluator{err}, stop)
 		return h.internalError(res.StepFile != "", err), nil
 	}

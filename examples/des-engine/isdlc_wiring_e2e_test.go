@@ -164,7 +164,7 @@ func TestE2EPostToolUseWalkthroughWarning(t *testing.T) {
 		t.Errorf("walkthrough warning: %+v", out)
 	}
 	// Gate 2 failed the subagent's step as well: the orchestrator reads both.
-	writeFile(t, root, ".des/runs/toolu_phase.stop.json", `{"tool_use_id": "toolu_phase", "step_file": "docs/feature/x/steps/01-01.json", "at": "2026-11-25T13:00:00Z", "failed": true, "action": "record", "marked": true, "reason": "[DES-PHASE-ABANDONED] phase GREEN_UNIT left IN_PROGRESS"}`)
+	writeFile(t, evidenceDir(root), "toolu_phase.stop.json", `{"tool_use_id": "toolu_phase", "step_file": "docs/feature/x/steps/01-01.json", "at": "2026-11-25T13:00:00Z", "failed": true, "action": "record", "marked": true, "reason": "[DES-PHASE-ABANDONED] phase GREEN_UNIT left IN_PROGRESS"}`)
 	both := readAfter(t, runHookProcess(t, root, nil, ev)).Specific.AdditionalContext
 	gate2 := strings.Index(both, "DES Gate 2 failed the subagent's work on docs/feature/x/steps/01-01.json")
 	if gate2 < 0 || !strings.Contains(both, "[DES-PHASE-ABANDONED]") || strings.Index(both, "[DES-WALKTHROUGH-MISSING]") < gate2 {
