@@ -246,3 +246,58 @@ func TestAppendWritesToNoHardLink(t *testing.T) {
 		})
 	}
 }
+
+// The witness directory is outside the project, but a sandbox that lets a
+// git commit move the witness on lets the agent write there too: a link at
+// the witness's temporary name, or a FIFO at the witness, must neither have
+// DES write where the link points nor hold it.
+func TestWitnessWritesThroughNoLink(t *testing.T) {
+	for _, at := range []string{"temporary file", "witness"} {
+		t.Run(at, func(t *testing.T) {
+			root, wdir := t.TempDir(), t.TempDir()
+			dir := filepath.Join(root, ".des", "audit")
+			l := mustOpen(t, dir, WithRoot(root), WithWitness(wdir), fixedClock(linkDay))
+			if err := appendWithin(t, l); err != nil {
+				t.Fatal(err)
+			}
+			path, content := victim(t)
+			link := WitnessPath(wdir, dir) + ".tmp"
+			if at == "witness" {
+				link = WitnessPath(wdir, dir)
+			}
+			os.Remove(link)
+			if err := os.Symlink(path, link); err != nil {
+				t.Fatal(err)
+			}
+			if err := appendWithin(t, l); err != nil {
+				t.Errorf("append with a link at the %s: %v", at, err)
+			}
+			wantUnchanged(t, path, content)
+		})
+	}
+	t.Run("FIFO", func(t *testing.T) {
+		root, wdir := t.TempDir(), t.TempDir()
+		dir := filepath.Join(root, ".des", "audit")
+		l := mustOpen(t, dir, WithRoot(root), WithWitness(wdir), fixedClock(linkDay))
+		if err := appendWithin(t, l); err != nil {
+			t.Fatal(err)
+		}
+		w := WitnessPath(wdir, dir)
+		os.Remove(w)
+		if err := syscall.Mkfifo(w, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { // release a reader left blocked on it
+			if f, err := os.OpenFile(w, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+		})
+		if err := appendWithin(t, l); err != nil {
+			t.Errorf("append with a FIFO at the witness: %v", err)
+		}
+		rep, err := Verify(context.Background(), dir, WithWitness(wdir))
+		if err != nil || rep.Break == nil || rep.Break.Kind != BreakWitness || !strings.Contains(rep.Break.Msg, "not a regular file") {
+			t.Errorf("verify with a FIFO at the witness: %+v %v, want a witness break naming it", rep.Break, err)
+		}
+	})
+}
