@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/filelock"
 )
 
@@ -153,6 +154,11 @@ func (r Report) Intact() bool { return r.Break == nil }
 // where that writer cannot write (WithWitness) pins the trail. Unchained
 // lines other than the last are not covered.
 //
+// With WithRoot, a dir below the root is opened from it as an append
+// opens it: a link at any component between them (the trail moved aside
+// and an empty directory linked in its place) is an error, not a trail
+// found intact where DES cannot append.
+//
 // With WithWitness (other options are ignored), the trail must also hold
 // the witnessed line, with the witnessed hash: a trail deleted (even with
 // its directory), cut below it, or rewritten from any line up to it, is a
@@ -167,6 +173,17 @@ func Verify(ctx context.Context, dir string, opts ...Option) (Report, error) {
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&cfg)
+		}
+	}
+	if cfg.root != "" {
+		if rel, err := filepath.Rel(cfg.root, dir); err == nil && filepath.IsLocal(rel) {
+			d, err := fileio.OpenDirIn(cfg.root, rel, false)
+			if errors.Is(err, fileio.ErrNotRealDir) {
+				return rep, fmt.Errorf("audit: verify %s: %w (a link or other file where DES keeps its trail, which DES does not append through: remove it, and put the trail back if it was moved)", dir, err)
+			}
+			if err == nil {
+				d.Close()
+			}
 		}
 	}
 	var wit witnessRecord

@@ -233,7 +233,7 @@ func AdoptWitness(ctx context.Context, dir string, opts ...Option) (Report, erro
 	if cfg.witnessDir == "" {
 		return Report{}, errors.New("audit: adopt witness: no witness directory (WithWitness)")
 	}
-	rep, err := Verify(ctx, dir)
+	rep, err := Verify(ctx, dir, WithRoot(cfg.root))
 	if err != nil {
 		return rep, err
 	}
