@@ -301,3 +301,32 @@ func TestWitnessWritesThroughNoLink(t *testing.T) {
 		}
 	})
 }
+
+// The agent links another name to DES's own day file (`ln
+// .des/audit/audit-….log x`): the append refuses it, and the way out it
+// names must keep the trail, not have the person remove the day file.
+func TestAppendRefusesADayFileLinkedFromElsewhere(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, ".des", "audit")
+	l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
+	if err := appendWithin(t, l); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(root, "x")
+	if err := os.Link(filepath.Join(dir, FileName(linkDay)), other); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	err := appendWithin(t, l)
+	if err == nil || !strings.Contains(err.Error(), "remove the other name") || !strings.Contains(err.Error(), "-samefile") {
+		t.Fatalf("append to a day file with another name: %v, want the way to find and remove the other name", err)
+	}
+	if err := os.Remove(other); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendWithin(t, l); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := Verify(context.Background(), dir); err != nil || !rep.Intact() || rep.LastSeq != 2 {
+		t.Errorf("trail after the way out: %+v %v", rep, err)
+	}
+}
