@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/filelock"
 )
 
 // An agent that can write the audit directory (Claude Code's sandbox lets
@@ -328,5 +330,34 @@ func TestAppendRefusesADayFileLinkedFromElsewhere(t *testing.T) {
 	}
 	if rep, err := Verify(context.Background(), dir); err != nil || !rep.Intact() || rep.LastSeq != 2 {
 		t.Errorf("trail after the way out: %+v %v", rep, err)
+	}
+}
+
+// A background process of the agent's holds the trail's lock for good
+// (`flock .des/audit/.lock sleep infinity`): Verify, which a person runs,
+// says so instead of waiting for ever.
+func TestVerifyDoesNotWaitForeverOnAHeldLock(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, ".des", "audit")
+	l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
+	if err := appendWithin(t, l); err != nil {
+		t.Fatal(err)
+	}
+	lk, err := filelock.Acquire(context.Background(), filepath.Join(dir, lockName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock()
+	defer func(w time.Duration) { verifyLockWait = w }(verifyLockWait)
+	verifyLockWait = 200 * time.Millisecond
+	done := make(chan error, 1)
+	go func() { _, err := Verify(context.Background(), dir); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "held by another process") {
+			t.Errorf("verify with the lock held: %v, want an error that says so", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Verify waited on a lock held for good")
 	}
 }

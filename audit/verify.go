@@ -495,6 +495,10 @@ type snapshot struct {
 	headErr error
 }
 
+// verifyLockWait bounds Verify's wait for the directory lock: appends hold
+// it for milliseconds, retention's catch-up for seconds.
+var verifyLockWait = 30 * time.Second
+
 // takeSnapshot lists the trail and reads the head record under the
 // directory lock, when its file exists (a copy of a trail may have none,
 // or be read-only: then without it).
@@ -502,8 +506,13 @@ func takeSnapshot(ctx context.Context, dir string) (snapshot, error) {
 	var snap snapshot
 	lockPath := filepath.Join(dir, lockName)
 	if _, err := os.Stat(lockPath); err == nil {
-		lk, err := filelock.Acquire(ctx, lockPath)
-		if err != nil && ctx.Err() != nil {
+		// Bounded: whoever can write the directory can hold its lock
+		// forever (flock .lock sleep infinity), and a person's verify
+		// must then say so, not hang.
+		lctx, cancel := context.WithTimeout(ctx, verifyLockWait)
+		defer cancel()
+		lk, err := filelock.Acquire(lctx, lockPath)
+		if err != nil && lctx.Err() != nil {
 			return snap, fmt.Errorf("audit: verify %s: %w", dir, err)
 		}
 		if err == nil {

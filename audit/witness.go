@@ -244,7 +244,9 @@ func AdoptWitness(ctx context.Context, dir string, opts ...Option) (Report, erro
 	if err != nil {
 		return rep, err
 	}
-	_, unlock, err := l.lock(ctx) // the witness and its temporary file are the appenders' too
+	lctx, cancel := context.WithTimeout(ctx, verifyLockWait) // a lock held for good is reported, not waited on
+	defer cancel()
+	_, unlock, err := l.lock(lctx) // the witness and its temporary file are the appenders' too
 	if err != nil {
 		return rep, err
 	}
