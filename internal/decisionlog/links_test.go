@@ -81,7 +81,7 @@ func TestAttackPushWritesNothingThroughALinkedDirectory(t *testing.T) {
 				target = outside
 			}
 			if err := os.Symlink(target, filepath.Join(root, at)); err != nil {
-				t.Fatal(err)
+				t.Skip("no symbolic links here:", err)
 			}
 			srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 			defer srv.Close()
