@@ -361,3 +361,51 @@ func TestVerifyDoesNotWaitForeverOnAHeldLock(t *testing.T) {
 		t.Fatal("Verify waited on a lock held for good")
 	}
 }
+
+// What has every append refused (a link or a directory at the lock, a
+// second name to the day file) leaves the lines written so far intact:
+// Verify, which a person runs, must say that DES records nothing now, and
+// find the trail intact once it is removed.
+func TestVerifyReportsWhatRefusesAppends(t *testing.T) {
+	for _, at := range []string{"lock link", "lock directory", "day file hard link"} {
+		t.Run(at, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, ".des", "audit")
+			l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
+			if err := appendWithin(t, l); err != nil {
+				t.Fatal(err)
+			}
+			path, _ := victim(t)
+			var made string
+			var err error
+			switch at {
+			case "lock link":
+				made = filepath.Join(dir, lockName)
+				os.Remove(made)
+				err = os.Symlink(path, made)
+			case "lock directory":
+				made = filepath.Join(dir, lockName)
+				os.Remove(made)
+				err = os.Mkdir(made, 0o755)
+			case "day file hard link":
+				made = filepath.Join(root, "x")
+				err = os.Link(filepath.Join(dir, FileName(linkDay)), made)
+			}
+			if err != nil {
+				t.Skip(err)
+			}
+			if err := appendWithin(t, l); err == nil {
+				t.Fatal("append succeeded")
+			}
+			if _, err := Verify(context.Background(), dir); err == nil || !strings.Contains(err.Error(), "DES records nothing") {
+				t.Errorf("verify with a %s: %v, want an error that DES records nothing", at, err)
+			}
+			if err := os.Remove(made); err != nil {
+				t.Fatal(err)
+			}
+			if rep, err := Verify(context.Background(), dir); err != nil || !rep.Intact() {
+				t.Errorf("verify once it is removed: %+v %v", rep, err)
+			}
+		})
+	}
+}

@@ -208,6 +208,9 @@ func Verify(ctx context.Context, dir string, opts ...Option) (Report, error) {
 	if !fi.IsDir() {
 		return rep, fmt.Errorf("audit: verify %s: not a directory", dir)
 	}
+	if err := appendsRefused(dir); err != nil {
+		return rep, fmt.Errorf("audit: verify %s: every append to this trail is refused, so DES records nothing: %w", dir, err)
+	}
 	snap, err := takeSnapshot(ctx, dir)
 	if err != nil {
 		return rep, err
@@ -493,6 +496,32 @@ type snapshot struct {
 	head    headRecord
 	headOK  bool
 	headErr error
+}
+
+// appendsRefused reports what in dir has every append refused while the
+// lines already written read intact: a link or a directory at the lock, a
+// second name to the newest day file. A person's verify must not find a
+// trail intact that DES can no longer write.
+func appendsRefused(dir string) error {
+	d, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil // the directory itself is Verify's to report
+	}
+	defer d.Close()
+	if fi, err := d.Lstat(lockName); err == nil && (fi.Mode()&fs.ModeSymlink != 0 || fi.IsDir()) {
+		return notDESFile(d, lockName, fmt.Errorf("%s: %w", lockName, fileio.ErrNotRegular))
+	}
+	days, err := listDays(dir)
+	if err != nil || len(days) == 0 {
+		return nil
+	}
+	name := filepath.Base(days[len(days)-1].path)
+	if f, err := openRegularIn(d, name, os.O_RDONLY, 0); err != nil && errors.Is(err, fileio.ErrNotRegular) {
+		return err
+	} else if err == nil {
+		f.Close()
+	}
+	return nil
 }
 
 // verifyLockWait bounds Verify's wait for the directory lock: appends hold
