@@ -72,7 +72,11 @@ func openRegularIn(d *os.Root, name string, flag int, perm fs.FileMode) (*os.Fil
 	// other name's file (the user's ~/.bashrc, say) too. DES never makes
 	// one; a hard-linked trail is refused, a head record replaced.
 	if err == nil && fileio.LinkCount(fi) > 1 {
-		err = fmt.Errorf("%s: %w: it has %d names (hard links); DES writes only a file of its own: remove it, then run `des-hook audit verify`", name, fileio.ErrNotRegular, fileio.LinkCount(fi))
+		// Which name to remove depends on whose file it is: removing a
+		// day file of DES's, another name linked to it, removes the
+		// trail's lines.
+		path := filepath.Join(d.Name(), name)
+		err = fmt.Errorf("%s: %w: it has %d names (hard links); DES writes only a file of its own. If it holds DES's trail, remove the other name (`find / -xdev -samefile %s` lists them), else remove it; then run `des-hook audit verify`", name, fileio.ErrNotRegular, fileio.LinkCount(fi), path)
 	}
 	if err != nil {
 		f.Close()

@@ -115,7 +115,7 @@ func archivedAlready(arch, path string) bool {
 	if err != nil || len(members) == 0 {
 		return false
 	}
-	data, err := os.ReadFile(path)
+	data, err := fileio.ReadBounded(path, maxArchiveSize) // never waits on a FIFO swapped in
 	return err == nil && bytes.Equal(members[len(members)-1], data)
 }
 

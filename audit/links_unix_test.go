@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/filelock"
 )
 
 // An agent that can write the audit directory (Claude Code's sandbox lets
@@ -242,6 +244,167 @@ func TestAppendWritesToNoHardLink(t *testing.T) {
 			}
 			if err != nil && !strings.Contains(err.Error(), "hard link") {
 				t.Errorf("append with a hard link at %s: %v, want an error naming it", tc.at, err)
+			}
+		})
+	}
+}
+
+// The witness directory is outside the project, but a sandbox that lets a
+// git commit move the witness on lets the agent write there too: a link at
+// the witness's temporary name, or a FIFO at the witness, must neither have
+// DES write where the link points nor hold it.
+func TestWitnessWritesThroughNoLink(t *testing.T) {
+	for _, at := range []string{"temporary file", "witness"} {
+		t.Run(at, func(t *testing.T) {
+			root, wdir := t.TempDir(), t.TempDir()
+			dir := filepath.Join(root, ".des", "audit")
+			l := mustOpen(t, dir, WithRoot(root), WithWitness(wdir), fixedClock(linkDay))
+			if err := appendWithin(t, l); err != nil {
+				t.Fatal(err)
+			}
+			path, content := victim(t)
+			link := WitnessPath(wdir, dir) + ".tmp"
+			if at == "witness" {
+				link = WitnessPath(wdir, dir)
+			}
+			os.Remove(link)
+			if err := os.Symlink(path, link); err != nil {
+				t.Fatal(err)
+			}
+			if err := appendWithin(t, l); err != nil {
+				t.Errorf("append with a link at the %s: %v", at, err)
+			}
+			wantUnchanged(t, path, content)
+		})
+	}
+	t.Run("FIFO", func(t *testing.T) {
+		root, wdir := t.TempDir(), t.TempDir()
+		dir := filepath.Join(root, ".des", "audit")
+		l := mustOpen(t, dir, WithRoot(root), WithWitness(wdir), fixedClock(linkDay))
+		if err := appendWithin(t, l); err != nil {
+			t.Fatal(err)
+		}
+		w := WitnessPath(wdir, dir)
+		os.Remove(w)
+		if err := syscall.Mkfifo(w, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { // release a reader left blocked on it
+			if f, err := os.OpenFile(w, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+		})
+		if err := appendWithin(t, l); err != nil {
+			t.Errorf("append with a FIFO at the witness: %v", err)
+		}
+		rep, err := Verify(context.Background(), dir, WithWitness(wdir))
+		if err != nil || rep.Break == nil || rep.Break.Kind != BreakWitness || !strings.Contains(rep.Break.Msg, "not a regular file") {
+			t.Errorf("verify with a FIFO at the witness: %+v %v, want a witness break naming it", rep.Break, err)
+		}
+	})
+}
+
+// The agent links another name to DES's own day file (`ln
+// .des/audit/audit-….log x`): the append refuses it, and the way out it
+// names must keep the trail, not have the person remove the day file.
+func TestAppendRefusesADayFileLinkedFromElsewhere(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, ".des", "audit")
+	l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
+	if err := appendWithin(t, l); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(root, "x")
+	if err := os.Link(filepath.Join(dir, FileName(linkDay)), other); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	err := appendWithin(t, l)
+	if err == nil || !strings.Contains(err.Error(), "remove the other name") || !strings.Contains(err.Error(), "-samefile") {
+		t.Fatalf("append to a day file with another name: %v, want the way to find and remove the other name", err)
+	}
+	if err := os.Remove(other); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendWithin(t, l); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := Verify(context.Background(), dir); err != nil || !rep.Intact() || rep.LastSeq != 2 {
+		t.Errorf("trail after the way out: %+v %v", rep, err)
+	}
+}
+
+// A background process of the agent's holds the trail's lock for good
+// (`flock .des/audit/.lock sleep infinity`): Verify, which a person runs,
+// says so instead of waiting for ever.
+func TestVerifyDoesNotWaitForeverOnAHeldLock(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, ".des", "audit")
+	l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
+	if err := appendWithin(t, l); err != nil {
+		t.Fatal(err)
+	}
+	lk, err := filelock.Acquire(context.Background(), filepath.Join(dir, lockName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock()
+	defer func(w time.Duration) { verifyLockWait = w }(verifyLockWait)
+	verifyLockWait = 200 * time.Millisecond
+	done := make(chan error, 1)
+	go func() { _, err := Verify(context.Background(), dir); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "held by another process") {
+			t.Errorf("verify with the lock held: %v, want an error that says so", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Verify waited on a lock held for good")
+	}
+}
+
+// What has every append refused (a link or a directory at the lock, a
+// second name to the day file) leaves the lines written so far intact:
+// Verify, which a person runs, must say that DES records nothing now, and
+// find the trail intact once it is removed.
+func TestVerifyReportsWhatRefusesAppends(t *testing.T) {
+	for _, at := range []string{"lock link", "lock directory", "day file hard link"} {
+		t.Run(at, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, ".des", "audit")
+			l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
+			if err := appendWithin(t, l); err != nil {
+				t.Fatal(err)
+			}
+			path, _ := victim(t)
+			var made string
+			var err error
+			switch at {
+			case "lock link":
+				made = filepath.Join(dir, lockName)
+				os.Remove(made)
+				err = os.Symlink(path, made)
+			case "lock directory":
+				made = filepath.Join(dir, lockName)
+				os.Remove(made)
+				err = os.Mkdir(made, 0o755)
+			case "day file hard link":
+				made = filepath.Join(root, "x")
+				err = os.Link(filepath.Join(dir, FileName(linkDay)), made)
+			}
+			if err != nil {
+				t.Skip(err)
+			}
+			if err := appendWithin(t, l); err == nil {
+				t.Fatal("append succeeded")
+			}
+			if _, err := Verify(context.Background(), dir); err == nil || !strings.Contains(err.Error(), "DES records nothing") {
+				t.Errorf("verify with a %s: %v, want an error that DES records nothing", at, err)
+			}
+			if err := os.Remove(made); err != nil {
+				t.Fatal(err)
+			}
+			if rep, err := Verify(context.Background(), dir); err != nil || !rep.Intact() {
+				t.Errorf("verify once it is removed: %+v %v", rep, err)
 			}
 		})
 	}

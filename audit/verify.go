@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/filelock"
 )
 
@@ -153,6 +154,11 @@ func (r Report) Intact() bool { return r.Break == nil }
 // where that writer cannot write (WithWitness) pins the trail. Unchained
 // lines other than the last are not covered.
 //
+// With WithRoot, a dir below the root is opened from it as an append
+// opens it: a link at any component between them (the trail moved aside
+// and an empty directory linked in its place) is an error, not a trail
+// found intact where DES cannot append.
+//
 // With WithWitness (other options are ignored), the trail must also hold
 // the witnessed line, with the witnessed hash: a trail deleted (even with
 // its directory), cut below it, or rewritten from any line up to it, is a
@@ -167,6 +173,17 @@ func Verify(ctx context.Context, dir string, opts ...Option) (Report, error) {
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&cfg)
+		}
+	}
+	if cfg.root != "" {
+		if rel, err := filepath.Rel(cfg.root, dir); err == nil && filepath.IsLocal(rel) {
+			d, err := fileio.OpenDirIn(cfg.root, rel, false)
+			if errors.Is(err, fileio.ErrNotRealDir) {
+				return rep, fmt.Errorf("audit: verify %s: %w (a link or other file where DES keeps its trail, which DES does not append through: remove it, and put the trail back if it was moved)", dir, err)
+			}
+			if err == nil {
+				d.Close()
+			}
 		}
 	}
 	var wit witnessRecord
@@ -190,6 +207,9 @@ func Verify(ctx context.Context, dir string, opts ...Option) (Report, error) {
 	}
 	if !fi.IsDir() {
 		return rep, fmt.Errorf("audit: verify %s: not a directory", dir)
+	}
+	if err := appendsRefused(dir); err != nil {
+		return rep, fmt.Errorf("audit: verify %s: every append to this trail is refused, so DES records nothing: %w", dir, err)
 	}
 	snap, err := takeSnapshot(ctx, dir)
 	if err != nil {
@@ -478,6 +498,36 @@ type snapshot struct {
 	headErr error
 }
 
+// appendsRefused reports what in dir has every append refused while the
+// lines already written read intact: a link or a directory at the lock, a
+// second name to the newest day file. A person's verify must not find a
+// trail intact that DES can no longer write.
+func appendsRefused(dir string) error {
+	d, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil // the directory itself is Verify's to report
+	}
+	defer d.Close()
+	if fi, err := d.Lstat(lockName); err == nil && (fi.Mode()&fs.ModeSymlink != 0 || fi.IsDir()) {
+		return notDESFile(d, lockName, fmt.Errorf("%s: %w", lockName, fileio.ErrNotRegular))
+	}
+	days, err := listDays(dir)
+	if err != nil || len(days) == 0 {
+		return nil
+	}
+	name := filepath.Base(days[len(days)-1].path)
+	if f, err := openRegularIn(d, name, os.O_RDONLY, 0); err != nil && errors.Is(err, fileio.ErrNotRegular) {
+		return err
+	} else if err == nil {
+		f.Close()
+	}
+	return nil
+}
+
+// verifyLockWait bounds Verify's wait for the directory lock: appends hold
+// it for milliseconds, retention's catch-up for seconds.
+var verifyLockWait = 30 * time.Second
+
 // takeSnapshot lists the trail and reads the head record under the
 // directory lock, when its file exists (a copy of a trail may have none,
 // or be read-only: then without it).
@@ -485,8 +535,13 @@ func takeSnapshot(ctx context.Context, dir string) (snapshot, error) {
 	var snap snapshot
 	lockPath := filepath.Join(dir, lockName)
 	if _, err := os.Stat(lockPath); err == nil {
-		lk, err := filelock.Acquire(ctx, lockPath)
-		if err != nil && ctx.Err() != nil {
+		// Bounded: whoever can write the directory can hold its lock
+		// forever (flock .lock sleep infinity), and a person's verify
+		// must then say so, not hang.
+		lctx, cancel := context.WithTimeout(ctx, verifyLockWait)
+		defer cancel()
+		lk, err := filelock.Acquire(lctx, lockPath)
+		if err != nil && lctx.Err() != nil {
 			return snap, fmt.Errorf("audit: verify %s: %w", dir, err)
 		}
 		if err == nil {

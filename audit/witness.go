@@ -93,9 +93,14 @@ type witnessRecord struct {
 var errBadWitness = errors.New("witness does not parse")
 
 func readWitness(path string) (rec witnessRecord, ok bool, err error) {
-	data, err := os.ReadFile(path)
+	// Never waits on a FIFO: a sandbox that lets a commit move the witness
+	// on lets the agent write the witness directory too.
+	data, err := fileio.ReadBounded(path, 1<<20)
 	if errors.Is(err, fs.ErrNotExist) {
 		return rec, false, nil
+	}
+	if errors.Is(err, fileio.ErrNotRegular) || errors.Is(err, fileio.ErrTooLarge) {
+		return rec, true, fmt.Errorf("%w: %w", errBadWitness, err)
 	}
 	if err != nil {
 		return rec, false, err
@@ -137,16 +142,19 @@ func writeWitness(path string, rec witnessRecord, sync bool) error {
 		return err
 	}
 	if sync {
-		if d, derr := os.Open(filepath.Dir(path)); derr == nil {
-			_ = d.Sync() // not every platform syncs a directory
-			d.Close()
-		}
+		_ = fileio.SyncDir(filepath.Dir(path)) // not every platform syncs a directory
 	}
 	return nil
 }
 
+// writeFileSync creates the file at path anew: whatever is at the name (a
+// link the agent left there, to the user's ~/.bashrc, say, or a FIFO) is
+// removed first, never written through or waited on.
 func writeFileSync(path string, data []byte, sync bool) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
@@ -225,7 +233,7 @@ func AdoptWitness(ctx context.Context, dir string, opts ...Option) (Report, erro
 	if cfg.witnessDir == "" {
 		return Report{}, errors.New("audit: adopt witness: no witness directory (WithWitness)")
 	}
-	rep, err := Verify(ctx, dir)
+	rep, err := Verify(ctx, dir, WithRoot(cfg.root))
 	if err != nil {
 		return rep, err
 	}
@@ -236,7 +244,9 @@ func AdoptWitness(ctx context.Context, dir string, opts ...Option) (Report, erro
 	if err != nil {
 		return rep, err
 	}
-	_, unlock, err := l.lock(ctx) // the witness and its temporary file are the appenders' too
+	lctx, cancel := context.WithTimeout(ctx, verifyLockWait) // a lock held for good is reported, not waited on
+	defer cancel()
+	_, unlock, err := l.lock(lctx) // the witness and its temporary file are the appenders' too
 	if err != nil {
 		return rep, err
 	}

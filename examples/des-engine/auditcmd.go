@@ -93,7 +93,7 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 		}
 		verify = audit.AdoptWitness
 	}
-	rep, err := verify(ctx, *dir, witness)
+	rep, err := verify(ctx, *dir, witness, audit.WithRoot(root)) // root "" (--dir): none
 	switch {
 	case errors.Is(err, audit.ErrNotIntact):
 		b := rep.Break

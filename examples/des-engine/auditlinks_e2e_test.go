@@ -59,3 +59,51 @@ func TestE2EAuditWritesThroughNoLink(t *testing.T) {
 		})
 	}
 }
+
+// The agent moves the trail aside and links .des/audit (or .des) to an
+// empty directory: DES then records nothing (each append refuses the
+// link), and `audit verify`, the check a person runs, must not report the
+// trail intact by checking the directory the link points to.
+func TestE2EAuditVerifyRefusesLinkedTrail(t *testing.T) {
+	for _, at := range []string{".des/audit", ".des"} {
+		t.Run(at, func(t *testing.T) {
+			root := t.TempDir()
+			deny := writeEvent(root, "Write", ".des/policies/relax.rego")
+			if reason := denyReason(t, runHookProcess(t, root, nil, deny)); reason == "" {
+				t.Fatal("protected write allowed")
+			}
+			empty := t.TempDir()
+			if at == ".des" {
+				if err := os.MkdirAll(filepath.Join(empty, "audit"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			link := filepath.Join(root, at)
+			if err := os.Rename(link, link+".moved"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(empty, link); err != nil {
+				t.Fatal(err)
+			}
+			denyReason(t, runHookProcess(t, root, nil, deny)) // not recorded
+			res := runBinCLI(t, root, "audit", "verify")
+			if res.code == 0 || !strings.Contains(res.stdout+res.stderr, "remove it") {
+				t.Errorf("audit verify with %s linked to an empty directory: %+v, want a failure that says to remove the link", at, res)
+			}
+			// The way out: the link removed, the trail put back.
+			if err := os.Remove(link); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(link+".moved", link); err != nil {
+				t.Fatal(err)
+			}
+			if res := runBinCLI(t, root, "audit", "verify"); res.code != 0 {
+				t.Errorf("audit verify once the trail is back: %+v", res)
+			}
+			denyReason(t, runHookProcess(t, root, nil, deny))
+			if res := runBinCLI(t, root, "audit", "verify"); res.code != 0 || !strings.Contains(res.stdout, "intact: 2 lines") {
+				t.Errorf("audit verify after the next recorded deny: %+v", res)
+			}
+		})
+	}
+}

@@ -87,6 +87,7 @@ func logPusher(root string, cfg des.Config, lookupEnv func(string) (string, bool
 	token, _ := lookupEnv(cfg.DecisionLogTokenEnv)
 	return decisionlog.Pusher{
 		Dir:    filepath.Join(root, des.DecisionsDir),
+		Root:   root,
 		URL:    cfg.DecisionLogURL,
 		Token:  token,
 		Client: &http.Client{Timeout: 30 * time.Second},

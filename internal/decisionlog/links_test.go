@@ -61,3 +61,42 @@ func TestAttackAppendDoesNotWriteToAHardLink(t *testing.T) {
 		t.Errorf("the event was appended to ~/.bashrc through a hard link: %q", got)
 	}
 }
+
+// The agent links .des (or .des/decisions) to a directory outside the
+// project that holds decision logs (another project's): the push, outside
+// the sandbox, must create nothing there, neither its lock nor its state.
+func TestAttackPushWritesNothingThroughALinkedDirectory(t *testing.T) {
+	for _, at := range []string{".des", ".des/decisions"} {
+		t.Run(at, func(t *testing.T) {
+			root, outside := t.TempDir(), t.TempDir()
+			elsewhere := filepath.Join(outside, "decisions") // another project's logs
+			fillLog(t, elsewhere, 3, 10)
+			before, _ := os.ReadDir(elsewhere)
+			if err := os.MkdirAll(filepath.Join(root, ".des"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			target := elsewhere
+			if at == ".des" {
+				os.Remove(filepath.Join(root, ".des"))
+				target = outside
+			}
+			if err := os.Symlink(target, filepath.Join(root, at)); err != nil {
+				t.Skip("no symbolic links here:", err)
+			}
+			srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			defer srv.Close()
+			_, err := Pusher{Dir: filepath.Join(root, ".des", "decisions"), Root: root, URL: srv.URL}.Push(t.Context())
+			if err == nil {
+				t.Error("push through a linked directory succeeded")
+			}
+			after, _ := os.ReadDir(elsewhere)
+			if len(after) != len(before) {
+				var names []string
+				for _, e := range after {
+					names = append(names, e.Name())
+				}
+				t.Errorf("the push wrote beside another project's logs: %v", names)
+			}
+		})
+	}
+}

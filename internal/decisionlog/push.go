@@ -34,6 +34,7 @@ const pushLockFile = "push.lock"
 // ChunkBytes.
 type Pusher struct {
 	Dir    string       // the log's directory
+	Root   string       // with Dir below it, Dir is opened from Root refusing a link at any component, as OpenIn's log is; "" for none
 	URL    string       // the collector's endpoint
 	Token  string       // bearer token; empty sends none
 	Client *http.Client // nil means http.DefaultClient
@@ -87,7 +88,15 @@ func (p Pusher) Push(ctx context.Context) (PushResult, error) {
 	if err != nil || len(names) == 0 {
 		return res, err
 	}
-	lock, err := filelock.Acquire(ctx, filepath.Join(p.Dir, pushLockFile))
+	// The lock and the push state are written within the directory at
+	// Dir, opened once: the push runs outside the sandbox, and a link at
+	// .des or .des/decisions would have them written where it points.
+	dir, err := p.openDir()
+	if err != nil {
+		return res, err
+	}
+	defer dir.Close()
+	lock, err := filelock.AcquireIn(ctx, dir, pushLockFile)
 	if err != nil {
 		return res, fmt.Errorf("decision log push: %w", err)
 	}
@@ -133,7 +142,7 @@ func (p Pusher) Push(ctx context.Context) (PushResult, error) {
 					return res, err
 				}
 				st.Files[name] = w.ends[n-1]
-				if err := writeState(p.Dir, p.URL, st); err != nil {
+				if err := writeState(dir, p.URL, st); err != nil {
 					return res, err
 				}
 				res.Events += n
@@ -142,7 +151,7 @@ func (p Pusher) Push(ctx context.Context) (PushResult, error) {
 			}
 			if w.end > st.Files[name] { // lines that were not events, after the last one
 				st.Files[name] = w.end
-				if err := writeState(p.Dir, p.URL, st); err != nil {
+				if err := writeState(dir, p.URL, st); err != nil {
 					return res, err
 				}
 			}
@@ -352,21 +361,30 @@ func readState(dir, url string) (pushState, error) {
 	return st, nil
 }
 
-func writeState(dir, url string, st pushState) error {
+// openDir opens the log's directory for the push's writes (see Root).
+func (p Pusher) openDir() (*os.Root, error) {
+	if p.Root != "" {
+		if rel, err := filepath.Rel(p.Root, p.Dir); err == nil && filepath.IsLocal(rel) {
+			r, err := fileio.OpenDirIn(p.Root, rel, false)
+			if err != nil {
+				return nil, fmt.Errorf("decision log push: %s: %w; des does not write through it: remove it", p.Dir, err)
+			}
+			return r, nil
+		}
+	}
+	return openDir(p.Dir)
+}
+
+func writeState(dir *os.Root, url string, st pushState) error {
 	raw, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	// Within the directory at dir, and never through a link at the
-	// state's name: a sandboxed command may write .des/decisions, and
+	// Within the directory the push opened, and never through a link at
+	// the state's name: a sandboxed command may write .des/decisions, and
 	// the push runs outside the sandbox.
-	r, err := openDir(dir)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if err := fileio.WriteAtomicAt(r, stateFile(url), append(raw, '\n')); err != nil {
-		return fmt.Errorf("decision log push: record what was pushed in %s: %w", filepath.Join(dir, stateFile(url)), err)
+	if err := fileio.WriteAtomicAt(dir, stateFile(url), append(raw, '\n')); err != nil {
+		return fmt.Errorf("decision log push: record what was pushed in %s: %w", filepath.Join(dir.Name(), stateFile(url)), err)
 	}
 	return nil
 }

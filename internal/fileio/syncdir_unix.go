@@ -10,7 +10,9 @@ import (
 
 // SyncDir makes a rename or removal in dir durable.
 func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+	// "dir/." opens a directory only: a FIFO swapped in for it fails
+	// instead of blocking the open.
+	d, err := os.Open(dir + "/.")
 	if err != nil {
 		return err
 	}
