@@ -34,6 +34,7 @@ type options struct {
 	clock     func() time.Time
 	logger    *slog.Logger
 	lazy      bool
+	attest    bool // WithAttestedTrail
 	writes    gate.Writes
 	workflow  *gate.Workflow
 	cache     *PolicyCache
@@ -95,6 +96,16 @@ func WithWrites(w gate.Writes) Option { return func(o *options) { o.writes = w }
 // evaluation that needs the policy. For short-lived processes, such as a
 // hook, where most events need no policy and the rest need one gate.
 func WithLazyPolicies() Option { return func(o *options) { o.lazy = true } }
+
+// WithAttestedTrail makes this Engine start the audit trail's attestations
+// (AuditAttestations) when they have not started. From then on every
+// Engine of the project records the lines it appends there, where it can
+// (outside Claude Code's sandbox), and the gates take a confirmed phase
+// move or the resolution of a Gate 2 failure only from a recorded line.
+// Claude Code's hook uses it: the agent it watches can append to the
+// trail. Without any Engine that has it, a trail is read as it always was
+// (made by hand, copied from another machine, written before the hook).
+func WithAttestedTrail() Option { return func(o *options) { o.attest = true } }
 
 // Engine is des, built once and shared. It is safe for concurrent use.
 type Engine struct {
@@ -207,7 +218,8 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		popts = append(popts, policy.WithFS(f.name, f.fsys))
 	}
 	log, err := audit.Open(resolve(root, cfg.AuditDir), audit.WithRoot(root), audit.WithClock(o.clock), audit.WithLogger(o.logger),
-		audit.WithRetention(cfg.AuditLogRetentionDays), audit.WithWitness(AuditWitnessDir(o.lookupEnv)))
+		audit.WithRetention(cfg.AuditLogRetentionDays), audit.WithWitness(AuditWitnessDir(o.lookupEnv)),
+		audit.WithAttestations(AuditAttestations(stateDir), o.attest))
 	if err != nil {
 		return nil, fmt.Errorf("des: %w", err)
 	}
@@ -424,6 +436,14 @@ func (e *Engine) StateDir() string { return e.stateDir }
 func (e *Engine) CheckToolUse(ctx context.Context, call gate.ToolCall) (gate.Result, error) {
 	return e.ToolUse().Check(ctx, e, call)
 }
+
+// AuditAttestations is the file, in the project's per-user state directory
+// stateDir, where DES records each audit line it appends outside Claude
+// Code's sandbox (audit.WithAttestations). Sandboxed Bash may append to the
+// trail, chained as well as DES's own lines; it cannot write stateDir. So
+// the gates take a confirmed phase move (Gate 2) or a resolved Gate 2
+// failure (Gate 3) only from an attested line.
+func AuditAttestations(stateDir string) string { return filepath.Join(stateDir, "audit-attested") }
 
 // RunsDir is where DES records the invocations Gate 1 allowed, relative to
 // the project root, so that Gate 2 can find a subagent's step. It is a copy

@@ -100,6 +100,10 @@ type Entry struct {
 	// reading, 0 for a line written before the chain existed. Append ignores
 	// it and numbers lines itself; MarshalJSON does not write it.
 	Seq int64
+	// Attested is set by Read when the line is one this Log's writers
+	// recorded as their own (see [WithAttestations]), and on every entry
+	// read from a Log without attestations. Append and MarshalJSON ignore it.
+	Attested bool
 }
 
 // check reports what makes e unwritable before any encoding is attempted.

@@ -62,6 +62,9 @@ type Log struct {
 	retention int
 	// witnessDir is where the chain's head is witnessed; "" keeps none.
 	witnessDir string
+	// attestFile records the lines this Log wrote; "" keeps none.
+	attestFile  string
+	attestStart bool // whether this Log creates attestFile
 	// sem serialises this Log's appends so that its own goroutines queue on
 	// a channel (which honours ctx) instead of polling the file lock.
 	sem chan struct{}
@@ -272,6 +275,7 @@ func (l *Log) appendLocked(dir *os.Root, entries []Entry, bodies [][]byte) (err 
 	if err != nil {
 		return err
 	}
+	l.attest(head.seq+1, lines)
 	rec = headRecord{Seq: seq, SHA256: prev, File: FileName(day), Size: size}
 	if err := writeHead(dir, rec, recLen, l.fsync); err != nil {
 		return fmt.Errorf("audit: append to %s: %d lines written, but the head record %s was not updated: %w",

@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"time"
@@ -72,6 +73,7 @@ func (l *Log) Read(ctx context.Context, q Query) ([]Entry, error) {
 	}
 	f := newPrefilter(q)
 	var out []Entry
+	var sums [][sha256.Size]byte // of out's lines, newline included, for markAttested
 	for i, s := range srcs {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("audit: read %s: %w", l.dir, err)
@@ -98,6 +100,9 @@ func (l *Log) Read(ctx context.Context, q Query) ([]Entry, error) {
 			}
 			if q.match(e) {
 				out = append(out, e)
+				if l.attestFile != "" {
+					sums = append(sums, sha256.Sum256(line[:len(line)+1])) // eachLine's line is followed by its newline
+				}
 			}
 			return nil
 		})
@@ -105,6 +110,7 @@ func (l *Log) Read(ctx context.Context, q Query) ([]Entry, error) {
 			return nil, err
 		}
 	}
+	l.markAttested(out, sums)
 	return out, nil
 }
 

@@ -436,6 +436,7 @@ func (g PreCommit) gate2(ctx context.Context, files []*commitStep) (map[string][
 		}
 		out[step] = append(out[step], map[string]any{
 			"event": string(e.Event), "outcome": outcome, "codes": codes, "timestamp": e.Time.UTC().Format(time.RFC3339Nano),
+			"attested": e.Attested,
 		})
 	}
 	return out, nil

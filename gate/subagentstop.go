@@ -464,6 +464,7 @@ func eventFacts(e audit.Entry) map[string]any {
 	if c, ok := e.Fields["confirmed"].(bool); ok {
 		f["confirmed"] = c
 	}
+	f["attested"] = e.Attested
 	return f
 }
 

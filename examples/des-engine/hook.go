@@ -113,7 +113,9 @@ func newHookEnv(root, event string, lookupEnv func(string) (string, bool), logge
 func (h *hookEnv) engine(ctx context.Context) (*des.Engine, error) {
 	h.engineOnce.Do(func() {
 		// Lazy: a handler that finds nothing for DES to judge compiles no policy.
-		opts := []des.Option{des.WithRoot(h.root), des.WithEnv(h.lookupEnv), des.WithLogger(h.logger), des.WithLazyPolicies()}
+		// The trail is attested: the agent the hook watches may append
+		// to it (sandboxed Bash, for the pre-commit hook).
+		opts := []des.Option{des.WithRoot(h.root), des.WithEnv(h.lookupEnv), des.WithLogger(h.logger), des.WithLazyPolicies(), des.WithAttestedTrail()}
 		if c := h.checker(); c != nil {
 			// DES's own writes are announced, so that another call's effect
 			// check running meanwhile keeps them.

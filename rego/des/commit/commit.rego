@@ -23,10 +23,11 @@
 #                               one per object entry of the log in log order;
 #                               pos is the entry's array index and at its JSON
 #                               pointer; absent or non-string fields are ""
-#     input.gate2               [{event, outcome, codes, timestamp}]: the step's
-#                               SUBAGENT_STOP_VALIDATION and STALE_RESOLUTION
-#                               entries of the audit trail, oldest first;
-#                               outcome "" when absent
+#     input.gate2               [{event, outcome, codes, timestamp, attested}]:
+#                               the step's SUBAGENT_STOP_VALIDATION and
+#                               STALE_RESOLUTION entries of the audit trail,
+#                               oldest first; outcome "" when absent; attested
+#                               false for a line DES did not record as its own
 #
 #   The phase-log rules apply to every workflow except those listed in
 #   data.des.commit.workflows_without_phase_log (configuration_setup, which
@@ -467,8 +468,20 @@ _verdicts := [[effect, e] |
 	some e in input.gate2
 	by_outcome := effects[e.event]
 	effect := object.get(by_outcome, e.outcome, object.get(by_outcome, "*", ""))
-	effect != ""
+	_counts(effect, e)
 ]
+
+# A failure counts however it reached the trail. A verdict that resolves
+# one counts only on a line DES attests it wrote: sandboxed Bash may append
+# to the trail, chained as well as DES's own lines, and a resolution it
+# wrote would let the step be committed. An entry without the fact (a
+# team's own input) is taken as attested.
+_counts(effect, _) if effect == "fail"
+
+_counts(effect, e) if {
+	not effect in {"", "fail"}
+	object.get(e, "attested", true) == true
+}
 
 _last_verdict := _verdicts[count(_verdicts) - 1]
 

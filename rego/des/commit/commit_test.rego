@@ -309,6 +309,18 @@ test_gate2_no_opinion_is_ignored if {
 	count(commit.deny) == 0 with input as with_gate2([stop("NO_OPINION", [], "t1")])
 }
 
+unattested(e) := object.union(e, {"attested": false})
+
+test_gate2_unattested_resolution_resolves_nothing if {
+	codes(commit.deny) == ["DES-COMMIT-GATE2"] with input as with_gate2([stop("FAIL", ["X"], "t1"), unattested(stale("t2"))])
+	codes(commit.deny) == ["DES-COMMIT-GATE2"] with input as with_gate2([stop("FAIL", ["X"], "t1"), unattested(stop("PASS", [], "t2"))])
+	count(commit.deny) == 0 with input as with_gate2([stop("FAIL", ["X"], "t1"), object.union(stale("t2"), {"attested": true})])
+}
+
+test_gate2_unattested_failure_still_blocks if {
+	codes(commit.deny) == ["DES-COMMIT-GATE2"] with input as with_gate2([stop("PASS", [], "t1"), unattested(stop("FAIL", ["X"], "t2"))])
+}
+
 test_gate2_failure_after_resolution_blocks if {
 	codes(commit.deny) == ["DES-COMMIT-GATE2"] with input as with_gate2([stop("FAIL", ["X"], "t1"), stale("t2"), stop("FAIL", ["Y"], "t3")])
 }

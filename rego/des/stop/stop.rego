@@ -10,7 +10,7 @@
 #   phases[] {name, index, status, outcome, outcome_details, blocked_by,
 #   turn_count, max_turns, duration_seconds}, budget, validation_output,
 #   documentation, safety, phase_log}, input.run.{source, task_status_at_start,
-#   phases_at_start, events[] {event, phase, from, to, confirmed, by}},
+#   phases_at_start, events[] {event, phase, from, to, confirmed, attested, by}},
 #   input.scope.{checked, patterns, changed, outside, error},
 #   input.transcript.{checked, state, path, step_file, error}. Tables are
 #   data.des.stop (data.json beside this file), data.des.steps,
@@ -266,7 +266,16 @@ _confirmed_start(name) if {
 	some e in input.run.events
 	e.event == "PHASE_STARTED"
 	e.phase == name
+	_confirmed(e)
+}
+
+# A move the write guard saw land, on a line DES attests it wrote: a line
+# chained into the trail by another writer (sandboxed Bash may append to
+# it) confirms nothing. An event without the fact (a team's own input) is
+# taken as attested.
+_confirmed(e) if {
 	e.confirmed == true
+	object.get(e, "attested", true) == true
 }
 
 _start_text(name) := sprintf("it was %s when the run started", [_at_start[name]]) if input.run.phases_at_start[name]
@@ -287,7 +296,7 @@ _confirmed_finish(p) if {
 	e.event in data.des.stop.phase_events
 	e.phase == p.name
 	e.to == p.status
-	e.confirmed == true
+	_confirmed(e)
 }
 
 # Phases that claim their work done in this run without a confirmed start:

@@ -278,6 +278,25 @@ test_jump_with_unconfirmed_phase_started if {
 	[v.phase | some v in vs] == ["COMMIT"]
 }
 
+# A confirmed PHASE_STARTED on a line DES did not attest (chained into the
+# trail by another writer) confirms nothing.
+test_jump_with_unattested_phase_started if {
+	events := [unattest(e) | some e in clean_run.events]
+	vs := stop.deny with input as with_run({"events": events})
+	codes(vs) == {"DES-PHASE-JUMP"}
+	[v.phase | some v in vs] == ["COMMIT"]
+	count(stop.deny) == 0 with input as with_run({"events": [object.union(e, {"attested": true}) | some e in clean_run.events]})
+}
+
+unattest(e) := object.union(e, {"attested": false}) if {
+	e.event == "PHASE_STARTED"
+	e.phase == "COMMIT"
+}
+
+unattest(e) := e if not e.phase == "COMMIT"
+
+unattest(e) := e if e.event != "PHASE_STARTED"
+
 fix(e) := object.union(e, {"confirmed": false}) if {
 	e.event == "PHASE_STARTED"
 	e.phase == "COMMIT"

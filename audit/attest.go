@@ -1,0 +1,151 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/deterministic-exec/des/internal/fileio"
+)
+
+// The chain proves the order of the lines, not who wrote them: whoever can
+// append to the directory can append a line chained as well as any (Claude
+// Code's sandbox lets Bash append to it, for the pre-commit hook). An
+// attestation file kept where those writers cannot write (des's per-user
+// state directory, which the sandbox denies) records the seq and hash of
+// each line the Log wrote itself, so that readers can tell its lines from
+// lines someone else chained in.
+
+// WithAttestations makes every Append also record, in file, the seq and
+// SHA-256 of each line it wrote ("<seq> <sha256>" lines, appended). file
+// belongs where the writers the trail must catch cannot write. With start,
+// the Log creates file (0o600, its directory 0o700) if it does not exist:
+// it starts the attestations; without, it records only once they have
+// started. Read then sets [Entry.Attested] on the
+// entries whose line is recorded there. An Append that cannot record (a
+// sandboxed process, which may append to the trail but not write file)
+// still appends: its lines are simply not attested. Without the option, or
+// while file does not exist (no writer ever attested: a trail from before
+// attestations, from another machine, or made by hand), Read attests every
+// entry; once it exists, lines written before it are not attested.
+func WithAttestations(file string, start bool) Option {
+	return func(l *Log) { l.attestFile, l.attestStart = file, start }
+}
+
+// maxAttestations bounds the attestation file Read reads: about 80 bytes
+// a line, so a million lines.
+const maxAttestations = 80 << 20
+
+// attest records lines, written with seqs first..first+len(lines)-1.
+func (l *Log) attest(first int64, lines []line) {
+	if l.attestFile == "" {
+		return
+	}
+	var buf []byte
+	for i, ln := range lines {
+		buf = strconv.AppendInt(buf, first+int64(i), 10)
+		buf = append(buf, ' ')
+		buf = append(buf, lineHash(ln.data)...)
+		buf = append(buf, '\n')
+	}
+	err := appendAttestations(l.attestFile, buf, l.attestStart)
+	if errors.Is(err, fs.ErrNotExist) && l.attestStart {
+		if err = os.MkdirAll(filepath.Dir(l.attestFile), 0o700); err == nil {
+			err = appendAttestations(l.attestFile, buf, true)
+		}
+	}
+	if errors.Is(err, fs.ErrNotExist) && !l.attestStart {
+		return // not started: the trail is read as it always was
+	}
+	if err != nil {
+		l.logger.Debug("audit: lines not attested", "file", l.attestFile, "from_seq", first, "err", err)
+	}
+}
+
+func appendAttestations(file string, buf []byte, create bool) error {
+	flag := os.O_WRONLY | os.O_APPEND | fileio.NoFollow | syscall.O_NONBLOCK
+	if create {
+		flag |= os.O_CREATE
+	}
+	f, err := os.OpenFile(file, flag, 0o600)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s: %w", file, fileio.ErrNotRegular)
+	}
+	if err == nil {
+		_, err = f.Write(buf)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// markAttested sets Attested on entries, whose lines hash to sums: every
+// entry without attestations configured, else those recorded in the file.
+// A file that cannot be read attests nothing.
+func (l *Log) markAttested(entries []Entry, sums [][sha256.Size]byte) {
+	if l.attestFile == "" {
+		for i := range entries {
+			entries[i].Attested = true
+		}
+		return
+	}
+	if len(entries) == 0 {
+		return
+	}
+	want := make(map[int64]int, len(entries))
+	least := entries[0].Seq
+	for i, e := range entries {
+		want[e.Seq] = i
+		least = min(least, e.Seq)
+	}
+	data, err := fileio.ReadBounded(l.attestFile, maxAttestations)
+	if errors.Is(err, fs.ErrNotExist) {
+		// No writer of this Log ever attested here: a trail from before
+		// attestations, from another machine or made by hand is read as
+		// it always was.
+		for i := range entries {
+			entries[i].Attested = true
+		}
+		return
+	}
+	if err != nil {
+		l.logger.Warn("audit: attestations unreadable; no entry is attested", "file", l.attestFile, "err", err)
+		return
+	}
+	// Seqs grow along the file: read it from the end, down to the least
+	// seq wanted.
+	for len(data) > 0 {
+		data = bytes.TrimSuffix(data, []byte{'\n'})
+		start := bytes.LastIndexByte(data, '\n') + 1
+		rec := data[start:]
+		data = data[:start]
+		seqText, sum, ok := bytes.Cut(rec, []byte{' '})
+		seq, err := strconv.ParseInt(string(seqText), 10, 64)
+		if !ok || err != nil {
+			continue
+		}
+		if seq < least {
+			break
+		}
+		i, wanted := want[seq]
+		if !wanted {
+			continue
+		}
+		var got [sha256.Size]byte
+		if n, err := hex.Decode(got[:], sum); err == nil && n == sha256.Size && got == sums[i] {
+			entries[i].Attested = true
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// forgeTrailLine appends to the newest day file of the project's trail a
+// line chained after its last line, as any process that may write the audit
+// directory can (Claude Code's sandbox lets Bash append to it, for the
+// pre-commit hook): the chain says in what order lines were written, not by
+// whom. audit verify finds nothing wrong with it.
+func forgeTrailLine(t *testing.T, root string, fields map[string]any) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(root, ".des", "audit", "audit-*.log"))
+	if len(files) == 0 {
+		t.Fatal("no trail to forge into")
+	}
+	newest := files[len(files)-1]
+	data, err := os.ReadFile(newest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.TrimSuffix(data, []byte{'\n'})
+	last := data[bytes.LastIndexByte(body, '\n')+1:]
+	var prev struct {
+		Seq int64 `json:"seq"`
+	}
+	if err := json.Unmarshal(last, &prev); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(last)
+	line := map[string]any{"timestamp": time.Now().UTC().Format(time.RFC3339Nano), "seq": prev.Seq + 1, "prev": hex.EncodeToString(sum[:])}
+	for k, v := range fields {
+		line[k] = v
+	}
+	enc, _ := json.Marshal(line)
+	f, err := os.OpenFile(newest, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append(enc, '\n')); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A subagent writes its step finished with Bash, then a background process
+// chains confirmed PHASE_STARTED lines into the trail for every phase, and
+// after Gate 2 fails the step, a STALE_RESOLUTION that would let Gate 3
+// commit it. Neither is DES's line: Gate 2 still finds the phases written
+// around the write guard, and Gate 3 still finds the failure unresolved.
+func TestE2EForgedTrailLinesDecideNothing(t *testing.T) {
+	root, transcript, env := gate2Project(t)
+	for _, name := range canonicalPhases {
+		forgeTrailLine(t, root, map[string]any{"event": "PHASE_STARTED", "step_file": e2eStep, "phase": name,
+			"from": "NOT_EXECUTED", "to": "IN_PROGRESS", "confirmed": true, "by": "write", "session_id": "s1", "tool_use_id": "toolu_w0"})
+	}
+	if r := runSub(t, root, "", env, "audit", "verify"); r.code != 0 {
+		t.Fatalf("the forged lines should chain as well as des's (audit verify: %d %s %s)", r.code, r.stdout, r.stderr)
+	}
+	completeAroundTheGuard(t, root)
+	out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false)))
+	if !strings.Contains(out.SystemMessage, "[DES-PHASE-JUMP]") {
+		t.Fatalf("Gate 2 passed a step finished around the write guard on forged trail lines: %+v", out)
+	}
+
+	// Gate 2 recorded its failure; a forged resolution does not settle it.
+	forgeTrailLine(t, root, map[string]any{"event": "STALE_RESOLUTION", "step_file": e2eStep, "outcome": "RESOLVED", "phases_reset": []string{}})
+	r := runSub(t, root, "", env, "precommit", e2eStep)
+	if r.code != 1 || !strings.Contains(r.stdout, "[DES-COMMIT-GATE2]") {
+		t.Fatalf("Gate 3 on a forged resolution: exit %d, stdout %s, stderr %s; want DES-COMMIT-GATE2", r.code, r.stdout, r.stderr)
+	}
+	// A resolution des itself records (the person's stale --resolve) does.
+	if r := runSub(t, root, "", env, "stale", "--resolve", e2eStep); r.code != 0 {
+		t.Fatalf("stale --resolve: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := runSub(t, root, "", env, "precommit", e2eStep); strings.Contains(r.stdout, "[DES-COMMIT-GATE2]") {
+		t.Errorf("Gate 3 after des's own resolution still finds the failure: %s", r.stdout)
+	}
+}
