@@ -8,7 +8,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 )
+
+var attestDay = time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 
 // forgeLine appends a line chained after the trail's last line, as any
 // writer of the directory can: the chain does not say who wrote it.
@@ -22,8 +25,8 @@ func forgeLine(t *testing.T, dir string, fields map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := encodeLine(nil, linkDay, HookError, head.seq+1, head.hash, body)
-	f, err := os.OpenFile(filepath.Join(dir, FileName(linkDay)), os.O_APPEND|os.O_WRONLY, 0)
+	data := encodeLine(nil, attestDay, HookError, head.seq+1, head.hash, body)
+	f, err := os.OpenFile(filepath.Join(dir, FileName(attestDay)), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +49,7 @@ func TestAttestations(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "audit")
 	file := filepath.Join(t.TempDir(), "state", "audit-attested")
-	l := mustOpen(t, dir, fixedClock(linkDay), WithAttestations(file, true))
+	l := mustOpen(t, dir, fixedClock(attestDay), WithAttestations(file, true))
 	if err := l.Append(ctx, hookError(map[string]any{"error": "one"}), hookError(map[string]any{"error": "two"})); err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +76,8 @@ func TestAttestations(t *testing.T) {
 
 	// A line rewritten in place (same seq, other content) is not the
 	// attested one.
-	data, _ := os.ReadFile(filepath.Join(dir, FileName(linkDay)))
-	os.WriteFile(filepath.Join(dir, FileName(linkDay)), bytes.Replace(data, []byte(`"one"`), []byte(`"uno"`), 1), 0o644)
+	data, _ := os.ReadFile(filepath.Join(dir, FileName(attestDay)))
+	os.WriteFile(filepath.Join(dir, FileName(attestDay)), bytes.Replace(data, []byte(`"one"`), []byte(`"uno"`), 1), 0o644)
 	tampered := readTrail(t, mustOpen(t, dir, WithAttestations(file, true)))
 	if len(tampered) != 4 || tampered[0].Attested || !tampered[1].Attested || !tampered[3].Attested {
 		t.Fatalf("read after the rewrite of line 1: %+v", tampered)
@@ -113,7 +116,7 @@ func TestAppendWithoutAttestationsWritable(t *testing.T) {
 	if err := os.WriteFile(ro, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l := mustOpen(t, dir, fixedClock(linkDay), WithAttestations(filepath.Join(ro, "audit-attested"), true))
+	l := mustOpen(t, dir, fixedClock(attestDay), WithAttestations(filepath.Join(ro, "audit-attested"), true))
 	if err := l.Append(ctx, hookError(map[string]any{"error": "sandboxed"})); err != nil {
 		t.Fatal(err)
 	}
@@ -128,14 +131,14 @@ func TestAttestationsStartedOnlyByTheStarter(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "audit")
 	file := filepath.Join(t.TempDir(), "state", "audit-attested")
-	cli := mustOpen(t, dir, fixedClock(linkDay), WithAttestations(file, false))
+	cli := mustOpen(t, dir, fixedClock(attestDay), WithAttestations(file, false))
 	if err := cli.Append(ctx, hookError(map[string]any{"error": "before"})); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Fatalf("a Log without start created the attestations: %v", err)
 	}
-	hook := mustOpen(t, dir, fixedClock(linkDay), WithAttestations(file, true))
+	hook := mustOpen(t, dir, fixedClock(attestDay), WithAttestations(file, true))
 	if err := hook.Append(ctx, hookError(map[string]any{"error": "hook"})); err != nil {
 		t.Fatal(err)
 	}

@@ -277,6 +277,30 @@ func TestWitnessWritesThroughNoLink(t *testing.T) {
 			wantUnchanged(t, path, content)
 		})
 	}
+	// A hard link passes O_NOFOLLOW: the witness rewritten in place would
+	// write the user's file too.
+	t.Run("hard link", func(t *testing.T) {
+		root, wdir := t.TempDir(), t.TempDir()
+		dir := filepath.Join(root, ".des", "audit")
+		l := mustOpen(t, dir, WithRoot(root), WithWitness(wdir), fixedClock(linkDay))
+		if err := appendWithin(t, l); err != nil {
+			t.Fatal(err)
+		}
+		w := WitnessPath(wdir, dir)
+		data, _ := os.ReadFile(w)
+		path := filepath.Join(wdir, "bashrc") // beside it: a hard link needs one file system
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(w)
+		if err := os.Link(path, w); err != nil {
+			t.Skip("no hard links here:", err)
+		}
+		if err := appendWithin(t, l); err != nil {
+			t.Errorf("append with a hard link at the witness: %v", err)
+		}
+		wantUnchanged(t, path, string(data))
+	})
 	t.Run("FIFO", func(t *testing.T) {
 		root, wdir := t.TempDir(), t.TempDir()
 		dir := filepath.Join(root, ".des", "audit")

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/deterministic-exec/des/internal/fileio"
 )
@@ -126,6 +127,9 @@ func writeWitness(path string, rec witnessRecord, sync bool) error {
 		return err
 	}
 	data = append(data, '\n')
+	if writeInPlace(path, data, sync) == nil {
+		return nil
+	}
 	tmp := path + ".tmp"
 	err = writeFileSync(tmp, data, sync)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -143,6 +147,38 @@ func writeWitness(path string, rec witnessRecord, sync bool) error {
 	}
 	if sync {
 		_ = fileio.SyncDir(filepath.Dir(path)) // not every platform syncs a directory
+	}
+	return nil
+}
+
+// writeInPlace rewrites the witness at path in place, when it is a regular
+// file of its own (not a link, a FIFO or a file with another name): a
+// record of 200 bytes is written in one sector, and on this path an append
+// creates no file, which costs more than the rest of the witness on some
+// disks. Anything else at path is left to writeWitness's new file.
+func writeInPlace(path string, data []byte, sync bool) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|fileio.NoFollow|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() || fileio.LinkCount(fi) != 1 {
+		return fileio.ErrNotRegular
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		return err
+	}
+	if int64(len(data)) < fi.Size() {
+		if err := f.Truncate(int64(len(data))); err != nil {
+			return err
+		}
+	}
+	if sync {
+		return f.Sync()
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 // A file with more than one hard link is one file under several names: a
@@ -29,7 +31,7 @@ var ErrLinkScan = errors.New("too many files to look through for the other names
 // more than one hard link, else nil.
 func multiplyLinked(abs string) fs.FileInfo {
 	fi, err := os.Lstat(abs)
-	if err != nil || !fi.Mode().IsRegular() || linkCount(fi) < 2 {
+	if err != nil || !fi.Mode().IsRegular() || fileio.LinkCount(fi) < 2 {
 		return nil
 	}
 	return fi

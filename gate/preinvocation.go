@@ -660,10 +660,29 @@ func putRecords(root, dir string, names []string, data []byte) error {
 		return fmt.Errorf("record in %s: %w", dir, err)
 	}
 	defer d.Close()
-	for _, name := range names {
+	for i, name := range names {
+		// The other names are links to the first record's file: on some
+		// disks creating a file costs fifty times what naming one does.
+		if i > 0 && linkRecord(d, names[0], name) == nil {
+			continue
+		}
 		if err := putRecord(d, name, data); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// linkRecord gives the record first the name name too, replacing whatever
+// name was (a temporary link renamed over it, as putRecord's file is).
+func linkRecord(d *os.Root, first, name string) error {
+	tmp := fmt.Sprintf(".run-%d", rand.Uint64())
+	if err := d.Link(first, tmp); err != nil {
+		return err
+	}
+	if err := d.Rename(tmp, name); err != nil {
+		d.Remove(tmp)
+		return err
 	}
 	return nil
 }
