@@ -43,6 +43,19 @@ func wantUnchanged(t *testing.T, path, content string) {
 	}
 }
 
+// projectTrail is a trail in a project's .des/audit, opened from the
+// project root as des opens it, with one line appended.
+func projectTrail(t *testing.T, opts ...Option) (root, dir string, l *Log) {
+	t.Helper()
+	root = t.TempDir()
+	dir = filepath.Join(root, ".des", "audit")
+	l = mustOpen(t, dir, append([]Option{WithRoot(root), fixedClock(linkDay)}, opts...)...)
+	if err := appendWithin(t, l); err != nil {
+		t.Fatal(err)
+	}
+	return root, dir, l
+}
+
 // appendWithin appends one entry with a deadline: a FIFO must not hold it.
 func appendWithin(t *testing.T, l *Log) error {
 	t.Helper()
@@ -70,12 +83,7 @@ func TestAppendWritesThroughNoLink(t *testing.T) {
 		{"lock", lockName, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
-			dir := filepath.Join(root, ".des", "audit")
-			l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
-			if err := appendWithin(t, l); err != nil {
-				t.Fatal(err)
-			}
+			_, dir, l := projectTrail(t)
 			path, content := victim(t)
 			os.Remove(filepath.Join(dir, tc.at))
 			if err := os.Symlink(path, filepath.Join(dir, tc.at)); err != nil {
@@ -160,12 +168,7 @@ func TestAppendWaitsOnNoFIFO(t *testing.T) {
 		ok bool
 	}{{HeadFile, true}, {FileName(linkDay), false}} {
 		t.Run(tc.at, func(t *testing.T) {
-			root := t.TempDir()
-			dir := filepath.Join(root, ".des", "audit")
-			l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
-			if err := appendWithin(t, l); err != nil {
-				t.Fatal(err)
-			}
+			_, dir, l := projectTrail(t)
 			os.Remove(filepath.Join(dir, tc.at))
 			if err := syscall.Mkfifo(filepath.Join(dir, tc.at), 0o644); err != nil {
 				t.Fatal(err)
@@ -221,12 +224,7 @@ func TestAppendWritesToNoHardLink(t *testing.T) {
 		ok bool
 	}{{HeadFile, true}, {FileName(linkDay), false}} {
 		t.Run(tc.at, func(t *testing.T) {
-			root := t.TempDir()
-			dir := filepath.Join(root, ".des", "audit")
-			l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
-			if err := appendWithin(t, l); err != nil {
-				t.Fatal(err)
-			}
+			root, dir, l := projectTrail(t)
 			// The victim on the same file system, as a hard link needs.
 			path := filepath.Join(root, "bashrc")
 			content, _ := os.ReadFile(filepath.Join(dir, tc.at))
@@ -256,12 +254,8 @@ func TestAppendWritesToNoHardLink(t *testing.T) {
 func TestWitnessWritesThroughNoLink(t *testing.T) {
 	for _, at := range []string{"temporary file", "witness"} {
 		t.Run(at, func(t *testing.T) {
-			root, wdir := t.TempDir(), t.TempDir()
-			dir := filepath.Join(root, ".des", "audit")
-			l := mustOpen(t, dir, WithRoot(root), WithWitness(wdir), fixedClock(linkDay))
-			if err := appendWithin(t, l); err != nil {
-				t.Fatal(err)
-			}
+			wdir := t.TempDir()
+			_, dir, l := projectTrail(t, WithWitness(wdir))
 			path, content := victim(t)
 			link := WitnessPath(wdir, dir) + ".tmp"
 			if at == "witness" {
@@ -280,12 +274,8 @@ func TestWitnessWritesThroughNoLink(t *testing.T) {
 	// A hard link passes O_NOFOLLOW: the witness rewritten in place would
 	// write the user's file too.
 	t.Run("hard link", func(t *testing.T) {
-		root, wdir := t.TempDir(), t.TempDir()
-		dir := filepath.Join(root, ".des", "audit")
-		l := mustOpen(t, dir, WithRoot(root), WithWitness(wdir), fixedClock(linkDay))
-		if err := appendWithin(t, l); err != nil {
-			t.Fatal(err)
-		}
+		wdir := t.TempDir()
+		_, dir, l := projectTrail(t, WithWitness(wdir))
 		w := WitnessPath(wdir, dir)
 		data, _ := os.ReadFile(w)
 		path := filepath.Join(wdir, "bashrc") // beside it: a hard link needs one file system
@@ -302,12 +292,8 @@ func TestWitnessWritesThroughNoLink(t *testing.T) {
 		wantUnchanged(t, path, string(data))
 	})
 	t.Run("FIFO", func(t *testing.T) {
-		root, wdir := t.TempDir(), t.TempDir()
-		dir := filepath.Join(root, ".des", "audit")
-		l := mustOpen(t, dir, WithRoot(root), WithWitness(wdir), fixedClock(linkDay))
-		if err := appendWithin(t, l); err != nil {
-			t.Fatal(err)
-		}
+		wdir := t.TempDir()
+		_, dir, l := projectTrail(t, WithWitness(wdir))
 		w := WitnessPath(wdir, dir)
 		os.Remove(w)
 		if err := syscall.Mkfifo(w, 0o644); err != nil {
@@ -332,12 +318,7 @@ func TestWitnessWritesThroughNoLink(t *testing.T) {
 // .des/audit/audit-….log x`): the append refuses it, and the way out it
 // names must keep the trail, not have the person remove the day file.
 func TestAppendRefusesADayFileLinkedFromElsewhere(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, ".des", "audit")
-	l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
-	if err := appendWithin(t, l); err != nil {
-		t.Fatal(err)
-	}
+	root, dir, l := projectTrail(t)
 	other := filepath.Join(root, "x")
 	if err := os.Link(filepath.Join(dir, FileName(linkDay)), other); err != nil {
 		t.Skip("no hard links here:", err)
@@ -361,12 +342,7 @@ func TestAppendRefusesADayFileLinkedFromElsewhere(t *testing.T) {
 // (`flock .des/audit/.lock sleep infinity`): Verify, which a person runs,
 // says so instead of waiting for ever.
 func TestVerifyDoesNotWaitForeverOnAHeldLock(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, ".des", "audit")
-	l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
-	if err := appendWithin(t, l); err != nil {
-		t.Fatal(err)
-	}
+	_, dir, _ := projectTrail(t)
 	lk, err := filelock.Acquire(context.Background(), filepath.Join(dir, lockName))
 	if err != nil {
 		t.Fatal(err)
@@ -393,12 +369,7 @@ func TestVerifyDoesNotWaitForeverOnAHeldLock(t *testing.T) {
 func TestVerifyReportsWhatRefusesAppends(t *testing.T) {
 	for _, at := range []string{"lock link", "lock directory", "day file hard link"} {
 		t.Run(at, func(t *testing.T) {
-			root := t.TempDir()
-			dir := filepath.Join(root, ".des", "audit")
-			l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
-			if err := appendWithin(t, l); err != nil {
-				t.Fatal(err)
-			}
+			root, dir, l := projectTrail(t)
 			path, _ := victim(t)
 			var made string
 			var err error
