@@ -104,10 +104,10 @@ func (l *Log) markAttested(entries []Entry, sums [][sha256.Size]byte) {
 	if len(entries) == 0 {
 		return
 	}
-	want := make(map[int64]int, len(entries))
+	want := make(map[int64][]int, len(entries)) // a seq's entries: a line may be copied
 	least := entries[0].Seq
 	for i, e := range entries {
-		want[e.Seq] = i
+		want[e.Seq] = append(want[e.Seq], i)
 		least = min(least, e.Seq)
 	}
 	data, err := fileio.ReadBounded(l.attestFile, maxAttestations)
@@ -139,13 +139,34 @@ func (l *Log) markAttested(entries []Entry, sums [][sha256.Size]byte) {
 		if seq < least {
 			break
 		}
-		i, wanted := want[seq]
+		is, wanted := want[seq]
 		if !wanted {
 			continue
 		}
 		var got [sha256.Size]byte
-		if n, err := hex.Decode(got[:], sum); err == nil && n == sha256.Size && got == sums[i] {
-			entries[i].Attested = true
+		if n, err := hex.Decode(got[:], sum); err != nil || n != sha256.Size {
+			continue
 		}
+		for _, i := range is {
+			if got == sums[i] {
+				entries[i].Attested = true
+			}
+		}
+	}
+	// The record says a line was written, not where: a copy of it, byte for
+	// byte, moved or replayed after later lines (a resolution after the
+	// failure that followed it) is where DES did not write it. Along the
+	// trail, DES's seqs grow: an entry is attested only past every attested
+	// seq before it, so the first copy of a line is the one attested.
+	var last int64
+	for i := range entries {
+		if !entries[i].Attested {
+			continue
+		}
+		if entries[i].Seq <= last {
+			entries[i].Attested = false
+			continue
+		}
+		last = entries[i].Seq
 	}
 }

@@ -153,3 +153,28 @@ func TestAttestationsStartedOnlyByTheStarter(t *testing.T) {
 		t.Errorf("attested = %v, want [false true true]", got)
 	}
 }
+
+// A line DES attested, copied byte for byte to a later place in the trail
+// (after lines DES wrote after it), is attested only where DES wrote it;
+// a copy in a later day file no more than one in the same file.
+func TestAttestationsReplayedLineNotAttested(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "audit")
+	file := filepath.Join(t.TempDir(), "state", "audit-attested")
+	l := mustOpen(t, dir, fixedClock(attestDay), WithAttestations(file, true))
+	if err := l.Append(ctx, hookError(map[string]any{"error": "resolved"}), hookError(map[string]any{"error": "failed"})); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileName(attestDay))
+	data, _ := os.ReadFile(path)
+	first := data[:bytes.IndexByte(data, '\n')+1]
+	os.WriteFile(path, append(data, first...), 0o644)
+	os.WriteFile(filepath.Join(dir, FileName(attestDay.AddDate(0, 0, 3))), first, 0o644)
+	var got []string
+	for _, e := range readTrail(t, l) {
+		got = append(got, fmt.Sprintf("%s@%d:%v", e.Fields["error"], e.Seq, e.Attested))
+	}
+	if want := "[resolved@1:true failed@2:true resolved@1:false resolved@1:false]"; fmt.Sprint(got) != want {
+		t.Errorf("read %v, want %s", got, want)
+	}
+}

@@ -86,3 +86,67 @@ func TestE2EForgedTrailLinesDecideNothing(t *testing.T) {
 		t.Errorf("Gate 3 after des's own resolution still finds the failure: %s", r.stdout)
 	}
 }
+
+// replayTrailLine appends to the newest day file a copy of the trail's last
+// line holding every one of marks, byte for byte: a line DES attested, in
+// a second place in the trail.
+func replayTrailLine(t *testing.T, root string, marks ...string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(root, ".des", "audit", "audit-*.log"))
+	if len(files) == 0 {
+		t.Fatal("no trail to replay into")
+	}
+	var found []byte
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+	lines:
+		for _, line := range bytes.SplitAfter(data, []byte{'\n'}) {
+			for _, m := range marks {
+				if !bytes.Contains(line, []byte(m)) {
+					continue lines
+				}
+			}
+			found = line
+		}
+	}
+	if found == nil {
+		t.Fatalf("no trail line holds %q", marks)
+	}
+	f, err := os.OpenFile(files[len(files)-1], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(found); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A person resolved a Gate 2 failure; Gate 2 then failed the step again.
+// Sandboxed Bash copies the person's STALE_RESOLUTION line, byte for byte,
+// to the end of the trail: its seq and hash are the attested ones, but it
+// is not where DES wrote it, and it resolves nothing written after it.
+func TestE2EReplayedResolutionDecidesNothing(t *testing.T) {
+	root, transcript, env := gate2Project(t)
+	completeAroundTheGuard(t, root)
+	if out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false))); !strings.Contains(out.SystemMessage, "[DES-PHASE-JUMP]") {
+		t.Fatalf("Gate 2 should fail the step: %+v", out)
+	}
+	if r := runSub(t, root, "", env, "stale", "--resolve", e2eStep); r.code != 0 {
+		t.Fatalf("stale --resolve: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	completeAroundTheGuard(t, root)
+	if out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false))); !strings.Contains(out.SystemMessage, "DES-") {
+		t.Fatalf("Gate 2 should fail the step again: %+v", out)
+	}
+	if r := runSub(t, root, "", env, "precommit", e2eStep); r.code != 1 || !strings.Contains(r.stdout, "[DES-COMMIT-GATE2]") {
+		t.Fatalf("Gate 3 after the second failure: exit %d, stdout %s, stderr %s; want DES-COMMIT-GATE2", r.code, r.stdout, r.stderr)
+	}
+	replayTrailLine(t, root, `"event":"STALE_RESOLUTION"`)
+	if r := runSub(t, root, "", env, "precommit", e2eStep); r.code != 1 || !strings.Contains(r.stdout, "[DES-COMMIT-GATE2]") {
+		t.Fatalf("Gate 3 on a replayed resolution: exit %d, stdout %s, stderr %s; want DES-COMMIT-GATE2", r.code, r.stdout, r.stderr)
+	}
+}
