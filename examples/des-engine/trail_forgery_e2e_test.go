@@ -150,3 +150,34 @@ func TestE2EReplayedResolutionDecidesNothing(t *testing.T) {
 		t.Fatalf("Gate 3 on a replayed resolution: exit %d, stdout %s, stderr %s; want DES-COMMIT-GATE2", r.code, r.stdout, r.stderr)
 	}
 }
+
+// Sandboxed Bash may write the audit directory, not only append to it: it
+// takes out the line of Gate 2's failure (or rewrites its outcome). The
+// attestations say which lines DES wrote, not that they are all still
+// there; Gate 3 then finds no failure to resolve. audit verify reports the
+// trail rewritten; Gate 3 does not ask. Known gap (attested review, F3):
+// skipped until Gate 3 is given the fact that attested lines are missing.
+func TestE2ERemovedFailureDecidesNothing(t *testing.T) {
+	if os.Getenv("DES_SHOW_GAPS") == "" {
+		t.Skip("known gap: Gate 3 does not see a Gate 2 failure taken out of the trail (set DES_SHOW_GAPS=1 to show it)")
+	}
+	root, transcript, env := gate2Project(t)
+	completeAroundTheGuard(t, root)
+	if out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false))); !strings.Contains(out.SystemMessage, "[DES-PHASE-JUMP]") {
+		t.Fatalf("Gate 2 should fail the step: %+v", out)
+	}
+	files, _ := filepath.Glob(filepath.Join(root, ".des", "audit", "audit-*.log"))
+	for _, file := range files {
+		data, _ := os.ReadFile(file)
+		var kept []byte
+		for _, line := range bytes.SplitAfter(data, []byte{'\n'}) {
+			if !bytes.Contains(line, []byte(`"event":"SUBAGENT_STOP_VALIDATION"`)) {
+				kept = append(kept, line...)
+			}
+		}
+		os.WriteFile(file, kept, 0o644)
+	}
+	if r := runSub(t, root, "", env, "precommit", e2eStep); r.code != 1 || !strings.Contains(r.stdout, "[DES-COMMIT-GATE2]") {
+		t.Fatalf("Gate 3 with Gate 2's failure taken out of the trail: exit %d, stdout %s; want DES-COMMIT-GATE2", r.code, r.stdout)
+	}
+}
