@@ -26,8 +26,9 @@ import (
 // WithAttestations makes every Append also record, in file, the seq and
 // SHA-256 of each line it wrote ("<seq> <sha256>" lines, appended). file
 // belongs where the writers the trail must catch cannot write. With start,
-// the Log creates file (0o600, its directory 0o700) if it does not exist:
-// it starts the attestations; without, it records only once they have
+// the Log creates file (0o600, its directory 0o700) if it does not exist,
+// on its first Append or Read: it starts the attestations (a Read that
+// starts them attests nothing); without, it records only once they have
 // started. Read then sets [Entry.Attested] on the
 // entries whose line is recorded there. An Append that cannot record (a
 // sandboxed process, which may append to the trail but not write file)
@@ -57,7 +58,7 @@ func (l *Log) attest(first int64, lines []line) {
 	}
 	err := appendAttestations(l.attestFile, buf, l.attestStart)
 	if errors.Is(err, fs.ErrNotExist) && l.attestStart {
-		if err = os.MkdirAll(filepath.Dir(l.attestFile), 0o700); err == nil {
+		if err = l.startAttestations(); err == nil {
 			err = appendAttestations(l.attestFile, buf, true)
 		}
 	}
@@ -67,6 +68,14 @@ func (l *Log) attest(first int64, lines []line) {
 	if err != nil {
 		l.logger.Debug("audit: lines not attested", "file", l.attestFile, "from_seq", first, "err", err)
 	}
+}
+
+// startAttestations creates the attestation file, empty.
+func (l *Log) startAttestations() error {
+	if err := os.MkdirAll(filepath.Dir(l.attestFile), 0o700); err != nil {
+		return err
+	}
+	return appendAttestations(l.attestFile, nil, true)
 }
 
 func appendAttestations(file string, buf []byte, create bool) error {
@@ -111,6 +120,15 @@ func (l *Log) markAttested(entries []Entry, sums [][sha256.Size]byte) {
 		least = min(least, e.Seq)
 	}
 	data, err := fileio.ReadBounded(l.attestFile, maxAttestations)
+	if errors.Is(err, fs.ErrNotExist) && l.attestStart {
+		// The starter reads before it appended: it starts the
+		// attestations now, or lines chained in before its first append
+		// would be read as from a trail no writer attests.
+		if err := l.startAttestations(); err != nil {
+			l.logger.Warn("audit: attestations not started; no entry is attested", "file", l.attestFile, "err", err)
+		}
+		return
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		// No writer of this Log ever attested here: a trail from before
 		// attestations, from another machine or made by hand is read as

@@ -178,3 +178,35 @@ func TestAttestationsReplayedLineNotAttested(t *testing.T) {
 		t.Errorf("read %v, want %s", got, want)
 	}
 }
+
+// The starter starts the attestations when it first reads, too: a line
+// chained in before its first append is not read as from a trail no
+// writer attests.
+func TestAttestationsStartedByTheStartersRead(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "audit")
+	file := filepath.Join(t.TempDir(), "state", "audit-attested")
+	if err := mustOpen(t, dir, fixedClock(attestDay)).Append(ctx, hookError(map[string]any{"error": "before"})); err != nil {
+		t.Fatal(err)
+	}
+	forgeLine(t, dir, map[string]any{"error": "forged"})
+	hook := mustOpen(t, dir, fixedClock(attestDay), WithAttestations(file, true))
+	for _, e := range readTrail(t, hook) {
+		if e.Attested {
+			t.Errorf("the starter's first read attested %v", e.Fields)
+		}
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("the starter's read did not start the attestations: %v", err)
+	}
+	if err := hook.Append(ctx, hookError(map[string]any{"error": "hook"})); err != nil {
+		t.Fatal(err)
+	}
+	var got []bool
+	for _, e := range readTrail(t, mustOpen(t, dir, WithAttestations(file, false))) {
+		got = append(got, e.Attested)
+	}
+	if fmt.Sprint(got) != "[false false true]" {
+		t.Errorf("attested = %v, want [false false true]", got)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/audit"
 )
 
 // forgeTrailLine appends to the newest day file of the project's trail a
@@ -179,5 +182,31 @@ func TestE2ERemovedFailureDecidesNothing(t *testing.T) {
 	}
 	if r := runSub(t, root, "", env, "precommit", e2eStep); r.code != 1 || !strings.Contains(r.stdout, "[DES-COMMIT-GATE2]") {
 		t.Fatalf("Gate 3 with Gate 2's failure taken out of the trail: exit %d, stdout %s; want DES-COMMIT-GATE2", r.code, r.stdout)
+	}
+}
+
+// A trail from before attestations (a project upgraded to them, des's
+// lines not recorded anywhere) holds a Gate 2 failure. Before the hook has
+// appended anything, sandboxed Bash chains a STALE_RESOLUTION in and
+// commits: the hook's Gate 3 is the first to read the trail, and must not
+// take it as a trail no writer attests (every line attested) when it is
+// the one that starts the attestations.
+func TestE2EForgedResolutionBeforeAttestationsStart(t *testing.T) {
+	root := gitProject(t)
+	old, err := audit.Open(filepath.Join(root, ".des", "audit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Append(context.Background(), audit.Entry{Event: audit.SubagentStopValidation, Fields: map[string]any{
+		"step_file": stepPath, "outcome": "FAIL", "codes": []any{"DES-PHASE-ABANDONED"}, "action": "block",
+		"agent_id": "a1", "agent_type": "software-crafter", "tool_use_id": "toolu_1", "session_id": "s1", "transcript": "t.jsonl", "duration_ms": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	forgeTrailLine(t, root, map[string]any{"event": "STALE_RESOLUTION", "step_file": stepPath, "outcome": "RESOLVED", "phases_reset": []string{}})
+	writeFile(t, root, stepPath, finishedStep(t, "EXECUTED"))
+	git(t, root, "add", stepPath)
+	reason := denyReason(t, runHookProcess(t, root, nil, bashEvent(t, root, heredocCommit)))
+	if !strings.Contains(reason, "[DES-COMMIT-GATE2]") {
+		t.Fatalf("the hook's Gate 3 on a resolution chained in before attestations started: %q; want DES-COMMIT-GATE2", reason)
 	}
 }
