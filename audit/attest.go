@@ -143,7 +143,9 @@ func (l *Log) markAttested(entries []Entry, sums [][sha256.Size]byte) {
 		return
 	}
 	// Seqs grow along the file: read it from the end, down to the least
-	// seq wanted.
+	// seq wanted. at is where each attested entry's record is in the file:
+	// the order DES wrote its lines in.
+	at := make([]int, len(entries))
 	for len(data) > 0 {
 		data = bytes.TrimSuffix(data, []byte{'\n'})
 		start := bytes.LastIndexByte(data, '\n') + 1
@@ -167,24 +169,26 @@ func (l *Log) markAttested(entries []Entry, sums [][sha256.Size]byte) {
 		}
 		for _, i := range is {
 			if got == sums[i] {
-				entries[i].Attested = true
+				entries[i].Attested, at[i] = true, start
 			}
 		}
 	}
 	// The record says a line was written, not where: a copy of it, byte for
 	// byte, moved or replayed after later lines (a resolution after the
-	// failure that followed it) is where DES did not write it. Along the
-	// trail, DES's seqs grow: an entry is attested only past every attested
-	// seq before it, so the first copy of a line is the one attested.
-	var last int64
+	// failure that followed it) is where DES did not write it. An entry is
+	// attested only when its record follows the record of every attested
+	// entry before it in the trail, so the first copy of a line is the one
+	// attested. (The file's order, not the seqs: a line chained in with a
+	// low seq sets back the seqs DES writes next, not the order it wrote in.)
+	last := -1
 	for i := range entries {
 		if !entries[i].Attested {
 			continue
 		}
-		if entries[i].Seq <= last {
+		if at[i] <= last {
 			entries[i].Attested = false
 			continue
 		}
-		last = entries[i].Seq
+		last = at[i]
 	}
 }

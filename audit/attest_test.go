@@ -210,3 +210,35 @@ func TestAttestationsStartedByTheStartersRead(t *testing.T) {
 		t.Errorf("attested = %v, want [false false true]", got)
 	}
 }
+
+// A line chained in with a low seq sets back the seqs DES writes next: its
+// later lines are still attested (the order they were recorded in, not
+// their seqs, says where they stand), and a copy of an earlier one still
+// is not.
+func TestAttestationsAfterSeqsSetBack(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "audit")
+	file := filepath.Join(t.TempDir(), "state", "audit-attested")
+	l := mustOpen(t, dir, fixedClock(attestDay), WithAttestations(file, true))
+	if err := l.Append(ctx, hookError(map[string]any{"error": "one"}), hookError(map[string]any{"error": "two"}), hookError(map[string]any{"error": "three"})); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileName(attestDay))
+	data, _ := os.ReadFile(path)
+	first := data[:bytes.IndexByte(data, '\n')+1]
+	body, _ := encodeFields(map[string]any{"error": "set back"})
+	os.WriteFile(path, append(data, encodeLine(nil, attestDay, HookError, 1, zeroHash, body)...), 0o644)
+	if err := l.Append(ctx, hookError(map[string]any{"error": "resolved"})); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.Write(first)
+	f.Close()
+	var got []string
+	for _, e := range readTrail(t, l) {
+		got = append(got, fmt.Sprintf("%s@%d:%v", e.Fields["error"], e.Seq, e.Attested))
+	}
+	if want := "[one@1:true two@2:true three@3:true set back@1:false resolved@2:true one@1:false]"; fmt.Sprint(got) != want {
+		t.Errorf("read %v, want %s", got, want)
+	}
+}

@@ -102,8 +102,9 @@ type Entry struct {
 	Seq int64
 	// Attested is set by Read when the line is one this Log's writers
 	// recorded as their own (see [WithAttestations]) and stands where they
-	// wrote it (past every attested seq before it: a copy of the line
-	// further on is not attested), and on every entry read from a Log
+	// wrote it (after the lines attested before it in the trail, in the
+	// order they were recorded: a copy of the line further on is not
+	// attested), and on every entry read from a Log
 	// without attestations. Append and MarshalJSON ignore it.
 	Attested bool
 }
