@@ -26,8 +26,9 @@ import (
 // WithAttestations makes every Append also record, in file, the seq and
 // SHA-256 of each line it wrote ("<seq> <sha256>" lines, appended). file
 // belongs where the writers the trail must catch cannot write. With start,
-// the Log creates file (0o600, its directory 0o700) if it does not exist:
-// it starts the attestations; without, it records only once they have
+// the Log creates file (0o600, its directory 0o700) if it does not exist,
+// on its first Append or Read: it starts the attestations (a Read that
+// starts them attests nothing); without, it records only once they have
 // started. Read then sets [Entry.Attested] on the
 // entries whose line is recorded there. An Append that cannot record (a
 // sandboxed process, which may append to the trail but not write file)
@@ -57,7 +58,7 @@ func (l *Log) attest(first int64, lines []line) {
 	}
 	err := appendAttestations(l.attestFile, buf, l.attestStart)
 	if errors.Is(err, fs.ErrNotExist) && l.attestStart {
-		if err = os.MkdirAll(filepath.Dir(l.attestFile), 0o700); err == nil {
+		if err = l.startAttestations(); err == nil {
 			err = appendAttestations(l.attestFile, buf, true)
 		}
 	}
@@ -67,6 +68,14 @@ func (l *Log) attest(first int64, lines []line) {
 	if err != nil {
 		l.logger.Debug("audit: lines not attested", "file", l.attestFile, "from_seq", first, "err", err)
 	}
+}
+
+// startAttestations creates the attestation file, empty.
+func (l *Log) startAttestations() error {
+	if err := os.MkdirAll(filepath.Dir(l.attestFile), 0o700); err != nil {
+		return err
+	}
+	return appendAttestations(l.attestFile, nil, true)
 }
 
 func appendAttestations(file string, buf []byte, create bool) error {
@@ -104,13 +113,22 @@ func (l *Log) markAttested(entries []Entry, sums [][sha256.Size]byte) {
 	if len(entries) == 0 {
 		return
 	}
-	want := make(map[int64]int, len(entries))
+	want := make(map[int64][]int, len(entries)) // a seq's entries: a line may be copied
 	least := entries[0].Seq
 	for i, e := range entries {
-		want[e.Seq] = i
+		want[e.Seq] = append(want[e.Seq], i)
 		least = min(least, e.Seq)
 	}
 	data, err := fileio.ReadBounded(l.attestFile, maxAttestations)
+	if errors.Is(err, fs.ErrNotExist) && l.attestStart {
+		// The starter reads before it appended: it starts the
+		// attestations now, or lines chained in before its first append
+		// would be read as from a trail no writer attests.
+		if err := l.startAttestations(); err != nil {
+			l.logger.Warn("audit: attestations not started; no entry is attested", "file", l.attestFile, "err", err)
+		}
+		return
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		// No writer of this Log ever attested here: a trail from before
 		// attestations, from another machine or made by hand is read as
@@ -125,7 +143,9 @@ func (l *Log) markAttested(entries []Entry, sums [][sha256.Size]byte) {
 		return
 	}
 	// Seqs grow along the file: read it from the end, down to the least
-	// seq wanted.
+	// seq wanted. at is where each attested entry's record is in the file:
+	// the order DES wrote its lines in.
+	at := make([]int, len(entries))
 	for len(data) > 0 {
 		data = bytes.TrimSuffix(data, []byte{'\n'})
 		start := bytes.LastIndexByte(data, '\n') + 1
@@ -139,13 +159,36 @@ func (l *Log) markAttested(entries []Entry, sums [][sha256.Size]byte) {
 		if seq < least {
 			break
 		}
-		i, wanted := want[seq]
+		is, wanted := want[seq]
 		if !wanted {
 			continue
 		}
 		var got [sha256.Size]byte
-		if n, err := hex.Decode(got[:], sum); err == nil && n == sha256.Size && got == sums[i] {
-			entries[i].Attested = true
+		if n, err := hex.Decode(got[:], sum); err != nil || n != sha256.Size {
+			continue
 		}
+		for _, i := range is {
+			if got == sums[i] {
+				entries[i].Attested, at[i] = true, start
+			}
+		}
+	}
+	// The record says a line was written, not where: a copy of it, byte for
+	// byte, moved or replayed after later lines (a resolution after the
+	// failure that followed it) is where DES did not write it. An entry is
+	// attested only when its record follows the record of every attested
+	// entry before it in the trail, so the first copy of a line is the one
+	// attested. (The file's order, not the seqs: a line chained in with a
+	// low seq sets back the seqs DES writes next, not the order it wrote in.)
+	last := -1
+	for i := range entries {
+		if !entries[i].Attested {
+			continue
+		}
+		if at[i] <= last {
+			entries[i].Attested = false
+			continue
+		}
+		last = at[i]
 	}
 }

@@ -153,3 +153,92 @@ func TestAttestationsStartedOnlyByTheStarter(t *testing.T) {
 		t.Errorf("attested = %v, want [false true true]", got)
 	}
 }
+
+// A line DES attested, copied byte for byte to a later place in the trail
+// (after lines DES wrote after it), is attested only where DES wrote it;
+// a copy in a later day file no more than one in the same file.
+func TestAttestationsReplayedLineNotAttested(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "audit")
+	file := filepath.Join(t.TempDir(), "state", "audit-attested")
+	l := mustOpen(t, dir, fixedClock(attestDay), WithAttestations(file, true))
+	if err := l.Append(ctx, hookError(map[string]any{"error": "resolved"}), hookError(map[string]any{"error": "failed"})); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileName(attestDay))
+	data, _ := os.ReadFile(path)
+	first := data[:bytes.IndexByte(data, '\n')+1]
+	os.WriteFile(path, append(data, first...), 0o644)
+	os.WriteFile(filepath.Join(dir, FileName(attestDay.AddDate(0, 0, 3))), first, 0o644)
+	var got []string
+	for _, e := range readTrail(t, l) {
+		got = append(got, fmt.Sprintf("%s@%d:%v", e.Fields["error"], e.Seq, e.Attested))
+	}
+	if want := "[resolved@1:true failed@2:true resolved@1:false resolved@1:false]"; fmt.Sprint(got) != want {
+		t.Errorf("read %v, want %s", got, want)
+	}
+}
+
+// The starter starts the attestations when it first reads, too: a line
+// chained in before its first append is not read as from a trail no
+// writer attests.
+func TestAttestationsStartedByTheStartersRead(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "audit")
+	file := filepath.Join(t.TempDir(), "state", "audit-attested")
+	if err := mustOpen(t, dir, fixedClock(attestDay)).Append(ctx, hookError(map[string]any{"error": "before"})); err != nil {
+		t.Fatal(err)
+	}
+	forgeLine(t, dir, map[string]any{"error": "forged"})
+	hook := mustOpen(t, dir, fixedClock(attestDay), WithAttestations(file, true))
+	for _, e := range readTrail(t, hook) {
+		if e.Attested {
+			t.Errorf("the starter's first read attested %v", e.Fields)
+		}
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("the starter's read did not start the attestations: %v", err)
+	}
+	if err := hook.Append(ctx, hookError(map[string]any{"error": "hook"})); err != nil {
+		t.Fatal(err)
+	}
+	var got []bool
+	for _, e := range readTrail(t, mustOpen(t, dir, WithAttestations(file, false))) {
+		got = append(got, e.Attested)
+	}
+	if fmt.Sprint(got) != "[false false true]" {
+		t.Errorf("attested = %v, want [false false true]", got)
+	}
+}
+
+// A line chained in with a low seq sets back the seqs DES writes next: its
+// later lines are still attested (the order they were recorded in, not
+// their seqs, says where they stand), and a copy of an earlier one still
+// is not.
+func TestAttestationsAfterSeqsSetBack(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "audit")
+	file := filepath.Join(t.TempDir(), "state", "audit-attested")
+	l := mustOpen(t, dir, fixedClock(attestDay), WithAttestations(file, true))
+	if err := l.Append(ctx, hookError(map[string]any{"error": "one"}), hookError(map[string]any{"error": "two"}), hookError(map[string]any{"error": "three"})); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileName(attestDay))
+	data, _ := os.ReadFile(path)
+	first := data[:bytes.IndexByte(data, '\n')+1]
+	body, _ := encodeFields(map[string]any{"error": "set back"})
+	os.WriteFile(path, append(data, encodeLine(nil, attestDay, HookError, 1, zeroHash, body)...), 0o644)
+	if err := l.Append(ctx, hookError(map[string]any{"error": "resolved"})); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.Write(first)
+	f.Close()
+	var got []string
+	for _, e := range readTrail(t, l) {
+		got = append(got, fmt.Sprintf("%s@%d:%v", e.Fields["error"], e.Seq, e.Attested))
+	}
+	if want := "[one@1:true two@2:true three@3:true set back@1:false resolved@2:true one@1:false]"; fmt.Sprint(got) != want {
+		t.Errorf("read %v, want %s", got, want)
+	}
+}

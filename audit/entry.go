@@ -101,8 +101,11 @@ type Entry struct {
 	// it and numbers lines itself; MarshalJSON does not write it.
 	Seq int64
 	// Attested is set by Read when the line is one this Log's writers
-	// recorded as their own (see [WithAttestations]), and on every entry
-	// read from a Log without attestations. Append and MarshalJSON ignore it.
+	// recorded as their own (see [WithAttestations]) and stands where they
+	// wrote it (after the lines attested before it in the trail, in the
+	// order they were recorded: a copy of the line further on is not
+	// attested), and on every entry read from a Log
+	// without attestations. Append and MarshalJSON ignore it.
 	Attested bool
 }
 

@@ -177,8 +177,14 @@ type settingsBlock struct {
 		Deny []string `json:"deny"`
 	} `json:"permissions"`
 	Sandbox struct {
-		Enabled    bool `json:"enabled"`
-		Filesystem struct {
+		Enabled bool `json:"enabled"`
+		// AllowUnsandboxedCommands false: Claude Code ignores a Bash
+		// call's dangerouslyDisableSandbox. Its default lets the agent run
+		// a command outside the sandbox, past denyWrite, where it could
+		// write the state directory (the audit attestations, the run
+		// records) or run des-hook stale --resolve as des.
+		AllowUnsandboxedCommands bool `json:"allowUnsandboxedCommands"`
+		Filesystem               struct {
 			DenyWrite []string `json:"denyWrite"`
 		} `json:"filesystem"`
 	} `json:"sandbox"`
@@ -282,7 +288,7 @@ func hooksSettings(command string, prot protections) settingsBlock {
 	for _, p := range prot.denyEdit {
 		s.Permissions.Deny = append(s.Permissions.Deny, "Edit("+p+")")
 	}
-	s.Sandbox.Enabled = true
+	s.Sandbox.Enabled, s.Sandbox.AllowUnsandboxedCommands = true, false
 	s.Sandbox.Filesystem.DenyWrite = prot.denyWrite
 	return s
 }

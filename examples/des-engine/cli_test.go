@@ -49,8 +49,9 @@ func TestSettings(t *testing.T) {
 				Deny []string `json:"deny"`
 			} `json:"permissions"`
 			Sandbox struct {
-				Enabled    bool `json:"enabled"`
-				Filesystem struct {
+				Enabled                  bool  `json:"enabled"`
+				AllowUnsandboxedCommands *bool `json:"allowUnsandboxedCommands"`
+				Filesystem               struct {
 					DenyWrite []string `json:"denyWrite"`
 				} `json:"filesystem"`
 			} `json:"sandbox"`
@@ -102,6 +103,11 @@ func TestSettings(t *testing.T) {
 		}
 		if !s.Sandbox.Enabled {
 			t.Error("sandbox.enabled is not true")
+		}
+		// Claude Code's default runs a Bash call that asks for it outside
+		// the sandbox, where denyWrite does not hold.
+		if u := s.Sandbox.AllowUnsandboxedCommands; u == nil || *u {
+			t.Error("sandbox.allowUnsandboxedCommands is not false")
 		}
 		for _, p := range []string{"/.des/config.json", "/.des/policies", "/.claude/settings.json", "/.isdlc/state.json", "/.des/sessions", "/.claude/state/active_task_graph.json", "/.des/bundles"} {
 			if !slices.Contains(s.Sandbox.Filesystem.DenyWrite, p) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/audit"
 )
 
 // forgeTrailLine appends to the newest day file of the project's trail a
@@ -84,5 +87,126 @@ func TestE2EForgedTrailLinesDecideNothing(t *testing.T) {
 	}
 	if r := runSub(t, root, "", env, "precommit", e2eStep); strings.Contains(r.stdout, "[DES-COMMIT-GATE2]") {
 		t.Errorf("Gate 3 after des's own resolution still finds the failure: %s", r.stdout)
+	}
+}
+
+// replayTrailLine appends to the newest day file a copy of the trail's last
+// line holding every one of marks, byte for byte: a line DES attested, in
+// a second place in the trail.
+func replayTrailLine(t *testing.T, root string, marks ...string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(root, ".des", "audit", "audit-*.log"))
+	if len(files) == 0 {
+		t.Fatal("no trail to replay into")
+	}
+	var found []byte
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+	lines:
+		for _, line := range bytes.SplitAfter(data, []byte{'\n'}) {
+			for _, m := range marks {
+				if !bytes.Contains(line, []byte(m)) {
+					continue lines
+				}
+			}
+			found = line
+		}
+	}
+	if found == nil {
+		t.Fatalf("no trail line holds %q", marks)
+	}
+	f, err := os.OpenFile(files[len(files)-1], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(found); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A person resolved a Gate 2 failure; Gate 2 then failed the step again.
+// Sandboxed Bash copies the person's STALE_RESOLUTION line, byte for byte,
+// to the end of the trail: its seq and hash are the attested ones, but it
+// is not where DES wrote it, and it resolves nothing written after it.
+func TestE2EReplayedResolutionDecidesNothing(t *testing.T) {
+	root, transcript, env := gate2Project(t)
+	completeAroundTheGuard(t, root)
+	if out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false))); !strings.Contains(out.SystemMessage, "[DES-PHASE-JUMP]") {
+		t.Fatalf("Gate 2 should fail the step: %+v", out)
+	}
+	if r := runSub(t, root, "", env, "stale", "--resolve", e2eStep); r.code != 0 {
+		t.Fatalf("stale --resolve: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	completeAroundTheGuard(t, root)
+	if out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false))); !strings.Contains(out.SystemMessage, "DES-") {
+		t.Fatalf("Gate 2 should fail the step again: %+v", out)
+	}
+	if r := runSub(t, root, "", env, "precommit", e2eStep); r.code != 1 || !strings.Contains(r.stdout, "[DES-COMMIT-GATE2]") {
+		t.Fatalf("Gate 3 after the second failure: exit %d, stdout %s, stderr %s; want DES-COMMIT-GATE2", r.code, r.stdout, r.stderr)
+	}
+	replayTrailLine(t, root, `"event":"STALE_RESOLUTION"`)
+	if r := runSub(t, root, "", env, "precommit", e2eStep); r.code != 1 || !strings.Contains(r.stdout, "[DES-COMMIT-GATE2]") {
+		t.Fatalf("Gate 3 on a replayed resolution: exit %d, stdout %s, stderr %s; want DES-COMMIT-GATE2", r.code, r.stdout, r.stderr)
+	}
+}
+
+// Sandboxed Bash may write the audit directory, not only append to it: it
+// takes out the line of Gate 2's failure (or rewrites its outcome). The
+// attestations say which lines DES wrote, not that they are all still
+// there; Gate 3 then finds no failure to resolve. audit verify reports the
+// trail rewritten; Gate 3 does not ask. Known gap (attested review, F3):
+// skipped until Gate 3 is given the fact that attested lines are missing.
+func TestE2ERemovedFailureDecidesNothing(t *testing.T) {
+	if os.Getenv("DES_SHOW_GAPS") == "" {
+		t.Skip("known gap: Gate 3 does not see a Gate 2 failure taken out of the trail (set DES_SHOW_GAPS=1 to show it)")
+	}
+	root, transcript, env := gate2Project(t)
+	completeAroundTheGuard(t, root)
+	if out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false))); !strings.Contains(out.SystemMessage, "[DES-PHASE-JUMP]") {
+		t.Fatalf("Gate 2 should fail the step: %+v", out)
+	}
+	files, _ := filepath.Glob(filepath.Join(root, ".des", "audit", "audit-*.log"))
+	for _, file := range files {
+		data, _ := os.ReadFile(file)
+		var kept []byte
+		for _, line := range bytes.SplitAfter(data, []byte{'\n'}) {
+			if !bytes.Contains(line, []byte(`"event":"SUBAGENT_STOP_VALIDATION"`)) {
+				kept = append(kept, line...)
+			}
+		}
+		os.WriteFile(file, kept, 0o644)
+	}
+	if r := runSub(t, root, "", env, "precommit", e2eStep); r.code != 1 || !strings.Contains(r.stdout, "[DES-COMMIT-GATE2]") {
+		t.Fatalf("Gate 3 with Gate 2's failure taken out of the trail: exit %d, stdout %s; want DES-COMMIT-GATE2", r.code, r.stdout)
+	}
+}
+
+// A trail from before attestations (a project upgraded to them, des's
+// lines not recorded anywhere) holds a Gate 2 failure. Before the hook has
+// appended anything, sandboxed Bash chains a STALE_RESOLUTION in and
+// commits: the hook's Gate 3 is the first to read the trail, and must not
+// take it as a trail no writer attests (every line attested) when it is
+// the one that starts the attestations.
+func TestE2EForgedResolutionBeforeAttestationsStart(t *testing.T) {
+	root := gitProject(t)
+	old, err := audit.Open(filepath.Join(root, ".des", "audit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Append(context.Background(), audit.Entry{Event: audit.SubagentStopValidation, Fields: map[string]any{
+		"step_file": stepPath, "outcome": "FAIL", "codes": []any{"DES-PHASE-ABANDONED"}, "action": "block",
+		"agent_id": "a1", "agent_type": "software-crafter", "tool_use_id": "toolu_1", "session_id": "s1", "transcript": "t.jsonl", "duration_ms": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	forgeTrailLine(t, root, map[string]any{"event": "STALE_RESOLUTION", "step_file": stepPath, "outcome": "RESOLVED", "phases_reset": []string{}})
+	writeFile(t, root, stepPath, finishedStep(t, "EXECUTED"))
+	git(t, root, "add", stepPath)
+	reason := denyReason(t, runHookProcess(t, root, nil, bashEvent(t, root, heredocCommit)))
+	if !strings.Contains(reason, "[DES-COMMIT-GATE2]") {
+		t.Fatalf("the hook's Gate 3 on a resolution chained in before attestations started: %q; want DES-COMMIT-GATE2", reason)
 	}
 }

@@ -392,14 +392,17 @@ deny contains {
 }
 
 # The task status as the audit trail last recorded it: the `to` of the last
-# TASK_STATE_CHANGED event of the run (a write through the guard or one of
-# DES's own moves), else the status at the start of the run.
+# attested TASK_STATE_CHANGED event of the run (a write through the guard or
+# one of DES's own moves), else the status at the start of the run. A move
+# on a line another writer chained into the trail records nothing.
 _task_events := [e | some e in input.run.events; e.event == "TASK_STATE_CHANGED"]
 
-_recorded_task := _norm_task(_task_events[count(_task_events) - 1].to) if count(_task_events) > 0
+_recorded_moves := [e | some e in _task_events; object.get(e, "attested", true) == true]
+
+_recorded_task := _norm_task(_recorded_moves[count(_recorded_moves) - 1].to) if count(_recorded_moves) > 0
 
 _recorded_task := _norm_task(input.run.task_status_at_start) if {
-	count(_task_events) == 0
+	count(_recorded_moves) == 0
 	is_string(input.run.task_status_at_start)
 }
 

@@ -440,6 +440,19 @@ test_task_baseline_follows_des_moves if {
 	contains(v.msg, "cannot move from TODO to DONE")
 }
 
+# A task move on a line DES did not attest (chained into the trail by
+# another writer) is not the status the trail last recorded: the task went
+# from TODO to DONE around the write guard.
+test_task_baseline_ignores_unattested_moves if {
+	forged := object.union(task_event("TODO", "IN_PROGRESS", "gate1"), {"attested": false})
+	vs := stop.deny with input as with_run({"task_status_at_start": "TODO", "events": array.concat([forged], phase_events(canonical))})
+	codes(vs) == {"DES-TASK-TRANSITION"}
+	some v in vs
+	contains(v.msg, "cannot move from TODO to DONE")
+	attested := object.union(forged, {"attested": true})
+	count(stop.deny) == 0 with input as with_run({"task_status_at_start": "TODO", "events": array.concat([attested], phase_events(canonical))})
+}
+
 test_des_own_task_moves_are_exempt if {
 	events := array.concat(clean_run.events, [task_event("DONE", "FAILED", "gate2")])
 	count(stop.deny) == 0 with input as stop_with({"task_status": "FAILED"}, {"events": events})
