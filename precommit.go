@@ -10,7 +10,7 @@ import (
 // PreCommitGate returns Gate 3 for this project: it reads the Gate 2
 // verdicts from the Engine's audit trail and records its decisions there.
 func (e *Engine) PreCommitGate() gate.PreCommit {
-	return gate.PreCommit{Root: e.root, Audit: e.audit}
+	return gate.PreCommit{Root: e.root, Audit: e.audit, VerdictsDir: EvidenceDir(e.stateDir)}
 }
 
 // StepFiles says which files of a commit Gate 3 judges: those the write

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -105,6 +106,11 @@ func gate2Events() []audit.EventType {
 type PreCommit struct {
 	Root  string     // absolute project root
 	Audit *audit.Log // read for Gate 2 verdicts and written with the decision; nil does neither
+	// VerdictsDir is where Gate 2 keeps its verdicts outside the project
+	// (SubagentStop.EvidenceDir); "" reads none. A failure kept there counts
+	// even when its line is gone from the trail, which sandboxed Bash may
+	// rewrite, until a later resolution in the trail settles it.
+	VerdictsDir string
 	// Workers is how many files are parsed and evaluated at once: 0 is
 	// GOMAXPROCS. With more than one, the Evaluator is called from several
 	// goroutines and must be safe for that (des.Engine is).
@@ -419,6 +425,8 @@ func (g PreCommit) gate2(ctx context.Context, files []*commitStep) (map[string][
 	if err != nil {
 		return nil, fmt.Errorf("gate 3: read the Gate 2 verdicts in the audit trail: %w", err)
 	}
+	entries = append(entries, keptFailures(g.VerdictsDir, want)...)
+	slices.SortStableFunc(entries, func(a, b audit.Entry) int { return a.Time.Compare(b.Time) })
 	out := map[string][]any{}
 	for _, e := range entries {
 		step, _ := e.Fields["step_file"].(string)
@@ -440,4 +448,37 @@ func (g PreCommit) gate2(ctx context.Context, files []*commitStep) (map[string][
 		})
 	}
 	return out, nil
+}
+
+// keptFailures are the failures Gate 2 kept in dir for the steps of want,
+// as the trail entries they were recorded with (attested: des wrote them
+// where the agent cannot). A record that cannot be read is left out: the
+// trail still holds its line unless it was removed.
+func keptFailures(dir string, want map[string]bool) []audit.Entry {
+	if dir == "" {
+		return nil
+	}
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []audit.Entry
+	for _, de := range names {
+		if !strings.HasSuffix(de.Name(), ".stop.json") || !de.Type().IsRegular() {
+			continue
+		}
+		var rec StopRecord
+		if ok, err := readRecord(dir, de.Name(), &rec); !ok || err != nil || !rec.Failed || !want[rec.StepFile] {
+			continue
+		}
+		codes := []any{}
+		for _, line := range strings.Split(rec.Reason, "\n") {
+			if code, _, ok := strings.Cut(strings.TrimPrefix(line, "["), "]"); ok && strings.HasPrefix(line, "[") {
+				codes = append(codes, code)
+			}
+		}
+		out = append(out, audit.Entry{Time: rec.At, Event: audit.SubagentStopValidation, Attested: true,
+			Fields: map[string]any{"step_file": rec.StepFile, "outcome": "FAIL", "codes": codes}})
+	}
+	return out
 }
