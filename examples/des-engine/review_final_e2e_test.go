@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// phaseStatuses are the statuses of the step's phases, in log order.
+func phaseStatuses(t *testing.T, root string) []string {
+	t.Helper()
+	log := readStep(t, root)["tdd_cycle"].(map[string]any)["phase_execution_log"].([]any)
+	var out []string
+	for _, p := range log {
+		out = append(out, p.(map[string]any)["status"].(string))
+	}
+	return out
+}
+
+// gate2FailedAroundTheGuard is gate2Project after a subagent wrote its step
+// finished around the write guard and Gate 2 failed it (DES-PHASE-JUMP,
+// naming the phases to reset).
+func gate2FailedAroundTheGuard(t *testing.T) (root, transcript string, env []string) {
+	t.Helper()
+	root, transcript, env = gate2Project(t)
+	completeAroundTheGuard(t, root)
+	if out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false))); !strings.Contains(out.SystemMessage, "[DES-PHASE-JUMP]") {
+		t.Fatalf("Gate 2 should fail the step: %+v", out)
+	}
+	return root, transcript, env
+}
+
+// stale --resolve resets the phases Gate 2 named as done around the write
+// guard only while that failure is the step's latest verdict. Sandboxed Bash
+// chains a passing SUBAGENT_STOP_VALIDATION after it (a line des did not
+// write, which Gate 3 already ignores): the person's stale --resolve must
+// still reset those phases, or the forged EXECUTED phases survive the
+// resolution and the redo.
+func TestE2EForgedPassDoesNotSpareTheResets(t *testing.T) {
+	root, _, env := gate2FailedAroundTheGuard(t)
+	forgeTrailLine(t, root, map[string]any{"event": "SUBAGENT_STOP_VALIDATION", "step_file": e2eStep, "outcome": "PASS", "codes": []string{},
+		"action": "none", "agent_id": "a6fbb44895c6a27dd", "agent_type": "software-crafter", "tool_use_id": "", "session_id": "s1", "transcript": "t.jsonl", "duration_ms": 1})
+	if r := runSub(t, root, "", env, "stale", "--resolve", e2eStep); r.code != 0 {
+		t.Fatalf("stale --resolve: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	for i, s := range phaseStatuses(t, root) {
+		if s != "NOT_EXECUTED" {
+			t.Errorf("phase %s is %s after stale --resolve; Gate 2 found it done around the write guard", canonicalPhases[i], s)
+		}
+	}
+}
+
+// The same with Gate 2's failure line taken out of the trail (sandboxed Bash
+// may rewrite it): Gate 3 finds the failure kept in the state directory, and
+// so must stale --resolve, with the phases it named.
+func TestE2ERemovedFailureDoesNotSpareTheResets(t *testing.T) {
+	root, _, env := gate2FailedAroundTheGuard(t)
+	files, _ := filepath.Glob(filepath.Join(root, ".des", "audit", "audit-*.log"))
+	for _, file := range files {
+		data, _ := os.ReadFile(file)
+		var kept []byte
+		for _, line := range bytes.SplitAfter(data, []byte{'\n'}) {
+			if !bytes.Contains(line, []byte(`"event":"SUBAGENT_STOP_VALIDATION"`)) {
+				kept = append(kept, line...)
+			}
+		}
+		os.WriteFile(file, kept, 0o644)
+	}
+	if r := runSub(t, root, "", env, "stale", "--resolve", e2eStep); r.code != 0 {
+		t.Fatalf("stale --resolve: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	for i, s := range phaseStatuses(t, root) {
+		if s != "NOT_EXECUTED" {
+			t.Errorf("phase %s is %s after stale --resolve; Gate 2 found it done around the write guard", canonicalPhases[i], s)
+		}
+	}
+}
