@@ -191,41 +191,9 @@ func (e *Engine) ResolveStale(ctx context.Context, file string) (Resolution, err
 }
 
 // gate2Resets are the phases Gate 2 said must be done again when it failed
-// the step (reset_phases of its SUBAGENT_STOP_VALIDATION): besides
-// unfinished phases, those it found finished around the write guard or
-// without an outcome or a reason. Only a failure that is still the step's
-// latest verdict counts: a later pass or resolution settles it, when des
-// recorded it (an attested line, as Gate 3 takes it). The failures Gate 2
-// kept in the evidence directory count as well: sandboxed Bash may take a
-// failure's line out of the trail.
+// the step (gate.Gate2Resets).
 func (e *Engine) gate2Resets(ctx context.Context, stepFile string) ([]string, error) {
-	entries, err := e.audit.Read(ctx, audit.Query{StepFile: stepFile, Events: []audit.EventType{audit.SubagentStopValidation, audit.StaleResolution}})
-	if err != nil {
-		return nil, err
-	}
-	entries = append(entries, gate.KeptFailures(EvidenceDir(e.stateDir), map[string]bool{stepFile: true})...)
-	slices.SortStableFunc(entries, func(a, b audit.Entry) int { return a.Time.Compare(b.Time) })
-	for i := len(entries) - 1; i >= 0; i-- {
-		f := entries[i].Fields
-		if entries[i].Event == audit.SubagentStopValidation && f["outcome"] == "NO_OPINION" {
-			continue
-		}
-		if entries[i].Event != audit.SubagentStopValidation || f["outcome"] != "FAIL" {
-			if !entries[i].Attested {
-				continue // not des's line: it settles nothing
-			}
-			return nil, nil
-		}
-		var out []string
-		phases, _ := f["reset_phases"].([]any)
-		for _, p := range phases {
-			if s, ok := p.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out, nil
-	}
-	return nil, nil
+	return gate.Gate2Resets(ctx, e.audit, EvidenceDir(e.stateDir), stepFile)
 }
 
 func orNone(s string) string {

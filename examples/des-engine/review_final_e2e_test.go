@@ -77,3 +77,28 @@ func TestE2ERemovedFailureDoesNotSpareTheResets(t *testing.T) {
 		}
 	}
 }
+
+// Gate 2 failed a step written finished around the write guard and marked
+// it FAILED, its phases left EXECUTED for the person to read. The
+// orchestrator does not ask anyone: it starts the subagent on the step
+// again. Gate 1 restarts the FAILED task; the subagent stops at once; Gate 2
+// finds every phase EXECUTED when the run started, nothing to judge, and
+// passes; Gate 3 takes that pass as settling the failure and commits a step
+// no phase of which went through the write guard. Gate 1 must reset the
+// phases Gate 2 named when it restarts a FAILED task, as stale --resolve
+// does.
+func TestE2ERestartAfterGate2FailureRedoesTheNamedPhases(t *testing.T) {
+	root, transcript, env := gate2FailedAroundTheGuard(t)
+	if reason := denyReason(t, runHookProcess(t, root, env, agentEvent(root, "Agent", renderPrompt(t, "execute-step")))); reason != "" {
+		t.Fatalf("Gate 1 on the restart: %s", reason)
+	}
+	for i, s := range phaseStatuses(t, root) {
+		if s != "NOT_EXECUTED" {
+			t.Errorf("phase %s is %s after Gate 1 restarted the FAILED task; Gate 2 found it done around the write guard", canonicalPhases[i], s)
+		}
+	}
+	decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false)))
+	if r := runSub(t, root, "", env, "precommit", e2eStep); r.code == 0 {
+		t.Errorf("Gate 3 commits a step whose phases were all written around the write guard, after a mere restart: %s", r.stdout)
+	}
+}
