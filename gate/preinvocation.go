@@ -194,7 +194,7 @@ func (g PreInvocation) Check(ctx context.Context, ev Evaluator, inv Invocation) 
 	if starting {
 		from = cmpOr(step.step.Status, statemachine.TaskTodo)
 		if from == statemachine.TaskFailed {
-			named, err := Gate2Resets(ctx, g.Audit, g.EvidenceDir, step.rel)
+			named, _, err := Gate2Resets(ctx, g.Audit, g.EvidenceDir, step.rel)
 			if err != nil {
 				return res, fmt.Errorf("gate 1: read the Gate 2 failure of %s: %w", step.rel, err)
 			}

@@ -15,14 +15,15 @@ import (
 // recorded it (an attested line, as Gate 3 takes it). The failures Gate 2
 // kept in evidenceDir count as well: sandboxed Bash may take a failure's
 // line out of the trail. `des-hook stale --resolve` and Gate 1, restarting
-// a FAILED task, reset them.
-func Gate2Resets(ctx context.Context, log *audit.Log, evidenceDir, stepFile string) ([]string, error) {
+// a FAILED task, reset them. unsettled says whether such a failure is the
+// step's latest verdict (what Gate 3 refuses to commit).
+func Gate2Resets(ctx context.Context, log *audit.Log, evidenceDir, stepFile string) (phases []string, unsettled bool, err error) {
 	var entries []audit.Entry
 	if log != nil {
 		var err error
 		entries, err = log.Read(ctx, audit.Query{StepFile: stepFile, Events: gate2Events()})
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	entries = append(entries, KeptFailures(evidenceDir, map[string]bool{stepFile: true})...)
@@ -36,16 +37,15 @@ func Gate2Resets(ctx context.Context, log *audit.Log, evidenceDir, stepFile stri
 			if !entries[i].Attested {
 				continue // not DES's line: it settles nothing
 			}
-			return nil, nil
+			return nil, false, nil
 		}
-		var out []string
-		phases, _ := f["reset_phases"].([]any)
-		for _, p := range phases {
+		named, _ := f["reset_phases"].([]any)
+		for _, p := range named {
 			if s, ok := p.(string); ok {
-				out = append(out, s)
+				phases = append(phases, s)
 			}
 		}
-		return out, nil
+		return phases, true, nil
 	}
-	return nil, nil
+	return nil, false, nil
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des/audit"
 )
 
 // phaseStatuses are the statuses of the step's phases, in log order.
@@ -100,5 +103,39 @@ func TestE2ERestartAfterGate2FailureRedoesTheNamedPhases(t *testing.T) {
 	decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false)))
 	if r := runSub(t, root, "", env, "precommit", e2eStep); r.code == 0 {
 		t.Errorf("Gate 3 commits a step whose phases were all written around the write guard, after a mere restart: %s", r.stdout)
+	}
+}
+
+// An upgrade (or a project moved or copied: its state directory is another)
+// finds a trail whose lines no one attests: Gate 2 failed the step, sent the
+// subagent back, and passed it. The hook's Gate 3 counts the failure and not
+// the pass, and tells the person to run `des-hook stale --resolve`; that must
+// resolve it, though there is nothing to reset, or the person is left with a
+// commit refused and a command that says "nothing to resolve".
+func TestE2EResolveAfterUpgradeSettlesTheFailure(t *testing.T) {
+	root := gitProject(t)
+	old, err := audit.Open(filepath.Join(root, ".des", "audit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdict := func(outcome string) audit.Entry {
+		return audit.Entry{Event: audit.SubagentStopValidation, Fields: map[string]any{
+			"step_file": stepPath, "outcome": outcome, "codes": []any{}, "action": "block",
+			"agent_id": "a1", "agent_type": "software-crafter", "tool_use_id": "toolu_1", "session_id": "s1", "transcript": "t.jsonl", "duration_ms": 1}}
+	}
+	if err := old.Append(context.Background(), verdict("FAIL"), verdict("PASS")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, root, stepPath, finishedStep(t, "EXECUTED"))
+	git(t, root, "add", stepPath)
+	reason := denyReason(t, runHookProcess(t, root, nil, bashEvent(t, root, heredocCommit)))
+	if !strings.Contains(reason, "[DES-COMMIT-GATE2]") || !strings.Contains(reason, "des-hook stale --resolve") {
+		t.Fatalf("the hook's Gate 3 after the upgrade: %q; want DES-COMMIT-GATE2 suggesting stale --resolve", reason)
+	}
+	if r := runSub(t, root, "", nil, "stale", "--resolve", stepPath); r.code != 0 || strings.Contains(r.stdout, "nothing to resolve") {
+		t.Fatalf("stale --resolve, as the message says: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := runSub(t, root, "", nil, "precommit", stepPath); r.code != 0 {
+		t.Errorf("Gate 3 after the person's stale --resolve: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 }
