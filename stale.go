@@ -147,11 +147,16 @@ func (e *Engine) ResolveStale(ctx context.Context, file string) (Resolution, err
 			}
 		}
 	}
-	if failed {
-		more, err := e.gate2Resets(ctx, res.StepFile)
-		if err != nil {
-			return res, fmt.Errorf("des: resolve %s: %w", res.StepFile, err)
-		}
+	// A Gate 2 failure no attested pass or resolution settles refuses the
+	// commit (Gate 3) even when the task is not FAILED: Gate 2 sent the
+	// subagent back, or the settling lines were written before the
+	// attestations started (a project upgraded, moved or copied). The person
+	// resolves it here.
+	more, unsettled, err := e.gate2Resets(ctx, res.StepFile)
+	if err != nil {
+		return res, fmt.Errorf("des: resolve %s: %w", res.StepFile, err)
+	}
+	if failed || unsettled {
 		for _, p := range step.Phases {
 			if slices.Contains(more, p.Name) && p.Status != statemachine.PhaseNotExecuted && !slices.Contains(res.Phases, p.Name) {
 				res.Phases = append(res.Phases, p.Name)
@@ -159,11 +164,21 @@ func (e *Engine) ResolveStale(ctx context.Context, file string) (Resolution, err
 		}
 	}
 	if len(res.Phases) == 0 && !failed {
-		return res, fmt.Errorf("des: resolve %s: %w: no phase has been IN_PROGRESS for more than %v and the task is %s", res.StepFile, ErrNothingToResolve, threshold, orNone(step.Status))
+		if !unsettled {
+			return res, fmt.Errorf("des: resolve %s: %w: no phase has been IN_PROGRESS for more than %v and the task is %s", res.StepFile, ErrNothingToResolve, threshold, orNone(step.Status))
+		}
+		// Nothing to reset: the resolution alone, the step file untouched.
+		res.Phases, res.To = []string{}, step.Status
+		if err := e.audit.Append(ctx, audit.Entry{Event: audit.StaleResolution, Fields: map[string]any{"step_file": res.StepFile, "phases": []string{}, "from": res.From, "to": res.To}}); err != nil {
+			return res, fmt.Errorf("des: resolve %s: %w", res.StepFile, err)
+		}
+		return res, nil
 	}
 	note := "reset by des-hook stale --resolve: abandoned IN_PROGRESS past the stale threshold"
 	if failed {
 		note = "reset by des-hook stale --resolve: unfinished when Gate 2 failed the task"
+	} else if unsettled {
+		note = "reset by des-hook stale --resolve: named by Gate 2 when it failed the task"
 	}
 	step.ResetPhases(res.Phases, now, note)
 	step.SetTaskStatus(statemachine.TaskPartial, now)
@@ -191,33 +206,9 @@ func (e *Engine) ResolveStale(ctx context.Context, file string) (Resolution, err
 }
 
 // gate2Resets are the phases Gate 2 said must be done again when it failed
-// the step (reset_phases of its SUBAGENT_STOP_VALIDATION): besides
-// unfinished phases, those it found finished around the write guard or
-// without an outcome or a reason. Only a failure that is still the step's
-// latest verdict counts: a later pass or resolution settles it.
-func (e *Engine) gate2Resets(ctx context.Context, stepFile string) ([]string, error) {
-	entries, err := e.audit.Read(ctx, audit.Query{StepFile: stepFile, Events: []audit.EventType{audit.SubagentStopValidation, audit.StaleResolution}})
-	if err != nil {
-		return nil, err
-	}
-	for i := len(entries) - 1; i >= 0; i-- {
-		f := entries[i].Fields
-		if entries[i].Event == audit.SubagentStopValidation && f["outcome"] == "NO_OPINION" {
-			continue
-		}
-		if entries[i].Event != audit.SubagentStopValidation || f["outcome"] != "FAIL" {
-			return nil, nil
-		}
-		var out []string
-		phases, _ := f["reset_phases"].([]any)
-		for _, p := range phases {
-			if s, ok := p.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out, nil
-	}
-	return nil, nil
+// the step (gate.Gate2Resets).
+func (e *Engine) gate2Resets(ctx context.Context, stepFile string) ([]string, bool, error) {
+	return gate.Gate2Resets(ctx, e.audit, EvidenceDir(e.stateDir), stepFile)
 }
 
 func orNone(s string) string {

@@ -425,7 +425,7 @@ func (g PreCommit) gate2(ctx context.Context, files []*commitStep) (map[string][
 	if err != nil {
 		return nil, fmt.Errorf("gate 3: read the Gate 2 verdicts in the audit trail: %w", err)
 	}
-	entries = append(entries, keptFailures(g.VerdictsDir, want)...)
+	entries = append(entries, KeptFailures(g.VerdictsDir, want)...)
 	slices.SortStableFunc(entries, func(a, b audit.Entry) int { return a.Time.Compare(b.Time) })
 	out := map[string][]any{}
 	for _, e := range entries {
@@ -450,11 +450,12 @@ func (g PreCommit) gate2(ctx context.Context, files []*commitStep) (map[string][
 	return out, nil
 }
 
-// keptFailures are the failures Gate 2 kept in dir for the steps of want,
-// as the trail entries they were recorded with (attested: des wrote them
-// where the agent cannot). A record that cannot be read is left out: the
-// trail still holds its line unless it was removed.
-func keptFailures(dir string, want map[string]bool) []audit.Entry {
+// KeptFailures are the failures Gate 2 kept in dir (its evidence
+// directory) for the steps of want, as the trail entries they were recorded
+// with (attested: des wrote them where the agent cannot), reset_phases
+// included. A record that cannot be read is left out: the trail still holds
+// its line unless it was removed.
+func KeptFailures(dir string, want map[string]bool) []audit.Entry {
 	if dir == "" {
 		return nil
 	}
@@ -477,8 +478,15 @@ func keptFailures(dir string, want map[string]bool) []audit.Entry {
 				codes = append(codes, code)
 			}
 		}
-		out = append(out, audit.Entry{Time: rec.At, Event: audit.SubagentStopValidation, Attested: true,
-			Fields: map[string]any{"step_file": rec.StepFile, "outcome": "FAIL", "codes": codes}})
+		fields := map[string]any{"step_file": rec.StepFile, "outcome": "FAIL", "codes": codes}
+		if len(rec.ResetPhases) > 0 {
+			phases := make([]any, len(rec.ResetPhases))
+			for i, p := range rec.ResetPhases {
+				phases[i] = p
+			}
+			fields["reset_phases"] = phases
+		}
+		out = append(out, audit.Entry{Time: rec.At, Event: audit.SubagentStopValidation, Attested: true, Fields: fields})
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -189,8 +190,20 @@ func (g PreInvocation) Check(ctx context.Context, ev Evaluator, inv Invocation) 
 	canStart, _ := d.Info["can_start"].(bool)
 	starting := !res.Denied() && res.Level != LevelNone && step.doc != nil && canStart
 	var from string
+	var resets []string // the phases Gate 2 named when it failed the task: done again
 	if starting {
 		from = cmpOr(step.step.Status, statemachine.TaskTodo)
+		if from == statemachine.TaskFailed {
+			named, _, err := Gate2Resets(ctx, g.Audit, g.EvidenceDir, step.rel)
+			if err != nil {
+				return res, fmt.Errorf("gate 1: read the Gate 2 failure of %s: %w", step.rel, err)
+			}
+			for _, p := range step.step.Phases {
+				if slices.Contains(named, p.Name) && p.Status != statemachine.PhaseNotExecuted {
+					resets = append(resets, p.Name)
+				}
+			}
+		}
 		entries = append(entries, audit.Entry{Event: audit.TaskInvocationStarted, Fields: map[string]any{
 			"step_file": step.rel, "tool_use_id": inv.ToolUseID, "session_id": inv.SessionID, "agent_type": inv.AgentType, "status": statemachine.TaskInProgress,
 		}})
@@ -214,7 +227,7 @@ func (g PreInvocation) Check(ctx context.Context, ev Evaluator, inv Invocation) 
 		}
 	}
 	if starting {
-		if err := g.start(step, now); err != nil {
+		if err := g.start(step, now, resets); err != nil {
 			if g.Audit != nil { // say that the recorded move did not happen
 				_ = g.Audit.Append(ctx, audit.Entry{Event: audit.HookError, Fields: map[string]any{
 					"step_file": step.rel, "tool_use_id": inv.ToolUseID, "error": err.Error(),
@@ -485,13 +498,19 @@ func (g PreInvocation) decisionEntries(inv Invocation, res InvocationResult, p t
 // start moves the task to IN_PROGRESS (setting state.started_at when empty)
 // and rewrites the step file atomically; a resume with a start time already
 // set writes nothing. A task restarted after a failure (FAILED or PARTIAL)
-// loses the failure text Gate 2 wrote, which no longer holds.
-func (g PreInvocation) start(s stepRead, now time.Time) error {
+// loses the failure text Gate 2 wrote, which no longer holds, and the
+// phases in resets (those Gate 2 named when it failed the task, as `des-hook
+// stale --resolve` resets them) go back to NOT_EXECUTED: left EXECUTED, the
+// run would find them done at its start and Gate 2 would pass them.
+func (g PreInvocation) start(s stepRead, now time.Time, resets []string) error {
 	if s.step.Status == statemachine.TaskInProgress && s.step.StartedAt != "" {
 		return nil
 	}
 	if s.step.Status == statemachine.TaskFailed || s.step.Status == statemachine.TaskPartial {
 		s.step.ClearFailure()
+	}
+	if len(resets) > 0 {
+		s.step.ResetPhases(resets, now, "reset by Gate 1: named by Gate 2 when it failed the task, restarted without des-hook stale --resolve")
 	}
 	s.step.SetTaskStatus(statemachine.TaskInProgress, now)
 	data, err := s.step.Marshal()

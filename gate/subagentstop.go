@@ -663,6 +663,10 @@ type StopRecord struct {
 	Action    string    `json:"action"`
 	Marked    bool      `json:"marked"` // the step file was marked FAILED
 	Reason    string    `json:"reason,omitempty"`
+	// ResetPhases are the phases a failure names for `des-hook stale
+	// --resolve` to reset besides the unfinished ones (reset_phases in the
+	// trail), kept here too since sandboxed Bash may rewrite the trail.
+	ResetPhases []string `json:"reset_phases,omitempty"`
 }
 
 // apply carries out the decision: the audit entries (write-ahead), then the
@@ -833,6 +837,13 @@ func (g SubagentStop) keepVerdict(s Stop, res StopResult, loc location) error {
 	rec := StopRecord{ToolUseID: id, AgentID: s.AgentID, StepFile: res.StepFile, At: g.now().UTC(), Failed: res.Denied(), Action: res.Action, Marked: res.Marked}
 	if res.Denied() {
 		rec.Reason = res.Reason()
+		if phases, ok := res.Decision.Info["reset_phases"].([]any); ok {
+			for _, p := range phases {
+				if name, ok := p.(string); ok {
+					rec.ResetPhases = append(rec.ResetPhases, name)
+				}
+			}
+		}
 	}
 	if err := writeRecord(g.Writes, g.Root, g.RunsDir, g.EvidenceDir, rec, names[0]); err != nil {
 		return fmt.Errorf("gate 2: keep the verdict for the orchestrator: %w", err)

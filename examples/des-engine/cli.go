@@ -257,6 +257,14 @@ func protectedPaths(cfg des.Config, stateDir, witnessDir string, binaries ...str
 	for _, g := range cfg.GuardedStateFiles {
 		p.denyWrite = append(p.denyWrite, settingsPath(g))
 	}
+	// The step files too: Gate 3 commits what they say once no Gate 2
+	// failure stands, and a background job sandboxed Bash started may
+	// rewrite one while no call runs, which the effect check takes as the
+	// user's. They are written with the file tools, through the write guard,
+	// and by des, neither sandboxed; Bash may not write them anyway.
+	for _, g := range cfg.GuardedStepFiles {
+		p.denyWrite = append(p.denyWrite, settingsPath(g))
+	}
 	// The task graph too: DES's own wave sync runs in the hook, outside
 	// the sandbox.
 	p.denyWrite = append(p.denyWrite, settingsPath(cfg.TaskGraphFile))
