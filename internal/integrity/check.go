@@ -119,6 +119,8 @@ func (c *Checker) check(ctx context.Context, m *manifest) (rep Report, changed b
 	// Parents sort before their children: a directory is restored before
 	// what it holds.
 	sort.Strings(keys)
+	dirs := &openDirs{}
+	defer dirs.close()
 	for _, key := range keys {
 		if err := ctx.Err(); err != nil {
 			return rep, changed, fmt.Errorf("integrity: the check ran out of time: %w", err)
@@ -175,7 +177,7 @@ func (c *Checker) check(ctx context.Context, m *manifest) (rep Report, changed b
 			continue
 		}
 		ch := Change{Path: key, Kind: was.Kind, What: what(was, now), Was: was.Type, Now: now.Type}
-		if err := c.restore(key, was, now, data); err != nil {
+		if err := c.restore(dirs, key, was, now, data); err != nil {
 			ch.Error = err.Error()
 			c.logger.Error("integrity: cannot restore", "path", key, "err", err)
 		} else {
@@ -220,12 +222,12 @@ func (c *Checker) snapshot(key, kind string, s stat) (*entry, []byte, error) {
 var beforeRestore func(key string)
 
 // restore puts was back at key, where now (with content data) is found.
-func (c *Checker) restore(key string, was, now *entry, data []byte) error {
+func (c *Checker) restore(dirs *openDirs, key string, was, now *entry, data []byte) error {
 	if beforeRestore != nil {
 		beforeRestore(key)
 	}
 	if rel := filepath.FromSlash(key); !filepath.IsAbs(rel) {
-		return c.restoreIn(rel, was, now, data)
+		return c.restoreIn(dirs, rel, was, now, data)
 	}
 	p := c.abs(key)
 	switch was.Type {
@@ -288,19 +290,21 @@ func (c *Checker) restore(key string, was, now *entry, data []byte) error {
 // link there is refused: the next check sees what is there) and rel is
 // changed by name within it; a link found at rel is removed, never
 // followed.
-func (c *Checker) restoreIn(rel string, was, now *entry, data []byte) error {
+func (c *Checker) restoreIn(dirs *openDirs, rel string, was, now *entry, data []byte) error {
 	dirRel, base := filepath.Split(rel)
 	if dirRel == "" {
 		dirRel = "."
 	}
-	d, err := fileio.OpenDirIn(c.root, dirRel, was.Type != typeAbsent)
+	d, err := dirs.open(c.root, dirRel, was.Type != typeAbsent)
 	if err != nil {
 		if was.Type == typeAbsent && errors.Is(err, fs.ErrNotExist) {
 			return nil // gone with its directory
 		}
 		return err
 	}
-	defer d.Close()
+	if was.Type == typeDir || now.Type == typeDir {
+		defer dirs.close() // a directory made or removed: open afresh after it
+	}
 	switch was.Type {
 	case typeAbsent:
 		if was.Kind == KindClaudeSettings || was.Kind == KindGitConfig {
@@ -363,4 +367,34 @@ func (c *Checker) merge(kind string, current, good []byte) ([]byte, bool) {
 		return mergeGit(current, good)
 	}
 	return nil, false
+}
+
+// openDirs keeps the directory the last restore inside the project opened
+// (fileio.OpenDirIn), so that a flood of files in one directory (25,000 new
+// files the agent made to exhaust the check's budget) is undone with one
+// open, not one per file. The directory stays the one opened, even if a
+// path is swapped for a link meanwhile: changes go where the check looked.
+type openDirs struct {
+	rel string
+	d   *os.Root
+}
+
+func (o *openDirs) open(root, rel string, create bool) (*os.Root, error) {
+	if o.d != nil && o.rel == rel {
+		return o.d, nil
+	}
+	o.close()
+	d, err := fileio.OpenDirIn(root, rel, create)
+	if err != nil {
+		return nil, err
+	}
+	o.rel, o.d = rel, d
+	return d, nil
+}
+
+func (o *openDirs) close() {
+	if o.d != nil {
+		o.d.Close()
+		o.d = nil
+	}
 }
