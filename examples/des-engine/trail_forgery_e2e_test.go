@@ -55,6 +55,28 @@ func forgeTrailLine(t *testing.T, root string, fields map[string]any) {
 	}
 }
 
+// removeTrailLines takes every line of event out of the project's trail, as
+// sandboxed Bash, which may rewrite the audit directory, can.
+func removeTrailLines(t *testing.T, root, event string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(root, ".des", "audit", "audit-*.log"))
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept []byte
+		for _, line := range bytes.SplitAfter(data, []byte{'\n'}) {
+			if !bytes.Contains(line, []byte(`"event":"`+event+`"`)) {
+				kept = append(kept, line...)
+			}
+		}
+		if err := os.WriteFile(file, kept, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // A subagent writes its step finished with Bash, then a background process
 // chains confirmed PHASE_STARTED lines into the trail for every phase, and
 // after Gate 2 fails the step, a STALE_RESOLUTION that would let Gate 3
@@ -166,17 +188,7 @@ func TestE2ERemovedFailureDecidesNothing(t *testing.T) {
 	if out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false))); !strings.Contains(out.SystemMessage, "[DES-PHASE-JUMP]") {
 		t.Fatalf("Gate 2 should fail the step: %+v", out)
 	}
-	files, _ := filepath.Glob(filepath.Join(root, ".des", "audit", "audit-*.log"))
-	for _, file := range files {
-		data, _ := os.ReadFile(file)
-		var kept []byte
-		for _, line := range bytes.SplitAfter(data, []byte{'\n'}) {
-			if !bytes.Contains(line, []byte(`"event":"SUBAGENT_STOP_VALIDATION"`)) {
-				kept = append(kept, line...)
-			}
-		}
-		os.WriteFile(file, kept, 0o644)
-	}
+	removeTrailLines(t, root, "SUBAGENT_STOP_VALIDATION")
 	if r := runSub(t, root, "", env, "precommit", e2eStep); r.code != 1 || !strings.Contains(r.stdout, "[DES-COMMIT-GATE2]") {
 		t.Fatalf("Gate 3 with Gate 2's failure taken out of the trail: exit %d, stdout %s; want DES-COMMIT-GATE2", r.code, r.stdout)
 	}

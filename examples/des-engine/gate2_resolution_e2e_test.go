@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,17 +58,7 @@ func TestE2EForgedPassDoesNotSpareTheResets(t *testing.T) {
 // so must stale --resolve, with the phases it named.
 func TestE2ERemovedFailureDoesNotSpareTheResets(t *testing.T) {
 	root, _, env := gate2FailedAroundTheGuard(t)
-	files, _ := filepath.Glob(filepath.Join(root, ".des", "audit", "audit-*.log"))
-	for _, file := range files {
-		data, _ := os.ReadFile(file)
-		var kept []byte
-		for _, line := range bytes.SplitAfter(data, []byte{'\n'}) {
-			if !bytes.Contains(line, []byte(`"event":"SUBAGENT_STOP_VALIDATION"`)) {
-				kept = append(kept, line...)
-			}
-		}
-		os.WriteFile(file, kept, 0o644)
-	}
+	removeTrailLines(t, root, "SUBAGENT_STOP_VALIDATION")
 	if r := runSub(t, root, "", env, "stale", "--resolve", e2eStep); r.code != 0 {
 		t.Fatalf("stale --resolve: %d %s %s", r.code, r.stdout, r.stderr)
 	}
