@@ -421,12 +421,10 @@ func (g PreCommit) gate2(ctx context.Context, files []*commitStep) (map[string][
 	for _, f := range files {
 		want[f.rel] = true
 	}
-	entries, err := g.Audit.Read(ctx, audit.Query{Events: gate2Events()})
+	entries, err := gate2Verdicts(ctx, g.Audit, g.VerdictsDir, audit.Query{Events: gate2Events()}, want)
 	if err != nil {
 		return nil, fmt.Errorf("gate 3: read the Gate 2 verdicts in the audit trail: %w", err)
 	}
-	entries = append(entries, KeptFailures(g.VerdictsDir, want)...)
-	slices.SortStableFunc(entries, func(a, b audit.Entry) int { return a.Time.Compare(b.Time) })
 	out := map[string][]any{}
 	for _, e := range entries {
 		step, _ := e.Fields["step_file"].(string)
@@ -448,6 +446,32 @@ func (g PreCommit) gate2(ctx context.Context, files []*commitStep) (map[string][
 		})
 	}
 	return out, nil
+}
+
+// gate2Verdicts are the trail's entries that match q (Gate 2's verdicts and
+// resolutions) with the failures Gate 2 kept in evidenceDir for the steps
+// of want, oldest first: what Gate 3 and Gate2Resets judge a step's latest
+// verdict from.
+func gate2Verdicts(ctx context.Context, log *audit.Log, evidenceDir string, q audit.Query, want map[string]bool) ([]audit.Entry, error) {
+	var entries []audit.Entry
+	if log != nil {
+		var err error
+		if entries, err = log.Read(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	entries = append(entries, KeptFailures(evidenceDir, want)...)
+	slices.SortStableFunc(entries, func(a, b audit.Entry) int { return a.Time.Compare(b.Time) })
+	return entries, nil
+}
+
+// anyList is strs as a JSON array as the trail holds one ([]any).
+func anyList(strs []string) []any {
+	out := make([]any, len(strs))
+	for i, s := range strs {
+		out[i] = s
+	}
+	return out
 }
 
 // KeptFailures are the failures Gate 2 kept in dir (its evidence
@@ -472,19 +496,9 @@ func KeptFailures(dir string, want map[string]bool) []audit.Entry {
 		if ok, err := readRecord(dir, de.Name(), &rec); !ok || err != nil || !rec.Failed || !want[rec.StepFile] {
 			continue
 		}
-		codes := []any{}
-		for _, line := range strings.Split(rec.Reason, "\n") {
-			if code, _, ok := strings.Cut(strings.TrimPrefix(line, "["), "]"); ok && strings.HasPrefix(line, "[") {
-				codes = append(codes, code)
-			}
-		}
-		fields := map[string]any{"step_file": rec.StepFile, "outcome": "FAIL", "codes": codes}
+		fields := map[string]any{"step_file": rec.StepFile, "outcome": "FAIL", "codes": anyList(rec.Codes)}
 		if len(rec.ResetPhases) > 0 {
-			phases := make([]any, len(rec.ResetPhases))
-			for i, p := range rec.ResetPhases {
-				phases[i] = p
-			}
-			fields["reset_phases"] = phases
+			fields["reset_phases"] = anyList(rec.ResetPhases)
 		}
 		out = append(out, audit.Entry{Time: rec.At, Event: audit.SubagentStopValidation, Attested: true, Fields: fields})
 	}

@@ -2,7 +2,6 @@ package gate
 
 import (
 	"context"
-	"slices"
 
 	"github.com/deterministic-exec/des/audit"
 )
@@ -18,16 +17,10 @@ import (
 // a FAILED task, reset them. unsettled says whether such a failure is the
 // step's latest verdict (what Gate 3 refuses to commit).
 func Gate2Resets(ctx context.Context, log *audit.Log, evidenceDir, stepFile string) (phases []string, unsettled bool, err error) {
-	var entries []audit.Entry
-	if log != nil {
-		var err error
-		entries, err = log.Read(ctx, audit.Query{StepFile: stepFile, Events: gate2Events()})
-		if err != nil {
-			return nil, false, err
-		}
+	entries, err := gate2Verdicts(ctx, log, evidenceDir, audit.Query{StepFile: stepFile, Events: gate2Events()}, map[string]bool{stepFile: true})
+	if err != nil {
+		return nil, false, err
 	}
-	entries = append(entries, KeptFailures(evidenceDir, map[string]bool{stepFile: true})...)
-	slices.SortStableFunc(entries, func(a, b audit.Entry) int { return a.Time.Compare(b.Time) })
 	for i := len(entries) - 1; i >= 0; i-- {
 		f := entries[i].Fields
 		if entries[i].Event == audit.SubagentStopValidation && f["outcome"] == "NO_OPINION" {
@@ -39,13 +32,7 @@ func Gate2Resets(ctx context.Context, log *audit.Log, evidenceDir, stepFile stri
 			}
 			return nil, false, nil
 		}
-		named, _ := f["reset_phases"].([]any)
-		for _, p := range named {
-			if s, ok := p.(string); ok {
-				phases = append(phases, s)
-			}
-		}
-		return phases, true, nil
+		return stringList(f["reset_phases"]), true, nil
 	}
 	return nil, false, nil
 }

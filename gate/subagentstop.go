@@ -563,14 +563,7 @@ func (g SubagentStop) recovery(res StopResult, s Stop, task string) []string {
 			}
 		}
 	}
-	var resets []string
-	if ps, ok := res.Decision.Info["reset_phases"].([]any); ok {
-		for _, p := range ps {
-			if s, ok := p.(string); ok {
-				resets = append(resets, s)
-			}
-		}
-	}
+	resets := stringList(res.Decision.Info["reset_phases"])
 	resolve := fmt.Sprintf("`des-hook stale --resolve %s`", res.StepFile)
 	switch {
 	case slices.Contains(res.Decision.Codes(), "DES-STEPFILE-MISSING"):
@@ -663,6 +656,9 @@ type StopRecord struct {
 	Action    string    `json:"action"`
 	Marked    bool      `json:"marked"` // the step file was marked FAILED
 	Reason    string    `json:"reason,omitempty"`
+	// Codes are a failure's codes (codes in the trail), kept here for Gate 3
+	// (KeptFailures).
+	Codes []string `json:"codes,omitempty"`
 	// ResetPhases are the phases a failure names for `des-hook stale
 	// --resolve` to reset besides the unfinished ones (reset_phases in the
 	// trail), kept here too since sandboxed Bash may rewrite the trail.
@@ -836,14 +832,8 @@ func (g SubagentStop) keepVerdict(s Stop, res StopResult, loc location) error {
 	}
 	rec := StopRecord{ToolUseID: id, AgentID: s.AgentID, StepFile: res.StepFile, At: g.now().UTC(), Failed: res.Denied(), Action: res.Action, Marked: res.Marked}
 	if res.Denied() {
-		rec.Reason = res.Reason()
-		if phases, ok := res.Decision.Info["reset_phases"].([]any); ok {
-			for _, p := range phases {
-				if name, ok := p.(string); ok {
-					rec.ResetPhases = append(rec.ResetPhases, name)
-				}
-			}
-		}
+		rec.Reason, rec.Codes = res.Reason(), res.Decision.Codes()
+		rec.ResetPhases = stringList(res.Decision.Info["reset_phases"])
 	}
 	if err := writeRecord(g.Writes, g.Root, g.RunsDir, g.EvidenceDir, rec, names[0]); err != nil {
 		return fmt.Errorf("gate 2: keep the verdict for the orchestrator: %w", err)
@@ -961,4 +951,17 @@ func (s stepRead) taskStatus() string {
 		return ""
 	}
 	return s.step.Status
+}
+
+// stringList is the strings of v, a JSON array as a policy or the trail
+// gives it ([]any); anything else holds none.
+func stringList(v any) []string {
+	var out []string
+	list, _ := v.([]any)
+	for _, x := range list {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -189,8 +189,13 @@ func TestE2ERemovedFailureDecidesNothing(t *testing.T) {
 		t.Fatalf("Gate 2 should fail the step: %+v", out)
 	}
 	removeTrailLines(t, root, "SUBAGENT_STOP_VALIDATION")
-	if r := runSub(t, root, "", env, "precommit", e2eStep); r.code != 1 || !strings.Contains(r.stdout, "[DES-COMMIT-GATE2]") {
+	r := runSub(t, root, "", env, "precommit", e2eStep)
+	if r.code != 1 || !strings.Contains(r.stdout, "[DES-COMMIT-GATE2]") {
 		t.Fatalf("Gate 3 with Gate 2's failure taken out of the trail: exit %d, stdout %s; want DES-COMMIT-GATE2", r.code, r.stdout)
+	}
+	// The kept failure names the codes Gate 2 failed the step with.
+	if !strings.Contains(r.stdout, "DES-PHASE-JUMP") {
+		t.Errorf("Gate 3's message does not name Gate 2's codes: %s", r.stdout)
 	}
 }
 
