@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -119,7 +120,7 @@ func (l *Log) markAttested(entries []Entry, sums [][sha256.Size]byte) {
 		want[e.Seq] = append(want[e.Seq], i)
 		least = min(least, e.Seq)
 	}
-	data, err := fileio.ReadBounded(l.attestFile, maxAttestations)
+	data, err := readAttestations(l.attestFile, least)
 	if errors.Is(err, fs.ErrNotExist) && l.attestStart {
 		// The starter reads before it appended: it starts the
 		// attestations now, or lines chained in before its first append
@@ -190,5 +191,40 @@ func (l *Log) markAttested(entries []Entry, sums [][sha256.Size]byte) {
 			continue
 		}
 		last = at[i]
+	}
+}
+
+// readAttestations reads the end of the attestation file back to a record
+// of a seq below least (all of it when there is none): the reader stops
+// there, so a long history is not read for the few lines a gate asks
+// about. A file over maxAttestations is refused, as a whole read would be.
+func readAttestations(file string, least int64) ([]byte, error) {
+	f, fi, err := fileio.OpenRegular(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size := fi.Size()
+	if size > maxAttestations {
+		return nil, fmt.Errorf("%s: %w: %d bytes, over the %d MiB limit", file, fileio.ErrTooLarge, size, maxAttestations>>20)
+	}
+	for n := int64(64 << 10); ; n *= 4 {
+		off := max(0, size-n)
+		buf := make([]byte, size-off)
+		if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if off == 0 {
+			return buf, nil
+		}
+		buf = buf[bytes.IndexByte(buf, '\n')+1:] // the first line may be cut
+		for rest := buf; len(rest) > 0; {
+			line, next, _ := bytes.Cut(rest, []byte{'\n'})
+			seqText, _, _ := bytes.Cut(line, []byte{' '})
+			if seq, err := strconv.ParseInt(string(seqText), 10, 64); err == nil && seq < least {
+				return buf, nil
+			}
+			rest = next
+		}
 	}
 }

@@ -242,3 +242,38 @@ func TestAttestationsAfterSeqsSetBack(t *testing.T) {
 		t.Errorf("read %v, want %s", got, want)
 	}
 }
+
+// The attestation file is read from its end only as far back as the lines
+// asked about: a long history (here 3,000 lines, 200 KB of records) is read
+// in growing pieces, and lines at either end are attested alike.
+func TestAttestationsOfALongHistory(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "audit")
+	file := filepath.Join(t.TempDir(), "state", "audit-attested")
+	l := mustOpen(t, dir, fixedClock(attestDay), WithAttestations(file, true))
+	batch := make([]Entry, 100)
+	for i := range batch {
+		batch[i] = hookError(map[string]any{"error": "x"})
+	}
+	for range 30 {
+		if err := l.Append(ctx, batch...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forgeLine(t, dir, map[string]any{"error": "forged"})
+	if err := l.Append(ctx, hookError(map[string]any{"error": "last"})); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Size() <= 64<<10 {
+		t.Fatalf("attestation file: %v %v, want more than the first piece read", fi, err)
+	}
+	all := readTrail(t, l)
+	if len(all) != 3002 {
+		t.Fatalf("%d entries", len(all))
+	}
+	for _, e := range all {
+		if want := e.Fields["error"] != "forged"; e.Attested != want {
+			t.Errorf("entry %d (%v) attested = %v, want %v", e.Seq, e.Fields["error"], e.Attested, want)
+		}
+	}
+}
