@@ -169,6 +169,9 @@ func (r *Request) OffersTool(name string) bool {
 type Reply struct {
 	Text  string
 	Tools []ToolCall
+	// Later, when set, builds the reply when the request comes (from
+	// what is on disk by then); Text and Tools are then ignored.
+	Later func() Reply
 }
 
 // A ToolCall is one tool_use block.
@@ -258,6 +261,9 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 	reply, ok := s.script(r)
 	if !ok {
 		reply = Say("ok")
+	}
+	if reply.Later != nil {
+		reply = reply.Later()
 	}
 	s.mu.Lock()
 	for i := range reply.Tools {

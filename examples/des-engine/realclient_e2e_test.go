@@ -1,0 +1,192 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/deterministic-exec/des/internal/modelserver"
+)
+
+// A Bash write to des's policies is denied at PreToolUse; the model is told
+// des's reason, and the file is not written.
+func TestRealClientDenyReachesModel(t *testing.T) {
+	c := realClient(t)
+	for _, via := range []string{viaSDK, viaSettings} {
+		t.Run(via, func(t *testing.T) {
+			root := t.TempDir()
+			writeFile(t, root, ".des/policies/keep.rego", "package keep\n")
+			s := runReal(t, c, root, scripts(
+				conversation("relax the rules",
+					scripted("relax", "Bash", map[string]any{"command": "echo 'package relax' > .des/policies/relax.rego", "description": "relax"})),
+			), realOpts{via: via, prompt: "relax the rules", noSandbox: true})
+			told := s.toldModel(t, toolID("relax"))
+			if !strings.Contains(told, "[DES-PROTECTED-PATH]") {
+				t.Errorf("the model was told %q; want des's DES-PROTECTED-PATH reason", told)
+			}
+			if _, err := os.Stat(filepath.Join(root, ".des/policies/relax.rego")); !os.IsNotExist(err) {
+				t.Errorf(".des/policies/relax.rego: %v; want it never written", err)
+			}
+			if len(s.eventsOf("PreToolUse")) == 0 {
+				t.Errorf("des got no PreToolUse event")
+			}
+			_ = modelserver.Say
+		})
+	}
+}
+
+// A command des cannot read (a script it runs) rewrites des's settings:
+// the effect check after the call restores the file, and the model is
+// told DES-INTEGRITY. The same command failing reaches des as
+// PostToolUseFailure, with the same outcome.
+func TestRealClientIntegrityRestored(t *testing.T) {
+	c := realClient(t)
+	for _, via := range []string{viaSDK, viaSettings} {
+		for _, failing := range []bool{false, true} {
+			name := via + "/succeeds"
+			command := "sh fix.sh"
+			if failing {
+				name, command = via+"/fails", "sh fix.sh; exit 3"
+			}
+			t.Run(name, func(t *testing.T) {
+				root := t.TempDir()
+				const good = `{"stale_threshold_minutes": 45}`
+				writeFile(t, root, ".des/config.json", good)
+				s := runReal(t, c, root, conversation("tidy up",
+					scripted("script", "Write", map[string]any{"file_path": filepath.Join(root, "fix.sh"), "content": "printf '{\"stale_threshold_minutes\": 1}' > .des/config.json\n"}),
+					scripted("run", "Bash", map[string]any{"command": command, "description": "tidy"}),
+				), realOpts{via: via, prompt: "tidy up", noSandbox: true})
+				if got := readFileString(t, root, ".des/config.json"); got != good {
+					t.Errorf(".des/config.json after the call: %q; want it restored to %q", got, good)
+				}
+				if told := s.laterText(toolID("run")); !strings.Contains(told, "DES-INTEGRITY") {
+					t.Errorf("after the Bash call the model was shown %q; want DES-INTEGRITY", told)
+				}
+				want := "PostToolUse"
+				if failing {
+					want = "PostToolUseFailure"
+				}
+				if len(s.eventsOf(want)) == 0 {
+					t.Errorf("des got no %s event", want)
+				}
+			})
+		}
+	}
+}
+
+// The subagent tool, as the client offers it: its name in the init message
+// (the model is offered "Task"), and the name hooks see ("Agent").
+func subagentTool(t *testing.T, s *realSession) string {
+	t.Helper()
+	for _, name := range s.offered() {
+		if name == "Agent" || name == "Task" {
+			return name
+		}
+	}
+	t.Fatalf("the client offers no subagent tool: %v", s.offered())
+	return ""
+}
+
+// Gate 1 on a real subagent call: an incomplete DES prompt is denied with
+// des's reasons; a complete one starts the step, the subagent's writes go
+// through the write guard, and its honest stop passes Gate 2.
+func TestRealClientGate1AndHonestSubagent(t *testing.T) {
+	c := realClient(t)
+	for _, via := range []string{viaSDK, viaSettings} {
+		t.Run(via, func(t *testing.T) {
+			root, _, _ := gate2ProjectUnstarted(t)
+			probe := runReal(t, c, t.TempDir(), conversation("hello"), realOpts{via: viaSDK, prompt: "hello", noSandbox: true})
+			tool := subagentTool(t, probe)
+			full := renderPrompt(t, "execute-step")
+			incomplete := strings.Replace(full, "<!-- DES-SECTION: QUALITY_GATES -->", "", 1)
+			stepPath := filepath.Join(root, e2eStep)
+			s := runReal(t, c, root, scripts(
+				conversation("DES-SECTION: TIMEOUT_INSTRUCTION",
+					scripted("read", "Read", map[string]any{"file_path": stepPath}),
+					deferred(func() modelserver.Reply {
+						return scripted("prepare-start", "Write", map[string]any{"file_path": stepPath, "content": stepWithPhase(t, root, 0, map[string]any{"status": "IN_PROGRESS", "started_at": "2026-11-29T00:00:00Z"})})
+					}),
+					deferred(func() modelserver.Reply {
+						return scripted("prepare-end", "Write", map[string]any{"file_path": stepPath, "content": stepWithPhase(t, root, 0, map[string]any{"status": "EXECUTED", "outcome": "PASS", "outcome_details": "ok", "ended_at": "2026-11-29T00:01:00Z"})})
+					}),
+				),
+				conversation("run step 01-01",
+					scripted("incomplete", tool, map[string]any{"description": "step 01-01", "prompt": incomplete, "subagent_type": "general-purpose"}),
+					scripted("complete", tool, map[string]any{"description": "step 01-01", "prompt": full, "subagent_type": "general-purpose", "run_in_background": false}),
+				),
+			), realOpts{via: via, prompt: "run step 01-01", noSandbox: true})
+			if told := s.toldModel(t, toolID("incomplete")); !strings.Contains(told, "[DES-SECTION-MISSING]") || !strings.Contains(told, "QUALITY_GATES") {
+				t.Errorf("incomplete prompt: the model was told %q; want DES-SECTION-MISSING for QUALITY_GATES", told)
+			}
+			for _, id := range []string{"prepare-start", "prepare-end"} {
+				if told := s.toldModel(t, toolID(id)); strings.Contains(told, "DES-") {
+					t.Errorf("honest write %s: the model was told %q", id, told)
+				}
+			}
+			if stops := s.eventsOf("SubagentStop"); len(stops) != 1 {
+				t.Errorf("SubagentStop events: %d; want 1", len(stops))
+			}
+			for _, e := range s.eventsOf("PreToolUse") {
+				if e["tool_use_id"] == toolID("complete") && e["tool_name"] != "Agent" && e["tool_name"] != "Task" {
+					t.Errorf("the subagent call reached des as %v", e["tool_name"])
+				}
+			}
+			doc := readStep(t, root)
+			if st := doc["state"].(map[string]any)["status"]; st != "IN_PROGRESS" {
+				t.Errorf("task status %v; want IN_PROGRESS (started by Gate 1, not failed by Gate 2)", st)
+			}
+			if p := stepPhases(doc)[0].(map[string]any); p["status"] != "EXECUTED" {
+				t.Errorf("PREPARE: %v; want EXECUTED", p)
+			}
+		})
+	}
+}
+
+// gate2ProjectUnstarted is gate2Project's step, not yet started.
+func gate2ProjectUnstarted(t *testing.T) (root, transcript string, env []string) {
+	t.Helper()
+	root = t.TempDir()
+	var phases []string
+	for i, name := range canonicalPhases {
+		phases = append(phases, `{"phase_name": "`+name+`", "phase_index": `+itoa(i)+`, "status": "NOT_EXECUTED"}`)
+	}
+	writeFile(t, root, e2eStep, `{
+  "task_id": "01-01",
+  "description": "Add a cart total",
+  "state": {"status": "TODO"},
+  "tdd_cycle": {"phase_execution_log": [`+strings.Join(phases, ", ")+`]},
+  "team_notes": {"kept": true}
+}
+`)
+	return root, "", nil
+}
+
+// deferred builds a reply when the request comes, from what is on disk
+// then.
+func deferred(f func() modelserver.Reply) modelserver.Reply {
+	return modelserver.Reply{Later: f}
+}
+
+// stepWithPhase is the step file as it is now with phase i's fields set.
+func stepWithPhase(t *testing.T, root string, i int, set map[string]any) string {
+	t.Helper()
+	doc := readStep(t, root)
+	p := stepPhases(doc)[i].(map[string]any)
+	for k, v := range set {
+		p[k] = v
+	}
+	b, _ := json.MarshalIndent(doc, "", "  ")
+	return string(b) + "\n"
+}
+
+func readFileString(t *testing.T, root, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
