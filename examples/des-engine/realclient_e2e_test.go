@@ -189,4 +189,3 @@ func readFileString(t *testing.T, root, rel string) string {
 	}
 	return string(b)
 }
-
