@@ -274,3 +274,25 @@ func TestE2EGate2RealTranscriptWithoutMarkers(t *testing.T) {
 		t.Error("a subagent that is not des's left an audit trail")
 	}
 }
+
+// A subagent that ran in the background: its result comes back as a
+// <task-notification> prompt after its SubagentStop, and UserPromptSubmit
+// gives the orchestrator Gate 2's failure there.
+func TestE2EGate2VerdictWithTaskNotification(t *testing.T) {
+	root, transcript, env := gate2Project(t)
+	completeAroundTheGuard(t, root)
+	decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false)))
+	prompt := "<task-notification>\n<task-id>a6fbb44895c6a27dd</task-id>\n<tool-use-id>toolu_e2e</tool-use-id>\n<status>completed</status>\n</task-notification>"
+	ev := map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": "UserPromptSubmit", "prompt": prompt}
+	out := decodeStop(t, runHookProcess(t, root, env, ev))
+	if out.HookSpecificOutput == nil || !strings.Contains(out.HookSpecificOutput.AdditionalContext, "DES Gate 2 failed the subagent's work on "+e2eStep) {
+		t.Fatalf("task notification: %+v; want Gate 2's failure as additionalContext", out)
+	}
+	// A prompt that is no notification, or names another call, gets nothing.
+	for _, p := range []string{"go on", strings.ReplaceAll(strings.ReplaceAll(prompt, "toolu_e2e", "toolu_other"), "a6fbb44895c6a27dd", "aother")} {
+		ev["prompt"] = p
+		if r := runHookProcess(t, root, env, ev); r.stdout != "" {
+			t.Errorf("prompt %q: stdout %q; want no output", p, r.stdout)
+		}
+	}
+}

@@ -423,6 +423,11 @@ func postToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 	case rec != nil && rec.Failed:
 		h.requireValidation()
 		parts = append(parts, stopContext(rec))
+	case rec == nil && out.Status == "async_launched" && template.Parse(ev.SubagentStrings().Prompt).HasMarkers:
+		// The subagent runs in the background: this event comes at its
+		// launch, before Gate 2 can judge it. Its verdict comes with the
+		// task notification (userPromptSubmit).
+		parts = append(parts, backgroundNote(ev.ToolUseID))
 	}
 	call := gate.SubagentResult{Tool: ev.ToolName, Cwd: workflowCwd(ev, h.root), Response: ev.ToolResponse}
 	in := ev.SubagentStrings()
@@ -440,6 +445,13 @@ func postToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 		parts = append(parts, next)
 	}
 	return postToolContext(strings.Join(parts, "\n\n"))
+}
+
+// backgroundNote tells the orchestrator where Gate 2's verdict on a
+// subagent running in the background will reach it.
+func backgroundNote(toolUseID string) string {
+	return "DES Gate 2 judges this subagent's step when the subagent stops. It runs in the background, so the verdict is not here: " +
+		"it comes with the subagent's task notification (tool-use-id " + toolUseID + "). Read it before you start the next step."
 }
 
 // stopContext is what the orchestrator is told about a failed stop.

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
@@ -151,7 +153,53 @@ func userPromptSubmit(ctx context.Context, h *hookEnv, ev *Event) response {
 	if err := eng.UserPrompt(ctx, ev.SessionID); err != nil {
 		return h.internalError(eng.Config().DelegationMode != des.DelegationOff, err)
 	}
-	return noOpinion()
+	return taskNotification(h, eng, ev.Prompt)
+}
+
+// taskNotification gives the orchestrator Gate 2's failure of a subagent
+// that ran in the background: Claude Code delivers such a subagent's
+// result as a new prompt, a <task-notification> naming the Agent call
+// (tool-use-id) and the subagent (task-id), after its SubagentStop. The
+// PostToolUse of the call came at its launch, before Gate 2 judged it.
+// A prompt anyone wrote in that shape can only bring a verdict des recorded.
+func taskNotification(h *hookEnv, eng *des.Engine, prompt string) response {
+	if !strings.Contains(prompt, "<task-notification>") {
+		return noOpinion()
+	}
+	var parts []string
+	for _, m := range taskNotificationRE().FindAllStringSubmatch(prompt, -1) {
+		body := m[1]
+		toolUseID, agentID := xmlField(body, "tool-use-id"), xmlField(body, "task-id")
+		rec, err := eng.StopVerdict(toolUseID, agentID)
+		if err != nil {
+			h.logger.Error("hook: cannot read Gate 2's verdict", "tool_use_id", toolUseID, "err", err)
+			continue
+		}
+		if rec != nil && rec.Failed {
+			parts = append(parts, stopContext(rec))
+		}
+	}
+	if len(parts) == 0 {
+		return noOpinion()
+	}
+	return response{specificEvent: eventUserPromptSubmit, additionalContext: strings.Join(parts, "\n\n")}
+}
+
+var taskNotificationRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?s)<task-notification>(.*?)</task-notification>`)
+})
+
+// xmlField is the trimmed text of <name>...</name> in body, "" when absent.
+func xmlField(body, name string) string {
+	_, rest, ok := strings.Cut(body, "<"+name+">")
+	if !ok {
+		return ""
+	}
+	v, _, ok := strings.Cut(rest, "</"+name+">")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(v)
 }
 
 // orchestrateStop marks the subagent stopped in the registry and, when it

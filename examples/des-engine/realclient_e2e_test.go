@@ -189,3 +189,47 @@ func readFileString(t *testing.T, root, rel string) string {
 	}
 	return string(b)
 }
+
+// A subagent the client runs in the background (its default) finishes its
+// step around the write guard. PostToolUse for the call comes at the
+// launch, so des tells the orchestrator there where Gate 2's verdict will
+// come; Gate 2 fails the step at SubagentStop, and the orchestrator reads
+// the failure with the subagent's task notification.
+func TestRealClientBackgroundSubagentVerdict(t *testing.T) {
+	c := realClient(t)
+	for _, via := range []string{viaSDK, viaSettings} {
+		t.Run(via, func(t *testing.T) {
+			root, _, _ := gate2ProjectUnstarted(t)
+			full := renderPrompt(t, "execute-step")
+			s := runReal(t, c, root, scripts(
+				conversation("DES-SECTION: TIMEOUT_INSTRUCTION",
+					deferred(func() modelserver.Reply {
+						// Another process finishes the step while the
+						// subagent works: no tool call des could judge.
+						completeAroundTheGuard(t, root)
+						return modelserver.Say("All 14 phases done, tests green.")
+					}),
+				),
+				conversation("run step 01-01",
+					scripted("launch", "Task", map[string]any{"description": "step 01-01", "prompt": full, "subagent_type": "general-purpose"}),
+				),
+			), realOpts{via: via, prompt: "run step 01-01", noSandbox: true})
+			if told := s.laterText(toolID("launch")); !strings.Contains(told, "runs in the background") {
+				t.Errorf("at the launch the orchestrator was shown %q; want where Gate 2's verdict will come", told)
+			}
+			var notified bool
+			for _, e := range s.eventsOf("UserPromptSubmit") {
+				notified = notified || strings.Contains(e["prompt"].(string), "<task-notification>")
+			}
+			if !notified {
+				t.Skip("this client ran the subagent in the foreground; the background path is not exercised")
+			}
+			if told := s.laterText(toolID("launch")); !strings.Contains(told, "DES Gate 2 failed the subagent's work on "+e2eStep) || !strings.Contains(told, "DES-PHASE-JUMP") {
+				t.Errorf("after the task notification the orchestrator was shown %q; want Gate 2's failure", told)
+			}
+			if st := readStepState(t, root)["status"]; st != "FAILED" {
+				t.Errorf("task status %v; want FAILED (Gate 2, record mode)", st)
+			}
+		})
+	}
+}
