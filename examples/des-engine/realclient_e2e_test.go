@@ -233,3 +233,71 @@ func TestRealClientBackgroundSubagentVerdict(t *testing.T) {
 		})
 	}
 }
+
+// onFailure "block": a des runner whose callback throws, or never answers,
+// blocks the call instead of letting it through; the command never runs.
+func TestRealClientOnFailureBlocks(t *testing.T) {
+	c := realClient(t)
+	for _, mode := range []string{"throw", "hang"} {
+		t.Run(mode, func(t *testing.T) {
+			root := t.TempDir()
+			s := runReal(t, c, root, conversation("make a file",
+				scripted("touch", "Bash", map[string]any{"command": "touch made.txt", "description": "touch"}),
+			), realOpts{via: viaSDK, prompt: "make a file", failure: &realFailure{Event: "PreToolUse", Mode: mode}, hookTimeout: 3})
+			if _, err := os.Stat(filepath.Join(root, "made.txt")); !os.IsNotExist(err) {
+				t.Errorf("made.txt: %v; want the call blocked, the command never run", err)
+			}
+			told := s.toldModel(t, toolID("touch"))
+			t.Logf("the model was told: %s", told)
+			if !strings.Contains(told, "PreToolUse") {
+				t.Errorf("the model was told %q; want the hook failure named", told)
+			}
+		})
+	}
+}
+
+// The same for des's command hooks: a hook binary that is gone, or one
+// that fails, blocks the call (onFailure "block" on PreToolUse).
+func TestRealClientOnFailureBlocksCommandHook(t *testing.T) {
+	c := realClient(t)
+	for name, command := range map[string]string{"missing": "/nonexistent/des-hook", "fails": "exit 1"} {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			s := runReal(t, c, root, conversation("make a file",
+				scripted("touch", "Bash", map[string]any{"command": "touch made.txt", "description": "touch"}),
+			), realOpts{via: viaSettings, prompt: "make a file", hookCommand: command, noSandbox: true})
+			if _, err := os.Stat(filepath.Join(root, "made.txt")); !os.IsNotExist(err) {
+				t.Errorf("made.txt: %v; want the call blocked, the command never run", err)
+			}
+			t.Logf("the model was told: %s", s.toldModel(t, toolID("touch")))
+		})
+	}
+}
+
+// The client takes every key des-hook settings writes: its debug log has
+// no error or warning about the settings file. A bad value is what such a
+// line looks like (so the check can fail).
+func TestRealClientAcceptsDesSettings(t *testing.T) {
+	c := realClient(t)
+	settingsProblems := func(debug string) []string {
+		var out []string
+		for _, l := range strings.Split(debug, "\n") {
+			if (strings.Contains(l, "[ERROR]") || strings.Contains(l, "[WARN]")) && strings.Contains(l, "settings") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	root := t.TempDir()
+	s := runReal(t, c, root, conversation("hello"), realOpts{via: viaSettings, prompt: "hello"})
+	if p := settingsProblems(s.debug); len(p) > 0 {
+		t.Errorf("the client complained about des's settings:\n%s", strings.Join(p, "\n"))
+	}
+	if !strings.Contains(s.debug, filepath.Join(root, ".claude", "settings.json")) {
+		t.Errorf("the debug log never names the project's settings file; is it read?")
+	}
+	bad := runReal(t, c, t.TempDir(), conversation("hello"), realOpts{via: viaSettings, prompt: "hello", settings: map[string]any{"sandbox": map[string]any{"enabled": "yes"}}})
+	if p := settingsProblems(bad.debug); len(p) == 0 {
+		t.Errorf("a bad sandbox.enabled left no error in the debug log; the check above proves nothing")
+	}
+}

@@ -54,6 +54,9 @@ type realOpts struct {
 	// noSandbox drops des's sandbox block from the settings it installs
 	// (the sandbox has its own suite).
 	noSandbox bool
+	// hookCommand, when set, replaces the command of des's hook entries
+	// (viaSettings): a hook that cannot start, or fails.
+	hookCommand string
 }
 
 // realSession is what one run of the client left: the messages it printed,
@@ -147,6 +150,9 @@ func runReal(t *testing.T, c *realclient.Client, root string, script modelserver
 		cmd.Env = append(base, clientEnv...)
 	case viaSettings:
 		settings := desSettings(t, root, o.noSandbox)
+		if o.hookCommand != "" {
+			setHookCommand(settings, o.hookCommand)
+		}
 		// The recorder runs beside des for every event, so the suite sees
 		// the payloads the CLI sent.
 		recorder := "cat >> " + shellQuote(record)
@@ -229,6 +235,18 @@ func desSettings(t *testing.T, root string, noSandbox bool) map[string]any {
 		delete(s, "sandbox")
 	}
 	return s
+}
+
+// setHookCommand points every hook entry at command.
+func setHookCommand(settings map[string]any, command string) {
+	hooks, _ := settings["hooks"].(map[string]any)
+	for _, v := range hooks {
+		for _, m := range v.([]any) {
+			for _, h := range m.(map[string]any)["hooks"].([]any) {
+				h.(map[string]any)["command"] = command
+			}
+		}
+	}
 }
 
 // addRecorder adds a hook that appends each event to a file beside every
