@@ -301,3 +301,27 @@ func TestRealClientAcceptsDesSettings(t *testing.T) {
 		t.Errorf("a bad sandbox.enabled left no error in the debug log; the check above proves nothing")
 	}
 }
+
+// A Write to a path des's permission rules deny (Edit(...) in
+// permissions.deny) is refused by the client itself, before any hook:
+// the file is unchanged and the model gets the client's message, and des
+// sees no event for it (so it writes no audit line; the README says so).
+func TestRealClientPermissionRuleComesFirst(t *testing.T) {
+	c := realClient(t)
+	root := t.TempDir()
+	writeFile(t, root, ".des/config.json", `{}`)
+	s := runReal(t, c, root, conversation("change config",
+		scripted("w", "Write", map[string]any{"file_path": filepath.Join(root, ".des/config.json"), "content": `{"stale_threshold_minutes": 1}`}),
+	), realOpts{via: viaSettings, prompt: "change config", noSandbox: true})
+	if got := readFileString(t, root, ".des/config.json"); got != "{}" {
+		t.Errorf(".des/config.json: %q; want it unchanged", got)
+	}
+	if told := s.toldModel(t, toolID("w")); !strings.Contains(told, "denied by your permission settings") {
+		t.Errorf("the model was told %q; want the client's permission-rule message", told)
+	}
+	for _, e := range s.eventsOf("PreToolUse") {
+		if e["tool_use_id"] == toolID("w") {
+			t.Errorf("des got PreToolUse for a call the permission rules refused: the rules no longer come first")
+		}
+	}
+}

@@ -57,6 +57,8 @@ type realOpts struct {
 	// hookCommand, when set, replaces the command of des's hook entries
 	// (viaSettings): a hook that cannot start, or fails.
 	hookCommand string
+	// extraEvents are connected too (viaSDK), with no matcher.
+	extraEvents []string
 }
 
 // realSession is what one run of the client left: the messages it printed,
@@ -125,6 +127,9 @@ func runReal(t *testing.T, c *realclient.Client, root string, script modelserver
 				spec["timeout"] = o.hookTimeout
 			}
 			hooks[ev] = spec
+		}
+		for _, ev := range o.extraEvents {
+			hooks[ev] = map[string]any{}
 		}
 		cfg := map[string]any{
 			"nodeModules":  c.NodeModules,
