@@ -213,10 +213,10 @@ type MultiEditInput struct {
 
 // BashInput is tool_input of Bash.
 type BashInput struct {
-	Command         string `json:"command"`
-	Description     string `json:"description"`
-	Timeout         int64  `json:"timeout"`
-	RunInBackground bool   `json:"run_in_background"`
+	Command         string  `json:"command"`
+	Description     string  `json:"description"`
+	Timeout         float64 `json:"timeout"` // milliseconds; a JSON number, not always a whole one
+	RunInBackground bool    `json:"run_in_background"`
 }
 
 // SubagentInput decodes tool_input of an Agent or Task call.

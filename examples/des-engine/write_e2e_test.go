@@ -127,6 +127,12 @@ func TestE2EBashWriteToStateBlocked(t *testing.T) {
 	if !strings.HasPrefix(reason, "[DES-STATE-BASH-WRITE] Bash would write .isdlc/state.json") || !strings.Contains(reason, "Edit tool") {
 		t.Errorf("reason = %q", reason)
 	}
+	// Claude Code's timeout is a JSON number: a fractional one is as valid
+	// as a whole one and must not turn the guard off.
+	ev["tool_input"] = map[string]any{"command": "echo '{}' > .isdlc/state.json", "description": "reset state", "timeout": 1000.5}
+	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.HasPrefix(reason, "[DES-STATE-BASH-WRITE]") {
+		t.Errorf("fractional timeout: reason = %q; want DES-STATE-BASH-WRITE", reason)
+	}
 	ev["tool_input"] = map[string]any{"command": "jq .state_version .isdlc/state.json"}
 	if r := runHookProcess(t, root, nil, ev); r.stdout != "" {
 		t.Errorf("a read was judged: %s", r.stdout)
