@@ -108,8 +108,11 @@ func preToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 // writeGuard guards Write/Edit/MultiEdit before they land: workflow
 // documents (document_write) and DES's own files (protected paths).
 func writeGuard(ctx context.Context, h *hookEnv, ev *Event) response {
-	call, ok := writeCall(ev, h.root)
-	if !ok {
+	call, err := readWriteCall(ev, h.root)
+	if err != nil {
+		return unreadableCall(h, ev, err)
+	}
+	if call.Path == "" {
 		return noOpinion() // no file named: Claude Code refuses the call itself
 	}
 	tool := gate.ToolCall{Tool: ev.ToolName, Paths: []string{call.Path}, Facts: h.partialFacts(call), ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID}
@@ -165,24 +168,31 @@ func subagentPrompt(ev *Event) (string, error) {
 // taken against the event's cwd, where Claude Code resolves it, not the
 // project root: the two differ once the session has cd'd.
 func writeCall(ev *Event, root string) (gate.WriteCall, bool) {
+	call, err := readWriteCall(ev, root)
+	return call, err == nil && call.Path != ""
+}
+
+// readWriteCall is writeCall with the decoding error, for the guard: a
+// call Claude Code may run but des cannot read is denied, not passed.
+func readWriteCall(ev *Event, root string) (gate.WriteCall, error) {
 	call := gate.WriteCall{Tool: ev.ToolName, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID}
 	switch ev.ToolName {
 	case toolWrite:
 		in, err := ev.WriteInput()
 		if err != nil {
-			return call, false
+			return call, err
 		}
 		call.Path, call.Content = in.FilePath, &in.Content
 	case toolEdit:
 		in, err := ev.EditInput()
 		if err != nil {
-			return call, false
+			return call, err
 		}
 		call.Path, call.Edits = in.FilePath, []gate.Edit{{Old: in.OldString, New: in.NewString, ReplaceAll: in.ReplaceAll}}
 	case toolMultiEdit:
 		in, err := ev.MultiEditInput()
 		if err != nil {
-			return call, false
+			return call, err
 		}
 		call.Path = in.FilePath
 		for _, e := range in.Edits {
@@ -192,7 +202,18 @@ func writeCall(ev *Event, root string) (gate.WriteCall, bool) {
 	if call.Path != "" && !filepath.IsAbs(call.Path) {
 		call.Path = eventDir(ev, root) + string(filepath.Separator) + call.Path // not Join: "link/.." is taken after the link
 	}
-	return call, call.Path != ""
+	return call, nil
+}
+
+// unreadableCall denies a call des must judge but cannot read: a field of
+// tool_input of a type des does not expect. Passing it would switch the
+// guard off for whatever the call does.
+func unreadableCall(h *hookEnv, ev *Event, err error) response {
+	h.requireValidation()
+	h.logger.Error("DES internal error: the tool call cannot be read", "tool", ev.ToolName, "err", err)
+	return denyPreToolUse(gate.Internal("", fmt.Errorf("cannot read the %s call: %w", ev.ToolName, err),
+		"Claude Code sent a "+ev.ToolName+" call whose tool_input DES cannot read (the field named above): retry the call with that field left out or as a plain value.",
+		"If Claude Code itself sends this form, report it with the hook's stderr (DES_LOG_LEVEL=debug): DES must learn to read it.").Reason())
 }
 
 // workflowCwd is the event's cwd as Claude Code sent it, for choosing a
@@ -249,8 +270,11 @@ func preToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
 // bashGuard is preToolUseBash without the delegation rules.
 func bashGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 	in, err := ev.BashInput()
-	if err != nil || in.Command == "" {
-		return noOpinion()
+	if err != nil {
+		return unreadableCall(h, ev, err)
+	}
+	if in.Command == "" {
+		return noOpinion() // nothing to run: Claude Code refuses the call itself
 	}
 	// Whatever the reading of the command below finds, its effect on DES's
 	// files is checked after it runs: the baseline is taken now.

@@ -133,6 +133,12 @@ func TestE2EBashWriteToStateBlocked(t *testing.T) {
 	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.HasPrefix(reason, "[DES-STATE-BASH-WRITE]") {
 		t.Errorf("fractional timeout: reason = %q; want DES-STATE-BASH-WRITE", reason)
 	}
+	// A field des cannot read is a call it cannot judge: denied, naming
+	// the field, never passed.
+	ev["tool_input"] = map[string]any{"command": "echo '{}' > .isdlc/state.json", "timeout": "soon"}
+	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.HasPrefix(reason, "[DES-INTERNAL]") || !strings.Contains(reason, "timeout") {
+		t.Errorf("mistyped timeout: reason = %q; want DES-INTERNAL naming timeout", reason)
+	}
 	ev["tool_input"] = map[string]any{"command": "jq .state_version .isdlc/state.json"}
 	if r := runHookProcess(t, root, nil, ev); r.stdout != "" {
 		t.Errorf("a read was judged: %s", r.stdout)
