@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/deterministic-exec/des/internal/filelock"
 )
@@ -17,6 +18,9 @@ const lockName = ".lock"
 // [WithRoot]) and takes the directory's file lock, giving up when ctx is
 // done. The returned func releases both and closes the directory; the
 // appender writes through that directory.
+// LockWait bounds the wait for the trail's lock.
+const LockWait = 3 * time.Second
+
 func (l *Log) lock(ctx context.Context) (dir *os.Root, unlock func(), err error) {
 	path := filepath.Join(l.dir, lockName)
 	select {
@@ -28,7 +32,13 @@ func (l *Log) lock(ctx context.Context) (dir *os.Root, unlock func(), err error)
 		<-l.sem
 		return nil, nil, err
 	}
-	fl, err := filelock.AcquireIn(ctx, dir, lockName)
+	// An append holds the lock for milliseconds; a holder that keeps it for
+	// seconds is stuck or hostile (an agent's `flock .des/audit/.lock sleep
+	// 120 &`), and waiting for the caller's whole deadline would make every
+	// hook call that long.
+	lctx, cancel := context.WithTimeout(ctx, LockWait)
+	defer cancel()
+	fl, err := filelock.AcquireIn(lctx, dir, lockName)
 	if err != nil {
 		err = notDESFile(dir, lockName, err)
 		dir.Close()

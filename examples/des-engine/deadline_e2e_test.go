@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/deterministic-exec/des/audit"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,6 +79,25 @@ func TestE2EHeldAuditLockEndsAtTheDeadline(t *testing.T) {
 	// A command that is none of DES's business does not wait on the lock.
 	if r := timedRun(t, root, 1500*time.Millisecond, bashEvent(t, root, "ls -la")); r.stdout != "" {
 		t.Errorf("ls: want no opinion, got %s", r.stdout)
+	}
+}
+
+// With the default deadline (20 s) a held audit lock costs a few seconds,
+// not the whole deadline: appends take milliseconds, so des stops waiting
+// after audit.LockWait.
+func TestE2EHeldAuditLockWaitIsBounded(t *testing.T) {
+	root := gitProject(t)
+	writeFile(t, root, stepPath, finishedStep(t, "EXECUTED"))
+	git(t, root, "add", stepPath)
+	lock := filepath.Join(root, ".des", "audit", ".lock")
+	holdLock(t, lock)
+	start := time.Now()
+	r := runHookProcess(t, root, nil, bashEvent(t, root, "git commit -m step"))
+	if took := time.Since(start); took > audit.LockWait+5*time.Second {
+		t.Errorf("the hook took %v with the audit lock held; want about %v", took, audit.LockWait)
+	}
+	if reason := denyReason(t, r); !strings.Contains(reason, "[DES-INTERNAL]") || !strings.Contains(reason, "held by another process") {
+		t.Errorf("reason: %s", reason)
 	}
 }
 
