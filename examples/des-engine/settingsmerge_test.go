@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -319,5 +320,40 @@ func TestShellWords(t *testing.T) {
 		if !ok || !slices.Equal(got, want) {
 			t.Errorf("shellWords(%q) = %q %v, want %q", in, got, ok, want)
 		}
+	}
+}
+
+func TestCommandWordRunsExe(t *testing.T) {
+	dir := t.TempDir()
+	exe := dir + "/real/des-hook"
+	if err := os.MkdirAll(dir+"/real", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir+"/bin", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(exe, dir+"/bin/des-hook"); err != nil {
+		t.Skip("no symbolic links:", err)
+	}
+	env := envMap{"PATH": "relative:" + dir + "/bin", "HOME": dir}
+	for word, want := range map[string]bool{
+		"des-hook":                       true, // found on PATH, a link to exe
+		"~/real/des-hook":                true,
+		"$CLAUDE_PROJECT_DIR/des-hook":   true, // root is dir/real
+		dir + "/bin/des-hook":            true,
+		"other":                          false,
+		dir + "/real/missing":            false,
+		"${CLAUDE_PROJECT_DIR}/../bin/x": false,
+	} {
+		if got := commandWordRunsExe(word, exe, dir+"/real", env.lookup); got != want {
+			t.Errorf("commandWordRunsExe(%q) = %v, want %v", word, got, want)
+		}
+	}
+	h := &hookEnv{exe: exe, root: dir, lookupEnv: env.lookup}
+	if !h.isDESCommand("des-hook") || h.isDESCommand("des-hook-other") {
+		t.Error("isDESCommand does not take the bare name PATH finds as des's")
 	}
 }
