@@ -19,6 +19,9 @@ type desPart struct {
 	deny, denyWrite []string
 	// sandbox: sandbox.enabled and allowUnsandboxedCommands go here.
 	sandbox bool
+	// keepHooks leaves the file's hooks and statusLine as they are: the
+	// team's portable des-hook entries this machine cannot run as written.
+	keepHooks bool
 }
 
 // fileRecord is what des added to one settings file: the entries a later
@@ -147,16 +150,17 @@ func mergeSettings(old []byte, want desPart, prev fileRecord, own *desOwner) (me
 	if err != nil {
 		return r, fmt.Errorf("not a JSON object des can merge into: %w", err)
 	}
-	if r.changes, err = mergeHooks(doc, want.hooks, own); err != nil {
-		return r, err
+	if !want.keepHooks {
+		if r.changes, err = mergeHooks(doc, want.hooks, own); err != nil {
+			return r, err
+		}
+		ch, err := mergeStatusLine(doc, want.statusLine, own)
+		if err != nil {
+			return r, err
+		}
+		r.changes = append(r.changes, ch...)
 	}
-	ch, err := mergeStatusLine(doc, want.statusLine, own)
-	if err != nil {
-		return r, err
-	}
-	r.changes = append(r.changes, ch...)
-	var added []string
-	ch, added, err = mergeList(doc, want.deny, prev.Deny, "permissions", "deny")
+	ch, added, err := mergeList(doc, want.deny, prev.Deny, "permissions", "deny")
 	if err != nil {
 		return r, err
 	}

@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -360,6 +361,18 @@ func (w *settingsWriter) run(ctx context.Context, flagCmd string) int {
 		}
 	}
 	var notes []string
+	if !shared {
+		if cmd := portableDESHook(files[sharedSettingsFile], own); cmd != "" {
+			// The team's shared file runs des through a portable command
+			// that this binary is not: replacing it would change every
+			// colleague's hooks, and adding this machine's own would run
+			// des twice. Both files' hooks stay; the user fixes the PATH.
+			sharedPart.keepHooks, localPart.hooks, localPart.statusLine = true, nil, nil
+			notes = append(notes, fmt.Sprintf("warning: %s runs des as %q, which is not this binary here: des's hooks were left as they are. "+
+				"Make %q find this binary on this machine (for des-hook: a link to %s in a directory on PATH) and run des-hook settings --write again",
+				sharedSettingsFile, cmd, cmd, exe))
+		}
+	}
 	for _, rel := range []string{sharedSettingsFile, localSettingsFile} {
 		doc, err := parseJSONObject(files[rel])
 		if err != nil {
@@ -420,8 +433,19 @@ func (w *settingsWriter) run(ctx context.Context, flagCmd string) int {
 			fmt.Fprintf(e.stdout, "  created: keep it out of git (Claude Code adds it to .gitignore only when it creates the file itself)\n")
 		}
 	}
+	if failed {
+		// A file left as it was may still hold the commands des wrote before.
+		for _, c := range rec.Commands {
+			if !slices.Contains(newRec.Commands, c) {
+				newRec.Commands = append(newRec.Commands, c)
+			}
+		}
+	}
 	for _, n := range notes {
-		fmt.Fprintf(e.stdout, "note: %s\n", n)
+		if !strings.HasPrefix(n, "warning: ") {
+			n = "note: " + n
+		}
+		fmt.Fprintln(e.stdout, n)
 	}
 	if !changed {
 		fmt.Fprintf(e.stdout, "nothing changed: %s and %s already install des\n", sharedSettingsFile, localSettingsFile)
@@ -440,6 +464,40 @@ func (w *settingsWriter) run(ctx context.Context, flagCmd string) int {
 		return exitUsage
 	}
 	return exitOK
+}
+
+// portableDESHook is the first of des's hook commands in a settings file
+// that names des portably (a bare name found on PATH, or a path from
+// $CLAUDE_PROJECT_DIR), "" when there is none.
+func portableDESHook(data []byte, own *desOwner) string {
+	if len(data) == 0 {
+		return ""
+	}
+	var s struct {
+		Hooks map[string][]struct {
+			Matcher string `json:"matcher"`
+			Hooks   []struct {
+				Command string `json:"command"`
+			} `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if json.Unmarshal(data, &s) != nil {
+		return ""
+	}
+	for ev, groups := range s.Hooks {
+		for _, g := range groups {
+			for _, h := range g.Hooks {
+				words, ok := shellWords(h.Command)
+				if !ok || len(words) != 1 || !own.isHook(ev, g.Matcher, h.Command) {
+					continue
+				}
+				if !strings.ContainsAny(words[0], `/\`) || strings.HasPrefix(words[0], "$CLAUDE_PROJECT_DIR/") || strings.HasPrefix(words[0], "${CLAUDE_PROJECT_DIR}/") {
+					return h.Command
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // hooksOr is p's hooks, else o's (des's hooks are in one of the parts).

@@ -263,6 +263,19 @@ func TestE2ESettingsWriteUpgradeReplaces(t *testing.T) {
 	if !bytes.Contains(shared, []byte(`"Bash(rm -rf:*)"`)) || !bytes.Contains(shared, []byte("prettier")) {
 		t.Errorf("the user's entries were lost:\n%s", shared)
 	}
+
+	// A machine whose PATH has no des-hook leaves the team's shared hooks
+	// alone, adds none of its own, and says why.
+	r = s.run(t, s.env, newBin, "--write")
+	if r.code != 0 || !strings.Contains(r.stdout, `warning: .claude/settings.json runs des as "des-hook"`) {
+		t.Errorf("--write without des-hook on PATH: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := s.read(t, "settings.json"); !bytes.Equal(got, shared) {
+		t.Errorf("settings.json changed:\n%s", got)
+	}
+	if local := s.read(t, "settings.local.json"); bytes.Contains(local, []byte(`"hooks"`)) {
+		t.Errorf("settings.local.json got hooks of its own: des would run twice\n%s", local)
+	}
 }
 
 func TestE2ESettingsWriteRefusesLinks(t *testing.T) {
