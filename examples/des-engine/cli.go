@@ -48,7 +48,7 @@ type command struct {
 // commands lists the subcommands, in the order usage shows them.
 func commands() []command {
 	return []command{
-		{"settings", "[--command PATH]   print the .claude/settings.json part that installs DES", runSettings},
+		{"settings", "[--write] [--command PATH]  install DES in .claude/settings.json (--write), or print the part to merge", runSettings},
 		{"policies", "[--json]           list the codes the loaded policies can yield", runPolicies},
 		{"test", "[DIR...]           run the team's Rego tests with the built-in policies loaded", runTest},
 		{"stale", "[--resolve FILE]    list stale work, or reset it in FILE", runStale},
@@ -301,9 +301,8 @@ func hooksSettings(command string, prot protections) settingsBlock {
 	return s
 }
 
-// settingsNotes go to stderr: which Claude Code version each part needs.
-const settingsNotes = `des-hook settings: merge this object into .claude/settings.json. What each part needs:
-  hooks PreToolUse, PostToolUse, SubagentStop   any Claude Code with command hooks
+// settingsNeeds go to stderr: which Claude Code version each part needs.
+const settingsNeeds = `  hooks PreToolUse, PostToolUse, SubagentStop   any Claude Code with command hooks
   hooks PostToolUseFailure                      a Claude Code that sends the event (2.1 and later)
   hooks SubagentStart, UserPromptSubmit         a Claude Code that sends the events; without them the
                                                 subagent registry and the count of direct calls per
@@ -319,14 +318,32 @@ const settingsNotes = `des-hook settings: merge this object into .claude/setting
 `
 
 func runSettings(ctx context.Context, e env, args []string) int {
-	fs := newFlagSet(e, "settings", "[--command PATH]",
+	fs := newFlagSet(e, "settings", "[--write] [--command PATH]",
 		"Prints the part of .claude/settings.json that installs this binary as DES's Claude Code\n"+
 			"hook and turns on Claude Code's own protections of DES's files: permission deny rules\n"+
-			"for the file tools and the sandbox's denyWrite list. Merge it into the project's\n"+
-			"settings. Which Claude Code version each part needs is printed on stderr.")
-	command := fs.String("command", "", "path of the hook binary, quoted for the shell (default: this executable)")
+			"for the file tools and the sandbox's denyWrite list. With --write, merges it into the\n"+
+			"project's settings instead: what every machine shares into .claude/settings.json, this\n"+
+			"machine's paths into .claude/settings.local.json, the user's entries kept; a second run\n"+
+			"changes nothing. Which Claude Code version each part needs is printed on stderr.")
+	command := fs.String("command", "", "path of the hook binary, quoted for the shell (default: this executable; with --write, des-hook when PATH finds this executable under that name)")
+	write := fs.Bool("write", false, "merge into .claude/settings.json and .claude/settings.local.json instead of printing")
 	if code, done := parseFlags(fs, args, 0); done {
 		return code
+	}
+	if *write {
+		root, err := filepath.Abs(commandRoot(ctx, e.lookupEnv))
+		if err != nil {
+			fmt.Fprintf(e.stderr, "des-hook settings --write: %v\n", err)
+			return exitUsage
+		}
+		cfg, err := des.LoadConfig(root, e.lookupEnv)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "des-hook settings --write: %v; fix the settings first: the protected paths come from them\n", err)
+			return exitUsage
+		}
+		fmt.Fprint(e.stderr, "des-hook settings: what each part needs:\n"+settingsNeeds)
+		w := &settingsWriter{e: e, root: root, cfg: cfg, checks: settingsWriteChecks}
+		return w.run(ctx, *command)
 	}
 	path := *command
 	if path == "" {
@@ -346,7 +363,7 @@ func runSettings(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stderr, "des-hook settings: %v; the protected paths are those of the default settings\n", err)
 		cfg = des.DefaultConfig()
 	}
-	fmt.Fprint(e.stderr, settingsNotes)
+	fmt.Fprint(e.stderr, "des-hook settings: merge this object into .claude/settings.json, or run des-hook settings --write. What each part needs:\n"+settingsNeeds)
 	return writeJSON(e, "settings", hooksSettings(shellQuote(path), protectedPaths(cfg, statedir.For(root, e.lookupEnv), des.AuditWitnessDir(e.lookupEnv), path)))
 }
 

@@ -73,9 +73,17 @@ func userFiles(lookupEnv func(string) (string, bool)) map[string]string {
 }
 
 // isDESCommand tells DES's own hook entries in Claude Code's settings:
-// those whose command runs this executable.
+// those whose command runs this executable, a bare name ("des-hook", as
+// settings --write writes it when PATH finds this binary) included.
 func (h *hookEnv) isDESCommand(command string) bool {
-	return h.exe != "" && integrity.CommandRunsExecutable(command, h.exe, h.root)
+	if h.exe == "" {
+		return false
+	}
+	if integrity.CommandRunsExecutable(command, h.exe, h.root) {
+		return true
+	}
+	words, ok := shellWords(command)
+	return ok && len(words) > 0 && !strings.ContainsAny(words[0], `/\`) && commandWordRunsExe(words[0], h.exe, h.root, h.lookupEnv)
 }
 
 // watched is the watched set of the settings in force, nil when they do

@@ -7,13 +7,13 @@
 //
 //	CGO_ENABLED=0 go build -o ~/bin/des-hook ./examples/hook
 //	CGO_ENABLED=0 go build -o ~/bin/des-engine ./examples/des-engine
-//	~/bin/des-hook settings     # the .claude/settings.json part that installs it
+//	~/bin/des-hook settings --write   # install it in the project's .claude/settings*.json
 //
 // With no arguments it is a Claude Code command hook: it reads one hook event
 // (JSON, at most 8 MiB) on stdin and writes at most one JSON object on
 // stdout, always exiting 0. With a subcommand it is a CLI:
 //
-//	des-hook settings [--command PATH]   print the .claude/settings.json hooks block
+//	des-hook settings [--write]          install des in .claude/settings*.json, or print the block
 //	des-hook policies [--json]           list the codes the loaded policies can yield
 //	des-hook precommit [FILE...]         Gate 3 on step files, or on the staged ones
 //	des-hook precommit --install         write the git pre-commit hook that runs it

@@ -6,7 +6,7 @@
 //
 //	CGO_ENABLED=0 go build -o ~/bin/des-hook ./examples/hook
 //	CGO_ENABLED=0 go build -o ~/bin/des-engine ./examples/des-engine
-//	~/bin/des-hook settings     # the .claude/settings.json part that installs it
+//	~/bin/des-hook settings --write   # install it in the project's .claude/settings*.json
 //
 // With no arguments it is a Claude Code command hook: it reads one event on
 // stdin and writes at most one JSON object on stdout, always exiting 0. With
