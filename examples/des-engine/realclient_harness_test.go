@@ -154,28 +154,35 @@ func runReal(t *testing.T, c *realclient.Client, root string, script modelserver
 		cmd = exec.CommandContext(ctx, c.Node, runner, cfgFile)
 		cmd.Env = append(base, clientEnv...)
 	case viaSettings:
-		settings := desSettings(t, root, o.noSandbox)
-		if o.hookCommand != "" {
-			setHookCommand(settings, o.hookCommand)
+		// des installed as a user installs it: des-hook settings --write,
+		// which splits its entries between the shared and the local file.
+		files := installSettings(t, root)
+		for _, settings := range files {
+			if o.noSandbox {
+				delete(settings, "sandbox")
+			}
+			if o.hookCommand != "" {
+				setHookCommand(settings, o.hookCommand)
+			}
+			// The recorder runs beside des for every event, so the suite
+			// sees the payloads the client sent.
+			addRecorder(settings, "cat >> "+shellQuote(record))
 		}
-		// The recorder runs beside des for every event, so the suite sees
-		// the payloads the CLI sent.
-		recorder := "cat >> " + shellQuote(record)
-		addRecorder(settings, recorder)
-		if o.settings != nil {
-			for k, v := range o.settings {
-				if k != "hooks" {
-					settings[k] = v
-				}
+		shared := files[".claude/settings.json"]
+		for k, v := range o.settings {
+			if k != "hooks" {
+				shared[k] = v
 			}
 		}
-		perms, _ := settings["permissions"].(map[string]any)
+		perms, _ := shared["permissions"].(map[string]any)
 		if perms == nil {
 			perms = map[string]any{}
-			settings["permissions"] = perms
+			shared["permissions"] = perms
 		}
 		perms["allow"] = []any{"Bash", "Write", "Edit", "Read", "Task", "Agent"}
-		writeJSONFile(t, filepath.Join(root, ".claude", "settings.json"), settings)
+		for name, settings := range files {
+			writeJSONFile(t, filepath.Join(root, filepath.FromSlash(name)), settings)
+		}
 		cmd = exec.CommandContext(ctx, c.CLI, "-p", o.prompt, "--output-format", "stream-json", "--verbose", "--debug-file", debug)
 		cmd.Env = append(append(base, clientEnv...), hookEnv...)
 	default:
@@ -221,25 +228,27 @@ func runReal(t *testing.T, c *realclient.Client, root string, script modelserver
 	return s
 }
 
-// desSettings is what `des-hook settings --command hookBin` prints for
-// root, decoded.
-func desSettings(t *testing.T, root string, noSandbox bool) map[string]any {
+// installSettings runs `des-hook settings --write` in root and returns
+// the two files it wrote, decoded, by their root-relative names.
+func installSettings(t *testing.T, root string) map[string]map[string]any {
 	t.Helper()
-	cmd := exec.Command(hookBin, "settings", "--command", hookBin)
+	cmd := exec.Command(hookBin, "settings", "--write")
 	cmd.Dir = root
 	cmd.Env = append(cleanEnviron(), "CLAUDE_PROJECT_DIR="+root)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("des-hook settings: %v", err)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("des-hook settings --write: %v\n%s", err, out)
 	}
-	var s map[string]any
-	if err := json.Unmarshal(out, &s); err != nil {
-		t.Fatalf("des-hook settings printed %q: %v", out, err)
+	files := map[string]map[string]any{}
+	for _, name := range []string{".claude/settings.json", ".claude/settings.local.json"} {
+		m := map[string]any{}
+		if raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name))); err == nil {
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		files[name] = m
 	}
-	if noSandbox {
-		delete(s, "sandbox")
-	}
-	return s
+	return files
 }
 
 // setHookCommand points every hook entry at command.
@@ -259,6 +268,9 @@ func setHookCommand(settings map[string]any, command string) {
 func addRecorder(settings map[string]any, command string) {
 	hooks, _ := settings["hooks"].(map[string]any)
 	for _, v := range hooks {
+		if v == nil {
+			continue
+		}
 		for _, m := range v.([]any) {
 			mm := m.(map[string]any)
 			mm["hooks"] = append(mm["hooks"].([]any), map[string]any{"type": "command", "command": command})
