@@ -256,16 +256,21 @@ func TestRealClientOnFailureBlocks(t *testing.T) {
 	}
 }
 
-// The same for des's command hooks: a hook binary that is gone, or one
-// that fails, blocks the call (onFailure "block" on PreToolUse).
+// The same for des's command hooks: a hook binary that is gone, one that
+// fails, or one that runs past its timeout blocks the call (onFailure
+// "block" on PreToolUse).
 func TestRealClientOnFailureBlocksCommandHook(t *testing.T) {
 	c := realClient(t)
-	for name, command := range map[string]string{"missing": "/nonexistent/des-hook", "fails": "exit 1"} {
+	for name, command := range map[string]string{"missing": "/nonexistent/des-hook", "fails": "exit 1", "times-out": "sleep 30"} {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()
+			timeout := 0
+			if name == "times-out" {
+				timeout = 2
+			}
 			s := runReal(t, c, root, conversation("make a file",
 				scripted("touch", "Bash", map[string]any{"command": "touch made.txt", "description": "touch"}),
-			), realOpts{via: viaSettings, prompt: "make a file", hookCommand: command, noSandbox: true})
+			), realOpts{via: viaSettings, prompt: "make a file", hookCommand: command, hookTimeout: timeout, noSandbox: true})
 			if _, err := os.Stat(filepath.Join(root, "made.txt")); !os.IsNotExist(err) {
 				t.Errorf("made.txt: %v; want the call blocked, the command never run", err)
 			}
@@ -323,5 +328,45 @@ func TestRealClientPermissionRuleComesFirst(t *testing.T) {
 		if e["tool_use_id"] == toolID("w") {
 			t.Errorf("des got PreToolUse for a call the permission rules refused: the rules no longer come first")
 		}
+	}
+}
+
+// Gate 2 in block mode (gate2_on_failure "block") on a real subagent: its
+// stop is refused once with des's reason, the subagent gets that reason as
+// its next instructions and works on, and the step is not marked FAILED.
+func TestRealClientGate2BlockSendsSubagentBack(t *testing.T) {
+	c := realClient(t)
+	root, _, _ := gate2ProjectUnstarted(t)
+	writeFile(t, root, ".des/config.json", `{"gate2_on_failure": "block"}`)
+	full := renderPrompt(t, "execute-step")
+	s := runReal(t, c, root, scripts(
+		conversation("DES-SECTION: TIMEOUT_INSTRUCTION",
+			deferred(func() modelserver.Reply {
+				completeAroundTheGuard(t, root)
+				return modelserver.Say("All 14 phases done.")
+			}),
+		),
+		conversation("run step 01-01",
+			scripted("launch", "Task", map[string]any{"description": "step 01-01", "prompt": full, "subagent_type": "general-purpose", "run_in_background": false}),
+		),
+	), realOpts{via: viaSettings, prompt: "run step 01-01", noSandbox: true})
+	stops := s.eventsOf("SubagentStop")
+	if len(stops) < 2 {
+		t.Fatalf("SubagentStop events: %d; want the blocked stop and the one after it", len(stops))
+	}
+	if stops[1]["stop_hook_active"] != true {
+		t.Errorf("second stop: stop_hook_active %v; want true (the subagent was sent back)", stops[1]["stop_hook_active"])
+	}
+	// The subagent's conversation after the block holds des's reason.
+	var sentBack bool
+	for _, r := range s.model.Requests() {
+		if strings.Contains(r.FirstUserText(), "DES-SECTION: TIMEOUT_INSTRUCTION") && r.Turn() >= 1 {
+			for _, m := range r.Messages {
+				sentBack = sentBack || (m.Role != "assistant" && strings.Contains(m.Text(), "DES-PHASE-JUMP"))
+			}
+		}
+	}
+	if !sentBack {
+		t.Errorf("the subagent was never shown Gate 2's reason")
 	}
 }

@@ -46,7 +46,8 @@ type realOpts struct {
 	hookEnv []string
 	// failure, for the SDK runner's callback: onFailure checks.
 	failure *realFailure
-	// hookTimeout in seconds for the SDK matchers (0: the default).
+	// hookTimeout in seconds for the SDK matchers and des's command hooks
+	// (0: des's settings).
 	hookTimeout int
 	// settings, when set, are written to .claude/settings.json before
 	// the run (viaSettings merges des's into them).
@@ -164,6 +165,9 @@ func runReal(t *testing.T, c *realclient.Client, root string, script modelserver
 			if o.hookCommand != "" {
 				setHookCommand(settings, o.hookCommand)
 			}
+			if o.hookTimeout > 0 {
+				setHookTimeout(settings, o.hookTimeout)
+			}
 			// The recorder runs beside des for every event, so the suite
 			// sees the payloads the client sent.
 			addRecorder(settings, "cat >> "+shellQuote(record))
@@ -258,6 +262,21 @@ func setHookCommand(settings map[string]any, command string) {
 		for _, m := range v.([]any) {
 			for _, h := range m.(map[string]any)["hooks"].([]any) {
 				h.(map[string]any)["command"] = command
+			}
+		}
+	}
+}
+
+// setHookTimeout sets every hook entry's timeout, in seconds.
+func setHookTimeout(settings map[string]any, seconds int) {
+	hooks, _ := settings["hooks"].(map[string]any)
+	for _, v := range hooks {
+		if v == nil {
+			continue
+		}
+		for _, m := range v.([]any) {
+			for _, h := range m.(map[string]any)["hooks"].([]any) {
+				h.(map[string]any)["timeout"] = seconds
 			}
 		}
 	}
