@@ -370,3 +370,31 @@ func TestRealClientGate2BlockSendsSubagentBack(t *testing.T) {
 		t.Errorf("the subagent was never shown Gate 2's reason")
 	}
 }
+
+// A tool input with a key given twice: the client reads it as JavaScript's
+// JSON.parse does (the last wins), and des judges the same file the client
+// writes, whatever it is sent.
+func TestRealClientDuplicateKeysJudgedAsWritten(t *testing.T) {
+	c := realClient(t)
+	root := t.TempDir()
+	writeFile(t, root, ".des/policies/keep.rego", "package keep\n")
+	raw := json.RawMessage(`{"file_path": "` + filepath.Join(root, "harmless.txt") + `", "content": "package relax\n", "file_path": "` + filepath.Join(root, ".des/policies/relax.rego") + `"}`)
+	s := runReal(t, c, root, conversation("write it",
+		scripted("dup", "Write", raw),
+	), realOpts{via: viaSDK, prompt: "write it"})
+	told := s.toldModel(t, toolID("dup"))
+	for _, p := range []string{"harmless.txt", ".des/policies/relax.rego"} {
+		if _, err := os.Stat(filepath.Join(root, p)); !os.IsNotExist(err) {
+			t.Errorf("%s was written (%v); the model was told %q", p, err, told)
+		}
+	}
+	if !strings.Contains(told, "[DES-PROTECTED-PATH]") {
+		t.Errorf("the model was told %q; want des's deny of the file the client would write", told)
+	}
+	for _, e := range s.eventsOf("PreToolUse") {
+		if e["tool_use_id"] == toolID("dup") {
+			b, _ := json.Marshal(e["tool_input"])
+			t.Logf("des was sent tool_input %s", b)
+		}
+	}
+}
