@@ -291,7 +291,22 @@ func (r *Registry) lock(ctx context.Context) (func(), error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	l, err := filelock.Acquire(ctx, filepath.Join(r.dir, "turns.lock"))
+	path := filepath.Join(r.dir, "turns.lock")
+	take := func() (*filelock.Lock, error) { return filelock.Acquire(ctx, path) }
+	var l *filelock.Lock
+	var err error
+	if _, serr := os.Lstat(path); errors.Is(serr, fs.ErrNotExist) {
+		// The lock file is des's own, created empty: announced like a
+		// record, or a check after a call still counted as running (one
+		// whose PostToolUse never came) would take it for that call's.
+		err = r.announced(ctx, path, []byte{}, func() error {
+			var aerr error
+			l, aerr = take()
+			return aerr
+		})
+	} else {
+		l, err = take()
+	}
 	if err != nil {
 		return nil, err
 	}

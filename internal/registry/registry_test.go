@@ -214,7 +214,8 @@ func TestAnnouncesWrites(t *testing.T) {
 	r.Writes = rec
 	r.Start(registry.Agent{ID: "a"}, t0)
 	r.ResetTurn(context.Background(), "s")
-	want := []string{"expect agent-a.json true", "settle agent-a.json", "expect turn-s.json false", "settle turn-s.json"}
+	// The lock file too, the first time it is made: it is des's.
+	want := []string{"expect agent-a.json true", "settle agent-a.json", "expect turns.lock true", "settle turns.lock", "expect turn-s.json false", "settle turn-s.json"}
 	if !slices.Equal(rec.calls, want) {
 		t.Errorf("announcements: %q", rec.calls)
 	}
