@@ -46,6 +46,11 @@ const DESDir = ".des"
 // cannot resolve (ErrTooManyLinks), or whose other hard links it cannot
 // finish looking for (ErrLinkScan), concerns it: it could name any file.
 func (t ToolUse) Concerns(call ToolCall) bool {
+	// The user's own Claude Code settings, outside the project, marked by
+	// the caller: they can switch DES off everywhere.
+	if call.Facts["user_claude_settings"] == true {
+		return true
+	}
 	for _, p := range call.Paths {
 		rel, err := t.target(p)
 		if err != nil || t.protectedRoot(rel) {

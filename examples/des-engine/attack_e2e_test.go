@@ -865,7 +865,14 @@ func TestAttackNoFalseAlarms(t *testing.T) {
 			if err := json.Unmarshal(raw, &doc); err != nil {
 				t.Fatal(err)
 			}
-			doc["permissions"] = map[string]any{"allow": []any{"Bash(npm test:*)"}}
+			// Claude Code adds the rule to permissions.allow; the deny rules
+			// des installed stay.
+			perms, _ := doc["permissions"].(map[string]any)
+			if perms == nil {
+				perms = map[string]any{}
+			}
+			perms["allow"] = []any{"Bash(npm test:*)"}
+			doc["permissions"] = perms
 			b, _ := json.MarshalIndent(doc, "", "  ")
 			want = string(b) + "\n"
 			writeFile(t, p.root, ".claude/settings.json", want)

@@ -35,12 +35,11 @@ func (h *hookEnv) checker() *integrity.Checker {
 		}
 		h.exe, _ = commandPath(h.lookupEnv)
 		h.chk = integrity.New(integrity.Options{
-			Root:         h.root,
-			StateDir:     statedir.For(h.root, h.lookupEnv),
-			IsDESCommand: h.isDESCommand,
-			UserFiles:    userFiles(h.lookupEnv),
-			Logger:       h.logger,
-			Cache:        h.baselines,
+			Root:      h.root,
+			StateDir:  statedir.For(h.root, h.lookupEnv),
+			UserFiles: userFiles(h.lookupEnv),
+			Logger:    h.logger,
+			Cache:     h.baselines,
 		})
 	})
 	return h.chk
@@ -70,20 +69,6 @@ func userFiles(lookupEnv func(string) (string, bool)) map[string]string {
 		out[filepath.Join(xdg, "git", "config")] = integrity.KindGitConfig
 	}
 	return out
-}
-
-// isDESCommand tells DES's own hook entries in Claude Code's settings:
-// those whose command runs this executable, a bare name ("des-hook", as
-// settings --write writes it when PATH finds this binary) included.
-func (h *hookEnv) isDESCommand(command string) bool {
-	if h.exe == "" {
-		return false
-	}
-	if integrity.CommandRunsExecutable(command, h.exe, h.root) {
-		return true
-	}
-	words, ok := shellWords(command)
-	return ok && len(words) > 0 && !strings.ContainsAny(words[0], `/\`) && commandWordRunsExe(words[0], h.exe, h.root, h.lookupEnv)
 }
 
 // watched is the watched set of the settings in force, nil when they do
@@ -303,20 +288,43 @@ func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
 }
 
 // partialFacts are the facts des.protected needs for a Write or Edit of a
-// file DES guards only in part: whether it changes DES's hook entries in
-// Claude Code's settings, or core.hooksPath in git's config.
+// file DES guards only in part: whether it changes Claude Code's settings
+// (the project's or the user's own) in anything but the allow rules and the
+// model, or core.hooksPath in git's config.
 func (h *hookEnv) partialFacts(call gate.WriteCall) map[string]any {
 	rel := gate.ProjectPath(h.root, call.Path)
 	var fact string
+	path := filepath.Join(h.root, filepath.FromSlash(rel))
+	facts := map[string]any{}
 	switch rel {
 	case ".claude/settings.json", ".claude/settings.local.json":
 		fact = "des_hooks_changed"
 	case ".git/config":
 		fact = "hooks_path_changed"
 	default:
-		return nil
+		// The user's own Claude Code settings, outside the project:
+		// disableAllHooks there switches des off everywhere.
+		abs := filepath.Clean(call.Path)
+		if r, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+			abs = filepath.Join(r, filepath.Base(abs))
+		}
+		for f, kind := range userFiles(h.lookupEnv) {
+			if kind != integrity.KindClaudeSettings {
+				continue
+			}
+			if r, err := filepath.EvalSymlinks(filepath.Dir(f)); err == nil {
+				f = filepath.Join(r, filepath.Base(f))
+			}
+			if f == abs {
+				fact, path = "des_hooks_changed", f
+				facts["user_claude_settings"] = true
+			}
+		}
+		if fact == "" {
+			return nil
+		}
 	}
-	disk, err := os.ReadFile(filepath.Join(h.root, filepath.FromSlash(rel)))
+	disk, err := os.ReadFile(path)
 	if err != nil {
 		disk = nil
 	}
@@ -324,12 +332,12 @@ func (h *hookEnv) partialFacts(call gate.WriteCall) map[string]any {
 	if !ok {
 		return nil // Claude Code refuses the call itself
 	}
-	h.checker() // sets h.exe
 	changed := integrity.HooksPathChanged(disk, after)
 	if fact == "des_hooks_changed" {
-		changed = integrity.DESHooksChanged(disk, after, h.isDESCommand)
+		changed = integrity.ClaudeSettingsChanged(disk, after)
 	}
-	return map[string]any{fact: changed}
+	facts[fact] = changed
+	return facts
 }
 
 // settleWrite records, after a Write or Edit the write guard allowed, the

@@ -275,10 +275,11 @@ EOF`)
 			t.Errorf("settings lack %s:\n%s", want, s)
 		}
 	}
-	// Only DES's entries are DES's to restore: the user's own hook, which
-	// the command dropped too, stays dropped.
-	if strings.Contains(s, "./lint.sh") {
-		t.Errorf("a hook that is not DES's was restored:\n%s", s)
+	// Every hook is guarded, not only des's: the user's own hook, which
+	// the command dropped too, is back (a hook runs code outside the
+	// sandbox, so dropping or adding one is not the agent's to do).
+	if !strings.Contains(s, "./lint.sh") {
+		t.Errorf("the user's hook the command dropped was not restored:\n%s", s)
 	}
 }
 
@@ -502,5 +503,29 @@ func TestE2EStateDirProtected(t *testing.T) {
 	}
 	if r := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(r, "[DES-PROTECTED-PATH]") {
 		t.Errorf("Write of the baseline: %q", r)
+	}
+}
+
+// The user's own Claude Code settings are guarded for every tool, not only
+// after Bash: a Write that sets disableAllHooks (or a hook, or env) there
+// is denied; one that changes the model is not.
+func TestE2EUserClaudeSettingsWrite(t *testing.T) {
+	root := t.TempDir()
+	home := t.TempDir()
+	writeFile(t, home, ".claude/settings.json", `{"model": "x"}`)
+	env := []string{"HOME=" + home}
+	path := filepath.Join(home, ".claude", "settings.json")
+	for content, deny := range map[string]bool{
+		`{"model": "x", "disableAllHooks": true}`: true,
+		`{"model": "x", "env": {"XDG_STATE_HOME": "/tmp/fresh"}}`: true,
+		`{"model": "x", "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "sh /tmp/agent.sh"}]}]}}`: true,
+		`{"model": "y", "permissions": {"allow": ["Bash(ls)"]}}`: false,
+	} {
+		ev := writeToolEvent(root, "Write", "x", map[string]any{"content": content})
+		ev["tool_input"].(map[string]any)["file_path"] = path
+		reason := denyReason(t, runHookProcess(t, root, env, ev))
+		if got := strings.Contains(reason, "[DES-PROTECTED-PATH]"); got != deny {
+			t.Errorf("Write %s: reason %q; want deny %v", content, reason, deny)
+		}
 	}
 }

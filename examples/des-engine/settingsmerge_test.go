@@ -352,8 +352,4 @@ func TestCommandWordRunsExe(t *testing.T) {
 			t.Errorf("commandWordRunsExe(%q) = %v, want %v", word, got, want)
 		}
 	}
-	h := &hookEnv{exe: exe, root: dir, lookupEnv: env.lookup}
-	if !h.isDESCommand("des-hook") || h.isDESCommand("des-hook-other") {
-		t.Error("isDESCommand does not take the bare name PATH finds as des's")
-	}
 }

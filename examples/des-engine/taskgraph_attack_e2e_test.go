@@ -132,11 +132,17 @@ func TestE2ETaskGraphAttackSettingsEnv(t *testing.T) {
 			}
 		}
 	}
-	// Claude Code's own entries stay the user's and the agent's.
-	ev := orchTool(root, "PreToolUse", "Write", "toolu_s", map[string]any{"file_path": filepath.Join(root, ".claude/settings.json"), "content": `{"env": {"FOO": "2", "BAR": "3"}, "model": "y"}`})
+	// Any env entry is guarded (PATH or XDG_STATE_HOME reach des too);
+	// what Claude Code rewrites itself (the model, allow rules) is not.
+	ev := orchTool(root, "PreToolUse", "Write", "toolu_s", map[string]any{"file_path": filepath.Join(root, ".claude/settings.json"), "content": `{"env": {"FOO": "2", "XDG_STATE_HOME": "/tmp/fresh"}, "model": "x"}`})
+	ev["agent_id"] = "a1"
+	if out, _ := orchRun(t, root, ev); out.Specific.PermissionDecision != "deny" {
+		t.Errorf("a change of env entries: %+v, want DES-PROTECTED-PATH", out)
+	}
+	ev = orchTool(root, "PreToolUse", "Write", "toolu_s", map[string]any{"file_path": filepath.Join(root, ".claude/settings.json"), "content": `{"env": {"FOO": "1"}, "model": "y", "permissions": {"allow": ["Bash(ls)"]}}`})
 	ev["agent_id"] = "a1"
 	if out, raw := orchRun(t, root, ev); raw != "" {
-		t.Errorf("a change of other env entries: %+v", out)
+		t.Errorf("a change of the model and the allow rules: %+v", out)
 	}
 }
 

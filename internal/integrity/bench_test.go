@@ -75,7 +75,7 @@ func BenchmarkCall(b *testing.B) {
 	root := corpusProject(b)
 	ctx := context.Background()
 	newChecker := func() *Checker {
-		return New(Options{Root: root, StateDir: b.TempDir(), IsDESCommand: func(c string) bool { return c == "/opt/des/hook" }})
+		return New(Options{Root: root, StateDir: b.TempDir()})
 	}
 	b.Run("first", func(b *testing.B) {
 		for b.Loop() {

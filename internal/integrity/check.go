@@ -362,7 +362,7 @@ func (c *Checker) restoreIn(dirs *openDirs, rel string, was, now *entry, data []
 func (c *Checker) merge(kind string, current, good []byte) ([]byte, bool) {
 	switch kind {
 	case KindClaudeSettings:
-		return mergeClaude(current, good, c.isDES)
+		return mergeClaude(current, good)
 	case KindGitConfig:
 		return mergeGit(current, good)
 	}

@@ -27,9 +27,9 @@
 // lock every check holds and records it at once, with nothing to announce;
 // only while a check runs is it announced instead.
 //
-// For the two Claude Code settings files only DES's own hook entries (and
-// disableAllHooks, which would switch them off) are compared and restored,
-// because Claude Code itself rewrites these files. For git's config only
+// For the Claude Code settings files everything but the allow rules and
+// the model is compared and restored, because Claude Code itself rewrites
+// those while a call runs. For git's config only
 // core.hooksPath and include directives are, because git rewrites it.
 //
 // Every wait has a deadline: the lock on the state directory is taken with
@@ -62,7 +62,7 @@ import (
 const (
 	KindFile           = "file"            // the whole file
 	KindDir            = "dir"             // a directory (its type and mode; children are entries of their own)
-	KindClaudeSettings = "claude-settings" // only DES's hook entries and disableAllHooks
+	KindClaudeSettings = "claude-settings" // all but the allow rules and the model
 	KindGitConfig      = "git-config"      // only core.hooksPath and include directives
 )
 
@@ -156,12 +156,9 @@ func cleanRel(s string) string {
 type Options struct {
 	Root     string // absolute project root
 	StateDir string // the project's state directory (statedir.Ensure); the checker uses StateDir/integrity
-	// IsDESCommand tells whether a hook command in Claude Code's settings
-	// runs DES. Nil: no entry is DES's (only disableAllHooks is watched).
-	IsDESCommand func(command string) bool
 	// UserFiles are files outside the project that can switch DES off for
 	// it, watched like their project counterparts: the user's Claude Code
-	// settings (disableAllHooks, DES's entries) and git's global config
+	// settings (all but the allow rules and the model) and git's global config
 	// (core.hooksPath), by kind.
 	UserFiles map[string]string // absolute path -> KindClaudeSettings or KindGitConfig
 	Now       func() time.Time
@@ -175,7 +172,6 @@ type Options struct {
 type Checker struct {
 	root, dir string
 	user      map[string]string
-	isDES     func(string) bool
 	now       func() time.Time
 	logger    *slog.Logger
 	cache     *BaselineCache
@@ -183,15 +179,12 @@ type Checker struct {
 
 // New returns a Checker. It touches nothing on disk.
 func New(o Options) *Checker {
-	c := &Checker{root: filepath.Clean(o.Root), dir: filepath.Join(o.StateDir, "integrity"), isDES: o.IsDESCommand, now: o.Now, logger: o.Logger, user: o.UserFiles, cache: o.Cache}
+	c := &Checker{root: filepath.Clean(o.Root), dir: filepath.Join(o.StateDir, "integrity"), now: o.Now, logger: o.Logger, user: o.UserFiles, cache: o.Cache}
 	if c.now == nil {
 		c.now = time.Now
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
-	}
-	if c.isDES == nil {
-		c.isDES = func(string) bool { return false }
 	}
 	return c
 }
@@ -473,7 +466,7 @@ func (c *Checker) observe(key, kind, tree string) (*entry, error) {
 func (c *Checker) view(kind string, data []byte) string {
 	switch kind {
 	case KindClaudeSettings:
-		return claudeView(data, c.isDES)
+		return claudeView(data)
 	case KindGitConfig:
 		return gitView(data)
 	}

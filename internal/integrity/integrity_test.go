@@ -16,7 +16,6 @@ import (
 
 const desHook = "/opt/des/hook"
 
-func isDES(cmd string) bool { return strings.HasPrefix(cmd, desHook) }
 
 // project makes a project with DES's files, a step file, a workflow state
 // and Claude Code settings holding DES's hooks and one of the user's.
@@ -35,7 +34,7 @@ func project(t *testing.T) (root string, c *Checker) {
 	for p, s := range files {
 		write(t, root, p, s)
 	}
-	c = New(Options{Root: root, StateDir: t.TempDir(), IsDESCommand: isDES, Cache: NewBaselineCache()}) // as the warm server builds them
+	c = New(Options{Root: root, StateDir: t.TempDir(), Cache: NewBaselineCache()}) // as the warm server builds them
 	if _, err := c.Begin(context.Background(), "toolu_setup", nil, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +159,7 @@ func TestHardLinkModeAndSymlink(t *testing.T) {
 	}
 }
 
-func TestClaudeSettingsOnlyDESHooks(t *testing.T) {
+func TestClaudeSettingsGuardedPart(t *testing.T) {
 	root, c := project(t)
 	rep := call(t, c, "toolu_a", func() {
 		// Claude Code adds a permission (legitimate); the agent removes DES's hook.
@@ -179,9 +178,10 @@ func TestClaudeSettingsOnlyDESHooks(t *testing.T) {
 	if !strings.Contains(readFile(t, root, ".claude/settings.json"), desHook) {
 		t.Errorf("DES's hook not restored")
 	}
-	// A rewrite that keeps DES's hooks is no change at all.
+	// A rewrite that keeps the hooks (des's and the user's lint) and
+	// changes only the allow rules and the model is no change at all.
 	rep = call(t, c, "toolu_b", func() {
-		write(t, root, ".claude/settings.json", `{"permissions": {"allow": ["Bash(cat)"]}, "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "`+desHook+`"}]}]}}`)
+		write(t, root, ".claude/settings.json", `{"permissions": {"allow": ["Bash(cat)"]}, "model": "y", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "`+desHook+`"}, {"type": "command", "command": "lint"}]}]}}`)
 	})
 	if len(rep.Changes) != 0 {
 		t.Fatalf("a legitimate rewrite was reported: %+v", rep)
@@ -200,24 +200,38 @@ func TestClaudeSettingsOnlyDESHooks(t *testing.T) {
 	}
 }
 
-// The env entries DES reads are DES's part of the settings: a change is
-// undone, the rest of env stays.
-func TestClaudeSettingsDESEnv(t *testing.T) {
+// Everything in Claude Code's settings but the allow rules and the model
+// is des's to guard: env (PATH, XDG_STATE_HOME, DES_*), the sandbox, other
+// hooks, statusLine, the deny rules and the permission mode. A change is
+// undone; the allow rules Claude Code adds during the call stay.
+func TestClaudeSettingsGuardedKeys(t *testing.T) {
 	root, c := project(t)
 	rep := call(t, c, "toolu_a", func() {
-		write(t, root, ".claude/settings.local.json", `{"env": {"DES_DELEGATION_MODE": "off", "FOO": "1"}, "permissions": {"allow": ["Bash(x)"]}}`)
+		write(t, root, ".claude/settings.local.json", `{"env": {"DES_DELEGATION_MODE": "off", "PATH": "/evil"}, "permissions": {"allow": ["Bash(x)"]}}`)
 	})
 	got := readFile(t, root, ".claude/settings.local.json")
-	if len(rep.Changes) != 1 || strings.Contains(got, "DES_DELEGATION_MODE") || !strings.Contains(got, `"FOO"`) || !strings.Contains(got, "Bash(x)") {
+	if len(rep.Changes) != 1 || strings.Contains(got, "DES_DELEGATION_MODE") || strings.Contains(got, "/evil") || !strings.Contains(got, "Bash(x)") {
 		t.Fatalf("report = %+v, file %s", rep, got)
 	}
-	if DESHooksChanged([]byte(`{"env": {"FOO": "1"}}`), []byte(`{"env": {"FOO": "2", "BAR": "x"}}`), isDES) {
-		t.Error("other env entries count as DES's")
-	}
-	for _, after := range []string{`{"env": {"DES_POLICY_DIRS": "/tmp/x"}}`, `{"env": {"TMPDIR": "/"}}`, `{"env": {"CLAUDE_PROJECT_DIR": "/"}}`} {
-		if !DESHooksChanged([]byte(`{}`), []byte(after), isDES) {
-			t.Errorf("%s: not a change of DES's part", after)
+	for _, after := range []string{
+		`{"env": {"DES_POLICY_DIRS": "/tmp/x"}}`, `{"env": {"XDG_STATE_HOME": "/tmp/fresh"}}`, `{"env": {"PATH": "/evil:/usr/bin"}}`,
+		`{"sandbox": {"enabled": false}}`, `{"statusLine": {"type": "command", "command": "python3 evil.py"}}`,
+		`{"hooks": {"PostToolUse": [{"hooks": [{"type": "command", "command": "sh agent.sh"}]}]}}`,
+		`{"permissions": {"deny": []}}`, `{"permissions": {"defaultMode": "bypassPermissions"}}`,
+		`{"apiKeyHelper": "sh agent.sh"}`, `{"disableAllHooks": true}`,
+	} {
+		if !ClaudeSettingsChanged([]byte(`{}`), []byte(after)) {
+			t.Errorf("%s: not a change of the guarded part", after)
 		}
+	}
+	for _, after := range []string{`{"permissions": {"allow": ["Bash(ls)"]}}`, `{"model": "opus"}`, "{\n  \"model\": \"opus\"\n}\n"} {
+		if ClaudeSettingsChanged([]byte(`{}`), []byte(after)) {
+			t.Errorf("%s: Claude Code's own rewrite counts as a change", after)
+		}
+	}
+	// Reformatting is no change.
+	if ClaudeSettingsChanged([]byte(`{"sandbox": {"enabled": true, "allowUnsandboxedCommands": false}}`), []byte("{\n \"sandbox\": {\"allowUnsandboxedCommands\": false,\n \"enabled\": true}}")) {
+		t.Error("a reformatted file counts as a change")
 	}
 }
 
@@ -288,7 +302,7 @@ func TestGitHooksPath(t *testing.T) {
 		t.Skip("no git")
 	}
 	sh(t, root, "git init -q . && git config user.email a@b && mkdir -p .git/hooks && printf '#!/bin/sh\\nexec hook precommit\\n' > .git/hooks/pre-commit && chmod 755 .git/hooks/pre-commit")
-	c := New(Options{Root: root, StateDir: filepath.Dir(c0.Dir()), IsDESCommand: isDES})
+	c := New(Options{Root: root, StateDir: filepath.Dir(c0.Dir())})
 	rep := call(t, c, "toolu_a", func() {
 		sh(t, root, "git config core.hooksPath /dev/null && git config user.name someone && rm .git/hooks/pre-commit")
 	})
@@ -502,7 +516,7 @@ func TestWriteOwnDeclinesWhileACheckRuns(t *testing.T) {
 func TestBaselineCacheSeesOtherSaves(t *testing.T) {
 	root, c := project(t) // with a cache
 	ctx := context.Background()
-	other := New(Options{Root: root, StateDir: filepath.Dir(c.Dir()), IsDESCommand: isDES})
+	other := New(Options{Root: root, StateDir: filepath.Dir(c.Dir())})
 	rec := ".des/runs/toolu_9.json"
 	if ran, err := other.WriteOwn(ctx, []string{rec}, []byte(`{"n": 9}`), func() error {
 		write(t, root, rec, `{"n": 9}`)

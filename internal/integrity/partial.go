@@ -10,83 +10,70 @@ import (
 	"strings"
 )
 
-// claudeDES is the part of a Claude Code settings file DES compares: its
-// own hook entries, kept with their event and matcher, disableAllHooks,
-// which switches every hook off, and the entries of env that DES reads
-// (Claude Code applies env to the session, hooks included: DES_DELEGATION_MODE
-// there would switch delegation off).
-type claudeDES struct {
-	Hooks           map[string][]claudeGroup   `json:"hooks,omitempty"`
-	DisableAllHooks json.RawMessage            `json:"disableAllHooks,omitempty"`
-	Env             map[string]json.RawMessage `json:"env,omitempty"`
-}
+// The part of a Claude Code settings file des compares is all of it but
+// what Claude Code itself rewrites while a tool call runs: the allow rules
+// (a user's "Yes, and don't ask again" lands in permissions.allow during
+// the call) and the model. Everything else can switch des or the sandbox
+// off, or run code outside the sandbox: hooks (des's and any other),
+// disableAllHooks, the sandbox block, the deny and ask rules and the
+// permission mode, statusLine, env (PATH, XDG_STATE_HOME, DES_*: Claude
+// Code applies it to the session, hooks included), apiKeyHelper and the
+// other helper commands, MCP server approvals.
+var claudeOwnKeys = map[string]bool{"model": true}
 
-// desEnv reports whether DES reads the environment variable name: its
-// settings (DES_*), the project root and the temporary directory.
-func desEnv(name string) bool {
-	return strings.HasPrefix(strings.ToUpper(name), "DES_") || name == "CLAUDE_PROJECT_DIR" || name == "TMPDIR"
-}
+// claudeOwnPermissions are the keys of "permissions" Claude Code rewrites.
+var claudeOwnPermissions = map[string]bool{"allow": true}
 
-// envOf is a settings document's env object; nil when absent or not an
-// object (Claude Code applies none then).
-func envOf(doc map[string]json.RawMessage) map[string]json.RawMessage {
-	var env map[string]json.RawMessage
-	if raw, found := doc["env"]; found && json.Unmarshal(raw, &env) != nil {
-		return nil
-	}
-	return env
-}
-
-type claudeGroup struct {
-	Matcher json.RawMessage   `json:"matcher,omitempty"`
-	Hooks   []json.RawMessage `json:"hooks"`
-}
-
-// claudeParts reads a settings file's DES part; ok is false when data is
-// not a JSON object (absent counts as an empty object).
-func claudeParts(data []byte, isDES func(string) bool) (doc map[string]json.RawMessage, part claudeDES, ok bool) {
-	doc = map[string]json.RawMessage{}
+// claudeParts splits a settings file into what Claude Code may rewrite
+// (own) and what des guards (guarded); ok is false when data is not a JSON
+// object (absent counts as an empty object).
+func claudeParts(data []byte) (own, guarded map[string]json.RawMessage, ok bool) {
+	doc := map[string]json.RawMessage{}
 	if data != nil {
 		if err := json.Unmarshal(data, &doc); err != nil || doc == nil {
-			return nil, part, false
+			return nil, nil, false
 		}
 	}
-	part.DisableAllHooks = doc["disableAllHooks"]
-	for k, v := range envOf(doc) {
-		if desEnv(k) {
-			if part.Env == nil {
-				part.Env = map[string]json.RawMessage{}
-			}
-			part.Env[k] = compact(v)
+	own, guarded = map[string]json.RawMessage{}, map[string]json.RawMessage{}
+	for k, v := range doc {
+		if claudeOwnKeys[k] {
+			own[k] = v
+			continue
 		}
-	}
-	var hooks map[string][]struct {
-		Matcher json.RawMessage   `json:"matcher"`
-		Hooks   []json.RawMessage `json:"hooks"`
-	}
-	if raw, found := doc["hooks"]; found && json.Unmarshal(raw, &hooks) != nil {
-		hooks = nil // a hooks value Claude Code cannot read holds no DES hook
-	}
-	for event, groups := range hooks {
-		for _, g := range groups {
-			var mine []json.RawMessage
-			for _, h := range g.Hooks {
-				var cmd struct {
-					Command string `json:"command"`
+		if k == "permissions" {
+			var perms map[string]json.RawMessage
+			if json.Unmarshal(v, &perms) == nil && perms != nil {
+				ownPerms, rest := map[string]json.RawMessage{}, map[string]json.RawMessage{}
+				for pk, pv := range perms {
+					if claudeOwnPermissions[pk] {
+						ownPerms[pk] = pv
+					} else {
+						rest[pk] = pv
+					}
 				}
-				if json.Unmarshal(h, &cmd) == nil && cmd.Command != "" && isDES(cmd.Command) {
-					mine = append(mine, compact(h))
+				if len(ownPerms) > 0 {
+					own[k], _ = json.Marshal(ownPerms)
 				}
-			}
-			if len(mine) > 0 {
-				if part.Hooks == nil {
-					part.Hooks = map[string][]claudeGroup{}
+				if len(rest) > 0 {
+					guarded[k], _ = json.Marshal(rest)
 				}
-				part.Hooks[event] = append(part.Hooks[event], claudeGroup{Matcher: compact(g.Matcher), Hooks: mine})
+				continue
 			}
 		}
+		guarded[k] = v
 	}
-	return doc, part, true
+	return own, guarded, true
+}
+
+// canonical is v with object keys sorted and no insignificant space, so
+// that a reformatted file compares equal.
+func canonical(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(compact(raw))
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
 }
 
 func compact(raw json.RawMessage) json.RawMessage {
@@ -102,111 +89,41 @@ func compact(raw json.RawMessage) json.RawMessage {
 
 // claudeView is the compared part as canonical JSON; a file that is not a
 // JSON object has none (Claude Code would not run hooks from it either).
-func claudeView(data []byte, isDES func(string) bool) string {
-	_, part, ok := claudeParts(data, isDES)
-	if !ok {
+func claudeView(data []byte) string {
+	_, guarded, ok := claudeParts(data)
+	if !ok || len(guarded) == 0 {
 		return ""
 	}
-	out, _ := json.Marshal(part)
-	if string(out) == "{}" {
-		return ""
-	}
-	return string(out)
+	out, _ := json.Marshal(guarded)
+	return canonical(out)
 }
 
-// mergeClaude returns current with its DES part replaced by good's: DES's
-// hook entries removed wherever they are and good's added back, and
-// disableAllHooks as good has it. Every other key, Claude Code's own, is
-// kept. ok is false when current is not a JSON object.
-func mergeClaude(current, good []byte, isDES func(string) bool) ([]byte, bool) {
-	doc, _, ok := claudeParts(current, isDES)
+// mergeClaude returns good's guarded part with current's own part: what
+// the call changed in the guarded keys is put back, and Claude Code's own
+// rewrites (allow rules, the model) are kept. ok is false when current is
+// not a JSON object.
+func mergeClaude(current, good []byte) ([]byte, bool) {
+	own, _, ok := claudeParts(current)
 	if !ok {
 		return nil, false
 	}
-	_, want, gok := claudeParts(good, isDES)
+	_, doc, gok := claudeParts(good)
 	if !gok {
-		want = claudeDES{}
+		doc = map[string]json.RawMessage{}
 	}
-	var hooks map[string][]map[string]json.RawMessage
-	if raw, found := doc["hooks"]; found {
-		if json.Unmarshal(raw, &hooks) != nil {
-			hooks = nil // replaced: it could not hold hooks Claude Code runs
+	for k, v := range own {
+		if k != "permissions" {
+			doc[k] = v
+			continue
 		}
-	}
-	if hooks == nil {
-		hooks = map[string][]map[string]json.RawMessage{}
-	}
-	for event, groups := range hooks {
-		var kept []map[string]json.RawMessage
-		for _, g := range groups {
-			var hs []json.RawMessage
-			if json.Unmarshal(g["hooks"], &hs) != nil {
-				kept = append(kept, g)
-				continue
-			}
-			var rest []json.RawMessage
-			for _, h := range hs {
-				var cmd struct {
-					Command string `json:"command"`
-				}
-				if json.Unmarshal(h, &cmd) == nil && cmd.Command != "" && isDES(cmd.Command) {
-					continue
-				}
-				rest = append(rest, h)
-			}
-			if len(rest) == 0 && len(hs) > 0 {
-				continue // the group held only DES's hooks
-			}
-			if len(rest) != len(hs) {
-				g["hooks"], _ = json.Marshal(rest)
-			}
-			kept = append(kept, g)
+		perms := map[string]json.RawMessage{}
+		_ = json.Unmarshal(doc[k], &perms)
+		var mine map[string]json.RawMessage
+		_ = json.Unmarshal(v, &mine)
+		for pk, pv := range mine {
+			perms[pk] = pv
 		}
-		hooks[event] = kept
-	}
-	for event, groups := range want.Hooks {
-		for _, g := range groups {
-			m := map[string]json.RawMessage{}
-			if len(g.Matcher) > 0 {
-				m["matcher"] = g.Matcher
-			}
-			m["hooks"], _ = json.Marshal(g.Hooks)
-			hooks[event] = append(hooks[event], m)
-		}
-	}
-	for event, groups := range hooks {
-		if len(groups) == 0 {
-			delete(hooks, event)
-		}
-	}
-	if len(hooks) > 0 {
-		doc["hooks"], _ = json.Marshal(hooks)
-	} else {
-		delete(doc, "hooks")
-	}
-	if len(want.DisableAllHooks) > 0 {
-		doc["disableAllHooks"] = want.DisableAllHooks
-	} else {
-		delete(doc, "disableAllHooks")
-	}
-	if _, found := doc["env"]; found || len(want.Env) > 0 {
-		env := envOf(doc)
-		if env == nil {
-			env = map[string]json.RawMessage{}
-		}
-		for k := range env {
-			if desEnv(k) {
-				delete(env, k)
-			}
-		}
-		for k, v := range want.Env {
-			env[k] = v
-		}
-		if len(env) > 0 {
-			doc["env"], _ = json.Marshal(env)
-		} else if _, found := doc["env"]; found && envOf(doc) != nil {
-			delete(doc, "env")
-		}
+		doc[k], _ = json.Marshal(perms)
 	}
 	out, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
@@ -215,12 +132,11 @@ func mergeClaude(current, good []byte, isDES func(string) bool) ([]byte, bool) {
 	return append(out, '\n'), true
 }
 
-// DESHooksChanged reports whether after changes the part of a Claude Code
-// settings file DES guards (its hook entries, disableAllHooks, the env
-// entries DES reads) from before;
-// nil is an absent file.
-func DESHooksChanged(before, after []byte, isDES func(string) bool) bool {
-	return claudeView(before, isDES) != claudeView(after, isDES)
+// ClaudeSettingsChanged reports whether after changes the part of a Claude
+// Code settings file des guards (all but the allow rules and the model)
+// from before; nil is an absent file.
+func ClaudeSettingsChanged(before, after []byte) bool {
+	return claudeView(before) != claudeView(after)
 }
 
 // HooksPathChanged reports whether after changes core.hooksPath or the

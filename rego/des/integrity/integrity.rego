@@ -21,7 +21,7 @@ describe := {
 	"type": "replaced by another kind of file (a directory, a link)",
 	"mode": "permissions changed",
 	"linked": "given another hard link",
-	"hooks": "DES's hook entries (or disableAllHooks, or the env entries DES reads) changed",
+	"hooks": "settings that run DES or switch its protections off (hooks, the sandbox, env, deny rules, ...) changed",
 	"hooks_path": "core.hooksPath (or an include) changed",
 }
 

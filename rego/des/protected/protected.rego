@@ -32,14 +32,17 @@ roots := array.concat(
 )
 
 # Files DES guards only in part, and the fact Go computes for a Write or Edit
-# there: Claude Code's project settings, which Claude Code rewrites itself,
-# hold DES's hook entries (des_hooks_changed); git's config, which git
-# rewrites, holds core.hooksPath (hooks_path_changed). A Bash write to the
+# there: Claude Code's project settings, of which Claude Code rewrites the
+# allow rules and the model itself, hold everything else that runs DES or
+# code outside the sandbox (des_hooks_changed: hooks, disableAllHooks, the
+# sandbox, deny rules, the permission mode, statusLine, env, helper
+# commands); git's config, which git rewrites, holds core.hooksPath
+# (hooks_path_changed). A Bash write to the
 # settings files, whose effect Go cannot compute before it runs, is denied;
 # git's config is left to the check after the call.
 partial := {
-	".claude/settings.json": {"fact": "des_hooks_changed", "what": "DES's hook entries (or disableAllHooks, or the env entries DES reads: DES_*, TMPDIR, CLAUDE_PROJECT_DIR)", "bash": true},
-	".claude/settings.local.json": {"fact": "des_hooks_changed", "what": "DES's hook entries (or disableAllHooks, or the env entries DES reads: DES_*, TMPDIR, CLAUDE_PROJECT_DIR)", "bash": true},
+	".claude/settings.json": {"fact": "des_hooks_changed", "what": "the hooks, the sandbox, env, statusLine, the deny rules and the other settings that run DES or switch its protections off (all but the allow rules and the model)", "bash": true},
+	".claude/settings.local.json": {"fact": "des_hooks_changed", "what": "the hooks, the sandbox, env, statusLine, the deny rules and the other settings that run DES or switch its protections off (all but the allow rules and the model)", "bash": true},
 	".git/config": {"fact": "hooks_path_changed", "what": "core.hooksPath (or an include)", "bash": false},
 }
 
@@ -81,10 +84,12 @@ deny contains {
 # METADATA
 # title: Change DES's hook entries or git's pre-commit switch
 # description: |
-#   A Write or Edit changes DES's hook entries in Claude Code's settings
-#   (or sets disableAllHooks), or core.hooksPath in git's config; a Bash
-#   command writes Claude Code's settings files. Other changes to these
-#   files are Claude Code's and git's own, and allowed.
+#   A Write or Edit changes Claude Code's settings in anything but the
+#   allow rules and the model (hooks, disableAllHooks, the sandbox, env,
+#   statusLine, deny rules, the permission mode), or core.hooksPath in
+#   git's config; a Bash command writes Claude Code's settings files. The
+#   allow rules, the model and git's other settings are Claude Code's and
+#   git's own, and allowed.
 # custom:
 #   code: DES-PROTECTED-PATH
 #   severity: deny
@@ -93,13 +98,38 @@ deny contains {
 	"msg": sprintf("%s may not change %s in %s: they are what runs DES and its pre-commit gate", [w.tool, p.what, file]),
 	"field": "/tool_input/file_path",
 	"recovery": [
-		sprintf("Leave %s in %s as they are; other settings in the file may be changed with the Edit tool.", [p.what, file]),
-		"If the user wants DES's hooks changed, the user edits the file by hand (`des-hook settings` prints DES's entries).",
+		sprintf("Leave %s in %s as they are; the allow rules and the model may be changed with the Edit tool.", [p.what, file]),
+		"If the user wants these settings changed, the user edits the file by hand between tool calls (`des-hook settings --write` puts DES's entries back).",
 	],
 } if {
 	some w in input.writes
 	some file, p in partial
 	partial_write(w, file, p)
+}
+
+# METADATA
+# title: Change the user's Claude Code settings
+# description: |
+#   A Write or Edit of the user's own Claude Code settings
+#   (~/.claude/settings.json, or in CLAUDE_CONFIG_DIR), outside the project,
+#   changes anything but the allow rules and the model: disableAllHooks
+#   there switches DES off in every project. Go marks the write
+#   (user_claude_settings) and computes des_hooks_changed.
+# custom:
+#   code: DES-PROTECTED-PATH
+#   severity: deny
+deny contains {
+	"code": "DES-PROTECTED-PATH",
+	"msg": sprintf("%s may not change %s in %s: they are what runs DES and its pre-commit gate", [w.tool, partial[".claude/settings.json"].what, w.path]),
+	"field": "/tool_input/file_path",
+	"recovery": [
+		sprintf("Leave %s in %s as they are; the allow rules and the model may be changed with the Edit tool.", [partial[".claude/settings.json"].what, w.path]),
+		"If the user wants these settings changed, the user edits the file by hand between tool calls.",
+	],
+} if {
+	some w in input.writes
+	object.get(w, "user_claude_settings", false) == true
+	object.get(w, "des_hooks_changed", false) == true
 }
 
 partial_write(w, file, p) if {

@@ -69,14 +69,22 @@ test_audit_witness_dir_is_protected if {
 	count(protected.deny) == 0 with input as write("/home/u/.local/state/des/audit-witness-old") with data.des.config.witness_dir as w
 }
 
-test_claude_settings_only_des_hooks if {
+test_claude_settings_guarded_part if {
 	count(protected.deny) == 0 with input as write(".claude/settings.json")
 	some v in protected.deny with input as {"writes": [{"path": ".claude/settings.json", "tool": "Edit", "des_hooks_changed": true}]}
-	contains(v.msg, "DES's hook entries")
+	contains(v.msg, "the hooks, the sandbox, env")
 	count(protected.deny) == 0 with input as {"writes": [{"path": ".claude/settings.json", "tool": "Edit", "des_hooks_changed": false}]}
 	count(protected.deny) == 1 with input as {"writes": [{"path": ".claude/settings.local.json", "tool": "Bash"}]}
 	count(protected.deny) == 2 with input as {"writes": [{"path": ".claude", "tool": "Bash"}]}
 	count(protected.deny) == 0 with input as {"writes": [{"path": ".claude/agents/x.md", "tool": "Bash"}]}
+}
+
+test_user_claude_settings if {
+	u := "/home/u/.claude/settings.json"
+	some v in protected.deny with input as {"writes": [{"path": u, "tool": "Write", "user_claude_settings": true, "des_hooks_changed": true}]}
+	contains(v.msg, u)
+	count(protected.deny) == 0 with input as {"writes": [{"path": u, "tool": "Write", "user_claude_settings": true, "des_hooks_changed": false}]}
+	count(protected.deny) == 0 with input as {"writes": [{"path": "/home/u/notes.json", "tool": "Write", "des_hooks_changed": true}]}
 }
 
 test_git_config_only_hooks_path if {
