@@ -516,10 +516,10 @@ func TestE2EUserClaudeSettingsWrite(t *testing.T) {
 	env := []string{"HOME=" + home}
 	path := filepath.Join(home, ".claude", "settings.json")
 	for content, deny := range map[string]bool{
-		`{"model": "x", "disableAllHooks": true}`: true,
-		`{"model": "x", "env": {"XDG_STATE_HOME": "/tmp/fresh"}}`: true,
+		`{"model": "x", "disableAllHooks": true}`:                                                                      true,
+		`{"model": "x", "env": {"XDG_STATE_HOME": "/tmp/fresh"}}`:                                                      true,
 		`{"model": "x", "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "sh /tmp/agent.sh"}]}]}}`: true,
-		`{"model": "y", "permissions": {"allow": ["Bash(ls)"]}}`: false,
+		`{"model": "y", "permissions": {"allow": ["Bash(ls)"]}}`:                                                       false,
 	} {
 		ev := writeToolEvent(root, "Write", "x", map[string]any{"content": content})
 		ev["tool_input"].(map[string]any)["file_path"] = path

@@ -16,7 +16,6 @@ import (
 
 const desHook = "/opt/des/hook"
 
-
 // project makes a project with DES's files, a step file, a workflow state
 // and Claude Code settings holding DES's hooks and one of the user's.
 func project(t *testing.T) (root string, c *Checker) {
