@@ -147,7 +147,10 @@ func callLifetime(ev *Event) time.Duration {
 		Background bool    `json:"run_in_background"`
 	}
 	_ = ev.toolInput(&in)
-	if in.Background {
+	// A command that may leave something running ("&", nohup, setsid, ...)
+	// is counted as running for the longest time from its start, whatever
+	// its own timeout: its background job outlives the timeout.
+	if in.Background || runsOn(ev) {
 		return integrity.InFlightLifetime
 	}
 	d := 2 * time.Minute

@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/deterministic-exec/des/internal/integrity"
+)
 
 func TestDetaches(t *testing.T) {
 	for cmd, want := range map[string]bool{
@@ -18,6 +23,25 @@ func TestDetaches(t *testing.T) {
 	} {
 		if got := detaches().MatchString(cmd); got != want {
 			t.Errorf("detaches(%q) = %v, want %v", cmd, got, want)
+		}
+	}
+}
+
+// A command that leaves a job running is counted as running for the
+// longest time, whatever its own timeout: `(sleep 66; write) &` with a
+// timeout of one second writes long after a minute and a second.
+func TestCallLifetime(t *testing.T) {
+	bash := func(input string) *Event {
+		return &Event{ToolName: toolBash, ToolInput: []byte(input)}
+	}
+	for input, want := range map[string]time.Duration{
+		`{"command": "(sleep 66; python3 w.py) &", "timeout": 1000}`: integrity.InFlightLifetime,
+		`{"command": "make", "run_in_background": true}`:              integrity.InFlightLifetime,
+		`{"command": "make", "timeout": 1000.5}`:                       time.Second + time.Minute,
+		`{"command": "make"}`:                                          3 * time.Minute,
+	} {
+		if got := callLifetime(bash(input)); got != want {
+			t.Errorf("callLifetime(%s) = %v, want %v", input, got, want)
 		}
 	}
 }
