@@ -38,6 +38,7 @@ type options struct {
 	writes    gate.Writes
 	workflow  *gate.Workflow
 	cache     *PolicyCache
+	protect   []string // WithProtectedFiles
 }
 
 type namedFS struct {
@@ -107,6 +108,15 @@ func WithLazyPolicies() Option { return func(o *options) { o.lazy = true } }
 // (made by hand, copied from another machine, written before the hook).
 func WithAttestedTrail() Option { return func(o *options) { o.attest = true } }
 
+// WithProtectedFiles protects files outside the project that run des, such
+// as the hook's own binaries: a tool call that writes one is denied
+// (DES-PROTECTED-PATH) like a write to .des/config.json, since replacing
+// des's program switches des off as surely as removing its settings.
+// Relative paths are taken against the project root.
+func WithProtectedFiles(paths ...string) Option {
+	return func(o *options) { o.protect = append(o.protect, paths...) }
+}
+
 // Engine is des, built once and shared. It is safe for concurrent use.
 type Engine struct {
 	root   string
@@ -120,6 +130,7 @@ type Engine struct {
 	extraPolicy []string // policy directories and bundles a program added (WithPolicyDirs, WithBundles), absolute
 	stateDir    string   // the project's per-user state directory (statedir.For), outside the project
 	witnessDir  string   // the audit trail's witnesses (AuditWitnessDir), outside the project
+	protect     []string // files outside the project that run des (WithProtectedFiles), absolute
 
 	workflow gate.Workflow // finds the multi-phase workflow state (phases.go)
 
@@ -198,6 +209,12 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	// with the trail, the trail would verify as "not witnessed".
 	witnessDir := AuditWitnessDir(o.lookupEnv)
 	pdata["witness_dir"] = gate.ProjectPath(root, witnessDir)
+	protect := resolveAll(root, o.protect)
+	protectedFiles := make([]string, len(protect))
+	for i, f := range protect {
+		protectedFiles[i] = gate.ProjectPath(root, f)
+	}
+	pdata["protected_files"] = protectedFiles
 	popts := []policy.Option{policy.WithData("des.config", pdata)}
 	if o.cache == nil {
 		// A cached policy engine serves many Engines: it keeps no one's logger.
@@ -226,7 +243,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if o.lazy && o.cache == nil {
 		popts = append(popts, policy.WithLazyCompile())
 	}
-	e := &Engine{root: root, cfg: cfg, extraPolicy: extra, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir, bundles: bundles}
+	e := &Engine{root: root, cfg: cfg, extraPolicy: extra, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir, protect: protect, bundles: bundles}
 	if e.remote, err = newRemote(root, cfg, o.lookupEnv, o.config != nil, o.logger); err != nil {
 		return nil, err
 	}
@@ -415,6 +432,7 @@ func (e *Engine) ToolUse() gate.ToolUse {
 	if e.witnessDir != "" {
 		protected = append(protected, e.witnessDir)
 	}
+	protected = append(protected, e.protect...)
 	return gate.ToolUse{Root: e.root, Protected: protected, Audit: e.audit}
 }
 

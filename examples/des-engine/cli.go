@@ -268,13 +268,43 @@ func protectedPaths(cfg des.Config, stateDir, witnessDir string, binaries ...str
 	// The task graph too: DES's own wave sync runs in the hook, outside
 	// the sandbox.
 	p.denyWrite = append(p.denyWrite, settingsPath(cfg.TaskGraphFile))
-	for _, b := range binaries {
-		if filepath.IsAbs(b) {
-			p.denyEdit = append(p.denyEdit, settingsPath(b))
-			p.denyWrite = append(p.denyWrite, settingsPath(b))
-		}
+	for _, b := range withCompanions(binaries) {
+		p.denyEdit = append(p.denyEdit, settingsPath(b))
+		p.denyWrite = append(p.denyWrite, settingsPath(b))
 	}
 	return p
+}
+
+// companionName is des-engine's file name (plus the client's extension,
+// ".exe" on Windows), as the client looks for it beside itself.
+const companionName = "des-engine"
+
+// withCompanions is the absolute binaries with, for each, the des-engine
+// its client runs: the file beside it, links resolved, as the client finds
+// it. Replacing des-engine switches des off as surely as replacing
+// des-hook. Each path once, in order.
+func withCompanions(binaries []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if filepath.IsAbs(p) && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, b := range binaries {
+		if !filepath.IsAbs(b) {
+			continue
+		}
+		add(b)
+		real := b
+		if r, err := filepath.EvalSymlinks(b); err == nil {
+			real = r
+			add(r)
+		}
+		add(filepath.Join(filepath.Dir(real), companionName+filepath.Ext(real)))
+	}
+	return out
 }
 
 func hooksSettings(command string, prot protections) settingsBlock {

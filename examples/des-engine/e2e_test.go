@@ -174,3 +174,32 @@ func TestE2EQuickstartFixture(t *testing.T) {
 		t.Errorf("reason = %q", reason)
 	}
 }
+
+// des's own programs are protected like its settings: an agent that
+// replaces des-engine beside the client switches des off. A Write and a
+// Bash `mv` onto either binary are denied.
+func TestE2EBinariesProtected(t *testing.T) {
+	root := t.TempDir()
+	engine := filepath.Join(filepath.Dir(hookBin), "des-engine")
+	for _, target := range []string{engine, hookBin} {
+		ev := writeToolEvent(root, "Write", "x", map[string]any{"content": "#!/bin/sh\nexit 0\n"})
+		ev["tool_input"].(map[string]any)["file_path"] = target
+		if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(reason, "[DES-PROTECTED-PATH]") {
+			t.Errorf("Write %s: reason %q; want DES-PROTECTED-PATH", target, reason)
+		}
+		bash := bashEvent(t, root, "cp /bin/true .n && mv -f .n "+target)
+		if reason := denyReason(t, runHookProcess(t, root, nil, bash)); !strings.Contains(reason, "[DES-PROTECTED-PATH]") {
+			t.Errorf("Bash mv onto %s: reason %q; want DES-PROTECTED-PATH", target, reason)
+		}
+	}
+	// des-hook settings lists both in permissions.deny and denyWrite.
+	out, err := exec.Command(hookBin, "settings", "--command", hookBin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Edit(" + settingsPath(engine) + ")", settingsPath(engine)} {
+		if !strings.Contains(string(out), `"`+want+`"`) {
+			t.Errorf("des-hook settings lacks %s:\n%s", want, out)
+		}
+	}
+}

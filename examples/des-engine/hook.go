@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
@@ -115,7 +116,8 @@ func (h *hookEnv) engine(ctx context.Context) (*des.Engine, error) {
 		// Lazy: a handler that finds nothing for DES to judge compiles no policy.
 		// The trail is attested: the agent the hook watches may append
 		// to it (sandboxed Bash, for the pre-commit hook).
-		opts := []des.Option{des.WithRoot(h.root), des.WithEnv(h.lookupEnv), des.WithLogger(h.logger), des.WithLazyPolicies(), des.WithAttestedTrail()}
+		opts := []des.Option{des.WithRoot(h.root), des.WithEnv(h.lookupEnv), des.WithLogger(h.logger), des.WithLazyPolicies(), des.WithAttestedTrail(),
+			des.WithProtectedFiles(h.binaries()...)}
 		if c := h.checker(); c != nil {
 			// DES's own writes are announced, so that another call's effect
 			// check running meanwhile keeps them.
@@ -124,6 +126,20 @@ func (h *hookEnv) engine(ctx context.Context) (*des.Engine, error) {
 		h.eng, h.engErr = h.newEngine(ctx, opts...)
 	})
 	return h.eng, h.engErr
+}
+
+// binaries are the programs that run des for this event: the client
+// Claude Code started (DES_CLIENT_PATH), des-engine beside it, and this
+// executable. Replacing one switches des off.
+func (h *hookEnv) binaries() []string {
+	var bins []string
+	if p, err := commandPath(h.lookupEnv); err == nil {
+		bins = append(bins, p)
+	}
+	if p, err := os.Executable(); err == nil {
+		bins = append(bins, p)
+	}
+	return withCompanions(bins)
 }
 
 // requireValidation records that DES validation is required for this event

@@ -19,7 +19,8 @@ package des.protected
 # configured audit and policy directories, the phase requirement files
 # (what the phase gates require), DES's per-user state directory
 # (its last good copies) and the audit trail's witnesses (absolute, outside
-# the project) when Go names them
+# the project) and the files that run DES, such as the hook's binaries
+# (protected_files, absolute), when Go names them
 # (DES hands settings to policies clean and slash-separated). Kept to one
 # array and built-ins: this rule runs on every write under a protected root,
 # and user functions cost more.
@@ -28,7 +29,10 @@ roots := array.concat(
 		array.concat([".des/config.json", ".des/runs", ".des/sessions", ".des/bundles", ".des/decisions", ".git/hooks", data.des.settings.config.audit_dir], data.des.settings.config.policy_dirs),
 		object.get(data.des.settings.config, "phase_requirements_files", []),
 	),
-	[d | some k in ["state_dir", "witness_dir"]; d := object.get(data.des.settings.config, k, ""); d != ""],
+	array.concat(
+		[d | some k in ["state_dir", "witness_dir"]; d := object.get(data.des.settings.config, k, ""); d != ""],
+		object.get(data.des.settings.config, "protected_files", []),
+	),
 )
 
 # Files DES guards only in part, and the fact Go computes for a Write or Edit
