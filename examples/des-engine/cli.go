@@ -49,6 +49,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"settings", "[--write] [--command PATH]  install DES in .claude/settings.json (--write), or print the part to merge", runSettings},
+		{"doctor", "[--json]           whether Claude Code will run DES for this project, and why not", runDoctor},
 		{"policies", "[--json]           list the codes the loaded policies can yield", runPolicies},
 		{"test", "[DIR...]           run the team's Rego tests with the built-in policies loaded", runTest},
 		{"stale", "[--resolve FILE]    list stale work, or reset it in FILE", runStale},
@@ -166,6 +167,7 @@ type settingsBlock struct {
 		SubagentStop       []hookMatcher `json:"SubagentStop"`
 		SubagentStart      []hookMatcher `json:"SubagentStart"`
 		UserPromptSubmit   []hookMatcher `json:"UserPromptSubmit"`
+		SessionStart       []hookMatcher `json:"SessionStart"`
 	} `json:"hooks"`
 	// StatusLine runs `des-hook statusline` for Claude Code's status line: the
 	// subagents running and the task graph's wave.
@@ -322,6 +324,8 @@ func hooksSettings(command string, prot protections) settingsBlock {
 	// The subagent registry: a start, and each user prompt (a new turn).
 	s.Hooks.SubagentStart = []hookMatcher{{Hooks: hook(toolHookTimeout, "")}}
 	s.Hooks.UserPromptSubmit = []hookMatcher{{Hooks: hook(toolHookTimeout, "")}}
+	// The sessions des sees start, for des-hook doctor.
+	s.Hooks.SessionStart = []hookMatcher{{Hooks: hook(toolHookTimeout, "")}}
 	s.StatusLine.Type, s.StatusLine.Command = "command", command+" statusline"
 	for _, p := range prot.denyEdit {
 		s.Permissions.Deny = append(s.Permissions.Deny, "Edit("+p+")")
@@ -334,6 +338,8 @@ func hooksSettings(command string, prot protections) settingsBlock {
 // settingsNeeds go to stderr: which Claude Code version each part needs.
 const settingsNeeds = `  hooks PreToolUse, PostToolUse, SubagentStop   any Claude Code with command hooks
   hooks PostToolUseFailure                      a Claude Code that sends the event (2.1 and later)
+  hooks SessionStart                            any Claude Code with hooks; des-hook doctor reads when
+                                                des last saw a session start
   hooks SubagentStart, UserPromptSubmit         a Claude Code that sends the events; without them the
                                                 subagent registry and the count of direct calls per
                                                 turn are not kept

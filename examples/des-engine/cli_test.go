@@ -75,6 +75,7 @@ func TestSettings(t *testing.T) {
 			"SubagentStop":       "",
 			"SubagentStart":      "",
 			"UserPromptSubmit":   "",
+			"SessionStart":       "",
 		}
 		if s.StatusLine.Type != "command" || s.StatusLine.Command != wantCommand+" statusline" {
 			t.Errorf("statusLine = %+v, want the command %q", s.StatusLine, wantCommand+" statusline")

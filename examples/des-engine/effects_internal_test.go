@@ -36,9 +36,9 @@ func TestCallLifetime(t *testing.T) {
 	}
 	for input, want := range map[string]time.Duration{
 		`{"command": "(sleep 66; python3 w.py) &", "timeout": 1000}`: integrity.InFlightLifetime,
-		`{"command": "make", "run_in_background": true}`:              integrity.InFlightLifetime,
-		`{"command": "make", "timeout": 1000.5}`:                       time.Second + time.Minute,
-		`{"command": "make"}`:                                          3 * time.Minute,
+		`{"command": "make", "run_in_background": true}`:             integrity.InFlightLifetime,
+		`{"command": "make", "timeout": 1000.5}`:                     time.Second + time.Minute,
+		`{"command": "make"}`:                                        3 * time.Minute,
 	} {
 		if got := callLifetime(bash(input)); got != want {
 			t.Errorf("callLifetime(%s) = %v, want %v", input, got, want)

@@ -26,6 +26,8 @@ const (
 	// The subagent registry's events (orchestration governance).
 	eventSubagentStart    = "SubagentStart"
 	eventUserPromptSubmit = "UserPromptSubmit"
+	// eventSessionStart is recorded, for des-hook doctor.
+	eventSessionStart = "SessionStart"
 )
 
 // Tool names DES routes on. "Task" is the pre-2.1.63 name of "Agent".

@@ -52,7 +52,7 @@ var curatedRoutes = map[string]struct {
 	"PreToolUse_Task_pre2.1.63.json":                 {routeKey{"PreToolUse", "Task"}, "preToolUseSubagent"},
 	"PreToolUse_Write.json":                          {routeKey{"PreToolUse", "Write"}, "preToolUseWrite"},
 	"SessionEnd.json":                                {},
-	"SessionStart.json":                              {},
+	"SessionStart.json":                              {routeKey{"SessionStart", ""}, "sessionStart"},
 	"Stop_old_no_last_message.json":                  {},
 	"Stop_windows_stop_hook_active_true.json":        {},
 	"Stop_with_last_message.json":                    {},
@@ -167,6 +167,7 @@ func TestDefaultRoutes(t *testing.T) {
 		{"SubagentStop", ""}:         "subagentStop",
 		{"SubagentStart", ""}:        "subagentStart",
 		{"UserPromptSubmit", ""}:     "userPromptSubmit",
+		{"SessionStart", ""}:         "sessionStart",
 
 		{"PreToolUse", "NotebookEdit"}:         "preToolUseNotebook",
 		{"PreToolUse", "mcp__*"}:               "preToolUseMCP",

@@ -50,6 +50,7 @@ func defaultRoutes() routeTable {
 		{eventSubagentStop, ""}:           subagentStop,
 		{eventSubagentStart, ""}:          subagentStart,
 		{eventUserPromptSubmit, ""}:       userPromptSubmit,
+		{eventSessionStart, ""}:           sessionStart,
 
 		// Tools that write files DES cannot read ahead of time: their effect
 		// is checked after they run (internal/integrity).

@@ -67,10 +67,24 @@ type settingsWriter struct {
 	checks func(ctx context.Context, root string, e env) []string
 }
 
-// settingsWriteChecks is what --write checks after writing; it checks
-// nothing yet. des-hook doctor's checks go here, so that --write reports
-// an installation that still would not work.
-func settingsWriteChecks(ctx context.Context, root string, e env) []string { return nil }
+// settingsWriteChecks is what --write checks after writing: des-hook
+// doctor's checks, so that --write reports an installation that still
+// would not work (a managed policy, a binary not on PATH, no sandbox).
+func settingsWriteChecks(ctx context.Context, root string, e env) []string {
+	rep := diagnose(ctx, root, e.lookupEnv)
+	out := []string{rep.Verdict}
+	for _, f := range rep.Findings {
+		if f.Severity == sevOK || f.Check == "sessions" {
+			continue // a session is not expected before Claude Code starts
+		}
+		line := f.Severity + ": " + f.Message
+		if f.Fix != "" {
+			line += " (fix: " + f.Fix + ")"
+		}
+		out = append(out, line)
+	}
+	return out
+}
 
 // hookCommandFor decides the hook command --write installs and whether it
 // is portable (the shared file) or this machine's (the local file). binaries

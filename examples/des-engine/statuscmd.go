@@ -173,12 +173,25 @@ func runStatus(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	ps := policyStatusOf(ctx, root, cfg, e.lookupEnv)
+	doc := diagnose(ctx, root, e.lookupEnv)
 	if *asJSON {
 		return writeJSON(e, "status", struct {
 			des.OrchestrationStatus
 			policyStatus
-		}{st, ps})
+			ClaudeCode struct {
+				Running bool   `json:"running"`
+				Verdict string `json:"verdict"`
+			} `json:"claude_code"`
+		}{st, ps, struct {
+			Running bool   `json:"running"`
+			Verdict string `json:"verdict"`
+		}{doc.Running, doc.Verdict}})
 	}
+	line := "claude code: " + doc.Verdict
+	if n := countSeverity(doc, sevWarning); n > 0 {
+		line += fmt.Sprintf(" (%d warning(s): des-hook doctor)", n)
+	}
+	fmt.Fprintln(e.stdout, line)
 	if err := printPolicyStatus(e.stdout, ps); err != nil {
 		fmt.Fprintf(e.stderr, "des-hook status: %v\n", err)
 		return exitUsage
