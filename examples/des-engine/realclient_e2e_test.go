@@ -298,6 +298,13 @@ func TestRealClientAcceptsDesSettings(t *testing.T) {
 	if p := settingsProblems(s.debug); len(p) > 0 {
 		t.Errorf("the client complained about des's settings:\n%s", strings.Join(p, "\n"))
 	}
+	// The session reached des: doctor says when it started.
+	if len(s.eventsOf("SessionStart")) == 0 {
+		t.Fatalf("des got no SessionStart event")
+	}
+	if _, rep, out := doctorRun(t, root, t.TempDir(), t.TempDir()); rep.LastSession == nil || rep.LastSession.SessionID != s.eventsOf("SessionStart")[0]["session_id"] {
+		t.Errorf("doctor after a real session:\n%s", out)
+	}
 	if !strings.Contains(s.debug, filepath.Join(root, ".claude", "settings.json")) {
 		t.Errorf("the debug log never names the project's settings file; is it read?")
 	}

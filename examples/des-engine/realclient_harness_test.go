@@ -89,6 +89,7 @@ func desEvents() map[string]map[string]any {
 		"SubagentStart":      {},
 		"SubagentStop":       {},
 		"UserPromptSubmit":   {},
+		"SessionStart":       {},
 	}
 }
 

@@ -99,7 +99,7 @@ func TestRealClientPayloadsDecode(t *testing.T) {
 	}
 	// The subagent tool reaches hooks as Agent, though the model is
 	// offered it as Task.
-	for _, want := range []string{"PreToolUse Agent", "PostToolUse Agent", "PreToolUse Bash", "PostToolUseFailure Bash", "SubagentStop ", "SubagentStart ", "UserPromptSubmit "} {
+	for _, want := range []string{"PreToolUse Agent", "PostToolUse Agent", "PreToolUse Bash", "PostToolUseFailure Bash", "SubagentStop ", "SubagentStart ", "UserPromptSubmit ", "SessionStart "} {
 		if seen[want] == 0 {
 			t.Errorf("no %q payload recorded; record again (DES_REALCLIENT_RECORD)", want)
 		}
