@@ -7,18 +7,24 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/gitexec"
+	"github.com/deterministic-exec/des/internal/glob"
 	"github.com/deterministic-exec/des/internal/statedir"
 	builtin "github.com/deterministic-exec/des/rego"
 	"github.com/open-policy-agent/opa/v1/version"
@@ -220,7 +226,7 @@ func settingsPath(p string) string {
 //
 // The binaries are protected too (the hook and what it runs beside it):
 // replacing the hook switches DES off as surely as deleting its entries.
-func protectedPaths(cfg des.Config, stateDir, witnessDir string, binaries ...string) protections {
+func protectedPaths(cfg des.Config, root, stateDir, witnessDir string, binaries ...string) protections {
 	var p protections
 	tree := func(d string) string { return settingsPath(d) + "/**" }
 	p.denyEdit = append(p.denyEdit, settingsPath(des.ConfigFile))
@@ -232,49 +238,130 @@ func protectedPaths(cfg des.Config, stateDir, witnessDir string, binaries ...str
 	// The kept bundles are written by des-hook bundle pull and the warm
 	// server, neither sandboxed; the decision logs, like the audit trail,
 	// by the pre-commit hook a sandboxed git commit runs.
-	p.denyWrite = append(p.denyWrite, settingsPath(des.BundleDir))
+	p.denyWrite = append(p.denyWrite, sandboxPath(des.BundleDir))
 	// The keys of bundle_public_key and bundle_jwks decide which
 	// organisation bundles verify; opa_ca_file which server answers for
 	// opa_url.
 	for _, k := range []string{cfg.BundlePublicKey, cfg.BundleJWKS, cfg.OPACAFile} {
 		if k != "" && !strings.HasPrefix(k, "https://") && !strings.HasPrefix(k, "http://") {
 			p.denyEdit = append(p.denyEdit, settingsPath(k))
-			p.denyWrite = append(p.denyWrite, settingsPath(k))
+			p.denyWrite = append(p.denyWrite, sandboxPath(k))
 		}
 	}
 	// The phase requirement files decide what the phase gates require.
 	for _, f := range cfg.PhaseRequirementsFiles {
 		p.denyEdit = append(p.denyEdit, settingsPath(f))
-		p.denyWrite = append(p.denyWrite, settingsPath(f))
+		p.denyWrite = append(p.denyWrite, sandboxPath(f))
 	}
 
-	p.denyWrite = append(p.denyWrite, settingsPath(des.ConfigFile))
+	p.denyWrite = append(p.denyWrite, sandboxPath(des.ConfigFile))
 	for _, d := range cfg.PolicyDirs {
-		p.denyWrite = append(p.denyWrite, settingsPath(d))
+		p.denyWrite = append(p.denyWrite, sandboxPath(d))
 	}
 	// The subagent registry is written only by the hook, which the sandbox
 	// does not confine; nothing a sandboxed command runs needs to write it.
-	p.denyWrite = append(p.denyWrite, settingsPath(des.SessionsDir), settingsPath(".git/hooks"), settingsPath(".claude/settings.json"),
-		settingsPath(".claude/settings.local.json"), settingsPath(stateDir))
-	for _, g := range cfg.GuardedStateFiles {
-		p.denyWrite = append(p.denyWrite, settingsPath(g))
+	p.denyWrite = append(p.denyWrite, sandboxPath(des.SessionsDir), sandboxPath(".git/hooks"), sandboxPath(".claude/settings.json"),
+		sandboxPath(".claude/settings.local.json"), sandboxPath(stateDir))
+	// The workflow states, the step files and the task graph: Gate 3
+	// commits what a step file says once no Gate 2 failure stands, and a
+	// background job sandboxed Bash started may rewrite one while no call
+	// runs, which the effect check takes as the user's. They are written
+	// with the file tools, through the write guard, and by des, neither
+	// sandboxed; Bash may not write them anyway. The sandbox takes no glob
+	// (Claude Code 2.1.328 on Linux skips `**/steps/*.json` and
+	// `.isdlc/projects/*/state.json`), so a glob is written as what it
+	// matches now: each file, and for step files the directory that holds
+	// them, which covers a step file added there later (a steps directory
+	// made later is covered once settings --write runs again, and by the
+	// effect check meanwhile).
+	guarded := append(append(slices.Clone(cfg.GuardedStateFiles), cfg.GuardedStepFiles...), cfg.TaskGraphFile)
+	var globs []string
+	for _, g := range guarded {
+		if strings.ContainsAny(g, "*?[") {
+			globs = append(globs, g)
+			continue
+		}
+		p.denyWrite = append(p.denyWrite, sandboxPath(g))
 	}
-	// The step files too: Gate 3 commits what they say once no Gate 2
-	// failure stands, and a background job sandboxed Bash started may
-	// rewrite one while no call runs, which the effect check takes as the
-	// user's. They are written with the file tools, through the write guard,
-	// and by des, neither sandboxed; Bash may not write them anyway.
-	for _, g := range cfg.GuardedStepFiles {
-		p.denyWrite = append(p.denyWrite, settingsPath(g))
+	docs := gate.DocumentWrite{Root: root, StepGlobs: cfg.GuardedStepFiles, StateGlobs: cfg.GuardedStateFiles}
+	files, dirs := globMatches(root, globs, cfg.GuardedStepFiles, func(rel string) bool {
+		kind, _ := docs.Kind(filepath.Join(root, filepath.FromSlash(rel)))
+		return kind != ""
+	})
+	// Absolute: what the globs match is this checkout's now, so
+	// settings --write keeps it in the local file, not the team's.
+	for _, f := range append(dirs, files...) {
+		p.denyWrite = append(p.denyWrite, sandboxPath(filepath.Join(root, filepath.FromSlash(f))))
 	}
-	// The task graph too: DES's own wave sync runs in the hook, outside
-	// the sandbox.
-	p.denyWrite = append(p.denyWrite, settingsPath(cfg.TaskGraphFile))
 	for _, b := range withCompanions(binaries) {
 		p.denyEdit = append(p.denyEdit, settingsPath(b))
-		p.denyWrite = append(p.denyWrite, settingsPath(b))
+		p.denyWrite = append(p.denyWrite, sandboxPath(b))
 	}
 	return p
+}
+
+// sandboxPath writes a path as Claude Code's sandbox reads denyWrite on
+// Linux (tested with the real client, 2.1.328): "./x" from the project
+// root, whatever directory a command cds to; "//x" from the file system
+// root. A bare "/x" is taken as absolute there (not project-relative, as
+// in permission rules), so des's "/.des/config.json" protected nothing.
+func sandboxPath(p string) string {
+	p = filepath.ToSlash(filepath.Clean(p))
+	if strings.HasPrefix(p, "/") {
+		return "/" + p
+	}
+	return "./" + strings.TrimPrefix(p, "./")
+}
+
+// maxSandboxWalk bounds the walk for the files the guarded globs match.
+const maxSandboxWalk = 50000
+
+// globMatches walks root (boundedly, without .git, node_modules or
+// vendor) for the files the globs match that are guarded documents (a step
+// glob also matches files that are not step files: the write guard's rule
+// decides), root-relative and sorted, and the directories holding a match
+// of a step glob.
+func globMatches(root string, globs, stepGlobs []string, guarded func(rel string) bool) (files, dirs []string) {
+	if root == "" || len(globs) == 0 {
+		return nil, nil
+	}
+	seenDir := map[string]bool{}
+	n := 0
+	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if n++; n > maxSandboxWalk {
+			return filepath.SkipAll
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "node_modules", "vendor":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		for _, g := range globs {
+			if !glob.Match(g, rel) || !guarded(rel) {
+				continue
+			}
+			files = append(files, rel)
+			if slices.Contains(stepGlobs, g) && !seenDir[pathpkg.Dir(rel)] {
+				seenDir[pathpkg.Dir(rel)] = true
+				dirs = append(dirs, pathpkg.Dir(rel))
+			}
+			break
+		}
+		return nil
+	})
+	sort.Strings(files)
+	sort.Strings(dirs)
+	return files, dirs
 }
 
 // companionName is des-engine's file name (plus the client's extension,
@@ -400,7 +487,7 @@ func runSettings(ctx context.Context, e env, args []string) int {
 		cfg = des.DefaultConfig()
 	}
 	fmt.Fprint(e.stderr, "des-hook settings: merge this object into .claude/settings.json, or run des-hook settings --write. What each part needs:\n"+settingsNeeds)
-	return writeJSON(e, "settings", hooksSettings(shellQuote(path), protectedPaths(cfg, statedir.For(root, e.lookupEnv), des.AuditWitnessDir(e.lookupEnv), path)))
+	return writeJSON(e, "settings", hooksSettings(shellQuote(path), protectedPaths(cfg, root, statedir.For(root, e.lookupEnv), des.AuditWitnessDir(e.lookupEnv), path)))
 }
 
 // shellSafe matches words a POSIX shell reads literally.

@@ -110,7 +110,9 @@ func TestSettings(t *testing.T) {
 		if u := s.Sandbox.AllowUnsandboxedCommands; u == nil || *u {
 			t.Error("sandbox.allowUnsandboxedCommands is not false")
 		}
-		for _, p := range []string{"/.des/config.json", "/.des/policies", "/.claude/settings.json", "/.isdlc/state.json", "/.des/sessions", "/.claude/state/active_task_graph.json", "/.des/bundles", "/**/steps/*.json"} {
+		// The spellings the real sandbox honours on Linux: "./x" from the
+		// project root (a bare "/x" is absolute there), no globs.
+		for _, p := range []string{"./.des/config.json", "./.des/policies", "./.claude/settings.json", "./.isdlc/state.json", "./.des/sessions", "./.claude/state/active_task_graph.json", "./.des/bundles"} {
 			if !slices.Contains(s.Sandbox.Filesystem.DenyWrite, p) {
 				t.Errorf("sandbox.filesystem.denyWrite %v lacks %s", s.Sandbox.Filesystem.DenyWrite, p)
 			}

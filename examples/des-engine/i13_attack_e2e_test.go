@@ -47,14 +47,14 @@ func TestAttackDecisionLogMasksBashCommand(t *testing.T) {
 func TestAttackBundleKeysInClaudeProtections(t *testing.T) {
 	cfg := des.DefaultConfig()
 	cfg.BundleURLs, cfg.BundlePublicKey, cfg.BundleJWKS, cfg.OPACAFile = []string{"https://b.example/org.tar.gz"}, "keys/acme.pem", "keys/acme.jwks", "certs/opa-ca.pem"
-	p := protectedPaths(cfg, "", "")
+	p := protectedPaths(cfg, "", "", "")
 	for _, k := range []string{"/keys/acme.pem", "/keys/acme.jwks", "/certs/opa-ca.pem"} {
 		if !slices.Contains(p.denyEdit, k) || !slices.Contains(p.denyWrite, k) {
 			t.Errorf("%s: permissions.deny %v, denyWrite %v; want it in both", k, p.denyEdit, p.denyWrite)
 		}
 	}
 	cfg.BundlePublicKey, cfg.BundleJWKS = "", "https://b.example/jwks.json"
-	for _, l := range [][]string{protectedPaths(cfg, "", "").denyEdit, protectedPaths(cfg, "", "").denyWrite} {
+	for _, l := range [][]string{protectedPaths(cfg, "", "", "").denyEdit, protectedPaths(cfg, "", "", "").denyWrite} {
 		for _, e := range l {
 			if strings.Contains(e, "b.example") {
 				t.Errorf("a JWKS URL listed as a path: %s", e)

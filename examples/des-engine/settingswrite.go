@@ -280,7 +280,7 @@ func readProjectSettings(root string) (map[string][]byte, error) {
 
 // block is everything des installs, as the printing mode prints it.
 func (w *settingsWriter) block(command string, binaries []string) settingsBlock {
-	prot := protectedPaths(w.cfg, statedir.For(w.root, w.e.lookupEnv), des.AuditWitnessDir(w.e.lookupEnv), binaries...)
+	prot := protectedPaths(w.cfg, w.root, statedir.For(w.root, w.e.lookupEnv), des.AuditWitnessDir(w.e.lookupEnv), binaries...)
 	return hooksSettings(command, prot)
 }
 

@@ -1153,7 +1153,7 @@ func TestGraphSettings(t *testing.T) {
 	if !slices.ContainsFunc(s.Permissions.Deny, func(r string) bool { return strings.Contains(r, "/.des/sessions") }) {
 		t.Errorf("hook settings: no permission deny rule covers /.des/sessions: %v", s.Permissions.Deny)
 	}
-	for _, want := range []string{"/.des/sessions", "/" + tgGraphPath} {
+	for _, want := range []string{"./.des/sessions", "./" + tgGraphPath} {
 		if !slices.ContainsFunc(s.Sandbox.Filesystem.DenyWrite, func(p string) bool { return strings.HasPrefix(p, want) }) {
 			t.Errorf("hook settings: sandbox denyWrite lacks %s: %v", want, s.Sandbox.Filesystem.DenyWrite)
 		}
