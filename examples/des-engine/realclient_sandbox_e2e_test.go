@@ -180,3 +180,19 @@ func TestRealClientSandboxHoldsDesSettings(t *testing.T) {
 		t.Errorf("sandboxed Bash wrote .claude/settings.json")
 	}
 }
+
+// Sandboxed Bash cannot make a Unix socket (the sandbox's seccomp filter
+// on Linux), so it can neither serve nor reach a decision server of its
+// own in des's runtime directory.
+func TestRealClientSandboxNoUnixSockets(t *testing.T) {
+	c := requireSandbox(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not on PATH")
+	}
+	root := t.TempDir()
+	told := sandboxRun(t, c, root, map[string]any{"sandbox": map[string]any{"enabled": true, "allowUnsandboxedCommands": false}},
+		`python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.bind("s.sock"); print("BOUND")' 2>&1; echo done`)
+	if strings.Contains(told, "BOUND") || !strings.Contains(told, "done") {
+		t.Errorf("sandboxed Bash made a Unix socket: %s", told)
+	}
+}
