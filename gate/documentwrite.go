@@ -20,6 +20,7 @@ import (
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/glob"
+	"github.com/deterministic-exec/des/internal/stepdoc"
 	"github.com/deterministic-exec/des/policy"
 	"github.com/deterministic-exec/des/statemachine"
 )
@@ -80,7 +81,10 @@ type DocumentWrite struct {
 // Kind tells whether path is a guarded document, and its root-relative path,
 // from its name and what the file holds now. A path matching a step glob is
 // a step file only when it looks like one (LooksLikeStep): "**/steps/*.json"
-// also matches src/onboarding/steps/welcome.json, which is not DES's. A
+// also matches src/onboarding/steps/welcome.json and
+// test/fixtures/steps/01-01.json, which are not DES's. A path that does not
+// exist yet is one when it is named as a step file (01-01.json in a steps
+// directory): Kind cannot see what will be written there. A
 // file DES cannot read there (a FIFO, too large) is taken as a step file:
 // the gate then fails closed on it rather than letting a write through
 // unjudged. A path that is another hard link of a guarded document is that
@@ -150,13 +154,17 @@ func (d DocumentWrite) kindOf(rel string, incoming func(disk []byte) []byte) (st
 		if !glob.Match(g, rel) {
 			continue
 		}
-		// Claimed by name, else by content: a look-alike check that reads
-		// only files a step glob matches, at most one read.
-		if stepName(rel) {
-			return KindStep, rel
+		// Claimed by content, on disk or incoming: a look-alike check that
+		// reads only files a step glob matches, at most one read. A file
+		// that does not exist yet, written where DES cannot see the
+		// content (Bash), is claimed by a step file's name.
+		disk, err := fileio.ReadBounded(filepath.Join(d.Root, filepath.FromSlash(rel)), maxDocumentSize)
+		absent := errors.Is(err, fs.ErrNotExist)
+		if absent {
+			disk, err = nil, nil
 		}
-		disk, err := readBounded(filepath.Join(d.Root, filepath.FromSlash(rel)))
-		if err != nil || LooksLikeStep(disk) || incoming != nil && LooksLikeStep(incoming(disk)) {
+		if err != nil || LooksLikeStep(disk) || incoming != nil && LooksLikeStep(incoming(disk)) ||
+			absent && incoming == nil && stepName(rel) {
 			return KindStep, rel
 		}
 		break // one step glob's answer is every step glob's
@@ -185,25 +193,11 @@ func stepName(rel string) bool {
 	return pathpkg.Base(dir) == "steps" && stepNamePattern().MatchString(name)
 }
 
-// stepKeys are the top-level members of which a step file has at least
-// one, in every layout DES reads or rejects as obsolete.
-var stepKeys = []string{"task_id", "task_specification", "tdd_cycle", "step_id", "phase_id", "tdd_phase"}
-
-// LooksLikeStep reports whether content is a JSON object with a top-level
-// member only step files have (task_id, task_specification, tdd_cycle, or
-// an obsolete layout's step_id, phase_id, tdd_phase).
-func LooksLikeStep(content []byte) bool {
-	var members map[string]json.RawMessage
-	if json.Unmarshal(content, &members) != nil {
-		return false
-	}
-	for _, k := range stepKeys {
-		if _, ok := members[k]; ok {
-			return true
-		}
-	}
-	return false
-}
+// LooksLikeStep reports whether content is a DES step file by its shape
+// (stepdoc.Looks): a JSON object with tdd_cycle, task_specification, the
+// obsolete tdd_phase, or a workflow_type DES knows. A task_id alone is not
+// enough: test fixtures and other tools' step files have one too.
+func LooksLikeStep(content []byte) bool { return stepdoc.Looks(content) }
 
 // Incoming is the content the call would leave in the file, from what the
 // file holds now (disk, nil when it does not exist). ok is false when Claude

@@ -79,3 +79,58 @@ func TestE2EFindWithANameTest(t *testing.T) {
 		})
 	}
 }
+
+// JSON files under a steps folder that are not shaped like DES's step files
+// (a test fixture, a wizard's steps) are nobody's business: a Write, an
+// Edit, a Bash write and a commit of them are allowed, through the hook and
+// `des-hook precommit`, while a real step file beside them is still judged.
+func TestE2EStepLookAlikesAreNotStepFiles(t *testing.T) {
+	root := t.TempDir()
+	initRepo(t, root, "main")
+	fixture := "test/fixtures/steps/01-01.json"
+	wizard := "src/wizard/steps/02-03.json"
+	writeFile(t, root, wizard, `{"task_id": "02-03", "title": "Pick a plan", "state": {"status": "TODO"}}`)
+	writeFile(t, root, e2eStep, realStep)
+	allowed := []struct {
+		name  string
+		event map[string]any
+	}{
+		{"Write a fixture", writeToolEvent(root, "Write", fixture, map[string]any{"content": `{"task_id": "x", "fixture": true}`})},
+		{"Write a wizard step", writeToolEvent(root, "Write", wizard, map[string]any{"content": `{"task_id": "02-03", "title": "Pick a plan", "state": {"status": "DONE"}}`})},
+		{"Edit a wizard step", writeToolEvent(root, "Edit", wizard, map[string]any{"old_string": `"TODO"`, "new_string": `"DONE"`})},
+		{"Bash rewrites a wizard step", bashEvent(t, root, `echo '{"task_id": "02-03"}' > `+wizard)},
+	}
+	for _, c := range allowed {
+		if reason := denyReason(t, runHookProcess(t, root, nil, c.event)); reason != "" {
+			t.Errorf("%s: denied: %s", c.name, reason)
+		}
+	}
+	// A real step file is still judged, and so is a new file named as a
+	// step that Bash writes (DES cannot see what it holds).
+	denied := []struct {
+		name  string
+		event map[string]any
+		code  string
+	}{
+		{"Write junk to a real step", writeToolEvent(root, "Write", e2eStep, map[string]any{"content": `not json`}), "DES-STEPFILE-SCHEMA"},
+		{"Write a new step with an unknown phase status", writeToolEvent(root, "Write", "docs/feature/shop/steps/01-02.json", map[string]any{"content": `{"task_id": "01-02", "tdd_cycle": {"phase_execution_log": [{"phase_name": "PREPARE", "status": "BOGUS"}]}}`}), "DES-STEPFILE-SCHEMA"},
+		{"Bash creates a file named as a step", bashEvent(t, root, `cp /dev/null docs/feature/shop/steps/01-03.json`), "DES-STATE-BASH-WRITE"},
+	}
+	for _, c := range denied {
+		if reason := denyReason(t, runHookProcess(t, root, nil, c.event)); !strings.Contains(reason, "["+c.code+"]") {
+			t.Errorf("%s: want %s, got %q", c.name, c.code, reason)
+		}
+	}
+	// Gate 3: a commit of the fixture and the wizard step passes.
+	writeFile(t, root, fixture, `{"task_id": "x", "fixture": true}`)
+	writeFile(t, root, wizard, `{"task_id": "02-03", "title": "Pick a plan", "state": {"status": "DONE"}}`)
+	git(t, root, "add", fixture, wizard)
+	if r := runBinCLI(t, root, "precommit"); r.code != 0 {
+		t.Errorf("precommit of the look-alikes: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The real step file staged beside them is still judged.
+	git(t, root, "add", e2eStep)
+	if r := runBinCLI(t, root, "precommit"); r.code != 1 || !strings.Contains(r.stdout, e2eStep) || strings.Contains(r.stdout, fixture) {
+		t.Errorf("precommit with the real step: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
