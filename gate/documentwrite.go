@@ -480,6 +480,11 @@ type pending struct {
 	Path    string        `json:"path"` // root-relative
 	SHA256  string        `json:"sha256"`
 	Entries []audit.Entry `json:"entries"`
+	// Document is the content allowed, when it is JSON: a formatter hook
+	// may rewrite the file before des's PostToolUse (re-indent it, add a
+	// trailing newline), and the write is confirmed when the file still
+	// holds the same JSON value.
+	Document json.RawMessage `json:"document,omitempty"`
 }
 
 func (d DocumentWrite) pend(ctx context.Context, toolUseID, rel string, content []byte, entries []audit.Entry) error {
@@ -487,7 +492,11 @@ func (d DocumentWrite) pend(ctx context.Context, toolUseID, rel string, content 
 		return d.record(ctx, entries...) // nothing to confirm against: record now
 	}
 	sum := sha256.Sum256(content)
-	data, err := json.Marshal(pending{Path: rel, SHA256: hex.EncodeToString(sum[:]), Entries: entries})
+	rec := pending{Path: rel, SHA256: hex.EncodeToString(sum[:]), Entries: entries}
+	if json.Valid(content) {
+		rec.Document = content
+	}
+	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
@@ -529,46 +538,82 @@ func readPending(root, dir, name string) (data []byte, remove func() error, err 
 }
 
 // Confirm is PostToolUse for a Write, Edit or MultiEdit: when an allowed
-// write recorded changes under toolUseID and the file now holds exactly the
-// content that was allowed, the changes are appended to the audit trail
-// with "confirmed": true, and, for a workflow state, des's memory of its
-// phase statuses moves on. Otherwise nothing is recorded. It returns
-// whether changes were confirmed.
+// write recorded changes under toolUseID and the file now holds the content
+// that was allowed, the changes are appended to the audit trail with
+// "confirmed": true, and, for a workflow state, des's memory of its phase
+// statuses moves on. Otherwise nothing is recorded. It returns whether
+// changes were confirmed. ConfirmResult also says why a step write was not.
 func (d DocumentWrite) Confirm(ctx context.Context, toolUseID string) (bool, error) {
-	kept, err := d.confirmState(ctx, toolUseID)
-	if err != nil {
-		return kept, err
-	}
-	confirmed, err := d.confirmSteps(ctx, toolUseID)
-	return kept || confirmed, err
+	c, err := d.ConfirmResult(ctx, toolUseID)
+	return c.Confirmed, err
 }
 
-func (d DocumentWrite) confirmSteps(ctx context.Context, toolUseID string) (bool, error) {
+// Confirmation is what PostToolUse found of an allowed write.
+type Confirmation struct {
+	Confirmed bool
+	// Path is the step file whose pending write was not confirmed, and
+	// Mismatch what the file holds instead ("" when confirmed, or when no
+	// step write was pending). Such a write is audited as
+	// WRITE_NOT_CONFIRMED: its phase moves are not in the trail, and Gate
+	// 2 will find the phases it finished started around the guard.
+	Path, Mismatch string
+}
+
+// ConfirmResult is Confirm, saying why a pending step write was not
+// confirmed. A step file is taken as holding what was allowed when it
+// holds the same JSON value, whatever its formatting (key order, white
+// space, a trailing newline): formatter hooks rewrite files after a Write.
+func (d DocumentWrite) ConfirmResult(ctx context.Context, toolUseID string) (Confirmation, error) {
+	kept, err := d.confirmState(ctx, toolUseID)
+	if err != nil {
+		return Confirmation{Confirmed: kept}, err
+	}
+	c, err := d.confirmSteps(ctx, toolUseID)
+	c.Confirmed = c.Confirmed || kept
+	return c, err
+}
+
+func (d DocumentWrite) confirmSteps(ctx context.Context, toolUseID string) (Confirmation, error) {
 	if d.PendingDir == "" || !safeID(toolUseID) {
-		return false, nil
+		return Confirmation{}, nil
 	}
 	path := filepath.Join(d.PendingDir, toolUseID+".json")
 	raw, remove, err := readPending(d.Root, d.PendingDir, toolUseID+".json")
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return Confirmation{}, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("write guard: pending record %s: %w", path, err)
+		return Confirmation{}, fmt.Errorf("write guard: pending record %s: %w", path, err)
 	}
 	defer Announced(ctx, d.Writes, path, nil, remove)
 	var p pending
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return false, fmt.Errorf("write guard: pending record %s: %w", path, err)
+		return Confirmation{}, fmt.Errorf("write guard: pending record %s: %w", path, err)
 	}
 	now, err := readBounded(filepath.Join(d.Root, filepath.FromSlash(p.Path)))
-	if err != nil || now == nil {
-		return false, err
+	if err != nil {
+		return Confirmation{}, err
 	}
-	if sum := sha256.Sum256(now); hex.EncodeToString(sum[:]) != p.SHA256 {
-		return false, nil // the write did not land as allowed
+	mismatch := ""
+	switch sum := sha256.Sum256(now); {
+	case now == nil:
+		mismatch = "the file is gone"
+	case hex.EncodeToString(sum[:]) == p.SHA256:
+	case p.Document == nil:
+		mismatch = "its bytes differ from what was allowed"
+	default:
+		mismatch = jsonDifference(p.Document, now)
+	}
+	if mismatch != "" {
+		// The write did not land as allowed (a permission prompt refused
+		// it, or a hook rewrote its content): said at once, never silent.
+		c := Confirmation{Path: p.Path, Mismatch: mismatch}
+		return c, d.record(ctx, audit.Entry{Event: audit.WriteNotConfirmed, Fields: map[string]any{
+			"step_file": p.Path, "tool_use_id": toolUseID, "what": mismatch,
+		}})
 	}
 	for i := range p.Entries {
 		p.Entries[i].Fields["confirmed"] = true
 	}
-	return true, d.record(ctx, p.Entries...)
+	return Confirmation{Confirmed: true}, d.record(ctx, p.Entries...)
 }

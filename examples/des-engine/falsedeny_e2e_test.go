@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,5 +133,62 @@ func TestE2EStepLookAlikesAreNotStepFiles(t *testing.T) {
 	git(t, root, "add", e2eStep)
 	if r := runBinCLI(t, root, "precommit"); r.code != 1 || !strings.Contains(r.stdout, e2eStep) || strings.Contains(r.stdout, fixture) {
 		t.Errorf("precommit with the real step: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// A formatter hook that rewrites the step file after the write guard's
+// Write (another indentation, a trailing newline) keeps the write
+// confirmed: PostToolUse compares JSON values, and Gate 2 at the stop finds
+// PREPARE started through the guard. A rewrite that changes a value is
+// said at once, to the agent and the user, and audited.
+func TestE2EFormatterHookKeepsTheWriteConfirmed(t *testing.T) {
+	root, transcript, env := gate2Project(t)
+	write := func(i, phase int, set map[string]any, format func(doc map[string]any) string) hookRun {
+		t.Helper()
+		doc := readStep(t, root)
+		prepare := stepPhases(doc)[phase].(map[string]any)
+		for k, v := range set {
+			prepare[k] = v
+		}
+		next, _ := json.MarshalIndent(doc, "", "  ")
+		ev := writeToolEvent(root, "Write", e2eStep, map[string]any{"content": string(next)})
+		ev["tool_use_id"] = "toolu_f" + itoa(i)
+		if reason := denyReason(t, runHookProcess(t, root, env, ev)); reason != "" {
+			t.Fatalf("write %d denied: %s", i, reason)
+		}
+		writeFile(t, root, e2eStep, format(doc)) // Claude Code writes, then the formatter hook rewrites
+		ev["hook_event_name"] = "PostToolUse"
+		ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(root, e2eStep)}
+		return runHookProcess(t, root, env, ev)
+	}
+	reindent := func(doc map[string]any) string {
+		out, _ := json.MarshalIndent(doc, "", "\t")
+		return string(out) + "\n"
+	}
+	for i, set := range []map[string]any{
+		{"status": "IN_PROGRESS", "started_at": "2026-11-22T12:00:00Z"},
+		{"status": "EXECUTED", "outcome": "PASS", "outcome_details": "ok", "ended_at": "2026-11-22T12:05:00Z"},
+	} {
+		if r := write(i, 0, set, reindent); r.code != 0 || r.stdout != "" {
+			t.Fatalf("PostToolUse %d after a reformat: %+v; want it confirmed silently", i, r)
+		}
+	}
+	if out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false))); out != (stopOutput{}) {
+		t.Fatalf("stop after reformatted writes: %+v; want no opinion", out)
+	}
+
+	// A hook that changes a value: the write is not confirmed, and the
+	// agent and the user are told which file and what differs.
+	r := write(2, 1, map[string]any{"status": "IN_PROGRESS"}, func(doc map[string]any) string {
+		stepPhases(doc)[1].(map[string]any)["status"] = "NOT_EXECUTED"
+		out, _ := json.MarshalIndent(doc, "", "  ")
+		return string(out)
+	})
+	if !strings.Contains(r.stdout, "DES could not confirm the write to "+e2eStep) || !strings.Contains(r.stdout, `at /tdd_cycle/phase_execution_log/1/status the write allowed \"IN_PROGRESS\", the file holds \"NOT_EXECUTED\"`) ||
+		!strings.Contains(r.stdout, "systemMessage") || !strings.Contains(r.stdout, "additionalContext") {
+		t.Errorf("PostToolUse after a value changed: %+v", r)
+	}
+	if got := auditLines(t, root, "WRITE_NOT_CONFIRMED"); len(got) != 1 || got[0]["step_file"] != e2eStep || got[0]["tool_use_id"] != "toolu_f2" {
+		t.Errorf("WRITE_NOT_CONFIRMED in the trail: %v", got)
 	}
 }
