@@ -192,3 +192,31 @@ func TestE2EFormatterHookKeepsTheWriteConfirmed(t *testing.T) {
 		t.Errorf("WRITE_NOT_CONFIRMED in the trail: %v", got)
 	}
 }
+
+// Gate 2's scope check lists the files the subagent changed: the lock files
+// des itself leaves beside the task graph and the workflow states, and
+// des's own directory, are never among them.
+func TestE2EGate2ScopeLeavesDESFilesOut(t *testing.T) {
+	root, transcript, env := gate2Project(t)
+	doc := readStep(t, root)
+	doc["allowed_file_patterns"] = []any{"src/**"}
+	raw, _ := json.MarshalIndent(doc, "", "  ")
+	writeFile(t, root, e2eStep, string(raw))
+	git(t, root, "init", "-q")
+	git(t, root, "config", "user.email", "des@example.com")
+	git(t, root, "config", "user.name", "des")
+	git(t, root, "add", "-A")
+	git(t, root, "commit", "-qm", "base")
+	prepareThroughTheGuard(t, root, env)
+	for _, f := range []string{".claude/state/active_task_graph.json.lock", ".isdlc/state.json.lock", ".des/runs/x.json", "src/cart.js", "notes.md"} {
+		writeFile(t, root, f, "")
+	}
+	decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false)))
+	got := auditLines(t, root, "SCOPE_VIOLATION")
+	if len(got) != 1 {
+		t.Fatalf("SCOPE_VIOLATION entries: %v", got)
+	}
+	if files, _ := json.Marshal(got[0]["files"]); string(files) != `["notes.md"]` {
+		t.Errorf("out of scope: %s, want only notes.md", files)
+	}
+}
