@@ -552,6 +552,13 @@ func (e *Engine) ConfirmWrite(ctx context.Context, toolUseID string) (bool, erro
 	return e.DocumentWrite().Confirm(ctx, toolUseID)
 }
 
+// ConfirmWriteResult is ConfirmWrite, saying why a pending step write was
+// not confirmed (the file holds another JSON value than the write allowed),
+// for the caller to tell the user and the agent at once.
+func (e *Engine) ConfirmWriteResult(ctx context.Context, toolUseID string) (gate.Confirmation, error) {
+	return e.DocumentWrite().ConfirmResult(ctx, toolUseID)
+}
+
 // CheckBash runs the tool_use gate on a Bash command about to run: writes
 // to guarded documents (DES-STATE-BASH-WRITE) and to DES's own files
 // (DES-PROTECTED-PATH). A command that writes none of them is not

@@ -23,6 +23,7 @@ func (e *Engine) SubagentStop() gate.SubagentStop {
 		Now:         e.now,
 		Logger:      e.logger,
 		Writes:      e.writes,
+		Locks:       gate.DocumentLocks(e.cfg.TaskGraphFile, e.cfg.GuardedStateFiles),
 	}
 }
 

@@ -45,6 +45,10 @@ const (
 	// TaskGraphUpdated: DES recorded in the task graph how a phase's
 	// subagent ended (the wave sync).
 	TaskGraphUpdated EventType = "TASK_GRAPH_UPDATED"
+	// WriteNotConfirmed: PostToolUse found a step file holding another
+	// JSON value than the write the guard allowed (a hook rewrote it, or
+	// it is gone), so the write's phase moves are not confirmed.
+	WriteNotConfirmed EventType = "WRITE_NOT_CONFIRMED"
 )
 
 // EventTypes returns the event types des writes, in the order
@@ -56,7 +60,7 @@ func EventTypes() []EventType {
 		SubagentStopValidation, StaleResolution, CommitValidationPassed, CommitValidationFailed,
 		PreExecuteSafetyPassed, PreExecuteSafetyBlocked, ScopeViolation, InvalidTransition,
 		DocumentWriteBlocked, TaskStateChanged, PolicyException, HookError,
-		IntegrityViolation, PhaseEscalation, TaskGraphUpdated,
+		IntegrityViolation, PhaseEscalation, TaskGraphUpdated, WriteNotConfirmed,
 	}
 }
 

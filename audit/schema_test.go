@@ -53,6 +53,8 @@ func representative() map[EventType][]Entry {
 			"codes":   []string{"DES-INTEGRITY"}, "tool_use_id": tu, "session_id": sess}}},
 		PhaseEscalation: {{Event: PhaseEscalation, Fields: map[string]any{"type": "gate_blocked", "phase": "06-implementation",
 			"codes": []string{"DES-GATE-BLOCKED"}, "state_file": ".isdlc/state.json", "tool": "Skill", "tool_use_id": tu, "session_id": sess}}},
+		WriteNotConfirmed: {{Event: WriteNotConfirmed, Fields: map[string]any{"step_file": "docs/feature/x/steps/01-01.json",
+			"what": `at /state/status the write allowed "IN_PROGRESS", the file holds "TODO"`, "tool_use_id": "toolu_1"}}},
 		TaskGraphUpdated: {{Event: TaskGraphUpdated, Fields: map[string]any{"task_graph": ".claude/state/active_task_graph.json", "phase": "verify-auth",
 			"status": "failed", "from": "pending", "found": "record", "gate2_failed": false, "verdict": "FAIL", "verified_phase": "impl-auth", "verified_retries": 2,
 			"wave_from": 1, "wave_to": 1, "wave_advanced": false,

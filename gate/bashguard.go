@@ -96,25 +96,49 @@ func (t ToolUse) bashWrites(ctx context.Context, docs DocumentWrite, call BashCa
 				return nil, err
 			}
 			for _, m := range matches {
-				in, err := t.literalWrite(ctx, docs, w, base, m, facts, a.ParseError != "")
+				// find prints a start as the shell gave it: the match
+				// written the way the pattern was, when DES can tell.
+				written, ok := strings.CutPrefix(m, base+string(filepath.Separator))
+				if filepath.IsAbs(w.Path) {
+					written, ok = m, true
+				}
+				if !ok {
+					written = ""
+				}
+				ins, err := t.startWrites(ctx, docs, w, base, m, filepath.ToSlash(written), facts, a.ParseError != "")
 				if err != nil {
 					return nil, err
 				}
-				if in != nil {
-					out = append(out, in)
-				}
+				out = append(out, ins...)
 			}
 			continue
 		}
-		in, err := t.literalWrite(ctx, docs, w, base, p, facts, a.ParseError != "")
+		ins, err := t.startWrites(ctx, docs, w, base, p, w.Path, facts, a.ParseError != "")
 		if err != nil {
 			return nil, err
 		}
-		if in != nil {
-			out = append(out, in)
-		}
+		out = append(out, ins...)
 	}
 	return out, nil
+}
+
+// startWrites are the input writes of w on p: its literalWrite, or, for a
+// find whose action only reaches entries passing name tests, those of the
+// entries under p that pass them (findWrites).
+func (t ToolUse) startWrites(ctx context.Context, docs DocumentWrite, w shell.Write, base, p, written string, facts, unparsed bool) ([]any, error) {
+	if w.How == shell.HowFindDelete && !unparsed {
+		if tests := shell.FindTests(w.Detail); len(tests) > 0 {
+			ins, ok, err := t.findWrites(ctx, docs, w, base, p, written, tests, facts)
+			if err != nil || ok {
+				return ins, err
+			}
+		}
+	}
+	in, err := t.literalWrite(ctx, docs, w, base, p, facts, unparsed)
+	if err != nil || in == nil {
+		return nil, err
+	}
+	return []any{in}, nil
 }
 
 // literalWrite is the input write of w on the file p (absolute), or nil

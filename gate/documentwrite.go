@@ -20,6 +20,7 @@ import (
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/glob"
+	"github.com/deterministic-exec/des/internal/stepdoc"
 	"github.com/deterministic-exec/des/policy"
 	"github.com/deterministic-exec/des/statemachine"
 )
@@ -80,7 +81,10 @@ type DocumentWrite struct {
 // Kind tells whether path is a guarded document, and its root-relative path,
 // from its name and what the file holds now. A path matching a step glob is
 // a step file only when it looks like one (LooksLikeStep): "**/steps/*.json"
-// also matches src/onboarding/steps/welcome.json, which is not DES's. A
+// also matches src/onboarding/steps/welcome.json and
+// test/fixtures/steps/01-01.json, which are not DES's. A path that does not
+// exist yet is one when it is named as a step file (01-01.json in a steps
+// directory): Kind cannot see what will be written there. A
 // file DES cannot read there (a FIFO, too large) is taken as a step file:
 // the gate then fails closed on it rather than letting a write through
 // unjudged. A path that is another hard link of a guarded document is that
@@ -150,13 +154,17 @@ func (d DocumentWrite) kindOf(rel string, incoming func(disk []byte) []byte) (st
 		if !glob.Match(g, rel) {
 			continue
 		}
-		// Claimed by name, else by content: a look-alike check that reads
-		// only files a step glob matches, at most one read.
-		if stepName(rel) {
-			return KindStep, rel
+		// Claimed by content, on disk or incoming: a look-alike check that
+		// reads only files a step glob matches, at most one read. A file
+		// that does not exist yet, written where DES cannot see the
+		// content (Bash), is claimed by a step file's name.
+		disk, err := fileio.ReadBounded(filepath.Join(d.Root, filepath.FromSlash(rel)), maxDocumentSize)
+		absent := errors.Is(err, fs.ErrNotExist)
+		if absent {
+			disk, err = nil, nil
 		}
-		disk, err := readBounded(filepath.Join(d.Root, filepath.FromSlash(rel)))
-		if err != nil || LooksLikeStep(disk) || incoming != nil && LooksLikeStep(incoming(disk)) {
+		if err != nil || LooksLikeStep(disk) || incoming != nil && LooksLikeStep(incoming(disk)) ||
+			absent && incoming == nil && stepName(rel) {
 			return KindStep, rel
 		}
 		break // one step glob's answer is every step glob's
@@ -185,25 +193,11 @@ func stepName(rel string) bool {
 	return pathpkg.Base(dir) == "steps" && stepNamePattern().MatchString(name)
 }
 
-// stepKeys are the top-level members of which a step file has at least
-// one, in every layout DES reads or rejects as obsolete.
-var stepKeys = []string{"task_id", "task_specification", "tdd_cycle", "step_id", "phase_id", "tdd_phase"}
-
-// LooksLikeStep reports whether content is a JSON object with a top-level
-// member only step files have (task_id, task_specification, tdd_cycle, or
-// an obsolete layout's step_id, phase_id, tdd_phase).
-func LooksLikeStep(content []byte) bool {
-	var members map[string]json.RawMessage
-	if json.Unmarshal(content, &members) != nil {
-		return false
-	}
-	for _, k := range stepKeys {
-		if _, ok := members[k]; ok {
-			return true
-		}
-	}
-	return false
-}
+// LooksLikeStep reports whether content is a DES step file by its shape
+// (stepdoc.Looks): a JSON object with tdd_cycle, task_specification, the
+// obsolete tdd_phase, or a workflow_type DES knows. A task_id alone is not
+// enough: test fixtures and other tools' step files have one too.
+func LooksLikeStep(content []byte) bool { return stepdoc.Looks(content) }
 
 // Incoming is the content the call would leave in the file, from what the
 // file holds now (disk, nil when it does not exist). ok is false when Claude
@@ -486,6 +480,11 @@ type pending struct {
 	Path    string        `json:"path"` // root-relative
 	SHA256  string        `json:"sha256"`
 	Entries []audit.Entry `json:"entries"`
+	// Document is the content allowed, when it is JSON: a formatter hook
+	// may rewrite the file before des's PostToolUse (re-indent it, add a
+	// trailing newline), and the write is confirmed when the file still
+	// holds the same JSON value.
+	Document json.RawMessage `json:"document,omitempty"`
 }
 
 func (d DocumentWrite) pend(ctx context.Context, toolUseID, rel string, content []byte, entries []audit.Entry) error {
@@ -493,7 +492,11 @@ func (d DocumentWrite) pend(ctx context.Context, toolUseID, rel string, content 
 		return d.record(ctx, entries...) // nothing to confirm against: record now
 	}
 	sum := sha256.Sum256(content)
-	data, err := json.Marshal(pending{Path: rel, SHA256: hex.EncodeToString(sum[:]), Entries: entries})
+	rec := pending{Path: rel, SHA256: hex.EncodeToString(sum[:]), Entries: entries}
+	if json.Valid(content) {
+		rec.Document = content
+	}
+	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
@@ -535,46 +538,82 @@ func readPending(root, dir, name string) (data []byte, remove func() error, err 
 }
 
 // Confirm is PostToolUse for a Write, Edit or MultiEdit: when an allowed
-// write recorded changes under toolUseID and the file now holds exactly the
-// content that was allowed, the changes are appended to the audit trail
-// with "confirmed": true, and, for a workflow state, des's memory of its
-// phase statuses moves on. Otherwise nothing is recorded. It returns
-// whether changes were confirmed.
+// write recorded changes under toolUseID and the file now holds the content
+// that was allowed, the changes are appended to the audit trail with
+// "confirmed": true, and, for a workflow state, des's memory of its phase
+// statuses moves on. Otherwise nothing is recorded. It returns whether
+// changes were confirmed. ConfirmResult also says why a step write was not.
 func (d DocumentWrite) Confirm(ctx context.Context, toolUseID string) (bool, error) {
-	kept, err := d.confirmState(ctx, toolUseID)
-	if err != nil {
-		return kept, err
-	}
-	confirmed, err := d.confirmSteps(ctx, toolUseID)
-	return kept || confirmed, err
+	c, err := d.ConfirmResult(ctx, toolUseID)
+	return c.Confirmed, err
 }
 
-func (d DocumentWrite) confirmSteps(ctx context.Context, toolUseID string) (bool, error) {
+// Confirmation is what PostToolUse found of an allowed write.
+type Confirmation struct {
+	Confirmed bool
+	// Path is the step file whose pending write was not confirmed, and
+	// Mismatch what the file holds instead ("" when confirmed, or when no
+	// step write was pending). Such a write is audited as
+	// WRITE_NOT_CONFIRMED: its phase moves are not in the trail, and Gate
+	// 2 will find the phases it finished started around the guard.
+	Path, Mismatch string
+}
+
+// ConfirmResult is Confirm, saying why a pending step write was not
+// confirmed. A step file is taken as holding what was allowed when it
+// holds the same JSON value, whatever its formatting (key order, white
+// space, a trailing newline): formatter hooks rewrite files after a Write.
+func (d DocumentWrite) ConfirmResult(ctx context.Context, toolUseID string) (Confirmation, error) {
+	kept, err := d.confirmState(ctx, toolUseID)
+	if err != nil {
+		return Confirmation{Confirmed: kept}, err
+	}
+	c, err := d.confirmSteps(ctx, toolUseID)
+	c.Confirmed = c.Confirmed || kept
+	return c, err
+}
+
+func (d DocumentWrite) confirmSteps(ctx context.Context, toolUseID string) (Confirmation, error) {
 	if d.PendingDir == "" || !safeID(toolUseID) {
-		return false, nil
+		return Confirmation{}, nil
 	}
 	path := filepath.Join(d.PendingDir, toolUseID+".json")
 	raw, remove, err := readPending(d.Root, d.PendingDir, toolUseID+".json")
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return Confirmation{}, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("write guard: pending record %s: %w", path, err)
+		return Confirmation{}, fmt.Errorf("write guard: pending record %s: %w", path, err)
 	}
 	defer Announced(ctx, d.Writes, path, nil, remove)
 	var p pending
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return false, fmt.Errorf("write guard: pending record %s: %w", path, err)
+		return Confirmation{}, fmt.Errorf("write guard: pending record %s: %w", path, err)
 	}
 	now, err := readBounded(filepath.Join(d.Root, filepath.FromSlash(p.Path)))
-	if err != nil || now == nil {
-		return false, err
+	if err != nil {
+		return Confirmation{}, err
 	}
-	if sum := sha256.Sum256(now); hex.EncodeToString(sum[:]) != p.SHA256 {
-		return false, nil // the write did not land as allowed
+	mismatch := ""
+	switch sum := sha256.Sum256(now); {
+	case now == nil:
+		mismatch = "the file is gone"
+	case hex.EncodeToString(sum[:]) == p.SHA256:
+	case p.Document == nil:
+		mismatch = "its bytes differ from what was allowed"
+	default:
+		mismatch = jsonDifference(p.Document, now)
+	}
+	if mismatch != "" {
+		// The write did not land as allowed (a permission prompt refused
+		// it, or a hook rewrote its content): said at once, never silent.
+		c := Confirmation{Path: p.Path, Mismatch: mismatch}
+		return c, d.record(ctx, audit.Entry{Event: audit.WriteNotConfirmed, Fields: map[string]any{
+			"step_file": p.Path, "tool_use_id": toolUseID, "what": mismatch,
+		}})
 	}
 	for i := range p.Entries {
 		p.Entries[i].Fields["confirmed"] = true
 	}
-	return true, d.record(ctx, p.Entries...)
+	return Confirmation{Confirmed: true}, d.record(ctx, p.Entries...)
 }

@@ -143,8 +143,9 @@ func TestStepWriteConfirmedAtPostToolUse(t *testing.T) {
 	if ok, err := p.eng.ConfirmWrite(t.Context(), "toolu_w1"); ok || err != nil {
 		t.Fatalf("confirmed a write that did not land: %v, %v", ok, err)
 	}
-	if len(p.auditEvents()) != 0 {
-		t.Fatal("recorded a write that did not land")
+	// It is said, not silent: the file does not hold what was allowed.
+	if ev := p.auditEvents(); len(ev) != 1 || ev[0].Event != audit.WriteNotConfirmed || ev[0].Fields["step_file"] != stepRel {
+		t.Fatalf("a write that did not land: trail %+v, want one WRITE_NOT_CONFIRMED", ev)
 	}
 	// Allowed again, and this time it lands.
 	p.write("Write", incoming)
@@ -153,7 +154,7 @@ func TestStepWriteConfirmedAtPostToolUse(t *testing.T) {
 		t.Fatalf("ConfirmWrite = %v, %v", ok, err)
 	}
 	var got []string
-	for _, e := range p.auditEvents() {
+	for _, e := range p.auditEvents()[1:] {
 		got = append(got, string(e.Event)+" "+e.Fields["phase"].(string)+" "+e.Fields["to"].(string))
 		if e.Fields["confirmed"] != true || e.Fields["tool_use_id"] != "toolu_w1" {
 			t.Errorf("entry %+v is not marked confirmed", e)

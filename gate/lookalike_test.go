@@ -9,8 +9,9 @@ import (
 	"github.com/deterministic-exec/des/gate"
 )
 
-// Under a steps folder, only files that look like DES step files are step
-// files: by their name in a steps directory, or by what they hold.
+// Under a steps folder, only files shaped like DES step files are step
+// files, whatever their name; a path that does not exist yet is one when
+// named as a step file (Kind cannot see what will be written there).
 func TestStepLookAlikes(t *testing.T) {
 	p := newProject(t, nil)
 	guard := p.eng.DocumentWrite()
@@ -26,12 +27,16 @@ func TestStepLookAlikes(t *testing.T) {
 	}
 	write("src/onboarding/steps/welcome.json", `{"title": "Welcome", "next": "profile"}`)
 	write(".github/workflows/steps/build.json", `{"run": "make"}`)
-	write("plans/steps/setup.json", `{"task_id": "setup", "state": {"status": "TODO"}}`)
+	write("plans/steps/setup.json", `{"task_id": "setup", "state": {"status": "TODO"}, "tdd_cycle": {}}`)
+	write("test/fixtures/steps/01-01.json", `{"task_id": "x", "fixture": true}`)
+	write("src/wizard/steps/02-03.json", `{"task_id": "02-03", "title": "Pick a plan", "state": {"status": "TODO"}}`)
 	for path, want := range map[string]string{
 		"src/onboarding/steps/welcome.json":     "",
 		".github/workflows/steps/build.json":    "",
 		"src/onboarding/steps/new.json":         "", // does not exist yet
 		"plans/steps/setup.json":                gate.KindStep,
+		"test/fixtures/steps/01-01.json":        "", // named as a step, shaped as a fixture
+		"src/wizard/steps/02-03.json":           "",
 		"docs/feature/x/steps/01-01.json":       gate.KindStep, // by name, before it exists
 		"docs/feature/x/steps/01-02a.json":      gate.KindStep,
 		"docs/feature/x/steps/US005-03-05.json": gate.KindStep,
@@ -49,7 +54,9 @@ func TestStepLookAlikes(t *testing.T) {
 	}{
 		{`{"title": "Hello"}`, ""},
 		{`{"task_id": "x", "tdd_cycle": {}}`, gate.KindStep},
-		{`{"step_id": "01-01"}`, gate.KindStep},
+		{`{"step_id": "01-01"}`, ""},
+		{`{"task_id": "x"}`, ""},
+		{`{"task_id": "x", "workflow_type": "configuration_setup"}`, gate.KindStep},
 		{`not json`, ""},
 	} {
 		call := gate.WriteCall{Tool: "Write", Path: "src/onboarding/steps/welcome.json", Content: &c.content}
@@ -63,7 +70,7 @@ func TestStepLookAlikes(t *testing.T) {
 		t.Errorf("overwriting a step file: %q", kind)
 	}
 	// An Edit that makes an ordinary file a step file is a step write.
-	edit := gate.WriteCall{Tool: "Edit", Path: ".github/workflows/steps/build.json", Edits: []gate.Edit{{Old: `"run"`, New: `"task_id"`}}}
+	edit := gate.WriteCall{Tool: "Edit", Path: ".github/workflows/steps/build.json", Edits: []gate.Edit{{Old: `"run"`, New: `"tdd_cycle"`}}}
 	if kind, _, _ := guard.WriteKind(edit); kind != gate.KindStep {
 		t.Errorf("edit into a step file: %q", kind)
 	}

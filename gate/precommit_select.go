@@ -13,14 +13,15 @@ var DefaultStepGlobs = []string{"**/steps/*.json"}
 // StepFiles says which files of a commit are step files, by the setting
 // that tells the write guard which writes it judges (guarded_step_files), so
 // that a step the write guard guards is never committed unjudged: a path
-// matching one of Globs (relative to Root) is a step file when it is named
-// as one (steps/NN-NN.json and nWave's variants such as 02-01a.json) or its
-// content has a member only step files have (LooksLikeStep), exactly as the
-// write guard decides (DocumentWrite.Kind).
+// matching one of Globs (relative to Root) is a step file when its content
+// has a step file's shape (LooksLikeStep), exactly as the write guard
+// decides (DocumentWrite.Kind); test/fixtures/steps/01-01.json holding
+// {"task_id": "x", "fixture": true} is not one.
 //
 // A path outside Root belongs to another project, whose setting des does not
-// know: it is listed when it is named as a step file, so that a caller can
-// say it was left out (PreCommit.InProject).
+// know: it is listed when it is named as a step file (steps/NN-NN.json and
+// nWave's variants such as 02-01a.json) and has that shape, so that a
+// caller can say it was left out (PreCommit.InProject).
 type StepFiles struct {
 	// Root is the absolute project root the globs are relative to; ""
 	// takes each repository's top level.
@@ -35,7 +36,7 @@ type pick int
 
 const (
 	pickNo      pick = iota // not a step file
-	pickYes                 // a step file by its name
+	pickYes                 // a step file whatever it holds: no name makes one now, kept for the callers' switches
 	pickIfLooks             // a step file if its content looks like one
 )
 
@@ -59,7 +60,7 @@ func (s StepFiles) picker(top string) func(rel string) pick {
 		projectRel = filepath.ToSlash(projectRel)
 		if err != nil || projectRel == ".." || strings.HasPrefix(projectRel, "../") || filepath.IsAbs(projectRel) {
 			if stepName(rel) {
-				return pickYes // another project's: listed to be reported
+				return pickIfLooks // another project's: listed to be reported
 			}
 			return pickNo
 		}
@@ -75,9 +76,6 @@ func (s StepFiles) pickRel(rel string) pick {
 	}
 	for _, g := range globs {
 		if glob.Match(g, rel) {
-			if stepName(rel) {
-				return pickYes
-			}
 			return pickIfLooks
 		}
 	}

@@ -11,16 +11,18 @@ import (
 )
 
 // One setting decides both gates: a commit's step files are those the
-// write guard guards, by name or by content, relative to the project root.
+// write guard guards, by their shape, relative to the project root.
 func TestStepFilesBashCommit(t *testing.T) {
+	const suffixed = `{"task_id": "02-01a", "tdd_cycle": {}}`
 	dir := newRepo(t)
 	writeRepoFile(t, dir, "README.md", "x")
 	runGit(t, dir, "add", ".")
 	runGit(t, dir, "commit", "-qm", "one")
-	writeRepoFile(t, dir, "docs/steps/02-01a.json", "suffixed")
+	writeRepoFile(t, dir, "docs/steps/02-01a.json", suffixed)
+	writeRepoFile(t, dir, "docs/steps/02-02.json", `{"task_id": "a test fixture", "fixture": true}`)
 	writeRepoFile(t, dir, "docs/steps/welcome.json", `{"title": "onboarding"}`)
 	writeRepoFile(t, dir, "docs/steps/cart.json", `{"tdd_cycle": {}}`)
-	writeRepoFile(t, dir, "plans/a/one.step.json", `{"task_id": "one"}`)
+	writeRepoFile(t, dir, "plans/a/one.step.json", `{"task_id": "one", "tdd_cycle": {}}`)
 	writeRepoFile(t, dir, "plans/a/notes.step.json", `not json`)
 	// The project root as a symbolic link to the repository (git reports
 	// the real top level).
@@ -34,15 +36,15 @@ func TestStepFilesBashCommit(t *testing.T) {
 		want  []string
 	}{
 		{"a root reached through a link", gate.StepFiles{Root: link, Globs: []string{"plans/**/*.step.json"}},
-			[]string{`plans/a/one.step.json={"task_id": "one"}`}},
+			[]string{`plans/a/one.step.json={"task_id": "one", "tdd_cycle": {}}`}},
 		{"default setting", gate.StepFiles{Root: dir},
-			[]string{"docs/steps/02-01a.json=suffixed", `docs/steps/cart.json={"tdd_cycle": {}}`}},
+			[]string{"docs/steps/02-01a.json=" + suffixed, `docs/steps/cart.json={"tdd_cycle": {}}`}},
 		{"a team's setting", gate.StepFiles{Root: dir, Globs: []string{"plans/**/*.step.json"}},
-			[]string{`plans/a/one.step.json={"task_id": "one"}`}},
+			[]string{`plans/a/one.step.json={"task_id": "one", "tdd_cycle": {}}`}},
 		{"a project in a subdirectory", gate.StepFiles{Root: filepath.Join(dir, "plans"), Globs: []string{"a/*.json"}},
 			// docs/steps/02-01a.json is outside the project: listed by its
 			// name, for the caller to leave out with a note.
-			[]string{"docs/steps/02-01a.json=suffixed", `plans/a/one.step.json={"task_id": "one"}`}},
+			[]string{"docs/steps/02-01a.json=" + suffixed, `plans/a/one.step.json={"task_id": "one", "tdd_cycle": {}}`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// The work tree's content (git add -A in the command) and the
@@ -70,7 +72,7 @@ func TestStepFilesBashCommit(t *testing.T) {
 func TestStepFilesOnDisk(t *testing.T) {
 	root := t.TempDir()
 	writeRepoFile(t, root, "docs/steps/welcome.json", `{"title": "onboarding"}`)
-	writeRepoFile(t, root, "plans/one.step.json", `{"task_id": "one"}`)
+	writeRepoFile(t, root, "plans/one.step.json", `{"task_id": "one", "workflow_type": "configuration_setup"}`)
 	for _, c := range []struct {
 		steps gate.StepFiles
 		want  bool
@@ -84,7 +86,11 @@ func TestStepFilesOnDisk(t *testing.T) {
 			t.Errorf("%v: OnDisk = %v, %v; want %v", c.steps.Globs, has, err, c.want)
 		}
 	}
-	writeRepoFile(t, root, "docs/steps/03-01b.json", "{}")
+	writeRepoFile(t, root, "docs/steps/03-01a.json", `{"task_id": "a fixture named as a step", "fixture": true}`)
+	if has, err := (gate.StepFiles{Root: root}).OnDisk(t.Context()); err != nil || has {
+		t.Errorf("a fixture named 03-01a.json: OnDisk = %v, %v", has, err)
+	}
+	writeRepoFile(t, root, "docs/steps/03-01b.json", `{"tdd_cycle": {}}`)
 	if has, err := (gate.StepFiles{Root: root}).OnDisk(t.Context()); err != nil || !has {
 		t.Errorf("a step named 03-01b.json: OnDisk = %v, %v", has, err)
 	}

@@ -61,6 +61,9 @@ func writeRepoFile(t testing.TB, dir, rel, content string) {
 	}
 }
 
+// sv is a step file's content, shaped as one, holding v.
+func sv(v string) string { return `{"tdd_cycle": "` + v + `"}` }
+
 // listed renders files as "path=content", paths relative to dir.
 func listed(t *testing.T, dir string, files []gate.CommitFile) []string {
 	t.Helper()
@@ -76,39 +79,41 @@ func listed(t *testing.T, dir string, files []gate.CommitFile) []string {
 }
 
 func TestStagedStepFiles(t *testing.T) {
+	st := func(s string) string { return `{"tdd_cycle": "` + s + `"}` } // a step file's shape
 	dir := newRepo(t)
 	// Before the first commit every staged file is new.
-	writeRepoFile(t, dir, "docs/feature/a/steps/01-01.json", "first")
+	writeRepoFile(t, dir, "docs/feature/a/steps/01-01.json", st("first"))
 	runGit(t, dir, "add", ".")
 	files, err := gate.StagedStepFiles(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"docs/feature/a/steps/01-01.json=first"}, listed(t, dir, files)); diff != "" {
+	if diff := cmp.Diff([]string{"docs/feature/a/steps/01-01.json=" + st("first")}, listed(t, dir, files)); diff != "" {
 		t.Errorf("before the first commit (-want +got):\n%s", diff)
 	}
 	runGit(t, dir, "commit", "-qm", "one")
 
-	writeRepoFile(t, dir, "docs/feature/a/steps/01-01.json", "staged")
-	writeRepoFile(t, dir, "steps/02-01.json", "top-level steps dir")
-	writeRepoFile(t, dir, "x/steps/1-1.json", "named as a step")
-	writeRepoFile(t, dir, "x/steps/02-01a.json", "nWave's letter suffix")
+	writeRepoFile(t, dir, "docs/feature/a/steps/01-01.json", st("staged"))
+	writeRepoFile(t, dir, "steps/02-01.json", st("top-level steps dir"))
+	writeRepoFile(t, dir, "x/steps/1-1.json", st("named as a step"))
+	writeRepoFile(t, dir, "x/steps/02-01a.json", st("nWave's letter suffix"))
 	writeRepoFile(t, dir, "x/steps/welcome.json", `{"title": "not a step file"}`)
-	writeRepoFile(t, dir, "x/steps/cart.json", `{"task_id": "a step by its content"}`)
+	writeRepoFile(t, dir, "x/steps/cart.json", `{"tdd_cycle": "a step by its content"}`)
+	writeRepoFile(t, dir, "x/steps/03-01.json", `{"task_id": "a test fixture named as a step", "fixture": true}`)
 	writeRepoFile(t, dir, "x/steps/01-01.json.bak", "not json")
-	writeRepoFile(t, dir, "x/nosteps/01-01.json", "not a steps dir")
+	writeRepoFile(t, dir, "x/nosteps/01-01.json", st("not a steps dir"))
 	writeRepoFile(t, dir, "src/main.go", "package main")
 	runGit(t, dir, "add", ".")
-	writeRepoFile(t, dir, "docs/feature/a/steps/01-01.json", "work tree, not staged")
-	writeRepoFile(t, dir, "docs/feature/a/steps/01-02.json", "untracked")
+	writeRepoFile(t, dir, "docs/feature/a/steps/01-01.json", st("work tree, not staged"))
+	writeRepoFile(t, dir, "docs/feature/a/steps/01-02.json", st("untracked"))
 	files, err = gate.StagedStepFiles(t.Context(), filepath.Join(dir, "docs")) // from a subdirectory
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The write guard's default setting (**/steps/*.json) and its test: a
-	// name like a step's, else content like a step's.
-	want := []string{"docs/feature/a/steps/01-01.json=staged", "steps/02-01.json=top-level steps dir",
-		`x/steps/02-01a.json=nWave's letter suffix`, `x/steps/1-1.json=named as a step`, `x/steps/cart.json={"task_id": "a step by its content"}`}
+	// The write guard's default setting (**/steps/*.json) and its test:
+	// content shaped like a step's, whatever the name.
+	want := []string{"docs/feature/a/steps/01-01.json=" + st("staged"), "steps/02-01.json=" + st("top-level steps dir"),
+		`x/steps/02-01a.json=` + st("nWave's letter suffix"), `x/steps/1-1.json=` + st("named as a step"), `x/steps/cart.json={"tdd_cycle": "a step by its content"}`}
 	if diff := cmp.Diff(want, listed(t, dir, files)); diff != "" {
 		t.Errorf("staged step files (-want +got):\n%s", diff)
 	}
@@ -121,8 +126,8 @@ func TestStagedStepFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = []string{"docs/feature/a/steps/01-01.json=staged", "steps/02-01.json=top-level steps dir",
-		`x/steps/1-1.json=named as a step`, `x/steps/cart.json={"task_id": "a step by its content"}`}
+	want = []string{"docs/feature/a/steps/01-01.json=" + st("staged"), "steps/02-01.json=" + st("top-level steps dir"),
+		`x/steps/1-1.json=` + st("named as a step"), `x/steps/cart.json={"tdd_cycle": "a step by its content"}`}
 	if diff := cmp.Diff(want, listed(t, dir, files)); diff != "" {
 		t.Errorf("custom setting (-want +got):\n%s", diff)
 	}
@@ -136,7 +141,7 @@ func TestStagedStepFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"docs/feature/a/steps/01-09.json=staged"}, listed(t, dir, files)); diff != "" {
+	if diff := cmp.Diff([]string{"docs/feature/a/steps/01-09.json=" + st("staged")}, listed(t, dir, files)); diff != "" {
 		t.Errorf("after rm and mv (-want +got):\n%s", diff)
 	}
 
@@ -151,18 +156,18 @@ func TestBashCommitFiles(t *testing.T) {
 	newStep := "docs/feature/b/steps/02-01.json"
 	setup := func(t *testing.T) string {
 		dir := newRepo(t)
-		writeRepoFile(t, dir, step, "v1")
-		writeRepoFile(t, dir, other, "v1")
+		writeRepoFile(t, dir, step, sv("v1"))
+		writeRepoFile(t, dir, other, sv("v1"))
 		writeRepoFile(t, dir, "src/main.go", "v1")
 		runGit(t, dir, "add", ".")
 		runGit(t, dir, "commit", "-qm", "one")
 		// Now: step staged at v2 and changed again in the work tree (v3),
 		// other changed in the work tree only, newStep untracked.
-		writeRepoFile(t, dir, step, "v2")
+		writeRepoFile(t, dir, step, sv("v2"))
 		runGit(t, dir, "add", step)
-		writeRepoFile(t, dir, step, "v3")
-		writeRepoFile(t, dir, other, "v2")
-		writeRepoFile(t, dir, newStep, "new")
+		writeRepoFile(t, dir, step, sv("v3"))
+		writeRepoFile(t, dir, other, sv("v2"))
+		writeRepoFile(t, dir, newStep, sv("new"))
 		writeRepoFile(t, dir, "src/main.go", "v2")
 		return dir
 	}
@@ -170,34 +175,34 @@ func TestBashCommitFiles(t *testing.T) {
 		name, cmd, cwd string
 		want           []string
 	}{
-		{"plain commit: the staged content", `git commit -m "x"`, "", []string{step + "=v2"}},
-		{"-a adds tracked work-tree changes", `git commit -am "x"`, "", []string{step + "=v3", other + "=v2"}},
-		{"--all", `git commit --all --message x`, "", []string{step + "=v3", other + "=v2"}},
+		{"plain commit: the staged content", `git commit -m "x"`, "", []string{step + "=" + sv("v2")}},
+		{"-a adds tracked work-tree changes", `git commit -am "x"`, "", []string{step + "=" + sv("v3"), other + "=" + sv("v2")}},
+		{"--all", `git commit --all --message x`, "", []string{step + "=" + sv("v3"), other + "=" + sv("v2")}},
 		{"add then commit", `git add ` + other + ` && git commit -m "$(cat <<'EOF'
 feat: x
 EOF
-)"`, "", []string{step + "=v2", other + "=v2"}},
-		{"add of an unrelated file", `git add src/main.go && git commit -m x`, "", []string{step + "=v2"}},
-		{"add -A stages untracked files", `git add -A && git commit -m x`, "", []string{step + "=v3", other + "=v2", newStep + "=new"}},
-		{"add . in a subdirectory", `cd docs/feature/b && git add . && git commit -m x`, "", []string{step + "=v2", newStep + "=new"}},
-		{"add -u leaves untracked files", `git add -u; git commit -m x`, "", []string{step + "=v3", other + "=v2"}},
-		{"add --dry-run", `git add -n . && git commit -m x`, "", []string{step + "=v2"}},
-		{"pathspec commit: only those", `git commit -m x -- ` + other, "", []string{other + "=v2"}},
-		{"pathspec commit with -i", `git commit -i ` + other + ` -m x`, "", []string{step + "=v2", other + "=v2"}},
-		{"pathspec commit of a directory", `git commit docs/feature/a -m x`, "", []string{step + "=v3", other + "=v2"}},
-		{"expansion: everything changed", `git add "$F" && git commit -m x`, "", []string{step + "=v3", other + "=v2", newStep + "=new"}},
-		{"unknown option: everything changed", `git commit --frobnicate -m x`, "", []string{step + "=v3", other + "=v2", newStep + "=new"}},
-		{"-C dir", `git -C docs commit -m x`, "", []string{step + "=v2"}},
-		{"from a subdirectory cwd", `git commit -m x`, "src", []string{step + "=v2"}},
+)"`, "", []string{step + "=" + sv("v2"), other + "=" + sv("v2")}},
+		{"add of an unrelated file", `git add src/main.go && git commit -m x`, "", []string{step + "=" + sv("v2")}},
+		{"add -A stages untracked files", `git add -A && git commit -m x`, "", []string{step + "=" + sv("v3"), other + "=" + sv("v2"), newStep + "=" + sv("new")}},
+		{"add . in a subdirectory", `cd docs/feature/b && git add . && git commit -m x`, "", []string{step + "=" + sv("v2"), newStep + "=" + sv("new")}},
+		{"add -u leaves untracked files", `git add -u; git commit -m x`, "", []string{step + "=" + sv("v3"), other + "=" + sv("v2")}},
+		{"add --dry-run", `git add -n . && git commit -m x`, "", []string{step + "=" + sv("v2")}},
+		{"pathspec commit: only those", `git commit -m x -- ` + other, "", []string{other + "=" + sv("v2")}},
+		{"pathspec commit with -i", `git commit -i ` + other + ` -m x`, "", []string{step + "=" + sv("v2"), other + "=" + sv("v2")}},
+		{"pathspec commit of a directory", `git commit docs/feature/a -m x`, "", []string{step + "=" + sv("v3"), other + "=" + sv("v2")}},
+		{"expansion: everything changed", `git add "$F" && git commit -m x`, "", []string{step + "=" + sv("v3"), other + "=" + sv("v2"), newStep + "=" + sv("new")}},
+		{"unknown option: everything changed", `git commit --frobnicate -m x`, "", []string{step + "=" + sv("v3"), other + "=" + sv("v2"), newStep + "=" + sv("new")}},
+		{"-C dir", `git -C docs commit -m x`, "", []string{step + "=" + sv("v2")}},
+		{"from a subdirectory cwd", `git commit -m x`, "src", []string{step + "=" + sv("v2")}},
 		{"dry run", `git commit --dry-run -a`, "", nil},
 		{"no commit", `git add -A`, "", nil},
 		{"commit-tree is not a commit", `git commit-tree HEAD^{tree} -m x`, "", nil},
 		{"commit elsewhere", `cd /nonexistent && git commit -m x`, "", nil},
-		{"a cd that may fail: both directories", `cd /nonexistent; git commit -m x`, "", []string{step + "=v2"}},
-		{"alias defined with -c", `git -c core.hooksPath=/dev/null -c alias.c=commit c -m wip`, "", []string{step + "=v2"}},
-		{"command name in a variable", `g=git; $g commit -m x`, "", []string{step + "=v2"}},
-		{"computed command name: everything changed", `$G commit -m x`, "", []string{step + "=v3", other + "=v2", newStep + "=new"}},
-		{"computed subcommand: everything changed", `git $(echo commit) -m x`, "", []string{step + "=v3", other + "=v2", newStep + "=new"}},
+		{"a cd that may fail: both directories", `cd /nonexistent; git commit -m x`, "", []string{step + "=" + sv("v2")}},
+		{"alias defined with -c", `git -c core.hooksPath=/dev/null -c alias.c=commit c -m wip`, "", []string{step + "=" + sv("v2")}},
+		{"command name in a variable", `g=git; $g commit -m x`, "", []string{step + "=" + sv("v2")}},
+		{"computed command name: everything changed", `$G commit -m x`, "", []string{step + "=" + sv("v3"), other + "=" + sv("v2"), newStep + "=" + sv("new")}},
+		{"computed subcommand: everything changed", `git $(echo commit) -m x`, "", []string{step + "=" + sv("v3"), other + "=" + sv("v2"), newStep + "=" + sv("new")}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -220,8 +225,8 @@ func TestBashCommitFilesOtherRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	runGit(t, inner, "init", "-q")
-	writeRepoFile(t, outer, "steps/01-01.json", "outer")
-	writeRepoFile(t, inner, "steps/01-01.json", "inner")
+	writeRepoFile(t, outer, "steps/01-01.json", sv("outer"))
+	writeRepoFile(t, inner, "steps/01-01.json", sv("inner"))
 	runGit(t, outer, "add", "steps")
 	runGit(t, inner, "add", ".")
 	// The add in the outer repository does not stage into the inner one.
@@ -229,14 +234,14 @@ func TestBashCommitFilesOtherRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"vendor/lib/steps/01-01.json=inner"}, listed(t, outer, files)); diff != "" {
+	if diff := cmp.Diff([]string{"vendor/lib/steps/01-01.json=" + sv("inner")}, listed(t, outer, files)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	files, err = gate.BashCommitFiles(t.Context(), outer, `git commit -m x; git -C vendor/lib commit -m y`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"steps/01-01.json=outer", "vendor/lib/steps/01-01.json=inner"}, listed(t, outer, files)); diff != "" {
+	if diff := cmp.Diff([]string{"steps/01-01.json=" + sv("outer"), "vendor/lib/steps/01-01.json=" + sv("inner")}, listed(t, outer, files)); diff != "" {
 		t.Errorf("two repositories (-want +got):\n%s", diff)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/internal/fileio"
+	"github.com/deterministic-exec/des/internal/glob"
 	"github.com/deterministic-exec/des/policy"
 	"github.com/deterministic-exec/des/statemachine"
 	"github.com/deterministic-exec/des/template"
@@ -136,6 +137,25 @@ type SubagentStop struct {
 	TranscriptWait time.Duration
 	Logger         *slog.Logger // nil discards
 	Writes         Writes       // told of the step rewrite and the verdict; nil tells nothing
+	// Locks are root-relative globs of the files DES itself leaves in the
+	// project beside the documents it writes (the task graph's and a
+	// workflow state's ".lock", see DocumentLocks): never the subagent's
+	// change, so never out of its scope.
+	Locks []string
+}
+
+// DocumentLocks are the globs of the lock files DES's writers leave beside
+// the task graph (internal/taskgraph.Sync) and the workflow states
+// (statemachine.WriteState): the document's path + ".lock".
+func DocumentLocks(taskGraph string, stateGlobs []string) []string {
+	var out []string
+	if taskGraph != "" {
+		out = append(out, taskGraph+".lock")
+	}
+	for _, g := range stateGlobs {
+		out = append(out, g+".lock")
+	}
+	return out
 }
 
 // Check runs Gate 2. A stop whose transcript has no DES markers is not
@@ -527,6 +547,9 @@ func (g SubagentStop) scope(ctx context.Context, step stepRead) (map[string]any,
 			always = append(always, rel)
 		}
 	}
+	files = slices.DeleteFunc(files, func(f string) bool {
+		return slices.ContainsFunc(g.Locks, func(l string) bool { return glob.Match(l, f) })
+	})
 	outside := outOfScope(files, patterns, always, step.rel)
 	f["changed"], f["outside"] = len(files), strings2any(outside)
 	return f, outside

@@ -287,18 +287,25 @@ func TestGate2ScopeWithGit(t *testing.T) {
 	writeRepoFile(t, p.root, "src/cart/total.go", "package cart\n") // in scope, nested under **
 	writeRepoFile(t, p.root, "README.md", "changed\n")              // out of scope
 	writeRepoFile(t, p.root, "scratch.tmp", "ignored\n")            // ignored: not a change
+	// DES's own files, which its writers leave beside the documents they
+	// write: never the subagent's change.
+	for _, own := range []string{".claude/state/active_task_graph.json.lock", ".isdlc/state.json.lock",
+		".isdlc/projects/p1/state.json.lock", ".des/runs/toolu_x.json", ".des/audit/.lock", ".des/state.json.lock"} {
+		writeRepoFile(t, p.root, own, "")
+	}
+	writeRepoFile(t, p.root, "notes.json.lock", "") // another lock is a change
 
 	res, err := p.gate().Check(t.Context(), p.eng, p.stop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"README.md"}, res.OutOfScope); diff != "" {
+	if diff := cmp.Diff([]string{"README.md", "notes.json.lock"}, res.OutOfScope); diff != "" {
 		t.Errorf("out of scope (-want +got):\n%s", diff)
 	}
 	if w := res.Decision.Warn; len(w) != 1 || w[0].Code != "DES-SCOPE-VIOLATION" || !strings.Contains(w[0].Message, "README.md") {
 		t.Errorf("warnings = %+v", w)
 	}
-	if e := lastEvent(t, p.auditEvents(), audit.ScopeViolation); !cmp.Equal(anyStrings(e.Fields["files"]), []string{"README.md"}) {
+	if e := lastEvent(t, p.auditEvents(), audit.ScopeViolation); !cmp.Equal(anyStrings(e.Fields["files"]), []string{"README.md", "notes.json.lock"}) {
 		t.Errorf("SCOPE_VIOLATION = %v", e.Fields)
 	}
 }

@@ -421,8 +421,15 @@ func postToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 		return noOpinion()
 	}
 	h.settleWrite(ctx, rel) // the path as the write guard announced it
-	if _, err := eng.ConfirmWrite(ctx, ev.ToolUseID); err != nil {
+	c, err := eng.ConfirmWriteResult(ctx, ev.ToolUseID)
+	if err != nil {
 		h.logger.Error("hook: cannot confirm a guarded write", "tool_use_id", ev.ToolUseID, "err", err)
+	}
+	if c.Mismatch != "" {
+		// Said now, not at the subagent's stop as a DES-PHASE-JUMP.
+		msg := fmt.Sprintf("DES could not confirm the write to %s: %s. Another hook (a formatter?) or a command changed its content after the write, so DES did not record this write's phase changes. "+
+			"Read %s and write the change again with Write or Edit; a formatter may change white space, key order and a trailing newline, not values.", c.Path, c.Mismatch, c.Path)
+		return warnAfterTool(msg, msg)
 	}
 	return noOpinion()
 }

@@ -77,6 +77,13 @@ func postToolContext(additional string) response {
 	return response{specificEvent: eventPostToolUse, additionalContext: additional}
 }
 
+// warnAfterTool tells Claude (additionalContext) and the user
+// (systemMessage) after a tool call something DES could not do, without
+// blocking.
+func warnAfterTool(additional, sysmsg string) response {
+	return response{specificEvent: eventPostToolUse, additionalContext: additional, systemMessage: sysmsg}
+}
+
 // blockAfterTool tells Claude, after a tool ran, what DES found and undid:
 // on PostToolUse decision "block" with the reason, which Claude Code shows
 // the model; on PostToolUseFailure, which has no decision, additionalContext.

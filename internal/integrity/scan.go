@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/deterministic-exec/des/internal/glob"
+	"github.com/deterministic-exec/des/internal/stepdoc"
 )
 
 // target is a path the baseline watches.
@@ -37,15 +38,10 @@ var skipDirs = map[string]bool{".git": true, "node_modules": true, "vendor": tru
 // in digits, so no policy or data loader takes them for its own.
 var tempName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\.(run-|.+\.tmp-)[0-9]+$`) })
 
-// stepName is the conventional name of a DES step file.
-var stepName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+-[0-9]+\.json$`) })
-
 // looksLikeStep tells a DES step file from any JSON file under a "steps"
-// folder (a CI workflow's, an onboarding flow's): its conventional name, or
-// a key only a step file has.
-func looksLikeStep(name string, data []byte) bool {
-	return stepName().MatchString(name) || bytesHasAny(data, `"tdd_cycle"`, `"task_specification"`, `"phase_execution_log"`)
-}
+// folder (a CI workflow's, an onboarding flow's, a test fixture named
+// 01-01.json): the write guard's rule, by its shape (stepdoc.Looks).
+func looksLikeStep(data []byte) bool { return stepdoc.Looks(data) }
 
 func isMeta(s string) bool { return strings.ContainsAny(s, "*?[\\") }
 
@@ -205,8 +201,9 @@ func (c *Checker) targets(ctx context.Context, m *manifest, walk bool) ([]target
 				continue
 			}
 			if _, known := m.Entries[key]; !known && matchAny(w.StepGlobs, key) && !matchAny(w.StateGlobs, key) {
-				data, _ := read(c.abs(key))
-				if !looksLikeStep(e.Name(), data) {
+				// One DES cannot read (a link to a directory, a FIFO) is
+				// watched, as the write guard takes it for a step file.
+				if data, err := read(c.abs(key)); err == nil && !looksLikeStep(data) {
 					continue // a JSON file in a "steps" folder that is not DES's
 				}
 			}

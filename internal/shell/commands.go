@@ -881,66 +881,6 @@ func (a *analyzer) wget(args []word, st *walkState) {
 	}
 }
 
-func (a *analyzer) find(args []word, st *walkState) bool {
-	// The start points come before the first expression word.
-	var starts []word
-	k := 0
-	for ; k < len(args); k++ {
-		arg := args[k]
-		if arg.lit && (arg.val == "-H" || arg.val == "-L" || arg.val == "-P" || strings.HasPrefix(arg.val, "-O") || arg.val == "-D") {
-			if arg.val == "-D" {
-				k++
-			}
-			continue
-		}
-		break
-	}
-	for ; k < len(args); k++ {
-		arg := args[k]
-		if arg.lit && (strings.HasPrefix(arg.val, "-") || arg.val == "(" || arg.val == "!" || arg.val == ",") {
-			break
-		}
-		starts = append(starts, arg)
-	}
-	if len(starts) == 0 {
-		starts = []word{litArg(".")}
-	}
-	writer, deletes := false, false
-	for i := k; i < len(args); i++ {
-		arg := args[i]
-		if !arg.lit {
-			continue
-		}
-		switch arg.val {
-		case "-delete":
-			deletes = true
-		case "-fprint", "-fprint0", "-fprintf", "-fls":
-			if i+1 < len(args) {
-				a.writeArg(args[i+1], st, HowFind)
-				writer = true
-				i++
-			}
-		case "-exec", "-execdir", "-ok", "-okdir":
-			j := i + 1
-			for j < len(args) && !(args[j].lit && (args[j].val == ";" || args[j].val == "+")) {
-				j++
-			}
-			m := a.mark()
-			a.run(placeholders(args[i+1:j], "{}"), st, callInfo{xargs: true})
-			deletes = deletes || a.changed(m)
-			i = j
-		}
-	}
-	if deletes {
-		// Which files match is known only on disk: every start directory
-		// is written as a whole.
-		for _, s := range starts {
-			a.writeArg(s, st, HowFindDelete)
-		}
-	}
-	return writer || deletes
-}
-
 // placeholders makes the words holding find's {} or xargs's -I string
 // unknown: each stands for a file DES cannot see.
 func placeholders(args []word, mark string) []word {

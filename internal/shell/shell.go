@@ -120,7 +120,7 @@ const (
 	HowTarCreate   = "tar -c"         // tar -c/-r/-u -f FILE: the archive
 	HowUnzip       = "unzip"          // unzip: the directory it extracts into (-d DIR, else .)
 	HowCpio        = "cpio -i"        // cpio -i: the directory it extracts into (-D DIR, else .)
-	HowFindDelete  = "find -delete"   // find -delete, or -exec of a writing command: each start directory
+	HowFindDelete  = "find -delete"   // find -delete, or -exec of a writing command: each start directory (Detail: the name tests)
 	HowPatch       = "patch"          // patch FILE, -o FILE; patch without a file operand is Dynamic
 	HowEditor      = "editor"         // ed, ex, vim/vi/nvim with -c/-s/-e/+cmd: the file operands
 	HowCompress    = "compress"       // gzip/bzip2/xz/zstd/lz4 and their un- forms: FILE replaced
@@ -197,8 +197,10 @@ type Write struct {
 	// can compare with the disk: for chmod, the mode as written ("" when
 	// it is unknown: --reference or an expansion); for git checkout and
 	// git restore, the tree the files come from as written ("" for the
-	// index; "HEAD" for restore --staged --worktree). Other writes have
-	// none.
+	// index; "HEAD" for restore --staged --worktree); for find -delete
+	// (and an -exec writing the entry found), the name tests an entry
+	// under the start must pass to be written, read with FindTests (""
+	// when every entry may be). Other writes have none.
 	Detail string
 }
 

@@ -28,6 +28,7 @@ type testCase struct {
 
 // bw is a write in the hook's cwd; bwd one in dir.
 func bw(path, how string) Write       { return Write{Path: path, How: how} }
+func findW(path, detail string) Write { return Write{Path: path, How: "find -delete", Detail: detail} }
 func bwd(path, dir, how string) Write { return Write{Path: path, Dir: dir, How: how} }
 
 // dyn is a write DES cannot resolve, as written.
@@ -138,9 +139,27 @@ var testCases = []testCase{
 	{name: "curl and wget", cmd: `curl -sSLo out.bin https://x; curl -o - https://x; curl --output-dir d -o f https://x; curl -H 'a: b' https://x; wget -O f.html https://x; wget -qO- https://x`,
 		writes: []Write{bw("out.bin", "curl -o"), bw("d/f", "curl -o"), bw("f.html", "wget -O")}},
 	{name: "find -fprint", cmd: `find . -name '*.go' -fprint list.txt`, writes: []Write{bw("list.txt", "find")}},
-	{name: "find -delete", cmd: `find . -name '*.json' -delete`, writes: []Write{bw(".", "find -delete")}},
+	{name: "find -delete", cmd: `find . -name '*.json' -delete`, writes: []Write{findW(".", "-name *.json")}},
+	{name: "find -delete whole", cmd: `find . -delete; find .des -type f -delete`, writes: []Write{bw(".", "find -delete"), bw(".des", "find -delete")}},
+	{name: "find -delete before its test", cmd: `find . -delete -name '*.pyc'`, writes: []Write{bw(".", "find -delete")}},
+	{name: "find -o is not a conjunction", cmd: `find . -name x -o -name y -delete`, writes: []Write{bw(".", "find -delete")}},
+	{name: "find comma and parentheses", cmd: `find . -name x , -delete; find . \( -name a \) -delete`, writes: []Write{bw(".", "find -delete")}},
+	{name: "find negated test restricts nothing", cmd: `find . ! -name '*.pyc' -delete; find docs -not -name x -delete`,
+		writes: []Write{bw(".", "find -delete"), bw("docs", "find -delete")}},
+	{name: "find negated other test", cmd: `find . -type f -name '*.pyc' ! -path './.git/*' -mtime +3 -delete`, writes: []Write{findW(".", "-name *.pyc")}},
+	{name: "find several tests", cmd: `find src lib -iname '*.LOG' -path '*/build/*' -delete`,
+		writes: []Write{findW("src", "-iname *.LOG\n-path */build/*"), findW("lib", "-iname *.LOG\n-path */build/*")}},
+	{name: "find computed pattern", cmd: `find . -name "$P" -delete`, writes: []Write{bw(".", "find -delete")}},
+	{name: "find unknown primary", cmd: `find . -frobnicate x -name '*.pyc' -delete`, writes: []Write{bw(".", "find -delete")}},
+	{name: "find following links", cmd: `find -L . -name '*.pyc' -delete; find . -follow -name '*.pyc' -delete`, writes: []Write{bw(".", "find -delete")}},
+	{name: "find -name argument looks like an operator", cmd: `find . -name '-o' -delete`, writes: []Write{findW(".", "-name -o")}},
+	{name: "find -newerXY", cmd: `find . -newermt 2024-01-01 -name '*.tmp' -delete`, writes: []Write{findW(".", "-name *.tmp")}},
 	{name: "find -delete start points", cmd: `find -L .des docs -type f -delete`, writes: []Write{bw(".des", "find -delete"), bw("docs", "find -delete")}},
-	{name: "find -exec writer", cmd: `find . -name x -exec rm {} \;`, writes: []Write{dyn("{}", "", "rm"), bw(".", "find -delete")}, dynamic: true},
+	{name: "find -exec writer", cmd: `find . -name x -exec rm {} \;`, writes: []Write{dyn("{}", "", "rm"), findW(".", "-name x")}, dynamic: true},
+	{name: "find -exec rm +", cmd: `find . -name '*.log' -exec rm -f {} +`, writes: []Write{dyn("{}", "", "rm"), findW(".", "-name *.log")}, dynamic: true},
+	{name: "find -exec writes beside the entry", cmd: `find . -name '*.log' -exec cp x {}.bak \;`, writes: []Write{dyn("{}.bak", "", "cp"), bw(".", "find -delete")}, dynamic: true},
+	{name: "find -exec sh -c", cmd: `find . -name '*.log' -exec sh -c 'rm "$1"' _ {} \;`, writes: []Write{dyn("$1", "", "rm"), bw(".", "find -delete")}, dynamic: true},
+	{name: "find -exec test then -delete", cmd: `find . -name '*.tmp' -exec test -s {} \; -delete`, writes: []Write{findW(".", "-name *.tmp")}},
 	{name: "find -exec reader", cmd: `find . -name '*.json' -exec cat {} + | head`},
 	{name: "xargs writer", cmd: `ls | xargs rm`, dynamic: true},
 	{name: "xargs reader", cmd: `ls | xargs -0 grep -l x`},

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A real step file, for the false-deny tests.
+const realStep = `{
+  "task_id": "01-01",
+  "state": {"status": "TODO"},
+  "tdd_cycle": {"phase_execution_log": [{"phase_name": "PREPARE", "phase_index": 0, "status": "NOT_EXECUTED"}]}
+}
+`
+
+// find -delete and find -exec rm with a name test reach only the entries
+// the test matches: cleaning .pyc or .log files is allowed beside step
+// files and DES's settings, while a test that matches them, a find with no
+// test, or one whose -o puts the delete outside the test is still denied.
+// Each allowed command is then run, and the guarded files are still there.
+func TestE2EFindWithANameTest(t *testing.T) {
+	cases := []struct {
+		command string
+		code    string // "" = allowed
+	}{
+		{`find . -name '*.pyc' -delete`, ""},
+		{`find . -name '*.log' -exec rm {} +`, ""},
+		{`find . -type f -name '*.log' -exec rm -f {} \;`, ""},
+		{`find . -name '__pycache__' -type d -exec rm -rf {} +`, ""},
+		{`find docs -iname '*.PYC' -delete`, ""},
+		{`find . -path './build/*' -delete`, ""},
+		{`find . -name '*.pyc' ! -path './.git/*' -delete`, ""},
+		{`find . -name '*.json' -delete`, "DES-STATE-BASH-WRITE"},
+		{`find docs -name '01-01.json' -delete`, "DES-STATE-BASH-WRITE"},
+		{`find . -name 'config.json' -delete`, "DES-PROTECTED-PATH"},
+		{`find . -name 'steps' -exec rm -rf {} +`, "DES-STATE-BASH-WRITE"},
+		{`find . -name '.des' -exec rm -rf {} +`, "DES-PROTECTED-PATH"},
+		{`find . -name 'pre-commit' -delete`, "DES-PROTECTED-PATH"},
+		{`find . -path '*/steps/*' -delete`, "DES-STATE-BASH-WRITE"},
+		{`find .des -delete`, "DES-PROTECTED-PATH"},
+		{`find . -delete`, "DES-PROTECTED-PATH"},
+		{`find . -delete -name '*.pyc'`, "DES-PROTECTED-PATH"},
+		{`find . -name x -o -name y -delete`, "DES-PROTECTED-PATH"},
+		{`find . ! -name '*.pyc' -delete`, "DES-PROTECTED-PATH"},
+		{`find . -name "$P" -delete`, "DES-PROTECTED-PATH"},
+		{`find -L . -name '*.pyc' -delete`, "DES-PROTECTED-PATH"},
+		{`find . -name '*.log' -exec sh -c 'rm "$1"' _ {} \;`, "DES-PROTECTED-PATH"},
+	}
+	for _, c := range cases {
+		t.Run(c.command, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			writeFile(t, root, e2eStep, realStep)
+			writeFile(t, root, ".des/config.json", `{"validation_timeout_ms": 5000}`)
+			writeFile(t, root, ".git/hooks/pre-commit", "#!/bin/sh\n")
+			writeFile(t, root, "src/app.pyc", "x")
+			writeFile(t, root, "src/__pycache__/m.pyc", "x")
+			writeFile(t, root, "docs/old.PYC", "x")
+			writeFile(t, root, "logs/run.log", "x")
+			writeFile(t, root, "build/out.o", "x")
+			reason := denyReason(t, runHookProcess(t, root, nil, bashEvent(t, root, c.command)))
+			if c.code == "" {
+				if reason != "" {
+					t.Fatalf("denied: %s", reason)
+				}
+				runBash(t, root, c.command)
+				for _, f := range []string{e2eStep, ".des/config.json", ".git/hooks/pre-commit"} {
+					if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+						t.Errorf("%s: %v", f, err)
+					}
+				}
+				return
+			}
+			if !strings.Contains(reason, "["+c.code+"]") {
+				t.Errorf("want %s, got %q", c.code, reason)
+			}
+		})
+	}
+}
+
+// JSON files under a steps folder that are not shaped like DES's step files
+// (a test fixture, a wizard's steps) are nobody's business: a Write, an
+// Edit, a Bash write and a commit of them are allowed, through the hook and
+// `des-hook precommit`, while a real step file beside them is still judged.
+func TestE2EStepLookAlikesAreNotStepFiles(t *testing.T) {
+	root := t.TempDir()
+	initRepo(t, root, "main")
+	fixture := "test/fixtures/steps/01-01.json"
+	wizard := "src/wizard/steps/02-03.json"
+	writeFile(t, root, wizard, `{"task_id": "02-03", "title": "Pick a plan", "state": {"status": "TODO"}}`)
+	writeFile(t, root, e2eStep, realStep)
+	allowed := []struct {
+		name  string
+		event map[string]any
+	}{
+		{"Write a fixture", writeToolEvent(root, "Write", fixture, map[string]any{"content": `{"task_id": "x", "fixture": true}`})},
+		{"Write a wizard step", writeToolEvent(root, "Write", wizard, map[string]any{"content": `{"task_id": "02-03", "title": "Pick a plan", "state": {"status": "DONE"}}`})},
+		{"Edit a wizard step", writeToolEvent(root, "Edit", wizard, map[string]any{"old_string": `"TODO"`, "new_string": `"DONE"`})},
+		{"Bash rewrites a wizard step", bashEvent(t, root, `echo '{"task_id": "02-03"}' > `+wizard)},
+	}
+	for _, c := range allowed {
+		if reason := denyReason(t, runHookProcess(t, root, nil, c.event)); reason != "" {
+			t.Errorf("%s: denied: %s", c.name, reason)
+		}
+	}
+	// A real step file is still judged, and so is a new file named as a
+	// step that Bash writes (DES cannot see what it holds).
+	denied := []struct {
+		name  string
+		event map[string]any
+		code  string
+	}{
+		{"Write junk to a real step", writeToolEvent(root, "Write", e2eStep, map[string]any{"content": `not json`}), "DES-STEPFILE-SCHEMA"},
+		{"Write a new step with an unknown phase status", writeToolEvent(root, "Write", "docs/feature/shop/steps/01-02.json", map[string]any{"content": `{"task_id": "01-02", "tdd_cycle": {"phase_execution_log": [{"phase_name": "PREPARE", "status": "BOGUS"}]}}`}), "DES-STEPFILE-SCHEMA"},
+		{"Bash creates a file named as a step", bashEvent(t, root, `cp /dev/null docs/feature/shop/steps/01-03.json`), "DES-STATE-BASH-WRITE"},
+	}
+	for _, c := range denied {
+		if reason := denyReason(t, runHookProcess(t, root, nil, c.event)); !strings.Contains(reason, "["+c.code+"]") {
+			t.Errorf("%s: want %s, got %q", c.name, c.code, reason)
+		}
+	}
+	// Gate 3: a commit of the fixture and the wizard step passes.
+	writeFile(t, root, fixture, `{"task_id": "x", "fixture": true}`)
+	writeFile(t, root, wizard, `{"task_id": "02-03", "title": "Pick a plan", "state": {"status": "DONE"}}`)
+	git(t, root, "add", fixture, wizard)
+	if r := runBinCLI(t, root, "precommit"); r.code != 0 {
+		t.Errorf("precommit of the look-alikes: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The real step file staged beside them is still judged.
+	git(t, root, "add", e2eStep)
+	if r := runBinCLI(t, root, "precommit"); r.code != 1 || !strings.Contains(r.stdout, e2eStep) || strings.Contains(r.stdout, fixture) {
+		t.Errorf("precommit with the real step: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// A formatter hook that rewrites the step file after the write guard's
+// Write (another indentation, a trailing newline) keeps the write
+// confirmed: PostToolUse compares JSON values, and Gate 2 at the stop finds
+// PREPARE started through the guard. A rewrite that changes a value is
+// said at once, to the agent and the user, and audited.
+func TestE2EFormatterHookKeepsTheWriteConfirmed(t *testing.T) {
+	root, transcript, env := gate2Project(t)
+	write := func(i, phase int, set map[string]any, format func(doc map[string]any) string) hookRun {
+		t.Helper()
+		doc := readStep(t, root)
+		prepare := stepPhases(doc)[phase].(map[string]any)
+		for k, v := range set {
+			prepare[k] = v
+		}
+		next, _ := json.MarshalIndent(doc, "", "  ")
+		ev := writeToolEvent(root, "Write", e2eStep, map[string]any{"content": string(next)})
+		ev["tool_use_id"] = "toolu_f" + itoa(i)
+		if reason := denyReason(t, runHookProcess(t, root, env, ev)); reason != "" {
+			t.Fatalf("write %d denied: %s", i, reason)
+		}
+		writeFile(t, root, e2eStep, format(doc)) // Claude Code writes, then the formatter hook rewrites
+		ev["hook_event_name"] = "PostToolUse"
+		ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(root, e2eStep)}
+		return runHookProcess(t, root, env, ev)
+	}
+	reindent := func(doc map[string]any) string {
+		out, _ := json.MarshalIndent(doc, "", "\t")
+		return string(out) + "\n"
+	}
+	for i, set := range []map[string]any{
+		{"status": "IN_PROGRESS", "started_at": "2026-11-22T12:00:00Z"},
+		{"status": "EXECUTED", "outcome": "PASS", "outcome_details": "ok", "ended_at": "2026-11-22T12:05:00Z"},
+	} {
+		if r := write(i, 0, set, reindent); r.code != 0 || r.stdout != "" {
+			t.Fatalf("PostToolUse %d after a reformat: %+v; want it confirmed silently", i, r)
+		}
+	}
+	if out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false))); out != (stopOutput{}) {
+		t.Fatalf("stop after reformatted writes: %+v; want no opinion", out)
+	}
+
+	// A hook that changes a value: the write is not confirmed, and the
+	// agent and the user are told which file and what differs.
+	r := write(2, 1, map[string]any{"status": "IN_PROGRESS"}, func(doc map[string]any) string {
+		stepPhases(doc)[1].(map[string]any)["status"] = "NOT_EXECUTED"
+		out, _ := json.MarshalIndent(doc, "", "  ")
+		return string(out)
+	})
+	if !strings.Contains(r.stdout, "DES could not confirm the write to "+e2eStep) || !strings.Contains(r.stdout, `at /tdd_cycle/phase_execution_log/1/status the write allowed \"IN_PROGRESS\", the file holds \"NOT_EXECUTED\"`) ||
+		!strings.Contains(r.stdout, "systemMessage") || !strings.Contains(r.stdout, "additionalContext") {
+		t.Errorf("PostToolUse after a value changed: %+v", r)
+	}
+	if got := auditLines(t, root, "WRITE_NOT_CONFIRMED"); len(got) != 1 || got[0]["step_file"] != e2eStep || got[0]["tool_use_id"] != "toolu_f2" {
+		t.Errorf("WRITE_NOT_CONFIRMED in the trail: %v", got)
+	}
+}
+
+// Gate 2's scope check lists the files the subagent changed: the lock files
+// des itself leaves beside the task graph and the workflow states, and
+// des's own directory, are never among them.
+func TestE2EGate2ScopeLeavesDESFilesOut(t *testing.T) {
+	root, transcript, env := gate2Project(t)
+	doc := readStep(t, root)
+	doc["allowed_file_patterns"] = []any{"src/**"}
+	raw, _ := json.MarshalIndent(doc, "", "  ")
+	writeFile(t, root, e2eStep, string(raw))
+	git(t, root, "init", "-q")
+	git(t, root, "config", "user.email", "des@example.com")
+	git(t, root, "config", "user.name", "des")
+	git(t, root, "add", "-A")
+	git(t, root, "commit", "-qm", "base")
+	prepareThroughTheGuard(t, root, env)
+	for _, f := range []string{".claude/state/active_task_graph.json.lock", ".isdlc/state.json.lock", ".des/runs/x.json", "src/cart.js", "notes.md"} {
+		writeFile(t, root, f, "")
+	}
+	decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false)))
+	got := auditLines(t, root, "SCOPE_VIOLATION")
+	if len(got) != 1 {
+		t.Fatalf("SCOPE_VIOLATION entries: %v", got)
+	}
+	if files, _ := json.Marshal(got[0]["files"]); string(files) != `["notes.md"]` {
+		t.Errorf("out of scope: %s, want only notes.md", files)
+	}
+}
