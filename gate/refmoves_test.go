@@ -28,12 +28,12 @@ func TestParseRefUpdates(t *testing.T) {
 func TestRefMoveJudgesIntroducedCommits(t *testing.T) {
 	dir := newRepo(t)
 	const step = "docs/feature/shop/steps/01-01.json"
-	writeRepoFile(t, dir, step, `{"task_id": "01-01", "state": {"status": "TODO"}}`)
+	writeRepoFile(t, dir, step, `{"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}`)
 	writeRepoFile(t, dir, "README", "x")
 	runGit(t, dir, "add", "-A")
 	runGit(t, dir, "commit", "-qm", "plan")
 	base := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD"))
-	writeRepoFile(t, dir, step, `{"task_id": "01-01", "state": {"status": "IN_PROGRESS"}}`)
+	writeRepoFile(t, dir, step, `{"task_id": "01-01", "state": {"status": "IN_PROGRESS"}, "tdd_cycle": {"phase_execution_log": []}}`)
 	runGit(t, dir, "add", "-A")
 	tree := strings.TrimSpace(runGit(t, dir, "write-tree"))
 	forged := strings.TrimSpace(runGit(t, dir, "commit-tree", tree, "-p", base, "-m", "forged"))

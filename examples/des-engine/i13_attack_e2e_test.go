@@ -48,8 +48,8 @@ func TestAttackBundleKeysInClaudeProtections(t *testing.T) {
 	cfg := des.DefaultConfig()
 	cfg.BundleURLs, cfg.BundlePublicKey, cfg.BundleJWKS, cfg.OPACAFile = []string{"https://b.example/org.tar.gz"}, "keys/acme.pem", "keys/acme.jwks", "certs/opa-ca.pem"
 	p := protectedPaths(cfg, "", "", "")
-	for _, k := range []string{"/keys/acme.pem", "/keys/acme.jwks", "/certs/opa-ca.pem"} {
-		if !slices.Contains(p.denyEdit, k) || !slices.Contains(p.denyWrite, k) {
+	for _, k := range []string{"keys/acme.pem", "keys/acme.jwks", "certs/opa-ca.pem"} {
+		if !slices.Contains(p.denyEdit, settingsPath(k)) || !slices.Contains(p.denyWrite, sandboxPath(k)) {
 			t.Errorf("%s: permissions.deny %v, denyWrite %v; want it in both", k, p.denyEdit, p.denyWrite)
 		}
 	}

@@ -21,9 +21,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/filelock"
 )
 
 // Var is the environment variable that turns the real-client suite on.
@@ -101,15 +102,13 @@ func install(npm, pkgDir string) (*Client, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	lf, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	lctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	installLock, err := filelock.Acquire(lctx, filepath.Join(dir, ".lock"))
 	if err != nil {
 		return nil, err
 	}
-	defer lf.Close()
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
-		return nil, err
-	}
-	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
+	defer installLock.Unlock()
 	done := filepath.Join(dir, ".installed")
 	if _, err := os.Stat(done); err != nil {
 		if err := os.WriteFile(filepath.Join(dir, "package.json"), pkg, 0o644); err != nil {
