@@ -1,6 +1,11 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -32,5 +37,100 @@ func TestE2EGate3FailedTaskIsRefused(t *testing.T) {
 	git(t, root, "add", stepPath)
 	if out, code := gitRun(t, root, "commit", "-qm", "done step"); code != 0 {
 		t.Errorf("git commit of a DONE task: exit %d\n%s", code, out)
+	}
+}
+
+// gitRunEnv is gitRun with extra environment variables, as a committer
+// (or an agent's Bash) would set them before git commit.
+func gitRunEnv(t *testing.T, dir string, env []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(cleanEnviron(), env...)
+	out, err := cmd.CombinedOutput()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatal(err)
+	}
+	return string(out), cmd.ProcessState.ExitCode()
+}
+
+// The installed pre-commit hook decides with the root and state directory
+// it was installed with and the project's .des/config.json: no variable of
+// the commit's environment lets an unfinished step, or one Gate 2 failed,
+// through.
+func TestE2EGitHookIgnoresTheCommittersEnvironment(t *testing.T) {
+	root := gitProject(t)
+	writeFile(t, root, ".des/audit/audit-2026-11-20.log",
+		`{"timestamp":"2026-11-20T10:00:00Z","event":"SUBAGENT_STOP_VALIDATION","action":"record","codes":["DES-PHASE-ABANDONED"],"outcome":"FAIL","step_file":"`+stepPath+`"}`+"\n")
+	if r := runIn(t, root, nil, "precommit", "--install"); r.code != 0 {
+		t.Fatalf("install: exit %d\n%s", r.code, r.stderr)
+	}
+	script, err := os.ReadFile(filepath.Join(root, ".git", "hooks", "pre-commit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--git-hook --root " + root, "--state-dir " + testStateDir} {
+		if !strings.Contains(string(script), want) {
+			t.Errorf("the script does not pin %q:\n%s", want, script)
+		}
+	}
+	// An OPA server or bundle server named by a variable must not be asked.
+	asked := make(chan string, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked <- r.URL.Path
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"result":{"deny":[],"warn":[]}}`))
+	}))
+	defer srv.Close()
+	policies := t.TempDir()
+	writeFile(t, policies, "waive.rego", "package des.gates.pre_commit\n\nexception contains \"DES-COMMIT-PHASE-OPEN\"\n\nexception contains \"DES-COMMIT-GATE2\"\n")
+	elsewhere := t.TempDir()
+	state := t.TempDir()
+	writeFile(t, root, stepPath, finishedStep(t, "IN_PROGRESS"))
+	git(t, root, "add", stepPath)
+	for _, env := range [][]string{
+		nil,
+		{"DES_GUARDED_STEP_FILES=none/*.json"},
+		{"DES_STATE_DIR=" + state},
+		{"XDG_STATE_HOME=" + state},
+		{"CLAUDE_PROJECT_DIR=" + elsewhere},
+		{"DES_AUDIT_DIR=" + elsewhere},
+		{"DES_POLICY_DIRS=" + policies},
+		{"DES_OPA_URL=" + srv.URL},
+		{"DES_BUNDLE_URLS=" + srv.URL + "/b.tar.gz", "DES_BUNDLE_PUBLIC_KEY=" + filepath.Join(policies, "waive.rego")},
+		{"DES_GATE2_ON_FAILURE=record", "DES_DECISION_SERVER=off", "DES_VALIDATION_TIMEOUT_MS=1"},
+		{"DES_LOG_LEVEL=debug"},
+	} {
+		out, code := gitRunEnv(t, root, env, "commit", "-qm", "unfinished")
+		if code == 0 || !strings.Contains(out, "[DES-COMMIT-PHASE-OPEN]") || !strings.Contains(out, "[DES-COMMIT-GATE2]") {
+			t.Errorf("%v: the commit of an unfinished step Gate 2 failed was not refused: exit %d\n%s", env, code, out)
+		}
+		if code == 0 { // undone, so that each variable is tried on its own
+			git(t, root, "reset", "-q", "--soft", "HEAD~1")
+		}
+	}
+	select {
+	case p := <-asked:
+		t.Errorf("the hook asked a server a variable named (%s)", p)
+	default:
+	}
+	if ents, _ := os.ReadDir(state); len(ents) > 0 {
+		t.Errorf("the hook used the state directory a variable named: %v", ents)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, ".des")); err == nil {
+		t.Error("the hook judged for the project a variable named")
+	}
+}
+
+// The pins are for the git hook: a person's des-hook precommit still reads
+// its environment, and the flags go with --git-hook only.
+func TestE2EPrecommitPinsGoWithGitHook(t *testing.T) {
+	root := gitProject(t)
+	if r := runIn(t, root, nil, "precommit", "--root", root); r.code != 2 || !strings.Contains(r.stderr, "go with --git-hook") {
+		t.Errorf("--root without --git-hook: exit %d\n%s", r.code, r.stderr)
+	}
+	writeFile(t, root, stepPath, finishedStep(t, "IN_PROGRESS"))
+	git(t, root, "add", stepPath)
+	if r := runIn(t, root, []string{"DES_GUARDED_STEP_FILES=none/*.json"}, "precommit"); r.code != 0 || !strings.Contains(r.stdout, "no staged step files") {
+		t.Errorf("a person's setting in the environment: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
