@@ -134,3 +134,40 @@ func TestE2EPrecommitPinsGoWithGitHook(t *testing.T) {
 		t.Errorf("a person's setting in the environment: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// precommit --install is a person's: inside Claude Code (CLAUDECODE,
+// CLAUDE_CODE_ENTRYPOINT) it is refused, and an agent that unsets them and
+// installs a hook that does not run DES (--command /bin/true) gets it
+// undone by the check after the call, since only a hook running DES's own
+// binary is announced as DES's write.
+func TestE2EAgentCannotInstallThePreCommitHook(t *testing.T) {
+	root := gitProject(t)
+	hookFile := filepath.Join(root, ".git", "hooks", "pre-commit")
+	if r := runIn(t, root, nil, "precommit", "--install"); r.code != 0 {
+		t.Fatalf("a person's install: exit %d\n%s", r.code, r.stderr)
+	}
+	good, err := os.ReadFile(hookFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin(t, root)
+	for _, v := range []string{"CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli"} {
+		r := runIn(t, root, []string{v}, "precommit", "--install", "--command", "/bin/true")
+		if r.code != 2 || !strings.Contains(r.stderr, "refused inside Claude Code") {
+			t.Errorf("%s: exit %d\n%s", v, r.code, r.stderr)
+		}
+	}
+	if got, _ := os.ReadFile(hookFile); string(got) != string(good) {
+		t.Fatalf("a refused install changed the hook:\n%s", got)
+	}
+	_, post := bashToolCall(t, root, "toolu_inst", "env -u CLAUDECODE "+hookBin+" precommit --install --command /bin/true")
+	wantRestored(t, post, "pre-commit")
+	if got, _ := os.ReadFile(hookFile); string(got) != string(good) {
+		t.Errorf("the agent's hook was kept:\n%s", got)
+	}
+	// DES's own command, installed by a Bash call, is DES's write: kept.
+	_, post = bashToolCall(t, root, "toolu_own", hookBin+" precommit --install")
+	if post.Decision != "" {
+		t.Errorf("an install of DES's own hook was undone: %+v", post)
+	}
+}

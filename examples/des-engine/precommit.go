@@ -204,6 +204,12 @@ func writtenByDES(script []byte) bool {
 }
 
 func installPreCommit(ctx context.Context, e env, command string) int {
+	if name, ok := insideClaudeCode(e.lookupEnv); ok {
+		// The hook is what judges the agent's commits: the agent does not
+		// choose the binary it runs, nor the root it pins.
+		fmt.Fprintf(e.stderr, "des-hook precommit: --install is refused inside Claude Code (%s is set): the pre-commit hook judges the agent's commits, so a person installs it, from a terminal\n", name)
+		return exitUsage
+	}
 	if command == "" {
 		exe, err := commandPath(e.lookupEnv)
 		if err != nil {
@@ -246,7 +252,14 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 	}
 	// DES's own write: announced, so that the check after an agent's
 	// command that installs the hook does not take it for a change to undo.
-	chk := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr).checker()
+	// Only a hook that runs DES's own binary is announced, as DES's hook
+	// entries in Claude Code's settings are told by the command they run:
+	// an install with --command /bin/true is a change the check undoes.
+	h := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr)
+	chk := h.checker()
+	if chk != nil && !h.isDESCommand(shellQuote(command)) {
+		chk = nil
+	}
 	if chk != nil {
 		_ = chk.Expect(path, []byte(script))
 	}
@@ -371,4 +384,22 @@ func gitHookEnv(lookupEnv func(string) (string, bool), root, stateDir string) fu
 		}
 		return lookupEnv(name)
 	}
+}
+
+// agentVars are the variables Claude Code sets in the environment of the
+// commands its Bash tool runs and of its hooks (CLAUDECODE=1, and
+// CLAUDE_CODE_ENTRYPOINT, how it was started: cli, sdk-ts, ...).
+var agentVars = []string{"CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT"}
+
+// insideClaudeCode reports whether this process runs inside Claude Code (a tool
+// call or a hook), and the variable that says so. An agent can unset them
+// (env -u); what stops it then is the effect check, which undoes a hook
+// that does not run DES.
+func insideClaudeCode(lookupEnv func(string) (string, bool)) (string, bool) {
+	for _, name := range agentVars {
+		if v, ok := lookupEnv(name); ok && strings.TrimSpace(v) != "" {
+			return name, true
+		}
+	}
+	return "", false
 }
