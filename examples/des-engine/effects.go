@@ -39,6 +39,7 @@ func (h *hookEnv) checker() *integrity.Checker {
 			StateDir:     statedir.For(h.root, h.lookupEnv),
 			IsDESCommand: h.isDESCommand,
 			UserFiles:    userFiles(h.lookupEnv),
+			Home:         lookupValue(h.lookupEnv, "HOME"),
 			Logger:       h.logger,
 			Cache:        h.baselines,
 		})
@@ -296,19 +297,26 @@ func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
 
 // partialFacts are the facts des.protected needs for a Write or Edit of a
 // file DES guards only in part: whether it changes DES's hook entries in
-// Claude Code's settings, or core.hooksPath in git's config.
+// Claude Code's settings, or core.hooksPath in one of the git config files
+// that can set it for the project (git_config: the repository's config and
+// config.worktree files, ~/.gitconfig, $XDG_CONFIG_HOME/git/config, the
+// files their includes name). The file after the write is read by git
+// itself, on a copy, so the verdict is on what git would take from it, not
+// on the file's name: user.name or an alias passes.
 func (h *hookEnv) partialFacts(call gate.WriteCall) map[string]any {
 	rel := gate.ProjectPath(h.root, call.Path)
-	var fact string
+	var fact, file string
 	switch rel {
 	case ".claude/settings.json", ".claude/settings.local.json":
-		fact = "des_hooks_changed"
-	case ".git/config":
-		fact = "hooks_path_changed"
+		fact, file = "des_hooks_changed", filepath.Join(h.root, filepath.FromSlash(rel))
 	default:
-		return nil
+		file = h.gitConfigFile(rel)
+		if file == "" {
+			return nil
+		}
+		fact = "hooks_path_changed"
 	}
-	disk, err := os.ReadFile(filepath.Join(h.root, filepath.FromSlash(rel)))
+	disk, err := os.ReadFile(file)
 	if err != nil {
 		disk = nil
 	}
@@ -316,12 +324,33 @@ func (h *hookEnv) partialFacts(call gate.WriteCall) map[string]any {
 	if !ok {
 		return nil // Claude Code refuses the call itself
 	}
-	h.checker() // sets h.exe
-	changed := integrity.HooksPathChanged(disk, after)
 	if fact == "des_hooks_changed" {
-		changed = integrity.DESHooksChanged(disk, after, h.isDESCommand)
+		h.checker() // sets h.exe
+		return map[string]any{fact: integrity.DESHooksChanged(disk, after, h.isDESCommand)}
 	}
-	return map[string]any{fact: changed}
+	return map[string]any{fact: integrity.HooksPathChanged(disk, after), "git_config": true}
+}
+
+// gitConfigFile is the absolute path of the git config file a project
+// path (gate.ProjectPath form) names, "" when it names none.
+func (h *hookEnv) gitConfigFile(rel string) string {
+	abs := rel
+	if !filepath.IsAbs(filepath.FromSlash(rel)) {
+		abs = filepath.Join(h.root, filepath.FromSlash(rel))
+	}
+	if rel == ".git/config" {
+		return abs
+	}
+	c := h.checker()
+	if c == nil {
+		return ""
+	}
+	for _, f := range c.GitConfigFiles() {
+		if gate.ProjectPath(h.root, f) == rel {
+			return abs
+		}
+	}
+	return ""
 }
 
 // settleWrite records, after a Write or Edit the write guard allowed, the
@@ -336,4 +365,10 @@ func (h *hookEnv) settleWrite(ctx context.Context, path string) {
 	if err := c.Settle(ctx, path); err != nil {
 		h.logger.Warn("hook: cannot record an allowed write in DES's baseline; a later check may undo it", "path", path, "err", err)
 	}
+}
+
+// lookupValue is the value of an environment variable, "" when unset.
+func lookupValue(lookupEnv func(string) (string, bool), name string) string {
+	v, _ := lookupEnv(name)
+	return v
 }

@@ -171,3 +171,61 @@ func TestE2EAgentCannotInstallThePreCommitHook(t *testing.T) {
 		t.Errorf("an install of DES's own hook was undone: %+v", post)
 	}
 }
+
+// Git's config is judged as git reads it, in every file git reads it from:
+// a byte order mark, config.worktree, the user's ~/.gitconfig and the
+// files an include names. A change to core.hooksPath is denied, an honest
+// edit passes.
+func TestE2EGitConfigAsGitReadsIt(t *testing.T) {
+	root := effProject(t)
+	home := t.TempDir()
+	writeFile(t, home, ".gitconfig", "[user]\n\tname = dev\n[include]\n\tpath = ~/.gitconfig-work\n")
+	writeFile(t, home, ".gitconfig-work", "[user]\n\temail = dev@example.com\n")
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config")}
+	write := func(file, content string) string {
+		t.Helper()
+		ev := writeToolEvent(root, "Write", "x", map[string]any{"content": content})
+		ev["tool_input"].(map[string]any)["file_path"] = file
+		return denyReason(t, runHookProcess(t, root, env, ev))
+	}
+	cfg := fileText(t, root, ".git/config")
+	for _, c := range []struct{ name, file, content string }{
+		{"a byte order mark", filepath.Join(root, ".git", "config"), "\ufeff[core]\n\thooksPath = /x\n" + cfg},
+		{"a quoted section", filepath.Join(root, ".git", "config"), cfg + "[CORE]\n\tHooksPath = \"/x\"\n"},
+		{"config.worktree", filepath.Join(root, ".git", "config.worktree"), "[core]\n\thooksPath = /x\n"},
+		{"~/.gitconfig", filepath.Join(home, ".gitconfig"), "[user]\n\tname = dev\n[core]\n\thooksPath = /dev/null\n"},
+		{"an include added", filepath.Join(home, ".gitconfig"), "[user]\n\tname = dev\n[includeIf \"gitdir:/\"]\n\tpath = /tmp/x\n"},
+		{"an included file", filepath.Join(home, ".gitconfig-work"), "[core]\n\thooksPath = /dev/null\n"},
+		{"XDG's git config", filepath.Join(home, ".config", "git", "config"), "[core]\n\thooksPath = /dev/null\n"},
+	} {
+		if r := write(c.file, c.content); !strings.Contains(r, "[DES-PROTECTED-PATH]") || !strings.Contains(r, "core.hooksPath") {
+			t.Errorf("%s: a Write setting core.hooksPath was not denied: %q", c.name, r)
+		}
+	}
+	for _, c := range []struct{ name, file, content string }{
+		{"user.name in ~/.gitconfig", filepath.Join(home, ".gitconfig"), "[user]\n\tname = Dev Eloper\n[alias]\n\tco = checkout\n[include]\n\tpath = ~/.gitconfig-work\n"},
+		{"a byte order mark alone", filepath.Join(root, ".git", "config"), "\ufeff" + cfg},
+		{"user.email in the included file", filepath.Join(home, ".gitconfig-work"), "[user]\n\temail = dev@example.org\n"},
+	} {
+		if r := write(c.file, c.content); r != "" {
+			t.Errorf("%s: an honest Write was denied: %s", c.name, r)
+		}
+	}
+
+	// Bash: the check after the call asks git, and puts back what git
+	// would have taken for core.hooksPath.
+	begin(t, root)
+	_, post := bashToolCall(t, root, "toolu_wt", "git config extensions.worktreeConfig true && git config --worktree core.hooksPath /x")
+	wantRestored(t, post, "config.worktree")
+	if out, _ := gitRun(t, root, "config", "--get", "core.hooksPath"); strings.TrimSpace(out) != "" {
+		t.Errorf("core.hooksPath is still set after the check: %q", out)
+	}
+	_, post = bashToolCall(t, root, "toolu_bom", `printf '\357\273\277[core]\n\thooksPath = /x\n' > .git/config.new && cat .git/config >> .git/config.new && mv .git/config.new .git/config`)
+	wantRestored(t, post, ".git/config")
+	if out, _ := gitRun(t, root, "config", "--get", "core.hooksPath"); strings.TrimSpace(out) != "" {
+		t.Errorf("core.hooksPath is still set after the check: %q", out)
+	}
+	if _, post := bashToolCall(t, root, "toolu_name", "git config user.name 'Dev Eloper'"); post.Decision != "" {
+		t.Errorf("an honest git config was undone: %+v", post)
+	}
+}
