@@ -18,7 +18,9 @@ type ToolCall struct {
 	Tool  string   // Write, Edit, MultiEdit, Bash, ...
 	Paths []string // files it writes: absolute, or relative to the project root
 	// Facts are added to each write the policy sees (des_hooks_changed for
-	// Claude Code's settings, hooks_path_changed for git's config).
+	// Claude Code's settings; hooks_path_changed for git's config, with
+	// git_config true for any git config file that can set core.hooksPath,
+	// which makes the call DES's concern wherever the file is).
 	Facts map[string]any
 	// ToolUseID, SessionID and AgentID (set when a subagent makes the
 	// call) are recorded with a block when not "".
@@ -50,6 +52,9 @@ func (t ToolUse) Concerns(call ToolCall) bool {
 	// the caller: they can switch DES off everywhere.
 	if call.Facts["user_claude_settings"] == true {
 		return true
+	}
+	if call.Facts["git_config"] == true {
+		return true // a git config file that can set core.hooksPath, wherever it is
 	}
 	for _, p := range call.Paths {
 		rel, err := t.target(p)

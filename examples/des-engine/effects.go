@@ -38,6 +38,7 @@ func (h *hookEnv) checker() *integrity.Checker {
 			Root:      h.root,
 			StateDir:  statedir.For(h.root, h.lookupEnv),
 			UserFiles: userFiles(h.lookupEnv),
+			Home:      lookupValue(h.lookupEnv, "HOME"),
 			Logger:    h.logger,
 			Cache:     h.baselines,
 		})
@@ -69,6 +70,21 @@ func userFiles(lookupEnv func(string) (string, bool)) map[string]string {
 		out[filepath.Join(xdg, "git", "config")] = integrity.KindGitConfig
 	}
 	return out
+}
+
+// isDESCommand tells a command that runs this executable: a hook entry
+// or a git hook line des wrote, a bare name ("des-hook", as settings
+// --write writes it when PATH finds this binary) included.
+func (h *hookEnv) isDESCommand(command string) bool {
+	h.checker() // sets h.exe
+	if h.exe == "" {
+		return false
+	}
+	if integrity.CommandRunsExecutable(command, h.exe, h.root) {
+		return true
+	}
+	words, ok := shellWords(command)
+	return ok && len(words) > 0 && !strings.ContainsAny(words[0], `/\`) && commandWordRunsExe(words[0], h.exe, h.root, h.lookupEnv)
 }
 
 // watched is the watched set of the settings in force, nil when they do
@@ -293,17 +309,19 @@ func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
 // partialFacts are the facts des.protected needs for a Write or Edit of a
 // file DES guards only in part: whether it changes Claude Code's settings
 // (the project's or the user's own) in anything but the allow rules and the
-// model, or core.hooksPath in git's config.
+// model, or core.hooksPath in one of the git config files that can set it
+// for the project (git_config: the repository's config and config.worktree
+// files, ~/.gitconfig, $XDG_CONFIG_HOME/git/config, the files their
+// includes name). The git file after the write is read by git itself, on a
+// copy, so the verdict is on what git would take from it, not on the
+// file's name: user.name or an alias passes.
 func (h *hookEnv) partialFacts(call gate.WriteCall) map[string]any {
 	rel := gate.ProjectPath(h.root, call.Path)
-	var fact string
-	path := filepath.Join(h.root, filepath.FromSlash(rel))
+	var fact, file string
 	facts := map[string]any{}
 	switch rel {
 	case ".claude/settings.json", ".claude/settings.local.json":
-		fact = "des_hooks_changed"
-	case ".git/config":
-		fact = "hooks_path_changed"
+		fact, file = "des_hooks_changed", filepath.Join(h.root, filepath.FromSlash(rel))
 	default:
 		// The user's own Claude Code settings, outside the project:
 		// disableAllHooks there switches des off everywhere.
@@ -319,15 +337,19 @@ func (h *hookEnv) partialFacts(call gate.WriteCall) map[string]any {
 				f = filepath.Join(r, filepath.Base(f))
 			}
 			if f == abs {
-				fact, path = "des_hooks_changed", f
+				fact, file = "des_hooks_changed", f
 				facts["user_claude_settings"] = true
 			}
 		}
 		if fact == "" {
-			return nil
+			if file = h.gitConfigFile(rel); file == "" {
+				return nil
+			}
+			fact = "hooks_path_changed"
+			facts["git_config"] = true
 		}
 	}
-	disk, err := os.ReadFile(path)
+	disk, err := os.ReadFile(file)
 	if err != nil {
 		disk = nil
 	}
@@ -343,6 +365,28 @@ func (h *hookEnv) partialFacts(call gate.WriteCall) map[string]any {
 	return facts
 }
 
+// gitConfigFile is the absolute path of the git config file a project
+// path (gate.ProjectPath form) names, "" when it names none.
+func (h *hookEnv) gitConfigFile(rel string) string {
+	abs := rel
+	if !filepath.IsAbs(filepath.FromSlash(rel)) {
+		abs = filepath.Join(h.root, filepath.FromSlash(rel))
+	}
+	if rel == ".git/config" {
+		return abs
+	}
+	c := h.checker()
+	if c == nil {
+		return ""
+	}
+	for _, f := range c.GitConfigFiles() {
+		if gate.ProjectPath(h.root, f) == rel {
+			return abs
+		}
+	}
+	return ""
+}
+
 // settleWrite records, after a Write or Edit the write guard allowed, the
 // new content as the baseline (it was announced with the content judged).
 func (h *hookEnv) settleWrite(ctx context.Context, path string) {
@@ -355,4 +399,10 @@ func (h *hookEnv) settleWrite(ctx context.Context, path string) {
 	if err := c.Settle(ctx, path); err != nil {
 		h.logger.Warn("hook: cannot record an allowed write in DES's baseline; a later check may undo it", "path", path, "err", err)
 	}
+}
+
+// lookupValue is the value of an environment variable, "" when unset.
+func lookupValue(lookupEnv func(string) (string, bool), name string) string {
+	v, _ := lookupEnv(name)
+	return v
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/gitexec"
+	"github.com/deterministic-exec/des/internal/statedir"
 	"github.com/deterministic-exec/des/policy"
 )
 
@@ -41,7 +42,9 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 	flags := newFlagSet(e, "precommit", "[--install [--command PATH]] [--git-hook] [FILE...]", precommitDoc)
 	install := flags.Bool("install", false, "write the git pre-commit hook that runs this command")
 	command := flags.String("command", "", "with --install: path of the hook binary (default: this executable)")
-	gitHook := flags.Bool("git-hook", false, "run as git's pre-commit hook (recorded as source git-hook)")
+	gitHook := flags.Bool("git-hook", false, "run as git's pre-commit hook (recorded as source git-hook): settings come from .des/config.json only")
+	pinRoot := flags.String("root", "", "with --git-hook: the project root the installed hook judges for")
+	pinState := flags.String("state-dir", "", "with --git-hook: DES's per-user state directory the installed hook uses")
 	if code, done := parseFlags(flags, args, -1); done {
 		return code
 	}
@@ -57,6 +60,17 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 		fmt.Fprintln(e.stderr, "des-hook precommit: --command goes with --install")
 		flags.Usage()
 		return exitUsage
+	}
+	if (*pinRoot != "" || *pinState != "") && !*gitHook {
+		fmt.Fprintln(e.stderr, "des-hook precommit: --root and --state-dir go with --git-hook")
+		flags.Usage()
+		return exitUsage
+	}
+	if *gitHook {
+		// git runs the hook with the committer's environment, which an
+		// agent chooses (DES_GUARDED_STEP_FILES=none git commit): the hook
+		// decides with what it was installed with and the project's config.
+		e.lookupEnv = gitHookEnv(e.lookupEnv, *pinRoot, *pinState)
 	}
 
 	root := commandRoot(ctx, e.lookupEnv)
@@ -190,6 +204,12 @@ func writtenByDES(script []byte) bool {
 }
 
 func installPreCommit(ctx context.Context, e env, command string) int {
+	if name, ok := insideClaudeCode(e.lookupEnv); ok {
+		// The hook is what judges the agent's commits: the agent does not
+		// choose the binary it runs, nor the root it pins.
+		fmt.Fprintf(e.stderr, "des-hook precommit: --install is refused inside Claude Code (%s is set): the pre-commit hook judges the agent's commits, so a person installs it, from a terminal\n", name)
+		return exitUsage
+	}
 	if command == "" {
 		exe, err := commandPath(e.lookupEnv)
 		if err != nil {
@@ -212,12 +232,8 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
 		return exitUsage
 	}
-	setRoot := "if [ -z \"$CLAUDE_PROJECT_DIR\" ]; then CLAUDE_PROJECT_DIR=" + shellQuote(root) + "; fi\n" +
-		"export CLAUDE_PROJECT_DIR\n"
-	line := shellQuote(command) + " precommit --git-hook"
-	script := "#!/bin/sh\n" + hookMarker + "\n" +
-		"# DES Gate 3: refuses a commit whose staged step files are unfinished. Remove this file to uninstall.\n" +
-		setRoot + "exec " + line + "\n"
+	pin := hookPin{Root: root, StateDir: statedir.Base(e.lookupEnv)}
+	script, line := hookScript("DES Gate 3: refuses a commit whose staged step files are unfinished.", command, pin, "precommit", "--git-hook")
 	path := filepath.Join(hooks, "pre-commit")
 	old, err := os.ReadFile(path)
 	switch {
@@ -227,7 +243,7 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 		return exitUsage
 	case !writtenByDES(old):
 		fmt.Fprintf(e.stderr, "des-hook precommit: %s already exists and was not written by DES; it is left as it is.\n"+
-			"Add these lines to it, where a failure should stop the commit:\n\n%s%s || exit 1\n", path, setRoot, line)
+			"Add this line to it, where a failure should stop the commit:\n\n%s || exit 1\n", path, line)
 		return exitUsage
 	}
 	if err := os.MkdirAll(hooks, 0o755); err != nil {
@@ -236,7 +252,14 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 	}
 	// DES's own write: announced, so that the check after an agent's
 	// command that installs the hook does not take it for a change to undo.
-	chk := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr).checker()
+	// Only a hook that runs DES's own binary is announced, as DES's hook
+	// entries in Claude Code's settings are told by the command they run:
+	// an install with --command /bin/true is a change the check undoes.
+	h := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr)
+	chk := h.checker()
+	if chk != nil && !h.isDESCommand(shellQuote(command)) {
+		chk = nil
+	}
 	if chk != nil {
 		_ = chk.Expect(path, []byte(script))
 	}
@@ -300,4 +323,83 @@ func gitHooksDir(ctx context.Context) (string, error) {
 		dir = filepath.Join(wd, dir)
 	}
 	return dir, nil
+}
+
+// hookPin is what a git hook des installs fixes for the run it starts: the
+// project root and DES's per-user state directory. They are flags in the
+// script, which DES protects, not variables of the environment git hands
+// the hook, which whoever runs git chooses.
+type hookPin struct {
+	Root     string
+	StateDir string
+}
+
+// hookScript is the text of a git hook des installs (pre-commit, and any
+// other des installs beside it), and the command line it runs: this
+// binary's args with the pinned root and state directory, then git's own
+// arguments. The environment does not move what the line pins; the
+// subcommand reads the rest of its settings from .des/config.json only
+// (gitHookEnv).
+func hookScript(purpose, command string, pin hookPin, args ...string) (script, line string) {
+	words := []string{shellQuote(command)}
+	for _, a := range args {
+		words = append(words, shellQuote(a))
+	}
+	words = append(words, "--root", shellQuote(pin.Root))
+	if pin.StateDir != "" {
+		words = append(words, "--state-dir", shellQuote(pin.StateDir))
+	}
+	line = strings.Join(words, " ") + ` "$@"`
+	script = "#!/bin/sh\n" + hookMarker + "\n" +
+		"# " + purpose + " Remove this file to uninstall.\n" +
+		"# The project root and DES's state directory are fixed here; DES_* variables of the commit's\n" +
+		"# environment are ignored (DES_LOG_LEVEL aside): settings come from the project's .des/config.json.\n" +
+		"exec " + line + "\n"
+	return script, line
+}
+
+// gitHookEnv is the environment a run as a git hook reads: the pinned root
+// and state directory, and of the DES_* variables only those that loosen no
+// guard: DES_LOG_LEVEL (what is logged) and the tokens (*_TOKEN) a setting
+// of .des/config.json names for a server, which can only make a request
+// succeed that the configured server would refuse. Every other DES_*
+// variable (guarded files, state and audit directories, policy
+// directories, an OPA server or bundles, ...) is unset, so the settings
+// are those of .des/config.json. Other variables (HOME, PATH, git's) are
+// passed on. An empty pin leaves the variable as the environment has it,
+// for hooks installed by an earlier des.
+func gitHookEnv(lookupEnv func(string) (string, bool), root, stateDir string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		switch {
+		case name == "CLAUDE_PROJECT_DIR" && root != "":
+			return root, true
+		case name == statedir.EnvVar && stateDir != "":
+			return stateDir, true
+		case name == statedir.EnvVar:
+			return "", false
+		case name == "DES_LOG_LEVEL", strings.HasPrefix(name, "DES_") && strings.HasSuffix(name, "_TOKEN"):
+			return lookupEnv(name)
+		case strings.HasPrefix(name, "DES_"):
+			return "", false
+		}
+		return lookupEnv(name)
+	}
+}
+
+// agentVars are the variables Claude Code sets in the environment of the
+// commands its Bash tool runs and of its hooks (CLAUDECODE=1, and
+// CLAUDE_CODE_ENTRYPOINT, how it was started: cli, sdk-ts, ...).
+var agentVars = []string{"CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT"}
+
+// insideClaudeCode reports whether this process runs inside Claude Code (a tool
+// call or a hook), and the variable that says so. An agent can unset them
+// (env -u); what stops it then is the effect check, which undoes a hook
+// that does not run DES.
+func insideClaudeCode(lookupEnv func(string) (string, bool)) (string, bool) {
+	for _, name := range agentVars {
+		if v, ok := lookupEnv(name); ok && strings.TrimSpace(v) != "" {
+			return name, true
+		}
+	}
+	return "", false
 }

@@ -335,7 +335,7 @@ func TestE2EPrecommitInstall(t *testing.T) {
 	foreign := "#!/bin/sh\nnpm run lint\n"
 	writeFile(t, root, ".git/hooks/pre-commit", foreign)
 	r = runIn(t, root, nil, "precommit", "--install")
-	if r.code != 2 || !strings.Contains(r.stderr, "was not written by DES") || !strings.Contains(r.stderr, "precommit --git-hook || exit 1") {
+	if r.code != 2 || !strings.Contains(r.stderr, "was not written by DES") || !strings.Contains(r.stderr, "precommit --git-hook --root "+root) || !strings.Contains(r.stderr, "|| exit 1") {
 		t.Errorf("foreign hook: exit %d\n%s", r.code, r.stderr)
 	}
 	if got, _ := os.ReadFile(hookFile); string(got) != foreign {

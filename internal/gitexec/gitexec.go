@@ -223,3 +223,67 @@ func environ(ctx context.Context) []string {
 	}
 	return os.Environ()
 }
+
+// FileConfig reads content as git reads a config file, by asking git
+// (`git config --file COPY --no-includes -z --list` on a private copy):
+// a byte order mark, quoting, continuation lines, comments and the case
+// rules of section and variable names are git's, not a parser's guess.
+// Include directives are listed, not followed. Entries are in file order,
+// names as git prints them (section and variable lower case, a subsection
+// as written). Content git refuses is an error wrapping *exec.ExitError.
+func FileConfig(ctx context.Context, content []byte) ([][2]string, error) {
+	var entries [][2]string
+	err := withCopy(content, func(dir, file string) error {
+		out, err := run(ctx, dir, nil, nil, []string{"config", "--file", file, "--no-includes", "-z", "--list"})
+		if err != nil {
+			return err
+		}
+		for _, e := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+			if e == "" {
+				continue
+			}
+			name, value, _ := strings.Cut(e, "\n")
+			entries = append(entries, [2]string{name, value})
+		}
+		return nil
+	})
+	return entries, err
+}
+
+// FileReplaceAll returns content with every value of key replaced by
+// values, written by git itself (`git config --file COPY --unset-all`,
+// then `--add` for each value) on a private copy, so that the rest of the
+// file is kept as git keeps it.
+func FileReplaceAll(ctx context.Context, content []byte, key string, values []string) ([]byte, error) {
+	var out []byte
+	err := withCopy(content, func(dir, file string) error {
+		_, err := run(ctx, dir, nil, nil, []string{"config", "--file", file, "--unset-all", key})
+		var exit *exec.ExitError
+		if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 5) { // 5: no such key
+			return err
+		}
+		for _, v := range values {
+			if _, err := run(ctx, dir, nil, nil, []string{"config", "--file", file, "--add", key, v}); err != nil {
+				return err
+			}
+		}
+		out, err = os.ReadFile(file)
+		return err
+	})
+	return out, err
+}
+
+// withCopy runs f on a private copy of content, in a directory of its own
+// (git writes its lock file beside the file), removed afterwards.
+func withCopy(content []byte, f func(dir, file string) error) error {
+	dir, err := os.MkdirTemp("", "des-gitconfig-")
+	if err != nil {
+		return fmt.Errorf("gitexec: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	file := dir + string(os.PathSeparator) + "config"
+	if err := os.WriteFile(file, content, 0o600); err != nil {
+		return fmt.Errorf("gitexec: %w", err)
+	}
+	return f(dir, file)
+}

@@ -161,8 +161,12 @@ type Options struct {
 	// settings (all but the allow rules and the model) and git's global config
 	// (core.hooksPath), by kind.
 	UserFiles map[string]string // absolute path -> KindClaudeSettings or KindGitConfig
-	Now       func() time.Time
-	Logger    *slog.Logger
+	// Home is the user's home directory as the hook's environment has it,
+	// for git's "~/" paths (include directives, core.hooksPath); a warm
+	// server's own HOME may be another. "" falls back to os.UserHomeDir.
+	Home   string
+	Now    func() time.Time
+	Logger *slog.Logger
 	// Cache, when set, keeps the baseline decoded between Checkers of one
 	// process (a long-lived one: the warm decision server).
 	Cache *BaselineCache
@@ -172,6 +176,7 @@ type Options struct {
 type Checker struct {
 	root, dir string
 	user      map[string]string
+	home      string
 	now       func() time.Time
 	logger    *slog.Logger
 	cache     *BaselineCache
@@ -179,7 +184,7 @@ type Checker struct {
 
 // New returns a Checker. It touches nothing on disk.
 func New(o Options) *Checker {
-	c := &Checker{root: filepath.Clean(o.Root), dir: filepath.Join(o.StateDir, "integrity"), now: o.Now, logger: o.Logger, user: o.UserFiles, cache: o.Cache}
+	c := &Checker{root: filepath.Clean(o.Root), dir: filepath.Join(o.StateDir, "integrity"), now: o.Now, logger: o.Logger, user: o.UserFiles, home: o.Home, cache: o.Cache}
 	if c.now == nil {
 		c.now = time.Now
 	}

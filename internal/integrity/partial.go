@@ -1,13 +1,16 @@
 package integrity
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/deterministic-exec/des/internal/gitexec"
 )
 
 // The part of a Claude Code settings file des compares is all of it but
@@ -146,45 +149,38 @@ func HooksPathChanged(before, after []byte) bool { return gitView(before) != git
 // gitConf is the compared part of git's config file: core.hooksPath and
 // the include directives (an included file could set it).
 type gitConf struct {
-	HooksPath []string `json:"hooks_path,omitempty"`
-	Includes  []string `json:"includes,omitempty"`
+	HooksPath  []string `json:"hooks_path,omitempty"`
+	Includes   []string `json:"includes,omitempty"`
+	Unreadable bool     `json:"unreadable,omitempty"` // git refuses the file
 }
 
-// parseGit reads the compared part of a git config file. It follows git's
-// syntax as far as these keys need: section headers (case-insensitive
-// names, quoted subsections), "key = value" lines, comments.
+// gitReadBudget bounds the git command that reads one config file.
+const gitReadBudget = 5 * time.Second
+
+// parseGit reads the compared part of a git config file as git reads it
+// (gitexec.FileConfig): a byte order mark, quoting, continuation lines
+// and name case are git's rules, so no spelling git honours is missed.
+// Content git refuses is marked so: git then runs no command in the
+// repository, and becoming readable again is a change.
 func parseGit(data []byte) gitConf {
 	var g gitConf
-	section := ""
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), maxFileSize)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if line[0] == '[' {
-			end := strings.IndexByte(line, ']')
-			if end < 0 {
-				continue
-			}
-			section = strings.ToLower(strings.TrimSpace(line[1:end]))
-			if name, sub, found := strings.Cut(section, " "); found {
-				section = name + " " + strings.TrimSpace(sub)
-			}
-			line = strings.TrimSpace(line[end+1:])
-			if line == "" {
-				continue
-			}
-		}
-		key, value, _ := strings.Cut(line, "=")
-		key = strings.ToLower(strings.TrimSpace(key))
-		value = strings.Trim(strings.TrimSpace(value), `"`)
+	if len(data) == 0 {
+		return g
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), gitReadBudget)
+	defer cancel()
+	entries, err := gitexec.FileConfig(ctx, data)
+	if err != nil {
+		return gitConf{Unreadable: true}
+	}
+	for _, e := range entries {
+		name := e[0]
 		switch {
-		case section == "core" && key == "hookspath":
-			g.HooksPath = append(g.HooksPath, value)
-		case (section == "include" || strings.HasPrefix(section, "includeif ")) && key == "path":
-			g.Includes = append(g.Includes, section+" "+value)
+		case name == "core.hookspath":
+			g.HooksPath = append(g.HooksPath, e[1])
+		case name == "include.path",
+			strings.HasPrefix(name, "includeif.") && strings.HasSuffix(name, ".path"):
+			g.Includes = append(g.Includes, name+" "+e[1])
 		}
 	}
 	return g
@@ -192,7 +188,7 @@ func parseGit(data []byte) gitConf {
 
 func gitView(data []byte) string {
 	g := parseGit(data)
-	if len(g.HooksPath) == 0 && len(g.Includes) == 0 {
+	if len(g.HooksPath) == 0 && len(g.Includes) == 0 && !g.Unreadable {
 		return ""
 	}
 	out, _ := json.Marshal(g)
@@ -208,50 +204,32 @@ func hooksPathOf(view string) string {
 	return g.HooksPath[len(g.HooksPath)-1]
 }
 
-// mergeGit returns current with core.hooksPath as good has it. When the
-// include directives differ, ok is false and the whole good copy is
-// restored: an include can hide any setting.
+// includesOf are the include directives a view records, as
+// "include.path VALUE" or "includeif.COND.path VALUE".
+func includesOf(view string) []string {
+	var g gitConf
+	if json.Unmarshal([]byte(view), &g) != nil {
+		return nil
+	}
+	return g.Includes
+}
+
+// mergeGit returns current with core.hooksPath as good has it, written by
+// git itself. When the include directives differ, or git refuses either
+// file, ok is false and the whole good copy is restored: an include can
+// hide any setting.
 func mergeGit(current, good []byte) ([]byte, bool) {
 	cur, want := parseGit(current), parseGit(good)
-	if !slices.Equal(cur.Includes, want.Includes) {
+	if cur.Unreadable || want.Unreadable || !slices.Equal(cur.Includes, want.Includes) {
 		return nil, false
 	}
-	var out bytes.Buffer
-	section, inserted := "", false
-	for _, line := range strings.SplitAfter(string(current), "\n") {
-		t := strings.TrimSpace(line)
-		if strings.HasPrefix(t, "[") {
-			if end := strings.IndexByte(t, ']'); end > 0 {
-				section = strings.ToLower(strings.TrimSpace(t[1:end]))
-			}
-		}
-		if section == "core" && !strings.HasPrefix(t, "[") {
-			key, _, _ := strings.Cut(t, "=")
-			if strings.ToLower(strings.TrimSpace(key)) == "hookspath" {
-				continue
-			}
-		}
-		out.WriteString(line)
-		if section == "core" && strings.HasPrefix(t, "[") && !inserted {
-			if !strings.HasSuffix(line, "\n") {
-				out.WriteString("\n")
-			}
-			for _, v := range want.HooksPath {
-				out.WriteString("\thooksPath = " + v + "\n")
-			}
-			inserted = true
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), gitReadBudget)
+	defer cancel()
+	out, err := gitexec.FileReplaceAll(ctx, current, "core.hooksPath", want.HooksPath)
+	if err != nil {
+		return nil, false
 	}
-	if !inserted && len(want.HooksPath) > 0 {
-		if out.Len() > 0 && !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
-			out.WriteString("\n")
-		}
-		out.WriteString("[core]\n")
-		for _, v := range want.HooksPath {
-			out.WriteString("\thooksPath = " + v + "\n")
-		}
-	}
-	return out.Bytes(), true
+	return out, true
 }
 
 // CommandRunsExecutable reports whether a hook command from Claude Code's

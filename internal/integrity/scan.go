@@ -221,6 +221,14 @@ func (c *Checker) targets(ctx context.Context, m *manifest, walk bool) ([]target
 	if cfg, hooks := c.gitPaths(m); cfg != "" {
 		add(target{key: c.key(cfg), kind: KindGitConfig, keep: true})
 		add(target{key: c.key(filepath.Join(hooks, "pre-commit")), kind: KindFile, keep: true})
+		for _, p := range c.worktreeConfigs() {
+			add(target{key: c.key(p), kind: KindGitConfig, keep: true})
+		}
+	}
+	for _, p := range c.includeTargets(m) {
+		if _, known := out[c.key(p)]; !known {
+			add(target{key: c.key(p), kind: KindGitConfig, keep: true})
+		}
 	}
 
 	list := make([]target, 0, len(out))
@@ -257,7 +265,34 @@ func ancestors(ts []target) []target {
 // followed to its common directory). The hooks directory is core.hooksPath
 // as the baseline recorded it, else the common directory's hooks.
 func (c *Checker) gitPaths(m *manifest) (config, hooks string) {
-	top, gitDir := "", ""
+	top, _, common := c.gitLayout()
+	if common == "" {
+		return "", ""
+	}
+	config = filepath.Clean(filepath.Join(common, "config"))
+	hooks = filepath.Join(common, "hooks")
+	if m != nil {
+		if e, ok := m.Entries[c.key(config)]; ok && e.View != "" {
+			if hp := hooksPathOf(e.View); hp != "" {
+				if strings.HasPrefix(hp, "~/") {
+					if home := c.homeDir(); home != "" {
+						hp = filepath.Join(home, hp[2:])
+					}
+				}
+				if !filepath.IsAbs(hp) {
+					hp = filepath.Join(top, hp)
+				}
+				hooks = hp
+			}
+		}
+	}
+	return config, filepath.Clean(hooks)
+}
+
+// gitLayout finds the work tree's top, its git directory and the common
+// directory (the same but for a linked worktree); "" when the root is in
+// no repository.
+func (c *Checker) gitLayout() (top, gitDir, common string) {
 	for dir := c.root; ; {
 		p := filepath.Join(dir, ".git")
 		if fi, err := os.Stat(p); err == nil {
@@ -276,38 +311,71 @@ func (c *Checker) gitPaths(m *manifest) (config, hooks string) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", ""
+			return "", "", ""
 		}
 		dir = parent
 	}
 	if gitDir == "" {
-		return "", ""
+		return "", "", ""
 	}
-	common := gitDir
+	common = gitDir
 	if data, err := read(filepath.Join(gitDir, "commondir")); err == nil {
 		common = strings.TrimSpace(string(data))
 		if !filepath.IsAbs(common) {
 			common = filepath.Join(gitDir, common)
 		}
 	}
-	config = filepath.Clean(filepath.Join(common, "config"))
-	hooks = filepath.Join(common, "hooks")
-	if m != nil {
-		if e, ok := m.Entries[c.key(config)]; ok && e.View != "" {
-			if hp := hooksPathOf(e.View); hp != "" {
-				if strings.HasPrefix(hp, "~/") {
-					if home, err := os.UserHomeDir(); err == nil {
-						hp = filepath.Join(home, hp[2:])
-					}
-				}
-				if !filepath.IsAbs(hp) {
-					hp = filepath.Join(top, hp)
-				}
-				hooks = hp
+	return top, filepath.Clean(gitDir), filepath.Clean(common)
+}
+
+// worktreeConfigs are the files git reads when extensions.worktreeConfig
+// is on (`git config --worktree`): config.worktree in the common directory
+// and, for a linked worktree, in its own git directory. They are watched
+// whether or not the extension is on, since one command can switch it on
+// and write them.
+func (c *Checker) worktreeConfigs() []string {
+	_, gitDir, common := c.gitLayout()
+	if common == "" {
+		return nil
+	}
+	out := []string{filepath.Join(common, "config.worktree")}
+	if gitDir != common {
+		out = append(out, filepath.Join(gitDir, "config.worktree"))
+	}
+	return out
+}
+
+// includeTargets are the files the include directives of the git config
+// files m records name (include.path, includeIf.*.path, whatever the
+// condition): "~/" is the home directory, a relative path is relative to
+// the including file's directory, as git resolves them. One level: an
+// included file's own includes are found once it is recorded.
+func (c *Checker) includeTargets(m *manifest) []string {
+	var out []string
+	for key, e := range m.Entries {
+		if e.Kind != KindGitConfig || e.View == "" {
+			continue
+		}
+		for _, inc := range includesOf(e.View) {
+			_, p, ok := strings.Cut(inc, " ")
+			if !ok || p == "" {
+				continue
 			}
+			switch {
+			case strings.HasPrefix(p, "~/"):
+				home := c.homeDir()
+				if home == "" {
+					continue
+				}
+				p = filepath.Join(home, p[2:])
+			case !filepath.IsAbs(p):
+				p = filepath.Join(filepath.Dir(c.abs(key)), p)
+			}
+			out = append(out, filepath.Clean(p))
 		}
 	}
-	return config, filepath.Clean(hooks)
+	sort.Strings(out)
+	return out
 }
 
 // isGuardedDoc reports whether key names a guarded document of m's watch.
@@ -348,14 +416,24 @@ func (c *Checker) refresh(ctx context.Context, w *Watch, full bool) error {
 	}
 	// Git's config comes first: its recorded core.hooksPath says where the
 	// pre-commit hook is.
+	// The other config files come with it: their include directives say
+	// which files to watch too.
+	m.Entries = map[string]*entry{}
+	var configs []string
 	if cfg, _ := c.gitPaths(nil); cfg != "" {
-		e, err := c.observe(c.key(cfg), KindGitConfig, "")
+		configs = append([]string{cfg}, c.worktreeConfigs()...)
+	}
+	for p, kind := range c.user {
+		if kind == KindGitConfig {
+			configs = append(configs, filepath.Clean(p))
+		}
+	}
+	for _, p := range configs {
+		e, err := c.observe(c.key(p), KindGitConfig, "")
 		if err != nil {
 			return err
 		}
-		m.Entries = map[string]*entry{c.key(cfg): e}
-	} else {
-		m.Entries = map[string]*entry{}
+		m.Entries[c.key(p)] = e
 	}
 	if !walk { // lets targets tell known step files from new ones
 		for k, e := range old.Entries {
@@ -546,4 +624,42 @@ func CallsRunning(base string, now time.Time) []string {
 		out = append(out, filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(r))))+"/"+filepath.Base(r))
 	}
 	return out
+}
+
+// GitConfigFiles lists, absolute, the git config files that can set
+// core.hooksPath for the project as they are on disk now: the repository's
+// config and config.worktree files, the user's (Options.UserFiles of kind
+// KindGitConfig) and the files their include directives name. A Write or
+// Edit of one is judged on what it does to core.hooksPath (HooksPathChanged).
+func (c *Checker) GitConfigFiles() []string {
+	m := &manifest{Entries: map[string]*entry{}}
+	var files []string
+	if cfg, _ := c.gitPaths(nil); cfg != "" {
+		files = append([]string{cfg}, c.worktreeConfigs()...)
+	}
+	for p, kind := range c.user {
+		if kind == KindGitConfig {
+			files = append(files, filepath.Clean(p))
+		}
+	}
+	for _, p := range files {
+		data, err := read(p)
+		if err != nil {
+			continue
+		}
+		m.Entries[c.key(p)] = &entry{Kind: KindGitConfig, View: gitView(data)}
+	}
+	files = append(files, c.includeTargets(m)...)
+	slices.Sort(files)
+	return slices.Compact(files)
+}
+
+// homeDir is the user's home directory for git's "~/" paths: the hook's
+// (Options.Home), else this process's.
+func (c *Checker) homeDir() string {
+	if filepath.IsAbs(c.home) {
+		return c.home
+	}
+	home, _ := os.UserHomeDir()
+	return home
 }

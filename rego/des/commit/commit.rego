@@ -312,6 +312,26 @@ deny contains {
 }
 
 # METADATA
+# title: Task not committable
+# description: The step's task (state.status) has a status the team marks as not committable (data.des.commit.uncommittable_task_statuses, FAILED by default), whatever its phases say.
+# custom:
+#   code: DES-COMMIT-TASK-STATUS
+#   severity: deny
+deny contains {
+	"code": "DES-COMMIT-TASK-STATUS",
+	"msg": concat("", [_path, ": the task's state.status is ", _quote(status), ", which is not committed (not committable: ", concat(", ", sort(uncommittable)), "), whatever its phases say"]),
+	"field": "/state/status",
+	"recovery": [
+		concat("", ["Reset the step with `des-hook stale --resolve ", _path, "` and run it again; commit it once it is finished."]),
+		"If the step is abandoned for good, leave it out of the commit (`git restore --staged FILE`) and put the work still to do in a new step file.",
+	],
+} if {
+	uncommittable := {s | some s in data.des.commit.uncommittable_task_statuses}
+	status := _task_status
+	status in uncommittable
+}
+
+# METADATA
 # title: Unknown phase status
 # description: A phase's status is not one of NOT_EXECUTED, IN_PROGRESS, EXECUTED, SKIPPED, FAILED (e.g. COMPLETED, PASS, DEFERRED, or none).
 # custom:

@@ -377,11 +377,14 @@ test_plan_with_a_phase_in_progress_is_no_plan if {
 }
 
 test_task_in_progress_is_no_plan if {
-	every status in ["IN_PROGRESS", "PARTIAL", "FAILED", "DONE", "NOT_STARTED", 7] {
+	every status in ["IN_PROGRESS", "PARTIAL", "DONE", "NOT_STARTED", 7] {
 		vs := commit.deny with input as with_state(step(planned), {"status": status})
 		count(vs) == 14
 		{v.code | some v in vs} == {"DES-COMMIT-PHASE-OPEN"}
 	}
+	vs := commit.deny with input as with_state(step(planned), {"status": "FAILED"})
+	count(only(vs, "DES-COMMIT-PHASE-OPEN")) == 14
+	{v.code | some v in vs} == {"DES-COMMIT-PHASE-OPEN", "DES-COMMIT-TASK-STATUS"}
 }
 
 test_state_that_is_not_an_object_is_no_plan if {
@@ -485,4 +488,38 @@ test_failed_phase_gap_recovery_follows_the_task_status if {
 	partial := recovery_of(commit.deny, "DES-COMMIT-GAP") with input as with_task(inp, "PARTIAL")
 	some p in partial
 	startswith(p, "A FAILED phase runs again only after a reset: start the step again")
+}
+
+# A FAILED task is not committed, whatever its phases say: every phase
+# EXECUTED with PASS does not make an abandoned step finished.
+test_failed_task_with_every_phase_executed_is_refused if {
+	vs := commit.deny with input as with_task(step(all_done), "FAILED")
+	[v] := only(vs, "DES-COMMIT-TASK-STATUS")
+	codes(vs) == ["DES-COMMIT-TASK-STATUS"]
+	v.field == "/state/status"
+	contains(v.msg, "docs/feature/shop/steps/01-01.json: the task's state.status is \"FAILED\"")
+	some r in v.recovery
+	contains(r, "`des-hook stale --resolve docs/feature/shop/steps/01-01.json` and run it again")
+}
+
+test_committable_task_statuses_pass if {
+	every status in ["DONE", "IN_PROGRESS", "TODO", ""] {
+		count(commit.deny) == 0 with input as with_task(step(all_done), status)
+	}
+	count(commit.deny) == 0 with input as step(all_done)
+}
+
+# The statuses are data: a team adds its own, or empties the list.
+test_uncommittable_task_statuses_are_data if {
+	vs := commit.deny with input as with_task(step(all_done), "ABANDONED")
+		with data.des.commit.uncommittable_task_statuses as ["FAILED", "ABANDONED"]
+	codes(vs) == ["DES-COMMIT-TASK-STATUS"]
+	count(commit.deny) == 0 with input as with_task(step(all_done), "FAILED")
+		with data.des.commit.uncommittable_task_statuses as []
+}
+
+# Configuration steps have no phase log, and are still judged on their task.
+test_failed_configuration_step_is_refused if {
+	inp := {"step": {"path": "s.json", "document": {"state": {"status": "FAILED"}}, "workflow_type": "configuration_setup", "phase_log": "", "phases": []}}
+	codes(commit.deny) == ["DES-COMMIT-TASK-STATUS"] with input as inp
 }

@@ -136,6 +136,33 @@ deny contains {
 	object.get(w, "des_hooks_changed", false) == true
 }
 
+# METADATA
+# title: Set core.hooksPath in a git config file
+# description: |
+#   A Write or Edit of a git config file that can set core.hooksPath for the
+#   project (Go sets git_config: the repository's config and config.worktree
+#   files, ~/.gitconfig, $XDG_CONFIG_HOME/git/config, the files their
+#   includes name) changes what git takes for core.hooksPath or an include
+#   directive, as git itself reads the file after the write
+#   (hooks_path_changed). Other changes (user.name, aliases) are allowed.
+# custom:
+#   code: DES-PROTECTED-PATH
+#   severity: deny
+deny contains {
+	"code": "DES-PROTECTED-PATH",
+	"msg": sprintf("%s may not change core.hooksPath (or an include) in %s: git would then run another pre-commit hook than DES's, which switches Gate 3 off", [w.tool, w.path]),
+	"field": "/tool_input/file_path",
+	"recovery": [
+		sprintf("Leave core.hooksPath and the include directives in %s as they are; other settings in the file may be changed.", [w.path]),
+		"If the user wants git's hooks elsewhere, the user changes core.hooksPath by hand and installs DES's hook there with `des-hook precommit --install`.",
+	],
+} if {
+	some w in input.writes
+	object.get(w, "git_config", false) == true
+	object.get(w, "hooks_path_changed", false) == true
+	not w.path in object.keys(partial) # reported by the rule above
+}
+
 partial_write(w, file, p) if {
 	w.path == file
 	object.get(w, p.fact, false) == true

@@ -105,3 +105,23 @@ test_dynamic_targets_that_could_name_des_files if {
 	contains(v.msg, "cannot know")
 	count(protected.deny) == 0 with input as {"writes": [{"path": ".des/policies/$(...)", "tool": "Bash", "how": "redirect", "document": "", "dynamic": true, "protected": false}]}
 }
+
+# Any git config file that can set core.hooksPath (Go says git_config), in
+# or out of the project, is judged on what git reads from it after the write.
+test_git_config_file_hooks_path_changed_denied if {
+	every path in ["/home/dev/.gitconfig", "/home/dev/.config/git/config", ".git/config.worktree", "/home/dev/work.inc"] {
+		vs := protected.deny with input as {"writes": [{"path": path, "tool": "Write", "git_config": true, "hooks_path_changed": true}]}
+		count(vs) == 1
+		some v in vs
+		v.code == "DES-PROTECTED-PATH"
+		contains(v.msg, concat("", ["core.hooksPath (or an include) in ", path]))
+	}
+}
+
+test_git_config_file_other_change_allowed if {
+	count(protected.deny) == 0 with input as {"writes": [{"path": "/home/dev/.gitconfig", "tool": "Edit", "git_config": true, "hooks_path_changed": false}]}
+}
+
+test_git_config_rule_does_not_repeat_git_config if {
+	count(protected.deny) == 1 with input as {"writes": [{"path": ".git/config", "tool": "Edit", "git_config": true, "hooks_path_changed": true}]}
+}
