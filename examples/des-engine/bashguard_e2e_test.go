@@ -205,7 +205,7 @@ func TestE2EHardLinks(t *testing.T) {
 // or DES's files: the command is judged, then (when allowed) really run and
 // the files compared.
 func TestE2EBroadCommandsOnlyWhenTheyChangeAGuardedDocument(t *testing.T) {
-	const step = `{"task_id": "01-01", "state": {"status": "TODO"}}` + "\n"
+	const step = `{"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}` + "\n"
 	setup := func(t *testing.T) string {
 		root := gitProject(t)
 		writeFile(t, root, ".isdlc/state.json", stateV5)
@@ -229,7 +229,7 @@ func TestE2EBroadCommandsOnlyWhenTheyChangeAGuardedDocument(t *testing.T) {
 			writeFile(t, root, ".isdlc/state.json", "{}")
 		}, "git checkout .", "DES-STATE-BASH-WRITE"},
 		{"git restore docs over an edited step", func(t *testing.T, root string) {
-			writeFile(t, root, "docs/feature/x/steps/01-01.json", "{}")
+			writeFile(t, root, "docs/feature/x/steps/01-01.json", `{"task_id": "01-01", "state": {"status": "IN_PROGRESS"}, "tdd_cycle": {"phase_execution_log": []}}`)
 		}, "git restore docs", "DES-STATE-BASH-WRITE"},
 		{"git checkout -- . when the state is staged", func(t *testing.T, root string) {
 			writeFile(t, root, ".isdlc/state.json", "{}")
@@ -309,7 +309,7 @@ func TestE2EBashSpellingsLinksAndDynamicTargets(t *testing.T) {
 	root := filepath.Join(home, "proj")
 	writeFile(t, root, ".isdlc/state.json", stateV5)
 	writeFile(t, root, ".des/config.json", "{}")
-	writeFile(t, root, "docs/feature/x/steps/01-01.json", `{"task_id": "01-01"}`)
+	writeFile(t, root, "docs/feature/x/steps/01-01.json", `{"task_id": "01-01", "tdd_cycle": {"phase_execution_log": []}}`)
 	writeFile(t, root, "a.txt", "a")
 	writeFile(t, root, "build/x.o", "o")
 	writeFile(t, root, "sub/keep", "")

@@ -134,7 +134,7 @@ func TestE2EDecisionLogPush(t *testing.T) {
 // id read once, the event masked, encoded and appended).
 func BenchmarkProcessDecisionLog(b *testing.B) {
 	root := b.TempDir()
-	writeFile(b, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}}`)
+	writeFile(b, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}`)
 	event, _ := json.Marshal(agentEvent(root, "Agent", renderPrompt(b, "execute-step")))
 	run := func(mode string) time.Duration {
 		cmd := exec.Command(hookBin)

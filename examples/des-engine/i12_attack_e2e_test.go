@@ -194,7 +194,7 @@ func TestE2EAttackPhaseRequirementFileRestored(t *testing.T) {
 	}
 
 	res := runCLI(t, envMap{"CLAUDE_PROJECT_DIR": root}, "settings")
-	for _, rule := range []string{"Edit(/" + file + ")", `"/` + file + `"`} {
+	for _, rule := range []string{"Edit(" + settingsPath(file) + ")", `"` + sandboxPath(file) + `"`} {
 		if !strings.Contains(res.stdout, rule) {
 			t.Errorf("des-hook settings does not protect %s (%s):\n%s", file, rule, res.stdout)
 		}

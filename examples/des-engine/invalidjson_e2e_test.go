@@ -21,7 +21,7 @@ func TestE2EInvalidJSONDenyNamesLineAndColumn(t *testing.T) {
 	})
 	t.Run("step file edit", func(t *testing.T) {
 		root := t.TempDir()
-		writeFile(t, root, e2eStep, "{\n  \"task_id\": \"01-01\",\n  \"state\": {\"status\": \"TODO\"}\n}\n")
+		writeFile(t, root, e2eStep, "{\n  \"task_id\": \"01-01\",\n  \"state\": {\"status\": \"TODO\"},\n  \"tdd_cycle\": {\"phase_execution_log\": []}\n}\n")
 		ev := writeToolEvent(root, "Edit", e2eStep, map[string]any{"old_string": `{"status": "TODO"}`, "new_string": "oops"})
 		wantDeny(t, denyReason(t, runHookProcess(t, root, nil, ev)), "[DES-STEPFILE-SCHEMA] ", where)
 	})

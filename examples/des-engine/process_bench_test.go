@@ -37,7 +37,7 @@ func BenchmarkProcess(b *testing.B) {
 	fastEvent, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Read", "cwd": root,
 		"tool_input": map[string]any{"file_path": filepath.Join(root, "README.md")}})
 	env := append(cleanEnviron(), "CLAUDE_PROJECT_DIR="+root)
-	writeFile(b, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}}`)
+	writeFile(b, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}`)
 	gate1Event, _ := json.Marshal(agentEvent(root, "Agent", renderPrompt(b, "execute-step")))
 	phaseRoot := b.TempDir()
 	if err := os.CopyFS(phaseRoot, os.DirFS("testdata/isdlc-project")); err != nil {
@@ -168,7 +168,7 @@ func BenchmarkProcessPaths(b *testing.B) {
 	}
 	noop := buildNoop(b)
 	root := b.TempDir()
-	writeFile(b, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}}`)
+	writeFile(b, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}`)
 	gate1Event, _ := json.Marshal(agentEvent(root, "Agent", renderPrompt(b, "execute-step")))
 	fastEvent, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Read", "cwd": root,
 		"tool_input": map[string]any{"file_path": filepath.Join(root, "README.md")}})
@@ -187,7 +187,7 @@ func BenchmarkProcessPaths(b *testing.B) {
 	run(auto, gate1Event, hookBin)
 	// The session project: a Bash call first, then Gate 1 with fresh ids.
 	sroot := b.TempDir()
-	writeFile(b, sroot, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}}`)
+	writeFile(b, sroot, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}`)
 	senv := append(slices.Clip(base), "CLAUDE_PROJECT_DIR="+sroot)
 	for _, event := range []string{"PreToolUse", "PostToolUse"} {
 		ev, _ := json.Marshal(map[string]any{"session_id": "s1", "cwd": sroot, "hook_event_name": event, "tool_name": "Bash",

@@ -267,6 +267,7 @@ var recoveryTable = []struct{ pkg, code, followedBy, human string }{
 	{pkg: "commit", code: "DES-COMMIT-DEFERRED", followedBy: "TestRecoveryGate3 (the user's approval, recorded as the line says)"},
 	{pkg: "commit", code: "DES-COMMIT-GAP", followedBy: "TestRecoveryGate3"},
 	{pkg: "commit", code: "DES-COMMIT-GATE2", followedBy: "TestRecoveryGate3"},
+	{pkg: "commit", code: "DES-COMMIT-TASK-STATUS", followedBy: "TestRecoveryGate3"},
 	{pkg: "commit", code: "DES-COMMIT-INCOMPLETE", followedBy: "TestRecoveryGate3"},
 	{pkg: "commit", code: "DES-COMMIT-OUTCOME", followedBy: "TestRecoveryGate3"},
 	{pkg: "commit", code: "DES-COMMIT-PHASE-OPEN", followedBy: "TestRecoveryGate3"},
@@ -734,6 +735,16 @@ func TestRecoveryGate3(t *testing.T) {
 				tc["phase_execution_log"] = append(stepPhases(doc), map[string]any{"phase_name": last, "phase_index": len(canonicalPhases) - 1, "status": "NOT_EXECUTED"})
 			})
 			f.redo([]string{last})
+			f.write(withTask("DONE"))
+		}},
+		{"failed task whose phases all say EXECUTED", func(f *follower) {
+			f.redoAll(canonicalPhases)
+			f.write(withTask("FAILED"))
+		}, "DES-COMMIT-TASK-STATUS", func(f *follower) {
+			// Every phase was done: the reset has none to redo, and the
+			// run started again finishes at once.
+			f.command(f.line("^Reset the step with `des-hook stale --resolve "))
+			f.resume()
 			f.write(withTask("DONE"))
 		}},
 		{"unresolved Gate 2 failure", func(f *follower) {

@@ -27,7 +27,7 @@ func BenchmarkServeGate1(b *testing.B) {
 		name := map[bool]string{false: "plain", true: "baseline"}[baseline]
 		b.Run(name, func(b *testing.B) {
 			root := b.TempDir()
-			writeFile(b, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}}`)
+			writeFile(b, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}`)
 			env := append(cleanEnviron(), "CLAUDE_PROJECT_DIR="+root, "DES_STATE_DIR="+b.TempDir())
 			h := serveHandler(engineOptions(), slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 			call := func(ev map[string]any) {
