@@ -78,9 +78,11 @@ func installRefTransaction(ctx context.Context, e env, hooks, command, setRoot, 
 	if chk != nil {
 		_ = chk.Expect(path, []byte(script))
 	}
-	if err := os.WriteFile(path, []byte(script), 0o755); err == nil {
-		err = os.Chmod(path, 0o755)
-	} else {
+	err = os.WriteFile(path, []byte(script), 0o755)
+	if err == nil {
+		err = os.Chmod(path, 0o755) // WriteFile keeps the mode of an existing file
+	}
+	if err != nil {
 		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
 		return exitUsage
 	}
@@ -365,15 +367,21 @@ func (h *hookEnv) checkRefs(ctx context.Context, ev *Event) (string, string) {
 // judgeRefMoves is Gate 3 on what moves bring in, recorded with source
 // ref-check: the violations, "" when it passes.
 func (h *hookEnv) judgeRefMoves(ctx context.Context, ev *Event, top string, moves []gate.RefUpdate, before gate.RefSnapshot) (string, error) {
-	eng, err := h.engine(ctx)
+	// With a bad setting, the default globs say whether des is in charge:
+	// a move that brings in no step file is not held up by it.
+	eng, eerr := h.engine(ctx)
+	steps := gate.StepFiles{Root: h.root, Globs: des.DefaultConfig().GuardedStepFiles}
+	if eerr == nil {
+		steps = eng.StepFiles()
+	}
+	res, err := steps.RefMoves(ctx, top, moves, before)
 	if err != nil {
 		return "", err
 	}
-	res, err := eng.StepFiles().RefMoves(ctx, top, moves, before)
-	if err != nil {
-		return "", err
+	files, _ := gate.PreCommit{Root: h.root}.InProject(res.Files)
+	if len(files) > 0 && eerr != nil {
+		return "", eerr
 	}
-	files, _ := eng.PreCommitGate().InProject(res.Files)
 	if len(files) == 0 {
 		return "", nil
 	}

@@ -243,3 +243,29 @@ func TestE2EGitRefHookRemovedIsRestored(t *testing.T) {
 		t.Fatalf("git commit -n of an unfinished step: exit %d\n%s", code, out)
 	}
 }
+
+// A reference-transaction hook des did not write is left alone, and the
+// lines to add are printed; des's own is rewritten.
+func TestE2EGitRefInstallLeavesForeignHook(t *testing.T) {
+	root := gitProject(t)
+	hook := filepath.Join(root, ".git", "hooks", "reference-transaction")
+	foreign := "#!/bin/sh\nexit 0\n"
+	if err := os.WriteFile(hook, []byte(foreign), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := runIn(t, root, nil, "precommit", "--install", "--command", hookBin)
+	if r.code != 2 || !strings.Contains(r.stderr, `precommit --ref-transaction "$1" || exit 1`) {
+		t.Fatalf("install over a foreign hook: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if raw, _ := os.ReadFile(hook); string(raw) != foreign {
+		t.Fatalf("the foreign hook was changed:\n%s", raw)
+	}
+	if err := os.Remove(hook); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if r := runIn(t, root, nil, "precommit", "--install", "--command", hookBin); r.code != 0 || !strings.Contains(r.stdout, "installed "+hook) {
+			t.Fatalf("install: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	}
+}
