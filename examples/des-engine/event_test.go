@@ -36,9 +36,9 @@ var curatedRoutes = map[string]struct {
 }{
 	"Notification.json":                              {},
 	"PermissionRequest_Bash.json":                    {},
-	"PostToolUseFailure_Bash.json":                   {routeKey{"PostToolUseFailure", "Bash"}, "postToolUseEffects"},
+	"PostToolUseFailure_Bash.json":                   {routeKey{"PostToolUseFailure", "Bash"}, "postToolUseBash"},
 	"PostToolUse_Agent_async_launched_windows.json":  {routeKey{"PostToolUse", "Agent"}, "postToolUseSubagent"},
-	"PostToolUse_Bash.json":                          {routeKey{"PostToolUse", "Bash"}, "postToolUseEffects"},
+	"PostToolUse_Bash.json":                          {routeKey{"PostToolUse", "Bash"}, "postToolUseBash"},
 	"PostToolUse_Edit_subagent.json":                 {routeKey{"PostToolUse", "Edit"}, "postToolUseWrite"},
 	"PostToolUse_Task_async_launched.json":           {routeKey{"PostToolUse", "Task"}, "postToolUseSubagent"},
 	"PostToolUse_Task_completed.json":                {routeKey{"PostToolUse", "Task"}, "postToolUseSubagent"},
@@ -171,10 +171,10 @@ func TestDefaultRoutes(t *testing.T) {
 
 		{"PreToolUse", "NotebookEdit"}:         "preToolUseNotebook",
 		{"PreToolUse", "mcp__*"}:               "preToolUseMCP",
-		{"PostToolUse", "Bash"}:                "postToolUseEffects",
+		{"PostToolUse", "Bash"}:                "postToolUseBash",
 		{"PostToolUse", "NotebookEdit"}:        "postToolUseEffects",
 		{"PostToolUse", "mcp__*"}:              "postToolUseEffects",
-		{"PostToolUseFailure", "Bash"}:         "postToolUseEffects",
+		{"PostToolUseFailure", "Bash"}:         "postToolUseBash",
 		{"PostToolUseFailure", "NotebookEdit"}: "postToolUseEffects",
 		{"PostToolUseFailure", "mcp__*"}:       "postToolUseEffects",
 	}

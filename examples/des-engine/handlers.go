@@ -285,6 +285,8 @@ func bashGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 	r := preToolUseBashGuard(ctx, h, ev, in.Command)
 	if r.permissionDecision == "deny" {
 		h.cancelEffects(ev) // the command will not run
+	} else {
+		h.beginRefs(ctx, ev) // the branches and tags it may move (gitrefs.go)
 	}
 	return r
 }

@@ -56,10 +56,10 @@ func defaultRoutes() routeTable {
 		// is checked after they run (internal/integrity).
 		{eventPreToolUse, toolNotebook}:         preToolUseNotebook,
 		{eventPreToolUse, toolMCP}:              preToolUseMCP,
-		{eventPostToolUse, toolBash}:            postToolUseEffects,
+		{eventPostToolUse, toolBash}:            postToolUseBash,
 		{eventPostToolUse, toolNotebook}:        postToolUseEffects,
 		{eventPostToolUse, toolMCP}:             postToolUseEffects,
-		{eventPostToolUseFailure, toolBash}:     postToolUseEffects,
+		{eventPostToolUseFailure, toolBash}:     postToolUseBash,
 		{eventPostToolUseFailure, toolNotebook}: postToolUseEffects,
 		{eventPostToolUseFailure, toolMCP}:      postToolUseEffects,
 	}

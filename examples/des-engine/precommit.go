@@ -34,8 +34,9 @@ const precommitDoc = "Runs Gate 3 on step files before they are committed: every
 	"status: 0 every file passes, 1 a file fails, 2 DES could not judge (a bad flag or setting,\n" +
 	"a git failure, an unreadable audit trail: [DES-INTERNAL]). Each file's verdict is audited.\n\n" +
 	"With --install, writes the git pre-commit hook (core.hooksPath is respected) that runs\n" +
-	"this binary's precommit. An existing hook that DES did not write is left alone: the\n" +
-	"command exits 2 and prints the line to add to it.\n\n" +
+	"this binary's precommit, and the reference-transaction hook that judges the commits\n" +
+	"every branch or tag move brings in (--ref-transaction). An existing hook that DES did\n" +
+	"not write is left alone: the command exits 2 and prints the lines to add to it.\n\n" +
 	"The project root is CLAUDE_PROJECT_DIR, else the git top level, else the current directory."
 
 func runPrecommit(ctx context.Context, e env, args []string) int {
@@ -43,10 +44,22 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 	install := flags.Bool("install", false, "write the git pre-commit hook that runs this command")
 	command := flags.String("command", "", "with --install: path of the hook binary (default: this executable)")
 	gitHook := flags.Bool("git-hook", false, "run as git's pre-commit hook (recorded as source git-hook): settings come from .des/config.json only")
-	pinRoot := flags.String("root", "", "with --git-hook: the project root the installed hook judges for")
-	pinState := flags.String("state-dir", "", "with --git-hook: DES's per-user state directory the installed hook uses")
+	refTx := flags.String("ref-transaction", "", "run as git's reference-transaction hook in state `STATE`: judge the commits the ref updates on standard input bring in (recorded as source ref-update); settings come from .des/config.json only")
+	pinRoot := flags.String("root", "", "with --git-hook or --ref-transaction: the project root the installed hook judges for")
+	pinState := flags.String("state-dir", "", "with --git-hook or --ref-transaction: DES's per-user state directory the installed hook uses")
 	if code, done := parseFlags(flags, args, -1); done {
 		return code
+	}
+	if *refTx != "" {
+		if flags.NArg() > 0 || *gitHook || *install || *command != "" {
+			fmt.Fprintln(e.stderr, "des-hook precommit: --ref-transaction takes no files and no flag but --root and --state-dir")
+			flags.Usage()
+			return exitUsage
+		}
+		// Like the pre-commit hook: git runs it with the environment of
+		// whoever runs git, so it decides with what it was installed with.
+		e.lookupEnv = gitHookEnv(e.lookupEnv, *pinRoot, *pinState)
+		return runRefTransaction(ctx, e, *refTx, os.Stdin)
 	}
 	if *install {
 		if flags.NArg() > 0 || *gitHook {
@@ -234,6 +247,8 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 	}
 	pin := hookPin{Root: root, StateDir: statedir.Base(e.lookupEnv)}
 	script, line := hookScript("DES Gate 3: refuses a commit whose staged step files are unfinished.", command, pin, "precommit", "--git-hook")
+	// Beside pre-commit, the hook that judges every branch or tag move.
+	refCode := installRefTransaction(ctx, e, hooks, command, pin, root)
 	path := filepath.Join(hooks, "pre-commit")
 	old, err := os.ReadFile(path)
 	switch {
@@ -277,7 +292,7 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 		cancel()
 	}
 	fmt.Fprintf(e.stdout, "installed %s: it runs %s for the project %s\n", path, line, root)
-	return exitOK
+	return refCode
 }
 
 // installRoot is the project the installed hook judges for: the

@@ -308,7 +308,9 @@ func TestE2EPrecommitInstall(t *testing.T) {
 	for _, e := range commitEntries(t, root) {
 		sources = append(sources, string(e.Event)+" "+e.Fields["source"].(string))
 	}
-	want := []string{"COMMIT_VALIDATION_FAILED git-hook", "COMMIT_VALIDATION_PASSED git-hook", "COMMIT_VALIDATION_FAILED git-hook"}
+	// The commit that lands is judged again at its branch's move
+	// (reference-transaction).
+	want := []string{"COMMIT_VALIDATION_FAILED git-hook", "COMMIT_VALIDATION_PASSED git-hook", "COMMIT_VALIDATION_PASSED ref-update", "COMMIT_VALIDATION_FAILED git-hook"}
 	if !slices.Equal(sources, want) {
 		t.Errorf("audit %v, want %v", sources, want)
 	}

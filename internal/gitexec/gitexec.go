@@ -19,7 +19,9 @@
 //   - diff, log and show get --no-ext-diff and --no-textconv;
 //   - --no-pager, GIT_PAGER=cat, GIT_TERMINAL_PROMPT=0 (never a prompt),
 //     GIT_OPTIONAL_LOCKS=0 (a read does not take the index lock from a
-//     commit running beside it), GIT_CONFIG_NOSYSTEM=1, LC_ALL=C.
+//     commit running beside it), GIT_CONFIG_NOSYSTEM=1, LC_ALL=C;
+//   - GIT_NO_REPLACE_OBJECTS=1: des reads the objects a ref points at, not
+//     the replacements `git replace` may have set up for them.
 //
 // Hooks (core.hooksPath) do not matter: no read command runs one. git
 // itself is found on PATH, never in the current directory (os/exec refuses
@@ -177,7 +179,7 @@ func Env(environ []string, drivers []string) []string {
 	for _, kv := range environ {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
-		case "GIT_CONFIG_NOSYSTEM", "GIT_OPTIONAL_LOCKS", "GIT_TERMINAL_PROMPT", "GIT_PAGER", "PAGER", "GIT_CONFIG_COUNT", "LC_ALL", "LANGUAGE":
+		case "GIT_CONFIG_NOSYSTEM", "GIT_NO_REPLACE_OBJECTS", "GIT_OPTIONAL_LOCKS", "GIT_TERMINAL_PROMPT", "GIT_PAGER", "PAGER", "GIT_CONFIG_COUNT", "LC_ALL", "LANGUAGE":
 			if k == "GIT_CONFIG_COUNT" {
 				n, _ = strconv.Atoi(v)
 				n = max(n, 0)
@@ -188,7 +190,7 @@ func Env(environ []string, drivers []string) []string {
 	}
 	// LC_ALL=C: git's messages in English, which callers match and
 	// users read in des's errors.
-	env = append(env, "GIT_CONFIG_NOSYSTEM=1", "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "PAGER=cat", "LC_ALL=C", "LANGUAGE=")
+	env = append(env, "GIT_CONFIG_NOSYSTEM=1", "GIT_NO_REPLACE_OBJECTS=1", "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "PAGER=cat", "LC_ALL=C", "LANGUAGE=")
 	set := func(key, value string) {
 		env = append(env, "GIT_CONFIG_KEY_"+strconv.Itoa(n)+"="+key, "GIT_CONFIG_VALUE_"+strconv.Itoa(n)+"="+value)
 		n++

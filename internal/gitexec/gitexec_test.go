@@ -143,7 +143,7 @@ func TestRunDeadline(t *testing.T) {
 func TestEnvAppendsAfterTheCallersConfig(t *testing.T) {
 	env := gitexec.Env([]string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=user.name", "GIT_CONFIG_VALUE_0=x", "GIT_PAGER=less"}, []string{"d"})
 	joined := strings.Join(env, "\n")
-	for _, want := range []string{"GIT_CONFIG_KEY_0=user.name", "GIT_CONFIG_KEY_1=filter.d.clean", "GIT_CONFIG_VALUE_1=", "GIT_CONFIG_KEY_4=filter.d.required", "GIT_CONFIG_COUNT=5", "GIT_PAGER=cat", "GIT_CONFIG_NOSYSTEM=1", "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0"} {
+	for _, want := range []string{"GIT_CONFIG_KEY_0=user.name", "GIT_CONFIG_KEY_1=filter.d.clean", "GIT_CONFIG_VALUE_1=", "GIT_CONFIG_KEY_4=filter.d.required", "GIT_CONFIG_COUNT=5", "GIT_PAGER=cat", "GIT_CONFIG_NOSYSTEM=1", "GIT_NO_REPLACE_OBJECTS=1", "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0"} {
 		if !strings.Contains(joined+"\n", want+"\n") {
 			t.Errorf("Env lacks %s:\n%s", want, joined)
 		}

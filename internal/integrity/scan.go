@@ -217,10 +217,12 @@ func (c *Checker) targets(ctx context.Context, m *manifest, walk bool) ([]target
 		}
 	}
 
-	// Git's files that can switch DES's pre-commit hook off.
+	// Git's files that can switch DES's git hooks off: pre-commit, and
+	// reference-transaction, which judges every branch or tag move.
 	if cfg, hooks := c.gitPaths(m); cfg != "" {
 		add(target{key: c.key(cfg), kind: KindGitConfig, keep: true})
 		add(target{key: c.key(filepath.Join(hooks, "pre-commit")), kind: KindFile, keep: true})
+		add(target{key: c.key(filepath.Join(hooks, "reference-transaction")), kind: KindFile, keep: true})
 		for _, p := range c.worktreeConfigs() {
 			add(target{key: c.key(p), kind: KindGitConfig, keep: true})
 		}
