@@ -221,7 +221,7 @@ func TestE2EGitRefHookRemovedIsRestored(t *testing.T) {
 	root := refProject(t)
 	hook := filepath.Join(root, ".git", "hooks", "reference-transaction")
 	raw, err := os.ReadFile(hook)
-	if err != nil || !strings.Contains(string(raw), "precommit --ref-transaction") {
+	if err != nil || !strings.Contains(string(raw), `--ref-transaction "$1"`) {
 		t.Fatalf("installed hook: %v\n%s", err, raw)
 	}
 	// Spelled so that the Bash guard cannot see it (it denies a plain rm).
@@ -254,7 +254,7 @@ func TestE2EGitRefInstallLeavesForeignHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := runIn(t, root, nil, "precommit", "--install", "--command", hookBin)
-	if r.code != 2 || !strings.Contains(r.stderr, `precommit --ref-transaction "$1" || exit 1`) {
+	if r.code != 2 || !strings.Contains(r.stderr, `--ref-transaction "$1" || exit 1`) {
 		t.Fatalf("install over a foreign hook: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if raw, _ := os.ReadFile(hook); string(raw) != foreign {
