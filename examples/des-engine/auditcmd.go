@@ -93,7 +93,13 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 		}
 		verify = audit.AdoptWitness
 	}
-	rep, err := verify(ctx, *dir, witness, audit.WithRoot(root)) // root "" (--dir): none
+	var attested audit.Option
+	if root != "" && !*adopt {
+		// The project's attestations say whether des ever witnessed this
+		// trail: a witness that is gone then is a finding, not a new trail.
+		attested = audit.WithAttestations(des.AuditAttestations(statedir.For(root, e.lookupEnv)), false)
+	}
+	rep, err := verify(ctx, *dir, witness, audit.WithRoot(root), attested) // root "" (--dir): none
 	switch {
 	case errors.Is(err, audit.ErrNotIntact):
 		b := rep.Break
