@@ -34,7 +34,8 @@ type options struct {
 	clock     func() time.Time
 	logger    *slog.Logger
 	lazy      bool
-	attest    bool // WithAttestedTrail
+	attest    bool   // WithAttestedTrail
+	self      string // WithProcessDir
 	writes    gate.Writes
 	workflow  *gate.Workflow
 	cache     *PolicyCache
@@ -117,6 +118,13 @@ func WithProtectedFiles(paths ...string) Option {
 	return func(o *options) { o.protect = append(o.protect, paths...) }
 }
 
+// WithProcessDir sets the /proc directory of the process whose view the
+// paths of tool calls are taken in: /proc/self and /proc/thread-self stand
+// for it. The warm decision server passes its client's ("/proc/<pid>"), so
+// that /proc/self/cwd is the hook's working directory, not the server's.
+// The default is this process.
+func WithProcessDir(dir string) Option { return func(o *options) { o.self = dir } }
+
 // Engine is des, built once and shared. It is safe for concurrent use.
 type Engine struct {
 	root   string
@@ -131,6 +139,7 @@ type Engine struct {
 	stateDir    string   // the project's per-user state directory (statedir.For), outside the project
 	witnessDir  string   // the audit trail's witnesses (AuditWitnessDir), outside the project
 	protect     []string // files outside the project that run des (WithProtectedFiles), absolute
+	self        string   // WithProcessDir: whose /proc/self paths are taken in
 
 	workflow gate.Workflow // finds the multi-phase workflow state (phases.go)
 
@@ -243,7 +252,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if o.lazy && o.cache == nil {
 		popts = append(popts, policy.WithLazyCompile())
 	}
-	e := &Engine{root: root, cfg: cfg, extraPolicy: extra, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir, protect: protect, bundles: bundles}
+	e := &Engine{root: root, cfg: cfg, extraPolicy: extra, audit: log, now: o.clock, logger: o.logger, policyOpts: popts, writes: o.writes, stateDir: stateDir, witnessDir: witnessDir, protect: protect, bundles: bundles, self: o.self}
 	if e.remote, err = newRemote(root, cfg, o.lookupEnv, o.config != nil, o.logger); err != nil {
 		return nil, err
 	}
@@ -433,7 +442,7 @@ func (e *Engine) ToolUse() gate.ToolUse {
 		protected = append(protected, e.witnessDir)
 	}
 	protected = append(protected, e.protect...)
-	return gate.ToolUse{Root: e.root, Protected: protected, Audit: e.audit}
+	return gate.ToolUse{Root: e.root, Protected: protected, Audit: e.audit, Self: e.self}
 }
 
 // protectedDirs are the directories that never hold a step file and whose

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -227,4 +228,31 @@ func readAttestations(file string, least int64) ([]byte, error) {
 			rest = next
 		}
 	}
+}
+
+// lastAttestation returns the seq of the last line the attestation file
+// records (the last line a Log attesting here wrote); ok is false when the
+// file is missing, unreadable or holds no record. A record is written under
+// the same lock and by the same Append as the witness, so a trail with an
+// attested line had a witness: its loss is a finding (Verify), and Append
+// does not start a new one behind it.
+func lastAttestation(file string) (seq int64, ok bool) {
+	if file == "" {
+		return 0, false
+	}
+	data, err := readAttestations(file, math.MaxInt64) // the last block: its last record is below any seq
+	if err != nil {
+		return 0, false
+	}
+	for len(data) > 0 {
+		data = bytes.TrimSuffix(data, []byte{'\n'})
+		start := bytes.LastIndexByte(data, '\n') + 1
+		seqText, sum, found := bytes.Cut(data[start:], []byte{' '})
+		data = data[:start]
+		n, err := strconv.ParseInt(string(seqText), 10, 64)
+		if found && err == nil && n > 0 && len(sum) == 2*sha256.Size {
+			return n, true
+		}
+	}
+	return 0, false
 }

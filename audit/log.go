@@ -275,6 +275,9 @@ func (l *Log) appendLocked(dir *os.Root, entries []Entry, bodies [][]byte) (err 
 	if err != nil {
 		return err
 	}
+	// Whether des attested lines of this trail before: then it had a
+	// witness, and a missing one is not started again (advanceWitness).
+	attestedBefore, _ := lastAttestation(l.attestFile)
 	l.attest(head.seq+1, lines)
 	rec = headRecord{Seq: seq, SHA256: prev, File: FileName(day), Size: size}
 	if err := writeHead(dir, rec, recLen, l.fsync); err != nil {
@@ -282,7 +285,7 @@ func (l *Log) appendLocked(dir *os.Root, entries []Entry, bodies [][]byte) (err 
 			l.dir, len(lines), HeadFile, err)
 	}
 	if l.witnessDir != "" {
-		moved, err := l.advanceWitness(head, rec)
+		moved, err := l.advanceWitness(head, rec, attestedBefore)
 		switch {
 		case errors.Is(err, errBadWitness):
 			l.logger.Warn("audit: witness unusable, left as it is for Verify to report", "dir", l.dir, "err", err)

@@ -195,6 +195,28 @@ func Verify(ctx context.Context, dir string, opts ...Option) (Report, error) {
 			return rep, fmt.Errorf("audit: verify %s: witness: %w", dir, wErr)
 		}
 		rep.Witness.Seq = wit.Seq
+		// A witness des kept and lost: the attestations (another file of
+		// the state directory) record lines des wrote, and every such
+		// append witnessed the trail. Whatever the trail holds now, its
+		// end is no longer pinned: a trail rewritten after the witness
+		// went would verify on its chain alone.
+		last, attested := lastAttestation(cfg.attestFile)
+		if wErr == nil && wit.LostAfter > 0 {
+			last, attested = wit.LostAfter, true // an append found it gone, and said since when
+		} else if rep.Witness.Found {
+			attested = false
+		}
+		if attested {
+			rep.Break = &Break{Kind: BreakWitness, File: rep.Witness.Path,
+				Msg: fmt.Sprintf("the witness is gone since line %d: des witnessed this trail as it wrote it (its attestations %s record the lines des wrote), and the witness was deleted after seq %d; the trail's end is no longer witnessed, so a rewrite since would not show", last, cfg.attestFile, last)}
+			return rep, nil
+		}
+		if wit.LostAfter > 0 {
+			// A record of the loss, read without the attestations (--dir).
+			rep.Break = &Break{Kind: BreakWitness, File: rep.Witness.Path,
+				Msg: fmt.Sprintf("the witness is gone since line %d: an append found it deleted", wit.LostAfter)}
+			return rep, nil
+		}
 	}
 	fi, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) && rep.Witness.Found {

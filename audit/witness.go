@@ -88,6 +88,10 @@ type witnessRecord struct {
 	SHA256 string `json:"sha256"` // lineHash of that line
 	File   string `json:"file"`   // its day file
 	Size   int64  `json:"size"`   // the day file's size just after it
+	// LostAfter, when set, marks a witness found deleted by an append:
+	// the last line des had attested before (the witness was gone since
+	// then). Only AdoptWitness replaces it.
+	LostAfter int64 `json:"lost_after,omitempty"`
 }
 
 // errBadWitness marks a witness file that exists but cannot be used.
@@ -110,6 +114,9 @@ func readWitness(path string) (rec witnessRecord, ok bool, err error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rec); err != nil {
 		return rec, true, fmt.Errorf("%w: %s: %w", errBadWitness, path, err)
+	}
+	if rec.LostAfter > 0 && rec.Seq == 0 {
+		return rec, true, nil
 	}
 	if rec.Seq < 1 || len(rec.SHA256) != 64 {
 		return rec, true, fmt.Errorf("%w: %s holds %q", errBadWitness, path, bytes.TrimSpace(data))
@@ -209,11 +216,26 @@ func writeFileSync(path string, data []byte, sync bool) error {
 // Called under the directory lock. It returns whether the witness moved; a
 // trail that does not continue it leaves it in place (and is reported by
 // Verify).
-func (l *Log) advanceWitness(prev chainHead, next headRecord) (bool, error) {
+//
+// A trail without a witness gets its first one, unless des attested lines
+// of it before: those appends witnessed it, so the witness was deleted,
+// and starting a new one at the current end would witness whatever the
+// trail now holds. A record of the loss takes its place (LostAfter), which
+// Verify reports until a person adopts the trail (AdoptWitness).
+// lastAttested is the last seq des attested before this append (0: none).
+func (l *Log) advanceWitness(prev chainHead, next headRecord, lastAttested int64) (bool, error) {
 	path := WitnessPath(l.witnessDir, l.dir)
 	w, ok, err := readWitness(path)
 	if err != nil {
 		return false, err
+	}
+	if !ok && lastAttested > 0 {
+		// Keep the loss on record where Verify looks, with the line it
+		// happened after, for the appends to come.
+		return false, writeWitness(path, witnessRecord{Dir: realPath(l.dir), LostAfter: lastAttested}, l.fsync)
+	}
+	if w.LostAfter > 0 {
+		return false, nil
 	}
 	continues := !ok || // first witness of this trail
 		prev.seq == w.Seq && prev.hash == w.SHA256 || // the trail ended at the witnessed line

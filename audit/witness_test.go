@@ -240,3 +240,65 @@ func TestWitnessThroughSymlink(t *testing.T) {
 	os.RemoveAll(filepath.Join(real, "audit"))
 	wantWitnessBreak(t, verifyWitnessed(t, filepath.Join(link, "audit"), wdir), "the audit directory is gone")
 }
+
+// A witness des kept and lost is a finding: the attestations (written by
+// the same appends) say the trail was witnessed. The next append does not
+// start a new witness at whatever end the trail then has, and a trail
+// rewritten meanwhile is not taken as a new one; adopting it ends the
+// finding.
+func TestWitnessDeletedIsFound(t *testing.T) {
+	dir, wdir := filepath.Join(t.TempDir(), "audit"), t.TempDir()
+	attested := filepath.Join(t.TempDir(), "state", "audit-attested")
+	opts := []Option{WithWitness(wdir), WithAttestations(attested, true)}
+	l := mustOpen(t, dir, opts...)
+	for i := range 3 {
+		if err := l.Append(context.Background(), hookError(map[string]any{"error": fmt.Sprintf("orig-%d", i)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	verify := func() Report {
+		t.Helper()
+		rep, err := Verify(context.Background(), dir, WithWitness(wdir), WithAttestations(attested, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	if rep := verify(); !rep.Intact() || !rep.Witness.Found || rep.Witness.Seq != 3 {
+		t.Fatalf("witnessed, attested trail: %+v", rep)
+	}
+	// The witness directory removed, the trail rewritten from line 1, and
+	// the hook's next event appends to it.
+	if err := os.RemoveAll(wdir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, dir, "", 2, "forged")
+	if err := mustOpen(t, dir, opts...).Append(context.Background(), hookError(map[string]any{"error": "next event"})); err != nil {
+		t.Fatal(err)
+	}
+	if w, ok, _ := readWitness(WitnessPath(wdir, dir)); !ok || w.LostAfter != 3 || w.Seq != 0 {
+		t.Errorf("the append left the witness %+v (found %v); want a record of its loss after seq 3", w, ok)
+	}
+	// More events: the record keeps the line the loss happened after.
+	appendN(t, dir, "", 0, "")
+	for range 2 {
+		if err := mustOpen(t, dir, opts...).Append(context.Background(), hookError(map[string]any{"error": "later"})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantWitnessBreak(t, verify(), "the witness is gone since line 3")
+	if rep, err := Verify(context.Background(), dir, WithWitness(wdir)); err != nil {
+		t.Fatal(err)
+	} else {
+		wantWitnessBreak(t, rep, "the witness is gone since line 3")
+	}
+	if _, err := AdoptWitness(context.Background(), dir, WithWitness(wdir)); err != nil {
+		t.Fatal(err)
+	}
+	if rep := verify(); !rep.Intact() || !rep.Witness.Found {
+		t.Errorf("after adopting: %+v", rep)
+	}
+}

@@ -38,6 +38,12 @@ type ToolUse struct {
 	Root      string     // absolute project root
 	Protected []string   // protected roots, absolute or relative to Root
 	Audit     *audit.Log // where blocks are recorded; nil records nothing
+	// Self is the /proc directory of the process whose view paths are
+	// resolved in ("/proc/1234"), for /proc/self and /proc/thread-self;
+	// "" is this process's. The warm decision server sets its client's:
+	// a write to /proc/self/cwd/.des/config.json names the hook's working
+	// directory, not the server's.
+	Self string
 }
 
 // DESDir is DES's own directory in a project: always protected.
@@ -164,11 +170,11 @@ func (t ToolUse) protectedRoot(p string) bool {
 }
 
 // normalize turns a path into the form policies see (ProjectPath).
-func (t ToolUse) normalize(p string) string { return ProjectPath(t.Root, p) }
+func (t ToolUse) normalize(p string) string { return ProjectPathAs(t.Self, t.Root, p) }
 
 // resolve is normalize for a path a tool writes: one DES cannot resolve is
 // an error (ResolveProjectPath).
-func (t ToolUse) resolve(p string) (string, error) { return ResolveProjectPath(t.Root, p) }
+func (t ToolUse) resolve(p string) (string, error) { return ResolveProjectPathAs(t.Self, t.Root, p) }
 
 // ProjectPath turns a path into the form DES hands policies: symbolic links
 // resolved as the operating system would resolve them (a dangling link at
@@ -179,8 +185,12 @@ func (t ToolUse) resolve(p string) (string, error) { return ResolveProjectPath(t
 // A path whose resolution follows more than 40 links (ErrTooManyLinks) is
 // returned cleaned, its links unresolved: use ResolveProjectPath where that
 // must be an error.
-func ProjectPath(root, p string) string {
-	rel, err := ResolveProjectPath(root, p)
+func ProjectPath(root, p string) string { return ProjectPathAs("", root, p) }
+
+// ProjectPathAs is ProjectPath in the view of the process whose /proc
+// directory is self (see ToolUse.Self; "" is this process).
+func ProjectPathAs(self, root, p string) string {
+	rel, err := ResolveProjectPathAs(self, root, p)
 	if err != nil {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(root, p)
@@ -197,18 +207,22 @@ var ErrTooManyLinks = errors.New("too many levels of symbolic links")
 
 // ResolveProjectPath is ProjectPath, with an error wrapping ErrTooManyLinks
 // when p or root cannot be resolved within the kernel's link bound.
-func ResolveProjectPath(root, p string) (string, error) {
+func ResolveProjectPath(root, p string) (string, error) { return ResolveProjectPathAs("", root, p) }
+
+// ResolveProjectPathAs is ResolveProjectPath in the view of the process
+// whose /proc directory is self ("" is this process).
+func ResolveProjectPathAs(self, root, p string) (string, error) {
 	if !filepath.IsAbs(p) {
 		p = root + string(filepath.Separator) + p // not Join: cleaning first would take "link/.." lexically
 	}
-	var r walk
+	r := walk{self: self}
 	if err := r.resolve(root); err != nil {
 		return "", err
 	}
 	// A path written below root is root's walk continued: root's
 	// elements are looked at once, not again for p (the same result, as
 	// the walk takes elements in order).
-	w := walk{resolved: r.resolved, missing: r.missing, hops: r.hops}
+	w := walk{resolved: r.resolved, missing: r.missing, hops: r.hops, self: self}
 	if rest, ok := strings.CutPrefix(p, root); ok && root != "" && (strings.HasPrefix(rest, string(filepath.Separator)) || rest == "") && filepath.IsAbs(root) {
 		if err := w.walk(p, rest); err != nil {
 			return "", err
@@ -248,12 +262,13 @@ type walk struct {
 	resolved string
 	missing  bool
 	hops     int
+	self     string // /proc/self stands for this directory; "" the OS decides
 }
 
 // resolve walks the absolute path p from the file system's root.
 func (w *walk) resolve(p string) error {
 	vol := filepath.VolumeName(p)
-	*w = walk{resolved: vol + string(filepath.Separator)}
+	*w = walk{resolved: vol + string(filepath.Separator), self: w.self}
 	return w.walk(p, p[len(vol):])
 }
 
@@ -274,6 +289,19 @@ func (w *walk) walk(p, rest string) error {
 		next := filepath.Join(w.resolved, part)
 		if w.missing {
 			w.resolved = next
+			continue
+		}
+		if w.self != "" && (next == "/proc/self" || next == "/proc/thread-self") {
+			// The kernel would answer with this process's pid; the
+			// view is another process's. Its main thread stands for
+			// thread-self: the threads of a process share cwd and root.
+			if w.hops++; w.hops > maxLinks {
+				return fmt.Errorf("resolve %s: %w", p, ErrTooManyLinks)
+			}
+			w.resolved = w.self
+			if part == "thread-self" {
+				w.resolved = filepath.Join(w.self, "task", filepath.Base(w.self))
+			}
 			continue
 		}
 		fi, err := os.Lstat(next)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/audit"
-	"github.com/deterministic-exec/des/internal/integrity"
 	"github.com/deterministic-exec/des/internal/statedir"
 )
 
@@ -87,13 +86,20 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 		// intact. The agent's own call is always recorded as running (in
 		// the same state directory as the witness, whatever root or
 		// directory the command names), so a person runs it between calls.
-		if running := integrity.CallsRunning(statedir.Base(e.lookupEnv), time.Now()); len(running) > 0 {
-			fmt.Fprintf(e.stderr, "des-hook audit verify --adopt: refused while tool calls are running (%s): adopting from inside an agent's call would witness what the agent wrote.\nRun it yourself, outside the agent session or once its commands have ended (each call counts until its PostToolUse, or until %s after it started).\n", strings.Join(running, ", "), integrity.InFlightLifetime)
+		// Adopting from inside an agent's call would witness what the
+		// agent wrote.
+		if refuseAgentCall(e, "des-hook audit verify --adopt", "", time.Now()) {
 			return exitUsage
 		}
 		verify = audit.AdoptWitness
 	}
-	rep, err := verify(ctx, *dir, witness, audit.WithRoot(root)) // root "" (--dir): none
+	var attested audit.Option
+	if root != "" && !*adopt {
+		// The project's attestations say whether des ever witnessed this
+		// trail: a witness that is gone then is a finding, not a new trail.
+		attested = audit.WithAttestations(des.AuditAttestations(statedir.For(root, e.lookupEnv)), false)
+	}
+	rep, err := verify(ctx, *dir, witness, audit.WithRoot(root), attested) // root "" (--dir): none
 	switch {
 	case errors.Is(err, audit.ErrNotIntact):
 		b := rep.Break

@@ -174,8 +174,11 @@ func loadCorpus(t *testing.T, dir string) []payload {
 // CLAUDE_PROJECT_DIR, so a developer's shell cannot change the outcome.
 func cleanEnviron() []string {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		// CLAUDECODE, CLAUDE_CODE_ENTRYPOINT and CLAUDE_CODE_CHILD_SESSION:
+		// tests run from Claude Code's Bash would have a person's commands
+		// refused.
 		return strings.HasPrefix(kv, "DES_") || strings.HasPrefix(kv, "CLAUDE_PROJECT_DIR=") ||
-			strings.HasPrefix(kv, "CLAUDECODE=") || strings.HasPrefix(kv, "CLAUDE_CODE_ENTRYPOINT=") // tests run from inside Claude Code too
+			strings.HasPrefix(kv, "CLAUDECODE=") || strings.HasPrefix(kv, "CLAUDE_CODE_ENTRYPOINT=") || strings.HasPrefix(kv, "CLAUDE_CODE_CHILD_SESSION=")
 	})
 	// des's per-user state (audit witnesses, ...) goes to the test's own
 	// directory, never the user's; a test may set its own after this.

@@ -223,14 +223,14 @@ func notebookGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 		Path string `json:"notebook_path"`
 	}
 	_ = ev.toolInput(&in)
-	if in.Path != "" {
+	if in.Path = toolFilePath(ev, h, in.Path); in.Path != "" {
 		// What the edit leaves in a partly guarded file cannot be computed:
 		// it is taken as changing DES's part.
 		call := gate.ToolCall{Tool: ev.ToolName, Paths: []string{in.Path}, Facts: map[string]any{"des_hooks_changed": true, "hooks_path_changed": true}, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID}
 		eng, err := h.engine(ctx)
 		switch {
 		case err != nil:
-			if (gate.ToolUse{Root: h.root}).Concerns(call) {
+			if (gate.ToolUse{Root: h.root, Self: h.self}).Concerns(call) {
 				return h.internalError(true, err)
 			}
 		case eng.ToolUse().Concerns(call):

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/user"
 	"path/filepath"
 	"strings"
 
@@ -108,7 +109,7 @@ func preToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 // writeGuard guards Write/Edit/MultiEdit before they land: workflow
 // documents (document_write) and DES's own files (protected paths).
 func writeGuard(ctx context.Context, h *hookEnv, ev *Event) response {
-	call, err := readWriteCall(ev, h.root)
+	call, err := readWriteCall(ev, h)
 	if err != nil {
 		return unreadableCall(h, ev, err)
 	}
@@ -123,7 +124,7 @@ func writeGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 		defaults := des.DefaultConfig()
 		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles, Graph: gate.TaskGraph{File: defaults.TaskGraphFile}}
 		kind, _, kerr := guard.WriteKind(call)
-		return h.internalError(kind != "" || kerr != nil || gate.ToolUse{Root: h.root}.Concerns(tool), err)
+		return h.internalError(kind != "" || kerr != nil || gate.ToolUse{Root: h.root, Self: h.self}.Concerns(tool), err)
 	}
 	kind, _, err := eng.DocumentWrite().WriteKind(call)
 	if err != nil {
@@ -167,14 +168,14 @@ func subagentPrompt(ev *Event) (string, error) {
 // writeCall reads a Write, Edit or MultiEdit call. A relative file_path is
 // taken against the event's cwd, where Claude Code resolves it, not the
 // project root: the two differ once the session has cd'd.
-func writeCall(ev *Event, root string) (gate.WriteCall, bool) {
-	call, err := readWriteCall(ev, root)
+func writeCall(ev *Event, h *hookEnv) (gate.WriteCall, bool) {
+	call, err := readWriteCall(ev, h)
 	return call, err == nil && call.Path != ""
 }
 
 // readWriteCall is writeCall with the decoding error, for the guard: a
 // call Claude Code may run but des cannot read is denied, not passed.
-func readWriteCall(ev *Event, root string) (gate.WriteCall, error) {
+func readWriteCall(ev *Event, h *hookEnv) (gate.WriteCall, error) {
 	call := gate.WriteCall{Tool: ev.ToolName, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID}
 	switch ev.ToolName {
 	case toolWrite:
@@ -199,10 +200,49 @@ func readWriteCall(ev *Event, root string) (gate.WriteCall, error) {
 			call.Edits = append(call.Edits, gate.Edit{Old: e.OldString, New: e.NewString, ReplaceAll: e.ReplaceAll})
 		}
 	}
-	if call.Path != "" && !filepath.IsAbs(call.Path) {
-		call.Path = eventDir(ev, root) + string(filepath.Separator) + call.Path // not Join: "link/.." is taken after the link
-	}
+	call.Path = toolFilePath(ev, h, call.Path)
 	return call, nil
+}
+
+// toolFilePath is the file a file tool's path names, as Claude Code takes
+// it (its expandPath): white space around it trimmed (JavaScript's trim), a
+// leading ~ or ~/ the home directory (HOME, else the user's entry in the
+// password database, as Node's os.homedir), a relative path taken against
+// the event's cwd; "" stays "". ~user is not expanded: Claude Code does not.
+func toolFilePath(ev *Event, h *hookEnv, p string) string {
+	p = strings.TrimFunc(p, jsSpace)
+	switch {
+	case p == "":
+		return ""
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		return filepath.Join(homeDir(h.lookupEnv), p[1:])
+	case filepath.IsAbs(p):
+		return p
+	}
+	return eventDir(ev, h.root) + string(filepath.Separator) + p // not Join: "link/.." is taken after the link
+}
+
+// homeDir is the home directory Claude Code, and so the hook, has: HOME
+// when set, else the user's entry in the password database (os/user reads
+// /etc/passwd without cgo).
+func homeDir(lookupEnv func(string) (string, bool)) string {
+	if home, ok := lookupEnv("HOME"); ok && home != "" {
+		return home
+	}
+	if u, err := user.Current(); err == nil {
+		return u.HomeDir
+	}
+	return "/"
+}
+
+// jsSpace reports whether JavaScript's String.prototype.trim removes r:
+// white space and line terminators (Unicode Zs, and U+FEFF).
+func jsSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', ' ', 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff:
+		return true
+	}
+	return r >= 0x2000 && r <= 0x200a
 }
 
 // unreadableCall denies a call des must judge but cannot read: a field of
@@ -311,7 +351,7 @@ func preToolUseBashGuard(ctx context.Context, h *hookEnv, ev *Event, command str
 		defaults := des.DefaultConfig()
 		guard := gate.DocumentWrite{Root: h.root, StepGlobs: defaults.GuardedStepFiles, StateGlobs: defaults.GuardedStateFiles, Graph: gate.TaskGraph{File: defaults.TaskGraphFile}}
 		inside, _ := gate.PreCommit{Root: h.root}.InProject(commitFiles)
-		tu := gate.ToolUse{Root: h.root}
+		tu := gate.ToolUse{Root: h.root, Self: h.self}
 		// A commit where a workflow state applies is the branch guard's.
 		branchGuard := tu.MakesCommits(call) && des.HasWorkflowState(h.root, call.Cwd, h.lookupEnv)
 		return h.internalError(len(inside) > 0 || tu.ConcernsBash(guard, call) || branchGuard, err)
@@ -409,7 +449,7 @@ func (h *hookEnv) internalResult(g policy.Gate, err error) gate.Result {
 
 // postToolUseWrite confirms that a guarded write landed.
 func postToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
-	call, ok := writeCall(ev, h.root)
+	call, ok := writeCall(ev, h)
 	if !ok || ev.ToolUseID == "" {
 		return noOpinion()
 	}

@@ -103,6 +103,7 @@ type hookEnv struct {
 	chk         *integrity.Checker // nil when the project has no directory
 	exe         string             // this executable, to tell DES's hook entries
 	baselines   *integrity.BaselineCache
+	self        string // /proc/self in the event's paths is this directory ("" this process's)
 }
 
 func newHookEnv(root, event string, lookupEnv func(string) (string, bool), logger *slog.Logger, stderr io.Writer) *hookEnv {
@@ -118,7 +119,7 @@ func (h *hookEnv) engine(ctx context.Context) (*des.Engine, error) {
 		// The trail is attested: the agent the hook watches may append
 		// to it (sandboxed Bash, for the pre-commit hook).
 		opts := []des.Option{des.WithRoot(h.root), des.WithEnv(h.lookupEnv), des.WithLogger(h.logger), des.WithLazyPolicies(), des.WithAttestedTrail(),
-			des.WithProtectedFiles(h.binaries()...)}
+			des.WithProtectedFiles(h.binaries()...), des.WithProcessDir(h.self)}
 		if c := h.checker(); c != nil {
 			// DES's own writes are announced, so that another call's effect
 			// check running meanwhile keeps them.
@@ -228,6 +229,7 @@ type hookPlace struct {
 	newEngine func(ctx context.Context, opts ...des.Option) (*des.Engine, error)
 	debug     []any                    // logged at debug level once the event is routed
 	baselines *integrity.BaselineCache // the effect check's baselines kept decoded (the server's)
+	self      string                   // the client's /proc directory: /proc/self in its paths (the server's)
 }
 
 // runHookIn is runHook at place.
@@ -262,6 +264,7 @@ func runHookIn(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, l
 		h.newEngine = place.newEngine
 	}
 	h.baselines = place.baselines
+	h.self = place.self
 	logger.Debug("hook: routing", append([]any{"event", key.event, "tool", key.tool, "root", h.root}, place.debug...)...)
 	r := h.callWithin(ctx, fn, ev, within)
 	if err := render(stdout, ev.HookEventName, r); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/deterministic-exec/des/internal/integrity"
 )
@@ -41,6 +42,9 @@ func runIntegrity(ctx context.Context, e env, args []string) int {
 	defer cancel()
 	switch fs.Arg(0) {
 	case "accept":
+		if refuseAgentCall(e, "des-hook integrity accept", root, time.Now()) {
+			return exitUsage
+		}
 		if err := c.Accept(ctx, h.watched(ctx)); err != nil {
 			fmt.Fprintf(e.stderr, "des-hook integrity accept: %v\n", err)
 			if errors.Is(err, integrity.ErrCallsRunning) {

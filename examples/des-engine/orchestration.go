@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -44,7 +43,7 @@ func delegationResponse(ctx context.Context, h *hookEnv, ev *Event) response {
 	if mode == des.DelegationOff {
 		return noOpinion()
 	}
-	call := gate.DelegationCall{Tool: ev.ToolName, AgentID: ev.AgentID, SessionID: ev.SessionID, Paths: delegationPaths(ev, h.root)}
+	call := gate.DelegationCall{Tool: ev.ToolName, AgentID: ev.AgentID, SessionID: ev.SessionID, Paths: delegationPaths(ev, h)}
 	res, err := eng.Delegation(h.lookupEnv).Check(ctx, eng, call)
 	switch {
 	case err != nil && !res.Evaluated:
@@ -75,22 +74,20 @@ func delegationResponse(ctx context.Context, h *hookEnv, ev *Event) response {
 // delegationPaths are the files a file tool writes, absolute (relative
 // paths taken against the event's cwd, as Claude Code takes them); none for
 // Bash, whose writes DES cannot list for this purpose.
-func delegationPaths(ev *Event, root string) []string {
+func delegationPaths(ev *Event, h *hookEnv) []string {
 	switch ev.ToolName {
 	case toolWrite, toolEdit, toolMultiEdit:
-		if call, ok := writeCall(ev, root); ok {
+		if call, ok := writeCall(ev, h); ok {
 			return []string{call.Path}
 		}
 	case toolNotebook:
 		var in struct {
 			Path string `json:"notebook_path"`
 		}
-		if ev.toolInput(&in) == nil && in.Path != "" {
-			p := in.Path
-			if !filepath.IsAbs(p) {
-				p = eventDir(ev, root) + string(filepath.Separator) + p // not Join: "link/.." is taken after the link
+		if ev.toolInput(&in) == nil {
+			if p := toolFilePath(ev, h, in.Path); p != "" {
+				return []string{p}
 			}
-			return []string{p}
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,7 +86,7 @@ func runServe(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	logger.Info("des-hook serve: listening", "socket", channel.SocketPath(dir, key), "pid", os.Getpid(), "idle", *idle)
-	err = server.Serve(ctx, ln, serveHandler(engineOptions(), logger, newBundleRefresher(ctx, logger), newLogPusherBG(ctx, logger)), server.Options{IdleTimeout: *idle, Executable: exe, Logger: logger})
+	err = server.Serve(ctx, ln, serveHandler(engineOptions(), logger, newBundleRefresher(ctx, logger), newLogPusherBG(ctx, logger)), server.Options{IdleTimeout: *idle, Executable: exe, Logger: logger, Check: decidable})
 	switch {
 	case errors.Is(err, server.ErrIdle), errors.Is(err, server.ErrExecutableChanged), errors.Is(err, context.Canceled):
 		logger.Info("des-hook serve: stopped", "why", err)
@@ -143,8 +144,11 @@ func serveHandler(extra func() []des.Option, logger *slog.Logger, refresh *bundl
 		start := time.Now()
 		defer func() { logger.Debug("des-hook serve: decided", "root", req.Root, "took", time.Since(start)) }()
 		ctx = gitexec.WithEnviron(ctx, req.Env)
-		runHookIn(ctx, bytes.NewReader(req.Stdin), &stdout, &stderr, req.LookupEnv, defaultRoutes(),
-			hookPlace{cwd: req.Cwd, newEngine: newEngine, debug: []any{"decision_server_pid", pid}, baselines: baselines})
+		place := hookPlace{cwd: req.Cwd, newEngine: newEngine, debug: []any{"decision_server_pid", pid}, baselines: baselines}
+		if req.PeerPID > 0 {
+			place.self = "/proc/" + strconv.Itoa(req.PeerPID)
+		}
+		runHookIn(ctx, bytes.NewReader(req.Stdin), &stdout, &stderr, req.LookupEnv, defaultRoutes(), place)
 		// Off the reply's path: it reads the project's settings.
 		go func() {
 			if req.Root == "" || (refresh == nil && push == nil) {
@@ -156,6 +160,67 @@ func serveHandler(extra func() []des.Option, logger *slog.Logger, refresh *bundl
 			}
 		}()
 		return &channel.Reply{Exit: 0, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	}
+}
+
+// decidable refuses, before anything runs, a request the server cannot
+// decide as the hook process that sent it would decide it in a process of
+// its own (the client then does so):
+//   - an event that names a path through the process's own view (/proc/,
+//     /dev/fd, /dev/stdin and the like) in any string: /proc/self is the
+//     server in the server, and not every reading of a path (step files,
+//     workflow documents) takes the client's view; a link to such a path
+//     is resolved in the client's view by the protected-path guard (its
+//     /proc directory, from the kernel's record of the peer);
+//   - a client whose /proc directory the server cannot read (its working
+//     directory), or whose pid the kernel did not give.
+//
+// The rest of what a fresh process would read from its own environment
+// comes with the request: cwd, HOME, PATH (git is found on it), the
+// variables des reads.
+func decidable(req *channel.Request) error {
+	if len(req.Args) != 0 {
+		return nil // answered with a usage error by the handler
+	}
+	if req.PeerPID <= 0 {
+		return errors.New("the client's pid is unknown")
+	}
+	if _, err := os.Readlink("/proc/" + strconv.Itoa(req.PeerPID) + "/cwd"); err != nil {
+		return fmt.Errorf("the client's working directory cannot be read: %w", err)
+	}
+	if s, ok := processViewIn(req.Stdin); ok {
+		return fmt.Errorf("the event names %q, a path in the hook process's own view", s)
+	}
+	return nil
+}
+
+// processViewPrefixes name files whose meaning depends on the process that
+// opens them.
+var processViewPrefixes = []string{"/proc/", "/dev/fd", "/dev/std"}
+
+// processViewIn reports whether a string anywhere in the event (a key or a
+// value, JSON escapes decoded) holds one of processViewPrefixes. An event
+// that is not JSON is left to the handler, which gives it no opinion in
+// either place.
+func processViewIn(event []byte) (string, bool) {
+	if !bytes.Contains(event, []byte("/")) && !bytes.Contains(event, []byte(`\u`)) {
+		return "", false // no slash can be in it
+	}
+	dec := json.NewDecoder(bytes.NewReader(event))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		s, ok := tok.(string)
+		if !ok {
+			continue
+		}
+		for _, p := range processViewPrefixes {
+			if strings.Contains(s, p) {
+				return p, true
+			}
+		}
 	}
 }
 

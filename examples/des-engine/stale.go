@@ -21,7 +21,8 @@ const staleDoc = "Lists the phases left IN_PROGRESS for longer than the stale th
 	"and records the resolution in the audit trail. FILE is relative to the current directory\n" +
 	"(or absolute) and inside the project root (CLAUDE_PROJECT_DIR, else the git top level, else\n" +
 	"the current directory); a relative FILE that is not here is taken from the project root,\n" +
-	"as des prints paths."
+	"as des prints paths. --resolve is refused inside an agent's tool call (CLAUDECODE set, or a\n" +
+	"tool call of the project running): an agent's resolution does not count."
 
 func runStale(ctx context.Context, e env, args []string) int {
 	fs := newFlagSet(e, "stale", "[--resolve FILE]", staleDoc)
@@ -38,6 +39,11 @@ func runStale(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	if *file != "" {
+		// A resolution settles a Gate 2 failure for Gate 3: the agent
+		// whose step failed must not make it.
+		if refuseAgentCall(e, "des-hook stale --resolve", root, time.Now()) {
+			return exitUsage
+		}
 		path, err := argPath(root, *file)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "des-hook stale: %v\n", err)

@@ -39,6 +39,7 @@ type Request struct {
 	Env      []string `json:"env,omitempty"`  // KEY=VALUE, see ForwardEnv
 	Deadline int64    `json:"deadline"`       // unix milliseconds; the server's handler context ends then
 	Stdin    []byte   `json:"-"`              // sent as a raw frame of its own
+	PeerPID  int      `json:"-"`              // the client's pid, as the kernel tells the server (SO_PEERCRED); never sent
 }
 
 // Accept answers a request before anything is run.

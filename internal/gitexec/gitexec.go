@@ -24,9 +24,13 @@
 //     the replacements `git replace` may have set up for them.
 //
 // Hooks (core.hooksPath) do not matter: no read command runs one. git
-// itself is found on PATH, never in the current directory (os/exec refuses
-// "." entries). Every command is bounded by Timeout and by the caller's
-// context; a child that keeps git's output open does not outlive it.
+// itself is found on the PATH of the environment git runs with (the
+// context's, see WithEnviron, else this process's), never in a relative
+// PATH entry: the warm decision server finds the git the hook process that
+// sent the request would have found, not the one its own PATH (whoever
+// started it) names. Every command is bounded by Timeout and by the
+// caller's context; a child that keeps git's output open does not outlive
+// it.
 package gitexec
 
 import (
@@ -36,6 +40,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,8 +155,13 @@ func run(ctx context.Context, dir string, stdin []byte, drivers, args []string) 
 		full = append(full, "--no-ext-diff", "--no-textconv")
 	}
 	full = append(full, args[1:]...)
-	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Env = Env(environ(ctx), drivers)
+	env := environ(ctx)
+	git, err := LookGit(env)
+	if err != nil {
+		return nil, fmt.Errorf("git %s in %s: %w", args[0], dir, err)
+	}
+	cmd := exec.CommandContext(ctx, git, full...)
+	cmd.Env = Env(env, drivers)
 	cmd.WaitDelay = time.Second // a child holding stdout must not outlive the deadline
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -168,6 +179,36 @@ func run(ctx context.Context, dir string, stdin []byte, drivers, args []string) 
 		return nil, fmt.Errorf("git %s in %s: %w", args[0], dir, err)
 	}
 	return out, nil
+}
+
+// ErrNoGit is wrapped when no git is found on the environment's PATH.
+var ErrNoGit = errors.New("git not found on PATH")
+
+// LookGit is the git that environ's PATH finds: the first regular,
+// executable file named git in an absolute PATH entry (the last PATH entry
+// of environ counts, as in exec). Relative entries are skipped, as os/exec
+// refuses them: they name different files from different directories.
+func LookGit(environ []string) (string, error) {
+	path := ""
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	name := "git"
+	if runtime.GOOS == "windows" {
+		name = "git.exe"
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && (runtime.GOOS == "windows" || fi.Mode()&0o111 != 0) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w (PATH=%s)", ErrNoGit, path)
 }
 
 // Env is environ with the settings a Runner gives git: the fixed ones, and

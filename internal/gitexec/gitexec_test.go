@@ -167,3 +167,35 @@ func TestWithEnvironReachesGit(t *testing.T) {
 		t.Fatalf("without WithEnviron git saw des.probe=%q", out)
 	}
 }
+
+// git is found on the PATH of the environment git runs with, not on this
+// process's: a decision server started with PATH=/evil:$PATH runs the git
+// its client's PATH finds, and a client whose PATH holds an impostor gets
+// the impostor, as a hook process of its own would.
+func TestGitFoundOnTheEnvironmentsPath(t *testing.T) {
+	evil := t.TempDir()
+	if err := os.WriteFile(filepath.Join(evil, "git"), []byte("#!/bin/sh\necho impostor\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	t.Setenv("PATH", evil+string(os.PathListSeparator)+os.Getenv("PATH"))
+	dir := t.TempDir()
+	clean := []string{"PATH=relative/bin" + string(os.PathListSeparator) + filepath.Dir(real), "HOME=" + t.TempDir()}
+	out, err := new(gitexec.Runner).Run(gitexec.WithEnviron(t.Context(), clean), dir, nil, "version")
+	if err != nil || !strings.HasPrefix(string(out), "git version") {
+		t.Fatalf("git version with the request's PATH: %q, %v; want the real git's answer", out, err)
+	}
+	if got, err := gitexec.LookGit(clean); err != nil || got != filepath.Join(filepath.Dir(real), "git") {
+		t.Fatalf("LookGit = %q, %v; want %s", got, err, real)
+	}
+	out, err = new(gitexec.Runner).Run(gitexec.WithEnviron(t.Context(), []string{"PATH=" + evil}), dir, nil, "version")
+	if err != nil || strings.TrimSpace(string(out)) != "impostor" {
+		t.Fatalf("git version with PATH=%s: %q, %v; want the impostor that PATH names", evil, out, err)
+	}
+	if _, err := gitexec.LookGit([]string{"PATH=relative"}); !errors.Is(err, gitexec.ErrNoGit) {
+		t.Fatalf("LookGit with only a relative PATH entry: %v; want ErrNoGit", err)
+	}
+}

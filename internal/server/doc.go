@@ -20,6 +20,10 @@
 //     build (checked by stat on each connection, before the hello, and on
 //     the idle tick); that connection is closed unanswered, the client falls
 //     back, and its next call starts the new build's server.
+//   - Options.Check may refuse a request before it is accepted (the client
+//     decides in-process): the server hands it the request with PeerPID,
+//     the client's pid from SO_PEERCRED, for what only the client's
+//     process view can answer.
 //   - A handler that panics yields a Reply with Error set: the client reports
 //     it (the request was committed) rather than running it again.
 //

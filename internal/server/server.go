@@ -22,6 +22,11 @@ type Options struct {
 	MaxConns       int           // connections served at once; default 64
 	Executable     string        // this server's executable, watched for a new build; default os.Executable()
 	Logger         *slog.Logger  // default: discard
+	// Check, when set, may refuse a request before anything is run (its
+	// error is the refusal's text): the client then decides in a process
+	// of its own. For requests the server cannot decide as that process
+	// would.
+	Check func(req *channel.Request) error
 }
 
 // Why Serve returned.

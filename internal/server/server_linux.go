@@ -272,7 +272,8 @@ func (s *srv) outdated() bool {
 func (s *srv) serveConn(conn *net.UnixConn) {
 	defer conn.Close()
 	log := s.opts.Logger
-	if _, uid, err := channel.PeerCred(conn); err != nil || uid != s.uid {
+	pid, uid, err := channel.PeerCred(conn)
+	if err != nil || uid != s.uid {
 		log.Warn("refused a connection from another user", "uid", uid, "err", err)
 		return
 	}
@@ -300,6 +301,13 @@ func (s *srv) serveConn(conn *net.UnixConn) {
 	case req.Deadline == 0 || !deadline.After(now):
 		refuse(conn, "the request's deadline has passed")
 		return
+	}
+	req.PeerPID = pid
+	if s.opts.Check != nil {
+		if err := s.opts.Check(req); err != nil {
+			refuse(conn, err.Error()) // nothing was run: the client decides in-process
+			return
+		}
 	}
 	if cap := now.Add(s.opts.MaxRequestTime); deadline.After(cap) {
 		deadline = cap
