@@ -38,10 +38,10 @@ func TestRefMoves(t *testing.T) {
 	base := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD"))
 	// Two commits on a side branch, the step changed in both.
 	runGit(t, dir, "checkout", "-qb", "side")
-	writeRepoFile(t, dir, "steps/01-01.json", "v1")
+	writeRepoFile(t, dir, "steps/01-01.json", `{"tdd_cycle": "v1"}`)
 	runGit(t, dir, "add", "-A")
 	runGit(t, dir, "commit", "-qm", "one")
-	writeRepoFile(t, dir, "steps/01-01.json", "v2")
+	writeRepoFile(t, dir, "steps/01-01.json", `{"tdd_cycle": "v2"}`)
 	writeRepoFile(t, dir, "other.txt", "o")
 	runGit(t, dir, "add", "-A")
 	runGit(t, dir, "commit", "-qm", "two")
@@ -65,7 +65,7 @@ func TestRefMoves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff([]string{"steps/01-01.json=v2"}, listed(t, dir, res.Files)); d != "" || len(res.Commits) != 1 {
+	if d := cmp.Diff([]string{`steps/01-01.json={"tdd_cycle": "v2"}`}, listed(t, dir, res.Files)); d != "" || len(res.Commits) != 1 {
 		t.Fatalf("loose commit: %d commits, files %s", len(res.Commits), d)
 	}
 	// Against a snapshot taken before side existed: both versions.
@@ -74,7 +74,7 @@ func TestRefMoves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff([]string{"steps/01-01.json=v2", "steps/01-01.json=v1"}, listed(t, dir, res.Files)); d != "" {
+	if d := cmp.Diff([]string{`steps/01-01.json={"tdd_cycle": "v2"}`, `steps/01-01.json={"tdd_cycle": "v1"}`}, listed(t, dir, res.Files)); d != "" {
 		t.Fatalf("snapshot: %s", d)
 	}
 	// Not landed: remotes, the stash, deletions. Refused: replacements.
