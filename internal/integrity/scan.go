@@ -260,38 +260,9 @@ func ancestors(ts []target) []target {
 // followed to its common directory). The hooks directory is core.hooksPath
 // as the baseline recorded it, else the common directory's hooks.
 func (c *Checker) gitPaths(m *manifest) (config, hooks string) {
-	top, gitDir := "", ""
-	for dir := c.root; ; {
-		p := filepath.Join(dir, ".git")
-		if fi, err := os.Stat(p); err == nil {
-			top = dir
-			if fi.IsDir() {
-				gitDir = p
-			} else if data, err := read(p); err == nil {
-				if s, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:"); ok {
-					gitDir = strings.TrimSpace(s)
-					if !filepath.IsAbs(gitDir) {
-						gitDir = filepath.Join(dir, gitDir)
-					}
-				}
-			}
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", ""
-		}
-		dir = parent
-	}
-	if gitDir == "" {
+	top, _, common := c.gitDirs()
+	if common == "" {
 		return "", ""
-	}
-	common := gitDir
-	if data, err := read(filepath.Join(gitDir, "commondir")); err == nil {
-		common = strings.TrimSpace(string(data))
-		if !filepath.IsAbs(common) {
-			common = filepath.Join(gitDir, common)
-		}
 	}
 	config = filepath.Clean(filepath.Join(common, "config"))
 	hooks = filepath.Join(common, "hooks")
@@ -311,6 +282,45 @@ func (c *Checker) gitPaths(m *manifest) (config, hooks string) {
 		}
 	}
 	return config, filepath.Clean(hooks)
+}
+
+// gitDirs finds the repository whose work tree holds the root: its top
+// level, its git directory (a worktree's own) and its common directory;
+// all "" outside a repository.
+func (c *Checker) gitDirs() (top, gitDir, common string) {
+	for dir := c.root; ; {
+		p := filepath.Join(dir, ".git")
+		if fi, err := os.Stat(p); err == nil {
+			top = dir
+			if fi.IsDir() {
+				gitDir = p
+			} else if data, err := read(p); err == nil {
+				if s, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:"); ok {
+					gitDir = strings.TrimSpace(s)
+					if !filepath.IsAbs(gitDir) {
+						gitDir = filepath.Join(dir, gitDir)
+					}
+				}
+			}
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", "", ""
+		}
+		dir = parent
+	}
+	if gitDir == "" {
+		return "", "", ""
+	}
+	common = gitDir
+	if data, err := read(filepath.Join(gitDir, "commondir")); err == nil {
+		common = strings.TrimSpace(string(data))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gitDir, common)
+		}
+	}
+	return top, filepath.Clean(gitDir), filepath.Clean(common)
 }
 
 // isGuardedDoc reports whether key names a guarded document of m's watch.
@@ -403,6 +413,11 @@ func (c *Checker) refresh(ctx context.Context, w *Watch, full bool) error {
 	}
 	m.Entries = entries
 	m.Recorded = c.now()
+	// Where HEAD points now: a later check takes what git rewrote when
+	// HEAD moved from here (gitsync.go).
+	if h, ok := c.readHead(ctx); ok {
+		m.Git = &h
+	}
 	if old != nil && old.sameAs(m) {
 		return nil
 	}
@@ -416,6 +431,9 @@ func (c *Checker) refresh(ctx context.Context, w *Watch, full bool) error {
 // sameAs reports whether two baselines record the same thing, so that an
 // unchanged one is not written again.
 func (m *manifest) sameAs(o *manifest) bool {
+	if (m.Git == nil) != (o.Git == nil) || m.Git != nil && *m.Git != *o.Git {
+		return false
+	}
 	if !slices.Equal(m.StepDirs, o.StepDirs) || !m.Scanned.Equal(o.Scanned) || len(m.Entries) != len(o.Entries) ||
 		m.Watch.ConfigFile != o.Watch.ConfigFile || !slices.Equal(m.Watch.Trees, o.Watch.Trees) ||
 		!slices.Equal(m.Watch.StateGlobs, o.Watch.StateGlobs) || !slices.Equal(m.Watch.StepGlobs, o.Watch.StepGlobs) {
