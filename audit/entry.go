@@ -45,6 +45,9 @@ const (
 	// TaskGraphUpdated: DES recorded in the task graph how a phase's
 	// subagent ended (the wave sync).
 	TaskGraphUpdated EventType = "TASK_GRAPH_UPDATED"
+	// GitSync: after a tool call, DES took guarded documents git rewrote
+	// honestly (a checkout, pull or stash) instead of undoing them.
+	GitSync EventType = "GIT_SYNC"
 )
 
 // EventTypes returns the event types des writes, in the order
@@ -56,7 +59,7 @@ func EventTypes() []EventType {
 		SubagentStopValidation, StaleResolution, CommitValidationPassed, CommitValidationFailed,
 		PreExecuteSafetyPassed, PreExecuteSafetyBlocked, ScopeViolation, InvalidTransition,
 		DocumentWriteBlocked, TaskStateChanged, PolicyException, HookError,
-		IntegrityViolation, PhaseEscalation, TaskGraphUpdated,
+		IntegrityViolation, GitSync, PhaseEscalation, TaskGraphUpdated,
 	}
 }
 

@@ -56,7 +56,10 @@ type keptItem struct {
 	data []byte
 }
 
-func (c *Checker) keptDir() string   { return filepath.Join(c.dir, "kept") }
+func (c *Checker) keptDir() string { return filepath.Join(c.dir, "kept") }
+
+// KeptDir is where the kept contents are.
+func (c *Checker) KeptDir() string   { return c.keptDir() }
 func (c *Checker) keptIndex() string { return filepath.Join(c.keptDir(), "index.json") }
 
 // keptID names a content kept for a path: the same content of the same
