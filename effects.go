@@ -2,6 +2,7 @@ package des
 
 import (
 	"context"
+	"errors"
 
 	"github.com/deterministic-exec/des/gate"
 )
@@ -18,4 +19,20 @@ func (e *Engine) CheckEffects(ctx context.Context, eff gate.Effects) (gate.Resul
 		ev = nil
 	}
 	return e.ToolUse().CheckEffects(ctx, ev, eff)
+}
+
+// RecordGitSync records what git changed honestly during a tool call
+// (GIT_SYNC) and drops des's memories of those documents (V8's high-water
+// marks of a workflow state), which spoke for the content git replaced:
+// the next write is judged against the document git left. Each failure is
+// returned, joined; the documents stay taken.
+func (e *Engine) RecordGitSync(ctx context.Context, s gate.GitSync) error {
+	var errs []error
+	for _, f := range s.Files {
+		if e.stateDir != "" {
+			errs = append(errs, gate.ForgetStateMemory(ctx, e.stateDir, f.Path))
+		}
+	}
+	errs = append(errs, e.ToolUse().RecordGitSync(ctx, s))
+	return errors.Join(errs...)
 }

@@ -49,6 +49,9 @@ const (
 	// JSON value than the write the guard allowed (a hook rewrote it, or
 	// it is gone), so the write's phase moves are not confirmed.
 	WriteNotConfirmed EventType = "WRITE_NOT_CONFIRMED"
+	// GitSync: after a tool call, DES took guarded documents git rewrote
+	// honestly (a checkout, pull or stash) instead of undoing them.
+	GitSync EventType = "GIT_SYNC"
 )
 
 // EventTypes returns the event types des writes, in the order
@@ -60,7 +63,7 @@ func EventTypes() []EventType {
 		SubagentStopValidation, StaleResolution, CommitValidationPassed, CommitValidationFailed,
 		PreExecuteSafetyPassed, PreExecuteSafetyBlocked, ScopeViolation, InvalidTransition,
 		DocumentWriteBlocked, TaskStateChanged, PolicyException, HookError,
-		IntegrityViolation, PhaseEscalation, TaskGraphUpdated, WriteNotConfirmed,
+		IntegrityViolation, GitSync, PhaseEscalation, TaskGraphUpdated, WriteNotConfirmed,
 	}
 }
 

@@ -24,6 +24,7 @@ type EffectChange struct {
 	Now      string `json:"now"`
 	Restored bool   `json:"restored"`
 	Error    string `json:"error,omitempty"`
+	Kept     string `json:"kept,omitempty"` // the id of the undone content des kept
 }
 
 // Effects is what a tool call did to DES's files.
@@ -33,6 +34,7 @@ type Effects struct {
 	SessionID string
 	AgentID   string // the event's agent_id: set when a subagent made the call
 	Changes   []EffectChange
+	KeptDir   string // where the undone contents are kept (for the message)
 }
 
 // CheckEffects records the changes a tool call made to DES's files as
@@ -53,11 +55,18 @@ func (t ToolUse) CheckEffects(ctx context.Context, ev Evaluator, e Effects) (Res
 		if c.Error != "" {
 			m["error"] = c.Error
 		}
+		if c.Kept != "" {
+			m["kept"] = c.Kept
+		}
 		changes[i], paths[i] = m, c.Path
 	}
 	var evalErr error
 	if ev != nil {
-		d, err := ev.Evaluate(ctx, policy.ToolUse, map[string]any{"tool": e.Tool, "integrity": map[string]any{"changes": changes}})
+		in := map[string]any{"changes": changes}
+		if e.KeptDir != "" {
+			in["kept_dir"] = e.KeptDir
+		}
+		d, err := ev.Evaluate(ctx, policy.ToolUse, map[string]any{"tool": e.Tool, "integrity": in})
 		if err == nil {
 			res.Decision, res.Evaluated = d, true
 		}
@@ -96,18 +105,28 @@ func EffectsFallback(e Effects) policy.Violation {
 		files = "a file"
 	}
 	fmt.Fprintf(&b, "%s changed %s DES protects outside an allowed write:", e.Tool, files)
+	kept := false
 	for _, c := range e.Changes {
 		state := "restored"
 		if !c.Restored {
 			state = "NOT restored (" + c.Error + ")"
 		}
 		fmt.Fprintf(&b, "\n%s %s: %s", c.Path, c.What, state)
+		if c.Kept != "" {
+			fmt.Fprintf(&b, "; what it held is kept as %s (`des-hook integrity restore %s` takes it back)", c.Kept, c.Kept)
+			kept = true
+		}
 	}
-	return policy.Violation{
-		Code: CodeIntegrity, Severity: policy.Deny, Message: b.String(),
-		Recovery: []string{
-			"Do not change DES's files, its hook settings or guarded documents from Bash, notebooks or MCP tools; write guarded documents with the Write or Edit tool, which DES checks.",
-			"If the user meant the change, the user makes it by hand between tool calls, or runs `des-hook integrity accept` afterwards.",
-		},
+	recovery := []string{
+		"Do not change DES's files, its hook settings or guarded documents from Bash, notebooks or MCP tools; write guarded documents with the Write or Edit tool, which DES checks.",
+		"If the user meant the change, the user makes it by hand between tool calls, or runs `des-hook integrity accept` afterwards.",
 	}
+	if kept {
+		where := "DES's state directory"
+		if e.KeptDir != "" {
+			where = e.KeptDir
+		}
+		recovery[1] = "Nothing undone is lost: DES kept it in " + where + " (`des-hook integrity kept` lists it). If the user meant the change, the user runs `des-hook integrity restore ID` from a terminal while no tool call runs, or makes it by hand between tool calls."
+	}
+	return policy.Violation{Code: CodeIntegrity, Severity: policy.Deny, Message: b.String(), Recovery: recovery}
 }

@@ -123,8 +123,11 @@ func atkBashCases() []atkBashCase {
 		{name: "rm -rf the policy directory", cmds: []string{`rm -rf .des/policies`}},
 		{name: "a new policy file", cmds: []string{`printf 'package des.gates.tool_use\n\nexception contains "DES-PROTECTED-PATH"\n' > .des/policies/zz.rego`}},
 		{name: "git checkout -- config", setup: handEditConfig, cmds: []string{`git checkout -- .des/config.json`}},
-		{name: "git stash", setup: handEditState, cmds: []string{`git stash`}},
-		{name: "git reset --hard", setup: handEditState, cmds: []string{`git reset -q --hard`}},
+		// `git stash` and `git reset --hard` of a hand-edited state are git's
+		// honest rewrites: taken, the edit kept (gitsync_e2e_test.go). A
+		// content no commit holds, written beside them, is still undone.
+		{name: "git stash, then a forged state", setup: handEditState, cmds: []string{`git stash -q && echo '{}' > $(printf %s .isdlc/state.json)`}},
+		{name: "git reset --hard, then a forged state", setup: handEditState, cmds: []string{`git reset -q --hard; echo '{}' > $(printf %s .isdlc/state.json)`}},
 		{name: "git clean -fdx", cmds: []string{`git clean -qfdx`}, trailMayBreak: true},
 		{name: "truncate -s0", cmds: []string{`truncate -s0 .des/config.json`}},
 		{name: "chmod 000", cmds: []string{`chmod 000 .des/config.json`}},

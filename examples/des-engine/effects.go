@@ -15,6 +15,7 @@ import (
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/integrity"
+	"github.com/deterministic-exec/des/internal/shell"
 	"github.com/deterministic-exec/des/internal/statedir"
 	"github.com/deterministic-exec/des/policy"
 )
@@ -261,8 +262,12 @@ func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
 		return noOpinion()
 	}
 	cctx, cancel := context.WithTimeout(ctx, integrityBudget)
-	rep, err := c.End(cctx, ev.ToolUseID, runsOn(ev))
+	gitCmds := gitCommands(ev)
+	rep, err := c.EndCall(cctx, integrity.Call{ID: ev.ToolUseID, StillRunning: runsOn(ev), GitCommands: gitCmds})
 	cancel()
+	if len(rep.Synced) > 0 {
+		h.recordGitSync(ctx, ev, gitCmds, rep)
+	}
 	if errors.Is(err, integrity.ErrNoBaseline) {
 		// DES never recorded this project's files (installed during the
 		// call), or its state directory was removed during it: there is
@@ -281,9 +286,9 @@ func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
 		return noOpinion()
 	}
 	h.requireValidation()
-	eff := gate.Effects{Tool: ev.ToolName, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID}
+	eff := gate.Effects{Tool: ev.ToolName, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID, KeptDir: c.KeptDir()}
 	for _, ch := range rep.Changes {
-		eff.Changes = append(eff.Changes, gate.EffectChange{Path: ch.Path, Kind: ch.Kind, What: ch.What, Was: ch.Was, Now: ch.Now, Restored: ch.Restored, Error: ch.Error})
+		eff.Changes = append(eff.Changes, gate.EffectChange{Path: ch.Path, Kind: ch.Kind, What: ch.What, Was: ch.Was, Now: ch.Now, Restored: ch.Restored, Error: ch.Error, Kept: ch.Kept})
 	}
 	var res gate.Result
 	eng, eerr := h.engine(ctx)
@@ -304,6 +309,49 @@ func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
 		verb = "found (not all could be restored)"
 	}
 	return blockAfterTool(ev.HookEventName, reason, fmt.Sprintf("DES %s %d change(s) the %s call made to its files: %s", verb, n, ev.ToolName, strings.Join(rep.Paths(), ", ")))
+}
+
+// gitCommands are the git subcommands a Bash command runs, as DES reads
+// it: one that rewrites the work tree (checkout, stash, ...) lets the
+// effect check take what git changed honestly even when HEAD did not move.
+func gitCommands(ev *Event) []string {
+	var in struct {
+		Command string `json:"command"`
+	}
+	if ev.ToolName != toolBash || ev.toolInput(&in) != nil || !strings.Contains(in.Command, "git") {
+		return nil
+	}
+	var out []string
+	for _, r := range shell.Analyze(in.Command).GitRuns {
+		if !slices.Contains(out, r.Subcommand) {
+			out = append(out, r.Subcommand)
+		}
+	}
+	return out
+}
+
+// recordGitSync audits the guarded documents the effect check took as git
+// left them (GIT_SYNC) and drops des's memories of them. The documents
+// stay taken whatever this records.
+func (h *hookEnv) recordGitSync(ctx context.Context, ev *Event, gitCmds []string, rep integrity.Report) {
+	s := gate.GitSync{Tool: ev.ToolName, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID, GitCommands: gitCmds,
+		Before: gate.GitHead(rep.GitBefore), After: gate.GitHead(rep.GitAfter)}
+	for _, f := range rep.Synced {
+		s.Files = append(s.Files, gate.GitSyncFile(f))
+	}
+	eng, err := h.engine(ctx)
+	if err != nil {
+		h.logger.Error("hook: GIT_SYNC not recorded: DES does not start", "paths", rep.Paths(), "err", err)
+		for _, f := range s.Files {
+			if ferr := gate.ForgetStateMemory(ctx, statedir.For(h.root, h.lookupEnv), f.Path); ferr != nil {
+				h.logger.Warn("hook: des's memory of a document git replaced is kept", "path", f.Path, "err", ferr)
+			}
+		}
+		return
+	}
+	if err := eng.RecordGitSync(ctx, s); err != nil {
+		h.logger.Error("hook: GIT_SYNC not fully recorded", "err", err)
+	}
 }
 
 // partialFacts are the facts des.protected needs for a Write or Edit of a

@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/deterministic-exec/des/internal/fileio"
@@ -58,13 +60,19 @@ func (c *Checker) Cancel(id string) { c.unmark(id) }
 // the background, whose later writes the next checks must still judge).
 // With no baseline it returns ErrNoBaseline.
 func (c *Checker) End(ctx context.Context, id string, stillRunning bool) (Report, error) {
+	return c.EndCall(ctx, Call{ID: id, StillRunning: stillRunning})
+}
+
+// EndCall is End with what the hook knows of the command: the git
+// subcommands it ran let End take what git rewrote honestly (gitsync.go).
+func (c *Checker) EndCall(ctx context.Context, call Call) (Report, error) {
 	unlock, err := c.lock(ctx)
 	if err != nil {
 		return Report{}, err
 	}
 	defer unlock()
-	if !stillRunning {
-		defer c.unmark(id)
+	if !call.StillRunning {
+		defer c.unmark(call.ID)
 	}
 	m, err := c.load()
 	if err != nil {
@@ -76,7 +84,7 @@ func (c *Checker) End(ctx context.Context, id string, stillRunning bool) (Report
 		// was installed during it).
 		return Report{}, ErrNoBaseline
 	}
-	rep, changed, err := c.check(ctx, m)
+	rep, changed, err := c.check(ctx, m, call)
 	if changed {
 		if serr := c.save(m); serr != nil && err == nil {
 			err = serr
@@ -92,13 +100,13 @@ var ErrCallsRunning = errors.New("tool calls are running")
 // Check compares and restores like End, for a caller outside a tool call
 // (`des-hook integrity check`).
 func (c *Checker) Check(ctx context.Context) (Report, error) {
-	return c.End(ctx, "", true)
+	return c.EndCall(ctx, Call{StillRunning: true})
 }
 
 // check compares m with the disk and restores. It updates m (stat of
 // unchanged content, restored files, accepted writes); changed tells
 // whether m must be saved.
-func (c *Checker) check(ctx context.Context, m *manifest) (rep Report, changed bool, err error) {
+func (c *Checker) check(ctx context.Context, m *manifest, call Call) (rep Report, changed bool, err error) {
 	ts, err := c.targets(ctx, m, false)
 	if err != nil {
 		return rep, false, err
@@ -121,6 +129,8 @@ func (c *Checker) check(ctx context.Context, m *manifest) (rep Report, changed b
 	sort.Strings(keys)
 	dirs := &openDirs{}
 	defer dirs.close()
+	var later, laterDirs []*deferred
+	var items []keptItem
 	for _, key := range keys {
 		if err := ctx.Err(); err != nil {
 			return rep, changed, fmt.Errorf("integrity: the check ran out of time: %w", err)
@@ -176,26 +186,167 @@ func (c *Checker) check(ctx context.Context, m *manifest) (rep Report, changed b
 			changed = true
 			continue
 		}
-		ch := Change{Path: key, Kind: was.Kind, What: what(was, now), Was: was.Type, Now: now.Type}
-		if err := c.restore(dirs, key, was, now, data); err != nil {
-			ch.Error = err.Error()
-			c.logger.Error("integrity: cannot restore", "path", key, "err", err)
-		} else {
-			ch.Restored = true
+		if was.Kind == KindDir && was.Tree == "" && was.Type == typeDir && now.Type == typeAbsent && !filepath.IsAbs(filepath.FromSlash(key)) {
+			// A directory on the way to guarded documents, gone: git
+			// removes the directories a checkout empties. Judged once the
+			// documents below it are.
+			laterDirs = append(laterDirs, &deferred{key: key, was: was, now: now})
+			continue
 		}
-		rep.Changes = append(rep.Changes, ch)
-		// What is on disk now is the baseline again (a merged settings
-		// file included): record its stat so the next check is cheap.
-		if ch.Restored {
-			after, err := c.observe(key, was.Kind, was.Tree)
-			if err == nil {
-				after.Keep = was.Keep
-				c.put(m, key, after)
-			}
+		if c.gitCandidate(m, key, was, now) {
+			// Judged against git once every path is compared: one git
+			// command for them all.
+			later = append(later, &deferred{key: key, was: was, now: now, data: data})
+			continue
 		}
+		c.undo(dirs, &rep, &items, m, call, key, was, now, data)
 		changed = true
 	}
+	if len(later) > 0 {
+		changed = true
+		head, gerr := c.judgeGit(ctx, m, call, later)
+		if gerr != nil {
+			c.logger.Warn("integrity: cannot read git's commits; the changed guarded documents are undone", "err", gerr)
+		}
+		c.sync(ctx, dirs, &rep, &items, m, call, head, later)
+	}
+	// Deepest first: a directory emptied with its documents leaves its
+	// parent empty too.
+	slices.Reverse(laterDirs)
+	for _, d := range laterDirs {
+		changed = true
+		if len(rep.Synced) > 0 && !c.holdsAny(m, d.key) {
+			delete(m.Entries, d.key) // emptied by git with the documents it held
+			continue
+		}
+		// A restore below may have made it again: look afresh, so that
+		// what was restored in it is not removed.
+		s, _, err := lstat(c.abs(d.key))
+		if err != nil {
+			return rep, changed, fmt.Errorf("integrity: %w", err)
+		}
+		if now, _, err := c.snapshot(d.key, KindDir, s); err == nil && !equivalent(d.was, now) {
+			if now.Type == typeDir {
+				// Made again by a restore below it: only its mode.
+				dirs.close()
+			}
+			c.undo(dirs, &rep, &items, m, call, d.key, d.was, now, nil)
+		} else if err == nil {
+			now.Tree, now.Keep = d.was.Tree, d.was.Keep
+			m.Entries[d.key] = now
+		}
+	}
+	if len(items) > 0 {
+		alive, kerr := c.keepAll(items)
+		if kerr != nil {
+			c.logger.Error("integrity: the kept contents' index was not updated", "err", kerr)
+		}
+		for i := range rep.Changes {
+			if id := rep.Changes[i].Kept; id != "" && !alive[id] {
+				rep.Changes[i].Kept = ""
+			}
+		}
+		for i := range rep.Synced {
+			if id := rep.Synced[i].Kept; id != "" && !alive[id] {
+				rep.Synced[i].Kept = ""
+			}
+		}
+	}
 	return rep, changed, nil
+}
+
+// sync takes the deferred changes git made honestly and undoes the rest.
+func (c *Checker) sync(ctx context.Context, dirs *openDirs, rep *Report, items *[]keptItem, m *manifest, call Call, head Head, ds []*deferred) {
+	before := m.Git
+	committed := c.committed(ctx, before, head, ds)
+	for _, d := range ds {
+		if d.syncedHow == "" {
+			c.undo(dirs, rep, items, m, call, d.key, d.was, d.now, d.data)
+			continue
+		}
+		s := Synced{Path: d.key, What: what(d.was, d.now), Was: sumOf(d.was), Now: sumOf(d.now), From: d.syncedHow}
+		if d.now.Type == typeFile {
+			if err := c.keep(d.now.SHA256, d.data); err != nil {
+				c.logger.Error("integrity: cannot keep a copy of what git wrote; undoing it", "path", d.key, "err", err)
+				c.undo(dirs, rep, items, m, call, d.key, d.was, d.now, d.data)
+				continue
+			}
+		}
+		if d.was.Type == typeFile && !committed[d.key] {
+			// Git replaced a content no commit DES read holds (a step in
+			// progress, stashed or reset away): kept, so nothing is lost,
+			// and a later `git stash pop` of it is honest.
+			if old, err := c.copyOf(d.was.SHA256); err == nil {
+				it := c.newKept(d.key, old, d.was.Mode, KeptByGit, call.ID)
+				if err := c.keepBlob(it.SHA256, old); err == nil {
+					*items = append(*items, it)
+					s.Kept = it.ID
+				}
+			} else {
+				c.logger.Warn("integrity: the content git replaced is not kept", "path", d.key, "err", err)
+			}
+		}
+		d.now.Tree, d.now.Keep = d.was.Tree, d.was.Keep
+		c.put(m, d.key, d.now)
+		rep.Synced = append(rep.Synced, s)
+	}
+	if len(rep.Synced) > 0 {
+		if before != nil {
+			rep.GitBefore = *before
+		}
+		rep.GitAfter = head
+		m.Git = &head
+	}
+}
+
+// holdsAny reports whether the baseline records a path below dir that is
+// not absent.
+func (c *Checker) holdsAny(m *manifest, dir string) bool {
+	for k, e := range m.Entries {
+		if e.Type != typeAbsent && strings.HasPrefix(k, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// sumOf is an entry's content hash, or typeAbsent.
+func sumOf(e *entry) string {
+	if e.Type == typeAbsent {
+		return typeAbsent
+	}
+	return e.SHA256
+}
+
+// undo restores was at key, where now (content data) was found, keeping
+// the content it undoes first (bounded: at most KeptMax a check).
+func (c *Checker) undo(dirs *openDirs, rep *Report, items *[]keptItem, m *manifest, call Call, key string, was, now *entry, data []byte) {
+	ch := Change{Path: key, Kind: was.Kind, What: what(was, now), Was: was.Type, Now: now.Type}
+	if now.Type == typeFile && data != nil && len(*items) < KeptMax {
+		it := c.newKept(key, data, now.Mode, KeptUndone, call.ID)
+		if err := c.keepBlob(it.SHA256, data); err != nil {
+			c.logger.Error("integrity: the undone content is not kept", "path", key, "err", err)
+		} else {
+			*items = append(*items, it)
+			ch.Kept = it.ID
+		}
+	}
+	if err := c.restore(dirs, key, was, now, data); err != nil {
+		ch.Error = err.Error()
+		c.logger.Error("integrity: cannot restore", "path", key, "err", err)
+	} else {
+		ch.Restored = true
+	}
+	rep.Changes = append(rep.Changes, ch)
+	// What is on disk now is the baseline again (a merged settings
+	// file included): record its stat so the next check is cheap.
+	if ch.Restored {
+		after, err := c.observe(key, was.Kind, was.Tree)
+		if err == nil {
+			after.Keep = was.Keep
+			c.put(m, key, after)
+		}
+	}
 }
 
 // snapshot reads key as it is now (s is its lstat), without keeping a copy.

@@ -56,6 +56,7 @@ import (
 
 	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/filelock"
+	"github.com/deterministic-exec/des/internal/gitexec"
 )
 
 // Kinds of watched path: how it is compared and restored.
@@ -180,11 +181,12 @@ type Checker struct {
 	now       func() time.Time
 	logger    *slog.Logger
 	cache     *BaselineCache
+	git       *gitexec.Runner // reads HEAD's tree: no filter or hook of the repository runs
 }
 
 // New returns a Checker. It touches nothing on disk.
 func New(o Options) *Checker {
-	c := &Checker{root: filepath.Clean(o.Root), dir: filepath.Join(o.StateDir, "integrity"), now: o.Now, logger: o.Logger, user: o.UserFiles, home: o.Home, cache: o.Cache}
+	c := &Checker{root: filepath.Clean(o.Root), dir: filepath.Join(o.StateDir, "integrity"), now: o.Now, logger: o.Logger, user: o.UserFiles, home: o.Home, cache: o.Cache, git: new(gitexec.Runner)}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -206,12 +208,19 @@ type Change struct {
 	Now      string `json:"now"`      // type found
 	Restored bool   `json:"restored"` // the baseline is back on disk
 	Error    string `json:"error,omitempty"`
+	Kept     string `json:"kept,omitempty"` // the id of the undone content, kept (PutBack)
 }
 
 // Report is what End found.
 type Report struct {
 	Changes  []Change `json:"changes"`
 	Accepted []string `json:"accepted,omitempty"` // changes that were announced writes
+	// Synced are the guarded documents git changed honestly, taken as
+	// they are; GitBefore and GitAfter say where HEAD pointed in the
+	// baseline and after the call (set with Synced).
+	Synced    []Synced `json:"synced,omitempty"`
+	GitBefore Head     `json:"git_before,omitzero"`
+	GitAfter  Head     `json:"git_after,omitzero"`
 }
 
 // Restored reports whether every change was undone.
@@ -263,6 +272,7 @@ type manifest struct {
 	Scanned   time.Time         `json:"scanned"`   // when StepDirs was walked
 	Recorded  time.Time         `json:"recorded"`  // when the baseline was last taken from disk
 	GitHooks  string            `json:"git_hooks,omitempty"`
+	Git       *Head             `json:"git,omitempty"` // where HEAD pointed when the baseline was taken
 	Entries   map[string]*entry `json:"entries"`
 	IgnoreNew []string          `json:"-"`
 }

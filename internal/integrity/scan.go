@@ -480,6 +480,11 @@ func (c *Checker) refresh(ctx context.Context, w *Watch, full bool) error {
 	}
 	m.Entries = entries
 	m.Recorded = c.now()
+	// Where HEAD points now: a later check takes what git rewrote when
+	// HEAD moved from here (gitsync.go).
+	if h, ok := c.readHead(ctx); ok {
+		m.Git = &h
+	}
 	if old != nil && old.sameAs(m) {
 		return nil
 	}
@@ -493,6 +498,9 @@ func (c *Checker) refresh(ctx context.Context, w *Watch, full bool) error {
 // sameAs reports whether two baselines record the same thing, so that an
 // unchanged one is not written again.
 func (m *manifest) sameAs(o *manifest) bool {
+	if (m.Git == nil) != (o.Git == nil) || m.Git != nil && *m.Git != *o.Git {
+		return false
+	}
 	if !slices.Equal(m.StepDirs, o.StepDirs) || !m.Scanned.Equal(o.Scanned) || len(m.Entries) != len(o.Entries) ||
 		m.Watch.ConfigFile != o.Watch.ConfigFile || !slices.Equal(m.Watch.Trees, o.Watch.Trees) ||
 		!slices.Equal(m.Watch.StateGlobs, o.Watch.StateGlobs) || !slices.Equal(m.Watch.StepGlobs, o.Watch.StepGlobs) {

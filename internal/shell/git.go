@@ -142,6 +142,11 @@ func (a *analyzer) git(args []word, st *walkState) bool {
 		}
 		rest = append(extra, rest...)
 	}
+	if gitBuiltins()[name] {
+		for _, l := range at.dir.list() {
+			a.res.GitRuns = append(a.res.GitRuns, GitRun{Dir: l.path, Subcommand: name, Args: texts(rest)})
+		}
+	}
 	switch {
 	case gitCommitting[name]:
 		a.gitCommit(at, name, name, rest, options, dynAlias, false)

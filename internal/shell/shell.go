@@ -247,6 +247,13 @@ type GitAdd struct {
 	Args []string
 }
 
+// GitRun is one built-in git subcommand a Bash command runs.
+type GitRun struct {
+	Dir        string   // as GitCommit.Dir
+	Subcommand string   // "checkout", "stash", ...
+	Args       []string // the words after it, as GitCommit.Args
+}
+
 // Analysis is what DES learns from a Bash command without running it.
 type Analysis struct {
 	// Writes are the files the command may write, in the order DES meets
@@ -275,6 +282,11 @@ type Analysis struct {
 	GitCommits []GitCommit
 	// GitAdds lists every `git add` and `git stage`, found as GitCommits are.
 	GitAdds []GitAdd
+	// GitRuns lists every built-in git subcommand the command runs, found
+	// as GitCommits are (an alias the command defines is resolved; one of
+	// the repository's is not, and is not listed): the effect check asks
+	// whether git may have rewritten the work tree (checkout, stash, ...).
+	GitRuns []GitRun
 	// ParseError is non-empty when the command could not be parsed (or
 	// nests too deeply to parse safely). Writes and GitCommits then come
 	// from a conservative scan that ignores quoting: every word after a
@@ -354,7 +366,7 @@ func panicResult(command string, r any) (res Analysis) {
 	defer func() { _ = recover() }() // the scan is best effort here
 	a := &analyzer{src: command}
 	a.fallback(command, a.start())
-	res.Writes, res.GitCommits, res.GitAdds = a.res.Writes, a.res.GitCommits, a.res.GitAdds
+	res.Writes, res.GitCommits, res.GitAdds, res.GitRuns = a.res.Writes, a.res.GitCommits, a.res.GitAdds, a.res.GitRuns
 	return res
 }
 

@@ -10,7 +10,9 @@
 #   was, now, restored, error}: path as in the audit trail (slash-separated,
 #   relative to the project root when inside it); kind one of file, dir,
 #   claude-settings, git-config; what one of modified, deleted, created,
-#   type, mode, linked, hooks, hooks_path.
+#   type, mode, linked, hooks, hooks_path; kept, when set, the id under
+#   which DES kept the content it undid. input.integrity.kept_dir is where
+#   the kept contents are (DES's state directory).
 package des.integrity
 
 # How each change reads in a message.
@@ -25,7 +27,25 @@ describe := {
 	"hooks_path": "core.hooksPath (or an include) changed",
 }
 
-line(c) := sprintf("%s %s: %s", [c.path, object.get(describe, c.what, c.what), outcome(c)])
+line(c) := sprintf("%s %s: %s%s", [c.path, object.get(describe, c.what, c.what), outcome(c), kept_text(c)])
+
+kept_text(c) := sprintf("; what it held is kept as %s (`des-hook integrity restore %s` takes it back)", [c.kept, c.kept]) if c.kept
+
+kept_text(c) := "" if not c.kept
+
+_any_kept if {
+	some c in input.integrity.changes
+	c.kept
+}
+
+_kept_where := input.integrity.kept_dir if input.integrity.kept_dir
+
+_kept_where := "DES's state directory" if not input.integrity.kept_dir
+
+# The second recovery: nothing undone is lost when DES kept it.
+_take_back := sprintf("Nothing undone is lost: DES kept it in %s (`des-hook integrity kept` lists it). If the user meant the change, the user runs `des-hook integrity restore ID` from a terminal while no tool call runs, or makes it by hand between tool calls.", [_kept_where]) if _any_kept
+
+_take_back := "If the user meant the change, the user makes it by hand between tool calls, or runs `des-hook integrity accept` afterwards." if not _any_kept
 
 outcome(c) := "restored" if c.restored
 
@@ -49,7 +69,7 @@ deny contains {
 	"msg": sprintf("%s changed %s DES protects outside an allowed write:\n%s", [input.tool, _files_text, concat("\n", sort([line(c) | some c in input.integrity.changes]))]),
 	"recovery": [
 		"Do not change DES's files, its hook settings or guarded documents from Bash, notebooks or MCP tools; write guarded documents with the Write or Edit tool, which DES checks.",
-		"If the user meant the change, the user makes it by hand between tool calls, or runs `des-hook integrity accept` afterwards.",
+		_take_back,
 	],
 } if {
 	count(input.integrity.changes) > 0
