@@ -15,7 +15,13 @@ import (
 // gsStepOf is the step file with a note, standing for a step's content on
 // some branch or in some state of work.
 func gsStepOf(note string) string {
-	return `{"task_id": "01-01", "state": {"status": "TODO"}, "notes": "` + note + `", "tdd_cycle": {"phase_execution_log": []}}` + "\n"
+	// A plan (TODO, every canonical phase NOT_EXECUTED): what Gate 3 lets
+	// a branch hold, so the moves below are honest ones.
+	var phases []string
+	for i, name := range canonicalPhases {
+		phases = append(phases, `{"phase_name": "`+name+`", "phase_index": `+itoa(i)+`, "status": "NOT_EXECUTED"}`)
+	}
+	return `{"task_id": "01-01", "state": {"status": "TODO"}, "notes": "` + note + `", "tdd_cycle": {"phase_execution_log": [` + strings.Join(phases, ", ") + `]}}` + "\n"
 }
 
 // gsProject is effProject with everything committed on main and a branch
