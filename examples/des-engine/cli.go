@@ -284,15 +284,31 @@ func protectedPaths(cfg des.Config, root, stateDir, witnessDir string, binaries 
 		p.denyWrite = append(p.denyWrite, sandboxPath(g))
 	}
 	docs := gate.DocumentWrite{Root: root, StepGlobs: cfg.GuardedStepFiles, StateGlobs: cfg.GuardedStateFiles}
-	files, dirs := globMatches(root, globs, cfg.GuardedStepFiles, func(rel string) bool {
+	isDoc := func(rel string) bool {
 		kind, _ := docs.Kind(filepath.Join(root, filepath.FromSlash(rel)))
 		return kind != ""
-	})
+	}
+	files, dirs := globMatches(root, globs, cfg.GuardedStepFiles, isDoc)
+	// A directory of step files goes in whole only when it holds nothing
+	// but step files: denying it must keep honest work from nothing else.
+	var whole []string
+	for _, d := range dirs {
+		if onlyDocuments(root, d, isDoc) {
+			whole = append(whole, d)
+		}
+	}
 	// Absolute: what the globs match is this checkout's now, so
 	// settings --write keeps it in the local file, not the team's.
-	for _, f := range append(dirs, files...) {
+	for _, f := range append(whole, files...) {
 		p.denyWrite = append(p.denyWrite, sandboxPath(filepath.Join(root, filepath.FromSlash(f))))
 	}
+	// A path that does not exist when a command starts is kept from being
+	// created; with its parent missing too, the sandbox keeps that whole
+	// directory from being created (tested on Linux), which honest work may
+	// need (.isdlc in a project before iSDLC's setup, .git/hooks where .git
+	// is a worktree's file). Such a path is left out, except below des's
+	// and Claude Code's own directories.
+	p.denyWrite = slices.DeleteFunc(p.denyWrite, func(e string) bool { return !sandboxCreatable(root, e) })
 	for _, b := range withCompanions(binaries) {
 		p.denyEdit = append(p.denyEdit, settingsPath(b))
 		p.denyWrite = append(p.denyWrite, sandboxPath(b))
@@ -311,6 +327,52 @@ func sandboxPath(p string) string {
 		return "/" + p
 	}
 	return "./" + strings.TrimPrefix(p, "./")
+}
+
+// sandboxCreatable reports whether a denyWrite entry may stand: it
+// exists, its parent directory does, it is below .des or .claude, or it is
+// outside the project (or root is unknown).
+func sandboxCreatable(root, entry string) bool {
+	if root == "" {
+		return true
+	}
+	var abs string
+	switch {
+	case strings.HasPrefix(entry, "//"):
+		abs = filepath.FromSlash(entry[1:])
+	case strings.HasPrefix(entry, "./"):
+		rel := strings.TrimPrefix(entry, "./")
+		if top, _, _ := strings.Cut(rel, "/"); top == ".des" || top == ".claude" {
+			return true
+		}
+		abs = filepath.Join(root, filepath.FromSlash(rel))
+	default:
+		return true
+	}
+	if r, err := filepath.Rel(root, abs); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return true
+	}
+	if _, err := os.Lstat(abs); err == nil {
+		return true
+	}
+	fi, err := os.Stat(filepath.Dir(abs))
+	return err == nil && fi.IsDir()
+}
+
+// onlyDocuments reports whether the directory dir (relative to root)
+// holds guarded documents and nothing else: no other file, directory or
+// link.
+func onlyDocuments(root, dir string, isDoc func(rel string) bool) bool {
+	entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(dir)))
+	if err != nil || len(entries) == 0 {
+		return false
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !isDoc(pathpkg.Join(dir, e.Name())) {
+			return false
+		}
+	}
+	return true
 }
 
 // maxSandboxWalk bounds the walk for the files the guarded globs match.

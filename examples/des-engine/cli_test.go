@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	builtin "github.com/deterministic-exec/des/rego"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +12,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deterministic-exec/des/policy"
 	"github.com/open-policy-agent/opa/v1/version"
+
+	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/policy"
+	builtin "github.com/deterministic-exec/des/rego"
 )
 
 type cliResult struct {
@@ -112,7 +114,7 @@ func TestSettings(t *testing.T) {
 		}
 		// The spellings the real sandbox honours on Linux: "./x" from the
 		// project root (a bare "/x" is absolute there), no globs.
-		for _, p := range []string{"./.des/config.json", "./.des/policies", "./.claude/settings.json", "./.isdlc/state.json", "./.des/sessions", "./.claude/state/active_task_graph.json", "./.des/bundles"} {
+		for _, p := range []string{"./.des/config.json", "./.des/policies", "./.claude/settings.json", "./.des/sessions", "./.claude/state/active_task_graph.json", "./.des/bundles"} {
 			if !slices.Contains(s.Sandbox.Filesystem.DenyWrite, p) {
 				t.Errorf("sandbox.filesystem.denyWrite %v lacks %s", s.Sandbox.Filesystem.DenyWrite, p)
 			}
@@ -309,5 +311,34 @@ func TestUsageErrors(t *testing.T) {
 	res := runCLI(t, envMap{}, "help")
 	if res.code != 0 || !strings.Contains(res.stdout, "hook settings") || !strings.Contains(res.stdout, "hook policies") {
 		t.Errorf("help: code %d, stdout %q", res.code, res.stdout)
+	}
+}
+
+// A denyWrite entry whose directory does not exist would keep sandboxed
+// Bash from creating that directory (the sandbox pins the first missing
+// one): left out, except under .des and .claude. A steps directory that
+// holds anything but step files is listed file by file.
+func TestSandboxEntriesDoNotBlockHonestWork(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, root, "docs/a/steps/01-01.json", `{"task_id": "01-01", "tdd_cycle": {}}`)
+	writeFile(t, root, "docs/b/steps/01-01.json", `{"task_id": "01-01", "tdd_cycle": {}}`)
+	writeFile(t, root, "docs/b/steps/README.md", "notes\n")
+	p := protectedPaths(des.DefaultConfig(), root, "", "")
+	has := func(e string) bool { return slices.Contains(p.denyWrite, e) }
+	abs := func(rel string) string { return sandboxPath(filepath.Join(root, rel)) }
+	if has("./.isdlc/state.json") {
+		t.Errorf("denyWrite lists .isdlc/state.json in a project without .isdlc: sandboxed Bash could not create .isdlc")
+	}
+	for _, want := range []string{"./.des/config.json", "./.claude/state/active_task_graph.json", abs("docs/a/steps"), abs("docs/b/steps/01-01.json")} {
+		if !has(want) {
+			t.Errorf("denyWrite lacks %s: %v", want, p.denyWrite)
+		}
+	}
+	if has(abs("docs/b/steps")) {
+		t.Errorf("denyWrite lists docs/b/steps, which holds a README too")
+	}
+	writeFile(t, root, ".isdlc/x", "")
+	if p := protectedPaths(des.DefaultConfig(), root, "", ""); !slices.Contains(p.denyWrite, "./.isdlc/state.json") {
+		t.Errorf("with .isdlc present, denyWrite lacks .isdlc/state.json: %v", p.denyWrite)
 	}
 }
