@@ -16,18 +16,7 @@ func gate2Project(t *testing.T, env ...string) (root, transcript string, hookEnv
 	t.Helper()
 	root = t.TempDir()
 	claude := t.TempDir()
-	var phases []string
-	for i, name := range canonicalPhases {
-		phases = append(phases, `{"phase_name": "`+name+`", "phase_index": `+itoa(i)+`, "status": "NOT_EXECUTED"}`)
-	}
-	writeFile(t, root, e2eStep, `{
-  "task_id": "01-01",
-  "description": "Add a cart total",
-  "state": {"status": "TODO"},
-  "tdd_cycle": {"phase_execution_log": [`+strings.Join(phases, ", ")+`]},
-  "team_notes": {"kept": true}
-}
-`)
+	writeFile(t, root, e2eStep, unstartedStep())
 	hookEnv = append([]string{"CLAUDE_CONFIG_DIR=" + claude}, env...)
 	prompt := renderPrompt(t, "execute-step")
 	if reason := denyReason(t, runHookProcess(t, root, hookEnv, agentEvent(root, "Agent", prompt))); reason != "" {
@@ -40,6 +29,23 @@ func gate2Project(t *testing.T, env ...string) (root, transcript string, hookEnv
 	})
 	writeFile(t, filepath.Dir(transcript), filepath.Base(transcript), string(line)+"\n")
 	return root, transcript, hookEnv
+}
+
+// unstartedStep is step 01-01 with its 14 phases, none started, and a
+// field des does not know (which every rewrite must keep).
+func unstartedStep() string {
+	var phases []string
+	for i, name := range canonicalPhases {
+		phases = append(phases, `{"phase_name": "`+name+`", "phase_index": `+itoa(i)+`, "status": "NOT_EXECUTED"}`)
+	}
+	return `{
+  "task_id": "01-01",
+  "description": "Add a cart total",
+  "state": {"status": "TODO"},
+  "tdd_cycle": {"phase_execution_log": [` + strings.Join(phases, ", ") + `]},
+  "team_notes": {"kept": true}
+}
+`
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }

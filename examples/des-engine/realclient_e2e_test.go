@@ -148,18 +148,7 @@ func TestRealClientGate1AndHonestSubagent(t *testing.T) {
 func gate2ProjectUnstarted(t *testing.T) (root, transcript string, env []string) {
 	t.Helper()
 	root = t.TempDir()
-	var phases []string
-	for i, name := range canonicalPhases {
-		phases = append(phases, `{"phase_name": "`+name+`", "phase_index": `+itoa(i)+`, "status": "NOT_EXECUTED"}`)
-	}
-	writeFile(t, root, e2eStep, `{
-  "task_id": "01-01",
-  "description": "Add a cart total",
-  "state": {"status": "TODO"},
-  "tdd_cycle": {"phase_execution_log": [`+strings.Join(phases, ", ")+`]},
-  "team_notes": {"kept": true}
-}
-`)
+	writeFile(t, root, e2eStep, unstartedStep())
 	return root, "", nil
 }
 
