@@ -160,10 +160,19 @@ func TestE2EAgentCannotInstallThePreCommitHook(t *testing.T) {
 	if got, _ := os.ReadFile(hookFile); string(got) != string(good) {
 		t.Fatalf("a refused install changed the hook:\n%s", got)
 	}
+	refFile := filepath.Join(root, ".git", "hooks", "reference-transaction")
+	goodRef, err := os.ReadFile(refFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, post := bashToolCall(t, root, "toolu_inst", "env -u CLAUDECODE "+hookBin+" precommit --install --command /bin/true")
 	wantRestored(t, post, "pre-commit")
 	if got, _ := os.ReadFile(hookFile); string(got) != string(good) {
 		t.Errorf("the agent's hook was kept:\n%s", got)
+	}
+	// The reference-transaction hook the same install rewrote too.
+	if got, _ := os.ReadFile(refFile); string(got) != string(goodRef) {
+		t.Errorf("the agent's reference-transaction hook was kept:\n%s", got)
 	}
 	// DES's own command, installed by a Bash call, is DES's write: kept.
 	_, post = bashToolCall(t, root, "toolu_own", hookBin+" precommit --install")

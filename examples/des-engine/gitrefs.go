@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,43 +61,9 @@ func refTransactionLine(command string, pin hookPin) string {
 // pre-commit, under the same rule: a hook des did not write is left alone,
 // and the lines to add are printed.
 func installRefTransaction(ctx context.Context, e env, hooks, command string, pin hookPin, root string) int {
-	path := filepath.Join(hooks, refHookName)
-	script := refTransactionScript(command, pin)
-	old, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
-		return exitUsage
-	case !writtenByDES(old):
-		fmt.Fprintf(e.stderr, "des-hook precommit: %s already exists and was not written by DES; it is left as it is.\n"+
-			"Add these lines to it, where a failure should stop the ref update (git gives the hook its state as $1 and the\n"+
-			"updates on standard input, which this line must receive):\n\n%s || exit 1\n", path, refTransactionLine(command, pin))
-		return exitUsage
-	}
-	if err := os.MkdirAll(hooks, 0o755); err != nil {
-		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
-		return exitUsage
-	}
-	chk := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr).checker()
-	if chk != nil {
-		_ = chk.Expect(path, []byte(script))
-	}
-	err = os.WriteFile(path, []byte(script), 0o755)
-	if err == nil {
-		err = os.Chmod(path, 0o755) // WriteFile keeps the mode of an existing file
-	}
-	if err != nil {
-		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
-		return exitUsage
-	}
-	if chk != nil {
-		sctx, cancel := context.WithTimeout(ctx, integrityBudget)
-		_ = chk.Settle(sctx, path)
-		cancel()
-	}
-	fmt.Fprintf(e.stdout, "installed %s: it runs %s for the project %s\n", path, refTransactionLine(command, pin), root)
-	return exitOK
+	return writeGitHook(ctx, e, hooks, refHookName, refTransactionScript(command, pin), refTransactionLine(command, pin),
+		"where a failure should stop the ref update (git gives the hook its state as $1 and the updates on standard input, which this line must receive)",
+		root, command)
 }
 
 // maxRefInput bounds the reference-transaction input des reads.

@@ -249,7 +249,22 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 	script, line := hookScript("DES Gate 3: refuses a commit whose staged step files are unfinished.", command, pin, "precommit", "--git-hook")
 	// Beside pre-commit, the hook that judges every branch or tag move.
 	refCode := installRefTransaction(ctx, e, hooks, command, pin, root)
-	path := filepath.Join(hooks, "pre-commit")
+	if code := writeGitHook(ctx, e, hooks, "pre-commit", script, line, "where a failure should stop the commit", root, command); code != exitOK {
+		return code
+	}
+	return refCode
+}
+
+// writeGitHook writes one of des's git hooks (pre-commit,
+// reference-transaction) into the hooks directory: a hook des did not write
+// is left alone, and the line to add to it is printed. The write is
+// announced as des's own, so that the check after an agent's command that
+// installs the hook does not take it for a change to undo, only when the
+// hook runs des's own binary: DES's hook entries in Claude Code's settings
+// are told by the command they run, and an install with --command
+// /bin/true is a change the check undoes.
+func writeGitHook(ctx context.Context, e env, hooks, name, script, line, where, root, command string) int {
+	path := filepath.Join(hooks, name)
 	old, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -258,18 +273,13 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 		return exitUsage
 	case !writtenByDES(old):
 		fmt.Fprintf(e.stderr, "des-hook precommit: %s already exists and was not written by DES; it is left as it is.\n"+
-			"Add this line to it, where a failure should stop the commit:\n\n%s || exit 1\n", path, line)
+			"Add this line to it, %s:\n\n%s || exit 1\n", path, where, line)
 		return exitUsage
 	}
 	if err := os.MkdirAll(hooks, 0o755); err != nil {
 		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
 		return exitUsage
 	}
-	// DES's own write: announced, so that the check after an agent's
-	// command that installs the hook does not take it for a change to undo.
-	// Only a hook that runs DES's own binary is announced, as DES's hook
-	// entries in Claude Code's settings are told by the command they run:
-	// an install with --command /bin/true is a change the check undoes.
 	h := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr)
 	chk := h.checker()
 	if chk != nil && !h.isDESCommand(shellQuote(command)) {
@@ -292,7 +302,7 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 		cancel()
 	}
 	fmt.Fprintf(e.stdout, "installed %s: it runs %s for the project %s\n", path, line, root)
-	return refCode
+	return exitOK
 }
 
 // installRoot is the project the installed hook judges for: the
