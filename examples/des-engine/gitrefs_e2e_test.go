@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -49,13 +51,16 @@ type agentRun struct {
 	reason string // PostToolUse's block reason (or PostToolUseFailure's context)
 }
 
+// agentCalls numbers the calls agentBash makes, for their tool_use_ids.
+var agentCalls atomic.Int64
+
 // agentBash runs a Bash call as Claude Code does: PreToolUse through the
 // hook, the command with bash when allowed, then PostToolUse (or
 // PostToolUseFailure) through the hook.
 func agentBash(t *testing.T, root, cwd, command string) agentRun {
 	t.Helper()
 	ev := bashEvent(t, cwd, command)
-	ev["tool_use_id"] = "toolu_ref_" + strings.ReplaceAll(t.Name(), "/", "_")
+	ev["tool_use_id"] = "toolu_ref_" + strings.ReplaceAll(t.Name(), "/", "_") + "_" + strconv.FormatInt(agentCalls.Add(1), 10)
 	var a agentRun
 	if a.deny = denyReason(t, runHookProcess(t, root, nil, ev)); a.deny != "" {
 		return a
