@@ -43,6 +43,14 @@ func (e *Engine) CheckCommitBranches(ctx context.Context, call gate.BashCall) (g
 	return e.ToolUse().CheckCommitBranches(ctx, e, e.workflow, call)
 }
 
+// CheckRefBranches runs the branch guard on branch moves that commit,
+// however git made them (gate.CommitsOnBranches lists them): a ref move
+// onto a protected branch is a commit on it. dir is the repository's work
+// tree. Evaluated only when a workflow state is found.
+func (e *Engine) CheckRefBranches(ctx context.Context, dir string, branches []string) (gate.Result, error) {
+	return e.ToolUse().CheckRefBranches(ctx, e, e.workflow, dir, branches)
+}
+
 // ObserveSubagent runs the PostToolUse observers on a finished Agent or
 // Task call (DES-WALKTHROUGH-MISSING, DES-DISCOVER-MENU): warnings only,
 // for the orchestrator to read. Every call is evaluated, the workflow state

@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/internal/gitexec"
+	"github.com/deterministic-exec/des/policy"
 )
 
 // Sources of a Gate 3 run on a ref move, recorded in the audit trail as
@@ -257,6 +259,94 @@ func (s StepFiles) RefMoves(ctx context.Context, dir string, updates []RefUpdate
 		if content := contents[b.oid]; pick(b.path).keep(content) {
 			res.Files = append(res.Files, CommitFile{Path: filepath.Join(top, filepath.FromSlash(b.path)), Content: content})
 		}
+	}
+	return res, nil
+}
+
+// CommitsOnBranches lists, of the updates, the branches (short names) that
+// a move gives commits of their own: a non-merge commit no branch or tag
+// reached before (git rev-list --no-merges NEW --not BEFORE). A merge or a
+// fast-forward to another branch's commits brings that branch in, which
+// the branch guard allows as it allows `git merge`. before nil reads the
+// refs now (in the reference-transaction hook they have not moved yet).
+func CommitsOnBranches(ctx context.Context, dir string, updates []RefUpdate, before RefSnapshot) ([]string, error) {
+	git := new(gitexec.Runner)
+	if before == nil {
+		var err error
+		if before, err = Refs(ctx, dir); err != nil {
+			return nil, err
+		}
+	}
+	var not bytes.Buffer
+	for _, tip := range before.tips() {
+		not.WriteString("^" + tip + "\n")
+	}
+	var out []string
+	for _, u := range updates {
+		name, ok := strings.CutPrefix(u.Ref, "refs/heads/")
+		if !ok || zeroOID(u.New) {
+			continue
+		}
+		stdin := append([]byte(u.New+"\n"), not.Bytes()...)
+		revs, err := runGit(ctx, git, dir, stdin, "rev-list", "--no-merges", "--max-count=1", "--stdin")
+		if err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(string(revs)) != "" {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// CheckRefBranches is the branch guard (DES-BRANCH-PROTECTED,
+// DES-BRANCH-INTERMEDIATE) on branch moves that commit (CommitsOnBranches),
+// however git made them: a ref move onto a protected branch is a commit
+// on it. dir is the repository's work tree; evaluated only when a workflow
+// state is found. A deny is recorded like CheckCommitBranches's, with
+// source ref-update.
+func (t ToolUse) CheckRefBranches(ctx context.Context, ev Evaluator, wf Workflow, dir string, branches []string) (Result, error) {
+	res := Result{Gate: policy.ToolUse}
+	if len(branches) == 0 {
+		return res, nil
+	}
+	facts, err := wf.find(ctx, t.Root)
+	if err != nil {
+		return res, fmt.Errorf("tool_use: workflow state: %w", err)
+	}
+	if facts == nil {
+		return res, nil
+	}
+	wb := workflowBranch(facts)
+	rel := filepath.ToSlash(dir)
+	if r, ok := within(t.Root, dir); ok {
+		rel = r
+	}
+	exists := false
+	if wf.Branch != nil {
+		if b := wf.Branch(dir, wb); b != nil {
+			exists, _ = b["workflow_branch_exists"].(bool)
+		}
+	}
+	commits := make([]any, 0, len(branches))
+	for _, name := range branches {
+		b := map[string]any{"readable": true, "current": name, "detached": false, "workflow_branch_exists": exists}
+		commits = append(commits, map[string]any{"dir": rel, "branch": b, "subcommand": "commit", "alias": false, "dynamic": false})
+	}
+	in := map[string]any{"tool": "Bash", "writes": []any{}, "command": "git (a ref update)", "workflow": facts, "commits": commits}
+	d, err := ev.Evaluate(ctx, policy.ToolUse, in)
+	if err != nil {
+		return res, fmt.Errorf("tool_use: %w", err)
+	}
+	res.Decision, res.Evaluated = d, true
+	if !res.Denied() || t.Audit == nil {
+		return res, nil
+	}
+	err = t.Audit.Append(ctx, audit.Entry{Event: audit.CommitValidationFailed, Fields: map[string]any{
+		"step_file": "", "codes": d.Codes(), "source": SourceRefUpdate, "gate": string(policy.ToolUse),
+	}})
+	if err != nil {
+		return res, fmt.Errorf("tool_use: %w: %w", ErrNotRecorded, err)
 	}
 	return res, nil
 }

@@ -117,6 +117,17 @@ func runRefTransaction(ctx context.Context, e env, state string, stdin io.Reader
 		return refRefused(e, fmt.Errorf("git replace (%s) would make git show other content for an existing commit, which Gate 3 does not judge", strings.Join(moves.Replaced, ", ")),
 			"Do not replace objects: commit the change you want on top of the branch (git commit), where Gate 3 judges it.")
 	}
+	// The branch guard: a move that gives a branch commits of its own is a
+	// commit on that branch.
+	if branches, err := gate.CommitsOnBranches(ctx, dir, updates, nil); err != nil {
+		return refRefused(e, err, "Fix the cause named above (git failing in this repository), then run the git command again.")
+	} else if br, err := eng.CheckRefBranches(ctx, dir, branches); err != nil && (!errors.Is(err, gate.ErrNotRecorded) || !br.Denied()) {
+		return refRefused(e, err, "Fix the cause named above (the workflow state, a DES setting), then run the git command again.")
+	} else if br.Denied() {
+		fmt.Fprintln(e.stderr, br.Reason())
+		fmt.Fprintf(e.stderr, "the ref update (%s) commits on a branch the workflow's branch guard protects; git will not move the ref\n", updatedRefs(updates))
+		return exitFail
+	}
 	files, outside := eng.PreCommitGate().InProject(moves.Files)
 	for _, p := range outside {
 		fmt.Fprintf(e.stderr, "des-hook precommit: %s is outside the project root %s; not judged\n", p, root)

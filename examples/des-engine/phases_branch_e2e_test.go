@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -264,4 +265,47 @@ func TestPhasesBranchGuardFinalizeMerge(t *testing.T) {
 	}
 	// A plain commit on main at that moment is still protected.
 	check(t, onMain, nil, bashEvent(t, onMain, "git commit -m 'hotfix'"), denies("DES-BRANCH-PROTECTED"))
+}
+
+// The branch guard on ref moves, through git's reference-transaction hook
+// des installs: a commit made on main without `git commit` (commit-tree
+// and update-ref, a push to a local ref, commit -n) while the workflow's
+// branch is active is refused like `git commit` on main; merging the
+// workflow branch in (a fast-forward, or a merge commit) is not a commit of
+// main's own and passes.
+func TestPhasesBranchGuardOnRefMoves(t *testing.T) {
+	t.Parallel()
+	root := branchRepo(t, "main")
+	withWorkflow(t, root, workflowState(featurePhases, 5))
+	if r := runIn(t, root, nil, "precommit", "--install", "--command", hookBin); r.code != 0 {
+		t.Fatalf("install: %+v", r)
+	}
+	before := git(t, root, "rev-parse", "main")
+	for _, command := range []string{
+		"C=$(git commit-tree HEAD^{tree} -p HEAD -m x) && git update-ref refs/heads/main $C",
+		"C=$(git commit-tree HEAD^{tree} -p HEAD -m x) && git checkout -q -B main $C",
+		"echo x >> README.md && git commit -qn -am x",
+	} {
+		out, code := runAgentBash(t, root, command)
+		if code == 0 || !strings.Contains(out, "DES-BRANCH-PROTECTED") {
+			t.Errorf("%s: exit %d, want DES-BRANCH-PROTECTED:\n%s", command, code, out)
+		}
+		if got := git(t, root, "rev-parse", "main"); got != before {
+			t.Errorf("%s: main moved", command)
+		}
+		git(t, root, "checkout", "-q", "--", "README.md")
+	}
+	// The workflow branch gets a commit of its own (no guard refuses it
+	// here: the test's workflow is in its last phase only for main), then
+	// main takes it by merging.
+	git(t, root, "checkout", "-q", workflowBranch)
+	writeFile(t, root, "feature.txt", "done\n")
+	git(t, root, "add", "feature.txt")
+	if out, code := gitRun(t, root, "-c", "core.hooksPath=/dev/null", "commit", "-qm", "feature"); code != 0 {
+		t.Fatalf("commit on the workflow branch: %s", out)
+	}
+	git(t, root, "checkout", "-q", "main")
+	if out, code := runAgentBash(t, root, "git merge -q --ff-only "+workflowBranch); code != 0 {
+		t.Errorf("a fast-forward of main to the workflow branch was refused:\n%s", out)
+	}
 }
