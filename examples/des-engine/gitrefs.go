@@ -360,6 +360,20 @@ func (h *hookEnv) judgeRefMoves(ctx context.Context, ev *Event, top string, move
 	if err != nil {
 		return "", err
 	}
+	// The branch guard, as the hook would have asked it.
+	if eerr == nil {
+		branches, err := gate.CommitsOnBranches(ctx, top, moves, before)
+		if err != nil {
+			return "", err
+		}
+		br, err := eng.CheckRefBranches(ctx, top, branches)
+		if err != nil && (!errors.Is(err, gate.ErrNotRecorded) || !br.Denied()) {
+			return "", err
+		}
+		if br.Denied() {
+			return br.Reason(), nil
+		}
+	}
 	files, _ := gate.PreCommit{Root: h.root}.InProject(res.Files)
 	if len(files) > 0 && eerr != nil {
 		return "", eerr

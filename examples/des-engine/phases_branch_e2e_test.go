@@ -309,3 +309,26 @@ func TestPhasesBranchGuardOnRefMoves(t *testing.T) {
 		t.Errorf("a fast-forward of main to the workflow branch was refused:\n%s", out)
 	}
 }
+
+// The same with git's hooks switched off in a way the Bash guard cannot
+// read (a script): the check after the call moves main back.
+func TestPhasesBranchGuardRefCheckAfterBash(t *testing.T) {
+	t.Parallel()
+	root := branchRepo(t, "main")
+	withWorkflow(t, root, workflowState(featurePhases, 5))
+	if r := runIn(t, root, nil, "precommit", "--install", "--command", hookBin); r.code != 0 {
+		t.Fatalf("install: %+v", r)
+	}
+	before := git(t, root, "rev-parse", "main")
+	script := filepath.Join(t.TempDir(), "land.sh")
+	if err := os.WriteFile(script, []byte("C=$(git commit-tree HEAD^{tree} -p HEAD -m x) && git -c core.hooksPath=/dev/null update-ref refs/heads/main $C\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := agentBash(t, root, root, "sh "+script)
+	if !strings.Contains(a.reason, "DES-BRANCH-PROTECTED") {
+		t.Errorf("after the call: %q (deny %q); want DES-BRANCH-PROTECTED", a.reason, a.deny)
+	}
+	if got := git(t, root, "rev-parse", "main"); got != before {
+		t.Errorf("main was not moved back")
+	}
+}
