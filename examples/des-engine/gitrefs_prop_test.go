@@ -1,13 +1,18 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/deterministic-exec/des/internal/statedir"
 	"github.com/deterministic-exec/des/internal/testenv"
 )
 
@@ -41,6 +46,10 @@ func TestGitRefsProperty(t *testing.T) {
 			root := refProject(t)
 			branches := []string{"master"}
 			commitTree := "C=$(git commit-tree $(git write-tree) -p HEAD -m ct)"
+			// The contents of the step the work tree held when a git
+			// command ran: what des must never lose. (A content the author
+			// overwrote with their own next write is theirs to drop.)
+			wrote := map[string]bool{finished: true}
 			ops := []func() string{
 				func() string { writeFile(t, root, stepPath, unfinished); return "write unfinished" },
 				func() string { writeFile(t, root, stepPath, finished); return "write finished" },
@@ -68,11 +77,31 @@ func TestGitRefsProperty(t *testing.T) {
 				op := ops[rng.IntN(len(ops))]()
 				log = append(log, op)
 				if !strings.HasPrefix(op, "write ") {
+					if data, err := os.ReadFile(filepath.Join(root, stepPath)); err == nil {
+						wrote[string(data)] = true
+					}
 					agentBash(t, root, root, op)
 				}
 				if bad := landedUnfinished(t, root, unfinished); len(bad) > 0 {
 					t.Fatalf("seed %d: after\n  %s\n%v hold the unfinished step (DES_GITREFS_SEED=%d replays it)", seed, strings.Join(log, "\n  "), bad, seed)
 				}
+			}
+			// Nothing is lost: every content the step held is on disk, in
+			// git's object store, or among des's kept copies.
+			for content := range wrote {
+				if onDisk := fileText(t, root, stepPath) == content; onDisk {
+					continue
+				}
+				blob := strings.TrimSpace(runGitStdin(t, root, content, "hash-object", "--stdin"))
+				if _, code := gitRun(t, root, "cat-file", "-e", blob); code == 0 {
+					continue
+				}
+				sum := sha256.Sum256([]byte(content))
+				kept := filepath.Join(statedir.For(root, envMap(envToMap(cleanEnviron())).lookup), "integrity", "kept", hex.EncodeToString(sum[:]))
+				if _, err := os.Stat(kept); err == nil {
+					continue
+				}
+				t.Errorf("seed %d: a content of the step is lost (not on disk, in git or kept) after\n  %s", seed, strings.Join(log, "\n  "))
 			}
 			// An honest commit of a finished step still lands.
 			runAgentBash(t, root, "git checkout -q -B honest master")
@@ -94,4 +123,17 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// runGitStdin runs git in dir with stdin, returning its output.
+func runGitStdin(t *testing.T, dir, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = cleanEnviron()
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+	}
+	return string(out)
 }
