@@ -56,7 +56,9 @@ func TestGitRefsProperty(t *testing.T) {
 				func() string { return "git add -A && git commit -qm c" },
 				func() string { return "git add -A && git commit -qn -m n" },
 				func() string { return "git -c core.hooksPath=/dev/null commit -qam off" },
-				func() string { return "git add -A && " + commitTree + " && git update-ref refs/heads/" + pick(rng, branches) + " $C" },
+				func() string {
+					return "git add -A && " + commitTree + " && git update-ref refs/heads/" + pick(rng, branches) + " $C"
+				},
 				func() string { return "git add -A && " + commitTree + " && git reset -q --soft $C" },
 				func() string {
 					b := "b" + strconv.Itoa(rng.IntN(4))
@@ -69,7 +71,9 @@ func TestGitRefsProperty(t *testing.T) {
 				func() string { return "git stash -q" },
 				func() string { return "git stash pop -q" },
 				func() string { return "git update-ref refs/heads/" + pick(rng, branches) + " $(git stash create)" },
-				func() string { return "git tag -f t" + strconv.Itoa(rng.IntN(3)) + " $(git stash create || git rev-parse HEAD)" },
+				func() string {
+					return "git tag -f t" + strconv.Itoa(rng.IntN(3)) + " $(git stash create || git rev-parse HEAD)"
+				},
 				func() string { return "git reset -q --hard " + pick(rng, branches) },
 			}
 			var log []string
