@@ -263,7 +263,14 @@ func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
 	}
 	cctx, cancel := context.WithTimeout(ctx, integrityBudget)
 	gitCmds := gitCommands(ev)
-	rep, err := c.EndCall(cctx, integrity.Call{ID: ev.ToolUseID, StillRunning: runsOn(ev), GitCommands: gitCmds})
+	call := integrity.Call{ID: ev.ToolUseID, StillRunning: runsOn(ev), GitCommands: gitCmds}
+	if ev.ToolName == toolBash {
+		// A document git checked out is taken only from a commit des
+		// judged: not one made with git's hooks off, which the ref check
+		// after this moves back.
+		call.TrustHead = func(ctx context.Context, commit string) bool { return h.headTrusted(ctx, ev, commit) }
+	}
+	rep, err := c.EndCall(cctx, call)
 	cancel()
 	if len(rep.Synced) > 0 {
 		h.recordGitSync(ctx, ev, gitCmds, rep)

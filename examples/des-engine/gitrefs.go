@@ -349,6 +349,50 @@ func (h *hookEnv) checkRefs(ctx context.Context, ev *Event) (string, string) {
 // judgeRefMoves is Gate 3 on what moves bring in, recorded with source
 // ref-check: the violations, "" when it passes.
 func (h *hookEnv) judgeRefMoves(ctx context.Context, ev *Event, top string, moves []gate.RefUpdate, before gate.RefSnapshot) (string, error) {
+	key := top + "\x00" + fmt.Sprint(moves)
+	if v, ok := h.refVerdicts[key]; ok {
+		return v.reason, v.err
+	}
+	reason, err := h.judgeRefMovesOnce(ctx, ev, top, moves, before)
+	if h.refVerdicts == nil {
+		h.refVerdicts = map[string]refVerdict{}
+	}
+	h.refVerdicts[key] = refVerdict{reason, err}
+	return reason, err
+}
+
+// headTrusted tells the effect check whether the commit HEAD points to
+// after a Bash call is one des judged: no branch or tag the call moved
+// brings in what Gate 3 or the branch guard refuses (the ref check after
+// the call moves such a ref back). Without a record of the refs before the
+// call there is nothing to judge the call's moves by: trusted.
+func (h *hookEnv) headTrusted(ctx context.Context, ev *Event, commit string) bool {
+	raw, err := os.ReadFile(h.refSnapshotFile(ev.ToolUseID))
+	if err != nil {
+		return true
+	}
+	var snaps map[string]gate.RefSnapshot
+	if json.Unmarshal(raw, &snaps) != nil {
+		return true
+	}
+	for top, before := range snaps {
+		now, err := gate.Refs(ctx, top)
+		if err != nil {
+			return false
+		}
+		moved := before.Moves(now)
+		if len(moved) == 0 {
+			continue
+		}
+		if reason, err := h.judgeRefMoves(ctx, ev, top, moved, before); err != nil || reason != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// judgeRefMovesOnce is judgeRefMoves without the memory.
+func (h *hookEnv) judgeRefMovesOnce(ctx context.Context, ev *Event, top string, moves []gate.RefUpdate, before gate.RefSnapshot) (string, error) {
 	// With a bad setting, the default globs say whether des is in charge:
 	// a move that brings in no step file is not held up by it.
 	eng, eerr := h.engine(ctx)

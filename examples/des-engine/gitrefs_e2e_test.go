@@ -274,3 +274,30 @@ func TestE2EGitRefInstallLeavesForeignHook(t *testing.T) {
 		}
 	}
 }
+
+// A step written with Bash around the guard and committed with git's hooks
+// off in a spelling the Bash guard cannot read: the check after the call
+// moves the branch back, and the effect check does not take the forged
+// step as git's honest change (its commit was not judged): the work tree
+// gets the step back as it was, and the forged content is kept.
+func TestE2EGitRefBypassedCommitIsNoGitSync(t *testing.T) {
+	root := refProject(t)
+	before := fileText(t, root, stepPath)
+	head := git(t, root, "rev-parse", "HEAD")
+	agentBash(t, root, root, "true") // des records its baseline
+	script := filepath.Join(t.TempDir(), "land.sh")
+	forged := strings.ReplaceAll(finishedStep(t, "IN_PROGRESS"), "\n", "\\n")
+	if err := os.WriteFile(script, []byte("printf '"+forged+"' > "+stepPath+" && git -c core.hooksPath=/dev/null commit -qam forged\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := agentBash(t, root, root, "sh "+script)
+	if got := git(t, root, "rev-parse", "HEAD"); got != head {
+		t.Errorf("the branch was not moved back: %s -> %s (%s)", head, got, a.reason)
+	}
+	if got := fileText(t, root, stepPath); got != before {
+		t.Errorf("the forged step stayed in the work tree:\n%s\npost: %s", got, a.reason)
+	}
+	if !strings.Contains(a.reason, "DES-INTEGRITY") {
+		t.Errorf("the model was not told the step was undone: %q", a.reason)
+	}
+}

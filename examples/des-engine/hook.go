@@ -104,6 +104,16 @@ type hookEnv struct {
 	exe         string             // this executable, to tell DES's hook entries
 	baselines   *integrity.BaselineCache
 	self        string // /proc/self in the event's paths is this directory ("" this process's)
+
+	// refVerdicts keeps the judgment of a call's ref moves (by repository
+	// and moves): the effect check asks it to trust HEAD, then the ref
+	// check acts on it, judged and recorded once.
+	refVerdicts map[string]refVerdict
+}
+
+type refVerdict struct {
+	reason string
+	err    error
 }
 
 func newHookEnv(root, event string, lookupEnv func(string) (string, bool), logger *slog.Logger, stderr io.Writer) *hookEnv {

@@ -66,6 +66,12 @@ type Call struct {
 	// GitRuns); one of GitRewriting lets a guarded document git rewrote be
 	// taken even when HEAD did not move.
 	GitCommands []string
+	// TrustHead, when set, says whether the commit HEAD points to after the
+	// call is one des judged (it landed through git's hooks, or the check
+	// of the call's ref moves passes it): only then is a document equal to
+	// its content in that commit taken. A commit made with git's hooks off
+	// is not, and its content is undone like any write around the guard.
+	TrustHead func(ctx context.Context, commit string) bool
 }
 
 func (call Call) rewrites() bool {
@@ -237,14 +243,27 @@ func (c *Checker) judgeGit(ctx context.Context, m *manifest, call Call, ds []*de
 	if err != nil {
 		return head, err
 	}
+	trusted := func() bool { return true }
+	if call.TrustHead != nil {
+		var once *bool
+		trusted = func() bool {
+			if once == nil {
+				ok := call.TrustHead(ctx, head.Commit)
+				once = &ok
+			}
+			return *once
+		}
+	}
 	for _, d := range ds {
 		switch {
 		case d.now.Type == typeAbsent:
-			if _, ok := files[d.key]; !ok {
+			if _, ok := files[d.key]; !ok && trusted() {
 				d.syncedHow = "head"
 			}
 		case holds(files, d.key, d.data):
-			d.syncedHow = "head"
+			if trusted() {
+				d.syncedHow = "head"
+			}
 		case c.setAside(d.key, d.now.SHA256):
 			d.syncedHow = "set_aside"
 		}
