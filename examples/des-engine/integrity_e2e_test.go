@@ -529,3 +529,36 @@ func TestE2EUserClaudeSettingsWrite(t *testing.T) {
 		}
 	}
 }
+
+// One file des cannot read (17 MiB in .des/runs) written in the same call
+// as a forged workflow state does not stop the undo: the state is restored
+// and the poison file removed; and a poison file left between calls does
+// not make every later call DES-INTERNAL.
+func TestE2EPoisonFileDoesNotStopTheUndo(t *testing.T) {
+	root := effProject(t)
+	good := fileText(t, root, ".isdlc/state.json")
+	begin(t, root)
+	cmd := "head -c 17825792 /dev/zero > .des/runs/poison.json; echo '{}' > .isdlc/state.json"
+	runHookProcess(t, root, nil, effBashEvent(root, "PreToolUse", "toolu_p", "python3 x"))
+	sh(t, root, cmd)
+	post := readAfter(t, runHookProcess(t, root, nil, effBashEvent(root, "PostToolUse", "toolu_p", "python3 x")))
+	if !strings.Contains(post.Reason, "DES-INTEGRITY") || strings.Contains(post.Reason, "DES-INTERNAL") {
+		t.Fatalf("PostToolUse: %+v", post)
+	}
+	if got := fileText(t, root, ".isdlc/state.json"); got != good {
+		t.Errorf("the forged state stayed: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".des", "runs", "poison.json")); !os.IsNotExist(err) {
+		t.Errorf("the poison file stayed: %v", err)
+	}
+	// Left between calls: the next call starts, and its check removes it.
+	sh(t, root, "head -c 17825792 /dev/zero > .des/runs/poison2.json")
+	pre := runHookProcess(t, root, nil, effBashEvent(root, "PreToolUse", "toolu_q", "ls"))
+	if strings.Contains(pre.stdout, "DES-INTERNAL") {
+		t.Fatalf("a poison file between calls: PreToolUse %s", pre.stdout)
+	}
+	runHookProcess(t, root, nil, effBashEvent(root, "PostToolUse", "toolu_q", "ls"))
+	if _, err := os.Stat(filepath.Join(root, ".des", "runs", "poison2.json")); !os.IsNotExist(err) {
+		t.Errorf("the poison file left between calls stayed: %v", err)
+	}
+}

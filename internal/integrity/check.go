@@ -360,7 +360,12 @@ func (c *Checker) snapshot(key, kind string, s stat) (*entry, []byte, error) {
 	}
 	data, err := read(c.abs(key))
 	if err != nil {
-		return nil, nil, fmt.Errorf("integrity: %w", err)
+		// A file des cannot read (larger than any of its files, say) is
+		// a change like any other, undone with the rest: one poison file
+		// must not stop the undo of the others.
+		c.logger.Warn("integrity: a watched file cannot be read; taken as changed", "path", key, "err", err)
+		e.SHA256 = unreadableSum
+		return e, nil, nil
 	}
 	e.SHA256 = hashOf(data)
 	if kind == KindClaudeSettings || kind == KindGitConfig {
@@ -368,6 +373,10 @@ func (c *Checker) snapshot(key, kind string, s stat) (*entry, []byte, error) {
 	}
 	return e, data, nil
 }
+
+// unreadableSum stands for the content of a file des could not read: it
+// equals no real content's hash.
+const unreadableSum = "unreadable"
 
 // beforeRestore, when set (by a test), runs before each restore.
 var beforeRestore func(key string)

@@ -433,7 +433,9 @@ func (c *Checker) refresh(ctx context.Context, w *Watch, full bool) error {
 	for _, p := range configs {
 		e, err := c.observe(c.key(p), KindGitConfig, "")
 		if err != nil {
-			return err
+			if e = c.unreadable(old, c.key(p), err); e == nil {
+				continue
+			}
 		}
 		m.Entries[c.key(p)] = e
 	}
@@ -470,7 +472,9 @@ func (c *Checker) refresh(ctx context.Context, w *Watch, full bool) error {
 		}
 		e, err := c.observe(t.key, t.kind, t.tree)
 		if err != nil {
-			return err
+			if e = c.unreadable(old, t.key, err); e == nil {
+				continue
+			}
 		}
 		e.Keep = t.keep
 		if e.Type == typeAbsent && !e.Keep {
@@ -492,6 +496,21 @@ func (c *Checker) refresh(ctx context.Context, w *Watch, full bool) error {
 		return err
 	}
 	c.collect(m)
+	return nil
+}
+
+// unreadable is what a new baseline records for a file it could not read
+// (too large, say): the last good entry when there is one, so that the
+// next check puts the good content back; else nothing, so that the next
+// check finds the file new and removes it. A file des cannot read is never
+// taken as good, and never stops the baseline of the others.
+func (c *Checker) unreadable(old *manifest, key string, err error) *entry {
+	c.logger.Warn("integrity: a watched file cannot be read; not taken as good", "path", key, "err", err)
+	if old != nil {
+		if e, ok := old.Entries[key]; ok {
+			return e
+		}
+	}
 	return nil
 }
 
