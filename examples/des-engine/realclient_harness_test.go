@@ -256,46 +256,41 @@ func installSettings(t *testing.T, root string) map[string]map[string]any {
 	return files
 }
 
-// setHookCommand points every hook entry at command.
-func setHookCommand(settings map[string]any, command string) {
+// eachHookGroup calls f on every matcher group of a settings file's hooks.
+func eachHookGroup(settings map[string]any, f func(group map[string]any)) {
 	hooks, _ := settings["hooks"].(map[string]any)
 	for _, v := range hooks {
-		for _, m := range v.([]any) {
-			for _, h := range m.(map[string]any)["hooks"].([]any) {
-				h.(map[string]any)["command"] = command
-			}
+		groups, _ := v.([]any)
+		for _, g := range groups {
+			f(g.(map[string]any))
 		}
 	}
 }
 
+// setHookCommand points every hook entry at command.
+func setHookCommand(settings map[string]any, command string) {
+	eachHookGroup(settings, func(g map[string]any) {
+		for _, h := range g["hooks"].([]any) {
+			h.(map[string]any)["command"] = command
+		}
+	})
+}
+
 // setHookTimeout sets every hook entry's timeout, in seconds.
 func setHookTimeout(settings map[string]any, seconds int) {
-	hooks, _ := settings["hooks"].(map[string]any)
-	for _, v := range hooks {
-		if v == nil {
-			continue
+	eachHookGroup(settings, func(g map[string]any) {
+		for _, h := range g["hooks"].([]any) {
+			h.(map[string]any)["timeout"] = seconds
 		}
-		for _, m := range v.([]any) {
-			for _, h := range m.(map[string]any)["hooks"].([]any) {
-				h.(map[string]any)["timeout"] = seconds
-			}
-		}
-	}
+	})
 }
 
 // addRecorder adds a hook that appends each event to a file beside every
 // hook entry des installed.
 func addRecorder(settings map[string]any, command string) {
-	hooks, _ := settings["hooks"].(map[string]any)
-	for _, v := range hooks {
-		if v == nil {
-			continue
-		}
-		for _, m := range v.([]any) {
-			mm := m.(map[string]any)
-			mm["hooks"] = append(mm["hooks"].([]any), map[string]any{"type": "command", "command": command})
-		}
-	}
+	eachHookGroup(settings, func(g map[string]any) {
+		g["hooks"] = append(g["hooks"].([]any), map[string]any{"type": "command", "command": command})
+	})
 }
 
 func writeJSONFile(t *testing.T, path string, v any) {
