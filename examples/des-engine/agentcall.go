@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,8 +11,23 @@ import (
 
 // agentCallEnv are variables Claude Code (2.1) sets in the environment of
 // every command its tools run (the Bash tool's shell, hooks, MCP servers)
-// and of its child sessions, and that a terminal of the user's own lacks.
-var agentCallEnv = []string{"CLAUDECODE", "CLAUDE_CODE_CHILD_SESSION"}
+// and of its child sessions, and that a terminal of the user's own lacks:
+// CLAUDECODE=1, CLAUDE_CODE_ENTRYPOINT (how it was started: cli, sdk-ts,
+// ...), CLAUDE_CODE_CHILD_SESSION.
+var agentCallEnv = []string{"CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_CHILD_SESSION"}
+
+// insideClaudeCode reports whether this process runs inside Claude Code (a
+// tool call or a hook), and the variable that says so with its value. An
+// agent can unset them (env -u): insideAgentCall also asks the in-flight
+// records, and the effect check undoes what such a run changes.
+func insideClaudeCode(lookupEnv func(string) (string, bool)) (name, value string, ok bool) {
+	for _, k := range agentCallEnv {
+		if v, set := lookupEnv(k); set && strings.TrimSpace(v) != "" {
+			return k, v, true
+		}
+	}
+	return "", "", false
+}
 
 // insideAgentCall says why a person's command (one whose run must not count when
 // the agent makes it: a resolution, accepting des's files, adopting the
@@ -24,33 +37,17 @@ var agentCallEnv = []string{"CLAUDECODE", "CLAUDE_CODE_CHILD_SESSION"}
 // which an agent cannot unset: its own call is one of them). root "" looks
 // at every project of the user.
 func insideAgentCall(lookupEnv func(string) (string, bool), root string, now time.Time) string {
-	for _, k := range agentCallEnv {
-		if v, ok := lookupEnv(k); ok && v != "" {
-			return fmt.Sprintf("%s=%s is set: Claude Code sets it for the commands its tools run", k, v)
-		}
+	if k, v, ok := insideClaudeCode(lookupEnv); ok {
+		return fmt.Sprintf("%s=%s is set: Claude Code sets it for the commands its tools run", k, v)
 	}
 	running := integrity.CallsRunning(statedir.Base(lookupEnv), now)
 	if root != "" {
-		running = projectCallsRunning(statedir.For(root, lookupEnv), now)
+		running = integrity.ProjectCallsRunning(statedir.For(root, lookupEnv), now)
 	}
 	if len(running) > 0 {
 		return fmt.Sprintf("tool calls are running (%s; each counts until its PostToolUse, or until %s after it started)", strings.Join(running, ", "), integrity.InFlightLifetime)
 	}
 	return ""
-}
-
-// projectCallsRunning lists the tool calls recorded as running in the
-// project whose state directory is dir (integrity.CallsRunning's records:
-// a record's modification time is when it expires).
-func projectCallsRunning(dir string, now time.Time) []string {
-	recs, _ := filepath.Glob(filepath.Join(dir, "integrity", "inflight", "*"))
-	var out []string
-	for _, r := range recs {
-		if fi, err := os.Lstat(r); err == nil && now.Before(fi.ModTime()) {
-			out = append(out, filepath.Base(r))
-		}
-	}
-	return out
 }
 
 // refuseAgentCall prints why cmd is refused inside an agent's call (of

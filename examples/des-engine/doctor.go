@@ -364,13 +364,9 @@ func isDESHookCommand(command, root string, lookupEnv func(string) (string, bool
 // des-engine beside it; ok is false when all is well.
 func binaryFinding(h ccsettings.Hook, root string, lookupEnv func(string) (string, bool)) (finding, bool) {
 	words, _ := shellWords(h.Command)
-	word := words[0]
-	for _, v := range []string{"${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR"} {
-		word = strings.ReplaceAll(word, v, root)
-	}
-	if rest, ok := strings.CutPrefix(word, "~/"); ok {
-		home, _ := lookupEnv("HOME")
-		word = filepath.Join(home, rest)
+	word := expandProgramWord(words[0], root, lookupEnv)
+	if word == "" {
+		word = words[0] // ~/ without a HOME: reported as missing below
 	}
 	path := word
 	if !strings.ContainsAny(word, `/\`) {

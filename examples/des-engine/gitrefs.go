@@ -282,16 +282,10 @@ func postToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
 // store and the reflog: nothing is lost). It returns the reason for the
 // model and the message for the user, "" when nothing was moved back.
 func (h *hookEnv) checkRefs(ctx context.Context, ev *Event) (string, string) {
-	path := h.refSnapshotFile(ev.ToolUseID)
-	raw, err := os.ReadFile(path)
-	if err != nil {
+	snaps, ok := h.refSnapshots(ev.ToolUseID)
+	_ = os.Remove(h.refSnapshotFile(ev.ToolUseID)) // read once: this call's check is the last
+	if !ok {
 		return "", "" // no snapshot: not a Bash call des saw start, or not a repository
-	}
-	_ = os.Remove(path)
-	var snaps map[string]gate.RefSnapshot
-	if err := json.Unmarshal(raw, &snaps); err != nil {
-		h.logger.Warn("hook: the branches and tags recorded before the call do not read", "err", err)
-		return "", ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, integrityBudget)
 	defer cancel()
@@ -367,12 +361,8 @@ func (h *hookEnv) judgeRefMoves(ctx context.Context, ev *Event, top string, move
 // the call moves such a ref back). Without a record of the refs before the
 // call there is nothing to judge the call's moves by: trusted.
 func (h *hookEnv) headTrusted(ctx context.Context, ev *Event, commit string) bool {
-	raw, err := os.ReadFile(h.refSnapshotFile(ev.ToolUseID))
-	if err != nil {
-		return true
-	}
-	var snaps map[string]gate.RefSnapshot
-	if json.Unmarshal(raw, &snaps) != nil {
+	snaps, ok := h.refSnapshots(ev.ToolUseID)
+	if !ok {
 		return true
 	}
 	for top, before := range snaps {
@@ -389,6 +379,22 @@ func (h *hookEnv) headTrusted(ctx context.Context, ev *Event, commit string) boo
 		}
 	}
 	return true
+}
+
+// refSnapshots reads the branches and tags beginRefs recorded before the
+// call, by repository; ok is false when there is no record (not a Bash call
+// des saw start, or no repository) or it does not read.
+func (h *hookEnv) refSnapshots(toolUseID string) (map[string]gate.RefSnapshot, bool) {
+	raw, err := os.ReadFile(h.refSnapshotFile(toolUseID))
+	if err != nil {
+		return nil, false
+	}
+	var snaps map[string]gate.RefSnapshot
+	if err := json.Unmarshal(raw, &snaps); err != nil {
+		h.logger.Warn("hook: the branches and tags recorded before the call do not read", "err", err)
+		return nil, false
+	}
+	return snaps, true
 }
 
 // judgeRefMovesOnce is judgeRefMoves without the memory.

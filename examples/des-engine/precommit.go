@@ -217,7 +217,7 @@ func writtenByDES(script []byte) bool {
 }
 
 func installPreCommit(ctx context.Context, e env, command string) int {
-	if name, ok := insideClaudeCode(e.lookupEnv); ok {
+	if name, _, ok := insideClaudeCode(e.lookupEnv); ok {
 		// The hook is what judges the agent's commits: the agent does not
 		// choose the binary it runs, nor the root it pins.
 		fmt.Fprintf(e.stderr, "des-hook precommit: --install is refused inside Claude Code (%s is set): the pre-commit hook judges the agent's commits, so a person installs it, from a terminal\n", name)
@@ -409,22 +409,4 @@ func gitHookEnv(lookupEnv func(string) (string, bool), root, stateDir string) fu
 		}
 		return lookupEnv(name)
 	}
-}
-
-// agentVars are the variables Claude Code sets in the environment of the
-// commands its Bash tool runs and of its hooks (CLAUDECODE=1, and
-// CLAUDE_CODE_ENTRYPOINT, how it was started: cli, sdk-ts, ...).
-var agentVars = []string{"CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT"}
-
-// insideClaudeCode reports whether this process runs inside Claude Code (a tool
-// call or a hook), and the variable that says so. An agent can unset them
-// (env -u); what stops it then is the effect check, which undoes a hook
-// that does not run DES.
-func insideClaudeCode(lookupEnv func(string) (string, bool)) (string, bool) {
-	for _, name := range agentVars {
-		if v, ok := lookupEnv(name); ok && strings.TrimSpace(v) != "" {
-			return name, true
-		}
-	}
-	return "", false
 }

@@ -170,6 +170,24 @@ func sameFile(a, b string) bool {
 	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
 }
 
+// expandProgramWord is a hook command's program word as the shell Claude
+// Code runs it would see it: $CLAUDE_PROJECT_DIR (root) and a leading ~/
+// (HOME) expanded; "" when ~/ cannot be (no absolute HOME). A bare name is
+// left for PATH.
+func expandProgramWord(word, root string, lookupEnv func(string) (string, bool)) string {
+	for _, v := range []string{"${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR"} {
+		word = strings.ReplaceAll(word, v, root)
+	}
+	if rest, ok := strings.CutPrefix(word, "~/"); ok {
+		home, _ := lookupEnv("HOME")
+		if !filepath.IsAbs(home) {
+			return ""
+		}
+		word = filepath.Join(home, rest)
+	}
+	return word
+}
+
 // commandWordRunsExe reports whether a command's program word runs exe:
 // $CLAUDE_PROJECT_DIR and a leading ~/ expanded, a bare name looked up on
 // PATH (a hook command "des-hook" runs whatever PATH finds).
@@ -177,15 +195,8 @@ func commandWordRunsExe(word, exe, root string, lookupEnv func(string) (string, 
 	if exe == "" || word == "" {
 		return false
 	}
-	for _, v := range []string{"${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR"} {
-		word = strings.ReplaceAll(word, v, root)
-	}
-	if rest, ok := strings.CutPrefix(word, "~/"); ok {
-		home, _ := lookupEnv("HOME")
-		if !filepath.IsAbs(home) {
-			return false
-		}
-		word = filepath.Join(home, rest)
+	if word = expandProgramWord(word, root, lookupEnv); word == "" {
+		return false
 	}
 	if !strings.ContainsAny(word, `/\`) {
 		if word = lookPathIn(word, lookupEnv); word == "" {

@@ -25,6 +25,8 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+
+	"github.com/deterministic-exec/des/internal/fileio"
 )
 
 // Scopes of a settings layer, lowest precedence first.
@@ -142,7 +144,7 @@ func managedLayers(dir string) []Layer {
 
 func read(scope, path string) Layer {
 	l := Layer{Scope: scope, Path: path}
-	f, err := os.Open(path)
+	data, err := fileio.ReadBounded(path, maxSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return l
 	}
@@ -151,15 +153,8 @@ func read(scope, path string) Layer {
 		l.Err = err
 		return l
 	}
-	defer f.Close()
-	buf := make([]byte, maxSize+1)
-	n, _ := readFull(f, buf)
-	if n > maxSize {
-		l.Err = fmt.Errorf("larger than %d MiB", maxSize>>20)
-		return l
-	}
 	var doc map[string]any
-	if err := json.Unmarshal(buf[:n], &doc); err != nil {
+	if err := json.Unmarshal(data, &doc); err != nil {
 		l.Err = fmt.Errorf("not valid JSON: %w", err)
 		return l
 	}
@@ -169,18 +164,6 @@ func read(scope, path string) Layer {
 	}
 	l.Doc = doc
 	return l
-}
-
-func readFull(f *os.File, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := f.Read(buf[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 // A Hook is one command hook entry of one layer.

@@ -643,14 +643,26 @@ func (c *Checker) unmark(id string) {
 // root or audit directory it was pointed at, since the agent's own call
 // is always one of them.
 func CallsRunning(base string, now time.Time) []string {
-	recs, _ := filepath.Glob(filepath.Join(base, "projects", "*", "integrity", "inflight", "*"))
+	return callsRunning(filepath.Join(base, "projects", "*", "integrity", "inflight", "*"), now, func(r string) string {
+		return filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(r)))) + "/" + filepath.Base(r)
+	})
+}
+
+// ProjectCallsRunning is CallsRunning for one project, whose state
+// directory is dir: the tool_use_ids of its calls recorded as running.
+func ProjectCallsRunning(dir string, now time.Time) []string {
+	return callsRunning(filepath.Join(dir, "integrity", "inflight", "*"), now, filepath.Base)
+}
+
+// callsRunning names the in-flight records the pattern matches that have
+// not expired (a record's modification time is when it expires).
+func callsRunning(pattern string, now time.Time, name func(string) string) []string {
+	recs, _ := filepath.Glob(pattern)
 	var out []string
 	for _, r := range recs {
-		fi, err := os.Lstat(r)
-		if err != nil || !now.Before(fi.ModTime()) { // the time is when the record expires
-			continue
+		if fi, err := os.Lstat(r); err == nil && now.Before(fi.ModTime()) {
+			out = append(out, name(r))
 		}
-		out = append(out, filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(r))))+"/"+filepath.Base(r))
 	}
 	return out
 }
