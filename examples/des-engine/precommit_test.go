@@ -42,7 +42,7 @@ func finishedStep(t *testing.T, lastStatus string) string {
 
 // gitProject is a git repository (the project root) with an identity of its
 // own and one commit.
-func gitProject(t *testing.T) string {
+func gitProject(t testing.TB) string {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
@@ -64,7 +64,7 @@ func gitProject(t *testing.T) string {
 
 // git runs git in dir; its status is returned, its output is fatal only
 // when the status says so and ok is not wanted.
-func gitRun(t *testing.T, dir string, args ...string) (string, int) {
+func gitRun(t testing.TB, dir string, args ...string) (string, int) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), "git", append([]string{"-C", dir}, args...)...)
 	cmd.Env = cleanEnviron()
@@ -75,7 +75,7 @@ func gitRun(t *testing.T, dir string, args ...string) (string, int) {
 	return string(out), cmd.ProcessState.ExitCode()
 }
 
-func git(t *testing.T, dir string, args ...string) string {
+func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	out, code := gitRun(t, dir, args...)
 	if code != 0 {
@@ -86,7 +86,7 @@ func git(t *testing.T, dir string, args ...string) string {
 
 // runIn runs a subcommand of the built binary in dir with extra
 // environment variables (CLAUDE_PROJECT_DIR is not set unless given).
-func runIn(t *testing.T, dir string, env []string, args ...string) hookRun {
+func runIn(t testing.TB, dir string, env []string, args ...string) hookRun {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), hookBin, args...)
 	cmd.Env = append(cleanEnviron(), env...)
