@@ -380,18 +380,14 @@ func (h *hookEnv) partialFacts(call gate.WriteCall) map[string]any {
 	default:
 		// The user's own Claude Code settings, outside the project:
 		// disableAllHooks there switches des off everywhere.
-		abs := filepath.Clean(call.Path)
-		if r, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-			abs = filepath.Join(r, filepath.Base(abs))
-		}
+		// Compared with links resolved, the file's own included: a
+		// Write through a link to the file writes the file.
+		abs := resolvedPath(filepath.Clean(call.Path))
 		for f, kind := range userFiles(h.lookupEnv) {
 			if kind != integrity.KindClaudeSettings {
 				continue
 			}
-			if r, err := filepath.EvalSymlinks(filepath.Dir(f)); err == nil {
-				f = filepath.Join(r, filepath.Base(f))
-			}
-			if f == abs {
+			if f = resolvedPath(f); f == abs {
 				fact, file = "des_hooks_changed", f
 				facts["user_claude_settings"] = true
 			}
@@ -418,6 +414,18 @@ func (h *hookEnv) partialFacts(call gate.WriteCall) map[string]any {
 	}
 	facts[fact] = changed
 	return facts
+}
+
+// resolvedPath is p with its links resolved: the file's own when it
+// exists, else its directory's.
+func resolvedPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		return filepath.Join(r, filepath.Base(p))
+	}
+	return p
 }
 
 // gitConfigFile is the absolute path of the git config file a project

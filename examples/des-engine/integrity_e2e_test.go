@@ -521,11 +521,19 @@ func TestE2EUserClaudeSettingsWrite(t *testing.T) {
 		`{"model": "x", "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "sh /tmp/agent.sh"}]}]}}`: true,
 		`{"model": "y", "permissions": {"allow": ["Bash(ls)"]}}`:                                                       false,
 	} {
-		ev := writeToolEvent(root, "Write", "x", map[string]any{"content": content})
-		ev["tool_input"].(map[string]any)["file_path"] = path
-		reason := denyReason(t, runHookProcess(t, root, env, ev))
-		if got := strings.Contains(reason, "[DES-PROTECTED-PATH]"); got != deny {
-			t.Errorf("Write %s: reason %q; want deny %v", content, reason, deny)
+		// Directly, and through a link to the file in the project.
+		link := filepath.Join(root, "settings-link.json")
+		_ = os.Remove(link)
+		if err := os.Symlink(path, link); err != nil {
+			t.Fatal(err)
+		}
+		for _, target := range []string{path, link} {
+			ev := writeToolEvent(root, "Write", "x", map[string]any{"content": content})
+			ev["tool_input"].(map[string]any)["file_path"] = target
+			reason := denyReason(t, runHookProcess(t, root, env, ev))
+			if got := strings.Contains(reason, "[DES-PROTECTED-PATH]"); got != deny {
+				t.Errorf("Write %s to %s: reason %q; want deny %v", content, target, reason, deny)
+			}
 		}
 	}
 }
