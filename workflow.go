@@ -41,6 +41,17 @@ func (e *Engine) defaultWorkflow(lookupEnv func(string) (string, bool)) gate.Wor
 		Branch: func(dir, workflowBranch string) map[string]any {
 			return isdlc.Branch(dir, workflowBranch).Facts()
 		},
+		Switches: func(ctx context.Context, cwd string, content []byte) ([]any, error) {
+			sw, err := isdlc.SelectorSwitches(isdlc.Options{Root: e.root, Cwd: cwd, Getenv: lookupEnv}, content)
+			out := make([]any, 0, len(sw))
+			for _, s := range sw {
+				out = append(out, map[string]any{
+					"cwd": s.Cwd, "isdlc_project": s.Env, "from": s.From, "to": s.To,
+					"from_project": s.FromProject, "to_project": s.ToProject, "from_active_workflow": s.FromActive,
+				})
+			}
+			return out, err
+		},
 	}
 }
 

@@ -262,7 +262,7 @@ func (t ToolUse) dynamicWrite(docs DocumentWrite, w shell.Write, p string) map[s
 	for _, set := range []struct {
 		kind  string
 		globs []string
-	}{{KindStep, docs.StepGlobs}, {KindState, docs.StateGlobs}, {KindTaskGraph, docs.Graph.globs()}} {
+	}{{KindStep, docs.StepGlobs}, {KindState, docs.StateGlobs}, {KindTaskGraph, docs.Graph.globs()}, {KindStateSelector, []string{StateSelectorFile}}} {
 		for _, g := range set.globs {
 			gdir, gname := pathpkg.Split(g)
 			gdir = strings.TrimSuffix(gdir, "/")

@@ -20,6 +20,7 @@ import (
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/glob"
+	"github.com/deterministic-exec/des/internal/isdlc"
 	"github.com/deterministic-exec/des/internal/stepdoc"
 	"github.com/deterministic-exec/des/policy"
 	"github.com/deterministic-exec/des/statemachine"
@@ -39,6 +40,9 @@ type WriteCall struct {
 	Edits     []Edit  // Edit (one) or MultiEdit (in order)
 	ToolUseID string
 	SessionID string
+	// Cwd is the event's working directory ("" = the root): in a monorepo
+	// it chooses the project whose workflow state applies.
+	Cwd string
 	// AgentID is the event's agent_id, set when a subagent makes the call;
 	// the audit entries the call causes carry it when not "".
 	AgentID string
@@ -51,7 +55,14 @@ const (
 	// KindTaskGraph is the orchestrator's task graph (setting
 	// task_graph_file): its rules are des.taskgraph's.
 	KindTaskGraph = "task_graph"
+	// KindStateSelector is .isdlc/monorepo.json, which chooses the
+	// workflow state in effect in a monorepo: a write to it is judged by
+	// the state it would switch away from (des.statewrite's selector rule).
+	KindStateSelector = "state_selector"
 )
+
+// StateSelectorFile is the one state selector des reads (KindStateSelector).
+const StateSelectorFile = isdlc.MonorepoFile
 
 // DocumentWrite is the write guard (des.gates.document_write): it judges
 // what a write to a workflow document would produce before it lands.
@@ -141,6 +152,9 @@ func (d DocumentWrite) globKind(rel string) string {
 	if d.Graph.is(rel) {
 		return KindTaskGraph
 	}
+	if rel == StateSelectorFile {
+		return KindStateSelector
+	}
 	return ""
 }
 
@@ -176,6 +190,9 @@ func (d DocumentWrite) kindOf(rel string, incoming func(disk []byte) []byte) (st
 	}
 	if d.Graph.is(rel) {
 		return KindTaskGraph, rel
+	}
+	if rel == StateSelectorFile {
+		return KindStateSelector, rel
 	}
 	return "", rel
 }
@@ -305,6 +322,12 @@ func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) 
 		in["state"] = facts
 	case KindTaskGraph:
 		in["task_graph"] = d.Graph.writeFacts(rel, content, disk)
+	case KindStateSelector:
+		switches, err := d.Workflow.switches(ctx, call.Cwd, content)
+		if err != nil {
+			return res, fmt.Errorf("write guard: %s: %w", rel, err)
+		}
+		in["state_selector"] = map[string]any{"path": rel, "switches": switches}
 	}
 	dec, err := ev.Evaluate(ctx, policy.DocumentWrite, in)
 	if err != nil {

@@ -41,6 +41,24 @@ type Workflow struct {
 	// (absolute), read without starting git: readable, current, detached,
 	// workflow_branch_exists (whether workflowBranch exists as a ref).
 	Branch func(dir, workflowBranch string) map[string]any
+	// Switches tells how replacing the state selector
+	// (.isdlc/monorepo.json) with content would change the state in
+	// effect, for a call made in cwd: one object per place it would change
+	// {cwd, isdlc_project, from, to, from_project, to_project,
+	// from_active_workflow}. nil switches nothing.
+	Switches func(ctx context.Context, cwd string, content []byte) ([]any, error)
+}
+
+// switches is Switches, none when unset.
+func (w Workflow) switches(ctx context.Context, cwd string, content []byte) ([]any, error) {
+	if w.Switches == nil {
+		return []any{}, nil
+	}
+	out, err := w.Switches(ctx, cwd, content)
+	if out == nil {
+		out = []any{}
+	}
+	return out, err
 }
 
 // find returns the workflow facts for cwd, nil when there is no state.

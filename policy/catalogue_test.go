@@ -52,6 +52,7 @@ var extensionCodes = map[string]policy.Severity{
 	"DES-STATE-HANDSHAKE-KEY":    policy.Warn,
 	"DES-STATE-HANDSHAKE-ACTIVE": policy.Warn,
 	"DES-STATE-SHADOW":           policy.Deny,
+	"DES-STATE-SWITCH":           policy.Deny,
 	// Gate 2 could not list the changed files (no git, not a repository).
 	"DES-SCOPE-UNCHECKED": policy.Warn,
 	// Gate 2: the transcript disagrees with Gate 1's record of the run.

@@ -274,7 +274,7 @@ func protectedPaths(cfg des.Config, root, stateDir, witnessDir string, binaries 
 	// them, which covers a step file added there later (a steps directory
 	// made later is covered once settings --write runs again, and by the
 	// effect check meanwhile).
-	guarded := append(append(slices.Clone(cfg.GuardedStateFiles), cfg.GuardedStepFiles...), cfg.TaskGraphFile)
+	guarded := append(append(slices.Clone(cfg.GuardedStateFiles), cfg.GuardedStepFiles...), cfg.TaskGraphFile, gate.StateSelectorFile)
 	var globs []string
 	for _, g := range guarded {
 		if strings.ContainsAny(g, "*?[") {

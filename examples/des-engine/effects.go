@@ -102,8 +102,9 @@ func (h *hookEnv) watched(ctx context.Context) *integrity.Watch {
 		// The task graph is a guarded document like a workflow state: whole
 		// file, restored, a new one removed (DES's wave sync is announced).
 		// So are the phase requirement files inside the project (they
-		// decide what the phase gates require; no tool may write them).
-		StateGlobs: append(append(slices.Clone(cfg.GuardedStateFiles), cfg.TaskGraphFile), requirementFilesIn(h.root, cfg.PhaseRequirementsFiles)...),
+		// decide what the phase gates require; no tool may write them), and
+		// the monorepo file that chooses the state in effect.
+		StateGlobs: append(append(slices.Clone(cfg.GuardedStateFiles), cfg.TaskGraphFile, gate.StateSelectorFile), requirementFilesIn(h.root, cfg.PhaseRequirementsFiles)...),
 		StepGlobs:  cfg.GuardedStepFiles,
 	}
 }

@@ -176,7 +176,7 @@ func writeCall(ev *Event, h *hookEnv) (gate.WriteCall, bool) {
 // readWriteCall is writeCall with the decoding error, for the guard: a
 // call Claude Code may run but des cannot read is denied, not passed.
 func readWriteCall(ev *Event, h *hookEnv) (gate.WriteCall, error) {
-	call := gate.WriteCall{Tool: ev.ToolName, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID}
+	call := gate.WriteCall{Tool: ev.ToolName, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID, Cwd: ev.Cwd}
 	switch ev.ToolName {
 	case toolWrite:
 		in, err := ev.WriteInput()

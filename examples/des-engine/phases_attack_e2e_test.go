@@ -342,3 +342,61 @@ func TestE2EAttackShadowStateDenied(t *testing.T) {
 		t.Errorf("a state file with no active workflow in effect: reason =\n%s", reason)
 	}
 }
+
+// .isdlc/monorepo.json chooses the workflow state in effect: pointing
+// default_project at a forged project state switches every phase guard to
+// it. A Write or Edit that would do so while the state in effect holds an
+// active workflow is denied; one that adds a project no call moves to is
+// not; a Bash write of it is undone like a write of the state.
+func TestE2EAttackMonorepoSwitchDenied(t *testing.T) {
+	root := isdlcProject(t)
+	writeState(t, root, isdlcState())
+	forged := isdlcState()
+	forged["active_workflow"].(map[string]any)["current_phase"] = "08-code-review"
+	data, _ := json.Marshal(forged)
+	writeFile(t, root, ".isdlc/projects/x/state.json", string(data))
+	write := func(content string) map[string]any {
+		return map[string]any{
+			"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_mono",
+			"tool_input": map[string]any{"file_path": filepath.Join(root, ".isdlc", "monorepo.json"), "content": content},
+		}
+	}
+	reason := denyReason(t, runHookProcess(t, root, nil, write(`{"projects": {"x": {"path": "apps/x"}}, "default_project": "x"}`)))
+	if !strings.Contains(reason, "[DES-STATE-SWITCH] this write to .isdlc/monorepo.json would make des read .isdlc/projects/x/state.json (project x) instead of .isdlc/state.json for calls made in the project root") {
+		t.Fatalf("default_project at a forged state: reason =\n%s", reason)
+	}
+	// Calls made in a project's directory count too.
+	reason = denyReason(t, runHookProcess(t, root, nil, write(`{"projects": {"x": {"path": "."}}}`)))
+	if !strings.Contains(reason, "[DES-STATE-SWITCH]") {
+		t.Errorf("a project at the root: reason =\n%s", reason)
+	}
+	// A project whose directory no call is made in, with no state of its
+	// own and no default, switches nothing: allowed.
+	if reason := denyReason(t, runHookProcess(t, root, nil, write(`{"projects": {"web": {"path": "apps/web"}}}`))); reason != "" {
+		// apps/web: a call made there would read .isdlc/state.json either way.
+		t.Errorf("a new project nobody moves to: reason =\n%s", reason)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".isdlc", "monorepo.json")); err == nil {
+		t.Fatal("the hook wrote .isdlc/monorepo.json itself")
+	}
+
+	// Bash may not write it either: denied when the command names it,
+	// undone when it does not.
+	if a := agentBash(t, root, root, `echo '{"default_project": "x", "projects": {"x": {"path": "."}}}' > .isdlc/monorepo.json`); !strings.Contains(a.deny, "[DES-STATE-BASH-WRITE]") {
+		t.Errorf("echo > .isdlc/monorepo.json: deny =\n%s", a.deny)
+	}
+	a := agentBash(t, root, root, `python3 -c 'open(".isdlc/"+"monorepo.json","w").write("{\"default_project\": \"x\", \"projects\": {\"x\": {\"path\": \".\"}}}")'`)
+	if a.deny != "" {
+		t.Fatalf("python3: denied before it ran:\n%s", a.deny)
+	}
+	if !strings.Contains(a.reason, "DES-INTEGRITY") || !strings.Contains(a.reason, ".isdlc/monorepo.json") {
+		t.Errorf("python3 wrote .isdlc/monorepo.json: post reason =\n%s", a.reason)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".isdlc", "monorepo.json")); err == nil {
+		t.Error(".isdlc/monorepo.json written by Bash was left in place")
+	}
+	// The guards still judge by the real state.
+	if reason := denyReason(t, runHookProcess(t, root, nil, phaseAgentEvent(root, "PreToolUse", "qa-engineer", "review"))); !strings.Contains(reason, "[DES-PHASE-OUT-OF-ORDER]") {
+		t.Errorf("after the refused switch: reason =\n%s", reason)
+	}
+}

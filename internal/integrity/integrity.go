@@ -115,7 +115,7 @@ func DefaultWatch() Watch {
 	return Watch{
 		ConfigFile: ".des/config.json",
 		Trees:      []string{".des/policies", ".des/runs", ".des/sessions"},
-		StateGlobs: []string{".des/state.json", ".isdlc/state.json", ".isdlc/projects/*/state.json", ".claude/state/active_task_graph.json"},
+		StateGlobs: []string{".des/state.json", ".isdlc/state.json", ".isdlc/projects/*/state.json", ".isdlc/monorepo.json", ".claude/state/active_task_graph.json"},
 		StepGlobs:  []string{"**/steps/*.json"},
 	}
 }

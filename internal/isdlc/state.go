@@ -40,10 +40,29 @@ type selection struct {
 // skipped: falling back to .isdlc/state.json would judge one project's calls
 // by another's workflow.
 func selectState(root *os.Root, opts Options) selection {
+	return selectWith(root, opts, monorepoOnDisk(root))
+}
+
+// monorepoSource gives .isdlc/monorepo.json's content: present false when
+// the file does not exist.
+type monorepoSource func() (data []byte, present bool, err error)
+
+func monorepoOnDisk(root *os.Root) monorepoSource {
+	return func() ([]byte, bool, error) {
+		if !exists(root, monorepoFile) {
+			return nil, false, nil
+		}
+		data, err := fileio.ReadBoundedIn(root, monorepoFile, MaxStateBytes)
+		return data, true, err
+	}
+}
+
+// selectWith is selectState with monorepo.json's content from mono.
+func selectWith(root *os.Root, opts Options, mono monorepoSource) selection {
 	var sel selection
-	if exists(root, monorepoFile) {
+	if data, present, err := mono(); present {
 		var cfg monorepo
-		cfg, sel.problem, sel.err = readMonorepo(root)
+		cfg, sel.problem, sel.err = parseMonorepo(data, err)
 		if sel.problem == "" {
 			sel.project, sel.projectPath, sel.err = cfg.choose(opts)
 			if sel.err != nil {
@@ -89,8 +108,7 @@ type monorepo struct {
 
 type project struct{ id, path string }
 
-func readMonorepo(root *os.Root) (monorepo, string, error) {
-	data, err := fileio.ReadBoundedIn(root, monorepoFile, MaxStateBytes)
+func parseMonorepo(data []byte, err error) (monorepo, string, error) {
 	if err != nil {
 		return monorepo{}, ProblemUnreadable, fmt.Errorf("%s cannot be read: %w", monorepoFile, err)
 	}

@@ -54,3 +54,10 @@ warn contains v if {
 	input.task_graph
 	some v in data.des.taskgraph.write.warn
 }
+
+# .isdlc/monorepo.json, which chooses the workflow state in effect
+# (input.state_selector).
+deny contains v if {
+	input.state_selector
+	some v in data.des.statewrite.selector_deny
+}
