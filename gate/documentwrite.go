@@ -574,7 +574,7 @@ func (d DocumentWrite) Confirm(ctx context.Context, toolUseID string) (bool, err
 // Confirmation is what PostToolUse found of an allowed write.
 type Confirmation struct {
 	Confirmed bool
-	// Path is the step file whose pending write was not confirmed, and
+	// Path is the step file (or workflow state) whose pending write was not confirmed, and
 	// Mismatch what the file holds instead ("" when confirmed, or when no
 	// step write was pending). Such a write is audited as
 	// WRITE_NOT_CONFIRMED: its phase moves are not in the trail, and Gate
@@ -582,17 +582,20 @@ type Confirmation struct {
 	Path, Mismatch string
 }
 
-// ConfirmResult is Confirm, saying why a pending step write was not
-// confirmed. A step file is taken as holding what was allowed when it
-// holds the same JSON value, whatever its formatting (key order, white
+// ConfirmResult is Confirm, saying why a pending step or workflow-state
+// write was not confirmed. A document is taken as holding what was allowed
+// when it holds the same JSON value, whatever its formatting (key order, white
 // space, a trailing newline): formatter hooks rewrite files after a Write.
 func (d DocumentWrite) ConfirmResult(ctx context.Context, toolUseID string) (Confirmation, error) {
-	kept, err := d.confirmState(ctx, toolUseID)
+	state, err := d.confirmState(ctx, toolUseID)
 	if err != nil {
-		return Confirmation{Confirmed: kept}, err
+		return state, err
 	}
 	c, err := d.confirmSteps(ctx, toolUseID)
-	c.Confirmed = c.Confirmed || kept
+	c.Confirmed = c.Confirmed || state.Confirmed
+	if c.Mismatch == "" {
+		c.Path, c.Mismatch = state.Path, state.Mismatch
+	}
 	return c, err
 }
 

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/filelock"
 	"github.com/deterministic-exec/des/statemachine"
@@ -48,6 +49,9 @@ type pendingState struct {
 	Path   string         `json:"path"`
 	SHA256 string         `json:"sha256"`
 	Seen   map[string]any `json:"seen"`
+	// Document is the content allowed: a formatter hook may rewrite the
+	// file before des's PostToolUse, and the same JSON value confirms.
+	Document json.RawMessage `json:"document,omitempty"`
 }
 
 func (d DocumentWrite) memoryDir() string { return filepath.Join(d.StateDir, "statewrite") }
@@ -91,7 +95,11 @@ func (d DocumentWrite) pendState(ctx context.Context, toolUseID, rel string, con
 		return d.keepSeen(ctx, rel, seen)
 	}
 	sum := sha256.Sum256(content)
-	data, err := json.Marshal(pendingState{Path: rel, SHA256: hex.EncodeToString(sum[:]), Seen: seen})
+	p := pendingState{Path: rel, SHA256: hex.EncodeToString(sum[:]), Seen: seen}
+	if json.Valid(content) {
+		p.Document = content
+	}
+	data, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
@@ -103,32 +111,47 @@ func (d DocumentWrite) pendState(ctx context.Context, toolUseID, rel string, con
 }
 
 // confirmState keeps the memory of an allowed workflow-state write once the
-// file holds exactly the allowed content. It returns whether it did.
-func (d DocumentWrite) confirmState(ctx context.Context, toolUseID string) (bool, error) {
+// file holds the allowed content, formatting aside. It returns whether it
+// did, and otherwise what the file holds instead ("" when no state write
+// was pending), audited as WRITE_NOT_CONFIRMED.
+func (d DocumentWrite) confirmState(ctx context.Context, toolUseID string) (Confirmation, error) {
 	if d.StateDir == "" || !safeID(toolUseID) {
-		return false, nil
+		return Confirmation{}, nil
 	}
 	path := filepath.Join(d.memoryDir(), "pending", toolUseID+".json")
 	raw, err := fileio.ReadBounded(path, maxStateMemory)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return Confirmation{}, nil
 	}
 	if err != nil {
-		return false, err
+		return Confirmation{}, err
 	}
 	defer os.Remove(path)
 	var p pendingState
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return false, fmt.Errorf("write guard: pending record %s: %w", path, err)
+		return Confirmation{}, fmt.Errorf("write guard: pending record %s: %w", path, err)
 	}
 	now, err := readBounded(filepath.Join(d.Root, filepath.FromSlash(p.Path)))
-	if err != nil || now == nil {
-		return false, err
+	if err != nil {
+		return Confirmation{}, err
 	}
-	if sum := sha256.Sum256(now); hex.EncodeToString(sum[:]) != p.SHA256 {
-		return false, nil // the write did not land as allowed
+	mismatch := ""
+	switch sum := sha256.Sum256(now); {
+	case now == nil:
+		mismatch = "the file is gone"
+	case hex.EncodeToString(sum[:]) == p.SHA256:
+	case p.Document == nil:
+		mismatch = "its bytes differ from what was allowed"
+	default:
+		mismatch = jsonDifference(p.Document, now)
 	}
-	return true, d.keepSeen(ctx, p.Path, p.Seen)
+	if mismatch != "" {
+		c := Confirmation{Path: p.Path, Mismatch: mismatch}
+		return c, d.record(ctx, audit.Entry{Event: audit.WriteNotConfirmed, Fields: map[string]any{
+			"state_file": p.Path, "tool_use_id": toolUseID, "what": mismatch,
+		}})
+	}
+	return Confirmation{Confirmed: true}, d.keepSeen(ctx, p.Path, p.Seen)
 }
 
 // keepSeen replaces the memory of rel, under its lock.

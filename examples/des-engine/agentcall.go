@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -40,12 +41,14 @@ func insideAgentCall(lookupEnv func(string) (string, bool), root string, now tim
 	if k, v, ok := insideClaudeCode(lookupEnv); ok {
 		return fmt.Sprintf("%s=%s is set: Claude Code sets it for the commands its tools run", k, v)
 	}
-	running := integrity.CallsRunning(statedir.Base(lookupEnv), now)
+	// Which calls this process belongs to: while only an agent's background
+	// job runs on, a person's terminal belongs to none.
+	running := integrity.CallsRunning(statedir.Base(lookupEnv), os.Getpid(), now)
 	if root != "" {
-		running = integrity.ProjectCallsRunning(statedir.For(root, lookupEnv), now)
+		running = integrity.ProjectCallsRunning(statedir.For(root, lookupEnv), os.Getpid(), now)
 	}
 	if len(running) > 0 {
-		return fmt.Sprintf("tool calls are running (%s; each counts until its PostToolUse, or until %s after it started)", strings.Join(running, ", "), integrity.InFlightLifetime)
+		return fmt.Sprintf("tool calls are running (%s; each counts until its PostToolUse, or, for a command it started, while what it left running runs, or for %s where des cannot see processes)", strings.Join(running, ", "), integrity.InFlightLifetime)
 	}
 	return ""
 }

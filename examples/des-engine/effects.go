@@ -15,6 +15,7 @@ import (
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/integrity"
+	"github.com/deterministic-exec/des/internal/proctree"
 	"github.com/deterministic-exec/des/internal/shell"
 	"github.com/deterministic-exec/des/internal/statedir"
 	"github.com/deterministic-exec/des/policy"
@@ -42,6 +43,10 @@ func (h *hookEnv) checker() *integrity.Checker {
 			Home:      lookupValue(h.lookupEnv, "HOME"),
 			Logger:    h.logger,
 			Cache:     h.baselines,
+			// The calls' processes are found under the hook's parents:
+			// this process, or the warm server's client.
+			Client:      h.clientPID(),
+			OwnBinaries: h.binaries(),
 		})
 	})
 	return h.chk
@@ -195,6 +200,17 @@ func runsOn(ev *Event) bool {
 	return in.Background || detaches().MatchString(in.Command)
 }
 
+// bashCommand is a Bash call's command, "" for other tools.
+func bashCommand(ev *Event) string {
+	var in struct {
+		Command string `json:"command"`
+	}
+	if ev.ToolName != toolBash || ev.toolInput(&in) != nil {
+		return ""
+	}
+	return in.Command
+}
+
 // detaches matches a shell's background operator (a lone "&", not "&&",
 // "&>", ">&" or "|&") and the commands that outlive their caller.
 var detaches = sync.OnceValue(func() *regexp.Regexp {
@@ -264,7 +280,12 @@ func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
 	}
 	cctx, cancel := context.WithTimeout(ctx, integrityBudget)
 	gitCmds := gitCommands(ev)
-	call := integrity.Call{ID: ev.ToolUseID, StillRunning: runsOn(ev), GitCommands: gitCmds}
+	// Where des can read the process tree, every Bash call is looked at
+	// for what it left running: a script can fork a writer without any
+	// word that says so. Elsewhere only a command that reads as leaving
+	// something running stays in flight (for its fixed lifetime).
+	stillRunning := runsOn(ev) || ev.ToolName == toolBash && (proctree.Tree{}).Supported()
+	call := integrity.Call{ID: ev.ToolUseID, StillRunning: stillRunning, GitCommands: gitCmds, Command: bashCommand(ev)}
 	if ev.ToolName == toolBash {
 		// A document git checked out is taken only from a commit des
 		// judged: not one made with git's hooks off, which the ref check

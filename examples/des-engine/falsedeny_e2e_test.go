@@ -220,3 +220,38 @@ func TestE2EGate2ScopeLeavesDESFilesOut(t *testing.T) {
 		t.Errorf("out of scope: %s, want only notes.md", files)
 	}
 }
+
+// The same for a workflow state: a formatter's reformat confirms the write
+// (des's memory of the phases moves on, silently); a hook that changes a
+// value is said at once and audited.
+func TestE2EFormatterHookKeepsTheStateWriteConfirmed(t *testing.T) {
+	root := isdlcProject(t)
+	st := isdlcState()
+	post := func(id string, st map[string]any, landed string) hookRun {
+		t.Helper()
+		ev := stateWriteEvent(t, root, st)
+		ev["tool_use_id"] = id
+		if reason := denyReason(t, runHookProcess(t, root, nil, ev)); reason != "" {
+			t.Fatalf("%s denied: %s", id, reason)
+		}
+		writeFile(t, root, ".isdlc/state.json", landed) // Claude Code writes, then the formatter hook rewrites
+		ev["hook_event_name"] = "PostToolUse"
+		ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(root, ".isdlc", "state.json")}
+		return runHookProcess(t, root, nil, ev)
+	}
+	st["last_updated"] = "2026-11-29T10:00:00Z"
+	tabs, _ := json.MarshalIndent(st, "", "\t")
+	if r := post("toolu_s1", st, string(tabs)+"\n"); r.code != 0 || r.stdout != "" {
+		t.Fatalf("a reformatted state write: %+v; want it confirmed silently", r)
+	}
+	changed := isdlcState()
+	changed["current_phase"] = "08-code-review"
+	other, _ := json.Marshal(changed)
+	r := post("toolu_s2", st, string(other))
+	if !strings.Contains(r.stdout, "DES could not confirm the write to .isdlc/state.json") {
+		t.Errorf("a state write a hook changed: %+v", r)
+	}
+	if lines := auditLines(t, root, "WRITE_NOT_CONFIRMED"); len(lines) != 1 || lines[0]["state_file"] != ".isdlc/state.json" {
+		t.Errorf("the unconfirmed state write is not audited: %v", lines)
+	}
+}

@@ -143,6 +143,15 @@ func (h *hookEnv) engine(ctx context.Context) (*des.Engine, error) {
 // binaries are the programs that run des for this event: the client
 // Claude Code started (DES_CLIENT_PATH), des-engine beside it, and this
 // executable. Replacing one switches des off.
+// clientPID is the pid of the process the event came through: this one, or
+// the warm server's client (its /proc directory is h.self).
+func (h *hookEnv) clientPID() int {
+	if pid, err := strconv.Atoi(strings.TrimPrefix(h.self, "/proc/")); err == nil && pid > 0 {
+		return pid
+	}
+	return os.Getpid()
+}
+
 func (h *hookEnv) binaries() []string {
 	var bins []string
 	if p, err := commandPath(h.lookupEnv); err == nil {

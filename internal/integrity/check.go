@@ -71,7 +71,13 @@ func (c *Checker) EndCall(ctx context.Context, call Call) (Report, error) {
 		return Report{}, err
 	}
 	defer unlock()
-	if !call.StillRunning {
+	switch {
+	case !call.StillRunning:
+		defer c.unmark(call.ID)
+	case call.ID != "" && !c.leave(call):
+		// Looked at before the check: what a process that has ended by now
+		// wrote is on disk for this check; what runs on keeps the call in
+		// flight.
 		defer c.unmark(call.ID)
 	}
 	m, err := c.load()
@@ -84,7 +90,16 @@ func (c *Checker) EndCall(ctx context.Context, call Call) (Report, error) {
 		// was installed during it).
 		return Report{}, ErrNoBaseline
 	}
+	// Calls that have lapsed by now (their processes ended, or their End
+	// never came) did what they did before this check: it judges that, so
+	// the next Begin may take the disk again.
+	lapsed := c.lapsedFlights(call.ID)
 	rep, changed, err := c.check(ctx, m, call)
+	if err == nil {
+		for _, p := range lapsed {
+			_ = os.Remove(p)
+		}
+	}
 	if changed {
 		if serr := c.save(m); serr != nil && err == nil {
 			err = serr

@@ -61,7 +61,10 @@ type Synced struct {
 // Call is what End knows of the call it checks.
 type Call struct {
 	ID           string
-	StillRunning bool // a command left running in the background
+	StillRunning bool // a command that may have left something running in the background
+	// Command is the command's text: a shell Claude Code keeps running in
+	// the background for it is known by its command line.
+	Command string
 	// GitCommands are the git subcommands the command ran (shell.Analysis's
 	// GitRuns); one of GitRewriting lets a guarded document git rewrote be
 	// taken even when HEAD did not move.

@@ -57,6 +57,7 @@ import (
 	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/filelock"
 	"github.com/deterministic-exec/des/internal/gitexec"
+	"github.com/deterministic-exec/des/internal/proctree"
 )
 
 // Kinds of watched path: how it is compared and restored.
@@ -171,6 +172,17 @@ type Options struct {
 	// Cache, when set, keeps the baseline decoded between Checkers of one
 	// process (a long-lived one: the warm decision server).
 	Cache *BaselineCache
+	// Client is the pid of the process the hook event came through (the
+	// hook itself, or the warm server's peer): its parents (Claude Code)
+	// are the origin of the calls, whose processes left running a call
+	// stays in flight for, however long (flight.go). 0 keeps the fixed
+	// lifetimes.
+	Client int
+	// Procs is where the process tree is read; the zero value reads /proc.
+	Procs proctree.Tree
+	// OwnBinaries are des's executables: a process running one (the warm
+	// server a call's hook started) is never a call's.
+	OwnBinaries []string
 }
 
 // Checker compares and restores the watched files of one project.
@@ -182,11 +194,15 @@ type Checker struct {
 	logger    *slog.Logger
 	cache     *BaselineCache
 	git       *gitexec.Runner // reads HEAD's tree: no filter or hook of the repository runs
+	client    int
+	procs     proctree.Tree
+	own       []string
 }
 
 // New returns a Checker. It touches nothing on disk.
 func New(o Options) *Checker {
-	c := &Checker{root: filepath.Clean(o.Root), dir: filepath.Join(o.StateDir, "integrity"), now: o.Now, logger: o.Logger, user: o.UserFiles, home: o.Home, cache: o.Cache, git: new(gitexec.Runner)}
+	c := &Checker{root: filepath.Clean(o.Root), dir: filepath.Join(o.StateDir, "integrity"), now: o.Now, logger: o.Logger, user: o.UserFiles, home: o.Home, cache: o.Cache, git: new(gitexec.Runner),
+		client: o.Client, procs: o.Procs, own: o.OwnBinaries}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -739,8 +755,8 @@ func (c *Checker) Accept(ctx context.Context, w *Watch) error {
 		return err
 	}
 	defer unlock()
-	if running := c.inFlight(""); len(running) > 0 {
-		return fmt.Errorf("integrity: %w: %s (each counts until its PostToolUse, or until %s after it started)", ErrCallsRunning, strings.Join(running, ", "), InFlightLifetime)
+	if running := c.CallerInCall(c.client); len(running) > 0 {
+		return fmt.Errorf("integrity: %w: %s (%s)", ErrCallsRunning, strings.Join(running, ", "), runningNote)
 	}
 	return c.refresh(ctx, w, true)
 }

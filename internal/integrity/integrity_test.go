@@ -358,16 +358,16 @@ func TestCallsRunning(t *testing.T) {
 	base := t.TempDir()
 	now := time.Now()
 	c := New(Options{Root: t.TempDir(), StateDir: filepath.Join(base, "projects", "k1"), Now: func() time.Time { return now }})
-	if got := CallsRunning(base, now); len(got) != 0 {
+	if got := CallsRunning(base, os.Getpid(), now); len(got) != 0 {
 		t.Fatalf("no calls yet: %v", got)
 	}
 	if _, err := c.Begin(context.Background(), "toolu_1", nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if got := CallsRunning(base, now); len(got) != 1 || got[0] != "k1/toolu_1" {
+	if got := CallsRunning(base, os.Getpid(), now); len(got) != 1 || got[0] != "k1/toolu_1" {
 		t.Errorf("one call running: %v", got)
 	}
-	if got := CallsRunning(base, now.Add(2*time.Minute)); len(got) != 0 {
+	if got := CallsRunning(base, os.Getpid(), now.Add(2*time.Minute)); len(got) != 0 {
 		t.Errorf("an expired record counts: %v", got)
 	}
 }

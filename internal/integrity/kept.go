@@ -194,8 +194,8 @@ func (c *Checker) PutBack(ctx context.Context, id string) (Kept, error) {
 		return Kept{}, err
 	}
 	defer unlock()
-	if running := c.inFlight(""); len(running) > 0 {
-		return Kept{}, fmt.Errorf("integrity: %w: %s (each counts until its PostToolUse, or until %s after it started)", ErrCallsRunning, strings.Join(running, ", "), InFlightLifetime)
+	if running := c.CallerInCall(c.client); len(running) > 0 {
+		return Kept{}, fmt.Errorf("integrity: %w: %s (%s)", ErrCallsRunning, strings.Join(running, ", "), runningNote)
 	}
 	list, err := c.KeptList()
 	if err != nil {

@@ -2,7 +2,6 @@ package integrity
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/deterministic-exec/des/internal/glob"
 	"github.com/deterministic-exec/des/internal/stepdoc"
@@ -549,122 +547,6 @@ func (c *Checker) collect(m *manifest) {
 			_ = os.Remove(filepath.Join(c.dir, "objects", e.Name()))
 		}
 	}
-}
-
-// inFlight lists the calls recorded as running, other than id, removing
-// those past their lifetime.
-func (c *Checker) inFlight(id string) []string {
-	dir := filepath.Join(c.dir, "inflight")
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range ents {
-		fi, err := e.Info()
-		if err != nil {
-			continue
-		}
-		if c.now().After(fi.ModTime()) { // the time is when the record expires
-			_ = os.Remove(filepath.Join(dir, e.Name()))
-			continue
-		}
-		if e.Name() != safeName(id) {
-			out = append(out, e.Name())
-		}
-	}
-	return out
-}
-
-// lapsed reports whether a call other than id is recorded as running past
-// its lifetime: its End never came. inFlight then removes the record.
-func (c *Checker) lapsed(id string) bool {
-	ents, err := os.ReadDir(filepath.Join(c.dir, "inflight"))
-	if err != nil {
-		return false
-	}
-	for _, e := range ents {
-		if fi, err := e.Info(); err == nil && e.Name() != safeName(id) && c.now().After(fi.ModTime()) {
-			return true
-		}
-	}
-	return false
-}
-
-// safeName makes a tool_use_id a file name.
-func safeName(id string) string {
-	if id == "" {
-		return "unknown"
-	}
-	ok := true
-	for _, r := range id {
-		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			ok = false
-			break
-		}
-	}
-	if ok && len(id) <= 128 {
-		return id
-	}
-	return "h-" + hashOf([]byte(id))[:32]
-}
-
-func (c *Checker) mark(id string, lifetime time.Duration) error {
-	if lifetime <= 0 || lifetime > InFlightLifetime {
-		lifetime = InFlightLifetime
-	}
-	dir := filepath.Join(c.dir, "inflight")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("integrity: %w", err)
-	}
-	p := filepath.Join(dir, safeName(id))
-	if err := os.WriteFile(p, nil, 0o600); err != nil {
-		return fmt.Errorf("integrity: record the call in flight: %w", err)
-	}
-	until := c.now().Add(lifetime)
-	if err := os.Chtimes(p, until, until); err != nil {
-		return fmt.Errorf("integrity: record the call in flight: %w", err)
-	}
-	return nil
-}
-
-func (c *Checker) unmark(id string) {
-	err := os.Remove(filepath.Join(c.dir, "inflight", safeName(id)))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		c.logger.Warn("integrity: cannot clear the call in flight", "tool_use_id", id, "err", err)
-	}
-}
-
-// CallsRunning lists the watched tool calls recorded as running in every
-// project whose state is kept under base (statedir.Base), as
-// "project-key/tool-use-id", expired records left out. It reads without
-// the projects' locks: a command that must not run while an agent's call
-// is in flight (adopting an audit witness) asks it first, whatever project
-// root or audit directory it was pointed at, since the agent's own call
-// is always one of them.
-func CallsRunning(base string, now time.Time) []string {
-	return callsRunning(filepath.Join(base, "projects", "*", "integrity", "inflight", "*"), now, func(r string) string {
-		return filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(r)))) + "/" + filepath.Base(r)
-	})
-}
-
-// ProjectCallsRunning is CallsRunning for one project, whose state
-// directory is dir: the tool_use_ids of its calls recorded as running.
-func ProjectCallsRunning(dir string, now time.Time) []string {
-	return callsRunning(filepath.Join(dir, "integrity", "inflight", "*"), now, filepath.Base)
-}
-
-// callsRunning names the in-flight records the pattern matches that have
-// not expired (a record's modification time is when it expires).
-func callsRunning(pattern string, now time.Time, name func(string) string) []string {
-	recs, _ := filepath.Glob(pattern)
-	var out []string
-	for _, r := range recs {
-		if fi, err := os.Lstat(r); err == nil && now.Before(fi.ModTime()) {
-			out = append(out, name(r))
-		}
-	}
-	return out
 }
 
 // GitConfigFiles lists, absolute, the git config files that can set

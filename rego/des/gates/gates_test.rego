@@ -152,3 +152,14 @@ test_every_gate_reports_the_builtin_revision if {
 	data.des.gates.document_write.builtin_revision == rev
 	data.des.gates.tool_use.builtin_revision == rev
 }
+
+test_document_write_judges_the_state_selector if {
+	switch := {"state_selector": {"path": ".isdlc/monorepo.json", "switches": [{
+		"cwd": ".", "isdlc_project": "",
+		"from": ".isdlc/state.json", "to": ".isdlc/projects/x/state.json",
+		"from_project": "", "to_project": "x",
+		"from_active_workflow": true,
+	}]}}
+	some v in data.des.gates.document_write.deny with input as switch
+	v.code == "DES-STATE-SWITCH"
+}

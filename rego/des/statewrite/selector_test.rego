@@ -1,6 +1,5 @@
 package des.statewrite_test
 
-import data.des.gates.document_write
 import data.des.statewrite
 
 switching(active) := {"state_selector": {
@@ -14,7 +13,7 @@ switching(active) := {"state_selector": {
 }}
 
 test_switch_away_from_an_active_workflow_denied if {
-	vs := document_write.deny with input as switching(true)
+	vs := statewrite.selector_deny with input as switching(true)
 	{v.code | some v in vs} == {"DES-STATE-SWITCH"}
 	some v in vs
 	v.msg == "this write to .isdlc/monorepo.json would make des read .isdlc/projects/x/state.json (project x) instead of .isdlc/state.json for calls made in the project root, while .isdlc/state.json holds an active workflow"
@@ -33,9 +32,9 @@ test_switch_names_the_directory_and_the_environment if {
 }
 
 test_switch_away_from_an_idle_state_passes if {
-	count(document_write.deny) == 0 with input as switching(false)
+	count(statewrite.selector_deny) == 0 with input as switching(false)
 }
 
 test_no_switch_no_opinion if {
-	count(document_write.deny) == 0 with input as {"state_selector": {"path": ".isdlc/monorepo.json", "switches": []}}
+	count(statewrite.selector_deny) == 0 with input as {"state_selector": {"path": ".isdlc/monorepo.json", "switches": []}}
 }

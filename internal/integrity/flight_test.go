@@ -1,0 +1,151 @@
+package integrity
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deterministic-exec/des/internal/proctree"
+)
+
+// orphan starts what a Bash command's "&" leaves once its shell exits: a
+// process adopted by pid 1. It is killed at the end of the test.
+func orphan(t *testing.T, seconds int) int {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", "sleep "+strconv.Itoa(seconds)+" >/dev/null 2>&1 & echo $!").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	t.Cleanup(func() { _ = exec.Command("kill", strconv.Itoa(pid)).Run() })
+	return pid
+}
+
+func trackingProject(t *testing.T) (string, *Checker, *time.Time) {
+	t.Helper()
+	if !(proctree.Tree{}).Supported() {
+		t.Skip("no Linux /proc here: calls count for their fixed lifetime")
+	}
+	root, c := project(t)
+	c.client = os.Getpid() // the test stands for the hook: its parents for Claude Code
+	now := time.Now()
+	c.now = func() time.Time { return now }
+	return root, c, &now
+}
+
+// A background job a call left stays the call's for as long as it runs,
+// past any fixed lifetime: its late write is undone by the next check,
+// not taken in as a person's edit between calls.
+func TestBackgroundJobKeepsCallInFlight(t *testing.T) {
+	root, c, now := trackingProject(t)
+	ctx := context.Background()
+	if _, err := c.Begin(ctx, "toolu_bg", nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	job := orphan(t, 60)
+	if _, err := c.EndCall(ctx, Call{ID: "toolu_bg", StillRunning: true, Command: "sleep 60 &"}); err != nil {
+		t.Fatal(err)
+	}
+	*now = now.Add(3 * InFlightLifetime) // long past the fixed lifetime
+	if got := c.inFlight(""); len(got) != 1 {
+		t.Fatalf("the call with a running job: in flight %v", got)
+	}
+	// The person's own process is not the call's; the job is.
+	if got := c.CallerInCall(os.Getpid()); len(got) != 0 {
+		t.Errorf("a person's process counts as the call's: %v", got)
+	}
+	if got := c.CallerInCall(job); len(got) != 1 {
+		t.Errorf("the job is not the call's: %v", got)
+	}
+	write(t, root, ".des/config.json", `{"late": true}`) // the job's late write
+	if refreshed, err := c.Begin(ctx, "toolu_next", nil, time.Minute); err != nil || refreshed {
+		t.Fatalf("Begin while the job runs: refreshed %v, %v", refreshed, err)
+	}
+	ref := proctree.Ref{PID: job, Start: mustStart(t, job)}
+	_ = exec.Command("kill", strconv.Itoa(job)).Run()
+	for deadline := time.Now().Add(20 * time.Second); (proctree.Tree{}).Alive(ref) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	rep, err := c.End(ctx, "toolu_next", false)
+	if err != nil || len(rep.Changes) != 1 || !rep.Restored() || rep.Changes[0].Kept == "" {
+		t.Fatalf("End after the job: %+v %v", rep, err)
+	}
+	if got := readFile(t, root, ".des/config.json"); got != `{"stale_threshold_minutes": 30}` {
+		t.Errorf("the late write persists: %s", got)
+	}
+	// The job has ended and its call with it: a hand edit now is the person's.
+	write(t, root, ".des/config.json", `{"a": 1}`)
+	if refreshed, err := c.Begin(ctx, "toolu_3", nil, time.Minute); err != nil || !refreshed {
+		t.Fatalf("Begin once the job ended: refreshed %v, %v", refreshed, err)
+	}
+	if rep, err := c.End(ctx, "toolu_3", false); err != nil || len(rep.Changes) != 0 {
+		t.Fatalf("a hand edit after the job: %+v %v", rep, err)
+	}
+}
+
+func mustStart(t *testing.T, pid int) uint64 {
+	p, err := proctree.Tree{}.Read(pid)
+	if err != nil {
+		return 0
+	}
+	return p.Start
+}
+
+// A command that only looked as if it left something running ("Tom &
+// Jerry") ends at its End: a hand edit right after it is the person's,
+// and `integrity accept` is not refused.
+func TestNothingLeftRunningEndsTheCall(t *testing.T) {
+	root, c, _ := trackingProject(t)
+	ctx := context.Background()
+	if _, err := c.Begin(ctx, "toolu_echo", nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EndCall(ctx, Call{ID: "toolu_echo", StillRunning: true, Command: `echo "Tom & Jerry"`}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.inFlight(""); len(got) != 0 {
+		t.Fatalf("nothing runs on, yet in flight: %v", got)
+	}
+	write(t, root, ".des/config.json", `{"b": 2}`)
+	if err := c.Accept(ctx, nil); err != nil {
+		t.Fatalf("accept: %v", err)
+	}
+	if refreshed, err := c.Begin(ctx, "toolu_next", nil, time.Minute); err != nil || !refreshed {
+		t.Fatalf("Begin: refreshed %v, %v", refreshed, err)
+	}
+	if rep, err := c.End(ctx, "toolu_next", false); err != nil || len(rep.Changes) != 0 {
+		t.Fatalf("the hand edit was undone: %+v %v", rep, err)
+	}
+	if got := readFile(t, root, ".des/config.json"); got != `{"b": 2}` {
+		t.Errorf("the hand edit is lost: %s", got)
+	}
+}
+
+// While only a background job runs on, a person can accept: the refusal is
+// for the processes of the call, not for the person at another terminal.
+func TestAcceptWhileAJobRuns(t *testing.T) {
+	root, c, _ := trackingProject(t)
+	ctx := context.Background()
+	if _, err := c.Begin(ctx, "toolu_srv", nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	orphan(t, 60)
+	if _, err := c.EndCall(ctx, Call{ID: "toolu_srv", StillRunning: true, Command: "npm run dev &"}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, root, ".des/config.json", `{"c": 3}`)
+	if err := c.Accept(ctx, nil); err != nil {
+		t.Fatalf("accept by a person while the job runs: %v", err)
+	}
+	// A synchronous call in progress still refuses it.
+	if _, err := c.Begin(ctx, "toolu_sync", nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Accept(ctx, nil); err == nil {
+		t.Error("accept while a call runs was not refused")
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package proctree
+
+import "io/fs"
+
+func ownerOf(fs.FileInfo) int { return -1 }
