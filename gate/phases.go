@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -241,15 +242,19 @@ func (t ToolUse) CheckCommitBranches(ctx context.Context, ev Evaluator, wf Workf
 	}
 	branch := workflowBranch(facts)
 	commits := make([]any, 0, len(a.GitCommits))
+	home := call.Home
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
 	for _, c := range a.GitCommits {
-		dir := bashDir(cwd, c.Dir)
+		dir := bashDir(cwd, c.Dir, home)
 		if gd, ok := gitDirOption(c.Options); ok {
 			// git commits in the repository --git-dir (else GIT_DIR)
 			// names, read from the directory git ends up in (after
 			// every -C).
-			dir = bashDir(dir, gd)
+			dir = bashDir(dir, gd, home)
 		} else if c.GitDir != "" {
-			dir = bashDir(dir, c.GitDir)
+			dir = bashDir(dir, c.GitDir, home)
 		}
 		rel := filepath.ToSlash(dir)
 		if r, ok := within(t.Root, dir); ok {

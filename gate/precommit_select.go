@@ -29,6 +29,10 @@ type StepFiles struct {
 	// Globs are root-relative globs, "**" spanning directories; nil is
 	// DefaultStepGlobs.
 	Globs []string
+	// Home is the user's home directory for a ~ in a command (BashCommit),
+	// as the hook's environment has it: a warm server's own HOME may be
+	// another's. "" takes this process's.
+	Home string
 }
 
 // pick is what a path's name says about a file.

@@ -101,7 +101,8 @@ func (s StepFiles) Staged(ctx context.Context, dir string) ([]CommitFile, error)
 // commits nothing. Paths are absolute, sorted within each repository.
 func (s StepFiles) BashCommit(ctx context.Context, cwd, command string) ([]CommitFile, error) {
 	var opts []shell.Option
-	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+	home := s.home()
+	if filepath.IsAbs(home) {
 		opts = append(opts, shell.WithHome(filepath.ToSlash(home)))
 	}
 	if filepath.IsAbs(cwd) {
@@ -114,7 +115,7 @@ func (s StepFiles) BashCommit(ctx context.Context, cwd, command string) ([]Commi
 	git := new(gitexec.Runner)
 	tops := map[string]string{} // directory -> top level ("" when not a repository)
 	topOf := func(dir string) (string, error) {
-		abs := bashDir(cwd, dir)
+		abs := bashDir(cwd, dir, home)
 		if top, ok := tops[abs]; ok {
 			return top, nil
 		}
@@ -178,7 +179,7 @@ func (s StepFiles) BashCommit(ctx context.Context, cwd, command string) ([]Commi
 			repos[top] = r
 			order = append(order, top)
 		}
-		dir := bashDir(cwd, c.Dir)
+		dir := bashDir(cwd, c.Dir, home)
 		// A command name or directory DES cannot read (`$G commit`) hides
 		// words too: judge every changed step file besides.
 		widen := inv.kind == commitWiden || c.Dynamic
@@ -234,7 +235,7 @@ func (s StepFiles) BashCommit(ctx context.Context, cwd, command string) ([]Commi
 		case len(plan.pathspecs) == 0: // -A or -u: the whole tree
 			err2 = changedPaths(ctx, git, top, []string{":/"}, false, !plan.update, r.worktree)
 		default:
-			err2 = changedPaths(ctx, git, bashDir(cwd, add.Dir), plan.pathspecs, false, !plan.update, r.worktree)
+			err2 = changedPaths(ctx, git, bashDir(cwd, add.Dir, home), plan.pathspecs, false, !plan.update, r.worktree)
 		}
 		if err2 != nil {
 			return nil, err2
@@ -432,14 +433,23 @@ func gitTopLevel(ctx context.Context, git *gitexec.Runner, dir string) (string, 
 
 // runGit runs one git command in dir through git (gitexec: nothing the
 // repository configures is run), bounded by GitTimeout and ctx.
+// home is Home, else this process's home directory.
+func (s StepFiles) home() string {
+	if s.Home != "" {
+		return s.Home
+	}
+	home, _ := os.UserHomeDir()
+	return home
+}
+
 func runGit(ctx context.Context, git *gitexec.Runner, dir string, stdin []byte, args ...string) ([]byte, error) {
 	return git.Run(ctx, dir, stdin, args...)
 }
 
 // bashDir is the absolute directory a git command of a Bash command runs
 // in: dir as shell.Write.Dir writes it, taken up to its first unresolved
-// expansion, against cwd; a leading ~ is the user's home.
-func bashDir(cwd, dir string) string {
+// expansion, against cwd; a leading ~ is home.
+func bashDir(cwd, dir, home string) string {
 	if i := strings.IndexAny(dir, "$`"); i >= 0 {
 		dir = dir[:i]
 		if j := strings.LastIndex(dir, "/"); j >= 0 {
@@ -448,10 +458,8 @@ func bashDir(cwd, dir string) string {
 			dir = ""
 		}
 	}
-	if dir == "~" || strings.HasPrefix(dir, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			dir = home + dir[1:]
-		}
+	if (dir == "~" || strings.HasPrefix(dir, "~/")) && home != "" {
+		dir = home + dir[1:]
 	}
 	if dir == "" {
 		return cwd

@@ -86,7 +86,7 @@ func (h *hookEnv) isDESCommand(command string) bool {
 	if h.exe == "" {
 		return false
 	}
-	if integrity.CommandRunsExecutable(command, h.exe, h.root) {
+	if integrity.CommandRunsExecutable(command, h.exe, h.root, lookupValue(h.lookupEnv, "HOME")) {
 		return true
 	}
 	words, ok := shellWords(command)

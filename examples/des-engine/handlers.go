@@ -422,6 +422,7 @@ func bashCommitFiles(ctx context.Context, h *hookEnv, ev *Event, command string)
 	if eng, err := h.engine(ctx); err == nil {
 		steps = eng.StepFiles()
 	}
+	steps.Home, _ = h.lookupEnv("HOME")
 	files, err := steps.BashCommit(ctx, eventDir(ev, h.root), command)
 	if err == nil {
 		return files, nil

@@ -152,3 +152,39 @@ func TestE2EServerGitFromRequestPath(t *testing.T) {
 		t.Fatalf("through the server started with an impostor git first on its PATH (served by %d, want %d): %q; want %q\nstderr %s", servedBy(sv), serve.Process.Pid, got, want, sv.stderr)
 	}
 }
+
+// ~ in a commit's directory is the client's home, not the server's: the
+// server started with another HOME still finds the staged step file of
+// `cd ~/proj && git commit`.
+func TestE2EServerHomeFromRequest(t *testing.T) {
+	t.Parallel()
+	run := parityRun(t)
+	root := gitProject(t)
+	writeFile(t, root, stepPath, finishedStep(t, "IN_PROGRESS"))
+	git(t, root, "add", stepPath)
+	ctx, cancel := context.WithCancel(t.Context())
+	serve := exec.CommandContext(ctx, engineBin, "serve", "--idle", "1m")
+	serve.Env = append(cleanEnviron(), "XDG_RUNTIME_DIR="+run, "HOME="+t.TempDir())
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = serve.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, ok, err := testServerPID(run); err == nil && ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server did not listen")
+		}
+	}
+	ev := bashEvent(t, root, "cd ~/"+filepath.Base(root)+" && git commit -m x")
+	ev["cwd"] = "/"
+	in, sv := parityCall(t, run, root, []string{"HOME=" + filepath.Dir(root)}, ev)
+	want := "[DES-COMMIT-PHASE-OPEN] " + stepPath
+	if got := denyReason(t, in); !strings.Contains(got, want) {
+		t.Fatalf("in-process: %q; want %q", got, want)
+	}
+	if got := denyReason(t, sv); !strings.Contains(got, want) || servedBy(sv) != serve.Process.Pid {
+		t.Fatalf("through a server with another HOME (served by %d, want %d): %q; want %q\nstderr %s", servedBy(sv), serve.Process.Pid, got, want, sv.stderr)
+	}
+}

@@ -330,12 +330,17 @@ func TestDeadline(t *testing.T) {
 func TestCommandRunsExecutable(t *testing.T) {
 	exe, _ := os.Executable()
 	for _, cmd := range []string{exe, "'" + exe + "' --x", `"` + exe + `"`} {
-		if !CommandRunsExecutable(cmd, exe, "/") {
+		if !CommandRunsExecutable(cmd, exe, "/", "") {
 			t.Errorf("%q not recognised", cmd)
 		}
 	}
-	if CommandRunsExecutable("lint "+exe, exe, "/") {
+	if CommandRunsExecutable("lint "+exe, exe, "/", "") {
 		t.Error("a command that names the executable as an argument was taken for it")
+	}
+	// ~ is the hook's home, not this process's.
+	dir, name := filepath.Split(exe)
+	if !CommandRunsExecutable("~/"+name, exe, "/", dir) {
+		t.Error("~/ with the hook's home not recognised")
 	}
 }
 

@@ -234,9 +234,9 @@ func mergeGit(current, good []byte) ([]byte, bool) {
 
 // CommandRunsExecutable reports whether a hook command from Claude Code's
 // settings runs the program exe: its first shell word, unquoted, with
-// $CLAUDE_PROJECT_DIR (root) and a leading ~ expanded, names the same file.
-// It is the usual IsDESCommand.
-func CommandRunsExecutable(command, exe, root string) bool {
+// $CLAUDE_PROJECT_DIR (root) and a leading ~ (home, the hook's; "" this
+// process's) expanded, names the same file. It is the usual IsDESCommand.
+func CommandRunsExecutable(command, exe, root, home string) bool {
 	word := firstWord(command)
 	if word == "" {
 		return false
@@ -245,7 +245,10 @@ func CommandRunsExecutable(command, exe, root string) bool {
 		word = strings.ReplaceAll(word, v, root)
 	}
 	if strings.HasPrefix(word, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		if home != "" {
 			word = filepath.Join(home, word[2:])
 		}
 	}
