@@ -31,7 +31,8 @@ func TestFindWithANameTestWritesWhatItMatches(t *testing.T) {
 		// Each start a glob names is listed (node_modules too, named as a
 		// start); one in a protected root is judged whole.
 		{`find * -name '*.json' -delete`, []string{".des", "docs/steps/01-01.json", "node_modules/p/steps/01-01.json"}},
-		{`find . -name x -o -name '*.pyc' -delete`, []string{"."}},
+		{`find . -name x -o -name '*.pyc' -delete`, nil},
+		{`find . -name '*.pyc' -o -delete`, []string{"."}},
 		{`find docs -delete`, []string{"docs"}},
 	}
 	for _, c := range cases {

@@ -19,7 +19,8 @@ const realStep = `{
 // find -delete and find -exec rm with a name test reach only the entries
 // the test matches: cleaning .pyc or .log files is allowed beside step
 // files and DES's settings, while a test that matches them, a find with no
-// test, or one whose -o puts the delete outside the test is still denied.
+// test, or one whose -o puts the delete in a branch with no test is still
+// denied; a branch (-prune -o ...) is judged by its own tests.
 // Each allowed command is then run, and the guarded files are still there.
 func TestE2EFindWithANameTest(t *testing.T) {
 	cases := []struct {
@@ -43,7 +44,13 @@ func TestE2EFindWithANameTest(t *testing.T) {
 		{`find .des -delete`, "DES-PROTECTED-PATH"},
 		{`find . -delete`, "DES-PROTECTED-PATH"},
 		{`find . -delete -name '*.pyc'`, "DES-PROTECTED-PATH"},
-		{`find . -name x -o -name y -delete`, "DES-PROTECTED-PATH"},
+		{`find . -name x -o -name y -delete`, ""},
+		{`find . -path ./node_modules -prune -o -name '*.pyc' -delete`, ""},
+		{`find . -path ./.git -prune -o -name '*.log' -exec rm {} +`, ""},
+		{`find . -name '*.pyc' , -name '*.log' -delete`, ""},
+		{`find . -path ./node_modules -prune -o -name '*.json' -delete`, "DES-STATE-BASH-WRITE"},
+		{`find . -name '*.pyc' -o -delete`, "DES-PROTECTED-PATH"},
+		{`find . \( -name x -o -name y \) -delete`, "DES-PROTECTED-PATH"},
 		{`find . ! -name '*.pyc' -delete`, "DES-PROTECTED-PATH"},
 		{`find . -name "$P" -delete`, "DES-PROTECTED-PATH"},
 		{`find -L . -name '*.pyc' -delete`, "DES-PROTECTED-PATH"},

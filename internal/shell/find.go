@@ -83,10 +83,11 @@ func findPrimaryArity(v string) (int, bool) {
 // find reads find's start points and expression: -fprint and the like
 // write their file; -delete, and an -exec that writes its {}, write the
 // entries the expression reaches under each start point. When the
-// expression is a plain conjunction DES reads whole (no -o, -or, ",",
-// parentheses, no unknown or computed primary, no link following), the
-// name tests before such an action are reported in the write's Detail
-// (FindTests): only entries passing them are written. A negated test (!
+// expression is one DES reads whole (no parentheses, no unknown or
+// computed primary, no link following), the
+// name tests before such an action in its branch (a top-level -o, -or or
+// "," starts a new one) are reported in the write's Detail (FindTests):
+// only entries passing them are written. A negated test (!
 // -path x) restricts nothing and is left out; -regex and other tests are
 // further restrictions DES does not use, which keeps the answer a superset.
 func (a *analyzer) find(args []word, st *walkState) bool {
@@ -131,7 +132,14 @@ func (a *analyzer) find(args []word, st *walkState) bool {
 		switch v := arg.val; {
 		case v == "!" || v == "-not":
 			negate = true
-		case v == "-o" || v == "-or" || v == "," || v == "(" || v == ")" || v == "-follow":
+		case v == "-o" || v == "-or" || v == ",":
+			// Top-level alternatives (no parentheses): an action runs on
+			// the entries that pass the tests before it in its own
+			// branch; `-a` binds tighter than `-o`, and `,` evaluates
+			// both sides. So `find . -path ./vendor -prune -o -name
+			// '*.pyc' -delete` deletes only what -name '*.pyc' matches.
+			tests = nil
+		case v == "(" || v == ")" || v == "-follow":
 			plain = false
 		case v == "-delete":
 			actions = append(actions, strings.Join(tests, "\n"))
