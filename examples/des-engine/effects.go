@@ -192,13 +192,26 @@ func runsOn(ev *Event) bool {
 	if ev.ToolName != toolBash || ev.toolInput(&in) != nil {
 		return false
 	}
-	return in.Background || detaches().MatchString(in.Command)
+	if in.Background {
+		return true
+	}
+	if !detaches().MatchString(in.Command) {
+		return false
+	}
+	// The pattern reads the text, quotes and all: an "&" in an argument
+	// (echo "Tom & Jerry", git commit -m "a & b") matches it too, and a
+	// call counted as running for eleven minutes takes every hand edit
+	// made meanwhile for its doing. The parsed command decides, unless
+	// part of it could not be read (Dynamic, ParseError): then the
+	// pattern's answer stands.
+	a := shell.Analyze(in.Command)
+	return a.Detaches || a.Dynamic || a.ParseError != ""
 }
 
 // detaches matches a shell's background operator (a lone "&", not "&&",
 // "&>", ">&" or "|&") and the commands that outlive their caller.
 var detaches = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(^|[^&><|])&([^&>]|$)|\b(nohup|setsid|disown|daemonize|start-stop-daemon|systemd-run|crontab|screen|tmux)\b`)
+	return regexp.MustCompile(`(^|[^&><|])&([^&>]|$)|\b(nohup|setsid|disown|coproc|daemonize|start-stop-daemon|systemd-run|crontab|screen|tmux)\b`)
 })
 
 // preToolUseMCP starts watching an MCP tool's effects. DES has no opinion on

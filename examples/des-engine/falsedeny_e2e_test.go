@@ -220,3 +220,27 @@ func TestE2EGate2ScopeLeavesDESFilesOut(t *testing.T) {
 		t.Errorf("out of scope: %s, want only notes.md", files)
 	}
 }
+
+// Found by TestE2EHonestWorkProperty: an "&" in a quoted argument made des count the
+// call as leaving a job running for eleven minutes, so a hand edit made
+// after it was undone at the next call as that call's doing.
+func TestE2EHandEditAfterQuotedAmpersand(t *testing.T) {
+	for _, command := range []string{`echo "Tom & Jerry"`, `git commit -qm 'cart & checkout' --allow-empty --no-verify`, `grep -c nohup README.md || true`} {
+		t.Run(command, func(t *testing.T) {
+			root := effProject(t)
+			git(t, root, "config", "user.email", "des@example.com")
+			git(t, root, "config", "user.name", "des")
+			begin(t, root)
+			if _, post := bashToolCall(t, root, "toolu_amp", command); post.Decision != "" {
+				t.Fatalf("%s was reported: %+v", command, post)
+			}
+			edited := `{"stale_threshold_minutes": 30, "audit_log_retention_days": 60}` + "\n"
+			writeFile(t, root, ".des/config.json", edited)
+			_, post := bashToolCall(t, root, "toolu_ls", "ls")
+			noIntegrity(t, "the call after a hand edit", post)
+			if got := fileText(t, root, ".des/config.json"); got != edited {
+				t.Errorf("the hand edit was undone: %s", got)
+			}
+		})
+	}
+}
