@@ -478,6 +478,22 @@ func (h *hookEnv) settleWrite(ctx context.Context, path string) {
 	}
 }
 
+// settleReformatted takes data, the bytes a formatter hook left at path
+// after an allowed write of the same JSON value, into DES's baseline:
+// announced, then settled, so the baseline takes exactly those bytes and
+// nothing a command put there since.
+func (h *hookEnv) settleReformatted(ctx context.Context, path string, data []byte) {
+	c := h.checker()
+	if c == nil {
+		return
+	}
+	if err := c.Expect(path, data); err != nil {
+		h.logger.Warn("hook: cannot announce a reformatted write to DES's baseline; a later check may undo it", "path", path, "err", err)
+		return
+	}
+	h.settleWrite(ctx, path)
+}
+
 // lookupValue is the value of an environment variable, "" when unset.
 func lookupValue(lookupEnv func(string) (string, bool), name string) string {
 	v, _ := lookupEnv(name)
