@@ -580,6 +580,11 @@ type Confirmation struct {
 	// WRITE_NOT_CONFIRMED: its phase moves are not in the trail, and Gate
 	// 2 will find the phases it finished started around the guard.
 	Path, Mismatch string
+	// Reformatted is what the step file at Path holds when the write was
+	// confirmed with other bytes than the ones allowed (a formatter hook
+	// rewrote them: same JSON value), nil otherwise. The effect check's
+	// baseline takes these bytes as the allowed write.
+	Reformatted []byte
 }
 
 // ConfirmResult is Confirm, saying why a pending step or workflow-state
@@ -641,5 +646,9 @@ func (d DocumentWrite) confirmSteps(ctx context.Context, toolUseID string) (Conf
 	for i := range p.Entries {
 		p.Entries[i].Fields["confirmed"] = true
 	}
-	return Confirmation{Confirmed: true}, d.record(ctx, p.Entries...)
+	c := Confirmation{Confirmed: true}
+	if sum := sha256.Sum256(now); hex.EncodeToString(sum[:]) != p.SHA256 {
+		c.Path, c.Reformatted = p.Path, now
+	}
+	return c, d.record(ctx, p.Entries...)
 }

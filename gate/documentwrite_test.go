@@ -168,6 +168,38 @@ func TestStepWriteConfirmedAtPostToolUse(t *testing.T) {
 	}
 }
 
+// A step write a formatter rewrote (same JSON value, other bytes) is
+// confirmed with the bytes on disk, for the effect check's baseline; the
+// bytes allowed, as written, are confirmed with none.
+func TestStepWriteConfirmedReformatted(t *testing.T) {
+	p := newProject(t, nil)
+	disk := stepDoc("IN_PROGRESS", [4]string{"PREPARE", "IN_PROGRESS", "", ""})
+	incoming := stepDoc("IN_PROGRESS", [4]string{"PREPARE", "EXECUTED", "PASS", ""}, [4]string{"RED_ACCEPTANCE", "IN_PROGRESS", "", ""})
+	p.writeStep(stepRel, disk)
+	if res := p.write("Write", incoming); res.Denied() {
+		t.Fatal(res.Reason())
+	}
+	var doc any
+	if err := json.Unmarshal([]byte(incoming), &doc); err != nil {
+		t.Fatal(err)
+	}
+	tabs, _ := json.MarshalIndent(doc, "", "\t")
+	p.writeStep(stepRel, string(tabs))
+	c, err := p.eng.ConfirmWriteResult(t.Context(), "toolu_w1")
+	if err != nil || !c.Confirmed || c.Mismatch != "" || c.Path != stepRel || string(c.Reformatted) != string(tabs) {
+		t.Fatalf("ConfirmWriteResult = %+v, %v; want confirmed with the reformatted bytes", c, err)
+	}
+
+	// The bytes allowed, as they were written: nothing to add.
+	p = newProject(t, nil)
+	p.writeStep(stepRel, disk)
+	p.write("Write", incoming)
+	p.writeStep(stepRel, incoming)
+	if c, err := p.eng.ConfirmWriteResult(t.Context(), "toolu_w1"); err != nil || !c.Confirmed || c.Reformatted != nil {
+		t.Fatalf("ConfirmWriteResult of the bytes allowed = %+v, %v", c, err)
+	}
+}
+
 func TestStepEditRegressionBlocked(t *testing.T) {
 	p := newProject(t, nil)
 	disk := stepDoc("IN_PROGRESS", [4]string{"PREPARE", "EXECUTED", "PASS", ""})

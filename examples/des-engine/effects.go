@@ -197,7 +197,20 @@ func runsOn(ev *Event) bool {
 	if ev.ToolName != toolBash || ev.toolInput(&in) != nil {
 		return false
 	}
-	return in.Background || detaches().MatchString(in.Command)
+	if in.Background {
+		return true
+	}
+	if !detaches().MatchString(in.Command) {
+		return false
+	}
+	// The pattern reads the text, quotes and all: an "&" in an argument
+	// (echo "Tom & Jerry", git commit -m "a & b") matches it too, and a
+	// call counted as running for eleven minutes takes every hand edit
+	// made meanwhile for its doing. The parsed command decides, unless
+	// part of it could not be read (Dynamic, ParseError): then the
+	// pattern's answer stands.
+	a := shell.Analyze(in.Command)
+	return a.Detaches || a.Dynamic || a.ParseError != ""
 }
 
 // bashCommand is a Bash call's command, "" for other tools.
@@ -214,7 +227,7 @@ func bashCommand(ev *Event) string {
 // detaches matches a shell's background operator (a lone "&", not "&&",
 // "&>", ">&" or "|&") and the commands that outlive their caller.
 var detaches = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(^|[^&><|])&([^&>]|$)|\b(nohup|setsid|disown|daemonize|start-stop-daemon|systemd-run|crontab|screen|tmux)\b`)
+	return regexp.MustCompile(`(^|[^&><|])&([^&>]|$)|\b(nohup|setsid|disown|coproc|daemonize|start-stop-daemon|systemd-run|crontab|screen|tmux)\b`)
 })
 
 // preToolUseMCP starts watching an MCP tool's effects. DES has no opinion on
@@ -484,6 +497,22 @@ func (h *hookEnv) settleWrite(ctx context.Context, path string) {
 	if err := c.Settle(ctx, path); err != nil {
 		h.logger.Warn("hook: cannot record an allowed write in DES's baseline; a later check may undo it", "path", path, "err", err)
 	}
+}
+
+// settleReformatted takes data, the bytes a formatter hook left at path
+// after an allowed write of the same JSON value, into DES's baseline:
+// announced, then settled, so the baseline takes exactly those bytes and
+// nothing a command put there since.
+func (h *hookEnv) settleReformatted(ctx context.Context, path string, data []byte) {
+	c := h.checker()
+	if c == nil {
+		return
+	}
+	if err := c.Expect(path, data); err != nil {
+		h.logger.Warn("hook: cannot announce a reformatted write to DES's baseline; a later check may undo it", "path", path, "err", err)
+		return
+	}
+	h.settleWrite(ctx, path)
 }
 
 // lookupValue is the value of an environment variable, "" when unset.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -42,6 +43,38 @@ func TestCallLifetime(t *testing.T) {
 	} {
 		if got := callLifetime(bash(input)); got != want {
 			t.Errorf("callLifetime(%s) = %v, want %v", input, got, want)
+		}
+	}
+}
+
+// runsOn reads the command, not only its text: an "&" or a detaching word
+// in a quoted argument leaves nothing running, and counting such a call
+// as running for eleven minutes would take the hand edits made meanwhile
+// for its doing (found by TestE2EHonestWorkProperty). What the parse
+// cannot read keeps the pattern's answer.
+func TestRunsOn(t *testing.T) {
+	for cmd, want := range map[string]bool{
+		`echo "Tom & Jerry"`:                             false,
+		`git commit -qm 'cart & checkout'`:               false,
+		`grep -n 'nohup' README.md`:                      false,
+		`echo "a & b" && ls`:                             false,
+		`printf '%s\n' "setsid is a command"`:            false,
+		"sleep 5 &":                                      true,
+		"(sleep 5; rm -rf .des) & echo hi":               true,
+		`bash -c 'sleep 9 & echo "x"'`:                   true,
+		`python3 -c 'import os; os.system("sleep 9 &")'`: true,
+		"nohup make":                                     true,
+		"env setsid x":                                   true,
+		"coproc cat":                                     true,
+		`bash -c "$CMD &"`:                               true, // the script is not literal
+		`echo "unterminated &`:                           true, // does not parse
+		`eval "$(cat cmd.txt) &"`:                        true,
+		"make >out 2>&1":                                 false,
+	} {
+		ev := &Event{ToolName: toolBash}
+		ev.ToolInput, _ = json.Marshal(map[string]any{"command": cmd})
+		if got := runsOn(ev); got != want {
+			t.Errorf("runsOn(%q) = %v, want %v", cmd, got, want)
 		}
 	}
 }

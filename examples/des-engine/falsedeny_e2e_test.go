@@ -262,3 +262,69 @@ func TestE2EFormatterHookKeepsTheStateWriteConfirmed(t *testing.T) {
 		t.Errorf("the unconfirmed state write is not audited: %v", lines)
 	}
 }
+
+// Found by TestE2EHonestWorkProperty: an "&" in a quoted argument made des count the
+// call as leaving a job running for eleven minutes, so a hand edit made
+// after it was undone at the next call as that call's doing.
+func TestE2EHandEditAfterQuotedAmpersand(t *testing.T) {
+	for _, command := range []string{`echo "Tom & Jerry"`, `git commit -qm 'cart & checkout' --allow-empty --no-verify`, `grep -c nohup README.md || true`} {
+		t.Run(command, func(t *testing.T) {
+			root := effProject(t)
+			git(t, root, "config", "user.email", "des@example.com")
+			git(t, root, "config", "user.name", "des")
+			begin(t, root)
+			if _, post := bashToolCall(t, root, "toolu_amp", command); post.Decision != "" {
+				t.Fatalf("%s was reported: %+v", command, post)
+			}
+			edited := `{"stale_threshold_minutes": 30, "audit_log_retention_days": 60}` + "\n"
+			writeFile(t, root, ".des/config.json", edited)
+			_, post := bashToolCall(t, root, "toolu_ls", "ls")
+			noIntegrity(t, "the call after a hand edit", post)
+			if got := fileText(t, root, ".des/config.json"); got != edited {
+				t.Errorf("the hand edit was undone: %s", got)
+			}
+		})
+	}
+}
+
+// Found by TestE2EHonestWorkProperty: a formatter hook's rewrite of a
+// step the write guard allowed is the allowed write, also while another
+// call runs (a subagent's command beside it, a call the user declined):
+// that call's check finds the formatted content, which the baseline must
+// hold, not the bytes the guard judged.
+func TestE2EFormattedWriteWhileACallRuns(t *testing.T) {
+	root, _, env := gate2Project(t)
+	git(t, root, "init", "-q")
+	bash := func(event, id, command string) hookRun {
+		return runHookProcess(t, root, env, effBashEvent(root, event, id, command))
+	}
+	if r := bash("PreToolUse", "toolu_first", "true"); denyReason(t, r) != "" {
+		t.Fatal("true was denied")
+	}
+	bash("PostToolUse", "toolu_first", "true")
+	// A command starts (its PostToolUse comes later, or never).
+	if r := bash("PreToolUse", "toolu_long", "sleep 1"); denyReason(t, r) != "" {
+		t.Fatal("sleep was denied")
+	}
+	doc := readStep(t, root)
+	stepPhases(doc)[0].(map[string]any)["status"] = "IN_PROGRESS"
+	stepPhases(doc)[0].(map[string]any)["started_at"] = "2026-11-22T12:00:00Z"
+	next, _ := json.MarshalIndent(doc, "", "  ")
+	ev := writeToolEvent(root, "Write", e2eStep, map[string]any{"content": string(next)})
+	ev["tool_use_id"] = "toolu_fw"
+	if reason := denyReason(t, runHookProcess(t, root, env, ev)); reason != "" {
+		t.Fatalf("the write was denied: %s", reason)
+	}
+	formatted, _ := json.MarshalIndent(doc, "", "\t")
+	writeFile(t, root, e2eStep, string(formatted)) // Claude Code writes, the formatter rewrites
+	ev["hook_event_name"] = "PostToolUse"
+	ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(root, e2eStep)}
+	if r := runHookProcess(t, root, env, ev); r.stdout != "" {
+		t.Fatalf("PostToolUse of the formatted write: %+v", r)
+	}
+	post := readAfter(t, bash("PostToolUse", "toolu_long", "sleep 1"))
+	noIntegrity(t, "the command that ran beside the write", post)
+	if got := fileText(t, root, e2eStep); got != string(formatted) {
+		t.Errorf("the formatted step was undone:\n%s", got)
+	}
+}

@@ -468,6 +468,12 @@ func postToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 	if err != nil {
 		h.logger.Error("hook: cannot confirm a guarded write", "tool_use_id", ev.ToolUseID, "err", err)
 	}
+	if c.Reformatted != nil {
+		// A formatter hook rewrote the allowed content (same JSON value):
+		// those bytes are the allowed write, for the effect check too, or
+		// the check of a call running beside this one would undo them.
+		h.settleReformatted(ctx, c.Path, c.Reformatted)
+	}
 	if c.Mismatch != "" {
 		// Said now, not at the subagent's stop as a DES-PHASE-JUMP.
 		msg := fmt.Sprintf("DES could not confirm the write to %s: %s. Another hook (a formatter?) or a command changed its content after the write, so DES did not record this write's phase changes. "+

@@ -70,6 +70,9 @@ func (a *analyzer) run(args []word, st *walkState, call callInfo) flow {
 			return out
 		}
 		name := baseName(first.val)
+		if detachers[name] && !a.funcs[name] {
+			a.res.Detaches = true
+		}
 		w, ok := wrapperSpecs[name]
 		if !ok || a.funcs[name] {
 			break
@@ -124,6 +127,13 @@ func (a *analyzer) run(args []word, st *walkState, call callInfo) flow {
 		}
 	}
 	return out
+}
+
+// detachers are the commands that start something which outlives them
+// (Analysis.Detaches).
+var detachers = map[string]bool{
+	"nohup": true, "setsid": true, "disown": true, "daemonize": true, "start-stop-daemon": true,
+	"systemd-run": true, "crontab": true, "screen": true, "tmux": true, "at": true, "batch": true,
 }
 
 // linked is the state after ln or link made a link DES can follow (two

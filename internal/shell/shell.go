@@ -294,6 +294,15 @@ type Analysis struct {
 	// `;`, `&&`, `||`, `|`, `(`, `)`, newline or `$(` separated piece.
 	// Dynamic is always set with it.
 	ParseError string
+	// Detaches is set when something the command runs may outlive it: a
+	// statement put in the background (`&`, coproc) or a command that
+	// detaches (nohup, setsid, disown, screen, tmux, ...), wherever Analyze
+	// reads (nested scripts, substitutions, the literal commands of
+	// interpreter scripts). An `&` or such a word inside a quoted argument
+	// (`echo "Tom & Jerry"`) is not. What Analyze cannot read is Dynamic
+	// or ParseError: a caller that must not miss a detaching command
+	// counts those too.
+	Detaches bool
 }
 
 // Analyze reports the files a Bash command may write and the git commits

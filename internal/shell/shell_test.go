@@ -308,7 +308,8 @@ func TestAnalyze(t *testing.T) {
 			want := Analysis{Writes: c.writes, Dynamic: c.dynamic, GitCommits: c.commits, GitAdds: c.adds}
 			gotCmp := got
 			gotCmp.ParseError = ""
-			gotCmp.GitRuns = nil // TestGitRuns
+			gotCmp.GitRuns = nil    // TestGitRuns
+			gotCmp.Detaches = false // TestAnalyzeDetaches
 			if diff := cmp.Diff(want, gotCmp, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Analyze(%q) mismatch (-want +got):\n%s", c.cmd, diff)
 			}
@@ -545,6 +546,27 @@ func TestAnalyzeEnvironment(t *testing.T) {
 		}
 		if w := a.Writes[0]; w.Path != c.want || w.Dynamic != c.dynamic {
 			t.Errorf("%s: write %q dynamic %v, want %q dynamic %v", c.cmd, w.Path, w.Dynamic, c.want, c.dynamic)
+		}
+	}
+}
+
+// Detaches is what the command runs, not its text: an "&" or a detaching
+// word inside a quoted argument is not, one in a literal nested script is.
+func TestAnalyzeDetaches(t *testing.T) {
+	for cmd, want := range map[string]bool{
+		`echo "Tom & Jerry"`:                   false,
+		`git commit -qm 'a & b' && echo nohup`: false,
+		"a && b || c | d":                      false,
+		"sleep 5 &":                            true,
+		"coproc cat":                           true,
+		"sudo nohup make":                      true,
+		"env setsid x":                         true,
+		`bash -c 'sleep 9 &'`:                  true,
+		`x=$(sleep 9 &)`:                       true,
+		`python3 -c 'import os; os.system("tmux new -d")'`: true,
+	} {
+		if got := Analyze(cmd).Detaches; got != want {
+			t.Errorf("Analyze(%q).Detaches = %v, want %v", cmd, got, want)
 		}
 	}
 }

@@ -82,6 +82,9 @@ func (a *analyzer) stmt(s *syntax.Stmt, st *walkState) flow {
 	for _, r := range s.Redirs {
 		a.redirect(r, st)
 	}
+	if _, ok := s.Cmd.(*syntax.CoprocClause); ok || s.Background || s.Coprocess {
+		a.res.Detaches = true
+	}
 	f := a.command(s.Cmd, s, st)
 	if s.Background || s.Coprocess {
 		return flow{ok: st} // a subshell: its cd does not stay; status 0
