@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// anchorProject is a project whose per-user state directory is its own
+// (so that a test can remove it whole) and whose trail holds n lines,
+// written by the built hook (n protected writes denied).
+func anchorProject(t *testing.T, root string, n int, config string) (state string, env []string) {
+	t.Helper()
+	state = t.TempDir()
+	env = []string{"DES_STATE_DIR=" + state}
+	if config != "" {
+		writeFile(t, root, ".des/config.json", config)
+	}
+	for i := range n {
+		if denyReason(t, runHookProcess(t, root, env, writeEvent(root, "Write", fmt.Sprintf(".des/policies/p%d.rego", i)))) == "" {
+			t.Fatal("protected write allowed")
+		}
+	}
+	return state, env
+}
+
+// verifyIn runs `audit verify` for root with the project's state directory.
+func verifyIn(t *testing.T, root string, env []string) hookRun {
+	t.Helper()
+	return runIn(t, root, append([]string{"CLAUDE_PROJECT_DIR=" + root}, env...), "audit", "verify")
+}
+
+// replaceTrail swaps root's trail for another valid chain of n lines,
+// written by the built hook in another project: a rewrite no chain check
+// can tell.
+func replaceTrail(t *testing.T, root string, n int) {
+	t.Helper()
+	other := t.TempDir()
+	anchorProject(t, other, n, "")
+	dir := filepath.Join(root, ".des", "audit")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(other, ".des", "audit"), dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantAnchorBroken(t *testing.T, r hookRun, source string) {
+	t.Helper()
+	if r.code != 1 || !strings.Contains(r.stdout, ": anchor: ") || !strings.Contains(r.stdout, source) || !strings.Contains(r.stdout, "--adopt") {
+		t.Errorf("verify = %+v, want exit 1 with an anchor break naming %q", r, source)
+	}
+}
+
+// The whole state directory removed (witness and attestations) and the
+// trail rewritten: the heads the decision log recorded still pin it.
+func TestE2EAuditAnchorDecisionLog(t *testing.T) {
+	root := t.TempDir()
+	state, env := anchorProject(t, root, 3, `{"decision_log": "on"}`)
+	ok := verifyIn(t, root, env)
+	if ok.code != 0 || !strings.Contains(ok.stdout, "audit trail intact: 3 lines") || !strings.Contains(ok.stdout, "anchored: the trail holds the 2 heads") {
+		t.Fatalf("honest trail: %+v", ok)
+	}
+	days, _ := filepath.Glob(filepath.Join(root, ".des", "decisions", "*.jsonl"))
+	if len(days) != 1 {
+		t.Fatalf("decision logs %v", days)
+	}
+	data, _ := os.ReadFile(days[0])
+	if n := strings.Count(string(data), `"des_audit_head":{"dir":`); n != 2 {
+		t.Errorf("%d events with des_audit_head, want 2 (the first decision came before any line):\n%s", n, data)
+	}
+
+	if err := os.RemoveAll(state); err != nil {
+		t.Fatal(err)
+	}
+	replaceTrail(t, root, 3)
+	wantAnchorBroken(t, verifyIn(t, root, env), "the decision log .des/decisions/")
+	// Hook events after the rewrite do not wash it away.
+	runHookProcess(t, root, env, writeEvent(root, "Write", ".des/policies/x.rego"))
+	wantAnchorBroken(t, verifyIn(t, root, env), "the decision log .des/decisions/")
+	// The person who rewrote it adopts it on purpose.
+	if r := runIn(t, root, append([]string{"CLAUDE_PROJECT_DIR=" + root}, env...), "audit", "verify", "--adopt"); r.code != 0 {
+		t.Fatalf("--adopt: %+v", r)
+	}
+	if r := verifyIn(t, root, env); r.code != 0 {
+		t.Errorf("after --adopt: %+v", r)
+	}
+}
