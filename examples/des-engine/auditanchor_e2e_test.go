@@ -89,3 +89,61 @@ func TestE2EAuditAnchorDecisionLog(t *testing.T) {
 		t.Errorf("after --adopt: %+v", r)
 	}
 }
+
+// The post-commit hook notes the head on each commit; honest commits are
+// never failed by it; with the state directory removed and the trail
+// rewritten, the notes (even one removed since) still pin it.
+func TestE2EAuditAnchorGitNotes(t *testing.T) {
+	root := gitProject(t)
+	state, env := anchorProject(t, root, 2, "")
+	if r := runIn(t, root, env, "precommit", "--install"); r.code != 0 || !strings.Contains(r.stdout, "hooks/post-commit: it runs ") {
+		t.Fatalf("install: %+v", r)
+	}
+	writeFile(t, root, "src/a.go", "package a\n")
+	git(t, root, "add", ".")
+	if out, code := gitRun(t, root, "commit", "-qm", "a"); code != 0 || strings.Contains(out, "not noted") {
+		t.Fatalf("honest commit: exit %d\n%s", code, out)
+	}
+	note := git(t, root, "notes", "--ref=des-audit", "show", "HEAD")
+	if !strings.Contains(note, `{"des_audit_head":{"dir":"`+filepath.Join(root, ".des", "audit")+`","seq":2,`) {
+		t.Errorf("note on HEAD: %q", note)
+	}
+	// A finished step: Gate 3 records its verdict, and the note the head after it.
+	writeFile(t, root, stepPath, finishedStep(t, "EXECUTED"))
+	git(t, root, "add", ".")
+	if out, code := gitRun(t, root, "commit", "-qm", "step"); code != 0 || strings.Contains(out, "not noted") {
+		t.Fatalf("step commit: exit %d\n%s", code, out)
+	}
+	if note := git(t, root, "notes", "--ref=des-audit", "show", "HEAD"); !strings.Contains(note, `"des_audit_head"`) || strings.Contains(note, `"seq":2,`) {
+		t.Errorf("note after Gate 3's verdict: %q", note)
+	}
+	// A note git cannot write is a warning; the commit stands.
+	lock := filepath.Join(root, ".git", "refs", "notes", "des-audit.lock")
+	writeFile(t, root, ".git/refs/notes/des-audit.lock", "")
+	writeFile(t, root, "src/b.go", "package a\n")
+	git(t, root, "add", ".")
+	out, code := gitRun(t, root, "commit", "-qm", "b")
+	if code != 0 || !strings.Contains(out, "is not noted on the commit") {
+		t.Errorf("commit with the notes ref locked: exit %d\n%s", code, out)
+	}
+	os.Remove(lock)
+	if log := git(t, root, "log", "--format=%s"); log != "b\nstep\na\ninit\n" {
+		t.Errorf("commits: %q", log)
+	}
+
+	ok := verifyIn(t, root, env)
+	if ok.code != 0 || !strings.Contains(ok.stdout, "anchored: the trail holds the 2 heads") {
+		t.Fatalf("honest trail: %+v", ok)
+	}
+	// The state directory removed, the trail rewritten, the notes removed:
+	// the notes ref's history still holds them.
+	if err := os.RemoveAll(state); err != nil {
+		t.Fatal(err)
+	}
+	replaceTrail(t, root, 3)
+	git(t, root, "notes", "--ref=des-audit", "remove", "HEAD~1", "HEAD~2")
+	if out, _ := gitRun(t, root, "notes", "--ref=des-audit", "list"); out != "" {
+		t.Fatalf("notes left: %q", out)
+	}
+	wantAnchorBroken(t, verifyIn(t, root, env), "the git note on commit ")
+}

@@ -12,10 +12,11 @@ import (
 
 // auditAnchors gathers the heads of the trail recorded outside it, for
 // `des-hook audit verify`: those the project's decision log recorded
-// (des_audit_head of each event in .des/decisions). show renders a path for the
+// (des_audit_head of each event in .des/decisions) and the git notes des
+// wrote on the commits (refs/notes/des-audit). show renders a path for the
 // report. A source that cannot be read is named in problems and left out:
 // the others are still checked.
-func auditAnchors(_ context.Context, root string, show func(string) string) (anchors []audit.Anchor, problems []string) {
+func auditAnchors(ctx context.Context, root string, show func(string) string) (anchors []audit.Anchor, problems []string) {
 	heads, err := decisionlog.AuditHeads(filepath.Join(root, filepath.FromSlash(des.DecisionsDir)))
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("the decision log: %v", err))
@@ -24,5 +25,9 @@ func auditAnchors(_ context.Context, root string, show func(string) string) (anc
 		anchors = append(anchors, audit.Anchor{Dir: h.Dir, Seq: h.Seq, SHA256: h.SHA256, Time: h.Time,
 			Source: fmt.Sprintf("the decision log %s:%d", show(h.File), h.Line)})
 	}
-	return anchors, problems
+	notes, err := gitAuditNotes(ctx, root)
+	if err != nil {
+		problems = append(problems, fmt.Sprintf("the git notes %s: %v", auditNotesRef, err))
+	}
+	return append(anchors, notes...), problems
 }

@@ -31,7 +31,8 @@ const auditVerifyDoc = "Checks the hash chain of the audit trail: every day file
 	"chain is valid. A trail with no witness (a new machine, a copy, a trail from\n" +
 	"before witnesses) is checked on its chain alone and reported \"not witnessed\".\n" +
 	"Without --dir, the trail must also hold every head recorded outside it: in the\n" +
-	"des_audit_head of the project's decision log (.des/decisions); a trail that no longer holds one\n" +
+	"des_audit_head of the project's decision log (.des/decisions) and in the git notes\n" +
+	"des writes on each commit (" + auditNotesRef + "); a trail that no longer holds one\n" +
 	"was deleted, cut or rewritten (an anchor break), witness or no witness.\n" +
 	"--adopt witnesses the current end of an\n" +
 	"intact trail (a new machine, a moved project, a trail from before witnesses,\n" +
@@ -132,7 +133,7 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 		case audit.BreakWitness:
 			fmt.Fprintln(e.stdout, "If you removed or rewrote the trail yourself, or it was written on another machine or before des kept witnesses, check it by other means and run `des-hook audit verify --adopt` to witness its current end.")
 		case audit.BreakAnchor:
-			fmt.Fprintln(e.stdout, "The head recorded there is the trail as des wrote it; compare with the copies pushed off this machine (the collector's decision log). If you removed or rewrote the trail yourself, check it by other means and run `des-hook audit verify --adopt`: heads recorded before the adoption are no longer checked.")
+			fmt.Fprintln(e.stdout, "The head recorded there is the trail as des wrote it; compare with the copies pushed off this machine (the collector's decision log, the remote's "+auditNotesRef+"). If you removed or rewrote the trail yourself, check it by other means and run `des-hook audit verify --adopt`: heads recorded before the adoption are no longer checked.")
 		}
 		return exitBroken
 	}
@@ -142,7 +143,7 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 	}
 	fmt.Fprintln(e.stdout)
 	if a := rep.Anchors; a.Checked > 0 {
-		fmt.Fprintf(e.stdout, "anchored: the trail holds the %s recorded in the decision log (up to seq %d)\n", plural(a.Checked, "head"), a.Seq)
+		fmt.Fprintf(e.stdout, "anchored: the trail holds the %s recorded in the decision log and git notes (up to seq %d)\n", plural(a.Checked, "head"), a.Seq)
 	}
 	switch w := rep.Witness; {
 	case *adopt && w.Found:
