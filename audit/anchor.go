@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/deterministic-exec/des/internal/fileio"
@@ -28,6 +30,10 @@ type Anchor struct {
 	// Dir is the audit directory the head is of: its absolute path with
 	// the links resolved (as WitnessPath names trails).
 	Dir string `json:"dir"`
+	// Host is the name of the machine the trail is on (os.Hostname): git
+	// notes fetched from a colleague's clone at the same path are of
+	// another trail. "" matches any host.
+	Host string `json:"host,omitempty"`
 	// Seq is the line's seq; SHA256 its hash, newline included (the next
 	// line's "prev").
 	Seq    int64  `json:"seq"`
@@ -45,8 +51,16 @@ func (a Anchor) Valid() bool {
 	return a.Seq > 0 && len(a.SHA256) == 64 && isLowerHex([]byte(a.SHA256))
 }
 
-// Of reports whether a is an anchor of the trail in dir.
-func (a Anchor) Of(dir string) bool { return a.Dir != "" && sameDir(a.Dir, dir) }
+// Of reports whether a is an anchor of the trail in dir, on this machine.
+func (a Anchor) Of(dir string) bool {
+	return a.Dir != "" && sameDir(a.Dir, dir) && (a.Host == "" || a.Host == hostname())
+}
+
+// hostname is this machine's name, "" when unknown.
+var hostname = sync.OnceValue(func() string {
+	h, _ := os.Hostname()
+	return h
+})
 
 // Head returns the head of the trail in dir as an anchor at now: the line
 // the head record names, when the day file it names still holds that line
@@ -64,7 +78,7 @@ func Head(dir string, now time.Time) (a Anchor, ok bool) {
 	if !lineAt(dir, rec.File, rec.Size, rec.SHA256) {
 		return a, false
 	}
-	return Anchor{Dir: realPath(dir), Seq: rec.Seq, SHA256: rec.SHA256, Time: now.UTC()}, true
+	return Anchor{Dir: realPath(dir), Host: hostname(), Seq: rec.Seq, SHA256: rec.SHA256, Time: now.UTC()}, true
 }
 
 // Head is [Head] of the Log's directory.

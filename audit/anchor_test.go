@@ -72,8 +72,12 @@ func TestAnchorsHonestTrail(t *testing.T) {
 	// Anchors of another trail are left out.
 	other := anchors[0]
 	other.Dir, other.SHA256 = "/elsewhere/.des/audit", strings.Repeat("0", 64)
-	rep = verifyAnchored(t, dir, append(anchors, other))
-	if !rep.Intact() || rep.Anchors.Checked != 4 {
+	// And so are those of the same path on another machine (git notes
+	// fetched from a colleague's clone).
+	elsewhere := anchors[1]
+	elsewhere.Host, elsewhere.SHA256 = hostname()+"-other", strings.Repeat("0", 64)
+	rep = verifyAnchored(t, dir, append(anchors, other, elsewhere))
+	if !rep.Intact() || rep.Anchors.Checked != 4 || anchors[0].Host != hostname() {
 		t.Errorf("an anchor of another trail: %+v, break %v", rep, rep.Break)
 	}
 }

@@ -105,7 +105,7 @@ func TestE2EAuditAnchorGitNotes(t *testing.T) {
 		t.Fatalf("honest commit: exit %d\n%s", code, out)
 	}
 	note := git(t, root, "notes", "--ref=des-audit", "show", "HEAD")
-	if !strings.Contains(note, `{"des_audit_head":{"dir":"`+filepath.Join(root, ".des", "audit")+`","seq":2,`) {
+	if !strings.HasPrefix(note, `{"des_audit_head":{"dir":"`+filepath.Join(root, ".des", "audit")+`",`) || !strings.Contains(note, `"seq":2,`) {
 		t.Errorf("note on HEAD: %q", note)
 	}
 	// A finished step: Gate 3 records its verdict, and the note the head after it.

@@ -22,7 +22,7 @@ func auditAnchors(ctx context.Context, root string, show func(string) string) (a
 		problems = append(problems, fmt.Sprintf("the decision log: %v", err))
 	}
 	for _, h := range heads {
-		anchors = append(anchors, audit.Anchor{Dir: h.Dir, Seq: h.Seq, SHA256: h.SHA256, Time: h.Time,
+		anchors = append(anchors, audit.Anchor{Dir: h.Dir, Host: h.Host, Seq: h.Seq, SHA256: h.SHA256, Time: h.Time,
 			Source: fmt.Sprintf("the decision log %s:%d", show(h.File), h.Line)})
 	}
 	notes, err := gitAuditNotes(ctx, root)

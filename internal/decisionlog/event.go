@@ -39,9 +39,10 @@ type Event struct {
 
 // AuditHead is the head of an audit trail: the seq and SHA-256 of its
 // last chained line, and the trail's directory (absolute, links
-// resolved).
+// resolved) and machine.
 type AuditHead struct {
 	Dir    string `json:"dir"`
+	Host   string `json:"host,omitempty"` // the machine's name
 	Seq    int64  `json:"seq"`
 	SHA256 string `json:"sha256"`
 }
