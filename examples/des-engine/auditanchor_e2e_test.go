@@ -147,3 +147,25 @@ func TestE2EAuditAnchorGitNotes(t *testing.T) {
 	}
 	wantAnchorBroken(t, verifyIn(t, root, env), "the git note on commit ")
 }
+
+// An agent's `git commit`, through the hook as Claude Code runs it: the
+// post-commit hook notes the head, and neither the ref check after the
+// call nor the effect check takes des's own note for a move to judge.
+func TestE2EAuditAnchorAgentCommit(t *testing.T) {
+	root := refProject(t) // hooks installed, a finished step committed
+	for i, command := range []string{
+		"printf x > notes.txt && git add notes.txt && git commit -qm notes",
+		"printf y >> notes.txt && git commit -qam more --no-verify",
+	} {
+		a := agentBash(t, root, root, command)
+		if a.deny != "" || a.code != 0 || a.reason != "" {
+			t.Fatalf("%s: pre %q, exit %d: %s\npost %q", command, a.deny, a.code, a.out, a.reason)
+		}
+		if note, code := gitRun(t, root, "notes", "--ref=des-audit", "show", "HEAD"); code != 0 || !strings.Contains(note, `"des_audit_head"`) {
+			t.Errorf("call %d: note on HEAD: exit %d %q", i, code, note)
+		}
+	}
+	if r := runBinCLI(t, root, "audit", "verify"); r.code != 0 || !strings.Contains(r.stdout, "anchored: the trail holds the 3 heads") {
+		t.Errorf("verify: %+v", r)
+	}
+}
