@@ -169,3 +169,21 @@ func TestE2EAuditAnchorAgentCommit(t *testing.T) {
 		t.Errorf("verify: %+v", r)
 	}
 }
+
+// A post-commit hook des did not write is left alone: install exits 2 with
+// the line to add, and the hooks that judge commits are still written.
+func TestE2EAuditAnchorInstallLeavesForeignPostCommit(t *testing.T) {
+	root := gitProject(t)
+	hook := filepath.Join(root, ".git", "hooks", "post-commit")
+	foreign := "#!/bin/sh\necho committed\n"
+	if err := os.WriteFile(hook, []byte(foreign), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := runIn(t, root, nil, "precommit", "--install", "--command", hookBin)
+	if r.code != 2 || !strings.Contains(r.stderr, `precommit --post-commit --root `) || !strings.Contains(r.stdout, "hooks/pre-commit: it runs ") || !strings.Contains(r.stdout, "hooks/reference-transaction: it runs ") {
+		t.Fatalf("install over a foreign post-commit: %+v", r)
+	}
+	if raw, _ := os.ReadFile(hook); string(raw) != foreign {
+		t.Fatalf("the foreign hook was changed:\n%s", raw)
+	}
+}
