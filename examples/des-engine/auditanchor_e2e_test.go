@@ -146,6 +146,22 @@ func TestE2EAuditAnchorGitNotes(t *testing.T) {
 		t.Fatalf("notes left: %q", out)
 	}
 	wantAnchorBroken(t, verifyIn(t, root, env), "the git note on commit ")
+	// Dropping the notes' history is refused by the reference-transaction
+	// hook: deleted, rewound.
+	tip := git(t, root, "rev-parse", "refs/notes/des-audit")
+	for _, args := range [][]string{
+		{"update-ref", "-d", "refs/notes/des-audit"},
+		{"update-ref", "refs/notes/des-audit", "refs/notes/des-audit~1"},
+	} {
+		out, code := gitRun(t, root, args...)
+		if code == 0 || !strings.Contains(out, "refs/notes/des-audit") || !strings.Contains(out, "git will not move the ref") {
+			t.Errorf("git %s: exit %d\n%s", strings.Join(args, " "), code, out)
+		}
+	}
+	if now := git(t, root, "rev-parse", "refs/notes/des-audit"); now != tip {
+		t.Errorf("the notes ref moved from %s to %s", tip, now)
+	}
+	wantAnchorBroken(t, verifyIn(t, root, env), "the git note on commit ")
 }
 
 // An agent's `git commit`, through the hook as Claude Code runs it: the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/gitexec"
 )
 
@@ -131,4 +132,33 @@ func short(oid string) string {
 		return oid[:12]
 	}
 	return oid
+}
+
+// auditNotesDropped is what the reference-transaction hook says of updates
+// that would drop audit heads from auditNotesRef: the ref deleted, or moved
+// to a commit that does not hold its current one (a rewind, a forced
+// fetch, another history). "" when there is none: adding or removing a
+// note adds a commit to the ref, whose history keeps every note. Read in
+// the state "prepared", before the ref moves: its current value is git's.
+func auditNotesDropped(ctx context.Context, updates []gate.RefUpdate) string {
+	for _, u := range updates {
+		if u.Ref != auditNotesRef {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+		defer cancel()
+		git := new(gitexec.Runner)
+		out, err := git.Run(ctx, ".", nil, "rev-parse", "--verify", "--quiet", auditNotesRef)
+		cur := strings.TrimSpace(string(out))
+		if err != nil || cur == "" {
+			return "" // no notes yet: nothing to drop
+		}
+		if strings.Trim(u.New, "0") == "" {
+			return fmt.Sprintf("the update deletes %s (at %s), which holds the audit trail's heads noted on the commits", auditNotesRef, short(cur))
+		}
+		if _, err := git.Run(ctx, ".", nil, "merge-base", "--is-ancestor", cur, u.New); err != nil {
+			return fmt.Sprintf("the update moves %s from %s to %s, which does not hold it: the audit trail's heads noted since would no longer be read", auditNotesRef, short(cur), short(u.New))
+		}
+	}
+	return ""
 }
