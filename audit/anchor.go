@@ -75,7 +75,15 @@ func Head(dir string, now time.Time) (a Anchor, ok bool) {
 	if err != nil || !found {
 		return a, false
 	}
-	if !lineAt(dir, rec.File, rec.Size, rec.SHA256) {
+	line, ok := lineAt(dir, rec.File, rec.Size, rec.SHA256)
+	if !ok {
+		return a, false
+	}
+	// The line's own seq, not only the record's: a head record pointing a
+	// seq at another line is no head.
+	var l vline
+	parseVline(&l, line[:len(line)-1])
+	if l.bad != "" || !l.chained || l.seq != rec.Seq {
 		return a, false
 	}
 	return Anchor{Dir: realPath(dir), Host: hostname(), Seq: rec.Seq, SHA256: rec.SHA256, Time: now.UTC()}, true
@@ -84,35 +92,36 @@ func Head(dir string, now time.Time) (a Anchor, ok bool) {
 // Head is [Head] of the Log's directory.
 func (l *Log) Head() (Anchor, bool) { return Head(l.dir, l.now()) }
 
-// lineAt reports whether the day file name in dir holds, ending at offset
-// size, a line that hashes to sum. It reads backwards from size in growing
-// chunks, so a short line costs one small read.
-func lineAt(dir, name string, size int64, sum string) bool {
+// lineAt returns the line, newline included, that the day file name in
+// dir holds ending at offset size, when it hashes to sum. It reads
+// backwards from size in growing chunks, so a short line costs one small
+// read.
+func lineAt(dir, name string, size int64, sum string) ([]byte, bool) {
 	if size < 1 || filepath.Base(name) != name || !isDayFile(name) {
-		return false
+		return nil, false
 	}
 	f, fi, err := fileio.OpenRegular(filepath.Join(dir, name))
 	if err != nil {
-		return false
+		return nil, false
 	}
 	defer f.Close()
 	if fi.Size() < size {
-		return false
+		return nil, false
 	}
 	for chunk := int64(4096); ; chunk *= 4 {
 		n := min(chunk, size, int64(MaxLineSize)+1)
 		buf := make([]byte, n)
 		if _, err := f.ReadAt(buf, size-n); err != nil && !errors.Is(err, io.EOF) {
-			return false
+			return nil, false
 		}
 		if buf[n-1] != '\n' {
-			return false
+			return nil, false
 		}
 		if i := bytes.LastIndexByte(buf[:n-1], '\n'); i >= 0 || n == size {
-			return lineHash(buf[i+1:]) == sum
+			return buf[i+1:], lineHash(buf[i+1:]) == sum
 		}
 		if n > int64(MaxLineSize) {
-			return false
+			return nil, false
 		}
 	}
 }

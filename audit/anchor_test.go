@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,8 +54,18 @@ func TestHeadIsTheLastLine(t *testing.T) {
 	if a, ok := Head(filepath.Join(t.TempDir(), "none"), time.Now()); ok {
 		t.Errorf("head of no trail: %+v", a)
 	}
-	// A head record the day file does not back is no head.
+	// A head record that names another line's seq is no head.
 	rec, _, _, _ := readHead(dir)
+	forged := fmt.Sprintf(`{"seq":9,"sha256":"%s","file":"%s","size":%d}`+"\n", rec.SHA256, rec.File, rec.Size)
+	os.WriteFile(filepath.Join(dir, HeadFile), []byte(forged), 0o644)
+	if a, ok := Head(dir, time.Now()); ok {
+		t.Errorf("head of a record naming seq 9 at line 3: %+v", a)
+	}
+	os.WriteFile(filepath.Join(dir, HeadFile), []byte(fmt.Sprintf(`{"seq":3,"sha256":"%s","file":"%s","size":%d}`+"\n", rec.SHA256, rec.File, rec.Size)), 0o644)
+	if _, ok := Head(dir, time.Now()); !ok {
+		t.Error("no head after the record was put back")
+	}
+	// A head record the day file does not back is no head.
 	data, _ := os.ReadFile(filepath.Join(dir, rec.File))
 	os.WriteFile(filepath.Join(dir, rec.File), []byte(strings.Replace(string(data), "origc", "origx", 1)), 0o644)
 	if a, ok := Head(dir, time.Now()); ok {
