@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -103,10 +102,10 @@ func gitAuditNotes(ctx context.Context, root string) ([]audit.Anchor, error) {
 	}
 	var anchors []audit.Anchor
 	var notesCommit, annotated string
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		l := sc.Text()
+	for rest := out; len(rest) > 0; {
+		var raw []byte
+		raw, rest, _ = bytes.Cut(rest, []byte{'\n'})
+		l := string(raw)
 		switch {
 		case strings.HasPrefix(l, "\x00"):
 			notesCommit = l[1:]
@@ -114,15 +113,12 @@ func gitAuditNotes(ctx context.Context, root string) ([]audit.Anchor, error) {
 			annotated = strings.ReplaceAll(strings.TrimPrefix(l, "+++ b/"), "/", "")
 		case strings.HasPrefix(l, `+{"des_audit_head":`):
 			var n auditNote
-			if json.Unmarshal([]byte(l[1:]), &n) != nil {
+			if json.Unmarshal(raw[1:], &n) != nil {
 				continue
 			}
 			n.Head.Source = fmt.Sprintf("the git note on commit %s (%s, notes commit %s)", short(annotated), auditNotesRef, short(notesCommit))
 			anchors = append(anchors, n.Head)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return anchors, fmt.Errorf("git log %s: %w", auditNotesRef, err)
 	}
 	return anchors, nil
 }
