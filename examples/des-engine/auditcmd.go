@@ -29,14 +29,16 @@ const auditVerifyDoc = "Checks the hash chain of the audit trail: every day file
 	"(DES_STATE_DIR, else XDG_STATE_HOME/des, else ~/.local/state/des): a trail\n" +
 	"deleted, cut at its end or rewritten from its first line is broken even when its\n" +
 	"chain is valid. A trail with no witness (a new machine, a copy, a trail from\n" +
-	"before witnesses) is checked on its chain alone and reported \"not witnessed\".\n" +
+	"before witnesses) is checked on its chain (and the anchors below) and reported\n" +
+	"\"not witnessed\".\n" +
 	"Without --dir, the trail must also hold every head recorded outside it: in the\n" +
 	"des_audit_head of the project's decision log (.des/decisions) and in the git notes\n" +
 	"des writes on each commit (" + auditNotesRef + "); a trail that no longer holds one\n" +
 	"was deleted, cut or rewritten (an anchor break), witness or no witness.\n" +
 	"--adopt witnesses the current end of an\n" +
 	"intact trail (a new machine, a moved project, a trail from before witnesses,\n" +
-	"or after you removed or rewrote it yourself). It is refused while an agent's tool\n" +
+	"or after you removed or rewrote it yourself); the heads recorded outside the trail\n" +
+	"before it are no longer checked. It is refused while an agent's tool\n" +
 	"call is running (from an agent's Bash it would witness what the agent wrote)."
 
 // runAudit dispatches `des-hook audit SUBCOMMAND`; verify is the only one.
