@@ -49,8 +49,8 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 	gitHook := flags.Bool("git-hook", false, "run as git's pre-commit hook (recorded as source git-hook): settings come from .des/config.json only")
 	refTx := flags.String("ref-transaction", "", "run as git's reference-transaction hook in state `STATE`: judge the commits the ref updates on standard input bring in (recorded as source ref-update); settings come from .des/config.json only")
 	postCommit := flags.Bool("post-commit", false, "run as git's post-commit hook: note the audit trail's head on the new commit ("+auditNotesRef+"); never fails")
-	pinRoot := flags.String("root", "", "with --git-hook or --ref-transaction: the project root the installed hook judges for")
-	pinState := flags.String("state-dir", "", "with --git-hook or --ref-transaction: DES's per-user state directory the installed hook uses")
+	pinRoot := flags.String("root", "", "with --git-hook, --ref-transaction or --post-commit: the project root the installed hook judges for")
+	pinState := flags.String("state-dir", "", "with --git-hook, --ref-transaction or --post-commit: DES's per-user state directory the installed hook uses")
 	if code, done := parseFlags(flags, args, -1); done {
 		return code
 	}
