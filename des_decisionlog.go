@@ -63,7 +63,14 @@ func (e *Engine) logDecision(ctx context.Context, gate policy.Gate, input any, d
 			dl.labels["id"] = id
 		}
 	})
-	if err := dl.log.Append(decisionEvent(dl, gate, input, d, evalErr, took, e.now())); err != nil {
+	ev := decisionEvent(dl, gate, input, d, evalErr, took, e.now())
+	// The audit trail's head as it stands before this decision's entries:
+	// a log pushed out of the agent's reach pins the trail (an anchor,
+	// which `des-hook audit verify` checks against the trail).
+	if h, ok := e.audit.Head(); ok {
+		ev.AuditHead = &decisionlog.AuditHead{Dir: h.Dir, Host: h.Host, Seq: h.Seq, SHA256: h.SHA256}
+	}
+	if err := dl.log.Append(ev); err != nil {
 		e.logger.WarnContext(ctx, "decision not logged; the decision stands", "gate", string(gate), "err", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/internal/decisionlog"
 	"github.com/deterministic-exec/des/policy"
 )
@@ -329,5 +330,37 @@ func TestDecisionLogWithoutInstallationID(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "no installation id") {
 		t.Errorf("no warning: %q", logs.String())
+	}
+}
+
+// Each event carries the audit trail's head as it stood before the
+// decision (none before the first line), and AuditHeads reads them back.
+func TestDecisionLogRecordsAuditHead(t *testing.T) {
+	root, state := t.TempDir(), t.TempDir()
+	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_DECISION_LOG": "on", "DES_STATE_DIR": state})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{"tool": "Write", "writes": []any{map[string]any{"path": "src/a.go", "tool": "Write"}}}
+	if _, err := e.Evaluate(t.Context(), policy.ToolUse, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Audit().Append(t.Context(), audit.Entry{Event: audit.HookError, Fields: map[string]any{"error": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Evaluate(t.Context(), policy.ToolUse, in); err != nil {
+		t.Fatal(err)
+	}
+	evs := loggedEvents(t, root)
+	if len(evs) != 2 || evs[0].AuditHead != nil || evs[1].AuditHead == nil {
+		t.Fatalf("events %+v", evs)
+	}
+	head, ok := e.Audit().Head()
+	if h := evs[1].AuditHead; !ok || h.Seq != 1 || h.SHA256 != head.SHA256 || h.Dir != head.Dir || !head.Of(e.Audit().Dir()) {
+		t.Errorf("des_audit_head %+v, trail's head %+v", h, head)
+	}
+	heads, err := decisionlog.AuditHeads(filepath.Join(root, DecisionsDir))
+	if err != nil || len(heads) != 1 || heads[0].AuditHead != *evs[1].AuditHead || heads[0].Line != 2 || !heads[0].Time.Equal(evs[1].Timestamp) {
+		t.Errorf("AuditHeads = %+v, %v", heads, err)
 	}
 }

@@ -152,3 +152,24 @@ func seedTrail(tb testing.TB, dir string, first time.Time, days, perDay int) {
 		tb.Fatal(err)
 	}
 }
+
+// BenchmarkHead reads the trail's head as the decision log records it with
+// every event: the head record, and the line it names read back and
+// hashed.
+func BenchmarkHead(b *testing.B) {
+	dir := b.TempDir()
+	l, err := Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range 100 {
+		if err := l.Append(context.Background(), gate1Entry()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		if _, ok := Head(dir, time.Time{}); !ok {
+			b.Fatal("no head")
+		}
+	}
+}

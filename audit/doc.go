@@ -39,7 +39,10 @@
 // [Verify] uses it to find lines cut from the end of the trail; Append uses
 // it to skip the search for the head of the chain. Whoever can write the
 // directory can rewrite it too, so [WithWitness] keeps a witness of the head
-// outside the directory, which [Verify] checks the trail against.
+// outside the directory, which [Verify] checks the trail against. [Head]
+// reads the head for copies kept elsewhere (anchors: des records them in
+// its decision log and in git notes), and [WithAnchors] has [Verify] check
+// the trail against those too.
 //
 // # Event schemas
 //

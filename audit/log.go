@@ -65,6 +65,8 @@ type Log struct {
 	// attestFile records the lines this Log wrote; "" keeps none.
 	attestFile  string
 	attestStart bool // whether this Log creates attestFile
+	// anchors are Verify's (WithAnchors); a Log ignores them.
+	anchors []Anchor
 	// sem serialises this Log's appends so that its own goroutines queue on
 	// a channel (which honours ctx) instead of polling the file lock.
 	sem chan struct{}

@@ -56,6 +56,10 @@ const (
 	// does not hold the witnessed line unchanged (deleted, cut, rewritten),
 	// or it has chained lines but no witness, or the witness is unusable.
 	BreakWitness BreakKind = "witness"
+	// BreakAnchor: the trail disagrees with a head of it recorded outside
+	// it (WithAnchors: a decision-log event, a git note): it does not hold
+	// the recorded line unchanged (deleted, cut, rewritten since).
+	BreakAnchor BreakKind = "anchor"
 )
 
 // Break is the first broken place of a trail.
@@ -99,6 +103,8 @@ type Report struct {
 	Break *Break
 	// Witness is what Verify found of the witness, when given one.
 	Witness WitnessReport
+	// Anchors is what Verify found of the anchors (WithAnchors).
+	Anchors AnchorReport
 }
 
 // WitnessReport says how the trail stands against its witness.
@@ -218,10 +224,20 @@ func Verify(ctx context.Context, dir string, opts ...Option) (Report, error) {
 			return rep, nil
 		}
 	}
+	var adopted time.Time
+	if rep.Witness.Found && wErr == nil {
+		adopted = wit.Adopted
+	}
+	anchors := anchorIndex(cfg.anchors, dir, adopted, &rep.Anchors)
 	fi, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) && rep.Witness.Found {
 		rep.Break = &Break{Kind: BreakWitness, File: dir,
 			Msg: fmt.Sprintf("the audit directory is gone, but the witness %s records seq %d (%s): the trail was deleted", rep.Witness.Path, wit.Seq, wit.File)}
+		return rep, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) && len(anchors) > 0 {
+		rep.Break = missingAnchor(dir, anchors, 0, nil)
+		rep.Break.Msg = strings.Replace(rep.Break.Msg, "the trail holds no chained line", "the audit directory is gone", 1)
 		return rep, nil
 	}
 	if err != nil {
@@ -241,6 +257,7 @@ func Verify(ctx context.Context, dir string, opts ...Option) (Report, error) {
 	// Values, not pointers, so that a line does not escape to the heap.
 	var last, first, atHead, atWitness vline // the last line that kept the chain, the first line, the line the head record names, the witnessed line
 	var hasLast, hasFirst, hasAtHead, hasAtWitness bool
+	var anchorBreak *Break // the first line an anchor disagrees with
 	started := false
 	for {
 		c, ok, err := w.next()
@@ -277,6 +294,9 @@ func Verify(ctx context.Context, dir string, opts ...Option) (Report, error) {
 			if rep.Witness.Found && c.seq == wit.Seq {
 				atWitness, hasAtWitness = c, true
 			}
+			if as := anchors[c.seq]; as != nil && anchorBreak == nil {
+				anchorBreak = checkAnchor(&c, as)
+			}
 			continue
 		}
 		rest, err := w.rest()
@@ -308,6 +328,14 @@ func Verify(ctx context.Context, dir string, opts ...Option) (Report, error) {
 		if rep.Break == nil && rep.Witness.Found {
 			rep.Witness.Behind = rep.LastSeq - wit.Seq
 		}
+	}
+	// The anchors last: a break the chain, the head record or the witness
+	// finds is named as it always was.
+	if rep.Break == nil {
+		rep.Break = anchorBreak
+	}
+	if rep.Break == nil {
+		rep.Break = missingAnchor(dir, anchors, rep.LastSeq, lp)
 	}
 	return rep, nil
 }

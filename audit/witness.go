@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/deterministic-exec/des/internal/fileio"
 )
@@ -92,6 +93,11 @@ type witnessRecord struct {
 	// the last line des had attested before (the witness was gone since
 	// then). Only AdoptWitness replaces it.
 	LostAfter int64 `json:"lost_after,omitempty"`
+	// Adopted is when a person adopted the trail (AdoptWitness): anchors
+	// recorded before it are of the trail as it was before (removed or
+	// rewritten by that person), and Verify does not check them. Carried
+	// forward as the witness moves.
+	Adopted time.Time `json:"adopted,omitzero"`
 }
 
 // errBadWitness marks a witness file that exists but cannot be used.
@@ -243,7 +249,7 @@ func (l *Log) advanceWitness(prev chainHead, next headRecord, lastAttested int64
 	if !continues {
 		return false, nil
 	}
-	return true, writeWitness(path, witnessRecord{Dir: realPath(l.dir), Seq: next.Seq, SHA256: next.SHA256, File: next.File, Size: next.Size}, l.fsync)
+	return true, writeWitness(path, witnessRecord{Dir: realPath(l.dir), Seq: next.Seq, SHA256: next.SHA256, File: next.File, Size: next.Size, Adopted: w.Adopted}, l.fsync)
 }
 
 // witnessedLineIntact reports whether the day file the witness names still
@@ -314,7 +320,10 @@ func AdoptWitness(ctx context.Context, dir string, opts ...Option) (Report, erro
 		return rep, err // no chained line: nothing to witness
 	}
 	path := WitnessPath(cfg.witnessDir, dir)
-	if err := writeWitness(path, witnessRecord{Dir: realPath(dir), Seq: rec.Seq, SHA256: rec.SHA256, File: rec.File, Size: rec.Size}, true); err != nil {
+	// The adoption's time: anchors recorded before it pin the trail the
+	// person replaced, and are no longer checked.
+	adopted := time.Now().UTC()
+	if err := writeWitness(path, witnessRecord{Dir: realPath(dir), Seq: rec.Seq, SHA256: rec.SHA256, File: rec.File, Size: rec.Size, Adopted: adopted}, true); err != nil {
 		return rep, fmt.Errorf("audit: adopt witness %s: %w", path, err)
 	}
 	rep.Witness = WitnessReport{Path: path, Found: true, Seq: rec.Seq, Behind: rep.LastSeq - rec.Seq}

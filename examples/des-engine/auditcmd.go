@@ -29,10 +29,16 @@ const auditVerifyDoc = "Checks the hash chain of the audit trail: every day file
 	"(DES_STATE_DIR, else XDG_STATE_HOME/des, else ~/.local/state/des): a trail\n" +
 	"deleted, cut at its end or rewritten from its first line is broken even when its\n" +
 	"chain is valid. A trail with no witness (a new machine, a copy, a trail from\n" +
-	"before witnesses) is checked on its chain alone and reported \"not witnessed\".\n" +
+	"before witnesses) is checked on its chain (and the anchors below) and reported\n" +
+	"\"not witnessed\".\n" +
+	"Without --dir, the trail must also hold every head recorded outside it: in the\n" +
+	"des_audit_head of the project's decision log (.des/decisions) and in the git notes\n" +
+	"des writes on each commit (" + auditNotesRef + "); a trail that no longer holds one\n" +
+	"was deleted, cut or rewritten (an anchor break), witness or no witness.\n" +
 	"--adopt witnesses the current end of an\n" +
 	"intact trail (a new machine, a moved project, a trail from before witnesses,\n" +
-	"or after you removed or rewrote it yourself). It is refused while an agent's tool\n" +
+	"or after you removed or rewrote it yourself); the heads recorded outside the trail\n" +
+	"before it are no longer checked. It is refused while an agent's tool\n" +
 	"call is running (from an agent's Bash it would witness what the agent wrote)."
 
 // runAudit dispatches `des-hook audit SUBCOMMAND`; verify is the only one.
@@ -93,13 +99,20 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 		}
 		verify = audit.AdoptWitness
 	}
-	var attested audit.Option
+	var attested, anchored audit.Option
 	if root != "" && !*adopt {
 		// The project's attestations say whether des ever witnessed this
 		// trail: a witness that is gone then is a finding, not a new trail.
 		attested = audit.WithAttestations(des.AuditAttestations(statedir.For(root, e.lookupEnv)), false)
+		// The heads recorded outside the trail and the state directory:
+		// in the decision log and in git notes.
+		anchors, problems := auditAnchors(ctx, root, show)
+		for _, p := range problems {
+			fmt.Fprintf(e.stderr, "des-hook audit verify: not checked against %s\n", p)
+		}
+		anchored = audit.WithAnchors(anchors)
 	}
-	rep, err := verify(ctx, *dir, witness, audit.WithRoot(root), attested) // root "" (--dir): none
+	rep, err := verify(ctx, *dir, witness, audit.WithRoot(root), attested, anchored) // root "" (--dir): none
 	switch {
 	case errors.Is(err, audit.ErrNotIntact):
 		b := rep.Break
@@ -118,8 +131,11 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 			where = fmt.Sprintf("%s:%d", where, b.Line)
 		}
 		fmt.Fprintf(e.stdout, "audit trail broken: %s: %s: %s\n", where, b.Kind, b.Msg)
-		if b.Kind == audit.BreakWitness {
+		switch b.Kind {
+		case audit.BreakWitness:
 			fmt.Fprintln(e.stdout, "If you removed or rewrote the trail yourself, or it was written on another machine or before des kept witnesses, check it by other means and run `des-hook audit verify --adopt` to witness its current end.")
+		case audit.BreakAnchor:
+			fmt.Fprintln(e.stdout, "The head recorded there is the trail as des wrote it; compare with the copies pushed off this machine (the collector's decision log, the remote's "+auditNotesRef+"). If you removed or rewrote the trail yourself, check it by other means and run `des-hook audit verify --adopt`: heads recorded before the adoption are no longer checked.")
 		}
 		return exitBroken
 	}
@@ -128,11 +144,16 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stdout, " (the first %s predate the hash chain; only the last of them is covered)", plural(rep.Unchained, "line"))
 	}
 	fmt.Fprintln(e.stdout)
+	if a := rep.Anchors; a.Checked > 0 {
+		fmt.Fprintf(e.stdout, "anchored: the trail holds the %s recorded in the decision log and git notes (up to seq %d)\n", plural(a.Checked, "head"), a.Seq)
+	}
 	switch w := rep.Witness; {
 	case *adopt && w.Found:
 		fmt.Fprintf(e.stdout, "witnessed: seq %d, in %s\n", w.Seq, w.Path)
 	case !w.Found && rep.LastSeq == 0:
 		fmt.Fprintf(e.stdout, "not witnessed: the trail has no chained line yet; its head will be witnessed in %s from the first append\n", w.Path)
+	case !w.Found && rep.Anchors.Checked > 0:
+		fmt.Fprintf(e.stdout, "not witnessed: no witness at %s, so the chain was checked against the heads recorded outside the trail only; lines after seq %d are not pinned. If this trail is known good, `des-hook audit verify --adopt` witnesses its end\n", w.Path, rep.Anchors.Seq)
 	case !w.Found:
 		fmt.Fprintf(e.stdout, "not witnessed: no witness at %s, so only the chain was checked; a trail cut or rewritten after its witness was removed would look the same. If this trail is known good (a new machine, a copy, a trail from before witnesses), `des-hook audit verify --adopt` witnesses its end\n", w.Path)
 	case w.Behind > 0:

@@ -88,6 +88,11 @@ func runRefTransaction(ctx context.Context, e env, state string, stdin io.Reader
 	if err != nil {
 		return refRefused(e, fmt.Errorf("cannot read the ref updates: %w", err), "Retry the git command; if this persists, report it.")
 	}
+	if why := auditNotesDropped(ctx, updates); why != "" {
+		fmt.Fprintf(e.stderr, "des-hook precommit: %s; git will not move the ref.\n"+
+			"Notes are added or removed with `git notes --ref=des-audit` (the ref's history keeps them); to take the remote's notes, `git notes --ref=des-audit merge` them. `des-hook audit verify` checks the trail against every head noted there.\n", why)
+		return exitFail
+	}
 	if !slices.ContainsFunc(updates, judgedUpdate) {
 		return exitOK // no branch or tag moves to a value: nothing to read
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,8 +35,10 @@ const precommitDoc = "Runs Gate 3 on step files before they are committed: every
 	"status: 0 every file passes, 1 a file fails, 2 DES could not judge (a bad flag or setting,\n" +
 	"a git failure, an unreadable audit trail: [DES-INTERNAL]). Each file's verdict is audited.\n\n" +
 	"With --install, writes the git pre-commit hook (core.hooksPath is respected) that runs\n" +
-	"this binary's precommit, and the reference-transaction hook that judges the commits\n" +
-	"every branch or tag move brings in (--ref-transaction). An existing hook that DES did\n" +
+	"this binary's precommit, the reference-transaction hook that judges the commits\n" +
+	"every branch or tag move brings in (--ref-transaction), and the post-commit hook that\n" +
+	"notes the audit trail's head on each new commit in " + auditNotesRef + " (--post-commit;\n" +
+	"`des-hook audit verify` checks the notes). An existing hook that DES did\n" +
 	"not write is left alone: the command exits 2 and prints the lines to add to it.\n\n" +
 	"The project root is CLAUDE_PROJECT_DIR, else the git top level, else the current directory."
 
@@ -45,8 +48,9 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 	command := flags.String("command", "", "with --install: path of the hook binary (default: this executable)")
 	gitHook := flags.Bool("git-hook", false, "run as git's pre-commit hook (recorded as source git-hook): settings come from .des/config.json only")
 	refTx := flags.String("ref-transaction", "", "run as git's reference-transaction hook in state `STATE`: judge the commits the ref updates on standard input bring in (recorded as source ref-update); settings come from .des/config.json only")
-	pinRoot := flags.String("root", "", "with --git-hook or --ref-transaction: the project root the installed hook judges for")
-	pinState := flags.String("state-dir", "", "with --git-hook or --ref-transaction: DES's per-user state directory the installed hook uses")
+	postCommit := flags.Bool("post-commit", false, "run as git's post-commit hook: note the audit trail's head on the new commit ("+auditNotesRef+"); never fails")
+	pinRoot := flags.String("root", "", "with --git-hook, --ref-transaction or --post-commit: the project root the installed hook judges for")
+	pinState := flags.String("state-dir", "", "with --git-hook, --ref-transaction or --post-commit: DES's per-user state directory the installed hook uses")
 	if code, done := parseFlags(flags, args, -1); done {
 		return code
 	}
@@ -60,6 +64,15 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 		// whoever runs git, so it decides with what it was installed with.
 		e.lookupEnv = gitHookEnv(e.lookupEnv, *pinRoot, *pinState)
 		return runRefTransaction(ctx, e, *refTx, os.Stdin)
+	}
+	if *postCommit {
+		if flags.NArg() > 0 || *gitHook || *install || *command != "" {
+			fmt.Fprintln(e.stderr, "des-hook precommit: --post-commit takes no files and no flag but --root and --state-dir")
+			flags.Usage()
+			return exitUsage
+		}
+		e.lookupEnv = gitHookEnv(e.lookupEnv, *pinRoot, *pinState)
+		return runPostCommit(ctx, e)
 	}
 	if *install {
 		if flags.NArg() > 0 || *gitHook {
@@ -249,10 +262,12 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 	script, line := hookScript("DES Gate 3: refuses a commit whose staged step files are unfinished.", command, pin, "precommit", "--git-hook")
 	// Beside pre-commit, the hook that judges every branch or tag move.
 	refCode := installRefTransaction(ctx, e, hooks, command, pin, root)
+	// And the hook that notes the audit trail's head on each new commit.
+	postCode := installPostCommit(ctx, e, hooks, command, pin, root)
 	if code := writeGitHook(ctx, e, hooks, "pre-commit", script, line, "where a failure should stop the commit", root, command); code != exitOK {
 		return code
 	}
-	return refCode
+	return cmp.Or(refCode, postCode)
 }
 
 // writeGitHook writes one of des's git hooks (pre-commit,

@@ -31,6 +31,20 @@ type Event struct {
 	RequestedBy string                `json:"requested_by,omitempty"`
 	Timestamp   time.Time             `json:"timestamp"`
 	Metrics     map[string]any        `json:"metrics,omitempty"`
+	// AuditHead is des's own field, beside OPA's: the audit trail's head
+	// as des read it just before the decision. A log pushed out of the
+	// agent's reach pins the trail (`des-hook audit verify` checks it).
+	AuditHead *AuditHead `json:"des_audit_head,omitempty"`
+}
+
+// AuditHead is the head of an audit trail: the seq and SHA-256 of its
+// last chained line, and the trail's directory (absolute, links
+// resolved) and machine.
+type AuditHead struct {
+	Dir    string `json:"dir"`
+	Host   string `json:"host,omitempty"` // the machine's name
+	Seq    int64  `json:"seq"`
+	SHA256 string `json:"sha256"`
 }
 
 // BundleInfo is the revision of a bundle the decision was made with.

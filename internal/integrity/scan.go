@@ -215,12 +215,14 @@ func (c *Checker) targets(ctx context.Context, m *manifest, walk bool) ([]target
 		}
 	}
 
-	// Git's files that can switch DES's git hooks off: pre-commit, and
-	// reference-transaction, which judges every branch or tag move.
+	// Git's files that can switch DES's git hooks off: pre-commit,
+	// reference-transaction, which judges every branch or tag move, and
+	// post-commit, which notes the audit trail's head on each commit.
 	if cfg, hooks := c.gitPaths(m); cfg != "" {
 		add(target{key: c.key(cfg), kind: KindGitConfig, keep: true})
 		add(target{key: c.key(filepath.Join(hooks, "pre-commit")), kind: KindFile, keep: true})
 		add(target{key: c.key(filepath.Join(hooks, "reference-transaction")), kind: KindFile, keep: true})
+		add(target{key: c.key(filepath.Join(hooks, "post-commit")), kind: KindFile, keep: true})
 		for _, p := range c.worktreeConfigs() {
 			add(target{key: c.key(p), kind: KindGitConfig, keep: true})
 		}
