@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -33,12 +34,20 @@ type auditNote struct {
 	Head audit.Anchor `json:"des_audit_head"`
 }
 
-// installPostCommit writes the post-commit hook beside pre-commit, under
-// the same rule: a hook des did not write is left alone, and the line to
-// add is printed.
+// installPostCommit writes the post-commit hook beside pre-commit. A hook
+// des did not write (a team's husky or lint hook) is left alone and the
+// line to add is printed, but the install does not fail for it: the note
+// is an extra anchor of the audit trail, not a gate, and a team's existing
+// post-commit hook must not stop des from being installed.
 func installPostCommit(ctx context.Context, e env, hooks, command string, pin hookPin, root string) int {
 	script, line := hookScript("DES audit anchor: records the audit trail's head in a git note on the new commit ("+auditNotesRef+"); it never fails a commit.",
 		command, pin, "precommit", "--post-commit")
+	path := filepath.Join(hooks, postCommitHookName)
+	if old, err := os.ReadFile(path); err == nil && !writtenByDES(old) {
+		fmt.Fprintf(e.stderr, "des-hook precommit: %s already exists and was not written by DES; it is left as it is.\n"+
+			"To anchor the audit trail in git notes (%s), add this line to it:\n\n%s\n", path, auditNotesRef, line)
+		return exitOK
+	}
 	return writeGitHook(ctx, e, hooks, postCommitHookName, script, line, "anywhere (it never fails)", root, command)
 }
 

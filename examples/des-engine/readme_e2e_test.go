@@ -333,3 +333,42 @@ func TestE2EReadmeExamples(t *testing.T) {
 		})
 	}
 }
+
+// Every test the README and docs name as proof exists: a renamed or removed
+// test must take its claim with it.
+func TestReadmeNamesTestsThatExist(t *testing.T) {
+	defined := map[string]bool{}
+	err := filepath.WalkDir("../..", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range regexp.MustCompile(`(?m)^func ((?:Test|Benchmark)\w+)\(`).FindAllStringSubmatch(string(data), -1) {
+			defined[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []string{readmePath, "../../docs/reference.md", "../../docs/performance.md"} {
+		data, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile("`((?:Test|Benchmark)[A-Z]\\w+)`").FindAllStringSubmatch(string(data), -1) {
+			if !defined[m[1]] {
+				t.Errorf("%s names %s, which no test file defines", doc, m[1])
+			}
+		}
+	}
+}
