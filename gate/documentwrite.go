@@ -580,7 +580,7 @@ type Confirmation struct {
 	// WRITE_NOT_CONFIRMED: its phase moves are not in the trail, and Gate
 	// 2 will find the phases it finished started around the guard.
 	Path, Mismatch string
-	// Reformatted is what the step file at Path holds when the write was
+	// Reformatted is what the document at Path holds when the write was
 	// confirmed with other bytes than the ones allowed (a formatter hook
 	// rewrote them: same JSON value), nil otherwise. The effect check's
 	// baseline takes these bytes as the allowed write.
@@ -597,10 +597,11 @@ func (d DocumentWrite) ConfirmResult(ctx context.Context, toolUseID string) (Con
 		return state, err
 	}
 	c, err := d.confirmSteps(ctx, toolUseID)
-	c.Confirmed = c.Confirmed || state.Confirmed
-	if c.Mismatch == "" {
-		c.Path, c.Mismatch = state.Path, state.Mismatch
+	if !c.Confirmed && c.Mismatch == "" {
+		// No step write was pending: the workflow state's outcome.
+		return state, err
 	}
+	c.Confirmed = c.Confirmed || state.Confirmed
 	return c, err
 }
 

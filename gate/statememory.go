@@ -151,7 +151,11 @@ func (d DocumentWrite) confirmState(ctx context.Context, toolUseID string) (Conf
 			"state_file": p.Path, "tool_use_id": toolUseID, "what": mismatch,
 		}})
 	}
-	return Confirmation{Confirmed: true}, d.keepSeen(ctx, p.Path, p.Seen)
+	c := Confirmation{Confirmed: true}
+	if sum := sha256.Sum256(now); hex.EncodeToString(sum[:]) != p.SHA256 {
+		c.Path, c.Reformatted = p.Path, now
+	}
+	return c, d.keepSeen(ctx, p.Path, p.Seen)
 }
 
 // keepSeen replaces the memory of rel, under its lock.
