@@ -471,7 +471,8 @@ func (p *atkProject) run(t testing.TB, dir, command string) (int, string) {
 	// A file, not a pipe: a background job that keeps it open does not
 	// hold up Wait.
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	asClaudeCodeRuns(cmd) // a session of its own, and so a process group to kill
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ func runBash(t *testing.T, dir, command string) {
 	cmd.Dir = dir
 	cmd.Env = cleanEnviron()
 	cmd.WaitDelay = 5 * time.Second
+	asClaudeCodeRuns(cmd)
 	_ = cmd.Run() // a failing command is fine: the files on disk are what the test compares
 }
 

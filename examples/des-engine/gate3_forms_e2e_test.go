@@ -11,6 +11,7 @@ import (
 func mustRunBash(t *testing.T, dir, command string) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), "bash", "-c", command)
+	asClaudeCodeRuns(cmd)
 	cmd.Dir = dir
 	cmd.Env = append(cleanEnviron(), "GIT_AUTHOR_NAME=des", "GIT_AUTHOR_EMAIL=des@example.com", "GIT_COMMITTER_NAME=des", "GIT_COMMITTER_EMAIL=des@example.com", "GIT_EDITOR=true")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -33,6 +33,7 @@ func refProject(t *testing.T) string {
 func runAgentBash(t *testing.T, dir, command string) (string, int) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), "bash", "-c", command)
+	asClaudeCodeRuns(cmd)
 	cmd.Dir = dir
 	cmd.Env = append(cleanEnviron(), "GIT_AUTHOR_NAME=des", "GIT_AUTHOR_EMAIL=des@example.com", "GIT_COMMITTER_NAME=des", "GIT_COMMITTER_EMAIL=des@example.com", "GIT_EDITOR=true")
 	out, err := cmd.CombinedOutput()

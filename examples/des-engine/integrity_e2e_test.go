@@ -114,6 +114,7 @@ func sh(t *testing.T, root, command string) {
 	cmd := exec.CommandContext(ctx, "bash", "-c", command)
 	cmd.Dir = root
 	cmd.Env = append(cleanEnviron(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	asClaudeCodeRuns(cmd)
 	out, err := cmd.CombinedOutput()
 	t.Logf("$ %s\n%s(%v)", command, out, err)
 }

@@ -292,7 +292,7 @@ func callerIn(dir string, procs proctree.Tree, pid int, now time.Time) []string 
 		if !slices.ContainsFunc(f.Left, procs.Alive) {
 			continue // lapsed: its processes ended
 		}
-		if len(chain) == 0 || descends(chain, f) {
+		if len(chain) == 0 || descends(procs, chain, f) {
 			out = append(out, e.Name())
 		}
 	}
@@ -301,10 +301,10 @@ func callerIn(dir string, procs proctree.Tree, pid int, now time.Time) []string 
 
 // descends reports whether the process whose chain of parents is chain
 // (itself first) comes from the call f: one of them is a process the call
-// left running, or it is an orphan started since the call began (what a
-// background job starts and leaves, its parent gone, is adopted by pid 1
-// or a user's service manager).
-func descends(chain []proctree.Proc, f *flight) bool {
+// left running, or it is an orphan started since the call began, in a
+// session that began with it (what a background job starts and leaves, its
+// parent gone, is adopted by pid 1 or a user's service manager).
+func descends(procs proctree.Tree, chain []proctree.Proc, f *flight) bool {
 	for i, p := range chain {
 		if slices.Contains(f.Left, p.Ref) {
 			return true
@@ -314,7 +314,15 @@ func descends(chain []proctree.Proc, f *flight) bool {
 		}
 		if i+1 < len(chain) {
 			if parent := chain[i+1]; parent.Start < f.Since || parent.PID == 1 {
-				return parent.PID == 1 || parent.Comm == "systemd"
+				if parent.PID != 1 && parent.Comm != "systemd" {
+					return false
+				}
+				leader, err := procs.Read(p.SID)
+				all := map[int]proctree.Proc{}
+				if err == nil {
+					all[leader.PID] = leader
+				}
+				return proctree.NewSession(all, p, f.Since)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +17,10 @@ import (
 // process adopted by pid 1. It is killed at the end of the test.
 func orphan(t *testing.T, seconds int) int {
 	t.Helper()
-	out, err := exec.Command("sh", "-c", "sleep "+strconv.Itoa(seconds)+" >/dev/null 2>&1 & echo $!").Output()
+	// In a session of its own, as Claude Code runs each Bash command.
+	cmd := exec.Command("sh", "-c", "sleep "+strconv.Itoa(seconds)+" >/dev/null 2>&1 & echo $!")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)
 	}

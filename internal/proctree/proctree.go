@@ -36,6 +36,7 @@ type Proc struct {
 	Ref
 	Comm   string // the command name, as the kernel keeps it (15 bytes at most)
 	PPID   int
+	SID    int // its session: the pid of the session's leader
 	UID    int
 	Zombie bool
 }
@@ -95,7 +96,8 @@ func parseStat(data []byte) (Proc, error) {
 		return Proc{}, fmt.Errorf("stat: pid: %w", err)
 	}
 	f := strings.Fields(string(data[end+1:]))
-	// f[0] is field 3 (state), f[1] field 4 (ppid), f[19] field 22 (starttime).
+	// f[0] is field 3 (state), f[1] field 4 (ppid), f[3] field 6 (session),
+	// f[19] field 22 (starttime).
 	if len(f) < 20 {
 		return Proc{}, errors.New("stat: too few fields")
 	}
@@ -103,6 +105,9 @@ func parseStat(data []byte) (Proc, error) {
 	p.Zombie = f[0] == "Z" || f[0] == "X"
 	if p.PPID, err = strconv.Atoi(f[1]); err != nil {
 		return Proc{}, fmt.Errorf("stat: ppid: %w", err)
+	}
+	if p.SID, err = strconv.Atoi(f[3]); err != nil {
+		return Proc{}, fmt.Errorf("stat: session: %w", err)
 	}
 	if p.Start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
 		return Proc{}, fmt.Errorf("stat: starttime: %w", err)
@@ -201,6 +206,21 @@ func (t Tree) Exe(r Ref) string {
 	return strings.TrimSuffix(exe, " (deleted)")
 }
 
+// adopter reports whether p adopts orphans: pid 1, or a user's service
+// manager (systemd --user is a child subreaper).
+func adopter(p Proc) bool { return p.PID == 1 || p.Comm == "systemd" }
+
+// NewSession reports whether p's session began at or after since: its
+// leader started since then, or has ended. Claude Code runs each Bash
+// command in a session of its own (the shell is its leader), which a job
+// the command leaves keeps once the shell has exited, and so does a
+// daemon's setsid; an orphan of some other program of the user's, started
+// meanwhile, is in that program's older session.
+func NewSession(all map[int]Proc, p Proc, since uint64) bool {
+	leader, ok := all[p.SID]
+	return !ok || leader.Start >= since || leader.Zombie
+}
+
 // Call is what LeftRunning knows of a command a process of Origin ran.
 type Call struct {
 	UID     int    // the user whose processes count
@@ -218,6 +238,8 @@ type Call struct {
 // what a background job leaves once its shell has exited: "&" jobs, nohup
 // and setsid daemons) or under Origin through a process whose command line
 // holds the command (a shell Claude Code keeps running in the background).
+// An orphan counts only in a session that began with the command
+// (NewSession): another program's orphan started meanwhile does not.
 // Claude Code's other children (hooks, MCP servers) and a person's own
 // programs, started from a terminal or an editor, are not.
 func (t Tree) LeftRunning(all map[int]Proc, c Call) []Ref {
@@ -254,7 +276,7 @@ func (t Tree) LeftRunning(all map[int]Proc, c Call) []Ref {
 				viaCommand = viaCommand || runsCommand(q)
 				continue
 			}
-			ok = parent.PID == 1 || parent.Comm == "systemd" || from[parent.Ref] && viaCommand
+			ok = adopter(parent) && NewSession(all, p, c.Since) || from[parent.Ref] && viaCommand
 			break
 		}
 		if ok {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -41,7 +42,10 @@ func TestLeftRunning(t *testing.T) {
 	}
 	origin := []Ref{self.Ref}
 	// The orphan: sh starts it in the background and exits.
-	out, err := exec.Command("sh", "-c", "sleep 37 >/dev/null 2>&1 & echo $!").Output()
+	// In a session of its own, as Claude Code runs each Bash command.
+	sh := exec.Command("sh", "-c", "sleep 37 >/dev/null 2>&1 & echo $!")
+	sh.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := sh.Output()
 	if err != nil {
 		t.Fatal(err)
 	}
