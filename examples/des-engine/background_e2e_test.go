@@ -29,7 +29,7 @@ func TestE2EBackgroundWriterAfterItsCall(t *testing.T) {
 	if a.deny != "" || a.reason != "" {
 		t.Fatalf("the call itself: deny %q, post %q", a.deny, a.reason)
 	}
-	time.Sleep(3 * time.Second) // the job wrote and ended, between calls
+	waitForWrite(t, root, ".des/config.json", effCfg) // the job writes and ends, between calls
 	next := agentBash(t, root, root, "ls >/dev/null")
 	if !strings.Contains(next.reason, "DES-INTEGRITY") || !strings.Contains(next.reason, ".des/config.json") {
 		t.Fatalf("the job's write after its call was not reported by the next check:\n%s", next.reason)
@@ -49,7 +49,7 @@ if os.fork() == 0:
 	if a := agentBash(t, root, root, fork); a.deny != "" || a.reason != "" {
 		t.Fatalf("the forking script: deny %q, post %q", a.deny, a.reason)
 	}
-	time.Sleep(3 * time.Second)
+	waitForWrite(t, root, ".des/config.json", effCfg)
 	if next := agentBash(t, root, root, "ls >/dev/null"); !strings.Contains(next.reason, "DES-INTEGRITY") {
 		t.Fatalf("the forked writer's write was not reported:\n%s", next.reason)
 	}
@@ -101,4 +101,16 @@ if os.fork() == 0:
 			t.Errorf("%s: the agent's job ran accept:\n%s", spelling, got)
 		}
 	}
+}
+
+// waitForWrite waits until rel no longer holds was (a job's write landed),
+// then a moment for the job to end: a loaded machine may run it late.
+func waitForWrite(t *testing.T, root, rel, was string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); readFileString(t, root, rel) == was; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was never written", rel)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
 }
