@@ -4,7 +4,11 @@
 #   The rules on a write of the task graph document (document_write gate,
 #   input.task_graph; see des.taskgraph for the input and the document):
 #   DES-TASKGRAPH-INVALID, -WAVE-MIX, -WAVE-DEPENDENCY, -FILE-CONFLICT,
-#   -UNVERIFIED, -DEPTH, -TRANSITION (deny) and -ATOMICITY (warn).
+#   -UNVERIFIED, -DEPTH, -TRANSITION (deny) and -ATOMICITY (warn); and,
+#   from des's record of its own wave syncs (input.task_graph.evidence),
+#   DES-GRAPH-STATUS-UNSEEN, -PLAN-FINISHED, -WAVE-MOVED and
+#   -RETRIES-RESET (deny): only des's wave sync finishes a phase or moves
+#   current_wave, and retries belong to a phase whatever the task_id.
 #   Choices where the format is silent:
 #   - a depends_on or verifies_phase_id naming a phase the graph does not
 #     hold is DES-TASKGRAPH-INVALID (a dangling reference), not a wave rule;
