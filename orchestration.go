@@ -27,9 +27,15 @@ func (e *Engine) taskGraph() gate.TaskGraph {
 	return gate.TaskGraph{
 		File: file,
 		// internal/taskgraph reads the disk itself, through the root.
-		WriteFacts: func(rel string, content, _ []byte) map[string]any { return taskgraph.WriteFacts(e.root, rel, content) },
-		DiskFacts:  func() map[string]any { return taskgraph.InvocationFacts(e.root, file) },
-		PhaseID:    taskgraph.PhaseID,
+		// des's record of its own wave syncs (the state directory) is the
+		// evidence a write's finished phases and retries are judged on.
+		WriteFacts: func(rel string, content, _ []byte) map[string]any {
+			f := taskgraph.WriteFacts(e.root, rel, content)
+			graphEvidence(e.stateDir, rel, f)
+			return f
+		},
+		DiskFacts: func() map[string]any { return taskgraph.InvocationFacts(e.root, file) },
+		PhaseID:   taskgraph.PhaseID,
 	}
 }
 
@@ -150,7 +156,15 @@ func (e *Engine) WaveSync() gate.WaveSync {
 			if err != nil {
 				return gate.GraphUpdate{}, err
 			}
-			return graphSync(ctx, e.GraphPath(), phase, gate2Failed, lastMessage, now, types, e.writes)
+			upd, u, err := graphSync(ctx, e.GraphPath(), phase, gate2Failed, lastMessage, now, types, e.writes)
+			if err == nil && e.stateDir != "" {
+				// The graph is updated; without the record a later write is
+				// judged on the disk alone (and retries on the graph's own).
+				if rerr := rememberSync(ctx, e.stateDir, e.graphFile(), e.GraphPath(), u, now); rerr != nil {
+					e.logger.Error("des: the wave sync is not recorded in des's evidence", "phase", phase, "err", rerr)
+				}
+			}
+			return upd, err
 		},
 	}
 }

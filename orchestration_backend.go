@@ -24,7 +24,9 @@ func graphPhaseID(prompt string) (string, bool) { return taskgraph.PhaseID(promp
 // taskgraph tells by the phase's type.
 // verificationTypes are the policies' verification_types (nil: the
 // default, "verification" alone).
-func graphSync(ctx context.Context, path, phase string, gate2Failed bool, lastMessage string, _ time.Time, verificationTypes map[string]bool, w gate.Writes) (gate.GraphUpdate, error) {
+// The update itself is returned too, for des's record of the sync
+// (rememberSync).
+func graphSync(ctx context.Context, path, phase string, gate2Failed bool, lastMessage string, _ time.Time, verificationTypes map[string]bool, w gate.Writes) (gate.GraphUpdate, taskgraph.Update, error) {
 	verdict := taskgraph.Verdict(lastMessage)
 	var tw taskgraph.Writes
 	if w != nil {
@@ -40,7 +42,27 @@ func graphSync(ctx context.Context, path, phase string, gate2Failed bool, lastMe
 	if u.Reset != "" {
 		upd.Fields["verified_phase"], upd.Fields["verified_retries"] = u.Reset, u.ResetRetries
 	}
-	return upd, err
+	return upd, u, err
+}
+
+// rememberSync keeps des's record of a wave sync (taskgraph.Remember) in
+// the state directory, from the graph as the sync left it: the evidence the
+// write guard reads (input.task_graph.evidence).
+func rememberSync(ctx context.Context, stateDir, rel, path string, u taskgraph.Update, now time.Time) error {
+	data, err := fileio.ReadBounded(path, taskgraph.MaxBytes)
+	if err != nil {
+		return err
+	}
+	return taskgraph.Remember(ctx, stateDir, rel, data, u, "", now)
+}
+
+// graphEvidence is input.task_graph.evidence (taskgraph.EvidenceFacts).
+func graphEvidence(stateDir, rel string, facts map[string]any) {
+	doc, ok := facts["document"].(map[string]any)
+	if !ok {
+		return
+	}
+	facts["evidence"] = taskgraph.EvidenceFacts(stateDir, rel, doc)
 }
 
 // graphNext is what to run after phase, read from the graph as the sync

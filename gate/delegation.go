@@ -15,8 +15,9 @@ const (
 	DelegationEnforce = "enforce"
 )
 
-// DelegationCall is a work tool call (Bash, Write, Edit, MultiEdit,
-// NotebookEdit) about to run, as the delegation rules see it.
+// DelegationCall is a tool call about to run that may be work (Bash,
+// Write, Edit, MultiEdit, NotebookEdit, an MCP tool), as the delegation
+// rules see it; the policy says which tools are work.
 type DelegationCall struct {
 	Tool      string
 	AgentID   string   // the event's agent_id: "" in the main thread
@@ -53,30 +54,52 @@ func (d Delegation) Check(ctx context.Context, ev Evaluator, call DelegationCall
 	}
 	main := call.AgentID == ""
 	temp := d.tempOnly(call)
-	n, countErr := 0, error(nil)
-	if main && !temp && d.CountDirect != nil {
-		// Only work that counts against delegating is counted: a scratch
-		// file in the temporary directory is not.
-		n, countErr = d.CountDirect(ctx, call.SessionID)
-	}
 	// No writes: the paths are the work tool's own guard's business (its
 	// rules judge them with facts this check does not gather), and what
 	// delegation exempts (the temporary directory) is temp_only. A write
 	// of the task graph in the main thread is work like any other: the
 	// plan is a planner subagent's to write.
-	in := map[string]any{
-		"event": "PreToolUse", "tool": call.Tool, "writes": []any{},
-		"delegation": map[string]any{"main_thread": main, "direct_calls": n, "temp_only": temp},
+	in := func(n int) map[string]any {
+		return map[string]any{
+			"event": "PreToolUse", "tool": call.Tool, "writes": []any{},
+			"delegation": map[string]any{"main_thread": main, "direct_calls": n, "temp_only": temp},
+		}
 	}
-	dec, err := ev.Evaluate(ctx, policy.ToolUse, in)
+	dec, err := ev.Evaluate(ctx, policy.ToolUse, in(0))
 	if err != nil {
 		return res, fmt.Errorf("delegation: %w", err)
+	}
+	// Only work that counts against delegating is counted: the policy says
+	// which calls are work (an MCP tool that only reads is not; a scratch
+	// file in the temporary directory is not). The count is in a nudge's
+	// message only, so a nudge is judged again with it.
+	var countErr error
+	if main && !temp && d.CountDirect != nil && (hasCode(dec.Deny, DelegationCode) || hasCode(dec.Warn, DelegationCode)) {
+		var n int
+		n, countErr = d.CountDirect(ctx, call.SessionID)
+		if countErr == nil && hasCode(dec.Warn, DelegationCode) {
+			if dec, err = ev.Evaluate(ctx, policy.ToolUse, in(n)); err != nil {
+				return res, fmt.Errorf("delegation: %w", err)
+			}
+		}
 	}
 	res.Decision, res.Evaluated = dec, true
 	if countErr != nil {
 		return res, fmt.Errorf("delegation: count the direct calls: %w", countErr)
 	}
 	return res, nil
+}
+
+// DelegationCode is the code of main-thread work (des.delegation).
+const DelegationCode = "DES-DELEGATION-REQUIRED"
+
+func hasCode(vs []policy.Violation, code string) bool {
+	for _, v := range vs {
+		if v.Code == code {
+			return true
+		}
+	}
+	return false
 }
 
 // tempOnly reports whether every path the call writes is outside the

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -319,7 +320,15 @@ func TestDelegationFacts(t *testing.T) {
 	d := gate.Delegation{Root: root, Mode: gate.DelegationNudge, TempDir: tmp,
 		CountDirect: func(_ context.Context, s string) (int, error) { counts[s]++; return counts[s], nil }}
 
-	rec := &recorder{}
+	// The policy's nudge on main-thread work outside the temporary
+	// directory (des.delegation): only such calls are counted.
+	rec := &recorder{decide: func(in map[string]any) policy.Decision {
+		del := in["delegation"].(map[string]any)
+		if del["main_thread"] == true && del["temp_only"] != true && in["tool"] != "mcp__fs__read_file" {
+			return policy.Decision{Warn: []policy.Violation{{Code: gate.DelegationCode, Message: fmt.Sprint(del["direct_calls"])}}}
+		}
+		return policy.Decision{}
+	}}
 	if res, _ := (gate.Delegation{Root: root, Mode: gate.DelegationOff}).Check(t.Context(), rec, gate.DelegationCall{Tool: "Bash"}); res.Evaluated {
 		t.Fatal("evaluated with the mode off")
 	}
@@ -334,6 +343,9 @@ func TestDelegationFacts(t *testing.T) {
 		{gate.DelegationCall{Tool: "Edit", SessionID: "s", Paths: []string{filepath.Join(tmp, "x", "..", "..", "elsewhere.txt")}}, true, false, 3},
 		{gate.DelegationCall{Tool: "Edit", SessionID: "s", AgentID: "a1", Paths: []string{filepath.Join(root, "main.go")}}, false, false, 0},
 		{gate.DelegationCall{Tool: "Bash", SessionID: "other"}, true, false, 1},
+		// A tool the policy does not count as work is not counted.
+		{gate.DelegationCall{Tool: "mcp__fs__read_file", SessionID: "other"}, true, false, 0},
+		{gate.DelegationCall{Tool: "mcp__fs__write_file", SessionID: "other"}, true, false, 2},
 	}
 	for i, c := range cases {
 		res, err := d.Check(t.Context(), rec, c.call)

@@ -59,6 +59,12 @@ var extensionCodes = map[string]policy.Severity{
 	"DES-TRANSCRIPT-TAMPERED": policy.Deny,
 	// An exception for a code an organisation made unwaivable.
 	"DES-EXCEPTION-REFUSED": policy.Deny,
+	// Task graph from evidence (issue 28): only des's wave sync finishes a
+	// phase or moves current_wave, and retries outlive a plan's task_id.
+	"DES-GRAPH-STATUS-UNSEEN": policy.Deny,
+	"DES-GRAPH-PLAN-FINISHED": policy.Deny,
+	"DES-GRAPH-WAVE-MOVED":    policy.Deny,
+	"DES-GRAPH-RETRIES-RESET": policy.Deny,
 }
 
 // TestBuiltinCodesAreStable fails when a built-in deny or warn rule can

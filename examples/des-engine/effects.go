@@ -230,10 +230,18 @@ var detaches = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(^|[^&><|])&([^&>]|$)|\b(nohup|setsid|disown|coproc|daemonize|start-stop-daemon|systemd-run|crontab|screen|tmux)\b`)
 })
 
-// preToolUseMCP starts watching an MCP tool's effects. DES has no opinion on
-// what an MCP tool is asked to do; a failure to watch is logged, and the
-// check after the call still compares with the last baseline.
+// preToolUseMCP starts watching an MCP tool's effects, beside the
+// delegation rules: under delegation_mode an MCP tool that writes files or
+// commits (the policy's mcp_work_tool_patterns) is the main agent's work
+// like Write and Bash.
 func preToolUseMCP(ctx context.Context, h *hookEnv, ev *Event) response {
+	return withDelegation(ctx, h, ev, mcpGuard)
+}
+
+// mcpGuard is preToolUseMCP without the delegation rules. DES has no
+// opinion on what an MCP tool is asked to do; a failure to watch is logged,
+// and the check after the call still compares with the last baseline.
+func mcpGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 	if err := h.beginEffects(ctx, ev); err != nil {
 		h.logger.Error("hook: "+err.Error()+"; the check after the call compares with the last baseline", "tool", ev.ToolName)
 	}

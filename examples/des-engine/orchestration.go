@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -87,6 +88,18 @@ func delegationPaths(ev *Event, h *hookEnv) []string {
 		if ev.toolInput(&in) == nil {
 			if p := toolFilePath(ev, h, in.Path); p != "" {
 				return []string{p}
+			}
+		}
+	default:
+		// An MCP file tool's path, when absolute (a relative one is the
+		// server's business): a scratch file in the temporary directory
+		// stays free, as with Write.
+		if strings.HasPrefix(ev.ToolName, "mcp__") {
+			var in struct {
+				Path string `json:"path"`
+			}
+			if ev.toolInput(&in) == nil && filepath.IsAbs(in.Path) {
+				return []string{filepath.Clean(in.Path)}
 			}
 		}
 	}

@@ -266,7 +266,7 @@ func TestGraphDocumentEdits(t *testing.T) {
 			if !strings.Contains(p.graphText(), `"current_wave": 0,`) || !strings.Contains(p.graphText(), `"verifies_phase_id": "phase_0_1"`) || !strings.Contains(p.graphText(), `"description": "Create calculator.py AND utils.py, verified"`) {
 				t.Fatalf("fixture layout:\n%s", p.graphText())
 			}
-			p.check(edit(p, tool, `"current_wave": 0,`, `"current_wave": 1,`), tgDenies("DES-TASKGRAPH-TRANSITION").with("current_wave"))
+			p.check(edit(p, tool, `"current_wave": 0,`, `"current_wave": 1,`), tgDenies("DES-TASKGRAPH-TRANSITION", "DES-GRAPH-WAVE-MOVED").with("current_wave"))
 			p.check(edit(p, tool, `"verifies_phase_id": "phase_0_1"`, `"verifies_phase_id": "phase_0_0"`), tgDenies("DES-TASKGRAPH-UNVERIFIED").with("phase_0_1"))
 			p.check(edit(p, tool, `"current_wave": 0,`, `"current_wave": 0`), tgDenies("DES-TASKGRAPH-INVALID"))
 			p.check(edit(p, tool, `"description": "Create calculator.py AND utils.py, verified"`, `"description": "Create calculator.py AND utils.py, each verified"`), tgAllow)
@@ -277,7 +277,10 @@ func TestGraphDocumentEdits(t *testing.T) {
 // Status transitions: pending→in_progress→completed|failed and
 // failed→in_progress, nothing else; current_wave only to the next wave and
 // only once every phase of the current one is completed. A status absent
-// on disk is pending.
+// on disk is pending. And from evidence (issue 28): a write never finishes
+// a phase des's wave sync did not record (DES-GRAPH-STATUS-UNSEEN) nor
+// moves current_wave (DES-GRAPH-WAVE-MOVED); here des has recorded no run,
+// so every move to completed or failed is unseen.
 func TestGraphTransitions(t *testing.T) {
 	t.Parallel()
 	type st = []string
@@ -289,26 +292,28 @@ func TestGraphTransitions(t *testing.T) {
 		w          tgWant
 	}{
 		{"pending to in_progress", nil, st{"phase_0_0", "in_progress"}, 0, 0, tgAllow},
-		{"pending to completed (skips in_progress)", nil, st{"phase_0_0", "completed"}, 0, 0, tgDenies("DES-TASKGRAPH-TRANSITION").with("phase_0_0", "pending", "completed")},
-		{"pending to failed", nil, st{"phase_0_0", "failed"}, 0, 0, tgDenies("DES-TASKGRAPH-TRANSITION")},
-		{"absent to completed", st{"phase_0_0", ""}, st{"phase_0_0", "completed"}, 0, 0, tgDenies("DES-TASKGRAPH-TRANSITION")},
+		{"pending to completed (skips in_progress)", nil, st{"phase_0_0", "completed"}, 0, 0, tgDenies("DES-TASKGRAPH-TRANSITION", "DES-GRAPH-STATUS-UNSEEN").with("phase_0_0", "pending", "completed", "des saw no subagent run")},
+		{"pending to failed", nil, st{"phase_0_0", "failed"}, 0, 0, tgDenies("DES-TASKGRAPH-TRANSITION", "DES-GRAPH-STATUS-UNSEEN")},
+		{"absent to completed", st{"phase_0_0", ""}, st{"phase_0_0", "completed"}, 0, 0, tgDenies("DES-TASKGRAPH-TRANSITION", "DES-GRAPH-STATUS-UNSEEN")},
 		{"absent to in_progress", st{"phase_0_0", ""}, st{"phase_0_0", "in_progress"}, 0, 0, tgAllow},
-		{"in_progress to completed", st{"phase_0_0", "in_progress"}, st{"phase_0_0", "completed"}, 0, 0, tgAllow},
-		{"in_progress to failed", st{"phase_0_0", "in_progress"}, st{"phase_0_0", "failed"}, 0, 0, tgAllow},
+		{"in_progress to completed", st{"phase_0_0", "in_progress"}, st{"phase_0_0", "completed"}, 0, 0, tgDenies("DES-GRAPH-STATUS-UNSEEN").with("phase_0_0", "Phase ID: phase_0_0", "des marks it completed")},
+		{"in_progress to failed", st{"phase_0_0", "in_progress"}, st{"phase_0_0", "failed"}, 0, 0, tgDenies("DES-GRAPH-STATUS-UNSEEN")},
 		{"in_progress to pending", st{"phase_0_0", "in_progress"}, st{"phase_0_0", "pending"}, 0, 0, tgDenies("DES-TASKGRAPH-TRANSITION")},
 		{"failed to in_progress", st{"phase_0_0", "failed"}, st{"phase_0_0", "in_progress"}, 0, 0, tgAllow},
-		{"failed to completed", st{"phase_0_0", "failed"}, st{"phase_0_0", "completed"}, 0, 0, tgDenies("DES-TASKGRAPH-TRANSITION")},
+		{"failed to completed", st{"phase_0_0", "failed"}, st{"phase_0_0", "completed"}, 0, 0, tgDenies("DES-TASKGRAPH-TRANSITION", "DES-GRAPH-STATUS-UNSEEN")},
 		{"completed to pending", st{"phase_0_0", "completed"}, st{"phase_0_0", "pending"}, 0, 0, tgDenies("DES-TASKGRAPH-TRANSITION").with("phase_0_0", "completed", "pending")},
 		{"completed to in_progress", st{"phase_0_0", "completed"}, st{"phase_0_0", "in_progress"}, 0, 0, tgDenies("DES-TASKGRAPH-TRANSITION")},
 		{"unchanged", st{"phase_0_0", "completed", "phase_0_1", "in_progress"}, st{"phase_0_0", "completed", "phase_0_1", "in_progress"}, 0, 0, tgAllow},
 
 		{"wave moved early", st{"phase_0_0", "completed", "phase_0_1", "in_progress"}, st{"phase_0_0", "completed", "phase_0_1", "in_progress"}, 0, 1,
-			tgDenies("DES-TASKGRAPH-TRANSITION").with("current_wave")},
-		{"wave moved when done", st{"phase_0_0", "completed", "phase_0_1", "completed"}, st{"phase_0_0", "completed", "phase_0_1", "completed"}, 0, 1, tgAllow},
+			tgDenies("DES-TASKGRAPH-TRANSITION", "DES-GRAPH-WAVE-MOVED").with("current_wave")},
+		// In order, but only des's wave sync moves current_wave.
+		{"wave moved when done", st{"phase_0_0", "completed", "phase_0_1", "completed"}, st{"phase_0_0", "completed", "phase_0_1", "completed"}, 0, 1,
+			tgDenies("DES-GRAPH-WAVE-MOVED").with("current_wave moves from 0 to 1 in a write", "leave current_wave at 0")},
 		{"wave skipped", st{"phase_0_0", "completed", "phase_0_1", "completed"}, st{"phase_0_0", "completed", "phase_0_1", "completed"}, 0, 2,
-			tgDenies("DES-TASKGRAPH-TRANSITION").with("current_wave")},
+			tgDenies("DES-TASKGRAPH-TRANSITION", "DES-GRAPH-WAVE-MOVED").with("current_wave")},
 		{"wave moved back", st{"phase_0_0", "completed", "phase_0_1", "completed"}, st{"phase_0_0", "completed", "phase_0_1", "completed"}, 1, 0,
-			tgDenies("DES-TASKGRAPH-TRANSITION").with("current_wave")},
+			tgDenies("DES-TASKGRAPH-TRANSITION", "DES-GRAPH-WAVE-MOVED").with("current_wave")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

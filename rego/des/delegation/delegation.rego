@@ -3,7 +3,10 @@
 # description: |
 #   For orchestrators that must delegate their work to subagents.
 #   DES-DELEGATION-REQUIRED (tool_use gate): a work tool (the work_tools
-#   table: Bash, Write, Edit, MultiEdit, NotebookEdit) called in the main
+#   table: Bash, Write, Edit, MultiEdit, NotebookEdit; and an MCP tool whose
+#   name matches a pattern of the mcp_work_tool_patterns table, the MCP
+#   tools that write files or commit, mcp__filesystem__write_file,
+#   mcp__git__git_commit, ...) called in the main
 #   thread while the setting delegation_mode is "enforce" (deny) or "nudge"
 #   (warn, which Claude Code shows the model as additionalContext). Never for
 #   a call inside a subagent, a tool outside the table, or a write only to
@@ -31,6 +34,16 @@ _mode := lower(data.des.settings.config.delegation_mode) if is_string(data.des.s
 _work_tool if {
 	data.des.delegation.work_tools[input.tool] == true
 	not data.des.delegation.delegation_tools[input.tool] == true
+}
+
+# An MCP tool that writes files or commits is the main agent's work like
+# Write and Bash (the mcp_work_tool_patterns table, globs over the whole
+# tool name mcp__<server>__<tool>; "*" does not cross a "/", which no tool
+# name holds).
+_work_tool if {
+	startswith(input.tool, "mcp__")
+	some pattern in data.des.delegation.mcp_work_tool_patterns
+	glob.match(pattern, ["/"], input.tool)
 }
 
 _direct if {

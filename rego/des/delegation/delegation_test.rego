@@ -128,3 +128,25 @@ test_team_changes_the_modes if {
 	codes(deny_of(work("Bash", 1), "strict")) == {"DES-DELEGATION-REQUIRED"} with data.des.delegation.modes as modes
 	count(deny_of(work("Bash", 1), "strict")) == 0
 }
+
+test_mcp_tools_that_write_or_commit_are_work if {
+	every tool in ["mcp__filesystem__write_file", "mcp__filesystem__edit_file", "mcp__filesystem__move_file", "mcp__git__git_commit", "mcp__git__git_add", "mcp__github__push_files"] {
+		codes(deny_of(work(tool, 1), "enforce")) == {"DES-DELEGATION-REQUIRED"}
+	}
+	[w] := [w | some w in warn_of(work("mcp__git__git_commit", 2), "nudge")]
+	contains(w.msg, "mcp__git__git_commit in the main thread: this is direct work call 2")
+
+	# Reading is not work; nor is a name that only looks alike.
+	every tool in ["mcp__filesystem__read_file", "mcp__git__git_status", "mcp__git__git_diff", "mcp__filesystem__list_directory", "filesystem__write_file", "mcp__fs__write_file_later"] {
+		count(deny_of(work(tool, 1), "enforce")) == 0
+	}
+
+	# In a subagent: never.
+	sub := {"tool": "mcp__filesystem__write_file", "delegation": {"main_thread": false, "direct_calls": 0, "temp_only": false}}
+	count(deny_of(sub, "enforce")) == 0
+}
+
+test_team_extends_the_mcp_table if {
+	count(deny_of(work("mcp__db__run_migration", 1), "enforce")) == 0
+	codes(deny_of(work("mcp__db__run_migration", 1), "enforce")) == {"DES-DELEGATION-REQUIRED"} with data.des.delegation.mcp_work_tool_patterns as ["mcp__db__run_*"]
+}

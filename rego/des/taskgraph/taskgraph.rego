@@ -19,6 +19,9 @@
 #     input.task_graph.schema_errors  [{pointer, msg}] (document_write)
 #     input.task_graph.disk           the document on disk (document_write), absent
 #                                     when there is none or it does not parse
+#     input.task_graph.evidence       des's record of its wave syncs (document_write):
+#                                     {known, max_retries, phases: {incoming phase_id:
+#                                     {status, retries, matched_by, recorded_id, agent, at}}}
 #
 #   The document: {task_id, description, tier, complexity_score, current_wave,
 #   max_retries, waves: [{wave_id, parallel_execution, phases: [{phase_id,

@@ -4,7 +4,11 @@
 #   The rules on a write of the task graph document (document_write gate,
 #   input.task_graph; see des.taskgraph for the input and the document):
 #   DES-TASKGRAPH-INVALID, -WAVE-MIX, -WAVE-DEPENDENCY, -FILE-CONFLICT,
-#   -UNVERIFIED, -DEPTH, -TRANSITION (deny) and -ATOMICITY (warn).
+#   -UNVERIFIED, -DEPTH, -TRANSITION (deny) and -ATOMICITY (warn); and,
+#   from des's record of its own wave syncs (input.task_graph.evidence),
+#   DES-GRAPH-STATUS-UNSEEN, -PLAN-FINISHED, -WAVE-MOVED and
+#   -RETRIES-RESET (deny): only des's wave sync finishes a phase or moves
+#   current_wave, and retries belong to a phase whatever the task_id.
 #   Choices where the format is silent:
 #   - a depends_on or verifies_phase_id naming a phase the graph does not
 #     hold is DES-TASKGRAPH-INVALID (a dangling reference), not a wave rule;
@@ -612,4 +616,168 @@ deny contains {
 } if {
 	current_wave == _disk_wave + 1
 	count(_unfinished) > 0
+}
+
+# ---------------------------------------------------------------------------
+# Evidence: only des's wave sync finishes a phase (DES-GRAPH-STATUS-UNSEEN,
+# DES-GRAPH-PLAN-FINISHED), moves current_wave (DES-GRAPH-WAVE-MOVED), and
+# retries belong to the phase across task_ids (DES-GRAPH-RETRIES-RESET).
+# input.task_graph.evidence is des's record of its own syncs (Go keeps it in
+# des's state directory, outside the project): {known, max_retries,
+# phases: {incoming phase_id: {status, retries, matched_by, recorded_id,
+# agent, at}}}; a phase is matched by phase_id, else by its content (type,
+# objective, files), so a renamed plan or phase keeps its history.
+
+_evidence := input.task_graph.evidence if is_object(input.task_graph.evidence)
+
+else := {"known": false}
+
+_seen(e) := _evidence.phases[e.id] if is_object(_evidence.phases[e.id])
+
+_finished(s) if data.des.taskgraph.finished_statuses[s] == true
+
+# des's record shows the status the write leaves.
+_evidenced(e) if _seen(e).status == e.status
+
+_seen_text(e) := sprintf("des's record shows the last run of %q (%s%s) ended %q at %s, not %q", [e.id, _seen(e).recorded_id, _matched_text(_seen(e)), _seen(e).status, _seen(e).at, e.status]) if _seen(e)
+
+else := sprintf("des saw no subagent run of %q end (des records the phase when the subagent it allowed for it stops)", [e.id])
+
+_matched_text(s) := "" if s.matched_by == "phase_id"
+
+else := sprintf(", the same phase by its content under another phase_id", [])
+
+_agent_of(e) := sprintf("its subagent (%s)", [graph.waves[e.wave].phases[e.index].agent]) if is_string(graph.waves[e.wave].phases[e.index].agent)
+
+else := "its subagent"
+
+_finish_how(e) := sprintf("delegate %q to %s with the line \"Phase ID: %s\" in the prompt; des marks it completed, or failed, when that subagent stops", [e.id, _agent_of(e), e.id]) if e.status != "escalated"
+
+_finish_how(e) := "des escalates a phase itself: after max_retries failed verifications a delegation of it is DES-VERIFY-ESCALATE and the user decides" if e.status == "escalated"
+
+# METADATA
+# title: Phase finished by a write
+# description: |
+#   A write of the task graph leaves a phase completed, failed or escalated
+#   (finished_statuses) that the disk does not already hold so, and des's
+#   record of its wave syncs does not show the subagent run that set it.
+#   Only des's wave sync finishes a phase, when the subagent it allowed for
+#   the phase stops.
+# custom:
+#   code: DES-GRAPH-STATUS-UNSEEN
+#   severity: deny
+deny contains {
+	"code": "DES-GRAPH-STATUS-UNSEEN",
+	"msg": sprintf("%s: %s moves status from %q to %q, but %s; only des's wave sync finishes a phase: leave it %q and %s", [path, name(e), from, e.status, _seen_text(e), from, _finish_how(e)]),
+	"field": sprintf("%s/status", [e.ptr]),
+} if {
+	_compared
+	some e in entries
+	_finished(e.status)
+	from := _from(e)
+	from != e.status
+	not _evidenced(e)
+}
+
+# METADATA
+# title: New plan with finished phases
+# description: |
+#   A write that starts a plan (no graph on disk, or another task_id) with a
+#   phase completed, failed or escalated that des's record does not show, or
+#   with current_wave past a wave that is not complete.
+# custom:
+#   code: DES-GRAPH-PLAN-FINISHED
+#   severity: deny
+deny contains {
+	"code": "DES-GRAPH-PLAN-FINISHED",
+	"msg": sprintf("%s: the write starts a plan%s with %s %q, but %s; a new plan starts with its phases %q (des finishes each when its subagent stops): set it to %q, then %s", [path, _plan_text, name(e), e.status, _seen_text(e), data.des.taskgraph.defaults.status, data.des.taskgraph.defaults.status, _finish_how(e)]),
+	"field": sprintf("%s/status", [e.ptr]),
+} if {
+	graph
+	not _compared
+	some e in entries
+	_finished(e.status)
+	not _evidenced(e)
+}
+
+deny contains {
+	"code": "DES-GRAPH-PLAN-FINISHED",
+	"msg": sprintf("%s: the write starts a plan%s at current_wave %v, but wave %v is not complete: %s; a new plan starts at the first wave with a phase not completed (%v), and des moves current_wave on when the last phase of a wave is completed by its subagent's stop: set current_wave to %v", [path, _plan_text, current_wave, _first_open, statuses_text(_open_in_first), _first_open, _first_open]),
+	"field": "/current_wave",
+} if {
+	graph
+	not _compared
+	is_number(_first_open)
+	_wave_in_range(current_wave)
+	current_wave > _first_open
+}
+
+_plan_text := sprintf(" (task_id %q; %q on disk)", [graph.task_id, _disk.task_id]) if _new_plan
+
+else := " (no graph on disk)" if not _disk
+
+else := ""
+
+_open_waves := {e.wave | some e in entries; e.status != data.des.taskgraph.completed_status}
+
+_first_open := min(_open_waves) if count(_open_waves) > 0
+
+_open_in_first := [e | some e in entries; e.wave == _first_open; e.status != data.des.taskgraph.completed_status]
+
+# METADATA
+# title: current_wave moved by a write
+# description: |
+#   A write of the task graph changes current_wave from the value on disk.
+#   des's wave sync moves it, when the last phase of the current wave is
+#   completed by its subagent's stop.
+# custom:
+#   code: DES-GRAPH-WAVE-MOVED
+#   severity: deny
+deny contains {
+	"code": "DES-GRAPH-WAVE-MOVED",
+	"msg": sprintf("%s: current_wave moves from %v to %v in a write; only des's wave sync moves it, once every phase of wave %v is completed by its subagent's stop (%s): leave current_wave at %v", [path, _disk_wave, current_wave, _disk_wave, _wave_state, _disk_wave]),
+	"field": "/current_wave",
+} if {
+	_compared
+	current_wave != _disk_wave
+}
+
+_disk_left := in_wave(entries_of(_disk), _disk_wave)
+
+_wave_state := sprintf("on disk now: %s", [statuses_text(_disk_left)]) if count(_disk_left) > 0
+
+else := "the wave holds no phase on disk"
+
+# METADATA
+# title: Retries below des's count
+# description: |
+#   A write leaves a phase with fewer retries than the failed verifications
+#   des counted for it (matched by phase_id or by content, whatever the
+#   plan's task_id), or raises max_retries above the value des last synced
+#   in a new plan: escalation (DES-VERIFY-ESCALATE) cannot be put off by
+#   renaming the plan.
+# custom:
+#   code: DES-GRAPH-RETRIES-RESET
+#   severity: deny
+deny contains {
+	"code": "DES-GRAPH-RETRIES-RESET",
+	"msg": sprintf("%s: %s has retries %v, but des counted %v failed verifications of it (%s%s); retries belong to the phase whatever the plan's task_id, so that after max_retries (%v) the user decides: keep retries at %v or more", [path, name(e), e.retries, s.retries, s.recorded_id, _matched_text(s), max_retries, s.retries]),
+	"field": sprintf("%s/retries", [e.ptr]),
+} if {
+	some e in entries
+	s := _seen(e)
+	is_number(s.retries)
+	is_number(e.retries)
+	e.retries < s.retries
+}
+
+deny contains {
+	"code": "DES-GRAPH-RETRIES-RESET",
+	"msg": sprintf("%s: the write starts a plan%s with max_retries %v, above %v, the plan's max_retries when des last recorded a run of it; max_retries does not go up in a write (after max_retries failed verifications the user decides; they can edit the file themselves): keep max_retries at %v or less", [path, _plan_text, max_retries, _evidence.max_retries, _evidence.max_retries]),
+	"field": "/max_retries",
+} if {
+	not _compared
+	count(_evidence.phases) > 0
+	is_number(_evidence.max_retries)
+	max_retries > _evidence.max_retries
 }

@@ -101,7 +101,7 @@ test_wave_id_is_the_position if {
 }
 
 test_current_wave_range if {
-	count(deny_of(fresh(patched([{"op": "replace", "path": "/current_wave", "value": 3}])))) == 0
+	count(only(deny_of(fresh(patched([{"op": "replace", "path": "/current_wave", "value": 3}]))), "DES-TASKGRAPH-INVALID")) == 0
 	v := one(deny_of(fresh(patched([{"op": "replace", "path": "/current_wave", "value": 4}]))), "DES-TASKGRAPH-INVALID")
 	v.field == "/current_wave"
 	contains(v.msg, "current_wave is 4, but the graph has 3 waves")
@@ -325,8 +325,8 @@ transition_of(disk, doc) := only(deny_of(over(disk, doc)), "DES-TASKGRAPH-TRANSI
 test_status_transitions_allowed if {
 	running := with_statuses(plan, {"reset-token": "in_progress"})
 	count(deny_of(over(plan, running))) == 0
-	count(deny_of(over(running, with_statuses(plan, {"reset-token": "completed"})))) == 0
-	count(deny_of(over(running, with_statuses(plan, {"reset-token": "failed"})))) == 0
+	count(transition_of(running, with_statuses(plan, {"reset-token": "completed"}))) == 0
+	count(transition_of(running, with_statuses(plan, {"reset-token": "failed"}))) == 0
 	failed := with_statuses(plan, {"reset-token": "failed"})
 	count(deny_of(over(failed, running))) == 0
 
@@ -400,11 +400,14 @@ wave0_done := with_statuses(plan, {"reset-token": "completed", "reset-email": "c
 at_wave(doc, n) := json.patch(doc, [{"op": "replace", "path": "/current_wave", "value": n}])
 
 test_current_wave_advances_when_the_wave_is_complete if {
-	count(deny_of(over(wave0_done, at_wave(wave0_done, 1)))) == 0
+	# No DES-TASKGRAPH-TRANSITION (the order is right); DES-GRAPH-WAVE-MOVED
+	# says that only des's wave sync moves it.
+	count(transition_of(wave0_done, at_wave(wave0_done, 1))) == 0
+	codes(deny_of(over(wave0_done, at_wave(wave0_done, 1)))) == {"DES-GRAPH-WAVE-MOVED"}
 
 	# One write may complete the last phase and advance.
 	running := with_statuses(plan, {"reset-token": "completed", "reset-email": "in_progress"})
-	count(deny_of(over(running, at_wave(wave0_done, 1)))) == 0
+	count(transition_of(running, at_wave(wave0_done, 1))) == 0
 }
 
 test_current_wave_does_not_advance_early if {
@@ -425,7 +428,7 @@ test_current_wave_moves_one_wave_at_a_time if {
 }
 
 test_no_disk_no_transition if {
-	count(deny_of(fresh(at_wave(with_statuses(plan, {"reset-token": "completed"}), 1)))) == 0
+	count(only(deny_of(fresh(at_wave(with_statuses(plan, {"reset-token": "completed"}), 1))), "DES-TASKGRAPH-TRANSITION")) == 0
 	count(deny_of({"task_graph": {"path": path, "document": plan, "disk": null}})) == 0
 }
 
@@ -544,4 +547,109 @@ test_started_phase_keeps_its_type_and_target if {
 
 	# A pending phase that never ran is still a plan: it may change.
 	count(transition_of(plan, json.patch(plan, [{"op": "replace", "path": "/waves/2/phases/0/type", "value": "testing"}]))) == 0
+}
+
+# --- Evidence: DES-GRAPH-STATUS-UNSEEN, -PLAN-FINISHED, -WAVE-MOVED, -RETRIES-RESET
+
+with_evidence(inp, ev) := json.patch(inp, [{"op": "add", "path": "/task_graph/evidence", "value": ev}])
+
+seen(phases) := {"known": true, "max_retries": 3, "phases": phases}
+
+rec(status, retries) := {"status": status, "retries": retries, "matched_by": "phase_id", "recorded_id": "reset-token", "agent": "coder", "at": "2026-11-29T04:00:00Z"}
+
+running := with_statuses(plan, {"reset-token": "in_progress"})
+
+test_status_unseen_self_walked if {
+	# The main agent walks its own phase: no run of it in des's record.
+	v := one(deny_of(over(running, with_statuses(plan, {"reset-token": "completed"}))), "DES-GRAPH-STATUS-UNSEEN")
+	v.field == "/waves/0/phases/0/status"
+	contains(v.msg, "moves status from \"in_progress\" to \"completed\", but des saw no subagent run of \"reset-token\" end")
+	contains(v.msg, "with the line \"Phase ID: reset-token\" in the prompt; des marks it completed")
+	failed := one(deny_of(over(running, with_statuses(plan, {"reset-token": "failed"}))), "DES-GRAPH-STATUS-UNSEEN")
+	contains(failed.msg, "to \"failed\"")
+
+	# des's record says the run ended failed: completed is still unseen.
+	wrong := one(deny_of(with_evidence(over(running, with_statuses(plan, {"reset-token": "completed"})), seen({"reset-token": rec("failed", 0)}))), "DES-GRAPH-STATUS-UNSEEN")
+	contains(wrong.msg, "ended \"failed\" at 2026-11-29T04:00:00Z, not \"completed\"")
+
+	# escalated is des's to say, too.
+	esc := [v | some v in deny_of(over(running, with_statuses(plan, {"reset-token": "escalated"}))); v.code == "DES-GRAPH-STATUS-UNSEEN"]
+	count(esc) == 1
+}
+
+test_status_seen_is_allowed if {
+	# The write repeats what des's sync recorded (a stale copy written back).
+	inp := with_evidence(over(running, with_statuses(plan, {"reset-token": "completed"})), seen({"reset-token": rec("completed", 0)}))
+	count(deny_of(inp)) == 0
+
+	# Unchanged finished statuses are no claim: the disk already says so.
+	done := with_statuses(plan, {"reset-token": "completed"})
+	count(deny_of(over(done, done))) == 0
+
+	# Editing a description or adding a pending phase is fine.
+	edited := json.patch(done, [{"op": "replace", "path": "/description", "value": "new words"}])
+	count(deny_of(over(done, edited))) == 0
+}
+
+test_plan_finished if {
+	# A new plan (no disk) with a finished phase.
+	v := one(deny_of(fresh(with_statuses(plan, {"reset-token": "completed"}))), "DES-GRAPH-PLAN-FINISHED")
+	contains(v.msg, "the write starts a plan (no graph on disk) with waves[0].phases[0] (phase \"reset-token\", wave 0) \"completed\"")
+
+	# Another task_id over the disk.
+	renamed := json.patch(with_statuses(plan, {"reset-token": "completed"}), [{"op": "replace", "path": "/task_id", "value": "T-2"}])
+	r := one(deny_of(over(plan, renamed)), "DES-GRAPH-PLAN-FINISHED")
+	contains(r.msg, "task_id \"T-2\"")
+
+	# current_wave past an open wave.
+	w := one(deny_of(fresh(at_wave(plan, 1))), "DES-GRAPH-PLAN-FINISHED")
+	w.field == "/current_wave"
+	contains(w.msg, "at current_wave 1, but wave 0 is not complete: reset-token (pending), reset-email (pending)")
+
+	# All pending at wave 0: fine.
+	count(deny_of(fresh(plan))) == 0
+}
+
+test_renamed_plan_keeps_recorded_statuses if {
+	# A renamed plan may carry the phases des finished, at the wave after them.
+	ev := seen({"reset-token": rec("completed", 0), "reset-email": json.patch(rec("completed", 0), [{"op": "replace", "path": "/recorded_id", "value": "reset-email"}])})
+	renamed := json.patch(at_wave(wave0_done, 1), [{"op": "replace", "path": "/task_id", "value": "T-2"}])
+	count(deny_of(with_evidence(over(wave0_done, renamed), ev))) == 0
+}
+
+test_wave_moved if {
+	v := one(deny_of(over(wave0_done, at_wave(wave0_done, 1))), "DES-GRAPH-WAVE-MOVED")
+	v.field == "/current_wave"
+	contains(v.msg, "current_wave moves from 0 to 1 in a write; only des's wave sync moves it")
+	contains(v.msg, "on disk now: reset-token (completed), reset-email (completed)")
+	codes(deny_of(over(at_wave(wave0_done, 1), wave0_done))) == {"DES-TASKGRAPH-TRANSITION", "DES-GRAPH-WAVE-MOVED"}
+}
+
+test_retries_reset_across_task_ids if {
+	# des counted 3 failed verifications of reset-token; the plan renamed
+	# starts it at 0 again.
+	renamed := json.patch(plan, [{"op": "replace", "path": "/task_id", "value": "T-2"}])
+	inp := with_evidence(over(plan, renamed), seen({"reset-token": rec("pending", 3)}))
+	v := one(deny_of(inp), "DES-GRAPH-RETRIES-RESET")
+	v.field == "/waves/0/phases/0/retries"
+	contains(v.msg, "has retries 0, but des counted 3 failed verifications of it (reset-token)")
+
+	# Matched by content under another id.
+	by_content := json.patch(rec("pending", 2), [{"op": "replace", "path": "/matched_by", "value": "content"}, {"op": "replace", "path": "/recorded_id", "value": "old-id"}])
+	c := one(deny_of(with_evidence(fresh(plan), seen({"reset-token": by_content}))), "DES-GRAPH-RETRIES-RESET")
+	contains(c.msg, "(old-id, the same phase by its content under another phase_id)")
+
+	# Keeping them is fine.
+	kept := json.patch(renamed, [{"op": "replace", "path": "/waves/0/phases/0/retries", "value": 3}])
+	count(only(deny_of(with_evidence(over(plan, kept), seen({"reset-token": rec("pending", 3)}))), "DES-GRAPH-RETRIES-RESET")) == 0
+
+	# max_retries raised in a new plan.
+	raised := json.patch(renamed, [{"op": "replace", "path": "/max_retries", "value": 10}])
+	m := one(deny_of(with_evidence(over(plan, raised), seen({"reset-email": rec("pending", 0)}))), "DES-GRAPH-RETRIES-RESET")
+	m.field == "/max_retries"
+}
+
+test_unknown_evidence_sees_nothing if {
+	inp := with_evidence(over(running, with_statuses(plan, {"reset-token": "completed"})), {"known": false, "error": "bad record"})
+	codes(deny_of(inp)) == {"DES-GRAPH-STATUS-UNSEEN"}
 }
