@@ -309,6 +309,7 @@ func TestAnalyze(t *testing.T) {
 			gotCmp := got
 			gotCmp.ParseError = ""
 			gotCmp.GitRuns = nil // TestGitRuns
+			gotCmp.Runs = nil    // TestRuns
 			if diff := cmp.Diff(want, gotCmp, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Analyze(%q) mismatch (-want +got):\n%s", c.cmd, diff)
 			}
