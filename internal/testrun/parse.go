@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -29,59 +30,78 @@ type Outcome struct {
 	Error, Signature string
 }
 
-// The peer's patterns (test-watcher.cjs FAILURE_PATTERNS, SUCCESS_PATTERNS,
-// COVERAGE_PATTERNS), as RE2.
-var (
-	failurePatterns = compile(
-		`(?i)(\d+)\s+fail(ed|ing|ure)?`,
-		`FAIL\b`,
-		`FAILED\b`,
-		`(?i)Error:`,
-		`(?i)AssertionError`,
-		`(?i)TypeError:`,
-		`(?i)ReferenceError:`,
-		`(?i)SyntaxError:`,
-		`(?i)Tests:\s+\d+\s+failed`,
-		`FAILURES!`,
-		`(?i)pytest.*(\d+)\s+failed`,
-		`FAIL\s+\[`,
-		`--- FAIL:`,
-		`✖|✗`,
-		`(?i)npm ERR!`,
-		`(?i)error Command failed`,
-		`(?i)exited with code [1-9]`,
-	)
-	successPatterns = compile(
-		`(?i)All tests passed`,
-		`Tests:\s+\d+\s+passed,\s+\d+\s+total`,
-		`(?i)(\d+)\s+passing`,
-		`(?i)OK \(\d+ tests?\)`,
-		`\bPASSED\b`,
-		`(?i)0 failures`,
-		`(?i)pytest.*(\d+)\s+passed.*0 failed`,
-		`(?i)ok\s+\d+\s+tests`,
-		`(?i)BUILD SUCCESS`,
-		`✓|✔`,
-		`(?i)Test Suites:.*passed.*0 failed`,
-		`(?i)Tests:.*passed.*0 failed`,
-	)
-	coveragePatterns = compile(
-		`Statements\s*:\s*(\d+\.?\d*)%`,       // Jest/Vitest
-		`Lines\s*:\s*(\d+\.?\d*)%`,            // Jest/Vitest
-		`TOTAL\s+\d+\s+\d+\s+(\d+)%`,          // pytest-cov
-		`coverage:\s*(\d+\.?\d*)%`,            // go test -cover
-		`(\d+\.?\d*)%\s*(?:coverage|covered)`, // generic
-	)
-	failCount    = regexp.MustCompile(`(?i)(\d+)\s+fail`)
-	passCount    = regexp.MustCompile(`(?i)(\d+)\s+pass(?:ed|ing)\b`)
-	errorLine    = regexp.MustCompile(`(?i)error:|fail|assert|exception|TypeError|ReferenceError`)
-	failLine     = regexp.MustCompile(`FAIL|✖|✗`)
-	jestSkipped  = regexp.MustCompile(`(?i)Tests:.*?(\d+)\s+skipped`)
-	anySkipped   = regexp.MustCompile(`(?i)(\d+)\s+skipped`)
-	mochaPending = regexp.MustCompile(`(?i)(\d+)\s+pending`)
-	goTestLine   = regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL|SKIP):`)
-	exitInText   = regexp.MustCompile(`(?i)exit(?:ed)?\s+(?:with\s+)?(?:code\s+)?(\d+)`)
-)
+// patterns are the peer's patterns (test-watcher.cjs FAILURE_PATTERNS,
+// SUCCESS_PATTERNS, COVERAGE_PATTERNS, and those of its helpers), as RE2,
+// compiled on first use: a hook process that sees no test run pays
+// nothing for them.
+type patterns struct {
+	failure, success, coverage                                []*regexp.Regexp
+	failCount, passCount, errorLine, failLine                 *regexp.Regexp
+	jestSkipped, anySkipped, mochaPending, goTestLine, exitIn *regexp.Regexp
+	isoTime, plainTime, stackParen, stackPath, lineCol        *regexp.Regexp
+	address, spaces                                           *regexp.Regexp
+}
+
+var pats = sync.OnceValue(func() *patterns {
+	return &patterns{
+		failure: compile(
+			`(?i)(\d+)\s+fail(ed|ing|ure)?`,
+			`FAIL\b`,
+			`FAILED\b`,
+			`(?i)Error:`,
+			`(?i)AssertionError`,
+			`(?i)TypeError:`,
+			`(?i)ReferenceError:`,
+			`(?i)SyntaxError:`,
+			`(?i)Tests:\s+\d+\s+failed`,
+			`FAILURES!`,
+			`(?i)pytest.*(\d+)\s+failed`,
+			`FAIL\s+\[`,
+			`--- FAIL:`,
+			`✖|✗`,
+			`(?i)npm ERR!`,
+			`(?i)error Command failed`,
+			`(?i)exited with code [1-9]`,
+		),
+		success: compile(
+			`(?i)All tests passed`,
+			`Tests:\s+\d+\s+passed,\s+\d+\s+total`,
+			`(?i)(\d+)\s+passing`,
+			`(?i)OK \(\d+ tests?\)`,
+			`\bPASSED\b`,
+			`(?i)0 failures`,
+			`(?i)pytest.*(\d+)\s+passed.*0 failed`,
+			`(?i)ok\s+\d+\s+tests`,
+			`(?i)BUILD SUCCESS`,
+			`✓|✔`,
+			`(?i)Test Suites:.*passed.*0 failed`,
+			`(?i)Tests:.*passed.*0 failed`,
+		),
+		coverage: compile(
+			`Statements\s*:\s*(\d+\.?\d*)%`,       // Jest/Vitest
+			`Lines\s*:\s*(\d+\.?\d*)%`,            // Jest/Vitest
+			`TOTAL\s+\d+\s+\d+\s+(\d+)%`,          // pytest-cov
+			`coverage:\s*(\d+\.?\d*)%`,            // go test -cover
+			`(\d+\.?\d*)%\s*(?:coverage|covered)`, // generic
+		),
+		failCount:    regexp.MustCompile(`(?i)(\d+)\s+fail`),
+		passCount:    regexp.MustCompile(`(?i)(\d+)\s+pass(?:ed|ing)\b`),
+		errorLine:    regexp.MustCompile(`(?i)error:|fail|assert|exception|TypeError|ReferenceError`),
+		failLine:     regexp.MustCompile(`FAIL|✖|✗`),
+		jestSkipped:  regexp.MustCompile(`(?i)Tests:.*?(\d+)\s+skipped`),
+		anySkipped:   regexp.MustCompile(`(?i)(\d+)\s+skipped`),
+		mochaPending: regexp.MustCompile(`(?i)(\d+)\s+pending`),
+		goTestLine:   regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL|SKIP):`),
+		exitIn:       regexp.MustCompile(`(?i)exit(?:ed)?\s+(?:with\s+)?(?:code\s+)?(\d+)`),
+		isoTime:      regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z?`),
+		plainTime:    regexp.MustCompile(`\d{4}-\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}`),
+		stackParen:   regexp.MustCompile(`at\s+.*?\(.*?\)`),
+		stackPath:    regexp.MustCompile(`at\s+/.*?:\d+:\d+`),
+		lineCol:      regexp.MustCompile(`:\d+:\d+`),
+		address:      regexp.MustCompile(`0x[0-9a-fA-F]+`),
+		spaces:       regexp.MustCompile(`\s+`),
+	}
+})
 
 func compile(exprs ...string) []*regexp.Regexp {
 	out := make([]*regexp.Regexp, len(exprs))
@@ -106,16 +126,17 @@ func anyMatch(res []*regexp.Regexp, s string) bool {
 // them the result is inconclusive. exit is nil when unknown. failures is
 // the peer's failure count (set on a failure found in the output).
 func ParsePeer(output string, exit *int) (result string, failures int, errMsg string) {
+	p := pats()
 	if output == "" {
 		if exit != nil && *exit == 0 {
 			return Passed, 0, ""
 		}
 		return Failed, 0, "No output, non-zero exit"
 	}
-	if anyMatch(successPatterns, output) {
+	if anyMatch(p.success, output) {
 		hasFailure := false
-		if anyMatch(failurePatterns, output) {
-			if m := failCount.FindStringSubmatch(output); m != nil && atoi(m[1]) > 0 {
+		if anyMatch(p.failure, output) {
+			if m := p.failCount.FindStringSubmatch(output); m != nil && atoi(m[1]) > 0 {
 				hasFailure = true
 			}
 		}
@@ -123,9 +144,9 @@ func ParsePeer(output string, exit *int) (result string, failures int, errMsg st
 			return Passed, 0, ""
 		}
 	}
-	if anyMatch(failurePatterns, output) {
+	if anyMatch(p.failure, output) {
 		n := 1
-		if m := failCount.FindStringSubmatch(output); m != nil {
+		if m := p.failCount.FindStringSubmatch(output); m != nil {
 			n = atoi(m[1])
 		}
 		return Failed, n, ExtractError(output)
@@ -142,7 +163,8 @@ func ParsePeer(output string, exit *int) (result string, failures int, errMsg st
 // ExitInText is the peer's reading of an exit status from text ("exited
 // with code 1"), for an event that gives none; nil when there is none.
 func ExitInText(s string) *int {
-	if m := exitInText.FindStringSubmatch(s); m != nil {
+	p := pats()
+	if m := p.exitIn.FindStringSubmatch(s); m != nil {
 		n := atoi(m[1])
 		return &n
 	}
@@ -184,21 +206,22 @@ func Parse(output string, exit *int, interrupted bool) Outcome {
 // detectSkippedTests counts them); go test -v's --- PASS/FAIL/SKIP lines
 // when it prints none of those.
 func (o *Outcome) counts(output string) {
-	if m := passCount.FindStringSubmatch(output); m != nil {
+	p := pats()
+	if m := p.passCount.FindStringSubmatch(output); m != nil {
 		n := atoi(m[1])
 		o.Passed = &n
 	}
-	if m := failCount.FindStringSubmatch(output); m != nil {
+	if m := p.failCount.FindStringSubmatch(output); m != nil {
 		n := atoi(m[1])
 		o.Failed = &n
 	}
 	skipped, found := 0, false
-	if m := jestSkipped.FindStringSubmatch(output); m != nil {
+	if m := p.jestSkipped.FindStringSubmatch(output); m != nil {
 		skipped, found = atoi(m[1]), true
-	} else if m := anySkipped.FindStringSubmatch(output); m != nil {
+	} else if m := p.anySkipped.FindStringSubmatch(output); m != nil {
 		skipped, found = atoi(m[1]), true
 	}
-	if m := mochaPending.FindStringSubmatch(output); m != nil {
+	if m := p.mochaPending.FindStringSubmatch(output); m != nil {
 		skipped, found = max(skipped, atoi(m[1])), true
 	}
 	if found {
@@ -208,7 +231,7 @@ func (o *Outcome) counts(output string) {
 		return
 	}
 	var pass, fail, skip int
-	for _, m := range goTestLine.FindAllStringSubmatch(output, -1) {
+	for _, m := range p.goTestLine.FindAllStringSubmatch(output, -1) {
 		switch m[1] {
 		case "PASS":
 			pass++
@@ -226,7 +249,8 @@ func (o *Outcome) counts(output string) {
 // ParseCoverage is the peer's parseCoverage: the percentage of the first
 // coverage pattern the output matches.
 func ParseCoverage(output string) (float64, bool) {
-	for _, re := range coveragePatterns {
+	p := pats()
+	for _, re := range p.coverage {
 		if m := re.FindStringSubmatch(output); m != nil {
 			if f, err := strconv.ParseFloat(m[1], 64); err == nil {
 				return f, true
@@ -240,16 +264,17 @@ func ParseCoverage(output string) (float64, bool) {
 // 11 and 299 characters that reads as an error, else the first short line
 // with FAIL, ✖ or ✗.
 func ExtractError(output string) string {
+	p := pats()
 	lines := strings.Split(output, "\n")
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
-		if n := jsLen(t); n > 10 && n < 300 && errorLine.MatchString(t) {
+		if n := jsLen(t); n > 10 && n < 300 && p.errorLine.MatchString(t) {
 			return t
 		}
 	}
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
-		if failLine.MatchString(t) && jsLen(t) < 200 {
+		if p.failLine.MatchString(t) && jsLen(t) < 200 {
 			return t
 		}
 	}
@@ -269,28 +294,19 @@ func jsLen(s string) int {
 	return n
 }
 
-var (
-	isoTime    = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z?`)
-	plainTime  = regexp.MustCompile(`\d{4}-\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}`)
-	stackParen = regexp.MustCompile(`at\s+.*?\(.*?\)`)
-	stackPath  = regexp.MustCompile(`at\s+/.*?:\d+:\d+`)
-	lineCol    = regexp.MustCompile(`:\d+:\d+`)
-	address    = regexp.MustCompile(`0x[0-9a-fA-F]+`)
-	spaces     = regexp.MustCompile(`\s+`)
-)
-
 // NormalizeError is the peer's normalizeErrorForComparison: timestamps,
 // stack frames, line:column references and memory addresses replaced,
 // white space collapsed, so that errors differing only in those compare
 // equal.
 func NormalizeError(s string) string {
-	s = isoTime.ReplaceAllString(s, "TIMESTAMP")
-	s = plainTime.ReplaceAllString(s, "TIMESTAMP")
-	s = stackParen.ReplaceAllString(s, "at STACK")
-	s = stackPath.ReplaceAllString(s, "at STACK")
-	s = lineCol.ReplaceAllString(s, ":X:X")
-	s = address.ReplaceAllString(s, "0xADDR")
-	return strings.TrimSpace(spaces.ReplaceAllString(s, " "))
+	p := pats()
+	s = p.isoTime.ReplaceAllString(s, "TIMESTAMP")
+	s = p.plainTime.ReplaceAllString(s, "TIMESTAMP")
+	s = p.stackParen.ReplaceAllString(s, "at STACK")
+	s = p.stackPath.ReplaceAllString(s, "at STACK")
+	s = p.lineCol.ReplaceAllString(s, ":X:X")
+	s = p.address.ReplaceAllString(s, "0xADDR")
+	return strings.TrimSpace(p.spaces.ReplaceAllString(s, " "))
 }
 
 // IdenticalFailure is the peer's isIdenticalFailure: whether the last two
