@@ -228,3 +228,26 @@ func TestE2ETestRunOfASubagentRun(t *testing.T) {
 		t.Errorf("groups: %+v", got.Groups)
 	}
 }
+
+// A team changes the runner table with a data file of its own: a script
+// of its own counts as a test runner (its output parsed as the peer
+// parses it), and a runner it removes no longer does.
+func TestE2ETestRunnerTableATeamChanges(t *testing.T) {
+	root := gitProject(t)
+	writeFile(t, root, ".des/policies/des/evidence/data.json", `{"test_runners": {"team check": {"command": ["check.sh", "--unit"]}, "go test": null}}`)
+	writeFile(t, root, "check.sh", "#!/bin/sh\necho 'Tests: 2 passed, 0 failed, 2 total'\necho 'Lines        : 91.5%'\n")
+	if err := os.Chmod(filepath.Join(root, "check.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testRunBash(t, root, "./check.sh --unit", nil)
+	testRunBash(t, root, "./check.sh --lint", nil)     // not the entry's words
+	testRunBash(t, root, "go test ./... || true", nil) // removed by the team
+	got := evidence(t, root)
+	if got.Attested != 1 {
+		t.Fatalf("%+v", got)
+	}
+	r := got.Runs[0]
+	if r.Runner != "team check" || r.Result != testrun.Passed || r.Passed == nil || *r.Passed != 2 || r.Failed == nil || *r.Failed != 0 || r.Coverage == nil || *r.Coverage != 91.5 {
+		t.Errorf("run: %+v", r)
+	}
+}
