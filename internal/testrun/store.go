@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -89,7 +90,8 @@ func NewRecord(command string, m Match, exit *int, interrupted bool, output stri
 // replay (its prev is not the last attested line's); a line removed
 // breaks the chain (Report.Breaks). Only attested runs count. When the
 // file passes MaxBytes it is renamed runs.1.jsonl (the one before is
-// dropped) and a new one starts: at most twice MaxBytes are kept.
+// dropped) and a new one starts: at most twice MaxBytes are kept. A file
+// someone else made larger is read from its end (MaxBytes and a line).
 type Store struct {
 	Dir      string
 	MaxBytes int64 // 0: DefaultMaxBytes
@@ -249,12 +251,18 @@ func (s Store) Read() ([]Seen, Report, error) {
 	last := ""
 	first := true
 	for _, name := range []string{fileOld, fileRuns} {
-		data, err := fileio.ReadBounded(filepath.Join(s.Dir, name), s.maxBytes()+maxLineSize)
+		data, cut, err := readTail(filepath.Join(s.Dir, name), s.maxBytes()+maxLineSize)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return out, rep, err
+		}
+		if cut {
+			// Grown past what des writes (des rotates at MaxBytes): lines
+			// someone else appended. Its end is read; a line des wrote
+			// before it shows as a gap.
+			rep.NotAttested++
 		}
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		sc.Buffer(make([]byte, 0, 4096), maxLineSize)
@@ -292,4 +300,26 @@ func (s Store) Read() ([]Seen, Report, error) {
 		}
 	}
 	return out, rep, nil
+}
+
+// readTail reads the regular file at path, or its last limit bytes from
+// the first whole line when it is larger (cut set).
+func readTail(path string, limit int64) ([]byte, bool, error) {
+	f, fi, err := fileio.OpenRegular(path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	if fi.Size() <= limit {
+		data, err := io.ReadAll(io.LimitReader(f, limit))
+		return data, false, err
+	}
+	data := make([]byte, limit)
+	if _, err := f.ReadAt(data, fi.Size()-limit); err != nil && !errors.Is(err, io.EOF) {
+		return nil, true, err
+	}
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		data = data[i+1:]
+	}
+	return data, true, nil
 }

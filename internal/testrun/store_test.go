@@ -138,3 +138,35 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// A runs file grown past the bound (lines appended by someone else) is
+// read from its end: the runs des wrote there still count.
+func TestStoreReadsAnOversizeFileFromItsEnd(t *testing.T) {
+	ctx := context.Background()
+	s := Store{Dir: t.TempDir(), MaxBytes: 4096}
+	appendFile := func(data []byte) {
+		f, err := os.OpenFile(filepath.Join(s.Dir, fileRuns), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Append(ctx, rec("go test ./a", Failed)); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(bytes.Repeat([]byte("x"), 100<<10))
+	appendFile([]byte("\n"))
+	// Written straight after the padding, as a concurrent des would.
+	key, _ := s.key(false)
+	head, _ := os.ReadFile(filepath.Join(s.Dir, fileHead))
+	run, _ := json.Marshal(rec("go test ./b", Passed))
+	l, _ := json.Marshal(line{MAC: mac(key, string(bytes.TrimSpace(head)), run), Prev: string(bytes.TrimSpace(head)), Run: run})
+	appendFile(append(l, '\n'))
+	got, rep := attested(t, s)
+	if want := []string{"go test ./b:passed"}; !equal(got, want) || rep.NotAttested == 0 {
+		t.Fatalf("%v %+v", got, rep)
+	}
+}
