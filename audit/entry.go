@@ -52,6 +52,9 @@ const (
 	// GitSync: after a tool call, DES took guarded documents git rewrote
 	// honestly (a checkout, pull or stash) instead of undoing them.
 	GitSync EventType = "GIT_SYNC"
+	// TestRunObserved: after a Bash call that ran a test runner, des
+	// recorded the run in its evidence (what it ran, how it ended).
+	TestRunObserved EventType = "TEST_RUN_OBSERVED"
 )
 
 // EventTypes returns the event types des writes, in the order
@@ -63,7 +66,7 @@ func EventTypes() []EventType {
 		SubagentStopValidation, StaleResolution, CommitValidationPassed, CommitValidationFailed,
 		PreExecuteSafetyPassed, PreExecuteSafetyBlocked, ScopeViolation, InvalidTransition,
 		DocumentWriteBlocked, TaskStateChanged, PolicyException, HookError,
-		IntegrityViolation, GitSync, PhaseEscalation, TaskGraphUpdated, WriteNotConfirmed,
+		IntegrityViolation, GitSync, PhaseEscalation, TaskGraphUpdated, WriteNotConfirmed, TestRunObserved,
 	}
 }
 

@@ -57,6 +57,13 @@ func representative() map[EventType][]Entry {
 			"git_commands": []string{"checkout"}, "tool_use_id": tu, "session_id": sess, "agent_id": "a1"}}},
 		PhaseEscalation: {{Event: PhaseEscalation, Fields: map[string]any{"type": "gate_blocked", "phase": "06-implementation",
 			"codes": []string{"DES-GATE-BLOCKED"}, "state_file": ".isdlc/state.json", "tool": "Skill", "tool_use_id": tu, "session_id": sess}}},
+		TestRunObserved: {
+			{Event: TestRunObserved, Fields: map[string]any{"runner": "go test", "command": "cd shop && go test ./...", "result": "failed",
+				"exit_code": 1, "interrupted": false, "passed": 3, "failed": 1, "skipped": 0, "coverage": 82.5,
+				"signature": "--- FAIL: TestCart (0.00s)", "state_file": ".isdlc/state.json", "isdlc_phase": "06-implementation",
+				"step_file": step, "step_phase": "RED_UNIT", "task_phase": "impl-auth", "tool_use_id": tu, "session_id": sess, "agent_id": "a1"}},
+			{Event: TestRunObserved, Fields: map[string]any{"runner": "pytest", "command": "pytest", "result": "inconclusive", "interrupted": true}},
+		},
 		WriteNotConfirmed: {{Event: WriteNotConfirmed, Fields: map[string]any{"step_file": "docs/feature/x/steps/01-01.json",
 			"what": `at /state/status the write allowed "IN_PROGRESS", the file holds "TODO"`, "tool_use_id": "toolu_1"}}},
 		TaskGraphUpdated: {{Event: TaskGraphUpdated, Fields: map[string]any{"task_graph": ".claude/state/active_task_graph.json", "phase": "verify-auth",

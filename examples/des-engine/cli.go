@@ -63,6 +63,7 @@ func commands() []command {
 		{"precommit", "[FILE...|--install]  Gate 3: judge step files, or the staged ones", runPrecommit},
 		{"integrity", "accept|check  take DES's files as they are now, or restore them", runIntegrity},
 		{"escalations", "[--all] [--json]  list the open escalations of the phase workflow guards", runEscalations},
+		{"evidence", "[--json]           the test runs des saw, per phase, step and task graph phase", runEvidence},
 		{"status", "[--json]           subagents running, the task graph's waves, the orchestration settings", runStatus},
 		{"statusline", "                  one line for Claude Code's status line (JSON on stdin)", runStatusLine},
 		{"logs", "push               send the decision logs not yet sent to decision_log_url", runLogs},

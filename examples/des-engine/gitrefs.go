@@ -267,10 +267,12 @@ func (h *hookEnv) beginRefs(ctx context.Context, ev *Event) {
 }
 
 // postToolUseBash is the check after a Bash call: DES's files
-// (postToolUseEffects), then the branches and tags it moved.
+// (postToolUseEffects), then the branches and tags it moved; and the
+// record of the test run it made, if it ran a test runner.
 func postToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
 	r := postToolUseEffects(ctx, h, ev)
 	reason, sys := h.checkRefs(ctx, ev)
+	h.recordTestRun(ctx, ev)
 	if reason == "" {
 		return r
 	}

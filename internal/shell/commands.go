@@ -2,6 +2,7 @@ package shell
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -90,6 +91,7 @@ func (a *analyzer) run(args []word, st *walkState, call callInfo) flow {
 	if len(args) == 0 {
 		return out
 	}
+	a.addRun(args)
 	name := baseName(args[0].val)
 	if a.funcs[name] {
 		// A function the command declared: its body was read where it
@@ -134,6 +136,33 @@ func (a *analyzer) run(args []word, st *walkState, call callInfo) flow {
 var detachers = map[string]bool{
 	"nohup": true, "setsid": true, "disown": true, "daemonize": true, "start-stop-daemon": true,
 	"systemd-run": true, "crontab": true, "screen": true, "tmux": true, "at": true, "batch": true,
+}
+
+// MaxRuns bounds Analysis.Runs.
+const MaxRuns = 256
+
+// maxRunWords bounds the words kept of one run.
+const maxRunWords = 64
+
+// addRun adds one simple command to Runs.
+func (a *analyzer) addRun(args []word) {
+	if len(a.res.Runs) >= MaxRuns {
+		return
+	}
+	run := make([]string, 0, min(len(args), maxRunWords))
+	for _, w := range args[:min(len(args), maxRunWords)] {
+		if w.lit {
+			run = append(run, w.val)
+		} else {
+			run = append(run, w.src)
+		}
+	}
+	for _, r := range a.res.Runs {
+		if slices.Equal(r, run) {
+			return
+		}
+	}
+	a.res.Runs = append(a.res.Runs, run)
 }
 
 // linked is the state after ln or link made a link DES can follow (two

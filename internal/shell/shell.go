@@ -287,6 +287,14 @@ type Analysis struct {
 	// the repository's is not, and is not listed): the effect check asks
 	// whether git may have rewritten the work tree (checkout, stash, ...).
 	GitRuns []GitRun
+	// Runs are the simple commands the line runs, in the order DES meets
+	// them, each as its words with the wrappers that run another command
+	// taken off (env, timeout, nice, sudo, uv run, poetry run, bundle exec,
+	// ...): `cd x && env CI=1 go test ./...` runs [cd x] and [go test
+	// ./...]. A word DES cannot know statically is as written. Found as
+	// GitRuns are (inside bash -c, eval, loops, xargs, find -exec); not
+	// the commands a script file runs. At most MaxRuns, without duplicates.
+	Runs [][]string
 	// ParseError is non-empty when the command could not be parsed (or
 	// nests too deeply to parse safely). Writes and GitCommits then come
 	// from a conservative scan that ignores quoting: every word after a

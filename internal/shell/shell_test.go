@@ -310,6 +310,7 @@ func TestAnalyze(t *testing.T) {
 			gotCmp.ParseError = ""
 			gotCmp.GitRuns = nil    // TestGitRuns
 			gotCmp.Detaches = false // TestAnalyzeDetaches
+			gotCmp.Runs = nil       // TestRuns
 			if diff := cmp.Diff(want, gotCmp, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Analyze(%q) mismatch (-want +got):\n%s", c.cmd, diff)
 			}
