@@ -23,6 +23,14 @@ const ConfigFile = ".des/config.json"
 // maxConfigSize bounds .des/config.json; settings are a handful of values.
 const maxConfigSize = 1 << 20
 
+// How Gate 2 counts a test phase the test runs des saw do not back
+// (setting tdd_evidence).
+const (
+	TDDEvidenceOff  = "off"
+	TDDEvidenceWarn = "warn"
+	TDDEvidenceDeny = "deny"
+)
+
 // Gate 2 failure modes (setting gate2_on_failure).
 const (
 	Gate2Record = "record" // mark the step FAILED and tell the user
@@ -39,6 +47,7 @@ type Config struct {
 	AuditDir              string   `json:"audit_dir"`                // DES_AUDIT_DIR, relative to the project root unless absolute
 	PolicyDirs            []string `json:"policy_dirs"`              // DES_POLICY_DIRS, list-separated (os.PathListSeparator)
 	Gate2OnFailure        string   `json:"gate2_on_failure"`         // DES_GATE2_ON_FAILURE: "record" or "block"
+	TDDEvidence           string   `json:"tdd_evidence"`             // DES_TDD_EVIDENCE: "off", "warn" or "deny": Gate 2's test phases against the test runs des saw
 	GuardedStepFiles      []string `json:"guarded_step_files"`       // DES_GUARDED_STEP_FILES: globs of step files the write guard checks
 	GuardedStateFiles     []string `json:"guarded_state_files"`      // DES_GUARDED_STATE_FILES: globs of workflow-state files the write guard checks
 	// PhaseRequirementsFiles (DES_PHASE_REQUIREMENTS_FILES) are a team's own
@@ -125,6 +134,7 @@ func DefaultConfig() Config {
 		AuditDir:              ".des/audit",
 		PolicyDirs:            []string{".des/policies"},
 		Gate2OnFailure:        Gate2Record,
+		TDDEvidence:           TDDEvidenceWarn,
 		GuardedStepFiles:      []string{"**/steps/*.json"},
 		GuardedStateFiles:     []string{".des/state.json", ".isdlc/state.json", ".isdlc/projects/*/state.json"},
 		DelegationMode:        DelegationOff,
@@ -226,6 +236,17 @@ var settings = []setting{
 				return strconv.Quote(c.Gate2OnFailure), fmt.Errorf("must be %q or %q", Gate2Record, Gate2Block)
 			}
 			return strconv.Quote(c.Gate2OnFailure), nil
+		},
+	},
+	{
+		key: "tdd_evidence", env: "DES_TDD_EVIDENCE",
+		apply: func(c *Config, raw string) error { c.TDDEvidence = strings.TrimSpace(raw); return nil },
+		check: func(c *Config) (string, error) {
+			switch c.TDDEvidence {
+			case TDDEvidenceOff, TDDEvidenceWarn, TDDEvidenceDeny:
+				return strconv.Quote(c.TDDEvidence), nil
+			}
+			return strconv.Quote(c.TDDEvidence), fmt.Errorf("must be %q, %q or %q", TDDEvidenceOff, TDDEvidenceWarn, TDDEvidenceDeny)
 		},
 	},
 	listSetting("guarded_step_files", "DES_GUARDED_STEP_FILES", func(c *Config) *[]string { return &c.GuardedStepFiles }, "entries must be globs", glob.Valid),
@@ -617,6 +638,7 @@ func (c Config) policyData() map[string]any {
 		"audit_dir":                filepath.ToSlash(filepath.Clean(c.AuditDir)),
 		"policy_dirs":              dirs,
 		"gate2_on_failure":         c.Gate2OnFailure,
+		"tdd_evidence":             c.TDDEvidence,
 		"guarded_step_files":       strings2any(c.GuardedStepFiles),
 		"guarded_state_files":      strings2any(c.GuardedStateFiles),
 		"phase_requirements_files": strings2any(c.PhaseRequirementsFiles),

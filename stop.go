@@ -3,8 +3,10 @@ package des
 import (
 	"context"
 	"path/filepath"
+	"time"
 
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/testrun"
 )
 
 // SubagentStop returns Gate 2 for this project: run records in RunsDir, read
@@ -24,7 +26,33 @@ func (e *Engine) SubagentStop() gate.SubagentStop {
 		Logger:      e.logger,
 		Writes:      e.writes,
 		Locks:       gate.DocumentLocks(e.cfg.TaskGraphFile, e.cfg.GuardedStateFiles),
+		TestRuns:    e.testRunsOf,
 	}
+}
+
+// testRunsOf is gate.SubagentStop.TestRuns: the attested test runs of
+// des's evidence (internal/testrun) whose Gate 1 run is run. Until des has
+// seen a test run in the project at all, it cannot tell a run without
+// tests from a project whose test command it does not recognise (a
+// runner missing from data.des.evidence.test_runners): nothing is judged
+// then, rather than a warning at every stop.
+func (e *Engine) testRunsOf(run string) ([]any, bool) {
+	seen, rep, err := testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}.Read()
+	if err != nil || rep.Attested == 0 {
+		return nil, false
+	}
+	var out []any
+	for _, s := range seen {
+		if !s.Attested || s.Belongs.Run != run {
+			continue
+		}
+		f := map[string]any{"time": s.Time.UTC().Format(time.RFC3339Nano), "result": s.Result, "phase": s.Belongs.StepPhase, "command": s.Command}
+		if s.Failed != nil {
+			f["failed"] = *s.Failed
+		}
+		out = append(out, f)
+	}
+	return out, true
 }
 
 // CheckStop runs Gate 2 on a stopped subagent. A Go orchestrator that knows

@@ -142,6 +142,12 @@ type SubagentStop struct {
 	// workflow state's ".lock", see DocumentLocks): never the subagent's
 	// change, so never out of its scope.
 	Locks []string
+	// TestRuns returns the test runs DES saw in the run Gate 1 recorded
+	// under a tool_use_id (internal/testrun's attested records), oldest
+	// first, as facts {time, result, phase, command, failed}; ok false when
+	// DES cannot tell (its records unreadable). nil: no TDD evidence is
+	// judged.
+	TestRuns func(run string) (runs []any, ok bool)
 }
 
 // DocumentLocks are the globs of the lock files DES's writers leave beside
@@ -469,6 +475,13 @@ func (g SubagentStop) input(ctx context.Context, step stepRead, loc location) (m
 	}
 	run["events"] = events
 	in["run"] = run
+	if r := loc.run; r != nil && r.StepFile == step.rel && g.TestRuns != nil {
+		runs, ok := g.TestRuns(r.ToolUseID)
+		if runs == nil {
+			runs = []any{}
+		}
+		in["tests"] = map[string]any{"checked": ok, "runs": runs}
+	}
 	scope, outside := g.scope(ctx, step)
 	in["scope"] = scope
 	return in, outside, nil

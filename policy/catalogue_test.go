@@ -65,6 +65,10 @@ var extensionCodes = map[string]policy.Severity{
 	"DES-GRAPH-PLAN-FINISHED": policy.Deny,
 	"DES-GRAPH-WAVE-MOVED":    policy.Deny,
 	"DES-GRAPH-RETRIES-RESET": policy.Deny,
+	// TDD evidence (issue 28): a test phase against the test runs des saw;
+	// a warning by default (setting tdd_evidence).
+	"DES-TDD-NO-RED":   policy.Deny,
+	"DES-TDD-NO-GREEN": policy.Deny,
 }
 
 // TestBuiltinCodesAreStable fails when a built-in deny or warn rule can

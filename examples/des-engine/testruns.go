@@ -24,7 +24,7 @@ const testRunnersData = "des.evidence.test_runners"
 // testRunStore is the project's store of the test runs des saw, in its
 // evidence directory (per-user state, outside the sandbox's reach).
 func testRunStore(root string, lookupEnv func(string) (string, bool)) testrun.Store {
-	return testrun.Store{Dir: filepath.Join(des.EvidenceDir(statedir.For(root, lookupEnv)), "testruns")}
+	return testrun.Store{Dir: testrun.DirIn(des.EvidenceDir(statedir.For(root, lookupEnv)))}
 }
 
 // recordTestRun records, after a Bash call, the test run its command made

@@ -27,12 +27,18 @@ var testRunCalls atomic.Int64
 // both events. It fails on a deny.
 func testRunBash(t *testing.T, root, command string, extra map[string]any) (string, int) {
 	t.Helper()
+	return testRunBashIn(t, root, nil, command, extra)
+}
+
+// testRunBashIn is testRunBash with the hook's environment env.
+func testRunBashIn(t *testing.T, root string, env []string, command string, extra map[string]any) (string, int) {
+	t.Helper()
 	ev := bashEvent(t, root, command)
 	ev["tool_use_id"] = fmt.Sprintf("toolu_testrun_%d", testRunCalls.Add(1))
 	for k, v := range extra {
 		ev[k] = v
 	}
-	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); reason != "" {
+	if reason := denyReason(t, runHookProcess(t, root, env, ev)); reason != "" {
 		t.Fatalf("%q denied: %s", command, reason)
 	}
 	out, code := runAgentBash(t, root, command)
@@ -45,7 +51,7 @@ func testRunBash(t *testing.T, root, command string, extra map[string]any) (stri
 		ev["error"] = fmt.Sprintf("Exit code %d\n%s", code, out)
 		ev["is_interrupt"] = false
 	}
-	if r := runHookProcess(t, root, nil, ev); r.code != 0 || strings.TrimSpace(r.stdout) != "" {
+	if r := runHookProcess(t, root, env, ev); r.code != 0 || strings.TrimSpace(r.stdout) != "" {
 		t.Fatalf("%s of %q: %+v", ev["hook_event_name"], command, r)
 	}
 	return out, code

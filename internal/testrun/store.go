@@ -323,3 +323,6 @@ func readTail(path string, limit int64) ([]byte, bool, error) {
 	}
 	return data, true, nil
 }
+
+// DirIn is where the test runs are kept in des's evidence directory.
+func DirIn(evidenceDir string) string { return filepath.Join(evidenceDir, "testruns") }
