@@ -409,10 +409,10 @@ func TestPhasesObservers(t *testing.T) {
 		{"string response", discovery(false), "discover-orchestrator", summary, walk},
 		{"with an active workflow", set(workflowState(featurePhases, 5), "discovery_context", doc{"walkthrough_completed": false}), "discover-orchestrator", contentResponse(summary), walk},
 		{"no state file", nil, "discover-orchestrator", contentResponse(summary), allow},
-		// Discover runs before there is any state: the menu is still judged
-		// (the contract's "no state file: no opinion" is written for the
-		// guards that read the state; the menu check reads none).
-		{"no state file, wrong menu", nil, "discover-orchestrator", contentResponse(wrongMenu), menu},
+		// No workflow state, no iSDLC project: no opinion, the menu check
+		// included (issue 28; iSDLC's installer writes .isdlc/state.json
+		// before discover runs).
+		{"no state file, wrong menu", nil, "discover-orchestrator", contentResponse(wrongMenu), allow},
 		{"wrong menu", discovery(true), "discover-orchestrator", contentResponse(wrongMenu), menu},
 		{"right menu", discovery(true), "discover-orchestrator", contentResponse(rightMenu), allow},
 		{"right menu plus a forbidden option", discovery(true), "discover-orchestrator", contentResponse(rightMenu + "4. Scoped Analysis - one area only\n"), menu},

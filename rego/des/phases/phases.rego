@@ -130,11 +130,16 @@ status_text := json.marshal(current_status) if current_status != null
 # add an entry (data documents merge key by key) or switch one off (false).
 
 # Text helpers. A phrase matches as whole words, case-insensitively; phrases
-# in the tables are literal words (letters, digits, spaces, hyphens).
+# in the tables are literal words (letters, digits, spaces, hyphens), and the
+# word {n} stands for a number ("phase {n} complete").
 # METADATA
 # title: Phrase pattern
-# description: The regular expression of a phrase of the tables, as whole words, case-insensitively.
-phrase_re(p) := sprintf("(?i)\\b%s\\b", [concat("\\s+", split(trim_space(p), " "))])
+# description: The regular expression of a phrase of the tables, as whole words, case-insensitively; the word {n} matches a number.
+phrase_re(p) := sprintf("(?i)\\b%s\\b", [concat("\\s+", [_phrase_word_re(w) | some w in split(trim_space(p), " ")])])
+
+_phrase_word_re(w) := "[0-9]+" if w == "{n}"
+
+_phrase_word_re(w) := w if w != "{n}"
 
 # METADATA
 # title: Has a phrase

@@ -224,9 +224,14 @@ _may_hold(_) if _folds_to_ascii
 _may_hold(p) if {
 	not _folds_to_ascii
 	every w in _phrase_words(p) {
-		contains(_ltext, w)
+		_word_may_hold(w)
 	}
 }
+
+# The number placeholder {n} is found by the expression alone.
+_word_may_hold("{n}")
+
+_word_may_hold(w) if contains(_ltext, w)
 
 _phrase_in_text(p) if {
 	not _locatable(p)

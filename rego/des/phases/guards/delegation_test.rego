@@ -288,15 +288,25 @@ test_corridor_call if {
 
 test_completion_claim if {
 	some p, _ in data.des.phases.completion_claim_phrases
-	guards.completion_claim with input as agent("general-purpose", sprintf("The %s now.", [upper(p)]))
+	guards.completion_claim with input as agent("general-purpose", sprintf("The %s now.", [upper(replace(p, "{n}", "6"))]))
 }
 
 test_completion_claim_phrases_each if {
 	every p, _ in data.des.phases.completion_claim_phrases {
-		guards.completion_claim with input as agent("general-purpose", sprintf("So: %s.", [p]))
+		guards.completion_claim with input as agent("general-purpose", sprintf("So: %s.", [replace(p, "{n}", "12")]))
 	}
 	not guards.completion_claim with input as agent("general-purpose", "phases completed elsewhere")
 	not guards.completion_claim with input as agent("software-developer", "phase complete")
+}
+
+# iSDLC's own completion patterns (issue 28 (d)); {n} is a number.
+test_completion_claim_isdlc_phrases if {
+	every text in ["Implementation complete, over to QA", "Testing complete.", "Requirements complete", "Now finalize artifacts", "Phase 6 complete", "PHASE 12 COMPLETE"] {
+		guards.completion_claim with input as agent("general-purpose", text)
+	}
+	not guards.completion_claim with input as agent("general-purpose", "phase six complete")
+	not guards.completion_claim with input as agent("general-purpose", "phase {n} complete")
+	not guards.completion_claim with input as agent("general-purpose", "the implementation completes the feature")
 }
 
 test_who if {

@@ -202,48 +202,77 @@ unmet contains {
 	data.des.phases.review_blocking_statuses[active_workflow.supervised_review.status] == true
 }
 
-_index := active_workflow.current_phase_index if is_number(active_workflow.current_phase_index)
+# The index check: when active_workflow has the key current_phase_index
+# (null included), the index must be a whole number i and
+# active_workflow.phases a list whose entry i is the current phase. Anything
+# else (null, a string, a fraction, a negative or out-of-range number, phases
+# missing or not a list) blocks an advance: a workflow that has lost its
+# position is no evidence of the phase it advances from. Without the key
+# nothing is checked.
+_has_index if "current_phase_index" in object.keys(active_workflow)
 
-_indexed := norm_phase(active_workflow.phases[_index]) if is_key(active_workflow.phases[_index])
+_raw_index := active_workflow.current_phase_index
+
+_int_index if {
+	is_number(_raw_index)
+	round(_raw_index) == _raw_index
+}
+
+_index := _raw_index if _int_index
+
+_phases_list if is_array(active_workflow.phases)
+
+_indexed := norm_phase(active_workflow.phases[_index]) if {
+	_phases_list
+	is_key(active_workflow.phases[_index])
+}
 
 default _indexed_text := "nothing (out of range)"
 
 _indexed_text := json.marshal(_indexed)
 
-_position := [i | some i, p in active_workflow.phases; is_key(p); norm_phase(p) == current][0]
+_position := [i | some i, p in active_workflow.phases; is_key(p); norm_phase(p) == current][0] if _phases_list
+
+# The index is ahead of the current phase's position.
+_index_ahead if _position < _index
 
 _position_text := sprintf("to %d, the position of %q in active_workflow.phases", [_position, current]) if {
 	_position
-	not _position < _index
+	not _index_ahead
 }
 
 # Lowering the index is refused by the workflow-state write guard
 # (DES-STATE-V8-INDEX) unless the same write is a rollback.
 _position_text := sprintf("to %d, the position of %q in active_workflow.phases, and active_workflow.recovery_action.type to \"rollback\" in the same write (the index going back from %v is refused otherwise)", [_position, current, _index]) if {
 	_position
-	_position < _index
+	_index_ahead
 }
 
-_position_text := sprintf("and active_workflow.phases so that %q is at that index", [current]) if not _position
+_position_text := sprintf("and active_workflow.phases (a list of phase keys) so that %q is at that index", [current]) if not _position
+
+_index_problem := sprintf("active_workflow.current_phase_index is %s, not a position in active_workflow.phases", [_field_text(_raw_index)]) if {
+	_has_index
+	not _int_index
+}
+
+_index_problem := sprintf("active_workflow.phases is %s, not a list of phases, so active_workflow.current_phase_index %v points at nothing", [_field_text(object.get(active_workflow, "phases", null)), _index]) if {
+	_has_index
+	_int_index
+	not _phases_list
+}
+
+_index_problem := sprintf("active_workflow.phases[%v] (active_workflow.current_phase_index) is %s, not the current phase %q", [_index, _indexed_text, current]) if {
+	_has_index
+	_int_index
+	_phases_list
+	not _indexed == current
+}
 
 unmet contains {
 	"kind": "current_phase_index",
-	"msg": sprintf("active_workflow.phases[%v] (active_workflow.current_phase_index) is %s, not the current phase %q", [_index, _indexed_text, current]),
+	"msg": _index_problem,
 	"field": "/active_workflow/current_phase_index",
 	"recovery": sprintf("Set active_workflow.current_phase_index %s.", [_position_text]),
-} if {
-	is_number(_index)
-	_indexed != current
-}
-
-unmet contains {
-	"kind": "current_phase_index",
-	"msg": sprintf("active_workflow.phases[%v] (active_workflow.current_phase_index) is %s, not the current phase %q", [_index, _indexed_text, current]),
-	"field": "/active_workflow/current_phase_index",
-	"recovery": sprintf("Set active_workflow.current_phase_index %s.", [_position_text]),
-} if {
-	is_number(_index)
-	not _indexed
 }
 
 _next := phase_list[[i | some i, p in phase_list; p == current][0] + 1]
@@ -286,11 +315,25 @@ _tests_satisfied if _ti_completed == true
 
 # METADATA
 # title: Constitutional corridor open
-# description: Tests are satisfied, and constitutional validation is enabled, not compliant and not escalated.
+# description: |
+#   Tests are satisfied, constitutional validation is enabled, not compliant
+#   and not escalated, and it is under way: the phase has a
+#   constitutional_validation record, or its tests are done (validation is
+#   the next step). A phase without test iterations that has not started
+#   validating is still doing its work: no corridor (its gate and
+#   DES-CONSTITUTION-PENDING still hold).
 in_constitutional_corridor if {
 	_tests_satisfied
 	enabled("constitutional_validation")
 	not _cv_status in {data.des.phases.compliant_status, data.des.phases.escalated_status}
+	_constitution_under_way
+}
+
+_constitution_under_way if is_object(_cv)
+
+_constitution_under_way if {
+	enabled("test_iteration")
+	_ti_completed == true
 }
 
 # METADATA

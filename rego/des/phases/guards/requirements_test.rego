@@ -185,7 +185,7 @@ test_input_requirements_override_defaults if {
 	st2 := {"active_workflow": {"phases": ["00-quick-scan"], "current_phase": "00-quick-scan"}}
 	deny_codes(advance(st2)) == set()
 	reqs2 := {"iteration_requirements": {"phase_requirements": {"00-quick-scan": {"constitutional_validation": {"enabled": true}}}}}
-	deny_codes(object.union(advance(st2), {"workflow": {"requirements": reqs2}})) == {"DES-GATE-BLOCKED", "DES-ITERATION-CORRIDOR"}
+	deny_codes(object.union(advance(st2), {"workflow": {"requirements": reqs2}})) == {"DES-GATE-BLOCKED"}
 }
 
 test_other_requirement_kinds_are_ignored if {
@@ -248,7 +248,39 @@ test_gate_index_with_current_outside_the_list if {
 	])
 	some m in gate_msgs(advance(st))
 	contains(m, `advance past phase "99-custom"`)
-	contains(texts(advance(st)), `and active_workflow.phases so that "99-custom" is at that index`)
+	contains(texts(advance(st)), `and active_workflow.phases (a list of phase keys) so that "99-custom" is at that index`)
+}
+
+# A malformed index or phase list blocks an advance whatever its kind (issue
+# 28 (e)): null, a string, a fraction, negative, out of range, phases not a
+# list or empty. Only an absent key is not checked.
+test_gate_index_malformed_blocks_alike if {
+	every p in [
+		[{"op": "replace", "path": "/active_workflow/current_phase_index", "value": null}],
+		[{"op": "replace", "path": "/active_workflow/current_phase_index", "value": "two"}],
+		[{"op": "replace", "path": "/active_workflow/current_phase_index", "value": 1.5}],
+		[{"op": "replace", "path": "/active_workflow/current_phase_index", "value": -1}],
+		[{"op": "replace", "path": "/active_workflow/current_phase_index", "value": 999}],
+		[{"op": "replace", "path": "/active_workflow/phases", "value": "not-a-list"}],
+		[{"op": "replace", "path": "/active_workflow/phases", "value": []}],
+		[{"op": "remove", "path": "/active_workflow/phases"}],
+	] {
+		ms := gate_msgs(advance(patched(p)))
+		count(ms) == 1
+		some m in ms
+		contains(m, "active_workflow.")
+	}
+}
+
+test_gate_index_malformed_messages if {
+	some m1 in gate_msgs(advance(set("/active_workflow/current_phase_index", null)))
+	contains(m1, "active_workflow.current_phase_index is absent, not a position in active_workflow.phases")
+	some m2 in gate_msgs(advance(set("/active_workflow/current_phase_index", "two")))
+	contains(m2, `active_workflow.current_phase_index is "two", not a position`)
+	some m3 in gate_msgs(advance(set("/active_workflow/phases", "not-a-list")))
+	contains(m3, `active_workflow.phases is "not-a-list", not a list of phases, so active_workflow.current_phase_index 5 points at nothing`)
+	some m4 in gate_msgs(advance(set("/active_workflow/current_phase_index", -1)))
+	contains(m4, "active_workflow.phases[-1] (active_workflow.current_phase_index) is nothing (out of range)")
 }
 
 test_gate_index_absent_is_not_checked if {
@@ -330,11 +362,31 @@ test_constitutional_corridor_needs_tests_satisfied if {
 	])
 	not guards.in_constitutional_corridor with input as agent_in(st, "x", "y")
 
-	# A phase without tests: satisfied.
-	st2 := {"active_workflow": {"phases": ["02-tracing"], "current_phase": "02-tracing"}}
+	# A phase without tests, validation under way: satisfied.
+	st2 := {"active_workflow": {"phases": ["02-tracing"], "current_phase": "02-tracing"}, "phases": {"02-tracing": {"constitutional_validation": {"status": "pending"}}}}
 	guards.in_constitutional_corridor with input as agent_in(st2, "x", "y")
-	st3 := json.patch(st2, [{"op": "add", "path": "/phases", "value": {"02-tracing": {"constitutional_validation": {"status": "escalated"}}}}])
+	st3 := json.patch(st2, [{"op": "replace", "path": "/phases/02-tracing/constitutional_validation/status", "value": "escalated"}])
 	not guards.in_constitutional_corridor with input as agent_in(st3, "x", "y")
+}
+
+# The corridor opens once validation is under way (issue 28 (a)): a phase
+# without test iterations that has no constitutional_validation record yet is
+# still doing its work, and an Explore or research call that says "gate",
+# "proceed" or "delegate" is ordinary work. Its gate still holds.
+test_constitutional_corridor_waits_for_validation if {
+	st := {"active_workflow": {"phases": ["01-requirements", "03-architecture"], "current_phase": "03-architecture", "current_phase_index": 1}, "phases": {"03-architecture": {"status": "in_progress"}}}
+	not guards.in_constitutional_corridor with input as agent_in(st, "Explore", "Find where the payment gate is configured")
+	deny_codes(agent_in(st, "Explore", "Find where the payment gate is configured")) == set()
+	deny_codes(agent_in(st, "general-purpose", "Research the options, then delegate the write-up")) == set()
+	deny_codes(advance(st)) == {"DES-GATE-BLOCKED"}
+
+	# Validation started: the corridor is open.
+	started := json.patch(st, [{"op": "add", "path": "/phases/03-architecture/constitutional_validation", "value": {"status": "pending", "iterations_used": 1}}])
+	deny_codes(agent_in(started, "Explore", "Find where the payment gate is configured")) == {"DES-ITERATION-CORRIDOR"}
+
+	# Tests done in a phase with test iterations: validation is next, the corridor opens without a record.
+	done := {"active_workflow": {"phases": ["06-implementation"], "current_phase": "06-implementation", "current_phase_index": 0}, "phases": {"06-implementation": {"status": "in_progress", "iteration_requirements": {"test_iteration": {"completed": true, "last_test_result": "passed"}}}}}
+	guards.in_constitutional_corridor with input as agent_in(done, "x", "y")
 }
 
 # DES-CONSTITUTION-PENDING

@@ -82,7 +82,7 @@ _menu_problems contains sprintf("offers %q", [o]) if {
 
 # METADATA
 # title: Discover menu wrong
-# description: A discover call's response (50+ characters, numbered options) lacks New Project, Existing Project or Chat/Explore, or offers Scoped Analysis or Auto-detect.
+# description: In a project with a workflow state, a discover call's response (50+ characters, numbered options) lacks New Project, Existing Project or Chat/Explore, or offers Scoped Analysis or Auto-detect.
 # custom:
 #   code: DES-DISCOVER-MENU
 #   severity: warn
@@ -92,6 +92,7 @@ warn contains {
 	"recovery": ["Show discover's own menu: New Project, Existing Project and Chat/Explore, with no Scoped Analysis or Auto-detect option."],
 } if {
 	_post
+	_state # no workflow state: not an iSDLC project, no warning
 	_discover_call
 	count(_text) >= data.des.phases.discover_menu.min_length
 	regex.match(data.des.phases.discover_menu.numbered_option, _text)

@@ -114,9 +114,12 @@ test_observers_only_after_agent_calls if {
 	codes(object.union(inp, {"tool": "Task"})) == {"DES-WALKTHROUGH-MISSING", "DES-DISCOVER-MENU"}
 }
 
-# The menu is judged without a workflow state: discover runs before there is one.
-test_discover_menu_needs_no_state if {
+# No workflow state, no iSDLC project: the menu is not judged (des hears
+# every project it is installed in).
+test_discover_menu_needs_a_state if {
 	menu := "Choose one of these:\n1) New Project\n2) Resume the last session\n3) Quit the whole thing now"
-	inp := json.patch(result(ok_state, "discover-orchestrator", "x", done(menu)), [{"op": "remove", "path": "/workflow"}])
+	inp := result(ok_state, "discover-orchestrator", "x", done(menu))
 	codes(inp) == {"DES-DISCOVER-MENU"}
+	codes(json.patch(inp, [{"op": "remove", "path": "/workflow"}])) == set()
+	codes(json.patch(inp, [{"op": "replace", "path": "/workflow", "value": {"problem": "not a JSON object"}}])) == set()
 }
