@@ -326,7 +326,8 @@ func bashGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 	if r.permissionDecision == "deny" {
 		h.cancelEffects(ev) // the command will not run
 	} else {
-		h.beginRefs(ctx, ev) // the branches and tags it may move (gitrefs.go)
+		h.beginRefs(ctx, ev)                // the branches and tags it may move (gitrefs.go)
+		h.beginTestRun(ctx, ev, in.Command) // a test runner it runs (testruns.go)
 	}
 	return r
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +16,7 @@ import (
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/fileio"
+	"github.com/deterministic-exec/des/internal/proctree"
 	"github.com/deterministic-exec/des/internal/shell"
 	"github.com/deterministic-exec/des/internal/statedir"
 	"github.com/deterministic-exec/des/internal/testrun"
@@ -27,36 +32,86 @@ func testRunStore(root string, lookupEnv func(string) (string, bool)) testrun.St
 	return testrun.Store{Dir: testrun.DirIn(des.EvidenceDir(statedir.For(root, lookupEnv)))}
 }
 
+// testRunTable is the test runner table of the policies.
+func (h *hookEnv) testRunTable(ctx context.Context) (*des.Engine, testrun.Table, error) {
+	eng, err := h.engine(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	pe, err := eng.Policy(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, _ := pe.Data(testRunnersData)
+	table, err := testrun.ParseTable(raw)
+	return eng, table, err
+}
+
+// beginTestRun is PreToolUse's part, for a Bash call des allowed: when its
+// command runs a test runner of the table, des keeps that it saw the call
+// start (testrun.Pending), with the processes above the hook, so that
+// only the PostToolUse of this call, sent by Claude Code, records the run.
+func (h *hookEnv) beginTestRun(ctx context.Context, ev *Event, command string) {
+	runs := shell.Analyze(command).Runs
+	if len(runs) == 0 {
+		return
+	}
+	_, table, err := h.testRunTable(ctx)
+	if err != nil {
+		h.logger.Warn("hook: test run not watched", "err", err)
+		return
+	}
+	if _, ok := table.Recognise(runs); !ok {
+		return
+	}
+	p := testrun.Pending{At: time.Now().UTC()}
+	if t := (proctree.Tree{}); t.Supported() {
+		since, err := t.Ticks(p.At.Add(-time.Second))
+		up, aerr := t.Ancestors(h.clientPID())
+		if err == nil && aerr == nil {
+			p.Since = since
+			for _, q := range up[:min(3, len(up))] {
+				if q.PID > 1 {
+					p.Origin = append(p.Origin, q.Ref)
+				}
+			}
+		}
+	}
+	if err := testRunStore(h.root, h.lookupEnv).Begin(ev.ToolUseID, command, p); err != nil {
+		h.logger.Warn("hook: test run not watched", "err", err)
+	}
+}
+
 // recordTestRun records, after a Bash call, the test run its command made
 // when it ran a test runner of the table (internal/testrun), with what it
-// belongs to, and audits it (TEST_RUN_OBSERVED). It decides nothing: a
-// failure is logged.
+// belongs to, and audits it (TEST_RUN_OBSERVED). Only a call des saw start
+// (beginTestRun) with the same command counts, and only when the event
+// comes from Claude Code, not from a process the call started: an event
+// piped to des-hook by the call itself records nothing. It decides
+// nothing: a failure is logged.
 func (h *hookEnv) recordTestRun(ctx context.Context, ev *Event) {
 	command := bashCommand(ev)
 	if strings.TrimSpace(command) == "" {
 		return
 	}
-	runs := shell.Analyze(command).Runs
-	if len(runs) == 0 {
+	store := testRunStore(h.root, h.lookupEnv)
+	pending, ok := store.Peek(ev.ToolUseID, command)
+	if !ok {
+		return // not a test run des saw start
+	}
+	if why := eventFromTheCall(h.clientPID(), command, pending); why != "" {
+		h.logger.Warn("hook: test run not recorded: the event did not come from Claude Code", "tool_use_id", ev.ToolUseID, "why", why)
 		return
 	}
-	eng, err := h.engine(ctx)
-	if err != nil {
-		h.logger.Warn("hook: test run not recorded: DES does not start", "err", err)
-		return
+	if !store.Take(ev.ToolUseID) {
+		return // another PostToolUse of the call took it
 	}
-	pe, err := eng.Policy(ctx)
-	if err != nil {
-		h.logger.Warn("hook: test run not recorded: no policies", "err", err)
-		return
-	}
-	raw, _ := pe.Data(testRunnersData)
-	table, err := testrun.ParseTable(raw)
+	eng, table, err := h.testRunTable(ctx)
 	if err != nil {
 		h.logger.Warn("hook: test run not recorded", "err", err)
 		return
 	}
-	m, ok := table.Recognise(runs)
+	m, ok := table.Recognise(shell.Analyze(command).Runs)
 	if !ok {
 		return
 	}
@@ -65,13 +120,61 @@ func (h *hookEnv) recordTestRun(ctx context.Context, ev *Event) {
 	r.Time, r.Event = time.Now().UTC(), ev.HookEventName
 	r.ToolUseID, r.SessionID, r.AgentID, r.AgentType = ev.ToolUseID, ev.SessionID, ev.AgentID, ev.AgentType
 	r.Belongs = h.testRunBelongs(ctx, eng, ev)
-	if err := testRunStore(h.root, h.lookupEnv).Append(ctx, r); err != nil {
+	if err := store.Append(ctx, r); err != nil {
 		h.logger.Warn("hook: test run not recorded", "err", err)
 		return
 	}
 	if err := eng.Audit().Append(ctx, audit.Entry{Event: audit.TestRunObserved, Fields: testRunFields(r)}); err != nil {
 		h.logger.Warn("hook: TEST_RUN_OBSERVED not audited", "err", err)
 	}
+}
+
+// eventFromTheCall says why a PostToolUse event of the call p describes
+// did not come from Claude Code, "" when it did (or when the process tree
+// cannot be read, where only the pending record vouches for it). Claude
+// Code runs a hook as its own child, through a shell wrapper at most: the
+// processes above the hook, up to one that was above the call's PreToolUse
+// hook (p.Origin), all started after the call began and none runs the
+// call's command. A hook run by the call itself has the call's shell above
+// it (whose command line holds the command); one run by a process the
+// call left in the background has no Origin above it (its parents ended:
+// pid 1 or a subreaper adopted it); one run by an older process (an MCP
+// server) has a process older than the call between.
+func eventFromTheCall(client int, command string, p testrun.Pending) string {
+	t := proctree.Tree{}
+	if p.Since == 0 || len(p.Origin) == 0 || !t.Supported() {
+		return ""
+	}
+	up, err := t.Ancestors(client)
+	if err != nil {
+		return ""
+	}
+	want := unquotedCommand(command)
+	for _, q := range up {
+		if slices.Contains(p.Origin, q.Ref) {
+			return ""
+		}
+		if q.Start < p.Since {
+			return fmt.Sprintf("process %d (%s) above the hook is older than the call and is not Claude Code", q.PID, q.Comm)
+		}
+		data, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(q.PID), "cmdline"))
+		if want != "" && strings.Contains(unquotedCommand(string(bytes.ReplaceAll(data, []byte{0}, []byte{' '}))), want) {
+			return fmt.Sprintf("process %d (%s) above the hook runs the call's command", q.PID, q.Comm)
+		}
+	}
+	return "no process above the hook is Claude Code's"
+}
+
+// unquotedCommand drops quotes and backslashes, as proctree compares
+// command lines: a shell that runs a command through eval '...' holds it
+// with its quotes escaped.
+func unquotedCommand(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\'' || r == '"' || r == '\\' {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // testRunResult is a Bash call's exit status, interruption and output as

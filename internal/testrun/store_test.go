@@ -170,3 +170,43 @@ func TestStoreReadsAnOversizeFileFromItsEnd(t *testing.T) {
 		t.Fatalf("%v %+v", got, rep)
 	}
 }
+
+func TestPending(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	now := time.Now()
+	if err := s.Begin("toolu_1", "go test ./...", Pending{At: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Begin("../x", "go test", Pending{At: now}); err == nil {
+		t.Error("an id that is a path was taken")
+	}
+	if _, ok := s.Peek("toolu_1", "go test ./... ; echo"); ok {
+		t.Error("another command matched")
+	}
+	if _, ok := s.Peek("toolu_2", "go test ./..."); ok {
+		t.Error("another id matched")
+	}
+	if _, ok := s.Peek("toolu_1", "go test ./..."); !ok {
+		t.Fatal("the call des saw start is not pending")
+	}
+	if !s.Take("toolu_1") || s.Take("toolu_1") {
+		t.Error("a call's run is taken once")
+	}
+	if _, ok := s.Peek("toolu_1", "go test ./..."); ok {
+		t.Error("still pending after Take")
+	}
+	// A day-old record is dropped by the next Begin.
+	if err := s.Begin("toolu_old", "go test", Pending{At: now}); err != nil {
+		t.Fatal(err)
+	}
+	old := now.Add(-25 * time.Hour)
+	if err := os.Chtimes(filepath.Join(s.Dir, "pending", "toolu_old.json"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Begin("toolu_3", "go test", Pending{At: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Peek("toolu_old", "go test"); ok {
+		t.Error("a day-old pending record was kept")
+	}
+}
