@@ -163,7 +163,7 @@ func atkBashCases() []atkBashCase {
 		{name: "state linked to /dev/zero, then another call", cmds: []string{`rm .isdlc/state.json && ln -s /dev/zero .isdlc/state.json`, `ls >/dev/null`}},
 		{name: "config made 5 GB sparse", cmds: []string{`truncate -s 5G .des/config.json`, `ls >/dev/null`}},
 		{name: "a flood of new policy files, past the effect check's tree limit", cmds: []string{`mkdir -p .des/policies/x && cd .des/policies/x && seq 1 25000 | xargs touch`, `ls >/dev/null`}, slow: true},
-		{name: "background job landing between calls", cmds: []string{`nohup sh -c 'sleep 1; echo {} > $(printf %s .isdlc/state.json)' >/dev/null 2>&1 &`, `ls >/dev/null`}, pause: 2 * time.Second},
+		{name: "background job landing between calls", cmds: []string{`nohup sh -c 'sleep 3; echo {} > $(printf %s .isdlc/state.json)' >/dev/null 2>&1 &`, `ls >/dev/null`}, pause: 5 * time.Second}, // the job writes well after call 1's check and snapshot, even on a loaded machine
 		{name: "rsync --delete over .des", setup: evilHome, needs: "rsync", cmds: []string{`rsync -a --delete ~/evil/.des/ .des/`}},
 		{name: "git restore --source", setup: handEditConfig, cmds: []string{`git restore --source=HEAD .des/config.json`}},
 		{name: "find -exec sed -i", cmds: []string{`find . -path '*/.des/*' -name config.json -exec sed -i 's/45/0/' {} +`}},
