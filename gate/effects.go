@@ -126,7 +126,7 @@ func EffectsFallback(e Effects) policy.Violation {
 		if e.KeptDir != "" {
 			where = e.KeptDir
 		}
-		recovery[1] = "Nothing undone is lost: DES kept it in " + where + " (`des-hook integrity kept` lists it). If the user meant the change, the user runs `des-hook integrity restore ID` from a terminal while no tool call runs, or makes it by hand between tool calls."
+		recovery[1] = "Nothing undone is lost: DES kept it in " + where + " (`des-hook integrity kept` lists it). If the user meant the change, the user runs `des-hook integrity restore ID` from a terminal of their own (not through Claude Code; it waits for no background job of the agent's, only for a call that is running), or makes it by hand between tool calls once the agent's commands have ended."
 	}
 	return policy.Violation{Code: CodeIntegrity, Severity: policy.Deny, Message: b.String(), Recovery: recovery}
 }

@@ -217,8 +217,12 @@ func (c *Checker) leave(call Call) bool {
 	if me, err := c.procs.Read(os.Getpid()); err == nil {
 		skip[me.Ref] = true
 	}
+	root := c.root
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
 	left := c.procs.LeftRunning(all, proctree.Call{
-		UID: os.Getuid(), Since: f.Since, Origin: f.Origin, Command: call.Command,
+		UID: os.Getuid(), Since: f.Since, Origin: f.Origin, Command: call.Command, Root: root,
 		Skip: func(q proctree.Proc) bool { return skip[q.Ref] || c.ownBinary(q.Ref) },
 	})
 	if len(left) == 0 {

@@ -15,11 +15,12 @@ import (
 
 // orphan starts what a Bash command's "&" leaves once its shell exits: a
 // process adopted by pid 1. It is killed at the end of the test.
-func orphan(t *testing.T, seconds int) int {
+func orphan(t *testing.T, dir string, seconds int) int {
 	t.Helper()
 	// In a session of its own, as Claude Code runs each Bash command.
 	cmd := exec.Command("sh", "-c", "sleep "+strconv.Itoa(seconds)+" >/dev/null 2>&1 & echo $!")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Dir = dir // in the project, as an agent's command runs
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func TestBackgroundJobKeepsCallInFlight(t *testing.T) {
 	if _, err := c.Begin(ctx, "toolu_bg", nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	job := orphan(t, 60)
+	job := orphan(t, root, 60)
 	if _, err := c.EndCall(ctx, Call{ID: "toolu_bg", StillRunning: true, Command: "sleep 60 &"}); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestAcceptWhileAJobRuns(t *testing.T) {
 	if _, err := c.Begin(ctx, "toolu_srv", nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	orphan(t, 60)
+	orphan(t, root, 60)
 	if _, err := c.EndCall(ctx, Call{ID: "toolu_srv", StillRunning: true, Command: "npm run dev &"}); err != nil {
 		t.Fatal(err)
 	}

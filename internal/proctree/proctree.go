@@ -221,12 +221,56 @@ func NewSession(all map[int]Proc, p Proc, since uint64) bool {
 	return !ok || leader.Start >= since || leader.Zombie
 }
 
+// ours tells an orphan of this Claude Code from one of another session of
+// the same user running at the same time (a second project's dev server
+// started meanwhile): Claude Code puts its own pid in the environment of
+// every command its Bash tool runs (CLAUDE_PID). An orphan naming a Claude
+// Code that is neither an origin nor a child of one is another's; one
+// naming ours is ours;
+// one naming none (its environment cleared, or another program's) is ours
+// when its working directory is inside the project.
+func (t Tree) ours(all map[int]Proc, p Proc, c Call, from map[Ref]bool) bool {
+	env, _ := os.ReadFile(filepath.Join(t.dir(), strconv.Itoa(p.PID), "environ"))
+	for kv := range bytes.SplitSeq(env, []byte{0}) {
+		v, ok := bytes.CutPrefix(kv, []byte("CLAUDE_PID="))
+		if !ok {
+			continue
+		}
+		pid, err := strconv.Atoi(string(v))
+		if err != nil {
+			break
+		}
+		// The Claude Code above the hook, or one started by it (the Agent
+		// SDK's host runs the CLI as its child, and the hook beside it).
+		claude, found := all[pid]
+		for r := range from {
+			if r.PID == pid || found && r.PID == claude.PPID {
+				return true
+			}
+		}
+		return false
+	}
+	if c.Root == "" {
+		return true
+	}
+	cwd, err := os.Readlink(filepath.Join(t.dir(), strconv.Itoa(p.PID), "cwd"))
+	if err != nil {
+		return true // unreadable: the safe side
+	}
+	cwd = strings.TrimSuffix(cwd, " (deleted)")
+	return cwd == c.Root || strings.HasPrefix(cwd, c.Root+string(filepath.Separator))
+}
+
 // Call is what LeftRunning knows of a command a process of Origin ran.
 type Call struct {
 	UID     int    // the user whose processes count
 	Since   uint64 // when the command started, in clock ticks after boot
 	Origin  []Ref  // the processes that ran it: the hook's parents (Claude Code, its shell wrapper)
 	Command string // its text, as its shell's command line holds it; "" matches none
+	// Root is the project the command ran in (absolute, links resolved):
+	// an orphan that says nothing of which Claude Code started it counts
+	// only when it works inside the project.
+	Root string
 	// Skip leaves a process, and what only it started, out: des's own.
 	Skip func(Proc) bool
 }
@@ -239,7 +283,9 @@ type Call struct {
 // and setsid daemons) or under Origin through a process whose command line
 // holds the command (a shell Claude Code keeps running in the background).
 // An orphan counts only in a session that began with the command
-// (NewSession): another program's orphan started meanwhile does not.
+// (NewSession), and only when it is this Claude Code's (ours): another
+// program's orphan, or another Claude Code session's, started meanwhile
+// does not.
 // Claude Code's other children (hooks, MCP servers) and a person's own
 // programs, started from a terminal or an editor, are not.
 func (t Tree) LeftRunning(all map[int]Proc, c Call) []Ref {
@@ -276,7 +322,7 @@ func (t Tree) LeftRunning(all map[int]Proc, c Call) []Ref {
 				viaCommand = viaCommand || runsCommand(q)
 				continue
 			}
-			ok = adopter(parent) && NewSession(all, p, c.Since) || from[parent.Ref] && viaCommand
+			ok = adopter(parent) && NewSession(all, p, c.Since) && t.ours(all, p, c, from) || from[parent.Ref] && viaCommand
 			break
 		}
 		if ok {

@@ -96,3 +96,46 @@ func TestLeftRunning(t *testing.T) {
 		t.Error("a reused pid counts as the same process")
 	}
 }
+
+// Another program's orphan, or another Claude Code's, started during the
+// command is not its: an orphan counts when it names this Claude Code
+// (CLAUDE_PID) or, naming none, works inside the project.
+func TestLeftRunningTellsOtherSessions(t *testing.T) {
+	tree := Tree{}
+	if !tree.Supported() {
+		t.Skip("no Linux /proc here")
+	}
+	since, _ := tree.Ticks(time.Now().Add(-time.Second))
+	self, _ := tree.Read(os.Getpid())
+	project, elsewhere := t.TempDir(), t.TempDir()
+	start := func(dir string, env ...string) int {
+		sh := exec.Command("sh", "-c", "sleep 41 >/dev/null 2>&1 & echo $!")
+		sh.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		sh.Dir, sh.Env = dir, append(os.Environ(), env...)
+		out, err := sh.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+		t.Cleanup(func() { _ = exec.Command("kill", strconv.Itoa(pid)).Run() })
+		return pid
+	}
+	inProject := start(project)
+	outside := start(elsewhere)
+	ourClaude := start(elsewhere, "CLAUDE_PID="+strconv.Itoa(os.Getpid()))
+	otherClaude := start(project, "CLAUDE_PID=1")
+	all, err := tree.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]bool{}
+	for _, r := range tree.LeftRunning(all, Call{UID: os.Getuid(), Since: since, Origin: []Ref{self.Ref}, Root: project}) {
+		got[r.PID] = true
+	}
+	if !got[inProject] || !got[ourClaude] {
+		t.Errorf("this Claude Code's orphans: %v (in the project %d, naming it %d)", got, inProject, ourClaude)
+	}
+	if got[outside] || got[otherClaude] {
+		t.Errorf("another program's or another Claude Code's orphans taken: %v (elsewhere %d, another Claude Code %d)", got, outside, otherClaude)
+	}
+}

@@ -43,7 +43,7 @@ _kept_where := input.integrity.kept_dir if input.integrity.kept_dir
 _kept_where := "DES's state directory" if not input.integrity.kept_dir
 
 # The second recovery: nothing undone is lost when DES kept it.
-_take_back := sprintf("Nothing undone is lost: DES kept it in %s (`des-hook integrity kept` lists it). If the user meant the change, the user runs `des-hook integrity restore ID` from a terminal while no tool call runs, or makes it by hand between tool calls.", [_kept_where]) if _any_kept
+_take_back := sprintf("Nothing undone is lost: DES kept it in %s (`des-hook integrity kept` lists it). If the user meant the change, the user runs `des-hook integrity restore ID` from a terminal of their own (not through Claude Code; it waits for no background job of the agent's, only for a call that is running), or makes it by hand between tool calls once the agent's commands have ended.", [_kept_where]) if _any_kept
 
 _take_back := "If the user meant the change, the user makes it by hand between tool calls, or runs `des-hook integrity accept` afterwards." if not _any_kept
 
