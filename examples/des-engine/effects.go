@@ -213,6 +213,15 @@ func runsOn(ev *Event) bool {
 	return a.Detaches || a.Dynamic || a.ParseError != ""
 }
 
+// runInBackground reports a Bash call Claude Code runs in the background
+// (run_in_background): its PostToolUse comes while it runs.
+func runInBackground(ev *Event) bool {
+	var in struct {
+		Background bool `json:"run_in_background"`
+	}
+	return ev.ToolName == toolBash && ev.toolInput(&in) == nil && in.Background
+}
+
 // bashCommand is a Bash call's command, "" for other tools.
 func bashCommand(ev *Event) string {
 	var in struct {
@@ -306,7 +315,13 @@ func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
 	// word that says so. Elsewhere only a command that reads as leaving
 	// something running stays in flight (for its fixed lifetime).
 	stillRunning := runsOn(ev) || ev.ToolName == toolBash && (proctree.Tree{}).Supported()
-	call := integrity.Call{ID: ev.ToolUseID, StillRunning: stillRunning, GitCommands: gitCmds, Command: bashCommand(ev)}
+	// Only a command Claude Code keeps running in the background still has
+	// its shell at PostToolUse: any other shell running the same command
+	// then is another call's (a parallel subagent's go test).
+	call := integrity.Call{ID: ev.ToolUseID, StillRunning: stillRunning, GitCommands: gitCmds}
+	if runInBackground(ev) {
+		call.Command = bashCommand(ev)
+	}
 	if ev.ToolName == toolBash {
 		// A document git checked out is taken only from a commit des
 		// judged: not one made with git's hooks off, which the ref check

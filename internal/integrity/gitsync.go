@@ -62,8 +62,9 @@ type Synced struct {
 type Call struct {
 	ID           string
 	StillRunning bool // a command that may have left something running in the background
-	// Command is the command's text: a shell Claude Code keeps running in
-	// the background for it is known by its command line.
+	// Command is the command's text when Claude Code runs it in the
+	// background (run_in_background): the shell it keeps running for it is
+	// known by its command line. "" for a command that ran to its end.
 	Command string
 	// GitCommands are the git subcommands the command ran (shell.Analysis's
 	// GitRuns); one of GitRewriting lets a guarded document git rewrote be
