@@ -622,34 +622,49 @@ func (d DocumentWrite) confirmSteps(ctx context.Context, toolUseID string) (Conf
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return Confirmation{}, fmt.Errorf("write guard: pending record %s: %w", path, err)
 	}
-	now, err := readBounded(filepath.Join(d.Root, filepath.FromSlash(p.Path)))
-	if err != nil {
-		return Confirmation{}, err
-	}
-	mismatch := ""
-	switch sum := sha256.Sum256(now); {
-	case now == nil:
-		mismatch = "the file is gone"
-	case hex.EncodeToString(sum[:]) == p.SHA256:
-	case p.Document == nil:
-		mismatch = "its bytes differ from what was allowed"
-	default:
-		mismatch = jsonDifference(p.Document, now)
-	}
-	if mismatch != "" {
-		// The write did not land as allowed (a permission prompt refused
-		// it, or a hook rewrote its content): said at once, never silent.
-		c := Confirmation{Path: p.Path, Mismatch: mismatch}
-		return c, d.record(ctx, audit.Entry{Event: audit.WriteNotConfirmed, Fields: map[string]any{
-			"step_file": p.Path, "tool_use_id": toolUseID, "what": mismatch,
-		}})
+	c, err := d.landed(ctx, toolUseID, "step_file", p.Path, p.SHA256, p.Document)
+	if err != nil || !c.Confirmed {
+		return c, err
 	}
 	for i := range p.Entries {
 		p.Entries[i].Fields["confirmed"] = true
 	}
-	c := Confirmation{Confirmed: true}
-	if sum := sha256.Sum256(now); hex.EncodeToString(sum[:]) != p.SHA256 {
-		c.Path, c.Reformatted = p.Path, now
-	}
 	return c, d.record(ctx, p.Entries...)
+}
+
+// landed compares the document at rel with the write allowed under
+// toolUseID (the SHA-256 of its bytes, and its JSON value when it is
+// JSON). Confirmed when it holds those bytes, or the same JSON value
+// (Reformatted then holds the bytes a formatter left). Otherwise the write
+// did not land as allowed (a permission prompt refused it, or a hook
+// rewrote its content): audited as WRITE_NOT_CONFIRMED under key
+// (step_file, state_file) at once, never silent.
+func (d DocumentWrite) landed(ctx context.Context, toolUseID, key, rel, sum string, doc json.RawMessage) (Confirmation, error) {
+	now, err := readBounded(filepath.Join(d.Root, filepath.FromSlash(rel)))
+	if err != nil {
+		return Confirmation{}, err
+	}
+	got := sha256.Sum256(now)
+	same := hex.EncodeToString(got[:]) == sum
+	mismatch := ""
+	switch {
+	case now == nil:
+		mismatch = "the file is gone"
+	case same:
+	case doc == nil:
+		mismatch = "its bytes differ from what was allowed"
+	default:
+		mismatch = jsonDifference(doc, now)
+	}
+	if mismatch != "" {
+		c := Confirmation{Path: rel, Mismatch: mismatch}
+		return c, d.record(ctx, audit.Entry{Event: audit.WriteNotConfirmed, Fields: map[string]any{
+			key: rel, "tool_use_id": toolUseID, "what": mismatch,
+		}})
+	}
+	c := Confirmation{Confirmed: true}
+	if !same {
+		c.Path, c.Reformatted = rel, now
+	}
+	return c, nil
 }

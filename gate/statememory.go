@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/filelock"
 	"github.com/deterministic-exec/des/statemachine"
@@ -111,9 +110,9 @@ func (d DocumentWrite) pendState(ctx context.Context, toolUseID, rel string, con
 }
 
 // confirmState keeps the memory of an allowed workflow-state write once the
-// file holds the allowed content, formatting aside. It returns whether it
-// did, and otherwise what the file holds instead ("" when no state write
-// was pending), audited as WRITE_NOT_CONFIRMED.
+// file holds the allowed content, formatting aside (landed). It returns
+// whether it did, and otherwise what the file holds instead ("" when no
+// state write was pending), audited as WRITE_NOT_CONFIRMED.
 func (d DocumentWrite) confirmState(ctx context.Context, toolUseID string) (Confirmation, error) {
 	if d.StateDir == "" || !safeID(toolUseID) {
 		return Confirmation{}, nil
@@ -131,29 +130,9 @@ func (d DocumentWrite) confirmState(ctx context.Context, toolUseID string) (Conf
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return Confirmation{}, fmt.Errorf("write guard: pending record %s: %w", path, err)
 	}
-	now, err := readBounded(filepath.Join(d.Root, filepath.FromSlash(p.Path)))
-	if err != nil {
-		return Confirmation{}, err
-	}
-	mismatch := ""
-	switch sum := sha256.Sum256(now); {
-	case now == nil:
-		mismatch = "the file is gone"
-	case hex.EncodeToString(sum[:]) == p.SHA256:
-	case p.Document == nil:
-		mismatch = "its bytes differ from what was allowed"
-	default:
-		mismatch = jsonDifference(p.Document, now)
-	}
-	if mismatch != "" {
-		c := Confirmation{Path: p.Path, Mismatch: mismatch}
-		return c, d.record(ctx, audit.Entry{Event: audit.WriteNotConfirmed, Fields: map[string]any{
-			"state_file": p.Path, "tool_use_id": toolUseID, "what": mismatch,
-		}})
-	}
-	c := Confirmation{Confirmed: true}
-	if sum := sha256.Sum256(now); hex.EncodeToString(sum[:]) != p.SHA256 {
-		c.Path, c.Reformatted = p.Path, now
+	c, err := d.landed(ctx, toolUseID, "state_file", p.Path, p.SHA256, p.Document)
+	if err != nil || !c.Confirmed {
+		return c, err
 	}
 	return c, d.keepSeen(ctx, p.Path, p.Seen)
 }

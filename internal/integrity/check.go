@@ -93,7 +93,7 @@ func (c *Checker) EndCall(ctx context.Context, call Call) (Report, error) {
 	// Calls that have lapsed by now (their processes ended, or their End
 	// never came) did what they did before this check: it judges that, so
 	// the next Begin may take the disk again.
-	lapsed := c.lapsedFlights(call.ID)
+	_, lapsed := c.flights(call.ID)
 	rep, changed, err := c.check(ctx, m, call)
 	if err == nil {
 		for _, p := range lapsed {

@@ -105,7 +105,10 @@ func (c *Checker) status(path string, fi fs.FileInfo, now time.Time) (running, l
 // inFlight lists the calls recorded as running, other than id, removing
 // those that lapsed.
 func (c *Checker) inFlight(id string) []string {
-	running, _ := c.flights(id, true)
+	running, lapsed := c.flights(id)
+	for _, p := range lapsed {
+		_ = os.Remove(p)
+	}
 	return running
 }
 
@@ -113,15 +116,17 @@ func (c *Checker) inFlight(id string) []string {
 // lapsed: its End never came, or the processes it left have all ended.
 // inFlight then removes the record.
 func (c *Checker) lapsed(id string) bool {
-	_, lapsed := c.flights(id, false)
-	return lapsed
+	_, lapsed := c.flights(id)
+	return len(lapsed) > 0
 }
 
-func (c *Checker) flights(id string, prune bool) (running []string, lapsed bool) {
+// flights reads the records other than id's: the names of the calls
+// running, and the paths of the records that lapsed.
+func (c *Checker) flights(id string) (running, lapsed []string) {
 	dir := filepath.Join(c.dir, "inflight")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, false
+		return nil, nil
 	}
 	now := c.now()
 	for _, e := range ents {
@@ -129,39 +134,15 @@ func (c *Checker) flights(id string, prune bool) (running []string, lapsed bool)
 		if err != nil || e.Name() == safeName(id) {
 			continue
 		}
-		run, lapse := c.status(filepath.Join(dir, e.Name()), fi, now)
-		if lapse {
-			lapsed = true
-			if prune {
-				_ = os.Remove(filepath.Join(dir, e.Name()))
-			}
-		}
-		if run {
+		path := filepath.Join(dir, e.Name())
+		switch run, lapse := c.status(path, fi, now); {
+		case lapse:
+			lapsed = append(lapsed, path)
+		case run:
 			running = append(running, e.Name())
 		}
 	}
 	return running, lapsed
-}
-
-// lapsedFlights lists the records, other than id's, that have lapsed.
-func (c *Checker) lapsedFlights(id string) []string {
-	dir := filepath.Join(c.dir, "inflight")
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	now := c.now()
-	var out []string
-	for _, e := range ents {
-		fi, err := e.Info()
-		if err != nil || e.Name() == safeName(id) {
-			continue
-		}
-		if _, lapse := c.status(filepath.Join(dir, e.Name()), fi, now); lapse {
-			out = append(out, filepath.Join(dir, e.Name()))
-		}
-	}
-	return out
 }
 
 func (c *Checker) mark(id string, lifetime time.Duration) error {
