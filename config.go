@@ -31,6 +31,12 @@ const (
 	TDDEvidenceDeny = "deny"
 )
 
+// Where the iSDLC gates read test iterations (setting phase_evidence).
+const (
+	PhaseEvidenceDES   = "des"
+	PhaseEvidenceState = "state"
+)
+
 // Gate 2 failure modes (setting gate2_on_failure).
 const (
 	Gate2Record = "record" // mark the step FAILED and tell the user
@@ -55,6 +61,12 @@ type Config struct {
 	// relative to the project root unless absolute. Empty (the default)
 	// means the tables built into the policy bundle.
 	PhaseRequirementsFiles []string `json:"phase_requirements_files"`
+	// PhaseEvidence (DES_PHASE_EVIDENCE) says where the iSDLC gates read a
+	// phase's test iterations: "des" (the default), from the test runs des
+	// saw, which des also writes into the state; "state", from what the
+	// workflow state says (iSDLC's Node hooks' reading, for a team moving
+	// from them).
+	PhaseEvidence string `json:"phase_evidence"`
 
 	// Orchestration governance: delegating orchestrators that run a task
 	// graph in waves.
@@ -135,6 +147,7 @@ func DefaultConfig() Config {
 		PolicyDirs:            []string{".des/policies"},
 		Gate2OnFailure:        Gate2Record,
 		TDDEvidence:           TDDEvidenceWarn,
+		PhaseEvidence:         PhaseEvidenceDES,
 		GuardedStepFiles:      []string{"**/steps/*.json"},
 		GuardedStateFiles:     []string{".des/state.json", ".isdlc/state.json", ".isdlc/projects/*/state.json"},
 		DelegationMode:        DelegationOff,
@@ -252,6 +265,17 @@ var settings = []setting{
 	listSetting("guarded_step_files", "DES_GUARDED_STEP_FILES", func(c *Config) *[]string { return &c.GuardedStepFiles }, "entries must be globs", glob.Valid),
 	listSetting("guarded_state_files", "DES_GUARDED_STATE_FILES", func(c *Config) *[]string { return &c.GuardedStateFiles }, "entries must be globs", glob.Valid),
 	listSetting("phase_requirements_files", "DES_PHASE_REQUIREMENTS_FILES", func(c *Config) *[]string { return &c.PhaseRequirementsFiles }, "entries must name files", nil),
+	{
+		key: "phase_evidence", env: "DES_PHASE_EVIDENCE",
+		apply: func(c *Config, raw string) error { c.PhaseEvidence = strings.TrimSpace(raw); return nil },
+		check: func(c *Config) (string, error) {
+			switch c.PhaseEvidence {
+			case PhaseEvidenceDES, PhaseEvidenceState:
+				return strconv.Quote(c.PhaseEvidence), nil
+			}
+			return strconv.Quote(c.PhaseEvidence), fmt.Errorf("must be %q or %q", PhaseEvidenceDES, PhaseEvidenceState)
+		},
+	},
 	{
 		key: "delegation_mode", env: "DES_DELEGATION_MODE",
 		apply: func(c *Config, raw string) error { c.DelegationMode = strings.TrimSpace(raw); return nil },
@@ -642,6 +666,7 @@ func (c Config) policyData() map[string]any {
 		"guarded_step_files":       strings2any(c.GuardedStepFiles),
 		"guarded_state_files":      strings2any(c.GuardedStateFiles),
 		"phase_requirements_files": strings2any(c.PhaseRequirementsFiles),
+		"phase_evidence":           c.PhaseEvidence,
 		"delegation_mode":          c.DelegationMode,
 		"max_concurrent_agents":    c.MaxConcurrentAgents,
 		"session_ttl_minutes":      c.SessionTTLMinutes,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/deterministic-exec/des/internal/isdlc"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -222,6 +223,22 @@ type OrchestrationStatus struct {
 	Running             []AgentState `json:"running"`
 	Last                *AgentState  `json:"last,omitempty"` // the subagent that stopped last
 	Graph               *GraphState  `json:"task_graph,omitempty"`
+	// Workflow is the iSDLC workflow in effect at the root, nil when
+	// there is none.
+	Workflow *WorkflowStatus `json:"workflow,omitempty"`
+}
+
+// WorkflowStatus is an iSDLC workflow's current phase and its test
+// iterations, as the workflow state holds them (des writes them there from
+// the test runs it saw under phase_evidence "des").
+type WorkflowStatus struct {
+	StateFile string `json:"state_file"`
+	Phase     string `json:"phase,omitempty"`
+	// Test iterations of the phase; TestIteration is 0 when none ran.
+	TestIteration  int    `json:"test_iteration"`
+	MaxIterations  int    `json:"max_iterations,omitempty"`
+	LastTestResult string `json:"last_test_result,omitempty"`
+	TestStatus     string `json:"test_status,omitempty"` // "success" or "escalated", "" otherwise
 }
 
 // AgentState is one subagent of the registry.
@@ -293,7 +310,33 @@ func StatusOf(ctx context.Context, root string, cfg Config, now time.Time) (Orch
 		st.Last = &last
 	}
 	st.Graph = graphState(filepath.Join(root, filepath.FromSlash(file)), file)
+	st.Workflow = workflowStatus(root)
 	return st, nil
+}
+
+// workflowStatus reads the workflow state in effect at root for people,
+// nil when there is none or it cannot be read.
+func workflowStatus(root string) *WorkflowStatus {
+	w, err := isdlc.Discover(isdlc.Options{Root: root, Cwd: root})
+	if err != nil || w == nil || w.State == nil {
+		return nil
+	}
+	ws := &WorkflowStatus{StateFile: w.StateFile, Phase: isdlc.CurrentPhase(w.State)}
+	if ws.Phase == "" {
+		return ws
+	}
+	phases, _ := w.State["phases"].(map[string]any)
+	doc, _ := phases[ws.Phase].(map[string]any)
+	reqs, _ := doc["iteration_requirements"].(map[string]any)
+	ti, _ := reqs["test_iteration"].(map[string]any)
+	num := func(k string) int {
+		n, _ := ti[k].(float64)
+		return int(n)
+	}
+	ws.TestIteration, ws.MaxIterations = num("current_iteration"), num("max_iterations")
+	ws.LastTestResult, _ = ti["last_test_result"].(string)
+	ws.TestStatus, _ = ti["status"].(string)
+	return ws
 }
 
 // graphState reads the graph for people, nil when there is none; what

@@ -36,7 +36,26 @@ func (e *Engine) defaultWorkflow(lookupEnv func(string) (string, bool)) gate.Wor
 			if err != nil || w == nil { // the state went away between the two looks
 				return nil, err
 			}
-			return w.Facts(), nil
+			facts := w.Facts()
+			if w.Requirements != nil {
+				tables = w.Requirements
+			}
+			if ev := e.workflowEvidence(ctx, w.StateFile, w.State, tables); ev != nil {
+				facts["evidence"] = ev
+			}
+			return facts, nil
+		},
+		Evidence: func(ctx context.Context, stateFile string, state map[string]any) (map[string]any, error) {
+			tables, err := e.requirementTables(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if len(e.cfg.PhaseRequirementsFiles) > 0 {
+				if tables, err = isdlc.RequirementTables(e.root, e.cfg.PhaseRequirementsFiles, tables); err != nil {
+					return nil, err
+				}
+			}
+			return e.workflowEvidence(ctx, stateFile, state, tables), nil
 		},
 		Branch: func(dir, workflowBranch string) map[string]any {
 			return isdlc.Branch(dir, workflowBranch).Facts()

@@ -55,6 +55,9 @@ const (
 	// TestRunObserved: after a Bash call that ran a test runner, des
 	// recorded the run in its evidence (what it ran, how it ended).
 	TestRunObserved EventType = "TEST_RUN_OBSERVED"
+	// TestIterationUpdated: des wrote a phase's test iterations, derived
+	// from the test runs it saw, into the iSDLC workflow state.
+	TestIterationUpdated EventType = "TEST_ITERATION_UPDATED"
 )
 
 // EventTypes returns the event types des writes, in the order
@@ -67,6 +70,7 @@ func EventTypes() []EventType {
 		PreExecuteSafetyPassed, PreExecuteSafetyBlocked, ScopeViolation, InvalidTransition,
 		DocumentWriteBlocked, TaskStateChanged, PolicyException, HookError,
 		IntegrityViolation, GitSync, PhaseEscalation, TaskGraphUpdated, WriteNotConfirmed, TestRunObserved,
+		TestIterationUpdated,
 	}
 }
 

@@ -64,6 +64,8 @@ func representative() map[EventType][]Entry {
 				"step_file": step, "step_phase": "RED_UNIT", "task_phase": "impl-auth", "tool_use_id": tu, "session_id": sess, "agent_id": "a1"}},
 			{Event: TestRunObserved, Fields: map[string]any{"runner": "pytest", "command": "pytest", "result": "inconclusive", "interrupted": true}},
 		},
+		TestIterationUpdated: {{Event: TestIterationUpdated, Fields: map[string]any{"state_file": ".isdlc/state.json", "phase": "06-implementation",
+			"current_iteration": 3, "max_iterations": 10, "last_test_result": "failed", "completed": true, "status": "escalated", "escalation_reason": "circuit_breaker"}}},
 		WriteNotConfirmed: {{Event: WriteNotConfirmed, Fields: map[string]any{"step_file": "docs/feature/x/steps/01-01.json",
 			"what": `at /state/status the write allowed "IN_PROGRESS", the file holds "TODO"`, "tool_use_id": "toolu_1"}}},
 		TaskGraphUpdated: {{Event: TaskGraphUpdated, Fields: map[string]any{"task_graph": ".claude/state/active_task_graph.json", "phase": "verify-auth",

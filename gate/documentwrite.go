@@ -319,6 +319,9 @@ func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) 
 				facts["shadows"] = shadows
 			}
 		}
+		if err := d.Workflow.progressFacts(ctx, call.Cwd, rel, content, facts, in); err != nil {
+			return res, fmt.Errorf("write guard: %w", err)
+		}
 		in["state"] = facts
 	case KindTaskGraph:
 		in["task_graph"] = d.Graph.writeFacts(rel, content, disk)

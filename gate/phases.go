@@ -48,6 +48,12 @@ type Workflow struct {
 	// {cwd, isdlc_project, from, to, from_project, to_project,
 	// from_active_workflow}. nil switches nothing.
 	Switches func(ctx context.Context, cwd string, content []byte) ([]any, error)
+	// Evidence returns what des itself saw of the active workflow of
+	// state, the workflow state stateFile would hold (the "evidence" of
+	// the workflow facts: each phase's test iterations, derived from the
+	// test runs des recorded in that workflow). nil when state holds no
+	// active workflow, or when unset.
+	Evidence func(ctx context.Context, stateFile string, state map[string]any) (map[string]any, error)
 }
 
 // switches is Switches, none when unset.

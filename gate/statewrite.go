@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/deterministic-exec/des/internal/datadoc"
+	"github.com/deterministic-exec/des/internal/isdlc"
+
 	"github.com/deterministic-exec/des/statemachine"
 )
 
@@ -72,4 +75,44 @@ func stateRank(rel, project string) int {
 		return 2
 	}
 	return 3
+}
+
+// progressFacts adds, for a write to the workflow state in effect where the
+// call runs (cwd), what the progress rules read: the whole document the
+// write would leave (state.document), the workflow the file holds now
+// (state.workflow_before, isdlc's type@started_at), and the workflow facts
+// with des's evidence of the written document's workflow (input.workflow):
+// a write that moves past a phase, or says its tests ran, is judged on
+// what des saw.
+func (w Workflow) progressFacts(ctx context.Context, cwd, rel string, content []byte, facts, in map[string]any) error {
+	if w.Evidence == nil || facts["incoming"] == nil {
+		return nil
+	}
+	wf, err := w.find(ctx, cwd)
+	if err != nil || wf == nil || wf["state_file"] != rel {
+		return err
+	}
+	v, err := datadoc.Decode(content)
+	doc, ok := v.(map[string]any)
+	if err != nil || !ok {
+		return nil
+	}
+	ev, err := w.Evidence(ctx, rel, doc)
+	if err != nil {
+		return err
+	}
+	before, _ := wf["state"].(map[string]any)
+	facts["document"] = doc
+	facts["workflow_before"] = isdlc.WorkflowID(before)
+	out := make(map[string]any, len(wf)+1)
+	for k, v := range wf {
+		out[k] = v
+	}
+	if ev != nil {
+		out["evidence"] = ev
+	} else {
+		delete(out, "evidence")
+	}
+	in["workflow"] = out
+	return nil
 }

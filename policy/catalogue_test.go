@@ -69,6 +69,9 @@ var extensionCodes = map[string]policy.Severity{
 	// a warning by default (setting tdd_evidence).
 	"DES-TDD-NO-RED":   policy.Deny,
 	"DES-TDD-NO-GREEN": policy.Deny,
+	// iSDLC from evidence (issue 28): a state write's test iterations
+	// against des's.
+	"DES-EVIDENCE-MISMATCH": policy.Deny,
 }
 
 // TestBuiltinCodesAreStable fails when a built-in deny or warn rule can

@@ -272,10 +272,11 @@ func (h *hookEnv) beginRefs(ctx context.Context, ev *Event) {
 func postToolUseBash(ctx context.Context, h *hookEnv, ev *Event) response {
 	r := postToolUseEffects(ctx, h, ev)
 	reason, sys := h.checkRefs(ctx, ev)
-	h.recordTestRun(ctx, ev)
+	note := h.recordTestRun(ctx, ev)
 	if reason == "" {
-		return r
+		return withNote(r, ev.HookEventName, note)
 	}
+	reason = joinNonEmpty("\n\n", reason, note)
 	if !r.isNoOpinion() {
 		reason = strings.TrimSpace(r.reason+"\n"+r.additionalContext) + "\n\n" + reason
 		sys = strings.TrimSpace(r.systemMessage + "\n" + sys)
@@ -466,4 +467,20 @@ func restoreRef(ctx context.Context, top string, m gate.RefUpdate) error {
 	}
 	_, err := new(gitexec.Runner).Run(ctx, top, nil, args...)
 	return err
+}
+
+// withNote adds note for the agent to r, a response after a tool call.
+func withNote(r response, event, note string) response {
+	switch {
+	case note == "":
+		return r
+	case r.decision != "":
+		r.reason = joinNonEmpty("\n\n", r.reason, note)
+	default:
+		r.additionalContext = joinNonEmpty("\n\n", r.additionalContext, note)
+		if r.specificEvent == "" {
+			r.specificEvent = event
+		}
+	}
+	return r
 }

@@ -65,7 +65,8 @@ func statusLine(ctx context.Context, e env, args []string, stdin io.Reader) int 
 const statusLineDoc = `Prints one line for Claude Code's statusLine setting (hook settings installs it):
 the mode of the task graph's current wave ([PAR] parallel, [SEQ] sequential, [DES]
 without a graph), the subagents running, the current wave, and the subagent that
-stopped last with how long it ran. Reads Claude Code's status-line JSON on stdin
+stopped last with how long it ran, and the iSDLC workflow's current phase with its
+test iterations (run/maximum and the last result, as des recorded them). Reads Claude Code's status-line JSON on stdin
 (optional). The project root is CLAUDE_PROJECT_DIR, else the JSON's
 workspace.project_dir, else its cwd, else the current directory. Always exits 0.`
 
@@ -134,6 +135,19 @@ func formatStatusLine(st des.OrchestrationStatus) string {
 			name = l.ID
 		}
 		line += fmt.Sprintf(" | Last: %s completed (%ds)", name, int(l.Seconds+0.5))
+	}
+	if w := st.Workflow; w != nil && w.Phase != "" {
+		line += " | " + w.Phase
+		if w.TestIteration > 0 {
+			line += fmt.Sprintf(" tests %d", w.TestIteration)
+			if w.MaxIterations > 0 {
+				line += fmt.Sprintf("/%d", w.MaxIterations)
+			}
+			line += " " + w.LastTestResult
+			if w.TestStatus == "escalated" {
+				line += " (escalated)"
+			}
+		}
 	}
 	return line
 }

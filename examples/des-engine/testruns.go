@@ -16,6 +16,7 @@ import (
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/fileio"
+	"github.com/deterministic-exec/des/internal/isdlc"
 	"github.com/deterministic-exec/des/internal/proctree"
 	"github.com/deterministic-exec/des/internal/shell"
 	"github.com/deterministic-exec/des/internal/statedir"
@@ -89,31 +90,35 @@ func (h *hookEnv) beginTestRun(ctx context.Context, ev *Event, command string) {
 // comes from Claude Code, not from a process the call started: an event
 // piped to des-hook by the call itself records nothing. It decides
 // nothing: a failure is logged.
-func (h *hookEnv) recordTestRun(ctx context.Context, ev *Event) {
+//
+// In an iSDLC workflow it then has des write the phase's test iterations
+// into the state (Engine.WriteTestIteration) and returns a note for the
+// agent saying what des saw ("" when there is none).
+func (h *hookEnv) recordTestRun(ctx context.Context, ev *Event) (note string) {
 	command := bashCommand(ev)
 	if strings.TrimSpace(command) == "" {
-		return
+		return ""
 	}
 	store := testRunStore(h.root, h.lookupEnv)
 	pending, ok := store.Peek(ev.ToolUseID, command)
 	if !ok {
-		return // not a test run des saw start
+		return "" // not a test run des saw start
 	}
 	if why := eventFromTheCall(h.clientPID(), command, pending); why != "" {
 		h.logger.Warn("hook: test run not recorded: the event did not come from Claude Code", "tool_use_id", ev.ToolUseID, "why", why)
-		return
+		return ""
 	}
 	if !store.Take(ev.ToolUseID) {
-		return // another PostToolUse of the call took it
+		return "" // another PostToolUse of the call took it
 	}
 	eng, table, err := h.testRunTable(ctx)
 	if err != nil {
 		h.logger.Warn("hook: test run not recorded", "err", err)
-		return
+		return ""
 	}
 	m, ok := table.Recognise(shell.Analyze(command).Runs)
 	if !ok {
-		return
+		return ""
 	}
 	exit, interrupted, output := testRunResult(ev)
 	r := testrun.NewRecord(command, m, exit, interrupted, output)
@@ -122,11 +127,19 @@ func (h *hookEnv) recordTestRun(ctx context.Context, ev *Event) {
 	r.Belongs = h.testRunBelongs(ctx, eng, ev)
 	if err := store.Append(ctx, r); err != nil {
 		h.logger.Warn("hook: test run not recorded", "err", err)
-		return
+		return ""
 	}
 	if err := eng.Audit().Append(ctx, audit.Entry{Event: audit.TestRunObserved, Fields: testRunFields(r)}); err != nil {
 		h.logger.Warn("hook: TEST_RUN_OBSERVED not audited", "err", err)
 	}
+	if r.Belongs.Workflow == "" {
+		return ""
+	}
+	upd, err := eng.WriteTestIteration(ctx, eventDir(ev, h.root))
+	if err != nil {
+		h.logger.Warn("hook: test iterations not written into the workflow state", "err", err)
+	}
+	return iterationNote(r, upd)
 }
 
 // eventFromTheCall says why a PostToolUse event of the call p describes
@@ -226,6 +239,8 @@ func (h *hookEnv) testRunBelongs(ctx context.Context, eng *des.Engine, ev *Event
 		if facts, err := eng.WorkflowFacts(ctx, cwd); err == nil && facts != nil {
 			b.StateFile, _ = facts["state_file"].(string)
 			b.ISDLCPhase = workflowPhase(ctx, eng, facts)
+			state, _ := facts["state"].(map[string]any)
+			b.Workflow = isdlc.WorkflowID(state)
 		}
 	}
 	if ev.AgentID == "" {
@@ -311,8 +326,38 @@ func testRunFields(r testrun.Record) map[string]any {
 	set("agent_id", r.AgentID)
 	set("state_file", r.Belongs.StateFile)
 	set("isdlc_phase", r.Belongs.ISDLCPhase)
+	set("workflow", r.Belongs.Workflow)
 	set("step_file", r.Belongs.StepFile)
 	set("step_phase", r.Belongs.StepPhase)
 	set("task_phase", r.Belongs.TaskPhase)
 	return f
+}
+
+// iterationNote tells the agent what des made of a test run in an iSDLC
+// phase, as iSDLC's test-watcher tells it: the iteration, the result, and
+// what comes next.
+func iterationNote(r testrun.Record, upd des.TestIterationUpdate) string {
+	ti := upd.TestIteration
+	if upd.StateFile == "" || ti == nil {
+		return ""
+	}
+	n, _ := ti["current_iteration"].(int)
+	limit, _ := ti["max_iterations"].(int)
+	head := fmt.Sprintf("des saw this test run: phase %s, test iteration %d/%d, %s", upd.Phase, n, limit, r.Result)
+	if r.Failed != nil && *r.Failed > 0 {
+		head += fmt.Sprintf(" (%d failed)", *r.Failed)
+	}
+	var next string
+	switch status, _ := ti["status"].(string); {
+	case status == "escalated":
+		details, _ := ti["escalation_details"].(string)
+		next = fmt.Sprintf("Escalated: %s. Stop iterating and ask the user; the phase advances once the user approves (escalation_approved) or the tests pass.", details)
+	case ti["completed"] == true:
+		next = "The phase's test iteration requirement is met."
+	case r.Result == testrun.Failed:
+		next = fmt.Sprintf("Fix the failing code or tests and run the same command again (%d iterations left); the phase does not advance until des sees the tests pass.", limit-n)
+	default:
+		next = "des could not tell whether the tests passed; run them so that the output or the exit status says."
+	}
+	return fmt.Sprintf("%s. des wrote phases[%q].iteration_requirements.test_iteration in %s. %s", head, upd.Phase, upd.StateFile, next)
 }

@@ -154,3 +154,14 @@ func inRoot(root *os.Root, name string) bool {
 	_, err := root.Stat(filepath.FromSlash(name))
 	return err == nil
 }
+
+// RequirementTables loads a team's requirement files below root over
+// defaults, as Discover does with Options.RequirementFiles.
+func RequirementTables(root string, files []string, defaults map[string]any) (map[string]any, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("isdlc: project root: %w", err)
+	}
+	defer r.Close()
+	return loadRequirements(r, files, defaults)
+}

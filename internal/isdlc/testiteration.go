@@ -232,3 +232,38 @@ func WorkflowID(state map[string]any) string {
 	started, _ := aw["started_at"].(string)
 	return wtype + "@" + started
 }
+
+// CurrentPhase is the workflow's current phase as the state holds it:
+// active_workflow.current_phase, else the top-level current_phase, trimmed
+// ("" when there is no active workflow or no phase).
+func CurrentPhase(state map[string]any) string {
+	aw, ok := state["active_workflow"].(map[string]any)
+	if !ok {
+		return ""
+	}
+	if p, _ := aw["current_phase"].(string); strings.TrimSpace(p) != "" {
+		return strings.TrimSpace(p)
+	}
+	p, _ := state["current_phase"].(string)
+	return strings.TrimSpace(p)
+}
+
+// PhaseKey is the key under which state.phases holds phase: phase itself,
+// else a key an alias maps to it, else raw (the current phase as the state
+// spells it), where a new entry goes.
+func PhaseKey(state map[string]any, phase, raw string, aliases map[string]string) string {
+	phases, _ := state["phases"].(map[string]any)
+	if _, ok := phases[phase]; ok {
+		return phase
+	}
+	var best string
+	for k := range phases {
+		if aliases[strings.TrimSpace(k)] == phase && (best == "" || k < best) {
+			best = k
+		}
+	}
+	if best != "" {
+		return best
+	}
+	return raw
+}

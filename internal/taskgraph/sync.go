@@ -15,6 +15,7 @@ import (
 
 	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/filelock"
+	"github.com/deterministic-exec/des/internal/jsonsplice"
 )
 
 // Errors of Sync, wrapped with the path and the detail.
@@ -206,7 +207,7 @@ func syncBytes(data []byte, phaseID string, o Outcome, u *Update) ([]byte, error
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownPhase, phaseID)
 	}
-	root, err := scanSpans(data)
+	root, err := jsonsplice.Scan(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
@@ -216,10 +217,10 @@ func syncBytes(data []byte, phaseID string, o Outcome, u *Update) ([]byte, error
 		to = StatusFailed
 	}
 	u.From, u.To, u.WaveBefore = p.Status, to, g.CurrentWave
-	var edits []edit
+	var edits []jsonsplice.Edit
 	set := func(wi, pi int, key string, val string, docVal any) {
-		ph := root.get("waves").elems[wi].get("phases").elems[pi]
-		edits = append(edits, setEdit(data, ph, key, val))
+		ph := root.Get("waves").Elems[wi].Get("phases").Elems[pi]
+		edits = append(edits, jsonsplice.Set(data, ph, key, val))
 		wm := doc["waves"].([]any)[wi].(map[string]any)
 		wm["phases"].([]any)[pi].(map[string]any)[key] = docVal
 	}
@@ -243,7 +244,7 @@ func syncBytes(data []byte, phaseID string, o Outcome, u *Update) ([]byte, error
 	if cw < len(g.Waves) && waveDone(g.Waves[cw]) {
 		for cw++; cw < len(g.Waves) && len(g.Waves[cw].Phases) == 0; cw++ {
 		}
-		edits = append(edits, setEdit(data, root, "current_wave", strconv.Itoa(cw)))
+		edits = append(edits, jsonsplice.Set(data, root, "current_wave", strconv.Itoa(cw)))
 		doc["current_wave"] = json.Number(strconv.Itoa(cw))
 		g.CurrentWave = cw
 		u.WaveAdvanced = true
@@ -253,7 +254,7 @@ func syncBytes(data []byte, phaseID string, o Outcome, u *Update) ([]byte, error
 	if len(edits) == 0 {
 		return data, nil
 	}
-	out, err := apply(data, edits)
+	out, err := jsonsplice.Apply(data, edits)
 	if err != nil {
 		return nil, err
 	}

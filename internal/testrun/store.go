@@ -55,6 +55,9 @@ type Belongs struct {
 	// The iSDLC workflow state in effect and its current phase.
 	StateFile  string `json:"state_file,omitempty"`
 	ISDLCPhase string `json:"isdlc_phase,omitempty"`
+	// Workflow names the active workflow (its type and started_at,
+	// isdlc.WorkflowID): a run counts for that workflow only.
+	Workflow string `json:"workflow,omitempty"`
 	// The nWave step the agent's run is on (Gate 1's run record, through
 	// the subagent's binding), and its phase in progress.
 	Run       string `json:"run,omitempty"`

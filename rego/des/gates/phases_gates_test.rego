@@ -19,7 +19,10 @@ phase_state := {
 	}},
 }
 
-phase_workflow := {"state_file": ".isdlc/state.json", "state": phase_state, "plan": {"exists": true, "path": "docs/isdlc/tasks.md", "format": ""}}
+phase_workflow := {
+	"state_file": ".isdlc/state.json", "state": phase_state, "plan": {"exists": true, "path": "docs/isdlc/tasks.md", "format": ""},
+	"evidence": {"test_iteration": {"06-implementation": phase_state.phases["06-implementation"].iteration_requirements.test_iteration}},
+}
 
 phase_call(sub, prompt) := {"tool": "Agent", "call": {"subagent_type": sub, "prompt": prompt, "description": ""}, "workflow": phase_workflow}
 

@@ -36,7 +36,28 @@ requirement := lookup(_tables.iteration_requirements.phase_requirements, current
 enabled(kind) if requirement[kind].enabled == true
 
 # The state of the current phase's requirements.
-_ti := current_doc.iteration_requirements.test_iteration
+_state_ti := current_doc.iteration_requirements.test_iteration
+
+# The setting phase_evidence: "des" (the default) reads a phase's test
+# iterations from the test runs des saw (input.workflow.evidence, derived by
+# Go as iSDLC's test-watcher derives them); "state" from the workflow state,
+# as iSDLC's own Node hooks do. Any other value reads des's evidence.
+default _phase_evidence := "des"
+
+_phase_evidence := data.des.settings.config.phase_evidence if is_string(data.des.settings.config.phase_evidence)
+
+# METADATA
+# title: Test iterations from des's evidence
+# description: Whether the gates read test iterations from the test runs des saw (setting phase_evidence des).
+evidence_mode if _phase_evidence != "state"
+
+default _evidence_ti := {}
+
+_evidence_ti := input.workflow.evidence.test_iteration[current] if is_object(input.workflow.evidence.test_iteration[current])
+
+_ti := _evidence_ti if evidence_mode
+
+_ti := _state_ti if not evidence_mode
 
 _ie := current_doc.iteration_requirements.interactive_elicitation
 
@@ -70,7 +91,42 @@ default _last_result_text := ", no test result recorded"
 
 _last_result_text := sprintf(", last result %s", [_ti.last_test_result]) if is_string(_ti.last_test_result)
 
-_test_text := concat("", [_iterations_text, _last_result_text])
+_test_text := concat("", [_iterations_text, _last_result_text, _evidence_quote])
+
+default _evidence_quote := ""
+
+_evidence_quote := " (des saw no test run in this phase)" if {
+	evidence_mode
+	not _ti.last_test_at
+}
+
+_evidence_quote := sprintf(" (last test run %s UTC, `%s`, %s)", [substring(_ti.last_test_at, 11, 5), _ti.last_test_command, _last_run_outcome]) if {
+	evidence_mode
+	is_string(_ti.last_test_at)
+	count(_ti.last_test_at) >= 16
+}
+
+_last_entry := _ti.history[count(_ti.history) - 1]
+
+default _last_run_outcome := "no outcome"
+
+_last_run_outcome := _ti.last_test_result if _ti.last_test_result != data.des.phases.failed_test_result
+
+_last_run_outcome := sprintf("%v failed", [_last_entry.failures]) if {
+	_ti.last_test_result == data.des.phases.failed_test_result
+	is_number(_last_entry.failures)
+	_last_entry.failures > 0
+}
+
+_last_run_outcome := "failed" if {
+	_ti.last_test_result == data.des.phases.failed_test_result
+	not _last_entry.failures > 0
+}
+
+# METADATA
+# title: Test evidence text
+# description: The current phase's test iterations as the gates quote them ("2/5 test iterations, last result failed (last test run 14:02 UTC, `go test ./...`, 3 failed)").
+phase_test_evidence := _test_text
 
 _field_text(x) := json.marshal(x) if x != null
 
@@ -117,8 +173,33 @@ unmet contains {
 	"field": _req_pointer(["iteration_requirements", "test_iteration", "completed"]),
 	"recovery": sprintf("Run the tests of %q until they pass and set phases[%q].iteration_requirements.test_iteration.completed to true (last_test_result \"passed\").", [current, current]),
 } if {
+	not evidence_mode
 	enabled("test_iteration")
 	_ti_completed != true
+}
+
+unmet contains {
+	"kind": "test_iteration",
+	"msg": sprintf("des has not seen its tests pass: %s", [_test_text]),
+	"field": _req_pointer(["iteration_requirements", "test_iteration", "completed"]),
+	"recovery": sprintf("Run the tests of %q with Bash until they pass: des records each run of a test runner it knows (data.des.evidence.test_runners; `des-hook evidence` lists what it saw) and writes phases[%q].iteration_requirements.test_iteration itself.", [current, current]),
+} if {
+	evidence_mode
+	enabled("test_iteration")
+	_ti_completed != true
+}
+
+unmet contains {
+	"kind": "test_iteration",
+	"msg": sprintf("its tests were escalated (%s: %s) and nobody approved the escalation: %s", [_ti.escalation_reason, _ti.escalation_details, _test_text]),
+	"field": _req_pointer(["iteration_requirements", "test_iteration", "escalation_approved"]),
+	"recovery": sprintf("Ask the user to review the failing tests of %q; the user approves going on by setting phases[%q].iteration_requirements.test_iteration.escalation_approved to true, or the tests are fixed and run again until they pass.", [current, current]),
+} if {
+	evidence_mode
+	enabled("test_iteration")
+	_ti_completed == true
+	_ti.status == data.des.phases.escalated_status
+	not _state_ti.escalation_approved == true
 }
 
 unmet contains {
@@ -346,15 +427,26 @@ deny contains {
 	"code": "DES-ITERATION-CORRIDOR",
 	"msg": sprintf("phase %q is in its test corridor (%s): %s may not advance, delegate or declare the phase complete while phases[%q].iteration_requirements.test_iteration.last_test_result is %q", [current, _test_text, who, current, data.des.phases.failed_test_result]),
 	"field": _req_pointer(["iteration_requirements", "test_iteration"]),
-	"recovery": [
-		sprintf("Fix the failing tests of %q and run them again; the corridor closes when last_test_result is \"passed\" and phases[%q].iteration_requirements.test_iteration.completed is true.", [current, current]),
-		sprintf("If the tests cannot be fixed, escalate to the user: set phases[%q].iteration_requirements.test_iteration.status to %q.", [current, data.des.phases.escalated_status]),
-	],
+	"recovery": _corridor_recovery,
 } if {
 	current
 	in_test_corridor # cheap state checks before reading the text
 	corridor_call
 }
+
+_corridor_recovery := [
+	sprintf("Fix the failing tests of %q and run them again; the corridor closes when last_test_result is \"passed\" and phases[%q].iteration_requirements.test_iteration.completed is true.", [current, current]),
+	sprintf("If the tests cannot be fixed, escalate to the user: set phases[%q].iteration_requirements.test_iteration.status to %q.", [current, data.des.phases.escalated_status]),
+] if not evidence_mode
+
+_corridor_recovery := [
+	sprintf("Fix the failing tests of %q and run them again with Bash: the corridor closes when des sees them pass.", [current]),
+	sprintf("If the tests cannot be fixed, stop and tell the user: des escalates the phase itself when the same failure repeats %v times or after %v test iterations, and the user decides.", [_circuit_text, _num(_max_iterations)]),
+] if evidence_mode
+
+default _circuit_text := "3"
+
+_circuit_text := sprintf("%v", [requirement.test_iteration.circuit_breaker_threshold]) if is_number(requirement.test_iteration.circuit_breaker_threshold)
 
 deny contains {
 	"code": "DES-ITERATION-CORRIDOR",

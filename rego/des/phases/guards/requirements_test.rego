@@ -6,6 +6,18 @@ advance(st) := agent_in(st, "sdlc-orchestrator", "Advance to the next phase")
 
 gate_msgs(inp) := {v.msg | some v in guards.deny with input as inp; v.code == "DES-GATE-BLOCKED"}
 
+# The same under phase_evidence "state": test iterations read from the state.
+state_gate_msgs(inp) := {v.msg | some v in guards.deny with input as inp with data.des.config.phase_evidence as "state"; v.code == "DES-GATE-BLOCKED"}
+
+state_deny_codes(inp) := c if {
+	c := codes(guards.deny) with input as inp with data.des.config.phase_evidence as "state"
+}
+
+state_texts(inp) := t if {
+	vs := guards.deny with input as inp with data.des.config.phase_evidence as "state"
+	t := concat("\n", [concat("\n", array.concat([v.msg], v.recovery)) | some v in vs])
+}
+
 # Requirement tables.
 
 test_requirement_defaults_are_isdlc_files if {
@@ -29,8 +41,8 @@ test_phase_without_entry_passes if {
 
 test_gate_blocked_tests if {
 	st := set("/phases/06-implementation/iteration_requirements/test_iteration", {"completed": false, "current_iteration": 2, "max_iterations": 5, "last_test_result": "failed", "status": "escalated"})
-	deny_codes(advance(st)) == {"DES-GATE-BLOCKED"}
-	ms := gate_msgs(advance(st))
+	state_deny_codes(advance(st)) == {"DES-GATE-BLOCKED"}
+	ms := state_gate_msgs(advance(st))
 	count(ms) == 1
 	some m in ms
 	contains(m, "2/5 test iterations, last result failed")
@@ -40,7 +52,7 @@ test_gate_blocked_tests if {
 
 test_gate_blocked_tests_numbers_from_the_table if {
 	st := set("/phases/06-implementation/iteration_requirements", {})
-	some m in gate_msgs(advance(st))
+	some m in state_gate_msgs(advance(st))
 	contains(m, "0/10 test iterations, no test result recorded")
 	contains(m, "completed is absent")
 }
@@ -49,7 +61,7 @@ test_gate_blocked_tests_without_any_max if {
 	reqs := {"iteration_requirements": {"phase_requirements": {"06-implementation": {"test_iteration": {"enabled": true}}}}}
 	st := set("/phases/06-implementation/iteration_requirements/test_iteration", {"current_iteration": 4})
 	inp := object.union(advance(st), {"workflow": {"requirements": reqs}})
-	some m in gate_msgs(inp)
+	some m in state_gate_msgs(inp)
 	contains(m, "tests are not done: 4 test iterations")
 }
 
@@ -199,8 +211,8 @@ test_other_requirement_kinds_are_ignored if {
 test_requirement_legacy_key_in_table if {
 	reqs := {"iteration_requirements": {"phase_requirements": {"13-test-deploy": {"test_iteration": {"enabled": true}}}}}
 	inp := object.union(agent_in(legacy, "sdlc-orchestrator", "proceed"), {"workflow": {"requirements": reqs}})
-	deny_codes(inp) == {"DES-GATE-BLOCKED"}
-	some m in gate_msgs(inp)
+	state_deny_codes(inp) == {"DES-GATE-BLOCKED"}
+	some m in state_gate_msgs(inp)
 	contains(m, `phases["12-test-deploy"].iteration_requirements.test_iteration.completed is absent`)
 }
 
@@ -319,8 +331,8 @@ failing_state := set("/phases/06-implementation/iteration_requirements/test_iter
 test_test_corridor if {
 	guards.in_test_corridor with input as agent_in(failing_state, "general-purpose", "x")
 	inp := agent_in(failing_state, "general-purpose", "Delegate the fix to a helper")
-	deny_codes(inp) == {"DES-ITERATION-CORRIDOR"}
-	t := texts(inp)
+	state_deny_codes(inp) == {"DES-ITERATION-CORRIDOR"}
+	t := state_texts(inp)
 	contains(t, `phase "06-implementation" is in its test corridor (2/10 test iterations, last result failed)`)
 	contains(t, `phases["06-implementation"].iteration_requirements.test_iteration.status to "escalated"`)
 }
@@ -430,4 +442,59 @@ test_team_maps_codes_to_escalation_types if {
 	table := {"DES-GATE-BLOCKED": "blocked", "DES-ITERATION-CORRIDOR": "blocked"}
 	guards.escalations == [{"type": "blocked", "phase": "06-implementation", "codes": ["DES-GATE-BLOCKED", "DES-ITERATION-CORRIDOR"]}] with input as advance(failing_state)
 		with data.des.phases.escalation_types as table
+}
+
+# Test iterations from des's evidence (phase_evidence "des", the default).
+
+with_evidence(inp, ti) := json.patch(inp, [{"op": "add", "path": "/workflow/evidence", "value": {"workflow": "feature@", "test_iteration": ti}}])
+
+claimed := set("/phases/06-implementation/iteration_requirements/test_iteration", {"completed": true, "current_iteration": 1, "last_test_result": "passed"})
+
+seen_failing := {"06-implementation": {
+	"completed": false, "current_iteration": 2, "max_iterations": 10, "last_test_result": "failed",
+	"last_test_at": "2026-11-29T14:02:05.000Z", "last_test_command": "go test ./...",
+	"history": [{"iteration": 1, "failures": 1}, {"iteration": 2, "failures": 3}],
+}}
+
+test_evidence_claim_without_run_blocked if {
+	inp := with_evidence(advance(claimed), {})
+	deny_codes(inp) == {"DES-GATE-BLOCKED"}
+	some m in gate_msgs(inp)
+	contains(m, "des has not seen its tests pass: 0/10 test iterations, no test result recorded (des saw no test run in this phase)")
+	t := texts(inp)
+	contains(t, "des records each run of a test runner it knows")
+
+	# the same claim read from the state passes
+	state_deny_codes(inp) == set()
+}
+
+test_evidence_pass_allows_whatever_the_state_says if {
+	st := set("/phases/06-implementation/iteration_requirements/test_iteration", {"completed": false})
+	inp := with_evidence(advance(st), {"06-implementation": {"completed": true, "status": "success", "current_iteration": 3, "last_test_result": "passed"}})
+	deny_codes(inp) == set()
+}
+
+test_evidence_failing_quoted if {
+	inp := with_evidence(advance(claimed), seen_failing)
+	deny_codes(inp) == {"DES-GATE-BLOCKED", "DES-ITERATION-CORRIDOR"}
+	some m in gate_msgs(inp)
+	contains(m, "2/10 test iterations, last result failed (last test run 14:02 UTC, `go test ./...`, 3 failed)")
+	t := texts(inp)
+	contains(t, "the corridor closes when des sees them pass")
+	contains(t, "des escalates the phase itself when the same failure repeats 3 times or after 10 test iterations")
+	guards.phase_test_evidence == "2/10 test iterations, last result failed (last test run 14:02 UTC, `go test ./...`, 3 failed)" with input as inp
+}
+
+test_evidence_escalated_needs_approval if {
+	esc := {"06-implementation": {
+		"completed": true, "status": "escalated", "escalation_reason": "circuit_breaker",
+		"escalation_details": "Same error repeated 3 times", "current_iteration": 3, "max_iterations": 10,
+		"last_test_result": "failed",
+	}}
+	inp := with_evidence(advance(state), esc)
+	deny_codes(inp) == {"DES-GATE-BLOCKED"}
+	some m in gate_msgs(inp)
+	contains(m, "its tests were escalated (circuit_breaker: Same error repeated 3 times) and nobody approved the escalation")
+	approved := set("/phases/06-implementation/iteration_requirements/test_iteration/escalation_approved", true)
+	deny_codes(with_evidence(advance(approved), esc)) == set()
 }

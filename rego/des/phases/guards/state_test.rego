@@ -46,7 +46,15 @@ plan_ok := {
 	],
 }
 
-workflow(st) := {"state_file": ".isdlc/state.json", "project": "", "state": st, "plan": plan_ok, "artifacts": {}}
+workflow(st) := {"state_file": ".isdlc/state.json", "project": "", "state": st, "plan": plan_ok, "artifacts": {}, "evidence": evidence_as_state(st)}
+
+# The test runs des saw, as an honest run leaves them: des wrote each
+# phase's test_iteration into the state, so the state and des's evidence
+# agree (tests of their disagreeing set input.workflow.evidence themselves).
+evidence_as_state(st) := {"workflow": "feature@", "test_iteration": {p: ti |
+	some p, doc in object.get(st, "phases", {})
+	ti := doc.iteration_requirements.test_iteration
+}}
 
 # json.patch on the state: ops like {"op": "replace", "path": "/...", "value": ...}.
 patched(ops) := json.patch(state, ops)

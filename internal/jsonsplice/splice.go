@@ -1,4 +1,8 @@
-package taskgraph
+// Package jsonsplice edits a JSON document in place: des rewrites a task
+// graph or a workflow state by splicing the few values it changes into the
+// bytes on disk, so that everything else a team wrote (unknown fields, key
+// order, formatting, number spellings) survives exactly.
+package jsonsplice
 
 import (
 	"encoding/json"
@@ -7,27 +11,23 @@ import (
 	"slices"
 )
 
-// DES rewrites a graph by splicing the few values it changes into the bytes
-// on disk, so that everything else a team wrote (unknown fields, key order,
-// formatting, number spellings) survives exactly.
-
-// span is a JSON value in the source: data[start:end]. An object's members
+// Span is a JSON value in the source: data[start:end]. An object's members
 // are listed in order; an array's elements likewise.
-type span struct {
+type Span struct {
 	start, end int
 	members    []member // objects
-	elems      []*span  // arrays
+	Elems      []*Span  // arrays
 	object     bool
 }
 
 type member struct {
 	key      string
 	keyStart int // the opening quote of the key
-	val      *span
+	val      *Span
 }
 
 // scanSpans indexes a document known to be valid JSON.
-func scanSpans(data []byte) (*span, error) {
+func Scan(data []byte) (*Span, error) {
 	s := &scanner{data: data}
 	v, err := s.value()
 	if err != nil {
@@ -72,7 +72,7 @@ func (s *scanner) next(closing byte) (more bool, err error) {
 	return false, errScan
 }
 
-func (s *scanner) value() (*span, error) {
+func (s *scanner) value() (*Span, error) {
 	s.ws()
 	if s.pos >= len(s.data) {
 		return nil, errScan
@@ -80,7 +80,7 @@ func (s *scanner) value() (*span, error) {
 	start := s.pos
 	switch s.data[s.pos] {
 	case '{':
-		sp := &span{start: start, object: true}
+		sp := &Span{start: start, object: true}
 		s.pos++
 		s.ws()
 		if s.pos < len(s.data) && s.data[s.pos] == '}' {
@@ -118,7 +118,7 @@ func (s *scanner) value() (*span, error) {
 			}
 		}
 	case '[':
-		sp := &span{start: start}
+		sp := &Span{start: start}
 		s.pos++
 		s.ws()
 		if s.pos < len(s.data) && s.data[s.pos] == ']' {
@@ -131,7 +131,7 @@ func (s *scanner) value() (*span, error) {
 			if err != nil {
 				return nil, err
 			}
-			sp.elems = append(sp.elems, v)
+			sp.Elems = append(sp.Elems, v)
 			more, err := s.next(']')
 			if err != nil {
 				return nil, err
@@ -155,7 +155,7 @@ func (s *scanner) value() (*span, error) {
 			s.pos++
 		}
 	}
-	return &span{start: start, end: s.pos}, nil
+	return &Span{start: start, end: s.pos}, nil
 }
 
 func (s *scanner) str() error {
@@ -174,9 +174,9 @@ func (s *scanner) str() error {
 	return errScan
 }
 
-// get returns the value of key in an object span: the last member of that
+// get returns the value of key in an object Span: the last member of that
 // name, as encoding/json reads duplicates.
-func (sp *span) get(key string) *span {
+func (sp *Span) Get(key string) *Span {
 	for i := len(sp.members) - 1; i >= 0; i-- {
 		if sp.members[i].key == key {
 			return sp.members[i].val
@@ -185,22 +185,22 @@ func (sp *span) get(key string) *span {
 	return nil
 }
 
-// edit replaces data[start:end] with text.
-type edit struct {
+// Edit replaces data[start:end] with text.
+type Edit struct {
 	start, end int
 	text       string
 }
 
-// setEdit is the edit that makes key of object sp hold the JSON text val:
+// Set is the Edit that makes key of object sp hold the JSON text val:
 // the value replaced in place when the key is present (null included),
 // else a member appended after the last one, in the layout of the first.
-func setEdit(data []byte, sp *span, key, val string) edit {
-	if v := sp.get(key); v != nil {
-		return edit{v.start, v.end, val}
+func Set(data []byte, sp *Span, key, val string) Edit {
+	if v := sp.Get(key); v != nil {
+		return Edit{v.start, v.end, val}
 	}
 	k, _ := json.Marshal(key)
 	if len(sp.members) == 0 {
-		return edit{sp.start + 1, sp.start + 1, string(k) + ": " + val}
+		return Edit{sp.start + 1, sp.start + 1, string(k) + ": " + val}
 	}
 	first, last := sp.members[0], sp.members[len(sp.members)-1]
 	indent := string(data[sp.start+1 : first.keyStart]) // e.g. "\n    "
@@ -208,7 +208,7 @@ func setEdit(data []byte, sp *span, key, val string) edit {
 		indent = " "
 	}
 	colon := string(data[first.keyStart+len(quoteKey(data, first.keyStart)) : first.val.start]) // e.g. ": "
-	return edit{last.val.end, last.val.end, "," + indent + string(k) + colon + val}
+	return Edit{last.val.end, last.val.end, "," + indent + string(k) + colon + val}
 }
 
 // quoteKey returns the bytes of the quoted key starting at i.
@@ -221,8 +221,8 @@ func quoteKey(data []byte, i int) []byte {
 }
 
 // apply makes the edits, which must not overlap.
-func apply(data []byte, edits []edit) ([]byte, error) {
-	slices.SortStableFunc(edits, func(a, b edit) int { return a.start - b.start })
+func Apply(data []byte, edits []Edit) ([]byte, error) {
+	slices.SortStableFunc(edits, func(a, b Edit) int { return a.start - b.start })
 	out := make([]byte, 0, len(data)+64)
 	pos := 0
 	for _, e := range edits {
@@ -234,4 +234,46 @@ func apply(data []byte, edits []edit) ([]byte, error) {
 		pos = e.end
 	}
 	return append(out, data[pos:]...), nil
+}
+
+// SetPath makes the member at path (object keys from the document's top)
+// hold the JSON text val, creating the objects on the way that are missing.
+// A value on the way that is not an object is an error: des does not
+// replace what it did not write.
+func SetPath(data []byte, path []string, val string) ([]byte, error) {
+	if len(path) == 0 {
+		return nil, errors.New("empty path")
+	}
+	sp, err := Scan(data)
+	if err != nil {
+		return nil, err
+	}
+	for i, key := range path {
+		if !sp.object {
+			return nil, fmt.Errorf("%s is not an object", pointer(path[:i]))
+		}
+		next := sp.Get(key)
+		if i == len(path)-1 || next == nil {
+			text := val
+			for j := len(path) - 1; j > i; j-- {
+				k, _ := json.Marshal(path[j])
+				text = "{" + string(k) + ": " + text + "}"
+			}
+			return Apply(data, []Edit{Set(data, sp, key, text)})
+		}
+		sp = next
+	}
+	return data, nil
+}
+
+// pointer is path as a JSON pointer, for messages.
+func pointer(path []string) string {
+	out := ""
+	for _, p := range path {
+		out += "/" + p
+	}
+	if out == "" {
+		return "the document"
+	}
+	return out
 }
