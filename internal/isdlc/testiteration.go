@@ -1,6 +1,7 @@
 package isdlc
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -39,7 +40,8 @@ const (
 )
 
 // TestIterationLimits finds phase's limits as iSDLC's test-watcher does:
-// state.iteration_config (testing_max, circuit_breaker_threshold) first,
+// state.iteration_config (testing_max, circuit_breaker_threshold; only
+// when its configured_at is set, as the peer's getIterationConfig) first,
 // then the requirement tables' phase_requirements[phase].test_iteration
 // with workflow_overrides[active_workflow.type][phase] laid over it, then
 // 10 iterations and 3 identical failures. A zero or absent value falls
@@ -69,16 +71,24 @@ func TestIterationLimits(tables, state map[string]any, phase string, aliases map
 			ti = merged
 		}
 	}
+	// The peer reads iteration_config only once the user configured it
+	// (getIterationConfig: a truthy configured_at).
 	cfg, _ := state["iteration_config"].(map[string]any)
+	if !truthy(cfg["configured_at"]) {
+		cfg = nil
+	}
 	lim := IterationLimits{
 		MaxIterations:  firstPositive(defaultMaxIterations, cfg["testing_max"], ti["max_iterations"]),
 		CircuitBreaker: firstPositive(defaultCircuitBreaker, cfg["circuit_breaker_threshold"], ti["circuit_breaker_threshold"]),
 	}
 	crit, _ := ti["success_criteria"].(map[string]any)
-	switch v := crit["min_coverage_percent"].(type) {
+	raw := crit["min_coverage_percent"]
+	if n, ok := number(raw); ok {
+		lim.MinCoverage = &n
+		return lim
+	}
+	switch v := raw.(type) {
 	case nil:
-	case float64:
-		lim.MinCoverage = &v
 	case map[string]any:
 		sizing, _ := aw["sizing"].(map[string]any)
 		key, _ := sizing["effective_intensity"].(string)
@@ -86,9 +96,9 @@ func TestIterationLimits(tables, state map[string]any, phase string, aliases map
 			key = "standard"
 		}
 		c := 80.0
-		if n, ok := v[key].(float64); ok {
+		if n, ok := number(v[key]); ok {
 			c = n
-		} else if n, ok := v["standard"].(float64); ok {
+		} else if n, ok := number(v["standard"]); ok {
 			c = n
 		}
 		lim.MinCoverage = &c
@@ -97,6 +107,40 @@ func TestIterationLimits(tables, state map[string]any, phase string, aliases map
 		lim.MinCoverage = &c
 	}
 	return lim
+}
+
+// number is a JSON number as a float64: the state and the tables reach des
+// with their numbers kept exact (json.Number, datadoc.Decode and the
+// policies' data); float64 for a document decoded plainly.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	}
+	return 0, false
+}
+
+// truthy is JavaScript's truthiness of a JSON value.
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	}
+	if n, ok := number(v); ok {
+		return n != 0 && !math.IsNaN(n)
+	}
+	return true
 }
 
 // phaseEntry is obj[phase], else the first entry (by key order) whose key
@@ -118,7 +162,7 @@ func phaseEntry(obj map[string]any, phase string, aliases map[string]string) map
 
 func firstPositive(def int, vals ...any) int {
 	for _, v := range vals {
-		if n, ok := v.(float64); ok && n > 0 && n == math.Trunc(n) && n <= math.MaxInt32 {
+		if n, ok := number(v); ok && n > 0 && n == math.Trunc(n) && n <= math.MaxInt32 {
 			return int(n)
 		}
 	}
