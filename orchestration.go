@@ -330,8 +330,14 @@ func workflowStatus(root string) *WorkflowStatus {
 	reqs, _ := doc["iteration_requirements"].(map[string]any)
 	ti, _ := reqs["test_iteration"].(map[string]any)
 	num := func(k string) int {
-		n, _ := ti[k].(float64)
-		return int(n)
+		switch n := ti[k].(type) {
+		case json.Number: // how internal/isdlc reads numbers
+			i, _ := n.Int64()
+			return int(i)
+		case float64:
+			return int(n)
+		}
+		return 0
 	}
 	ws.TestIteration, ws.MaxIterations = num("current_iteration"), num("max_iterations")
 	ws.LastTestResult, _ = ti["last_test_result"].(string)

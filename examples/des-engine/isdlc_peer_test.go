@@ -152,13 +152,19 @@ func peerProject(t *testing.T, s peerStep) string {
 			reqFiles = append(reqFiles, name)
 		}
 	}
+	// The peer's cases state each phase's test iterations in the state, as
+	// its Node hooks (test-watcher) write them: des reads them there under
+	// phase_evidence "state", the setting for a team moving from those
+	// hooks. des's own evidence is tested in isdlc_evidence_e2e_test.go.
+	cfg := map[string]any{"phase_evidence": "state"}
 	if len(reqFiles) > 0 {
 		// A team that moves from the Node hooks with its own tables points
 		// phase_requirements_files at them.
 		sort.Strings(reqFiles)
-		cfg, _ := json.Marshal(map[string]any{"phase_requirements_files": reqFiles})
-		writeFile(t, root, ".des/config.json", string(cfg))
+		cfg["phase_requirements_files"] = reqFiles
 	}
+	data, _ := json.Marshal(cfg)
+	writeFile(t, root, ".des/config.json", string(data))
 	if s.Git != nil {
 		// des reads branches from .git without starting git.
 		writeFile(t, root, ".git/HEAD", "ref: refs/heads/"+s.Git.Head+"\n")

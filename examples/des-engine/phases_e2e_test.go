@@ -196,10 +196,37 @@ func newProjectNoPlan(t testing.TB, state any, files ...string) string {
 	if len(files)%2 != 0 {
 		t.Fatalf("files must be path/content pairs: %q", files)
 	}
+	files = readStateEvidence(t, files)
 	for i := 0; i < len(files); i += 2 {
 		writeFile(t, root, files[i], files[i+1])
 	}
 	return root
+}
+
+// readStateEvidence sets phase_evidence "state" in the project's settings
+// (files' .des/config.json, else a new one) unless they set it: the phase
+// suites state each phase's test iterations in the state file, as iSDLC's
+// Node hooks read them. The gates' reading of des's own evidence (the
+// default) has its suite: isdlc_evidence_e2e_test.go.
+func readStateEvidence(t testing.TB, files []string) []string {
+	t.Helper()
+	for i := 0; i < len(files); i += 2 {
+		if files[i] != ".des/config.json" {
+			continue
+		}
+		var cfg map[string]any
+		if err := json.Unmarshal([]byte(files[i+1]), &cfg); err != nil {
+			return files // a suite's own broken settings stay as they are
+		}
+		if _, ok := cfg["phase_evidence"]; !ok {
+			cfg["phase_evidence"] = "state"
+		}
+		data, _ := json.Marshal(cfg)
+		out := append([]string(nil), files...)
+		out[i+1] = string(data)
+		return out
+	}
+	return append(files, ".des/config.json", `{"phase_evidence": "state"}`)
 }
 
 // agentCall is a PreToolUse event of the Agent or Task tool, as Claude Code

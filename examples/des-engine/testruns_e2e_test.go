@@ -34,6 +34,15 @@ func testRunBash(t *testing.T, root, command string, extra map[string]any) (stri
 // testRunBashIn is testRunBash with the hook's environment env.
 func testRunBashIn(t *testing.T, root string, env []string, command string, extra map[string]any) (string, int) {
 	t.Helper()
+	out, code, _ := testRunBashNote(t, root, env, command, extra)
+	return out, code
+}
+
+// testRunBashNote is testRunBashIn that also returns what des told the
+// model after the run (in an iSDLC workflow: the phase's test iteration),
+// "" when nothing. Anything else after the run fails the test.
+func testRunBashNote(t *testing.T, root string, env []string, command string, extra map[string]any) (string, int, string) {
+	t.Helper()
 	ev := bashEvent(t, root, command)
 	ev["tool_use_id"] = fmt.Sprintf("toolu_testrun_%d", testRunCalls.Add(1))
 	for k, v := range extra {
@@ -52,10 +61,25 @@ func testRunBashIn(t *testing.T, root string, env []string, command string, extr
 		ev["error"] = fmt.Sprintf("Exit code %d\n%s", code, out)
 		ev["is_interrupt"] = false
 	}
-	if r := runHookProcess(t, root, env, ev); r.code != 0 || strings.TrimSpace(r.stdout) != "" {
+	r := runHookProcess(t, root, env, ev)
+	if r.code != 0 {
 		t.Fatalf("%s of %q: %+v", ev["hook_event_name"], command, r)
 	}
-	return out, code
+	if strings.TrimSpace(r.stdout) == "" {
+		return out, code, ""
+	}
+	var resp struct {
+		Decision string `json:"decision"`
+		Specific struct {
+			Event   string `json:"hookEventName"`
+			Context string `json:"additionalContext"`
+		} `json:"hookSpecificOutput"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &resp); err != nil || resp.Decision != "" ||
+		resp.Specific.Event != ev["hook_event_name"] || !strings.HasPrefix(resp.Specific.Context, "des saw this test run") {
+		t.Fatalf("%s of %q: want nothing or des's note on the run: %+v", ev["hook_event_name"], command, r)
+	}
+	return out, code, resp.Specific.Context
 }
 
 // evidence is des-hook evidence --json in root.
