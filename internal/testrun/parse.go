@@ -37,6 +37,7 @@ type Outcome struct {
 type patterns struct {
 	failure, success, coverage                                []*regexp.Regexp
 	failCount, passCount, errorLine, failLine                 *regexp.Regexp
+	failCountOnLine                                           *regexp.Regexp
 	jestSkipped, anySkipped, mochaPending, goTestLine, exitIn *regexp.Regexp
 	isoTime, plainTime, stackParen, stackPath, lineCol        *regexp.Regexp
 	address, spaces                                           *regexp.Regexp
@@ -84,22 +85,26 @@ var pats = sync.OnceValue(func() *patterns {
 			`coverage:\s*(\d+\.?\d*)%`,            // go test -cover
 			`(\d+\.?\d*)%\s*(?:coverage|covered)`, // generic
 		),
-		failCount:    regexp.MustCompile(`(?i)(\d+)\s+fail`),
-		passCount:    regexp.MustCompile(`(?i)(\d+)\s+pass(?:ed|ing)\b`),
-		errorLine:    regexp.MustCompile(`(?i)error:|fail|assert|exception|TypeError|ReferenceError`),
-		failLine:     regexp.MustCompile(`FAIL|✖|✗`),
-		jestSkipped:  regexp.MustCompile(`(?i)Tests:.*?(\d+)\s+skipped`),
-		anySkipped:   regexp.MustCompile(`(?i)(\d+)\s+skipped`),
-		mochaPending: regexp.MustCompile(`(?i)(\d+)\s+pending`),
-		goTestLine:   regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL|SKIP):`),
-		exitIn:       regexp.MustCompile(`(?i)exit(?:ed)?\s+(?:with\s+)?(?:code\s+)?(\d+)`),
-		isoTime:      regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z?`),
-		plainTime:    regexp.MustCompile(`\d{4}-\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}`),
-		stackParen:   regexp.MustCompile(`at\s+.*?\(.*?\)`),
-		stackPath:    regexp.MustCompile(`at\s+/.*?:\d+:\d+`),
-		lineCol:      regexp.MustCompile(`:\d+:\d+`),
-		address:      regexp.MustCompile(`0x[0-9a-fA-F]+`),
-		spaces:       regexp.MustCompile(`\s+`),
+		failCount: regexp.MustCompile(`(?i)(\d+)\s+fail`),
+		// The peer's failCount lets \s cross a line: "want 5" above a
+		// "FAIL" line reads as 5 failures. The counts des keeps stay on
+		// one line; the peer's pass/fail reading keeps the peer's.
+		failCountOnLine: regexp.MustCompile(`(?i)(\d+)[ \t]+fail`),
+		passCount:       regexp.MustCompile(`(?i)(\d+)\s+pass(?:ed|ing)\b`),
+		errorLine:       regexp.MustCompile(`(?i)error:|fail|assert|exception|TypeError|ReferenceError`),
+		failLine:        regexp.MustCompile(`FAIL|✖|✗`),
+		jestSkipped:     regexp.MustCompile(`(?i)Tests:.*?(\d+)\s+skipped`),
+		anySkipped:      regexp.MustCompile(`(?i)(\d+)\s+skipped`),
+		mochaPending:    regexp.MustCompile(`(?i)(\d+)\s+pending`),
+		goTestLine:      regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL|SKIP):`),
+		exitIn:          regexp.MustCompile(`(?i)exit(?:ed)?\s+(?:with\s+)?(?:code\s+)?(\d+)`),
+		isoTime:         regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z?`),
+		plainTime:       regexp.MustCompile(`\d{4}-\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}`),
+		stackParen:      regexp.MustCompile(`at\s+.*?\(.*?\)`),
+		stackPath:       regexp.MustCompile(`at\s+/.*?:\d+:\d+`),
+		lineCol:         regexp.MustCompile(`:\d+:\d+`),
+		address:         regexp.MustCompile(`0x[0-9a-fA-F]+`),
+		spaces:          regexp.MustCompile(`\s+`),
 	}
 })
 
@@ -211,7 +216,7 @@ func (o *Outcome) counts(output string) {
 		n := atoi(m[1])
 		o.Passed = &n
 	}
-	if m := p.failCount.FindStringSubmatch(output); m != nil {
+	if m := p.failCountOnLine.FindStringSubmatch(output); m != nil {
 		n := atoi(m[1])
 		o.Failed = &n
 	}

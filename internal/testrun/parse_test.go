@@ -86,6 +86,12 @@ func TestParseExitAndInterrupt(t *testing.T) {
 	if o.Result != Failed || *o.Passed != 1 || *o.Failed != 1 || *o.Skipped != 1 || o.Coverage == nil || *o.Coverage != 82.5 {
 		t.Errorf("go test -v: %+v", o)
 	}
+	// A number at the end of a line above a FAIL line is no failure count
+	// (the peer's pattern reads "want 5\nFAIL" as 5 failures).
+	o = Parse("--- FAIL: TestTotal (0.00s)\n    cart_test.go:6: Total(2, 3) = -1, want 5\nFAIL\nFAIL\texample.com/shop\t0.002s\nFAIL", intp(1), false)
+	if o.Result != Failed || o.Failed == nil || *o.Failed != 1 {
+		t.Errorf("go test failure count: %+v", o)
+	}
 	o = Parse("ok  \texample.com/m\t0.01s", intp(0), false)
 	if o.Result != Passed || o.Error != "" || o.Passed != nil {
 		t.Errorf("go test pass: %+v", o)

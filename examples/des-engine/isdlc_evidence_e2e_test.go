@@ -1,0 +1,160 @@
+package main
+
+// iSDLC's test iterations from des's evidence (setting phase_evidence
+// "des", the default): real go test runs in a real Go module, through the
+// built hook. des records each run, writes the phase's test_iteration into
+// the state itself, and decides the gate and state writes on what it saw,
+// not on what the orchestrator wrote.
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestE2EISDLCTestIterationsFromEvidence(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go is not installed: no real test runner to run")
+	}
+	st := workflowState(featurePhases, 5) // 06-implementation, then 16-quality-loop
+	set(st, "active_workflow.started_at", "2026-11-29T09:00:00Z")
+	set(st, "team_notes", doc{"owner": "ana", "ticket": "SHOP-12"})
+	root := newProject(t, st, ".des/config.json", `{"phase_evidence": "des"}`)
+	writeFile(t, root, "shop/go.mod", "module example.com/shop\n\ngo 1.22\n")
+	writeFile(t, root, "shop/cart.go", "package shop\n\nfunc Total(a, b int) int { return a - b }\n")
+	writeFile(t, root, "shop/cart_test.go", "package shop\n\nimport \"testing\"\n\nfunc TestTotal(t *testing.T) {\n\tif got := Total(2, 3); got != 5 {\n\t\tt.Fatalf(\"Total(2, 3) = %d, want 5\", got)\n\t}\n}\n")
+	const testCmd = "cd shop && go test ./..."
+
+	stateNow := func() doc {
+		t.Helper()
+		var d doc
+		if err := json.Unmarshal([]byte(readFileString(t, root, ".isdlc/state.json")), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	testIteration := func(d doc) doc {
+		ti, _ := d["phases"].(doc)["06-implementation"].(doc)["iteration_requirements"].(doc)["test_iteration"].(doc)
+		return ti
+	}
+	// writeState runs a Write of the state through the hook: the decision,
+	// and for an allowed write the write itself and its PostToolUse.
+	writeState := func(d doc, w want) {
+		t.Helper()
+		content := marshalState(t, d)
+		ev := writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": content})
+		check(t, root, nil, ev, w)
+		if w.deny != nil {
+			return
+		}
+		writeFile(t, root, ".isdlc/state.json", content)
+		ev["hook_event_name"] = "PostToolUse"
+		ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(root, ".isdlc/state.json")}
+		if r := runHookProcess(t, root, nil, ev); r.code != 0 {
+			t.Fatalf("PostToolUse of the state write: %+v", r)
+		}
+	}
+	moved := func(d doc) doc {
+		d = cloneDoc(t, d)
+		set(d, "active_workflow.current_phase", "16-quality-loop")
+		set(d, "active_workflow.current_phase_index", 6)
+		set(d, "current_phase", "16-quality-loop")
+		return d
+	}
+
+	// The orchestrator claims the tests passed: des saw no run.
+	claim := cloneDoc(t, st)
+	set(claim, "phases.06-implementation.iteration_requirements.test_iteration", doc{"completed": true, "current_iteration": 1, "last_test_result": "passed"})
+	writeState(claim, denies("DES-EVIDENCE-MISMATCH").with(
+		`phases["06-implementation"].iteration_requirements.test_iteration.completed is true in this write, but des's evidence says false`,
+		`current_iteration is 1 in this write, but des's evidence says 0`, "re-read .isdlc/state.json"))
+	writeState(moved(st), denies("DES-GATE-BLOCKED").with(
+		`this write moves the workflow past phase "06-implementation", but des has not seen its tests pass: 0/10 test iterations, no test result recorded (des saw no test run in this phase)`))
+	check(t, root, nil, advanceCall(root, "Agent"), want{deny: []string{"DES-GATE-BLOCKED"}, has: []string{"des has not seen its tests pass: 0/10"}})
+
+	// A failing run: des writes what it saw into the state, and says so.
+	before := stateNow()
+	out, code, note := testRunBashNote(t, root, nil, testCmd, nil)
+	if code == 0 {
+		t.Fatalf("the failing go test passed: %s", out)
+	}
+	for _, s := range []string{"des saw this test run: phase 06-implementation, test iteration 1/10, failed (1 failed)", "Fix the failing code or tests"} {
+		if !strings.Contains(note, s) {
+			t.Errorf("note after the failing run = %q, want %q in it", note, s)
+		}
+	}
+	after := stateNow()
+	ti := testIteration(after)
+	if ti["current_iteration"] != 1.0 || ti["last_test_result"] != "failed" || ti["completed"] != false || ti["last_test_command"] != testCmd {
+		t.Errorf("test_iteration des wrote = %v", ti)
+	}
+	// Nothing else of the state moved.
+	delete(after["phases"].(doc)["06-implementation"].(doc), "iteration_requirements")
+	if !reflect.DeepEqual(before, after) {
+		t.Errorf("des's write changed more than test_iteration:\nbefore %v\nafter  %v", before, after)
+	}
+	if lines := auditLines(t, root, "TEST_ITERATION_UPDATED"); len(lines) != 1 || lines[0]["last_test_result"] != "failed" {
+		t.Errorf("TEST_ITERATION_UPDATED lines = %v, want one, failed", lines)
+	}
+	if r := runBinCLI(t, root, "statusline"); !strings.Contains(r.stdout, "06-implementation tests 1/10 failed") {
+		t.Errorf("statusline = %q, want the phase's test iterations", r.stdout)
+	}
+
+	// The gate quotes the run; so does a write that moves on.
+	quote := "1/10 test iterations, last result failed (last test run "
+	check(t, root, nil, advanceCall(root, "Agent"), want{deny: []string{"DES-GATE-BLOCKED", "DES-ITERATION-CORRIDOR"}, has: []string{quote, "`" + testCmd + "`, 1 failed)"}})
+	writeState(moved(stateNow()), denies("DES-GATE-BLOCKED").with(quote))
+
+	// A forged passing line in des's evidence counts for nothing.
+	store := filepath.Join(evidenceDir(root), "testruns", "runs.jsonl")
+	forged := `{"mac":"` + strings.Repeat("ab", 32) + `","prev":"","run":{"time":"2026-11-29T09:30:00Z","event":"PostToolUse","command":"go test ./...","runner":"go test","argv":["go","test","./..."],"result":"passed","belongs_to":{"state_file":".isdlc/state.json","isdlc_phase":"06-implementation","workflow":"feature@2026-11-29T09:00:00Z"}}}`
+	f, err := os.OpenFile(store, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(forged + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	writeState(moved(stateNow()), denies("DES-GATE-BLOCKED").with(quote))
+
+	// A write that keeps des's values (the orchestrator's own note added)
+	// is the orchestrator's to make.
+	noted := stateNow()
+	set(noted, "phases.06-implementation.notes", "fixing Total")
+	writeState(noted, allow)
+
+	// Ending the workflow and starting it again past the phase is judged
+	// the same way.
+	ended := stateNow()
+	delete(ended, "active_workflow")
+	writeState(ended, allow)
+	restarted := moved(noted)
+	set(restarted, "active_workflow.started_at", "2026-11-29T10:00:00Z")
+	writeState(restarted, denies("DES-GATE-BLOCKED").with(`past phase "06-implementation", but des has not seen its tests pass: 0/10`))
+	writeState(noted, allow) // back as it was
+
+	// The fix; the tests pass: the requirement is met, and the move is allowed.
+	writeFile(t, root, "shop/cart.go", "package shop\n\nfunc Total(a, b int) int { return a + b }\n")
+	if out, code, note = testRunBashNote(t, root, nil, testCmd, nil); code != 0 || !strings.Contains(note, "test iteration 2/10, passed") || !strings.Contains(note, "requirement is met") {
+		t.Fatalf("passing run: code %d, note %q\n%s", code, note, out)
+	}
+	if ti := testIteration(stateNow()); ti["completed"] != true || ti["status"] != "success" || ti["current_iteration"] != 2.0 {
+		t.Errorf("test_iteration after the pass = %v", ti)
+	}
+	writeState(moved(stateNow()), allow)
+}
+
+// cloneDoc is a deep copy of d.
+func cloneDoc(t *testing.T, d doc) doc {
+	t.Helper()
+	var out doc
+	if err := json.Unmarshal([]byte(marshalState(t, d)), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
