@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"time"
 
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/gate"
@@ -44,10 +45,15 @@ func (e *Engine) workflowEvidence(ctx context.Context, stateFile string, state, 
 	}
 	ev["test_runs_seen"] = rep.Attested
 	byPhase := map[string][]isdlc.TestRun{}
+	approved := map[string]time.Time{} // phase → a person's last approval
 	var order []string
 	for _, s := range seen {
 		b := s.Belongs
 		if !s.Attested || b.StateFile != stateFile || b.Workflow != id || b.ISDLCPhase == "" {
+			continue
+		}
+		if s.Event == testrun.EventApproval {
+			approved[b.ISDLCPhase] = s.Time
 			continue
 		}
 		if _, ok := byPhase[b.ISDLCPhase]; !ok {
@@ -65,9 +71,75 @@ func (e *Engine) workflowEvidence(ctx context.Context, stateFile string, state, 
 	ti := ev["test_iteration"].(map[string]any)
 	for _, phase := range order {
 		lim := isdlc.TestIterationLimits(tables, state, phase, aliases)
-		ti[phase] = isdlc.DeriveTestIteration(byPhase[phase], lim)
+		derived := isdlc.DeriveTestIteration(byPhase[phase], lim)
+		// An approval counts for the escalation it followed: tests that
+		// escalate again after it need another.
+		runs := byPhase[phase]
+		if at, ok := approved[phase]; ok && derived["status"] == "escalated" && !at.Before(runs[len(runs)-1].Time) {
+			derived["escalation_approved"] = true
+		}
+		ti[phase] = derived
 	}
 	return ev
+}
+
+// ErrNothingToApprove: ApproveTestEscalation found no escalation of the
+// phase's test iterations to approve.
+var ErrNothingToApprove = errors.New("no escalated test iterations to approve")
+
+// ApproveTestEscalation records that a person approves going on past
+// phase although its test iterations were escalated (the circuit breaker,
+// or the maximum reached, by des's evidence): the gate then lets the
+// workflow advance, as iSDLC's escalation_approved does. The approval is
+// kept in des's attested evidence, not in the state an agent writes; it
+// covers the escalation it follows, not a later one. reason is kept with
+// it. The caller makes sure a person runs it (des-hook refuses it inside
+// an agent's tool call). phase "" is the current phase.
+func (e *Engine) ApproveTestEscalation(ctx context.Context, cwd, phase, reason string) (TestIterationUpdate, error) {
+	facts, err := e.WorkflowFacts(ctx, cwd)
+	if err != nil {
+		return TestIterationUpdate{}, err
+	}
+	rel, _ := facts["state_file"].(string)
+	state, _ := facts["state"].(map[string]any)
+	if rel == "" || state == nil {
+		return TestIterationUpdate{}, fmt.Errorf("des: approve: %w: no workflow state with an active workflow here", ErrNothingToApprove)
+	}
+	if phase == "" {
+		phase = isdlc.CurrentPhase(state)
+		if to, ok := e.phaseAliases(ctx)[phase]; ok {
+			phase = to
+		}
+	}
+	ev, _ := facts["evidence"].(map[string]any)
+	tis, _ := ev["test_iteration"].(map[string]any)
+	ti, _ := tis[phase].(map[string]any)
+	if ti["status"] != "escalated" {
+		return TestIterationUpdate{}, fmt.Errorf("des: approve %s: %w: by the test runs des saw, its tests are %s", phase, ErrNothingToApprove, iterationText(ti))
+	}
+	if ti["escalation_approved"] == true {
+		return TestIterationUpdate{}, fmt.Errorf("des: approve %s: %w: its escalation is approved already", phase, ErrNothingToApprove)
+	}
+	r := testrun.Record{
+		Time: e.now().UTC(), Event: testrun.EventApproval, Command: reason, Runner: "person",
+		Belongs: testrun.Belongs{StateFile: rel, ISDLCPhase: phase, Workflow: isdlc.WorkflowID(state)},
+	}
+	if err := (testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}).Append(ctx, r); err != nil {
+		return TestIterationUpdate{}, fmt.Errorf("des: approve %s: %w", phase, err)
+	}
+	return e.WriteTestIteration(ctx, cwd)
+}
+
+// iterationText says how a phase's derived test iterations stand.
+func iterationText(ti map[string]any) string {
+	if ti == nil {
+		return "not run yet"
+	}
+	status, _ := ti["status"].(string)
+	if status == "" {
+		status = "open"
+	}
+	return fmt.Sprintf("%v/%v test iterations, last result %v, status %s", ti["current_iteration"], ti["max_iterations"], ti["last_test_result"], status)
 }
 
 // phaseAliases is data.des.phases.phase_aliases: legacy phase keys and
@@ -173,7 +245,7 @@ func (e *Engine) WriteTestIteration(ctx context.Context, cwd string) (TestIterat
 	}
 	upd = TestIterationUpdate{StateFile: rel, Phase: phase, TestIteration: derived}
 	fields := map[string]any{"state_file": rel, "phase": phase}
-	for _, k := range []string{"current_iteration", "max_iterations", "last_test_result", "completed", "status", "escalation_reason"} {
+	for _, k := range []string{"current_iteration", "max_iterations", "last_test_result", "completed", "status", "escalation_reason", "escalation_approved"} {
 		if v, ok := derived[k]; ok {
 			fields[k] = v
 		}

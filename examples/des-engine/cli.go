@@ -62,7 +62,7 @@ func commands() []command {
 		{"audit", "verify [--dir DIR] [--adopt]  check the audit trail's hash chain", runAudit},
 		{"precommit", "[FILE...|--install]  Gate 3: judge step files, or the staged ones", runPrecommit},
 		{"integrity", "accept|check  take DES's files as they are now, or restore them", runIntegrity},
-		{"escalations", "[--all] [--json]  list the open escalations of the phase workflow guards", runEscalations},
+		{"escalations", "[--all] [--json]  list the open escalations of the phase workflow guards; approve [PHASE] to go on past escalated tests", runEscalations},
 		{"evidence", "[--json]           the test runs des saw, per phase, step and task graph phase", runEvidence},
 		{"status", "[--json]           subagents running, the task graph's waves, the orchestration settings", runStatus},
 		{"statusline", "                  one line for Claude Code's status line (JSON on stdin)", runStatusLine},

@@ -158,3 +158,63 @@ func cloneDoc(t *testing.T, d doc) doc {
 	}
 	return out
 }
+
+// The circuit breaker des derives: the same failure three times escalates
+// the phase; the agent cannot approve going on (not in the state, not with
+// des-hook inside its call), a person can.
+func TestE2EISDLCEscalationApprovedByAPerson(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go is not installed: no real test runner to run")
+	}
+	st := workflowState(featurePhases, 5)
+	set(st, "active_workflow.started_at", "2026-11-29T09:00:00Z")
+	set(st, "phases.06-implementation.constitutional_validation", doc{"status": "compliant", "completed": true})
+	root := newProject(t, st, ".des/config.json", `{"phase_evidence": "des"}`)
+	writeFile(t, root, "shop/go.mod", "module example.com/shop\n\ngo 1.22\n")
+	writeFile(t, root, "shop/cart.go", "package shop\n\nfunc Total(a, b int) int { return a - b }\n")
+	writeFile(t, root, "shop/cart_test.go", "package shop\n\nimport \"testing\"\n\nfunc TestTotal(t *testing.T) {\n\tif got := Total(2, 3); got != 5 {\n\t\tt.Fatalf(\"Total(2, 3) = %d, want 5\", got)\n\t}\n}\n")
+
+	var note string
+	for i := 0; i < 3; i++ {
+		_, _, note = testRunBashNote(t, root, nil, "cd shop && go test ./...", nil)
+	}
+	if !strings.Contains(note, "Escalated: Same error repeated 3 times") || !strings.Contains(note, "des-hook escalations approve 06-implementation") {
+		t.Fatalf("note after the third identical failure = %q", note)
+	}
+	unapproved := want{deny: []string{"DES-GATE-BLOCKED"}, has: []string{"its tests were escalated (circuit_breaker: Same error repeated 3 times) and nobody approved the escalation", "des-hook escalations approve 06-implementation"}}
+	check(t, root, nil, advanceCall(root, "Agent"), unapproved)
+
+	// The agent writes the approval into the state: a claim des does not take.
+	var claimed doc
+	if err := json.Unmarshal([]byte(readFileString(t, root, ".isdlc/state.json")), &claimed); err != nil {
+		t.Fatal(err)
+	}
+	set(claimed, "phases.06-implementation.iteration_requirements.test_iteration.escalation_approved", true)
+	check(t, root, nil, writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": marshalState(t, claimed)}),
+		denies("DES-EVIDENCE-MISMATCH").with("escalation_approved is true in this write, but des's evidence says absent"))
+
+	// The agent runs the approval itself: refused.
+	if r := runIn(t, root, []string{"CLAUDE_PROJECT_DIR=" + root, "CLAUDECODE=1"}, "escalations", "approve", "--reason", "agent says so"); r.code != 2 || !strings.Contains(r.stderr, "refused inside an agent's tool call") {
+		t.Fatalf("approve inside Claude Code: %+v", r)
+	}
+	check(t, root, nil, advanceCall(root, "Agent"), unapproved)
+
+	// A person approves: the gate opens, des wrote the approval into the state.
+	if r := runBinCLI(t, root, "escalations", "approve", "--reason", "flaky upstream; ticket SHOP-13"); r.code != 0 || !strings.Contains(r.stdout, "approved: the escalated tests of 06-implementation") {
+		t.Fatalf("approve: %+v", r)
+	}
+	if !strings.Contains(readFileString(t, root, ".isdlc/state.json"), `"escalation_approved": true`) {
+		t.Errorf("the state does not hold des's approval:\n%s", readFileString(t, root, ".isdlc/state.json"))
+	}
+	check(t, root, nil, advanceCall(root, "Agent"), allow)
+	if r := runBinCLI(t, root, "escalations", "approve"); r.code != 1 || !strings.Contains(r.stderr, "approved already") {
+		t.Errorf("a second approval: %+v", r)
+	}
+
+	// A new failure after the approval escalates again, unapproved.
+	_, _, note = testRunBashNote(t, root, nil, "cd shop && go test ./...", nil)
+	if !strings.Contains(note, "Escalated") {
+		t.Fatalf("note after a failure past the approval = %q", note)
+	}
+	check(t, root, nil, advanceCall(root, "Agent"), unapproved)
+}

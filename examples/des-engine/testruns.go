@@ -351,7 +351,7 @@ func iterationNote(r testrun.Record, upd des.TestIterationUpdate) string {
 	switch status, _ := ti["status"].(string); {
 	case status == "escalated":
 		details, _ := ti["escalation_details"].(string)
-		next = fmt.Sprintf("Escalated: %s. Stop iterating and ask the user; the phase advances once the user approves (escalation_approved) or the tests pass.", details)
+		next = fmt.Sprintf("Escalated: %s. Stop iterating and ask the user: the phase advances once the tests pass, or once the user approves going on with `des-hook escalations approve %s` in a terminal of their own.", details, upd.Phase)
 	case ti["completed"] == true:
 		next = "The phase's test iteration requirement is met."
 	case r.Result == testrun.Failed:

@@ -177,6 +177,7 @@ var TestIterationKeys = []string{
 	"required", "completed", "current_iteration", "max_iterations", "failures_count",
 	"identical_failure_count", "last_test_result", "last_test_command", "last_test_at",
 	"status", "escalation_reason", "escalation_details", "coverage", "started_at", "completed_at", "history",
+	"escalation_approved",
 }
 
 // DeriveTestIteration computes a phase's test_iteration from the test runs

@@ -30,7 +30,7 @@ type Record struct {
 	SessionID string    `json:"session_id,omitempty"`
 	AgentID   string    `json:"agent_id,omitempty"`
 	AgentType string    `json:"agent_type,omitempty"`
-	Event     string    `json:"event"`   // PostToolUse or PostToolUseFailure
+	Event     string    `json:"event"`   // PostToolUse or PostToolUseFailure; EventApproval
 	Command   string    `json:"command"` // the Bash line, at most 2 KiB
 	Runner    string    `json:"runner"`  // the table's entry
 	Argv      []string  `json:"argv"`    // the command that ran it
@@ -48,6 +48,11 @@ type Record struct {
 	Signature   string   `json:"signature,omitempty"`
 	Belongs     Belongs  `json:"belongs_to"`
 }
+
+// EventApproval is the Event of a record that is no test run: a person
+// approved going on after a phase's test iterations were escalated
+// (Record.Command holds their reason; Belongs the workflow and phase).
+const EventApproval = "EscalationApproved"
 
 // Belongs is what a test run belongs to, as des found it when the run
 // ended. Empty fields: none found.

@@ -193,13 +193,13 @@ unmet contains {
 	"kind": "test_iteration",
 	"msg": sprintf("its tests were escalated (%s: %s) and nobody approved the escalation: %s", [_ti.escalation_reason, _ti.escalation_details, _test_text]),
 	"field": _req_pointer(["iteration_requirements", "test_iteration", "escalation_approved"]),
-	"recovery": sprintf("Ask the user to review the failing tests of %q; the user approves going on by setting phases[%q].iteration_requirements.test_iteration.escalation_approved to true, or the tests are fixed and run again until they pass.", [current, current]),
+	"recovery": sprintf("Ask the user to review the failing tests of %q. To go on anyway the user runs `des-hook escalations approve %s` in a terminal of their own (an agent's run of it is refused); or fix the tests and run them until they pass.", [current, current]),
 } if {
 	evidence_mode
 	enabled("test_iteration")
 	_ti_completed == true
 	_ti.status == data.des.phases.escalated_status
-	not _state_ti.escalation_approved == true
+	not _ti.escalation_approved == true
 }
 
 unmet contains {

@@ -495,6 +495,11 @@ test_evidence_escalated_needs_approval if {
 	deny_codes(inp) == {"DES-GATE-BLOCKED"}
 	some m in gate_msgs(inp)
 	contains(m, "its tests were escalated (circuit_breaker: Same error repeated 3 times) and nobody approved the escalation")
+
+	# the state's claim is not an approval; a person's, recorded by des, is
 	approved := set("/phases/06-implementation/iteration_requirements/test_iteration/escalation_approved", true)
-	deny_codes(with_evidence(advance(approved), esc)) == set()
+	deny_codes(with_evidence(advance(approved), esc)) == {"DES-GATE-BLOCKED"}
+	contains(texts(inp), "des-hook escalations approve 06-implementation")
+	esc_ok := {"06-implementation": object.union(esc["06-implementation"], {"escalation_approved": true})}
+	deny_codes(with_evidence(advance(state), esc_ok)) == set()
 }
