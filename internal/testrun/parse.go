@@ -37,7 +37,7 @@ type Outcome struct {
 type patterns struct {
 	failure, success, coverage                                []*regexp.Regexp
 	failCount, passCount, errorLine, failLine                 *regexp.Regexp
-	failCountOnLine                                           *regexp.Regexp
+	failCountOnLine, noTests, someTests                       *regexp.Regexp
 	jestSkipped, anySkipped, mochaPending, goTestLine, exitIn *regexp.Regexp
 	isoTime, plainTime, stackParen, stackPath, lineCol        *regexp.Regexp
 	address, spaces                                           *regexp.Regexp
@@ -90,21 +90,26 @@ var pats = sync.OnceValue(func() *patterns {
 		// "FAIL" line reads as 5 failures. The counts des keeps stay on
 		// one line; the peer's pass/fail reading keeps the peer's.
 		failCountOnLine: regexp.MustCompile(`(?i)(\d+)[ \t]+fail`),
-		passCount:       regexp.MustCompile(`(?i)(\d+)\s+pass(?:ed|ing)\b`),
-		errorLine:       regexp.MustCompile(`(?i)error:|fail|assert|exception|TypeError|ReferenceError`),
-		failLine:        regexp.MustCompile(`FAIL|✖|✗`),
-		jestSkipped:     regexp.MustCompile(`(?i)Tests:.*?(\d+)\s+skipped`),
-		anySkipped:      regexp.MustCompile(`(?i)(\d+)\s+skipped`),
-		mochaPending:    regexp.MustCompile(`(?i)(\d+)\s+pending`),
-		goTestLine:      regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL|SKIP):`),
-		exitIn:          regexp.MustCompile(`(?i)exit(?:ed)?\s+(?:with\s+)?(?:code\s+)?(\d+)`),
-		isoTime:         regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z?`),
-		plainTime:       regexp.MustCompile(`\d{4}-\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}`),
-		stackParen:      regexp.MustCompile(`at\s+.*?\(.*?\)`),
-		stackPath:       regexp.MustCompile(`at\s+/.*?:\d+:\d+`),
-		lineCol:         regexp.MustCompile(`:\d+:\d+`),
-		address:         regexp.MustCompile(`0x[0-9a-fA-F]+`),
-		spaces:          regexp.MustCompile(`\s+`),
+		// What runners print when they ran no test, and when they ran some
+		// (go test per package, unittest, mocha, jest/vitest, node --test,
+		// cargo test).
+		noTests:      regexp.MustCompile(`(?im)\[no tests to run\]|\[no test files\]|^Ran 0 tests|\b0 passing\b|No tests found|No test files found|^# tests 0\s*$|running 0 tests`),
+		someTests:    regexp.MustCompile(`(?im)^ok\s+\S+\s+(?:\(cached\)|[\d.]+s)(?:\s+coverage:[^\n\[]*)?\s*$|\b[1-9]\d*\s+(?:passed|passing)\b|^Ran [1-9]|running [1-9]\d* tests?|^# tests [1-9]|^\s*--- PASS`),
+		passCount:    regexp.MustCompile(`(?i)(\d+)\s+pass(?:ed|ing)\b`),
+		errorLine:    regexp.MustCompile(`(?i)error:|fail|assert|exception|TypeError|ReferenceError`),
+		failLine:     regexp.MustCompile(`FAIL|✖|✗`),
+		jestSkipped:  regexp.MustCompile(`(?i)Tests:.*?(\d+)\s+skipped`),
+		anySkipped:   regexp.MustCompile(`(?i)(\d+)\s+skipped`),
+		mochaPending: regexp.MustCompile(`(?i)(\d+)\s+pending`),
+		goTestLine:   regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL|SKIP):`),
+		exitIn:       regexp.MustCompile(`(?i)exit(?:ed)?\s+(?:with\s+)?(?:code\s+)?(\d+)`),
+		isoTime:      regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z?`),
+		plainTime:    regexp.MustCompile(`\d{4}-\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}`),
+		stackParen:   regexp.MustCompile(`at\s+.*?\(.*?\)`),
+		stackPath:    regexp.MustCompile(`at\s+/.*?:\d+:\d+`),
+		lineCol:      regexp.MustCompile(`:\d+:\d+`),
+		address:      regexp.MustCompile(`0x[0-9a-fA-F]+`),
+		spaces:       regexp.MustCompile(`\s+`),
 	}
 })
 
@@ -178,11 +183,16 @@ func ExitInText(s string) *int {
 
 // Parse reads a test run: output is what it printed (stdout and stderr),
 // exit its exit status (nil when unknown), interrupted whether the user
-// stopped it. It is ParsePeer with two differences, both because Claude
+// stopped it. It is ParsePeer with three differences. Two because Claude
 // Code gives the exit status: an interrupted run is inconclusive, and a
 // run that exited non-zero has failed even when its output reads as a
 // pass (the peer's patterns take "All tests passed" printed before a
-// crash, or a pass of another package, for the whole run's).
+// crash, or a pass of another package, for the whole run's). And a run
+// whose output says it ran no test ("[no tests to run]", "Ran 0 tests",
+// "0 passing", ...) is inconclusive, not a pass: otherwise a filter that
+// matches nothing would pass any phase. (Also: a run that exited 0 and
+// prints only zero failure counts passed, where the peer reads "0 failed"
+// as a failure.)
 func Parse(output string, exit *int, interrupted bool) Outcome {
 	res, _, msg := ParsePeer(output, exit)
 	var o Outcome
@@ -191,6 +201,18 @@ func Parse(output string, exit *int, interrupted bool) Outcome {
 		o.Result, msg = Inconclusive, "Interrupted"
 	case res == Passed && exit != nil && *exit != 0:
 		o.Result, msg = Failed, "Exit code: "+strconv.Itoa(*exit)
+	case res == Failed && exit != nil && *exit == 0 && zeroFailed(output):
+		// The peer reads "0 failed" as a failure (cargo test's "test
+		// result: ok. 3 passed; 0 failed"); the runner exited 0 and says
+		// nothing failed.
+		o.Result = Passed
+		if noTestsRan(output) {
+			o.Result, msg = Inconclusive, "No tests ran"
+		}
+	case res == Passed && noTestsRan(output):
+		// A run of no test is no pass: go test -run NoSuchTest, a package
+		// without tests, a filter that matched nothing.
+		o.Result, msg = Inconclusive, "No tests ran"
 	default:
 		o.Result = res
 	}
@@ -203,6 +225,25 @@ func Parse(output string, exit *int, interrupted bool) Outcome {
 		o.Signature = NormalizeError(o.Error)
 	}
 	return o
+}
+
+// zeroFailed reports whether the failure counts the output prints are all
+// zero, and it prints one.
+func zeroFailed(output string) bool {
+	ms := pats().failCountOnLine.FindAllStringSubmatch(output, -1)
+	for _, m := range ms {
+		if atoi(m[1]) != 0 {
+			return false
+		}
+	}
+	return len(ms) > 0
+}
+
+// noTestsRan reports whether the output says the runner ran no test, and
+// nowhere that it ran one.
+func noTestsRan(output string) bool {
+	p := pats()
+	return p.noTests.MatchString(output) && !p.someTests.MatchString(output)
 }
 
 // counts fills the counts the output prints (not the peer's failure count

@@ -96,6 +96,28 @@ func TestParseExitAndInterrupt(t *testing.T) {
 	if o.Result != Passed || o.Error != "" || o.Passed != nil {
 		t.Errorf("go test pass: %+v", o)
 	}
+	for _, out := range []string{
+		"ok  \texample.com/shop\t0.002s [no tests to run]",
+		"?   \texample.com/shop\t[no test files]",
+		"\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nOK",
+		"\n  0 passing (2ms)\n",
+		"No tests found, exiting with code 0",
+		"running 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored",
+	} {
+		if o := Parse(out, intp(0), false); o.Result != Inconclusive || o.Error != "No tests ran" {
+			t.Errorf("no tests ran, read as %+v:\n%s", o, out)
+		}
+	}
+	for _, out := range []string{
+		"ok  \texample.com/shop\t0.002s\nok  \texample.com/util\t0.001s [no tests to run]",
+		"ok  \texample.com/shop\t(cached)\n?   \texample.com/cmd\t[no test files]",
+		"running 0 tests\nrunning 3 tests\ntest result: ok. 3 passed; 0 failed",
+		"Ran 4 tests in 0.01s\n\nOK",
+	} {
+		if o := Parse(out, intp(0), false); o.Result != Passed {
+			t.Errorf("some tests ran, read as %+v:\n%s", o, out)
+		}
+	}
 	o = Parse("Running checks... Done.", nil, false)
 	if o.Result != Inconclusive || o.Signature != "Unable to determine test result" {
 		t.Errorf("inconclusive: %+v", o)
