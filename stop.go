@@ -3,6 +3,7 @@ package des
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/deterministic-exec/des/gate"
@@ -37,13 +38,13 @@ func (e *Engine) SubagentStop() gate.SubagentStop {
 // runner missing from data.des.evidence.test_runners): nothing is judged
 // then, rather than a warning at every stop.
 func (e *Engine) testRunsOf(run string) ([]any, bool) {
-	seen, rep, err := testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}.Read()
-	if err != nil || rep.Attested == 0 {
+	seen, _, err := testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}.Read()
+	if err != nil || !slices.ContainsFunc(seen, func(s testrun.Seen) bool { return s.Attested && testrun.IsRun(s.Record) }) {
 		return nil, false
 	}
 	var out []any
 	for _, s := range seen {
-		if !s.Attested || s.Belongs.Run != run {
+		if !s.Attested || s.Belongs.Run != run || !testrun.IsRun(s.Record) {
 			continue
 		}
 		f := map[string]any{"time": s.Time.UTC().Format(time.RFC3339Nano), "result": s.Result, "phase": s.Belongs.StepPhase, "command": s.Command}

@@ -26,7 +26,12 @@ import (
 // test_iteration, derived from the attested test runs des recorded in
 // that phase of that workflow (isdlc.DeriveTestIteration, as iSDLC's
 // test-watcher computes it): {"workflow": id, "test_runs_seen": n,
-// "test_iteration": {phase: {...}}}. A phase without runs has no entry.
+// "test_iteration": {phase: {...}}, "user_replies": {phase: n},
+// "phase_agent": {phase: {agent_type, time, constitutional}}}: besides the
+// runs, the user's replies des saw during each phase and the last
+// subagent that stopped in it, with the constitutional verdict its last
+// message states (observations the gates quote; they decide on the
+// state's claims for those). A phase without runs has no test_iteration.
 // nil when the state holds no active workflow.
 //
 // state is the state des reads (a write guard passes the content a write
@@ -37,23 +42,40 @@ func (e *Engine) workflowEvidence(ctx context.Context, stateFile string, state, 
 		return nil
 	}
 	ev := map[string]any{"workflow": id, "test_iteration": map[string]any{}}
-	seen, rep, err := testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}.Read()
+	seen, _, err := testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}.Read()
 	if err != nil {
 		// Unreadable evidence is no evidence: the gates then see no test
 		// run, and say so, rather than none of the workflow.
 		e.logger.Warn("des: test runs unreadable", "err", err)
 	}
-	ev["test_runs_seen"] = rep.Attested
+	runs := 0
+	for _, s := range seen {
+		if s.Attested && testrun.IsRun(s.Record) {
+			runs++
+		}
+	}
+	ev["test_runs_seen"] = runs
 	byPhase := map[string][]isdlc.TestRun{}
 	approved := map[string]time.Time{} // phase → a person's last approval
+	replies := map[string]any{}        // phase → the user's replies des saw
+	stops := map[string]any{}          // phase → the last subagent that stopped in it
+	ev["user_replies"], ev["phase_agent"] = replies, stops
 	var order []string
 	for _, s := range seen {
 		b := s.Belongs
 		if !s.Attested || b.StateFile != stateFile || b.Workflow != id || b.ISDLCPhase == "" {
 			continue
 		}
-		if s.Event == testrun.EventApproval {
+		switch s.Event {
+		case testrun.EventApproval:
 			approved[b.ISDLCPhase] = s.Time
+			continue
+		case testrun.EventUserReply:
+			n, _ := replies[b.ISDLCPhase].(int)
+			replies[b.ISDLCPhase] = n + 1
+			continue
+		case testrun.EventAgentStop:
+			stops[b.ISDLCPhase] = map[string]any{"agent_type": s.AgentType, "time": s.Time.UTC().Format(time.RFC3339), "constitutional": s.Result}
 			continue
 		}
 		if _, ok := byPhase[b.ISDLCPhase]; !ok {
@@ -298,4 +320,50 @@ func sameJSON(a, b map[string]any) bool {
 	_ = json.Unmarshal(ja, &va)
 	_ = json.Unmarshal(jb, &vb)
 	return reflect.DeepEqual(va, vb)
+}
+
+// WorkflowObservation is something des saw happen during an iSDLC
+// workflow's current phase, kept with its test runs (ObserveWorkflow).
+type WorkflowObservation struct {
+	// UserReply: the user answered (a prompt they submitted, or their
+	// answer to AskUserQuestion: Via says which). Nothing of the text is
+	// kept.
+	UserReply bool
+	Via       string
+	// AgentType names a subagent that stopped during the phase, and
+	// Constitutional the verdict its last message states ("compliant",
+	// "escalated", "iterating", "non_compliant"; "" none).
+	AgentType, Constitutional string
+	SessionID, AgentID        string
+}
+
+// ObserveWorkflow records o for the current phase of the workflow in
+// effect for a call made in cwd; nothing when there is no active
+// workflow. The observations are des's evidence of what happened, shown by
+// des-hook evidence and quoted by the gates.
+func (e *Engine) ObserveWorkflow(ctx context.Context, cwd string, o WorkflowObservation) error {
+	facts, err := e.WorkflowFacts(ctx, cwd)
+	if err != nil || facts == nil {
+		return err
+	}
+	rel, _ := facts["state_file"].(string)
+	state, _ := facts["state"].(map[string]any)
+	id := isdlc.WorkflowID(state)
+	phase := isdlc.CurrentPhase(state)
+	if id == "" || phase == "" {
+		return nil
+	}
+	if to, ok := e.phaseAliases(ctx)[phase]; ok {
+		phase = to
+	}
+	r := testrun.Record{
+		Time: e.now().UTC(), SessionID: o.SessionID, AgentID: o.AgentID,
+		Belongs: testrun.Belongs{StateFile: rel, ISDLCPhase: phase, Workflow: id},
+	}
+	if o.UserReply {
+		r.Event, r.Runner = testrun.EventUserReply, o.Via
+	} else {
+		r.Event, r.AgentType, r.Result = testrun.EventAgentStop, o.AgentType, o.Constitutional
+	}
+	return testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}.Append(ctx, r)
 }

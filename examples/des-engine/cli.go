@@ -143,7 +143,7 @@ func parseFlags(fs *flag.FlagSet, args []string, maxArgs int) (code int, done bo
 // MCP tool.
 const (
 	preToolUseMatcher         = "Agent|Task|Skill|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*"
-	postToolUseMatcher        = "Agent|Task|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*"
+	postToolUseMatcher        = "Agent|Task|Write|Edit|MultiEdit|Bash|NotebookEdit|AskUserQuestion|mcp__.*"
 	postToolUseFailureMatcher = "Bash|NotebookEdit|mcp__.*"
 	toolHookTimeout           = 30
 	stopHookTimeout           = 60 // Gate 2 reads the step file, the audit trail and git

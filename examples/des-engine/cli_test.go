@@ -72,7 +72,7 @@ func TestSettings(t *testing.T) {
 		}
 		want := map[string]string{
 			"PreToolUse":         "Agent|Task|Skill|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*",
-			"PostToolUse":        "Agent|Task|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*",
+			"PostToolUse":        "Agent|Task|Write|Edit|MultiEdit|Bash|NotebookEdit|AskUserQuestion|mcp__.*",
 			"PostToolUseFailure": "Bash|NotebookEdit|mcp__.*",
 			"SubagentStop":       "",
 			"SubagentStart":      "",

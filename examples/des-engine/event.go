@@ -32,14 +32,15 @@ const (
 
 // Tool names DES routes on. "Task" is the pre-2.1.63 name of "Agent".
 const (
-	toolAgent     = "Agent"
-	toolTask      = "Task"
-	toolWrite     = "Write"
-	toolEdit      = "Edit"
-	toolMultiEdit = "MultiEdit"
-	toolBash      = "Bash"
-	toolNotebook  = "NotebookEdit"
-	toolSkill     = "Skill"
+	toolAgent           = "Agent"
+	toolTask            = "Task"
+	toolWrite           = "Write"
+	toolEdit            = "Edit"
+	toolMultiEdit       = "MultiEdit"
+	toolBash            = "Bash"
+	toolNotebook        = "NotebookEdit"
+	toolAskUserQuestion = "AskUserQuestion" // Claude Code's menu tool: the user answers
+	toolSkill           = "Skill"
 	// toolMCP stands, in the route table, for every MCP tool
 	// (mcp__<server>__<tool>).
 	toolMCP = "mcp__*"

@@ -17,7 +17,10 @@ The runs are grouped per iSDLC phase, nWave step and phase, and task graph
 phase they belong to (a run outside all of them is in the group "none"), with
 how many passed, failed or were inconclusive, and the last one. Lines that
 do not attest (forged, replayed) are counted apart and never in a group.
-Exit 0, or 2 when the evidence cannot be read.`
+Then what else des saw in iSDLC phases: a person's approval of escalated
+tests, the user's replies, the subagents that stopped (and the constitutional
+verdict their last message states). Exit 0, or 2 when the evidence cannot be
+read.`
 
 // evidenceGroup is one group of test runs as --json prints it.
 type evidenceGroup struct {
@@ -37,6 +40,10 @@ type evidenceJSON struct {
 	testrun.Report
 	Groups []*evidenceGroup `json:"groups"`
 	Runs   []testrun.Record `json:"runs"`
+	// Observations are the other records of an iSDLC workflow's phases:
+	// a person's approval of escalated tests (event EscalationApproved),
+	// a user's reply (UserReply), a subagent that stopped (PhaseAgentStopped).
+	Observations []testrun.Record `json:"observations"`
 }
 
 func runEvidence(ctx context.Context, e env, args []string) int {
@@ -51,7 +58,7 @@ func runEvidence(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stderr, "des-hook evidence: %v\n", err)
 		return exitUsage
 	}
-	out := evidenceJSON{Report: rep, Groups: []*evidenceGroup{}, Runs: []testrun.Record{}}
+	out := evidenceJSON{Report: rep, Groups: []*evidenceGroup{}, Runs: []testrun.Record{}, Observations: []testrun.Record{}}
 	index := map[[3]string]*evidenceGroup{}
 	add := func(kind, name, stepFile, stepPhase string, r testrun.Record) {
 		k := [3]string{kind, name, stepPhase}
@@ -77,6 +84,10 @@ func runEvidence(ctx context.Context, e env, args []string) int {
 			continue
 		}
 		r, b := s.Record, s.Record.Belongs
+		if !testrun.IsRun(r) {
+			out.Observations = append(out.Observations, r)
+			continue
+		}
 		out.Runs = append(out.Runs, r)
 		grouped := false
 		if b.ISDLCPhase != "" {
@@ -102,7 +113,7 @@ func runEvidence(ctx context.Context, e env, args []string) int {
 	if *asJSON {
 		return writeJSON(e, "evidence", out)
 	}
-	if rep.Attested == 0 {
+	if len(out.Runs) == 0 {
 		fmt.Fprintln(e.stdout, "no test runs recorded")
 	} else {
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
@@ -118,6 +129,18 @@ func runEvidence(ctx context.Context, e env, args []string) int {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", g.Kind, name, g.Runs, g.Passed, g.Failed, g.Inconclusive,
 				g.Last.Time.UTC().Format(time.RFC3339), last, oneLine(g.Last.Command, 60))
+		}
+		if err := tw.Flush(); err != nil {
+			fmt.Fprintf(e.stderr, "des-hook evidence: %v\n", err)
+			return exitUsage
+		}
+	}
+	if len(out.Observations) > 0 {
+		fmt.Fprintln(e.stdout)
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PHASE\tTIME\tOBSERVED")
+		for _, r := range out.Observations {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Belongs.ISDLCPhase, r.Time.UTC().Format(time.RFC3339), observationText(r))
 		}
 		if err := tw.Flush(); err != nil {
 			fmt.Fprintf(e.stderr, "des-hook evidence: %v\n", err)
@@ -145,4 +168,23 @@ func oneLine(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return string(r)
+}
+
+// observationText says what an observation of a workflow phase was.
+func observationText(r testrun.Record) string {
+	switch r.Event {
+	case testrun.EventApproval:
+		if r.Command != "" {
+			return "a person approved going on past escalated tests: " + oneLine(r.Command, 60)
+		}
+		return "a person approved going on past escalated tests"
+	case testrun.EventUserReply:
+		return "the user replied (" + r.Runner + ")"
+	case testrun.EventAgentStop:
+		if r.Result != "" {
+			return fmt.Sprintf("subagent %s stopped, stating constitutional %s", r.AgentType, r.Result)
+		}
+		return fmt.Sprintf("subagent %s stopped", r.AgentType)
+	}
+	return r.Event
 }

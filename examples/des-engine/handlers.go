@@ -550,6 +550,7 @@ func stopContext(rec *gate.StopRecord) string {
 // subagentStop is Gate 2, then the subagent registry and the wave sync
 // (orchestration.go), which go by Gate 2's verdict.
 func subagentStop(ctx context.Context, h *hookEnv, ev *Event) response {
+	observeAgentStop(ctx, h, ev)
 	r, g2 := gate2Stop(ctx, h, ev)
 	return withStopNote(r, orchestrateStop(ctx, h, ev, g2))
 }

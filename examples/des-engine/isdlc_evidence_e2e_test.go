@@ -218,3 +218,40 @@ func TestE2EISDLCEscalationApprovedByAPerson(t *testing.T) {
 	}
 	check(t, root, nil, advanceCall(root, "Agent"), unapproved)
 }
+
+// What des records of the claims it cannot check: the user's replies (a
+// prompt, an AskUserQuestion answer) and the subagent that stopped in the
+// phase, with the constitutional verdict it states; listed by des-hook
+// evidence and quoted by the gate, which still decides on the state.
+func TestE2EISDLCObservationsQuoted(t *testing.T) {
+	st := workflowState(featurePhases, 0) // 01-requirements: elicitation and constitution required
+	set(st, "active_workflow.started_at", "2026-11-29T09:00:00Z")
+	root := newProject(t, st, ".des/config.json", `{"phase_evidence": "des"}`)
+	hook := func(ev map[string]any) {
+		t.Helper()
+		ev["session_id"], ev["cwd"] = "s1", root
+		if r := runHookProcess(t, root, nil, ev); r.code != 0 || denyReason(t, r) != "" {
+			t.Fatalf("%v: %+v", ev["hook_event_name"], r)
+		}
+	}
+	hook(map[string]any{"hook_event_name": "UserPromptSubmit", "prompt": "C"})
+	hook(map[string]any{"hook_event_name": "UserPromptSubmit", "prompt": "<task-notification><task-id>a1</task-id></task-notification>"})
+	hook(map[string]any{"hook_event_name": "PostToolUse", "tool_name": "AskUserQuestion", "tool_use_id": "toolu_q1",
+		"tool_input":    map[string]any{"questions": []any{map[string]any{"question": "Which scope?", "header": "Scope", "options": []any{}}}},
+		"tool_response": map[string]any{"answers": map[string]any{"Which scope?": "MVP"}}})
+	hook(map[string]any{"hook_event_name": "SubagentStop", "agent_id": "a7", "agent_type": "requirements-analyst", "stop_hook_active": false,
+		"last_assistant_message": "Requirements drafted.\nConstitutional validation: COMPLIANT (articles I, IV, VII)"})
+
+	ev := evidence(t, root)
+	var kinds []string
+	for _, o := range ev.Observations {
+		kinds = append(kinds, o.Event+"/"+o.Runner+o.AgentType+"/"+o.Result)
+	}
+	if want := []string{"UserReply/prompt/", "UserReply/AskUserQuestion/", "PhaseAgentStopped/requirements-analyst/compliant"}; !reflect.DeepEqual(kinds, want) {
+		t.Errorf("observations = %q, want %q", kinds, want)
+	}
+	check(t, root, nil, advanceCall(root, "Agent"), want{deny: []string{"DES-GATE-BLOCKED"}, has: []string{
+		"; des saw 2 user replies in this phase",
+		`; the last subagent des saw stop in this phase, requirements-analyst at `, `stated "compliant"`,
+	}})
+}

@@ -163,8 +163,74 @@ func userPromptSubmit(ctx context.Context, h *hookEnv, ev *Event) response {
 	if err := eng.UserPrompt(ctx, ev.SessionID); err != nil {
 		return h.internalError(eng.Config().DelegationMode != des.DelegationOff, err)
 	}
+	if !strings.Contains(ev.Prompt, "<task-notification>") { // Claude Code's, not the user's
+		observeWorkflow(ctx, h, eng, ev, des.WorkflowObservation{UserReply: true, Via: "prompt", SessionID: ev.SessionID})
+	}
 	return taskNotification(h, eng, ev.Prompt)
 }
+
+// observeWorkflow records o for the iSDLC workflow in effect where ev was
+// made, when there is one (des.Engine.ObserveWorkflow). It decides
+// nothing: a failure is logged.
+func observeWorkflow(ctx context.Context, h *hookEnv, eng *des.Engine, ev *Event, o des.WorkflowObservation) {
+	cwd := eventDir(ev, h.root)
+	if !des.HasWorkflowState(h.root, cwd, h.lookupEnv) {
+		return
+	}
+	if err := eng.ObserveWorkflow(ctx, cwd, o); err != nil {
+		h.logger.Warn("hook: workflow observation not recorded", "err", err)
+	}
+}
+
+// postToolUseQuestion records the user's answer to AskUserQuestion in an
+// iSDLC phase: an elicitation des saw. No opinion.
+func postToolUseQuestion(ctx context.Context, h *hookEnv, ev *Event) response {
+	if !des.HasWorkflowState(h.root, eventDir(ev, h.root), h.lookupEnv) {
+		return noOpinion()
+	}
+	eng, err := h.engine(ctx)
+	if err != nil {
+		h.logger.Warn("hook: workflow observation not recorded", "err", err)
+		return noOpinion()
+	}
+	observeWorkflow(ctx, h, eng, ev, des.WorkflowObservation{UserReply: true, Via: toolAskUserQuestion, SessionID: ev.SessionID, AgentID: ev.AgentID})
+	return noOpinion()
+}
+
+// observeAgentStop records, in an iSDLC phase, the subagent that stopped
+// and the constitutional verdict its last message states.
+func observeAgentStop(ctx context.Context, h *hookEnv, ev *Event) {
+	if ev.AgentType == "" || !des.HasWorkflowState(h.root, eventDir(ev, h.root), h.lookupEnv) {
+		return
+	}
+	eng, err := h.engine(ctx)
+	if err != nil {
+		return
+	}
+	observeWorkflow(ctx, h, eng, ev, des.WorkflowObservation{
+		AgentType: ev.AgentType, Constitutional: constitutionalVerdict(ev.LastAssistantMessage),
+		SessionID: ev.SessionID, AgentID: ev.AgentID,
+	})
+}
+
+// constitutionalVerdict is the constitutional validation verdict a
+// message states ("Constitutional validation: COMPLIANT", "constitutional
+// status = escalated"), the last one; "" when it states none.
+func constitutionalVerdict(msg string) string {
+	ms := constitutionalRE().FindAllStringSubmatch(msg, -1)
+	if len(ms) == 0 {
+		return ""
+	}
+	v := strings.ToLower(ms[len(ms)-1][1])
+	if strings.HasPrefix(v, "non") {
+		return "non_compliant"
+	}
+	return v
+}
+
+var constitutionalRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\bconstitutional(?:[ _](?:validation|compliance))?(?:[ _]status)?\W{0,4}(?:is\s+)?(non[-_ ]?compliant|compliant|escalated|iterating)\b`)
+})
 
 // taskNotification gives the orchestrator Gate 2's failure of a subagent
 // that ran in the background: Claude Code delivers such a subagent's

@@ -54,6 +54,23 @@ type Record struct {
 // (Record.Command holds their reason; Belongs the workflow and phase).
 const EventApproval = "EscalationApproved"
 
+// Other observations of an iSDLC workflow kept with the runs (no test
+// runs): a user's reply during a phase (a prompt, or an answer to
+// AskUserQuestion; Record.Runner says which, nothing of its text is
+// kept), and a subagent that stopped during a phase (Record.AgentType; the
+// constitutional verdict its last message states, if any, in
+// Record.Result).
+const (
+	EventUserReply = "UserReply"
+	EventAgentStop = "PhaseAgentStopped"
+)
+
+// IsRun reports whether r records a test run (not an approval or another
+// observation).
+func IsRun(r Record) bool {
+	return r.Event != EventApproval && r.Event != EventUserReply && r.Event != EventAgentStop
+}
+
 // Belongs is what a test run belongs to, as des found it when the run
 // ended. Empty fields: none found.
 type Belongs struct {

@@ -204,7 +204,7 @@ unmet contains {
 
 unmet contains {
 	"kind": "constitutional_validation",
-	"msg": sprintf("its constitutional validation is %s (phases[%q].constitutional_validation.status), not %q; %s used", [_field_text(_cv_status), current, data.des.phases.compliant_status, _cv_iterations_text]),
+	"msg": sprintf("its constitutional validation is %s (phases[%q].constitutional_validation.status), not %q; %s used%s", [_field_text(_cv_status), current, data.des.phases.compliant_status, _cv_iterations_text, _agent_seen_text]),
 	"field": _req_pointer(["constitutional_validation", "status"]),
 	"recovery": sprintf("Validate the artifacts of %q against the constitution and set phases[%q].constitutional_validation.status to %q (completed true).", [current, current, data.des.phases.compliant_status]),
 } if {
@@ -214,7 +214,7 @@ unmet contains {
 
 unmet contains {
 	"kind": "interactive_elicitation",
-	"msg": sprintf("its interactive elicitation is not done: %s/%s menu interactions, completed %s (phases[%q].iteration_requirements.interactive_elicitation)", [_num(_menu), _num(_min_menu), _field_text(_ie_completed), current]),
+	"msg": sprintf("its interactive elicitation is not done: %s/%s menu interactions, completed %s (phases[%q].iteration_requirements.interactive_elicitation)%s", [_num(_menu), _num(_min_menu), _field_text(_ie_completed), current, _replies_seen_text]),
 	"field": _req_pointer(["iteration_requirements", "interactive_elicitation"]),
 	"recovery": sprintf("Hold at least %s menu interactions with the user, then set phases[%q].iteration_requirements.interactive_elicitation.menu_interactions to their number and completed to true.", [_num(_min_menu), current]),
 } if {
@@ -223,6 +223,28 @@ unmet contains {
 }
 
 _elicitation_unmet if _menu < _min_menu
+
+# What des saw of the claims it cannot check (the state decides them):
+# the user's replies during the phase, the last subagent that stopped in it.
+default _replies_seen_text := ""
+
+_replies_seen_text := sprintf("; des saw %v user replies in this phase", [object.get(input.workflow.evidence.user_replies, current, 0)]) if {
+	evidence_mode
+	is_object(input.workflow.evidence)
+}
+
+default _agent_seen_text := ""
+
+_agent_seen_text := sprintf("; the last subagent des saw stop in this phase, %s at %s UTC, %s", [a.agent_type, substring(a.time, 11, 5), _verdict_text(a.constitutional)]) if {
+	evidence_mode
+	a := input.workflow.evidence.phase_agent[current]
+	is_string(a.time)
+	count(a.time) >= 16
+}
+
+_verdict_text(v) := "stated no constitutional verdict" if v == ""
+
+_verdict_text(v) := sprintf("stated %q", [v]) if v != ""
 
 _elicitation_unmet if _ie_completed != true
 

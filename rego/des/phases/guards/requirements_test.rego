@@ -503,3 +503,19 @@ test_evidence_escalated_needs_approval if {
 	esc_ok := {"06-implementation": object.union(esc["06-implementation"], {"escalation_approved": true})}
 	deny_codes(with_evidence(advance(state), esc_ok)) == set()
 }
+
+test_evidence_observations_quoted if {
+	st := set("/phases/06-implementation/constitutional_validation", {"status": "iterating"})
+	inp := json.patch(advance(st), [{"op": "add", "path": "/workflow/evidence/phase_agent", "value": {"06-implementation": {"agent_type": "software-developer", "time": "2026-11-29T14:05:00Z", "constitutional": "compliant"}}}])
+	some m in gate_msgs(inp)
+	contains(m, `constitutional validation is "iterating"`)
+	contains(m, `; the last subagent des saw stop in this phase, software-developer at 14:05 UTC, stated "compliant"`)
+}
+
+test_evidence_replies_quoted if {
+	reqs := {"iteration_requirements": {"phase_requirements": {"06-implementation": {"interactive_elicitation": {"enabled": true, "min_menu_interactions": 3}}}}}
+	inp := json.patch(object.union(advance(state), {"workflow": {"requirements": reqs}}), [{"op": "add", "path": "/workflow/evidence/user_replies", "value": {"06-implementation": 2}}])
+	some m in gate_msgs(inp)
+	contains(m, "0/3 menu interactions")
+	contains(m, "; des saw 2 user replies in this phase")
+}
