@@ -255,3 +255,68 @@ func TestE2EISDLCObservationsQuoted(t *testing.T) {
 		`; the last subagent des saw stop in this phase, requirements-analyst at `, `stated "compliant"`,
 	}})
 }
+
+// An honest walk of the README's iSDLC example project with des's
+// evidence: node's own test runner fails, then passes; the orchestrator
+// records the constitution, advances with /isdlc advance and moves the
+// state on. Not one deny.
+func TestE2EISDLCReadmeProjectHonestWalk(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: no real test runner to run")
+	}
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(root, os.DirFS("testdata/isdlc-project")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, root, "src/login.js", "exports.valid = (user, pass) => user !== '' && pass === '';\n")
+	writeFile(t, root, "test/login.test.js", "const test = require('node:test');\nconst assert = require('node:assert');\nconst { valid } = require('../src/login.js');\n\ntest('a user with a password logs in', () => {\n  assert.strictEqual(valid('ana', 's3cret'), true);\n});\n")
+	stateNow := func() doc {
+		t.Helper()
+		var d doc
+		if err := json.Unmarshal([]byte(readFileString(t, root, ".isdlc/state.json")), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	writeState := func(d doc) {
+		t.Helper()
+		content := marshalState(t, d)
+		ev := writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": content})
+		check(t, root, nil, ev, allow)
+		writeFile(t, root, ".isdlc/state.json", content)
+		ev["hook_event_name"] = "PostToolUse"
+		ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(root, ".isdlc/state.json")}
+		if r := runHookProcess(t, root, nil, ev); r.code != 0 || strings.TrimSpace(r.stdout) != "" {
+			t.Fatalf("PostToolUse of the state write: %+v", r)
+		}
+	}
+
+	if _, code, note := testRunBashNote(t, root, nil, "node --test", nil); code == 0 || !strings.Contains(note, "test iteration 1/10, failed") {
+		t.Fatalf("the failing node test: code %d, note %q", code, note)
+	}
+	writeFile(t, root, "src/login.js", "exports.valid = (user, pass) => user !== '' && pass !== '';\n")
+	if _, code, note := testRunBashNote(t, root, nil, "node --test", nil); code != 0 || !strings.Contains(note, "test iteration 2/10, passed") {
+		t.Fatalf("the passing node test: code %d, note %q", code, note)
+	}
+
+	st := stateNow()
+	set(st, "phases.06-implementation.constitutional_validation", doc{"completed": true, "iterations_used": 1, "max_iterations": 5, "status": "compliant"})
+	writeState(st)
+	check(t, root, nil, skillCall(root, "isdlc", "advance"), allow)
+
+	st = stateNow()
+	set(st, "current_phase", "16-quality-loop")
+	set(st, "active_workflow.current_phase", "16-quality-loop")
+	set(st, "active_workflow.current_phase_index", 6)
+	set(st, "active_workflow.phase_status.06-implementation", "completed")
+	set(st, "active_workflow.phase_status.16-quality-loop", "in_progress")
+	set(st, "phases.06-implementation.status", "completed")
+	set(st, "phases.16-quality-loop", doc{"status": "in_progress"})
+	writeState(st)
+	if denied := auditLines(t, root, "DOCUMENT_WRITE_BLOCKED"); len(denied) != 0 {
+		t.Errorf("DOCUMENT_WRITE_BLOCKED in an honest walk: %v", denied)
+	}
+}

@@ -242,6 +242,16 @@ func printStatus(w io.Writer, st des.OrchestrationStatus) error {
 	if l := st.Last; l != nil {
 		fmt.Fprintf(w, "last stopped: %s (%s) after %s, at %s\n", l.ID, l.Type, age(l.Seconds), l.StoppedAt.UTC().Format(time.RFC3339))
 	}
+	if wf := st.Workflow; wf != nil && wf.Phase != "" {
+		tests := "no test run recorded in the state"
+		if wf.TestIteration > 0 {
+			tests = fmt.Sprintf("test iteration %d/%d, last result %s", wf.TestIteration, wf.MaxIterations, wf.LastTestResult)
+			if wf.TestStatus != "" {
+				tests += ", " + wf.TestStatus
+			}
+		}
+		fmt.Fprintf(w, "iSDLC workflow %s: phase %s, %s\n", wf.StateFile, wf.Phase, tests)
+	}
 	fmt.Fprintln(w)
 
 	g := st.Graph
