@@ -153,6 +153,8 @@ type Engine struct {
 	policyErr  error
 
 	dlog decisionLog // des_decisionlog.go
+
+	testRuns runsMemo // the attested test runs, read again when they change (workflow_evidence.go)
 }
 
 // New reads the settings, loads and compiles the policies and opens the audit

@@ -4,8 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/testrun"
 )
 
 // BenchmarkPhaseDelegation is Gate 1 on a phase delegation in an iSDLC
@@ -13,6 +15,18 @@ import (
 // checks, evaluation of pre_invocation with the phase guards, audit. The
 // contract's budget is Gate 1's (≤ 5 ms in process).
 func BenchmarkPhaseDelegation(b *testing.B) {
+	benchPhaseDelegation(b, 0)
+}
+
+// BenchmarkPhaseDelegationWithTestRuns is BenchmarkPhaseDelegation with
+// 1000 test runs des recorded in the phase (phase_evidence des): the
+// attested store read and verified, the test iterations derived, at every
+// call.
+func BenchmarkPhaseDelegationWithTestRuns(b *testing.B) {
+	benchPhaseDelegation(b, 1000)
+}
+
+func benchPhaseDelegation(b *testing.B, runs int) {
 	root := b.TempDir()
 	files := map[string]string{
 		".isdlc/state.json": `{"current_phase": "06-implementation", "active_workflow": {"type": "feature",
@@ -34,6 +48,19 @@ func BenchmarkPhaseDelegation(b *testing.B) {
 	e, err := New(b.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_STATE_DIR": b.TempDir()})))
 	if err != nil {
 		b.Fatal(err)
+	}
+	store := testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}
+	for i := range runs {
+		result := testrun.Failed
+		if i%3 == 0 {
+			result = testrun.Passed
+		}
+		r := testrun.Record{Time: time.Unix(int64(1_800_000_000+i), 0), Event: "PostToolUse", Command: "go test ./...", Runner: "go test",
+			Result: result, Error: "--- FAIL: TestLogin", Signature: "--- FAIL: TestLogin",
+			Belongs: testrun.Belongs{StateFile: ".isdlc/state.json", ISDLCPhase: "06-implementation", Workflow: "feature@"}}
+		if err := store.Append(b.Context(), r); err != nil {
+			b.Fatal(err)
+		}
 	}
 	inv := gate.Invocation{Tool: gate.ToolAgent, AgentType: "qa-engineer", Prompt: "Review the login code", ToolUseID: "toolu_1"}
 	if res, err := e.PreInvocation(b.Context(), inv); err != nil || !res.Denied() {

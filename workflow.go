@@ -40,22 +40,17 @@ func (e *Engine) defaultWorkflow(lookupEnv func(string) (string, bool)) gate.Wor
 			if w.Requirements != nil {
 				tables = w.Requirements
 			}
-			if ev := e.workflowEvidence(ctx, w.StateFile, w.State, tables); ev != nil {
+			if ev := e.workflowEvidence(ctx, w.StateFile, w.State, tables, false); ev != nil {
 				facts["evidence"] = ev
 			}
 			return facts, nil
 		},
 		Evidence: func(ctx context.Context, stateFile string, state map[string]any) (map[string]any, error) {
-			tables, err := e.requirementTables(ctx)
+			tables, err := e.effectiveTables(ctx)
 			if err != nil {
 				return nil, err
 			}
-			if len(e.cfg.PhaseRequirementsFiles) > 0 {
-				if tables, err = isdlc.RequirementTables(e.root, e.cfg.PhaseRequirementsFiles, tables); err != nil {
-					return nil, err
-				}
-			}
-			return e.workflowEvidence(ctx, stateFile, state, tables), nil
+			return e.workflowEvidence(ctx, stateFile, state, tables, false), nil
 		},
 		Branch: func(dir, workflowBranch string) map[string]any {
 			return isdlc.Branch(dir, workflowBranch).Facts()

@@ -3,12 +3,14 @@ package des
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/deterministic-exec/des/audit"
@@ -36,13 +38,18 @@ import (
 //
 // state is the state des reads (a write guard passes the content a write
 // would leave: its workflow's evidence), stateFile its path.
-func (e *Engine) workflowEvidence(ctx context.Context, stateFile string, state, tables map[string]any) map[string]any {
+//
+// The policies read no run history (a long one would cost every
+// evaluation): with history false each test_iteration has the last run's
+// failures (last_test_failures) instead; WriteTestIteration asks for the
+// history the state keeps.
+func (e *Engine) workflowEvidence(ctx context.Context, stateFile string, state, tables map[string]any, history bool) map[string]any {
 	id := isdlc.WorkflowID(state)
 	if id == "" {
 		return nil
 	}
 	ev := map[string]any{"workflow": id, "test_iteration": map[string]any{}}
-	seen, _, err := testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}.Read()
+	seen, storeKey, err := e.attestedRuns()
 	if err != nil {
 		// Unreadable evidence is no evidence: the gates then see no test
 		// run, and say so, rather than none of the workflow.
@@ -93,7 +100,12 @@ func (e *Engine) workflowEvidence(ctx context.Context, stateFile string, state, 
 	ti := ev["test_iteration"].(map[string]any)
 	for _, phase := range order {
 		lim := isdlc.TestIterationLimits(tables, state, phase, aliases)
-		derived := isdlc.DeriveTestIteration(byPhase[phase], lim)
+		derived := e.testRuns.derive(storeKey, limitsKey(stateFile, id, phase, lim), byPhase[phase], lim)
+		if h, _ := derived["history"].([]any); !history && len(h) > 0 {
+			last, _ := h[len(h)-1].(map[string]any)
+			derived["last_test_failures"] = last["failures"]
+			delete(derived, "history")
+		}
 		// An approval counts for the escalation it followed: tests that
 		// escalate again after it need another.
 		runs := byPhase[phase]
@@ -214,7 +226,11 @@ func (e *Engine) WriteTestIteration(ctx context.Context, cwd string) (TestIterat
 	}
 	rel, _ := facts["state_file"].(string)
 	state, _ := facts["state"].(map[string]any)
-	ev, _ := facts["evidence"].(map[string]any)
+	tables, err := e.effectiveTables(ctx)
+	if err != nil {
+		return upd, err
+	}
+	ev := e.workflowEvidence(ctx, rel, state, tables, true)
 	tis, _ := ev["test_iteration"].(map[string]any)
 	if rel == "" || state == nil || len(tis) == 0 {
 		return upd, nil
@@ -366,4 +382,86 @@ func (e *Engine) ObserveWorkflow(ctx context.Context, cwd string, o WorkflowObse
 		r.Event, r.AgentType, r.Result = testrun.EventAgentStop, o.AgentType, o.Constitutional
 	}
 	return testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}.Append(ctx, r)
+}
+
+// effectiveTables are the requirement tables in force: the team's files
+// (phase_requirements_files) over the policies' data.des.phases.requirements.
+func (e *Engine) effectiveTables(ctx context.Context) (map[string]any, error) {
+	tables, err := e.requirementTables(ctx)
+	if err != nil || len(e.cfg.PhaseRequirementsFiles) == 0 {
+		return tables, err
+	}
+	return isdlc.RequirementTables(e.root, e.cfg.PhaseRequirementsFiles, tables)
+}
+
+// runsMemo keeps the test runs of the last read with the stat of the
+// store's directory: the gates read them at every call in a workflow, a
+// warm server serves many calls, and reading and verifying a long store
+// costs far more than a stat (18 ms against 2 for 1000 runs).
+type runsMemo struct {
+	mu      sync.Mutex
+	key     [sha256.Size]byte
+	seen    []testrun.Seen
+	ok      bool
+	derived map[string]map[string]any // by phase and limits, for key's runs
+}
+
+// derive is isdlc.DeriveTestIteration of runs, from the memo when the same
+// runs (store key, what) were derived with the same limits. It returns a
+// copy the caller may change (the history shared).
+func (m *runsMemo) derive(storeKey [sha256.Size]byte, what string, runs []isdlc.TestRun, lim isdlc.IterationLimits) map[string]any {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.derived[what]
+	if !ok || m.key != storeKey || !m.ok {
+		d = isdlc.DeriveTestIteration(runs, lim)
+		if m.ok && m.key == storeKey {
+			if m.derived == nil {
+				m.derived = map[string]map[string]any{}
+			}
+			m.derived[what] = d
+		}
+	}
+	out := make(map[string]any, len(d)+1)
+	for k, v := range d {
+		out[k] = v
+	}
+	return out
+}
+
+// attestedRuns are the store's lines (testrun.Store.Read), from the memo
+// while the store's files are as they were (statTree: size, times, inode,
+// and the content of a file changed in the last moments).
+func (e *Engine) attestedRuns() ([]testrun.Seen, [sha256.Size]byte, error) {
+	var key [sha256.Size]byte
+	store := testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}
+	h := sha256.New()
+	for _, name := range []string{"runs.jsonl", "runs.1.jsonl", "head", "key"} {
+		if err := statTree(h, filepath.Join(store.Dir, name)); err != nil {
+			seen, _, err := store.Read()
+			return seen, key, err // key zero: nothing memoised
+		}
+	}
+	h.Sum(key[:0])
+	m := &e.testRuns
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ok && m.key == key {
+		return m.seen, key, nil
+	}
+	seen, _, err := store.Read()
+	if err != nil {
+		return seen, key, err
+	}
+	m.key, m.seen, m.ok, m.derived = key, seen, true, nil
+	return seen, key, nil
+}
+
+// limitsKey names what a derivation depends on besides the runs.
+func limitsKey(stateFile, id, phase string, lim isdlc.IterationLimits) string {
+	cov := "none"
+	if lim.MinCoverage != nil {
+		cov = fmt.Sprint(*lim.MinCoverage)
+	}
+	return fmt.Sprintf("%q %q %q %d %d %s", stateFile, id, phase, lim.MaxIterations, lim.CircuitBreaker, cov)
 }

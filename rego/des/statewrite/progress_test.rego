@@ -43,7 +43,7 @@ p_passed_tests := {"06-implementation": {"completed": true, "status": "success",
 
 p_failing_tests := {"06-implementation": {
 	"completed": false, "current_iteration": 2, "max_iterations": 10, "last_test_result": "failed",
-	"last_test_at": "2026-11-29T14:02:05.000Z", "last_test_command": "go test ./...", "history": [{"failures": 1}, {"failures": 3}],
+	"last_test_at": "2026-11-29T14:02:05.000Z", "last_test_command": "go test ./...", "last_test_failures": 3,
 }}
 
 test_advance_without_evidence_denied if {

@@ -106,21 +106,19 @@ _evidence_quote := sprintf(" (last test run %s UTC, `%s`, %s)", [substring(_ti.l
 	count(_ti.last_test_at) >= 16
 }
 
-_last_entry := _ti.history[count(_ti.history) - 1]
-
 default _last_run_outcome := "no outcome"
 
 _last_run_outcome := _ti.last_test_result if _ti.last_test_result != data.des.phases.failed_test_result
 
-_last_run_outcome := sprintf("%v failed", [_last_entry.failures]) if {
+_last_run_outcome := sprintf("%v failed", [_ti.last_test_failures]) if {
 	_ti.last_test_result == data.des.phases.failed_test_result
-	is_number(_last_entry.failures)
-	_last_entry.failures > 0
+	is_number(_ti.last_test_failures)
+	_ti.last_test_failures > 0
 }
 
 _last_run_outcome := "failed" if {
 	_ti.last_test_result == data.des.phases.failed_test_result
-	not _last_entry.failures > 0
+	not _ti.last_test_failures > 0
 }
 
 # METADATA

@@ -453,7 +453,7 @@ claimed := set("/phases/06-implementation/iteration_requirements/test_iteration"
 seen_failing := {"06-implementation": {
 	"completed": false, "current_iteration": 2, "max_iterations": 10, "last_test_result": "failed",
 	"last_test_at": "2026-11-29T14:02:05.000Z", "last_test_command": "go test ./...",
-	"history": [{"iteration": 1, "failures": 1}, {"iteration": 2, "failures": 3}],
+	"last_test_failures": 3,
 }}
 
 test_evidence_claim_without_run_blocked if {
