@@ -113,6 +113,18 @@ passed contains p if {
 	not _was_done(p)
 }
 
+# The phase the workflow is at moves on, whatever the list now says of it
+# (renamed, removed, moved): unless the write goes back to a phase before
+# it (a rollback, which the order rules judge).
+passed contains _old_current if {
+	_judged
+	_same_workflow
+	_new_current != _old_current
+	not _goes_back
+}
+
+_goes_back if _pos(_new_list, _new_current) < _pos(_new_list, _old_current)
+
 _was_done(p) if {
 	_same_workflow
 	_done_in(_old, p)

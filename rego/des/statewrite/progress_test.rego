@@ -125,3 +125,15 @@ test_other_state_file_not_judged if {
 	inp := json.patch(p_input(p_disk, p_at(p_disk, "07-testing", 2), {}), [{"op": "replace", "path": "/state/path", "value": ".des/state.json"}])
 	p_codes(inp) == set()
 }
+
+test_phase_renamed_or_removed_still_passed if {
+	renamed := json.patch(p_at(p_disk, "07-testing", 2), [{"op": "replace", "path": "/active_workflow/phases/1", "value": "06-implementation-done"}])
+	p_codes(p_input(p_disk, renamed, {})) == {"DES-GATE-BLOCKED"}
+	removed := json.patch(p_at(p_disk, "07-testing", 1), [{"op": "remove", "path": "/active_workflow/phases/1"}])
+	p_codes(p_input(p_disk, removed, {})) == {"DES-GATE-BLOCKED"}
+}
+
+test_rollback_passes_nothing if {
+	disk := p_at(p_disk, "07-testing", 2)
+	p_codes(p_input(disk, p_at(p_disk, "06-implementation", 1), {})) == set()
+}
