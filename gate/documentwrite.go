@@ -319,7 +319,7 @@ func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) 
 				facts["shadows"] = shadows
 			}
 		}
-		if err := d.Workflow.progressFacts(ctx, call.Cwd, rel, content, facts, in); err != nil {
+		if err := d.Workflow.progressFacts(ctx, call.Cwd, rel, content, disk, facts, in); err != nil {
 			return res, fmt.Errorf("write guard: %w", err)
 		}
 		in["state"] = facts

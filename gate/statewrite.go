@@ -77,37 +77,51 @@ func stateRank(rel, project string) int {
 	return 3
 }
 
-// progressFacts adds, for a write to the workflow state in effect where the
-// call runs (cwd), what the progress rules read: the whole document the
-// write would leave (state.document), the workflow the file holds now
-// (state.workflow_before, isdlc's type@started_at), and the workflow facts
-// with des's evidence of the written document's workflow (input.workflow):
-// a write that moves past a phase, or says its tests ran, is judged on
-// what des saw.
-func (w Workflow) progressFacts(ctx context.Context, cwd, rel string, content []byte, facts, in map[string]any) error {
+// progressFacts adds what the progress rules read to a write of the
+// workflow state rel: the whole document the write would leave
+// (state.document), the workflow the file holds now
+// (state.workflow_before, isdlc's type@started_at), and input.workflow for
+// rel with des's evidence of the written document's workflow: a write that
+// moves past a phase, or says its tests ran, is judged on what des saw.
+// The facts are those of the state in effect where the call runs when rel
+// is that state; otherwise (another monorepo project's state, say) rel is
+// judged on its own content, with the team's requirement tables.
+func (w Workflow) progressFacts(ctx context.Context, cwd, rel string, content, disk []byte, facts, in map[string]any) error {
 	if w.Evidence == nil || facts["incoming"] == nil {
 		return nil
-	}
-	wf, err := w.find(ctx, cwd)
-	if err != nil || wf == nil || wf["state_file"] != rel {
-		return err
 	}
 	v, err := datadoc.Decode(content)
 	doc, ok := v.(map[string]any)
 	if err != nil || !ok {
 		return nil
 	}
+	wf, err := w.find(ctx, cwd)
+	if err != nil {
+		return err
+	}
+	out := map[string]any{}
+	if wf != nil && wf["state_file"] == rel {
+		for k, v := range wf {
+			out[k] = v
+		}
+	} else {
+		out["state_file"] = rel
+		if req, ok := wf["requirements"]; ok {
+			out["requirements"] = req
+		}
+		if dv, err := datadoc.Decode(disk); err == nil && disk != nil {
+			if d, ok := dv.(map[string]any); ok {
+				out["state"] = d
+			}
+		}
+	}
 	ev, err := w.Evidence(ctx, rel, doc)
 	if err != nil {
 		return err
 	}
-	before, _ := wf["state"].(map[string]any)
+	before, _ := out["state"].(map[string]any)
 	facts["document"] = doc
 	facts["workflow_before"] = isdlc.WorkflowID(before)
-	out := make(map[string]any, len(wf)+1)
-	for k, v := range wf {
-		out[k] = v
-	}
 	if ev != nil {
 		out["evidence"] = ev
 	} else {

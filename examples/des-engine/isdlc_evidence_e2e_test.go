@@ -320,3 +320,21 @@ func TestE2EISDLCReadmeProjectHonestWalk(t *testing.T) {
 		t.Errorf("DOCUMENT_WRITE_BLOCKED in an honest walk: %v", denied)
 	}
 }
+
+// A monorepo project's state written from the root, where another state is
+// in effect: judged on its own content and its own evidence.
+func TestE2EISDLCProgressInAnotherProjectsState(t *testing.T) {
+	st := workflowState(featurePhases, 5)
+	set(st, "active_workflow.started_at", "2026-11-29T09:00:00Z")
+	root := newProjectNoPlan(t, nil,
+		".des/config.json", `{"phase_evidence": "des"}`,
+		".isdlc/monorepo.json", `{"projects": {"api": {"path": "apps/api"}, "web": {"path": "apps/web"}}, "default_project": "web"}`,
+		".isdlc/projects/api/state.json", marshalState(t, st),
+		".isdlc/projects/web/state.json", marshalState(t, workflowState(featurePhases, 0)),
+		planPath, planV1)
+	moved := cloneDoc(t, st)
+	set(moved, "active_workflow.current_phase", "16-quality-loop")
+	set(moved, "active_workflow.current_phase_index", 6)
+	ev := writeToolEvent(root, "Write", ".isdlc/projects/api/state.json", map[string]any{"content": marshalState(t, moved)})
+	check(t, root, nil, ev, denies("DES-GATE-BLOCKED").with(`.isdlc/projects/api/state.json: this write moves the workflow past phase "06-implementation", but des has not seen its tests pass`))
+}
