@@ -100,6 +100,16 @@ func TestE2EISDLCTestIterationsFromEvidence(t *testing.T) {
 	if lines := auditLines(t, root, "TEST_ITERATION_UPDATED"); len(lines) != 1 || lines[0]["last_test_result"] != "failed" {
 		t.Errorf("TEST_ITERATION_UPDATED lines = %v, want one, failed", lines)
 	}
+	// des's write is its own: the next call's effect check keeps it.
+	if a := agentBash(t, root, root, "ls shop"); a.deny != "" || a.reason != "" {
+		t.Fatalf("a plain call after des's write: %+v", a)
+	}
+	if ti := testIteration(stateNow()); ti["current_iteration"] != 1.0 {
+		t.Errorf("des's write did not survive the next call's effect check: %v", ti)
+	}
+	if v := auditLines(t, root, "INTEGRITY_VIOLATION"); len(v) != 0 {
+		t.Errorf("INTEGRITY_VIOLATION after des's own write: %v", v)
+	}
 	if r := runBinCLI(t, root, "statusline"); !strings.Contains(r.stdout, "06-implementation tests 1/10 failed") {
 		t.Errorf("statusline = %q, want the phase's test iterations", r.stdout)
 	}
