@@ -122,6 +122,13 @@ func (h *hookEnv) recordTestRun(ctx context.Context, ev *Event) (note string) {
 	}
 	exit, interrupted, output := testRunResult(ev)
 	r := testrun.NewRecord(command, m, exit, interrupted, output)
+	if r.Result == testrun.Passed {
+		// The exit status and output are the line's: a pass counts only
+		// from a line that runs the runner alone, running tests.
+		if why := table.NotAPass(command, m); why != "" {
+			r.Result, r.Error, r.Signature = testrun.Inconclusive, why, testrun.NormalizeError(why)
+		}
+	}
 	r.Time, r.Event = time.Now().UTC(), ev.HookEventName
 	r.ToolUseID, r.SessionID, r.AgentID, r.AgentType = ev.ToolUseID, ev.SessionID, ev.AgentID, ev.AgentType
 	r.Belongs = h.testRunBelongs(ctx, eng, ev)
@@ -356,6 +363,8 @@ func iterationNote(r testrun.Record, upd des.TestIterationUpdate) string {
 		next = "The phase's test iteration requirement is met."
 	case r.Result == testrun.Failed:
 		next = fmt.Sprintf("Fix the failing code or tests and run the same command again (%d iterations left); the phase does not advance until des sees the tests pass.", limit-n)
+	case strings.HasPrefix(r.Error, "Not a pass:"):
+		next = r.Error + "."
 	default:
 		next = "des could not tell whether the tests passed; run them so that the output or the exit status says."
 	}

@@ -18,6 +18,9 @@ import (
 type Runner struct {
 	Name    string
 	Command []string
+	// NoRun are options (globs) with which the runner runs no test (go
+	// test -list, pytest --collect-only): a run with one is no pass.
+	NoRun []string
 }
 
 // Table is the test runner table, the most specific entries (the longest
@@ -57,6 +60,19 @@ func ParseTable(v any) (Table, error) {
 		}
 		if len(r.Command) == 0 {
 			return nil, fmt.Errorf("data.des.evidence.test_runners[%q]: want {\"command\": [\"word\", ...]} with at least one non-empty word", name)
+		}
+		if raw, ok := obj["no_run"]; ok && raw != nil {
+			opts, _ := raw.([]any)
+			if opts == nil {
+				return nil, fmt.Errorf("data.des.evidence.test_runners[%q].no_run: want a list of options", name)
+			}
+			for _, o := range opts {
+				s, ok := o.(string)
+				if _, err := path.Match(s, ""); !ok || s == "" || err != nil {
+					return nil, fmt.Errorf("data.des.evidence.test_runners[%q].no_run: bad option %v", name, o)
+				}
+				r.NoRun = append(r.NoRun, s)
+			}
 		}
 		t = append(t, r)
 	}

@@ -113,17 +113,23 @@ passed contains p if {
 	not _was_done(p)
 }
 
-# The phase the workflow is at moves on, whatever the list now says of it
-# (renamed, removed, moved): unless the write goes back to a phase before
-# it (a rollback, which the order rules judge).
-passed contains _old_current if {
+# A write that leaves the phase the file is at for one that is not earlier
+# in the workflow's phases as the file lists them passes it too, however it
+# lists the phases: dropping the phase from active_workflow.phases,
+# reordering them, or moving to a phase the list does not hold.
+passed contains p if {
 	_judged
 	_same_workflow
-	_new_current != _old_current
-	not _goes_back
+	p := _old_current
+	not _new_current == p
+	not _back_from(p)
 }
 
-_goes_back if _pos(_new_list, _new_current) < _pos(_new_list, _old_current)
+_old_list := l if {
+	l := phases.phase_list with input.workflow.state as _old
+}
+
+_back_from(p) if _pos(_old_list, _new_current) < _pos(_old_list, p)
 
 _was_done(p) if {
 	_same_workflow

@@ -1,0 +1,258 @@
+package testrun
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// A Bash call reports the exit status and the output of its whole command
+// line, not those of the test runner in it: `go test ./... >/dev/null;
+// true`, `true || go test ./...`, `go test ./... | grep -v FAIL` exit 0
+// with nothing failing in their output, and a runner run with an option
+// that runs no test (go test -list, pytest --collect-only) exits 0 too. A
+// pass counts only when the line runs the runner alone and the runner ran
+// tests: NotAPass says why not. A failure always counts (a made-up failure
+// costs only the agent that made it).
+
+// envNotAlone are variables that, set on the line, change what the runner
+// runs (another program by its name, its options).
+var envNotAlone = map[string]bool{
+	"PATH": true, "GOFLAGS": true, "PYTEST_ADDOPTS": true, "NODE_OPTIONS": true,
+	"BASH_ENV": true, "ENV": true, "LD_PRELOAD": true, "MAVEN_ARGS": true,
+}
+
+// prefixCommands may come before the runner, joined by && or ;: they
+// change the directory or the environment the runner runs in, and their
+// exit status is not the line's.
+var prefixCommands = map[string]bool{"cd": true, "pushd": true, "export": true, "set": true}
+
+// wrappers run the command after them with the same output and (but for
+// a timeout) the same exit status: word count of a subcommand, and
+// whether NAME=VALUE operands and a duration come first.
+var wrappers = map[string]struct {
+	sub      string
+	assigns  bool
+	duration bool
+}{
+	"timeout": {duration: true}, "time": {}, "env": {assigns: true}, "nice": {},
+	"uv": {sub: "run"}, "poetry": {sub: "run"}, "pipenv": {sub: "run"}, "bundle": {sub: "exec"},
+}
+
+// NotAPass says why a run of command that reads as passed is no pass:
+// the line does more than run the runner m (its status and output are not
+// the runner's alone), or the runner was told to run no test (an option
+// of the entry's no_run). "" when the pass counts.
+func (t Table) NotAPass(command string, m Match) string {
+	if why := t.alone(command); why != "" {
+		return "Not a pass: the command " + why + "; des counts a pass only from a command that runs the test runner alone (cd DIR && RUNNER ARGS [2>&1])"
+	}
+	for _, r := range t {
+		if r.Name != m.Runner {
+			continue
+		}
+		if opt := r.noRun(m.Argv); opt != "" {
+			return fmt.Sprintf("Not a pass: %s with %s runs no test", r.Name, opt)
+		}
+	}
+	return ""
+}
+
+// alone says why command does not run a runner of t alone, "" when it
+// does.
+func (t Table) alone(command string) string {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
+	if err != nil {
+		return "does not parse"
+	}
+	var stmts []*syntax.Stmt
+	var flatten func(s *syntax.Stmt) string
+	flatten = func(s *syntax.Stmt) string {
+		switch {
+		case s.Negated:
+			return "negates an exit status (!)"
+		case s.Background || s.Coprocess:
+			return "runs a command in the background"
+		}
+		if b, ok := s.Cmd.(*syntax.BinaryCmd); ok {
+			if b.Op != syntax.AndStmt || len(s.Redirs) > 0 {
+				return fmt.Sprintf("joins commands with %s", b.Op)
+			}
+			if why := flatten(b.X); why != "" {
+				return why
+			}
+			return flatten(b.Y)
+		}
+		stmts = append(stmts, s)
+		return ""
+	}
+	for _, s := range f.Stmts {
+		if why := flatten(s); why != "" {
+			return why
+		}
+	}
+	if len(stmts) == 0 {
+		return "runs nothing"
+	}
+	for _, s := range stmts[:len(stmts)-1] {
+		if !prefixRedirOK(s) {
+			return "redirects the input or output of a command"
+		}
+		argv, why := literalCall(s)
+		if why != "" {
+			return why
+		}
+		if len(argv) == 0 || prefixCommands[argv[0]] || isActivate(argv) {
+			continue
+		}
+		return fmt.Sprintf("runs %s besides the test runner", argv[0])
+	}
+	last := stmts[len(stmts)-1]
+	for _, r := range last.Redirs {
+		if r.Op == syntax.DplOut && r.N != nil && r.N.Value == "2" && r.Word != nil && r.Word.Lit() == "1" {
+			continue // 2>&1
+		}
+		return "redirects the test runner's input or output"
+	}
+	argv, why := literalCall(last)
+	if why != "" {
+		return why
+	}
+	argv = unwrap(argv)
+	if _, ok := t.Recognise([][]string{argv}); !ok {
+		return "does not end with the test runner"
+	}
+	return ""
+}
+
+// literalCall is a statement's simple command as literal words, or why it
+// is not one.
+func literalCall(s *syntax.Stmt) ([]string, string) {
+	if d, ok := s.Cmd.(*syntax.DeclClause); ok && d.Variant.Value == "export" {
+		for _, a := range d.Args {
+			if a.Name != nil && envNotAlone[a.Name.Value] {
+				return nil, "sets " + a.Name.Value
+			}
+			if a.Value != nil && !literal(a.Value) || a.Array != nil {
+				return nil, "sets a variable to a computed value"
+			}
+		}
+		return []string{"export"}, ""
+	}
+	call, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || s.Cmd == nil {
+		return nil, "runs a compound command (a subshell, group, condition, loop or pipe)"
+	}
+	for _, a := range call.Assigns {
+		if envNotAlone[a.Name.Value] {
+			return nil, "sets " + a.Name.Value
+		}
+		if a.Value != nil && !literal(a.Value) {
+			return nil, "sets a variable to a computed value"
+		}
+	}
+	argv := make([]string, 0, len(call.Args))
+	for _, w := range call.Args {
+		if !literal(w) {
+			return nil, "has a word computed when it runs (an expansion or substitution)"
+		}
+		argv = append(argv, unquote(w))
+	}
+	return argv, ""
+}
+
+// prefixRedirOK: a command before the runner may only silence itself
+// (cd dir >/dev/null).
+func prefixRedirOK(s *syntax.Stmt) bool {
+	for _, r := range s.Redirs {
+		if r.Word == nil || r.Word.Lit() != "/dev/null" {
+			return false
+		}
+	}
+	return true
+}
+
+// literal reports whether w is plain text: no expansion, substitution or
+// arithmetic.
+func literal(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		switch x := p.(type) {
+		case *syntax.Lit, *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				if _, ok := q.(*syntax.Lit); !ok {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// unquote is a literal word's text.
+func unquote(w *syntax.Word) string {
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(x.Value)
+		case *syntax.SglQuoted:
+			b.WriteString(x.Value)
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				b.WriteString(q.(*syntax.Lit).Value)
+			}
+		}
+	}
+	return b.String()
+}
+
+// isActivate: source .venv/bin/activate, . venv/bin/activate.
+func isActivate(argv []string) bool {
+	return len(argv) == 2 && (argv[0] == "source" || argv[0] == ".") && path.Base(argv[1]) == "activate" && path.Base(path.Dir(argv[1])) == "bin"
+}
+
+// unwrap drops the wrappers before the command they run.
+func unwrap(argv []string) []string {
+	for len(argv) > 0 {
+		w, ok := wrappers[path.Base(argv[0])]
+		if !ok {
+			return argv
+		}
+		argv = argv[1:]
+		if w.sub != "" {
+			if len(argv) == 0 || argv[0] != w.sub {
+				return nil
+			}
+			argv = argv[1:]
+		}
+		for len(argv) > 0 && (strings.HasPrefix(argv[0], "-") || w.assigns && strings.Contains(argv[0], "=")) {
+			argv = argv[1:]
+		}
+		if w.duration && len(argv) > 0 {
+			argv = argv[1:]
+		}
+	}
+	return argv
+}
+
+// noRun is the first word of argv an option of the entry's no_run
+// matches (a word, or its name before "="), "" when none.
+func (r Runner) noRun(argv []string) string {
+	for _, a := range argv[min(len(r.Command), len(argv)):] {
+		name, _, _ := strings.Cut(a, "=")
+		for _, p := range r.NoRun {
+			if ok, _ := path.Match(p, a); ok {
+				return a
+			}
+			if ok, _ := path.Match(p, name); ok && strings.HasPrefix(a, "-") {
+				return a
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,92 @@
+package testrun
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/deterministic-exec/des/internal/shell"
+)
+
+// A pass counts only from a line that runs the test runner alone, with
+// tests to run: the call's exit status and output are the whole line's.
+func TestNotAPass(t *testing.T) {
+	tab := builtinTable(t)
+	cases := []struct {
+		command string
+		why     string // "" the pass counts; else a part of the reason
+	}{
+		{"go test ./...", ""},
+		{"cd shop && go test -v -cover ./... 2>&1", ""},
+		{"cd shop; go test -count=1 ./...", ""},
+		{"CGO_ENABLED=0 go test -race ./...", ""},
+		{"timeout 600 go test ./...", ""},
+		{"cd web && npx jest --coverage", ""},
+		{"source .venv/bin/activate && pytest -q tests/", ""},
+		{"uv run pytest -x", ""},
+		{"export CI=true && npm test", ""},
+		{"cd /tmp/x >/dev/null && cargo test", ""},
+		{`pytest -k "not slow"`, ""},
+
+		// The line's status or output is not the runner's.
+		{"go test ./... >/dev/null 2>&1; true", "redirects"},
+		{"go test ./... > out.txt", "redirects"},
+		{"go test ./... || true", "joins commands with ||"},
+		{"true || go test ./...", "joins commands with ||"},
+		{"go test ./... | grep -v FAIL", "joins commands with |"},
+		{"go test ./... 2>&1 | tail -1", "joins commands with |"},
+		{"go test ./...; true", "runs go besides"},
+		{"go test ./... && echo 'ok  x 0.1s'", "runs go besides"},
+		{"! go test ./...", "negates"},
+		{"go test ./... &", "background"},
+		{"if false; then go test ./...; fi", "compound command"},
+		{"(go test ./...)", "compound command"},
+		{"bash -c 'go test ./... || true'", "does not end with the test runner"},
+		{"go test $(echo -list .) ./...", "computed"},
+		{"PATH=./fake:$PATH go test ./...", "sets PATH"},
+		{"export PATH=./fake && go test ./...", "sets PATH"},
+		{"GOFLAGS=-exec=true go test ./...", "sets GOFLAGS"},
+		{"PYTEST_ADDOPTS=--collect-only pytest", "sets PYTEST_ADDOPTS"},
+		{"go() { echo ok; }; go test ./...", "compound command"},
+
+		// The runner runs no test.
+		{"go test -list . ./...", "with -list runs no test"},
+		{"go test -list=. ./...", "with -list=. runs no test"},
+		{"go test -c ./...", "with -c runs no test"},
+		{"go test -exec true ./...", "with -exec runs no test"},
+		{"go test -n ./...", "with -n runs no test"},
+		{"pytest --collect-only", "with --collect-only runs no test"},
+		{"pytest --version", "with --version runs no test"},
+		{"cargo test --no-run", "with --no-run runs no test"},
+		{"cargo nextest list", "with list runs no test"},
+		{"npx jest --listTests", "with --listTests runs no test"},
+		{"mvn test -DskipTests", "with -DskipTests runs no test"},
+		{"npx mocha --dry-run", "with --dry-run runs no test"},
+		{"npm test -- --listTests", "with --listTests runs no test"},
+	}
+	for _, c := range cases {
+		m, ok := tab.Recognise(shell.Analyze(c.command).Runs)
+		if !ok {
+			t.Errorf("%q: not recognised as a test run", c.command)
+			continue
+		}
+		got := tab.NotAPass(c.command, m)
+		switch {
+		case c.why == "" && got != "":
+			t.Errorf("%q: NotAPass = %q, want the pass to count", c.command, got)
+		case c.why != "" && !strings.Contains(got, c.why):
+			t.Errorf("%q: NotAPass = %q, want %q in it", c.command, got, c.why)
+		}
+	}
+}
+
+func TestParseTableNoRun(t *testing.T) {
+	for _, bad := range []any{
+		map[string]any{"x": map[string]any{"command": []any{"x"}, "no_run": "-c"}},
+		map[string]any{"x": map[string]any{"command": []any{"x"}, "no_run": []any{""}}},
+		map[string]any{"x": map[string]any{"command": []any{"x"}, "no_run": []any{"["}}},
+	} {
+		if _, err := ParseTable(bad); err == nil {
+			t.Errorf("ParseTable(%v): no error", bad)
+		}
+	}
+}
