@@ -288,6 +288,31 @@ func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) 
 	if err != nil {
 		return res, fmt.Errorf("write guard: read %s: %w", rel, err)
 	}
+	return d.check(ctx, ev, call, kind, rel, disk, false)
+}
+
+// CheckSync judges content that git put at rel (relative to the root) in
+// place of was (nil: absent) during a tool call, as a Write of content
+// over was would be judged: a workflow state, task graph or state selector
+// git checked out must pass the rules a write of it must pass. Step files
+// are judged by Gate 3 on the commits that brought them; for them, and for
+// paths that are not guarded documents, Evaluated is false.
+func (d DocumentWrite) CheckSync(ctx context.Context, ev Evaluator, call WriteCall, was []byte) (Result, error) {
+	res := Result{Gate: policy.DocumentWrite}
+	kind, rel, err := d.WriteKind(call)
+	if err != nil || kind == "" || kind == KindStep {
+		return res, err
+	}
+	return d.check(ctx, ev, call, kind, rel, was, true)
+}
+
+// check is Check with the document's content before the write, disk. A
+// sync check (CheckSync) records a deny, but prepares nothing for a
+// PostToolUse: git's write has landed already.
+func (d DocumentWrite) check(ctx context.Context, ev Evaluator, call WriteCall, kind, rel string, disk []byte, sync bool) (Result, error) {
+	res := Result{Gate: policy.DocumentWrite}
+	var err error
+	abs := filepath.Join(d.Root, filepath.FromSlash(rel))
 	content, ok := Incoming(call, disk)
 	if !ok {
 		return res, nil
@@ -343,6 +368,9 @@ func (d DocumentWrite) Check(ctx context.Context, ev Evaluator, call WriteCall) 
 			"codes": dec.Codes(), "tool_use_id": call.ToolUseID, "session_id": call.SessionID,
 		}, call.AgentID)})
 		return res, err
+	}
+	if sync {
+		return res, nil
 	}
 	if kind == KindState {
 		next, _ := dec.Info["state_seen"].(map[string]any)

@@ -104,15 +104,16 @@ func (w Workflow) progressFacts(ctx context.Context, cwd, rel string, content, d
 		for k, v := range wf {
 			out[k] = v
 		}
-	} else {
-		out["state_file"] = rel
-		if req, ok := wf["requirements"]; ok {
-			out["requirements"] = req
-		}
-		if dv, err := datadoc.Decode(disk); err == nil && disk != nil {
-			if d, ok := dv.(map[string]any); ok {
-				out["state"] = d
-			}
+	} else if req, ok := wf["requirements"]; ok {
+		out["requirements"] = req
+	}
+	// What the file holds before the write is disk (for a sync check, what
+	// git replaced, which is no longer on disk).
+	out["state_file"] = rel
+	delete(out, "state")
+	if dv, err := datadoc.Decode(disk); err == nil && disk != nil {
+		if d, ok := dv.(map[string]any); ok {
+			out["state"] = d
 		}
 	}
 	ev, err := w.Evidence(ctx, rel, doc)

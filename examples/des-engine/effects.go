@@ -327,6 +327,9 @@ func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
 		// judged: not one made with git's hooks off, which the ref check
 		// after this moves back.
 		call.TrustHead = func(ctx context.Context, commit string) bool { return h.headTrusted(ctx, ev, commit) }
+		call.AcceptSync = func(ctx context.Context, key string, was, now []byte) bool {
+			return h.syncAccepted(ctx, ev, key, was, now)
+		}
 	}
 	rep, err := c.EndCall(cctx, call)
 	cancel()
@@ -543,3 +546,53 @@ func lookupValue(lookupEnv func(string) (string, bool), name string) string {
 	v, _ := lookupEnv(name)
 	return v
 }
+
+// syncAccepted says whether a guarded document git changed during the call
+// (was → now; key relative to the root) may be taken: it is judged as a
+// Write of it would be, and refused when the write guard denies it with a
+// code of data.des.integrity.sync_refused_codes: progress des did not see
+// (a workflow state or task graph checked out from a commit the agent
+// made, with a phase moved on past its unseen tests). Git going back (a
+// reset, a stash, an older branch) is honest and breaks the order rules a
+// Write must keep: those codes do not refuse it. A refused change is
+// undone like a write around the guard, and kept. A document git removed
+// is taken (a Write cannot remove one, and a state made again is judged).
+// When des cannot judge, the change is undone.
+func (h *hookEnv) syncAccepted(ctx context.Context, ev *Event, key string, was, now []byte) bool {
+	if now == nil {
+		return true
+	}
+	eng, err := h.engine(ctx)
+	if err != nil {
+		h.logger.Warn("hook: cannot judge what git checked out; undoing it", "path", key, "err", err)
+		return false
+	}
+	content := string(now)
+	call := gate.WriteCall{Tool: toolWrite, Path: filepath.Join(h.root, filepath.FromSlash(key)), Content: &content,
+		ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID, Cwd: eventDir(ev, h.root)}
+	res, err := eng.DocumentWrite().CheckSync(ctx, eng, call, was)
+	if err != nil {
+		h.logger.Warn("hook: cannot judge what git checked out; undoing it", "path", key, "err", err)
+		return false
+	}
+	if !res.Denied() {
+		return true
+	}
+	pe, err := eng.Policy(ctx)
+	if err != nil {
+		return false
+	}
+	raw, _ := pe.Data(syncRefusedData)
+	refusing, _ := raw.([]any)
+	for _, c := range res.Decision.Codes() {
+		if slices.Contains(refusing, any(c)) {
+			h.logger.Info("hook: what git checked out claims progress des did not see; undoing it", "path", key, "codes", res.Decision.Codes())
+			return false
+		}
+	}
+	return true
+}
+
+// syncRefusedData is where the policies list the codes that refuse a
+// document git brought.
+const syncRefusedData = "des.integrity.sync_refused_codes"

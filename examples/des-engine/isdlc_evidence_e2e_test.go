@@ -348,3 +348,49 @@ func TestE2EISDLCProgressInAnotherProjectsState(t *testing.T) {
 	ev := writeToolEvent(root, "Write", ".isdlc/projects/api/state.json", map[string]any{"content": marshalState(t, moved)})
 	check(t, root, nil, ev, denies("DES-GATE-BLOCKED").with(`.isdlc/projects/api/state.json: this write moves the workflow past phase "06-implementation", but des has not seen its tests pass`))
 }
+
+// A state moved on in a commit of the agent's own, then checked out: git
+// brought it, but it passes the write guard as a Write would, or it is
+// undone (and kept). A state the guard accepts is taken as before.
+func TestE2EISDLCProgressThroughGitUndone(t *testing.T) {
+	st := workflowState(featurePhases, 5)
+	set(st, "active_workflow.started_at", "2026-11-29T09:00:00Z")
+	root := newProject(t, st, ".des/config.json", `{"phase_evidence": "des"}`)
+	commit := []string{"-c", "user.name=des", "-c", "user.email=des@example.com", "commit", "-q", "--no-verify"}
+	git(t, root, "init", "-q", "-b", "feature/x")
+	git(t, root, "add", "-A")
+	git(t, root, append(commit, "-m", "start")...)
+	before := readFileString(t, root, ".isdlc/state.json")
+
+	// A script the agent wrote does what the Bash guard would refuse to
+	// see done in the command line.
+	writeFile(t, root, "skip.sh", `git checkout -q -b skip
+sed -i 's/"current_phase": "06-implementation"/"current_phase": "16-quality-loop"/g; s/"current_phase_index": 5/"current_phase_index": 6/' .isdlc/state.json
+git -c user.name=a -c user.email=a@example.com commit -q -am skip --no-verify
+`)
+	a := agentBash(t, root, root, "sh skip.sh")
+	if a.deny != "" {
+		t.Fatalf("the call was denied before it ran: %s", a.deny)
+	}
+	if got := readFileString(t, root, ".isdlc/state.json"); got != before {
+		t.Errorf("the state git brought was taken:\n%s", got)
+	}
+	if lines := auditLines(t, root, "GIT_SYNC"); len(lines) != 0 {
+		t.Errorf("GIT_SYNC took the state: %v", lines)
+	}
+
+	// A branch whose state only adds a note: checked out, taken.
+	git(t, root, "checkout", "-q", "-f", "feature/x")
+	git(t, root, "checkout", "-q", "-b", "notes")
+	noted := cloneDoc(t, st)
+	set(noted, "phases.06-implementation.notes", "pairing with ana")
+	writeFile(t, root, ".isdlc/state.json", marshalState(t, noted))
+	git(t, root, append(commit, "-am", "notes")...)
+	git(t, root, "checkout", "-q", "feature/x")
+	if a := agentBash(t, root, root, "git checkout -q notes"); a.deny != "" || a.reason != "" {
+		t.Fatalf("an honest checkout: %+v", a)
+	}
+	if got := readFileString(t, root, ".isdlc/state.json"); !strings.Contains(got, "pairing with ana") {
+		t.Errorf("the state of an honest checkout was not taken:\n%s", got)
+	}
+}

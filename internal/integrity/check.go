@@ -275,6 +275,9 @@ func (c *Checker) sync(ctx context.Context, dirs *openDirs, rep *Report, items *
 	before := m.Git
 	committed := c.committed(ctx, before, head, ds)
 	for _, d := range ds {
+		if d.syncedHow != "" && call.AcceptSync != nil && !c.acceptSync(ctx, call, d) {
+			d.syncedHow = ""
+		}
 		if d.syncedHow == "" {
 			c.undo(dirs, rep, items, m, call, d.key, d.was, d.now, d.data)
 			continue
@@ -572,4 +575,22 @@ func (o *openDirs) close() {
 		o.d.Close()
 		o.d = nil
 	}
+}
+
+// acceptSync asks call.AcceptSync about d with the contents before and
+// after. A content des cannot read back counts as refused.
+func (c *Checker) acceptSync(ctx context.Context, call Call, d *deferred) bool {
+	var was []byte
+	if d.was.Type == typeFile {
+		old, err := c.copyOf(d.was.SHA256)
+		if err != nil {
+			return false
+		}
+		was = old
+	}
+	var now []byte
+	if d.now.Type == typeFile {
+		now = d.data
+	}
+	return call.AcceptSync(ctx, d.key, was, now)
 }

@@ -76,6 +76,12 @@ type Call struct {
 	// its content in that commit taken. A commit made with git's hooks off
 	// is not, and its content is undone like any write around the guard.
 	TrustHead func(ctx context.Context, commit string) bool
+	// AcceptSync, when set, is asked about each guarded document git
+	// changed honestly (was → now, nil when absent; key relative to the
+	// root) before it is taken: false undoes it like a write around the
+	// guard (and keeps it). A workflow state or task graph git brings must
+	// pass the write guard's judgment as a Write of it would.
+	AcceptSync func(ctx context.Context, key string, was, now []byte) bool
 }
 
 func (call Call) rewrites() bool {
