@@ -40,7 +40,8 @@ func runTest(ctx context.Context, e env, args []string) int {
 			"first as the hook compiles them (strict: an unused variable is an error; des's\n"+
 			"capabilities; the built-in bundle and data): a policy the hook would refuse fails\n"+
 			"here, not in the hook. Coverage counts the team's files only. Every .rego file\n"+
-			"must be `opa fmt` formatted (--fmt formats them).\n"+
+			"must be `opa fmt` formatted (--fmt formats them). With opa_url set, says on stderr\n"+
+			"that the hook does not enforce the policies tested: the OPA server's decide.\n"+
 			"Exit status: 0 every test passed; 1 a test failed or erred, coverage is below\n"+
 			"--min-coverage, or a file is not formatted; 2 the tests could not run (bad flags,\n"+
 			"a directory missing, a file that does not parse or compile as the hook compiles it,\n"+
@@ -66,6 +67,16 @@ func runTest(ctx context.Context, e env, args []string) int {
 	dirs, code := testDirs(ctx, e, fs.Args())
 	if code != exitOK {
 		return code
+	}
+	// With opa_url the hook enforces the server's policies, not these: a
+	// pass here says nothing about what the hook decides.
+	if cfg, err := des.LoadConfig(commandRoot(ctx, e.lookupEnv), e.lookupEnv); err == nil && cfg.OPAURL != "" {
+		names := make([]string, len(dirs))
+		for i, d := range dirs {
+			names[i] = d.name
+		}
+		fmt.Fprintf(e.stderr, "des-hook test: decisions come from the OPA server at %s (opa_url), with the policies loaded into it: "+
+			"the hook does not enforce %s; they run here for authoring, and are enforced once loaded into that server\n", cfg.OPAURL, strings.Join(names, ", "))
 	}
 
 	var unformatted []string
