@@ -351,6 +351,24 @@ func (e *Engine) Bundles() []BundleStatus {
 	return out
 }
 
+// PolicyDirsNotDeciding lists, as the settings name them, the policy
+// directories of cfg that exist under root while opa_url is set: the OPA
+// server decides with the policies loaded into it, so their rules decide
+// nothing (des still loads them, for its own data tables and the catalogue).
+// Nil without opa_url.
+func PolicyDirsNotDeciding(root string, cfg Config) []string {
+	if cfg.OPAURL == "" {
+		return nil
+	}
+	var out []string
+	for _, d := range cfg.PolicyDirs {
+		if _, err := os.Stat(resolve(root, d)); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // DecisionPointOf says where decisions are made under the settings cfg:
 // Embedded, or the URL of the OPA server of opa_url.
 func DecisionPointOf(cfg Config) string {

@@ -110,6 +110,9 @@ func orNone(s string) string {
 type policyStatus struct {
 	DecisionPoint string             `json:"decision_point"` // "embedded" or the opa_url
 	Bundles       []des.BundleStatus `json:"bundles"`
+	// NotDeciding are the local policy directories whose rules decide
+	// nothing because opa_url is set.
+	NotDeciding []string `json:"policy_dirs_not_deciding,omitempty"`
 }
 
 func policyStatusOf(ctx context.Context, root string, cfg des.Config, lookupEnv func(string) (string, bool)) policyStatus {
@@ -117,12 +120,34 @@ func policyStatusOf(ctx context.Context, root string, cfg des.Config, lookupEnv 
 	if b == nil {
 		b = []des.BundleStatus{}
 	}
-	return policyStatus{DecisionPoint: des.DecisionPointOf(cfg), Bundles: b}
+	return policyStatus{DecisionPoint: des.DecisionPointOf(cfg), Bundles: b, NotDeciding: des.PolicyDirsNotDeciding(root, cfg)}
+}
+
+// notDeciding says that the local policy directories dirs decide nothing
+// while the OPA server at url decides: a team that edits them would
+// otherwise believe its rules are enforced. "" for no directory.
+func notDeciding(url string, dirs []string) string {
+	if len(dirs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("local policies not deciding: %s: the hook enforces the policies loaded into the OPA server at %s, not these; "+
+		"load them there to enforce them (des-hook test still runs them, for authoring)", strings.Join(dirs, ", "), url)
+}
+
+// decisionsLine says where decisions are made.
+func decisionsLine(point string) string {
+	if point == des.Embedded {
+		return "decisions: " + point
+	}
+	return "decisions: " + point + " (the OPA server of opa_url decides every gate)"
 }
 
 // printPolicyStatus writes "decisions: ..." and a line per bundle.
 func printPolicyStatus(w io.Writer, ps policyStatus) error {
-	fmt.Fprintf(w, "decisions: %s\n", ps.DecisionPoint)
+	fmt.Fprintln(w, decisionsLine(ps.DecisionPoint))
+	if note := notDeciding(ps.DecisionPoint, ps.NotDeciding); note != "" {
+		fmt.Fprintln(w, note)
+	}
 	if len(ps.Bundles) == 0 {
 		fmt.Fprintln(w, "bundles: none")
 		return nil

@@ -570,7 +570,8 @@ func runPolicies(ctx context.Context, e env, args []string) int {
 	fs := newFlagSet(e, "policies", "[--json]",
 		"Lists every code the loaded policies (built-in and the team's) can yield, with its\n"+
 			"severity, Rego package and title. The project root is CLAUDE_PROJECT_DIR, else the\n"+
-			"git top level, else the current directory.")
+			"git top level, else the current directory. With opa_url set, says first (on stderr\n"+
+			"with --json) that the OPA server decides and which local policy directories do not.")
 	asJSON := fs.Bool("json", false, "print the catalogue as a JSON array")
 	if code, done := parseFlags(fs, args, 0); done {
 		return code
@@ -585,6 +586,19 @@ func runPolicies(ctx context.Context, e env, args []string) int {
 	if err != nil {
 		fmt.Fprintf(e.stderr, "des-hook policies: %v\n", err)
 		return exitUsage
+	}
+	// With opa_url the catalogue is of the local policies, not the
+	// server's: say so, on stderr for JSON, whose reader wants the array.
+	if cfg := eng.Config(); cfg.OPAURL != "" {
+		note := fmt.Sprintf("decisions: %s (the OPA server of opa_url decides every gate, with the policies loaded into it, not necessarily those listed here)", cfg.OPAURL)
+		if dirs := notDeciding(cfg.OPAURL, des.PolicyDirsNotDeciding(root, cfg)); dirs != "" {
+			note += "\n" + dirs
+		}
+		w := e.stdout
+		if *asJSON {
+			w = e.stderr
+		}
+		fmt.Fprintln(w, note)
 	}
 	if *asJSON {
 		if cat == nil {

@@ -372,3 +372,32 @@ func TestReadmeNamesTestsThatExist(t *testing.T) {
 		}
 	}
 }
+
+// The README tells a team which opa to install: the version des's go.mod
+// pins, so that an OPA upgrade takes the advice with it.
+func TestReadmeOPAVersionIsTheOnePinned(t *testing.T) {
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*github\.com/open-policy-agent/opa (v\S+)`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatal("go.mod requires no github.com/open-policy-agent/opa")
+	}
+	v := string(m[1])
+	readme, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every opa version the README names is the pinned one.
+	for _, got := range regexp.MustCompile(`open-policy-agent/opa(?:@|/releases/tag/)(v[0-9][^\s` + "`" + `,)]*)`).FindAllSubmatch(readme, -1) {
+		if string(got[1]) != v {
+			t.Errorf("README names opa %s, go.mod pins %s", got[1], v)
+		}
+	}
+	for _, want := range []string{"go get -tool github.com/open-policy-agent/opa@" + v, "releases/tag/" + v} {
+		if !strings.Contains(string(readme), want) {
+			t.Errorf("README does not say %q", want)
+		}
+	}
+}

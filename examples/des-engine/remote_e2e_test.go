@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -184,5 +185,71 @@ func TestE2ERemoteToken(t *testing.T) {
 	reason = denyReason(t, runHookProcess(t, other, []string{"OTHER_TOKEN=s3cret"}, writeEvent(other, "Write", ".des/config.json")))
 	if !strings.Contains(reason, "HTTP 401") {
 		t.Errorf("without ACME_OPA_TOKEN: %q, want a 401", reason)
+	}
+}
+
+// TestE2EPolicyDirsNotDecidingWithOPAURL: with opa_url the server's
+// policies decide and the team's .des/policies do not, as a real hook call
+// shows; status, policies and test each say so, naming the server and the
+// directory, and test still runs the team's tests, for authoring.
+func TestE2EPolicyDirsNotDecidingWithOPAURL(t *testing.T) {
+	srv := opatest.Start(t, opatest.Options{}, "../../rego") // des's policies, none of the team's
+	root := gitProject(t)
+	writeFile(t, root, ".des/policies/team.rego", `package des.gates.tool_use
+
+warn contains {"code": "TEAM-LOCAL-ONLY", "msg": "the settings are reviewed"} if {
+	some w in input.writes
+	w.path == ".des/config.json"
+}
+`)
+	writeFile(t, root, ".des/policies/team_test.rego", `package team_test
+
+test_main_warns if {
+	"TEAM-LOCAL-ONLY" in {v.code | some v in data.des.gates.tool_use.warn} with input as {"writes": [{"path": ".des/config.json"}]}
+}
+`)
+	remote := []string{"DES_OPA_URL=" + srv.URL}
+	// The claim the commands make: embedded, the team's rule warns; on
+	// opa_url the server's rules deny and the team's says nothing.
+	if r := runHookProcess(t, root, nil, writeEvent(root, "Write", ".des/config.json")); !strings.Contains(r.stdout, "TEAM-LOCAL-ONLY") {
+		t.Fatalf("embedded: exit %d, stdout %q, want the team's warning", r.code, r.stdout)
+	}
+	if r := runHookProcess(t, root, remote, writeEvent(root, "Write", ".des/config.json")); !strings.Contains(r.stdout, "DES-PROTECTED-PATH") || strings.Contains(r.stdout, "TEAM-LOCAL-ONLY") {
+		t.Fatalf("opa_url: exit %d, stdout %q, stderr %q: want the server's deny and no team warning", r.code, r.stdout, r.stderr)
+	}
+
+	env := append([]string{"CLAUDE_PROJECT_DIR=" + root}, remote...)
+	notDeciding := "local policies not deciding: .des/policies: the hook enforces the policies loaded into the OPA server at " + srv.URL + ", not these"
+	st := runIn(t, root, env, "status")
+	if st.code != 0 || !strings.Contains(st.stdout, "decisions: "+srv.URL+" (the OPA server of opa_url decides every gate)") ||
+		!strings.Contains(st.stdout, notDeciding) || !strings.Contains(st.stdout, "des-hook test still runs them, for authoring") {
+		t.Errorf("status: exit %d\n%s%s", st.code, st.stdout, st.stderr)
+	}
+	var js struct {
+		NotDeciding []string `json:"policy_dirs_not_deciding"`
+	}
+	if r := runIn(t, root, env, "status", "--json"); json.Unmarshal([]byte(r.stdout), &js) != nil || len(js.NotDeciding) != 1 || js.NotDeciding[0] != ".des/policies" {
+		t.Errorf("status --json: %+v\n%s", js, r.stdout)
+	}
+	pol := runIn(t, root, env, "policies")
+	if pol.code != 0 || !strings.HasPrefix(pol.stdout, "decisions: "+srv.URL+" (the OPA server of opa_url decides every gate") || !strings.Contains(pol.stdout, notDeciding) {
+		t.Errorf("policies: exit %d\n%s%s", pol.code, pol.stdout, pol.stderr)
+	}
+	// JSON stays an array; the note goes to stderr.
+	var cat []map[string]any
+	if r := runIn(t, root, env, "policies", "--json"); json.Unmarshal([]byte(r.stdout), &cat) != nil || len(cat) == 0 || !strings.Contains(r.stderr, notDeciding) {
+		t.Errorf("policies --json: exit %d, stderr %q", r.code, r.stderr)
+	}
+	te := runIn(t, root, env, "test")
+	if te.code != 0 || !strings.Contains(te.stdout, "PASS: 1/1") ||
+		!strings.Contains(te.stderr, "decisions come from the OPA server at "+srv.URL+" (opa_url)") || !strings.Contains(te.stderr, "the hook does not enforce .des/policies; they run here for authoring") {
+		t.Errorf("test: exit %d\n%s%s", te.code, te.stdout, te.stderr)
+	}
+
+	// Embedded, none of it is said.
+	for _, args := range [][]string{{"status"}, {"policies"}, {"test"}} {
+		if r := runBinCLI(t, root, args...); strings.Contains(r.stdout+r.stderr, "not deciding") || strings.Contains(r.stdout+r.stderr, "OPA server") {
+			t.Errorf("%v embedded:\n%s%s", args, r.stdout, r.stderr)
+		}
 	}
 }

@@ -36,11 +36,16 @@ func runTest(ctx context.Context, e env, args []string) int {
 			"DIR defaults to the policy directories of the settings (policy_dirs, DES_POLICY_DIRS),\n"+
 			"relative to the project root (CLAUDE_PROJECT_DIR, else the git top level, else the\n"+
 			"current directory); a DIR given is relative to the current directory. Data files in\n"+
-			"them patch the built-in tables as the hook applies them. Coverage counts the team's\n"+
-			"files only. Every .rego file must be `opa fmt` formatted (--fmt formats them).\n"+
+			"them patch the built-in tables as the hook applies them. The team's policies compile\n"+
+			"first as the hook compiles them (strict: an unused variable is an error; des's\n"+
+			"capabilities; the built-in bundle and data): a policy the hook would refuse fails\n"+
+			"here, not in the hook. Coverage counts the team's files only. Every .rego file\n"+
+			"must be `opa fmt` formatted (--fmt formats them). With opa_url set, says on stderr\n"+
+			"that the hook does not enforce the policies tested: the OPA server's decide.\n"+
 			"Exit status: 0 every test passed; 1 a test failed or erred, coverage is below\n"+
 			"--min-coverage, or a file is not formatted; 2 the tests could not run (bad flags,\n"+
-			"a directory missing, a file that does not parse or compile, no tests found).")
+			"a directory missing, a file that does not parse or compile as the hook compiles it,\n"+
+			"no tests found).")
 	coverage := fs.Bool("coverage", false, "report the line coverage of the team's files")
 	minCoverage := fs.Float64("min-coverage", 0, "fail when a team package's line coverage, in percent, is below `N` (implies --coverage)")
 	outFormat := fs.String("format", "pretty", "output format: pretty or json")
@@ -62,6 +67,16 @@ func runTest(ctx context.Context, e env, args []string) int {
 	dirs, code := testDirs(ctx, e, fs.Args())
 	if code != exitOK {
 		return code
+	}
+	// With opa_url the hook enforces the server's policies, not these: a
+	// pass here says nothing about what the hook decides.
+	if cfg, err := des.LoadConfig(commandRoot(ctx, e.lookupEnv), e.lookupEnv); err == nil && cfg.OPAURL != "" {
+		names := make([]string, len(dirs))
+		for i, d := range dirs {
+			names[i] = d.name
+		}
+		fmt.Fprintf(e.stderr, "des-hook test: decisions come from the OPA server at %s (opa_url), with the policies loaded into it: "+
+			"the hook does not enforce %s; they run here for authoring, and are enforced once loaded into that server\n", cfg.OPAURL, strings.Join(names, ", "))
 	}
 
 	var unformatted []string
@@ -98,7 +113,7 @@ func runTest(ctx context.Context, e env, args []string) int {
 	if err != nil {
 		var perrs policy.Errors
 		if errors.As(err, &perrs) {
-			return fail("cannot run the tests: fix the file at the location below, then run des-hook test again\n%v", perrs)
+			return fail("cannot run the tests: the policies do not load or compile as the hook loads and compiles them (strictly, as des-hook policies does); fix the file at the location below, then run des-hook test again\n%v", perrs)
 		}
 		return fail("cannot run the tests: %v", err)
 	}

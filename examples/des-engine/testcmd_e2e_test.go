@@ -150,6 +150,32 @@ func TestE2ETestCommandCannotRun(t *testing.T) {
 	}
 }
 
+// A policy the hook refuses to compile (strict: an unused variable) fails
+// des-hook test with the hook's own error, where it used to pass its tests
+// and then be refused by the hook.
+func TestE2ETestCommandCompilesAsTheHook(t *testing.T) {
+	root := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", root).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	writeFile(t, root, ".des/policies/team/team.rego", "package des.gates.pre_commit\n\ndeny contains {\"code\": \"TEAM-X\", \"msg\": \"x\"} if {\n\tx := 1\n\tinput.never\n}\n")
+	writeFile(t, root, ".des/policies/team/team_test.rego", "package team_test\n\ntest_quiet if {\n\tcount(data.des.gates.pre_commit.deny) == 0 with input as {}\n}\n")
+	const want = "team/team.rego:4:2: rego_compile_error: assigned var x unused"
+	r := runTestCommand(t, root)
+	if r.code != 2 || strings.Contains(r.stdout, "PASS") || !strings.Contains(r.stderr, ".des/policies/"+want) || !strings.Contains(r.stderr, "as the hook") {
+		t.Errorf("des-hook test: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	// The hook's own view, for the same file.
+	if p := runBinCLI(t, root, "policies"); p.code != 2 || !strings.Contains(p.stderr, want) {
+		t.Errorf("des-hook policies: exit %d\n%s", p.code, p.stderr)
+	}
+	// Fixed, both agree it compiles.
+	writeFile(t, root, ".des/policies/team/team.rego", "package des.gates.pre_commit\n\ndeny contains {\"code\": \"TEAM-X\", \"msg\": \"x\"} if {\n\tinput.never\n}\n")
+	if r := runTestCommand(t, root); r.code != 0 || !strings.Contains(r.stdout, "PASS: 1/1") {
+		t.Errorf("fixed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
 // A team's data file changes a built-in table, and with it the hook's
 // decision: ad-hoc prompts need no sections (level none) until the team
 // raises the origin to full.

@@ -15,7 +15,9 @@
 // team's data files patch the built-in tables as des does (objects merge key
 // by key, null removes a key, any other value replaces the built-in one).
 // Coverage and [WithMinCoverage] count the team's files only: the built-in
-// packages are tested by des.
+// packages are tested by des. The team's policies (not its tests) compile as
+// the hook compiles them, strictly: a policy the hook would refuse (an unused
+// variable, a built-in des withholds) is an error of [Run], not a pass.
 package policytest
 
 import (
@@ -174,8 +176,10 @@ func (r *Report) Total() FileCoverage {
 }
 
 // Run loads every .rego file and data file of fsys (and of the WithDir
-// directories), tests included, compiles them with des's capabilities, and
-// runs every test rule. Data files are read as des reads them: named
+// directories), tests included, compiles the files that are not tests as
+// the hook does ([policy.New]: strict, des's capabilities, the built-in
+// bundle with WithBuiltin, the data), then compiles the tests with them
+// and runs every test rule. Data files are read as des reads them: named
 // data.json, data.yaml or data.yml, placed under data at their directory's
 // path, and laid over the built-in tables key by key. A load or compile error
 // is returned as an error (a [policy.Errors] with file:line:col when OPA gives
@@ -235,6 +239,10 @@ func Run(ctx context.Context, fsys fs.FS, opts ...Option) (*Report, error) {
 	if err := datadoc.Apply(data, patches, reserved...); errors.As(err, &conflict) {
 		return nil, policy.Errors{{File: conflict.File, Message: conflict.Error()}}
 	} else if err != nil {
+		return nil, err
+	}
+
+	if err := compileAsHook(ctx, o, fsys, data); err != nil {
 		return nil, err
 	}
 
@@ -303,6 +311,35 @@ func Run(ctx context.Context, fsys fs.FS, opts ...Option) (*Report, error) {
 		rep.Files = byFile(cr, teamMods)
 	}
 	return rep, nil
+}
+
+// compileAsHook compiles the files under test (tests aside) as the hook
+// does, with policy.New: strict, des's capabilities, the built-in bundle
+// when WithBuiltin, the team's data laid over it and a rule at a path the
+// data sets refused. The tests below compile as `opa test` compiles them,
+// which is laxer: a policy that fails here would pass them and then be
+// refused by the hook.
+func compileAsHook(ctx context.Context, o options, fsys fs.FS, data map[string]any) error {
+	var opts []policy.Option
+	if o.builtin {
+		// The hook sets data.des.config from the project's settings; the
+		// built-in defaults stand in for them here, so that a team data
+		// file setting it is refused as in the hook.
+		if des, ok := data["des"].(map[string]any); ok {
+			if cfg, ok := des["config"]; ok {
+				opts = append(opts, policy.WithData("des.config", cfg))
+			}
+		}
+	} else {
+		opts = append(opts, policy.WithoutBuiltin())
+	}
+	for _, d := range append([]dir{{o.name, fsys}}, o.dirs...) {
+		opts = append(opts, policy.WithFS(d.name, d.fsys))
+	}
+	if _, err := policy.New(ctx, opts...); err != nil {
+		return fmt.Errorf("the hook would refuse the policies: %w", err)
+	}
+	return nil
 }
 
 // failedAt finds the last expression of a test's own queries that failed,

@@ -208,3 +208,33 @@ func TestRunWithTraceSaysWhichExpressionFailed(t *testing.T) {
 		t.Errorf("failed = %+v, want FailedAt x_test.rego:5: 2 == 3", f)
 	}
 }
+
+// A policy the hook refuses (strict: an unused variable) must not pass its
+// tests: opa test's own compile is not strict, and would run them.
+func TestRunCompilesPoliciesAsTheHookDoes(t *testing.T) {
+	fsys := fstest.MapFS{
+		"team/team.rego":      {Data: []byte("package des.gates.pre_commit\n\ndeny contains {\"code\": \"TEAM-X\", \"msg\": \"x\"} if {\n\tx := 1\n\tinput.never\n}\n")},
+		"team/team_test.rego": {Data: []byte("package team_test\n\ntest_ok if true\n")},
+	}
+	_, err := policytest.Run(t.Context(), fsys, policytest.WithBuiltin(), policytest.WithName(".des/policies"))
+	var errs policy.Errors
+	if !errors.As(err, &errs) || errs[0].File != ".des/policies/team/team.rego" || errs[0].Row != 4 || !strings.Contains(errs[0].Message, "assigned var x unused") {
+		t.Fatalf("err = %v, want the hook's strict error at .des/policies/team/team.rego:4", err)
+	}
+	// The same as policy.New, which the hook runs, reports.
+	_, hookErr := policy.New(t.Context(), policy.WithFS(".des/policies", fsys))
+	if hookErr == nil || !strings.Contains(hookErr.Error(), errs[0].Error()) {
+		t.Errorf("policy.New: %v, want %v", hookErr, errs[0])
+	}
+	// A built-in des withholds is refused here as in the hook.
+	fsys["team/team.rego"] = &fstest.MapFile{Data: []byte("package team\n\nn := rand.intn(\"x\", 10)\n")}
+	if _, err := policytest.Run(t.Context(), fsys); err == nil || !strings.Contains(err.Error(), "rand.intn") {
+		t.Errorf("err = %v, want rand.intn refused", err)
+	}
+	// A strict-only problem in a test file is no policy: opa test runs it.
+	fsys["team/team.rego"] = &fstest.MapFile{Data: []byte("package team\n\nallow if input.ok\n")}
+	fsys["team/team_test.rego"] = &fstest.MapFile{Data: []byte("package team_test\n\ntest_ok if {\n\tx := 1\n\tdata.team.allow with input as {\"ok\": true}\n}\n")}
+	if rep, err := policytest.Run(t.Context(), fsys); err != nil || len(rep.Results) != 1 || len(rep.Failed()) != 0 {
+		t.Errorf("test file with an unused variable: %+v, %v", rep, err)
+	}
+}
