@@ -25,6 +25,9 @@
 // and listed by [Engine.Escalations].
 //
 // What users, policies, Claude Code and git see is described in the README
-// and docs/reference.md; examples/hook is the Claude Code hook and CLI built on
-// this package.
+// and docs/reference.md. The hook built on this package is des-hook:
+// examples/des-engine is its engine (it decides hook events, runs the CLI
+// subcommands and the warm decision server, installed as des-engine), and
+// examples/hook is the thin client Claude Code runs (installed as des-hook
+// beside it), which hands each event to the warm server or to des-engine.
 package des

@@ -203,6 +203,16 @@ func ExampleEngine_CheckStop() {
 
 // README "Use it from Go" begins.
 
+// stepPrompt is the prompt a subagent receives for the step: in Claude Code
+// the Agent (or Task) tool call's tool_input.prompt, which the hook hands to
+// Gate 1. An orchestrator renders it from a des template (package template)
+// for the step file and the agent; Gate 1 judges its markers and sections.
+func stepPrompt(stepFile string, step map[string]any) (string, error) {
+	data := template.Data{StepFile: stepFile, Step: step, Agent: map[string]any{"name": "software-crafter"}}
+	rendered, err := template.Defaults().Render("execute-step", data)
+	return rendered.Text, err
+}
+
 // checkEveryGate calls each gate from Go in projectDir, on a subagent
 // prompt for the step docs/feature/shop/steps/01-01.json.
 func checkEveryGate(ctx context.Context, projectDir, prompt string) error {
@@ -284,7 +294,7 @@ func Example_useFromGo() {
 	if err := os.WriteFile(filepath.Join(root, stepFile), raw, 0o644); err != nil {
 		log.Fatal(err)
 	}
-	prompt, err := template.Defaults().Render("execute-step", template.Data{StepFile: stepFile, Step: step, Agent: map[string]any{"name": "software-crafter"}})
+	prompt, err := stepPrompt(stepFile, step)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -306,7 +316,7 @@ func Example_useFromGo() {
 			os.Unsetenv("DES_STATE_DIR")
 		}
 	}()
-	if err := checkEveryGate(context.Background(), root, prompt.Text); err != nil {
+	if err := checkEveryGate(context.Background(), root, prompt); err != nil {
 		log.Fatal(err)
 	}
 	// Output:

@@ -79,17 +79,28 @@ type Escalation struct {
 	Count       int       // entries recorded (at most one a minute)
 	First, Last time.Time // first and last recorded
 	Codes       []string  // every code of them, sorted, distinct
-	// Open reports that Phase is still the workflow's current phase: the
-	// orchestrator has not got past what blocked it.
+	// Open reports that the orchestrator has not got past what blocked
+	// it: Phase is still the workflow's current phase, and no advancement
+	// out of Phase was allowed since the escalation's last entry.
 	Open bool
+	// Advanced is when an advancement out of Phase was allowed
+	// (TASK_INVOCATION_VALIDATED with advancement) after the escalation's
+	// last entry: what closed it while the state still names Phase as
+	// current (the orchestrator writes the next phase after the call).
+	// Zero when none was.
+	Advanced time.Time
 }
 
 // Escalations groups the trail's PHASE_ESCALATION entries by type and
 // phase, in order of their last entry, newest last. Without all only the
 // open ones are returned: those whose phase is still the current phase of
-// the workflow state found in cwd (none when there is no state).
+// the workflow state found in cwd (none when there is no state), and out
+// of which no advancement was allowed since (a gate that passes once the
+// tests do, or after `des-hook escalations approve`: the blocker is gone
+// though the state names the next phase only once the orchestrator writes
+// it). An escalation recorded again after the advancement is open again.
 func (e *Engine) Escalations(ctx context.Context, cwd string, all bool) ([]Escalation, error) {
-	entries, err := e.audit.Read(ctx, audit.Query{Events: []audit.EventType{audit.PhaseEscalation}})
+	entries, err := e.audit.Read(ctx, audit.Query{Events: []audit.EventType{audit.PhaseEscalation, audit.TaskInvocationValidated}})
 	if err != nil {
 		return nil, fmt.Errorf("des: escalations: %w", err)
 	}
@@ -106,6 +117,18 @@ func (e *Engine) Escalations(ctx context.Context, cwd string, all bool) ([]Escal
 	for _, en := range entries {
 		typ, _ := en.Fields["type"].(string)
 		phase, _ := en.Fields["phase"].(string)
+		if en.Event == audit.TaskInvocationValidated {
+			// An allowed advancement out of phase closes the escalations
+			// of phase recorded before it.
+			if adv, _ := en.Fields["advancement"].(bool); adv && phase != "" {
+				for i := range out {
+					if out[i].Phase == phase && out[i].Advanced.IsZero() {
+						out[i].Advanced = en.Time
+					}
+				}
+			}
+			continue
+		}
 		k := [2]string{typ, phase}
 		i, ok := index[k]
 		if !ok {
@@ -116,6 +139,7 @@ func (e *Engine) Escalations(ctx context.Context, cwd string, all bool) ([]Escal
 		g := &out[i]
 		g.Count++
 		g.Last = en.Time
+		g.Advanced = time.Time{} // escalated again: open again
 		codes, _ := en.Fields["codes"].([]any)
 		for _, c := range codes {
 			if s, ok := c.(string); ok && !slices.Contains(g.Codes, s) {
@@ -126,6 +150,7 @@ func (e *Engine) Escalations(ctx context.Context, cwd string, all bool) ([]Escal
 	kept := out[:0]
 	for _, g := range out {
 		slices.Sort(g.Codes)
+		g.Open = g.Open && g.Advanced.IsZero()
 		if all || g.Open {
 			kept = append(kept, g)
 		}

@@ -79,6 +79,56 @@ func TestEscalationsOpenAndAll(t *testing.T) {
 	}
 }
 
+// An allowed advancement out of a phase (TASK_INVOCATION_VALIDATED with
+// advancement) closes the escalations of that phase recorded before it,
+// though the state still names the phase as current; escalated again, a
+// group is open again. A validated call that is no advancement, or an
+// advancement out of another phase, closes nothing.
+func TestEscalationsClosedByAdvancement(t *testing.T) {
+	e := phaseEngine(t, stateFacts("06-implementation"))
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	esc := func(at time.Duration, typ string) audit.Entry {
+		return audit.Entry{Time: t0.Add(at), Event: audit.PhaseEscalation, Fields: map[string]any{"type": typ, "phase": "06-implementation", "codes": []string{"DES-GATE-BLOCKED"}}}
+	}
+	validated := func(at time.Duration, phase string, advancement bool) audit.Entry {
+		f := map[string]any{"phase": phase, "target": "16-quality-loop", "delegation": true,
+			"step_file": "", "tool_use_id": "toolu_1", "session_id": "s", "origin": "", "level": "", "codes": []string{}, "duration_ms": 1}
+		if advancement {
+			f["advancement"] = true
+		}
+		return audit.Entry{Time: t0.Add(at), Event: audit.TaskInvocationValidated, Fields: f}
+	}
+	if err := e.Audit().Append(t.Context(),
+		esc(0, "gate_blocked"),
+		esc(time.Minute, "corridor_blocked"),
+		validated(2*time.Minute, "06-implementation", false),
+		validated(3*time.Minute, "05-test-strategy", true),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if open, err := e.Escalations(t.Context(), "", false); err != nil || len(open) != 2 {
+		t.Fatalf("before an advancement out of 06: %+v, %v", open, err)
+	}
+	if err := e.Audit().Append(t.Context(), validated(4*time.Minute, "06-implementation", true)); err != nil {
+		t.Fatal(err)
+	}
+	if open, err := e.Escalations(t.Context(), "", false); err != nil || len(open) != 0 {
+		t.Errorf("after an allowed advancement out of 06: open %+v, %v", open, err)
+	}
+	all, err := e.Escalations(t.Context(), "", true)
+	if err != nil || len(all) != 2 || all[0].Open || all[1].Open || !all[0].Advanced.Equal(t0.Add(4*time.Minute)) || !all[1].Advanced.Equal(t0.Add(4*time.Minute)) {
+		t.Errorf("all after the advancement: %+v, %v", all, err)
+	}
+	// Blocked again: that group is open again, the other stays closed.
+	if err := e.Audit().Append(t.Context(), esc(6*time.Minute, "gate_blocked")); err != nil {
+		t.Fatal(err)
+	}
+	open, err := e.Escalations(t.Context(), "", false)
+	if err != nil || len(open) != 1 || open[0].Type != "gate_blocked" || open[0].Count != 2 || !open[0].Advanced.IsZero() {
+		t.Errorf("escalated again: open %+v, %v", open, err)
+	}
+}
+
 // A team rule in des.gates.pre_invocation sees a Skill call with its
 // workflow, through the public API; without a workflow nothing is asked.
 func TestCheckSkillThroughATeamRule(t *testing.T) {

@@ -298,6 +298,9 @@ func AdoptWitness(ctx context.Context, dir string, opts ...Option) (Report, erro
 		return Report{}, errors.New("audit: adopt witness: no witness directory (WithWitness)")
 	}
 	rep, err := Verify(ctx, dir, WithRoot(cfg.root))
+	// Where the witness is (or will be, from the trail's first chained
+	// line), whatever the adoption does: the report names it.
+	rep.Witness.Path = WitnessPath(cfg.witnessDir, dir)
 	if err != nil {
 		return rep, err
 	}

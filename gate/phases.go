@@ -193,20 +193,29 @@ func recordEscalations(ctx context.Context, log *audit.Log, now time.Time, es []
 		}
 		entries[i] = audit.Entry{Time: now, Event: audit.PhaseEscalation, Fields: f}
 	}
-	q := audit.Query{Events: []audit.EventType{audit.PhaseEscalation}, Since: now.Add(-EscalationWindow)}
+	q := audit.Query{Events: []audit.EventType{audit.PhaseEscalation, audit.TaskInvocationValidated}, Since: now.Add(-EscalationWindow)}
 	_, err := log.AppendNew(ctx, q, sameEscalation, entries...)
 	return err
 }
 
 // sameEscalation reports whether recorded holds e's type and phase within
-// EscalationWindow before e (a clock set back counts as within).
+// EscalationWindow before e (a clock set back counts as within), with no
+// allowed advancement out of that phase after it: an escalation closed by
+// an advancement (see des.Engine.Escalations) is recorded again when the
+// phase is blocked again, so that it shows as open.
 func sameEscalation(recorded []audit.Entry, e audit.Entry) bool {
-	for _, r := range recorded {
-		if r.Fields["type"] == e.Fields["type"] && r.Fields["phase"] == e.Fields["phase"] && e.Time.Sub(r.Time) < EscalationWindow {
-			return true
+	same := false
+	for _, r := range recorded { // in the trail's order
+		switch {
+		case r.Event == audit.TaskInvocationValidated:
+			if adv, _ := r.Fields["advancement"].(bool); adv && r.Fields["phase"] == e.Fields["phase"] {
+				same = false
+			}
+		case r.Fields["type"] == e.Fields["type"] && r.Fields["phase"] == e.Fields["phase"] && e.Time.Sub(r.Time) < EscalationWindow:
+			same = true
 		}
 	}
-	return false
+	return same
 }
 
 // workflowPhaseFields are the audit fields of a phase decision.

@@ -252,6 +252,27 @@ func TestEscalationRecordedOnceUnderParallelCalls(t *testing.T) {
 	if esc := readAudit(t, dir, audit.PhaseEscalation); len(esc) != 2 {
 		t.Errorf("a minute later: %d PHASE_ESCALATION entries, want 2", len(esc))
 	}
+
+	// An allowed advancement out of the phase closes the escalation
+	// (des.Engine.Escalations): blocked again within the minute, it is
+	// recorded again.
+	advanced := func(map[string]any) policy.Decision {
+		return policy.Decision{Info: map[string]any{"phases": map[string]any{
+			"current": "06-implementation", "target": "16-quality-loop", "delegation": true, "advancement": true, "escalations": []any{},
+		}}}
+	}
+	if _, err := g.Check(context.Background(), &recorder{decide: advanced}, gate.Invocation{Tool: gate.ToolSkill, Skill: "isdlc", Args: "advance"}); err != nil {
+		t.Fatal(err)
+	}
+	if v := readAudit(t, dir, audit.TaskInvocationValidated); len(v) != 1 || v[0].Fields["advancement"] != true {
+		t.Fatalf("the allowed advancement: %+v", v)
+	}
+	if _, err := g.Check(context.Background(), &recorder{decide: blocked}, gate.Invocation{Tool: gate.ToolSkill, Skill: "isdlc", Args: "advance"}); err != nil {
+		t.Fatal(err)
+	}
+	if esc := readAudit(t, dir, audit.PhaseEscalation); len(esc) != 3 {
+		t.Errorf("blocked again after an allowed advancement: %d PHASE_ESCALATION entries, want 3", len(esc))
+	}
 	if rep, err := audit.Verify(context.Background(), dir); err != nil || rep.Break != nil {
 		t.Errorf("trail: %+v, %v", rep.Break, err)
 	}

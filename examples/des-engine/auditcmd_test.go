@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-
-	"github.com/deterministic-exec/des"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/audit"
 )
 
 // The hook writes the trail; `hook audit verify`, run as a process, finds
@@ -75,6 +76,8 @@ func TestAuditVerifyCommand(t *testing.T) {
 		{"unchained lines", env, []string{"audit", "verify"}, 0,
 			"audit trail intact: 2 lines in 1 file (the first 2 lines predate the hash chain; only the last of them is covered)\nnot witnessed: the trail has no chained line yet; its head will be witnessed in " + des.AuditWitnessDir(env.lookup), ""},
 		{"empty directory", env, []string{"audit", "verify", "--dir", t.TempDir()}, 0, "audit trail intact: 0 lines in 0 files\nnot witnessed: ", ""},
+		{"adopt, no chained line", env, []string{"audit", "verify", "--adopt"}, 0,
+			"audit trail intact: 2 lines in 1 file (the first 2 lines predate the hash chain; only the last of them is covered)\nnot witnessed: the trail has no chained line yet; its head will be witnessed in " + audit.WitnessPath(des.AuditWitnessDir(env.lookup), trail) + " from the first append\n", ""},
 		{"configured directory", envMap{"CLAUDE_PROJECT_DIR": root, "DES_AUDIT_DIR": "elsewhere", "DES_STATE_DIR": t.TempDir()}, []string{"audit", "verify"}, 2, "",
 			"des-hook audit verify: no audit trail at elsewhere: no such directory"},
 		{"missing --dir", env, []string{"audit", "verify", "--dir", filepath.Join(root, "nope")}, 2, "", "no audit trail at " + filepath.Join(root, "nope")},
@@ -117,6 +120,16 @@ func TestE2EAuditWitness(t *testing.T) {
 			t.Errorf("verify = %+v, want exit 1 with a witness break saying %q", r, want)
 		}
 	}
+	t.Run("adopt a trail with no chained line", func(t *testing.T) {
+		root := t.TempDir()
+		writeFile(t, root, ".des/audit/audit-2026-03-14.log", `{"timestamp":"2026-03-14T10:00:00Z","event":"HOOK_ERROR","error":"old"}`+"\n")
+		r := runBinCLI(t, root, "audit", "verify", "--adopt")
+		_, where, _ := strings.Cut(r.stdout, "its head will be witnessed in ")
+		where, _, _ = strings.Cut(where, " from the first append")
+		if r.code != 0 || !filepath.IsAbs(where) || !strings.HasPrefix(where, testStateDir) {
+			t.Errorf("verify --adopt = %+v, want the witness's path in %s", r, testStateDir)
+		}
+	})
 	t.Run("find -type f -delete", func(t *testing.T) {
 		root, dir := newTrail(t, 3)
 		if out, err := exec.Command("find", dir, "-type", "f", "-delete").CombinedOutput(); err != nil {

@@ -117,9 +117,24 @@ func TestE2EDecisionLogPush(t *testing.T) {
 		t.Errorf("Gate 1 result deny %s", deny)
 	}
 
-	// Nothing new: nothing sent; no collector set: exit 2 with the fix.
-	if r := runIn(t, root, tokenEnv, "logs", "push"); r.code != 0 || !strings.Contains(r.stdout, "no decisions to push") {
+	if !strings.Contains(r.stdout, "with the bearer token of $DES_ORG_LOG_TOKEN") || strings.Contains(r.stdout+r.stderr, "org-token") {
+		t.Errorf("push: the credentials not named, or the token printed:\n%s%s", r.stdout, r.stderr)
+	}
+
+	// Nothing new: nothing sent, and what was pushed already, when, by
+	// whom, with which credentials (never the token); no collector set:
+	// exit 2 with the fix.
+	r = runIn(t, root, tokenEnv, "logs", "push")
+	if r.code != 0 || !strings.Contains(r.stdout, "no decisions to push") {
 		t.Errorf("second push: exit %d, %s %s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"the last push to it: 2 decision(s) in 1 upload(s) at ", "ago) by `des-hook logs push` (pid ", "with the bearer token of $DES_ORG_LOG_TOKEN (setting decision_log_token_env) from its environment"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("second push: stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, "org-token") {
+		t.Errorf("second push printed the token:\n%s%s", r.stdout, r.stderr)
 	}
 	writeFile(t, root, ".des/config.json", `{"decision_log": "on"}`)
 	if r := runIn(t, root, tokenEnv, "logs", "push"); r.code != 2 || !strings.Contains(r.stderr, "decision_log_url") {
@@ -193,5 +208,111 @@ func TestE2EDecisionLogPushedByServer(t *testing.T) {
 	c.mu.Unlock()
 	if ev.Path != "des/gates/tool_use" || ev.Labels["app"] != "des" {
 		t.Errorf("pushed event %+v", ev)
+	}
+}
+
+// The issue's case: the warm server pushed in the background without the
+// token (Claude Code was started without it; the person set it in their
+// terminal afterwards), to a collector that accepts uploads without one.
+// `des-hook logs push` in the terminal then finds nothing to send, and says
+// what went, when, by whom, with which credentials, and where the token
+// must be set for the background push.
+func TestE2ELogsPushReportsBackgroundPush(t *testing.T) {
+	if testDecisionServer == "off" {
+		t.Skip("DES_TEST_DECISION_SERVER=off: the decision server is not used")
+	}
+	var mu sync.Mutex
+	var auths []string
+	received := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		zr, err := gzip.NewReader(r.Body)
+		var events []decisionlog.Event
+		if err == nil {
+			err = json.NewDecoder(zr).Decode(&events)
+		}
+		if err != nil {
+			http.Error(w, "not a gzipped array of events", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		auths = append(auths, r.Header.Get("Authorization"))
+		received += len(events)
+	}))
+	defer srv.Close()
+	count := func() int { mu.Lock(); defer mu.Unlock(); return received }
+	root := t.TempDir()
+	writeFile(t, root, ".des/config.json", `{"decision_log": "on", "decision_log_url": "`+srv.URL+`/logs", "decision_log_token_env": "DES_ORG_LOG_TOKEN"}`)
+	hookEnv := []string{"DES_SERVER_LOG_PUSH_SECONDS=1"} // Claude Code's environment: no token
+	logged := func() int {
+		n := 0
+		files, _ := filepath.Glob(filepath.Join(root, ".des", "decisions", "*.jsonl"))
+		for _, f := range files {
+			raw, _ := os.ReadFile(f)
+			n += bytes.Count(raw, []byte{'\n'})
+		}
+		return n
+	}
+	hookEvent := func() {
+		t.Helper()
+		if reason := denyReason(t, runHookProcess(t, root, hookEnv, writeEvent(root, "Edit", ".des/config.json"))); !strings.Contains(reason, "DES-PROTECTED-PATH") {
+			t.Fatalf("reason %q", reason)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for count() == 0 || count() < logged() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the collector received %d of %d decisions", count(), logged())
+		}
+		hookEvent()
+		time.Sleep(1100 * time.Millisecond) // the next hook event finds a push due
+	}
+	// The record is written once the push is done.
+	var last logPushRecord
+	for lookup := (envMap{"DES_STATE_DIR": testStateDir}).lookup; ; {
+		if pushes := readLogPushes(root, lookup); len(pushes) > 0 {
+			sum := 0
+			for _, p := range pushes {
+				sum += p.Events
+			}
+			if sum == count() {
+				last = pushes[len(pushes)-1]
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no record of the server's pushes: %+v", readLogPushes(root, lookup))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if last.By != pushedByServer || last.TokenSet || last.TokenEnv != "DES_ORG_LOG_TOKEN" || last.URL != srv.URL+"/logs" {
+		t.Errorf("record %+v", last)
+	}
+	mu.Lock()
+	for _, a := range auths {
+		if a != "" {
+			t.Errorf("the background push sent Authorization %q without a token in the hook's environment", a)
+		}
+	}
+	mu.Unlock()
+
+	r := runIn(t, root, []string{"CLAUDE_PROJECT_DIR=" + root, "DES_ORG_LOG_TOKEN=org-token"}, "logs", "push")
+	if r.code != 0 {
+		t.Fatalf("logs push: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("logs push:\n%s%s", r.stdout, r.stderr)
+	for _, want := range []string{
+		"no decisions to push to " + srv.URL + "/logs",
+		"the last push to it: ",
+		"by the warm decision server (pid ",
+		"with no token: $DES_ORG_LOG_TOKEN (setting decision_log_token_env) was not set in the environment Claude Code ran the hook with",
+		"set $DES_ORG_LOG_TOKEN in the environment Claude Code starts with",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("logs push: stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, "org-token") {
+		t.Errorf("logs push printed the token:\n%s%s", r.stdout, r.stderr)
 	}
 }

@@ -17,8 +17,10 @@ PHASE_ESCALATION entries of the audit trail (a gate, an iteration corridor or a
 constitutional validation that blocked an advancement), grouped by type and
 phase, with how many were recorded (at most one a minute), when first and
 last, and their codes. Without --all only the open ones: those whose phase is
-still the current phase of the workflow state. Exit 0, or 2 when the trail or
-the settings cannot be read.
+still the current phase of the workflow state and out of which no advancement
+was allowed since (an allowed advancement closes them: OPEN says when; blocked
+again, they are open again). Exit 0, or 2 when the trail or the settings cannot
+be read.
 
 des-hook escalations approve [--reason TEXT] [PHASE] records that you approve
 going on past PHASE (the current phase by default) although des escalated its
@@ -35,6 +37,9 @@ type escalationJSON struct {
 	Last  time.Time `json:"last"`
 	Codes []string  `json:"codes"`
 	Open  bool      `json:"open"`
+	// Advanced: when an advancement out of the phase was allowed after
+	// the escalation, which closed it.
+	Advanced *time.Time `json:"advanced,omitempty"`
 }
 
 func runEscalations(ctx context.Context, e env, args []string) int {
@@ -65,6 +70,10 @@ func runEscalations(ctx context.Context, e env, args []string) int {
 		out := make([]escalationJSON, len(groups))
 		for i, g := range groups {
 			out[i] = escalationJSON{Type: g.Type, Phase: g.Phase, Count: g.Count, First: g.First.UTC(), Last: g.Last.UTC(), Codes: g.Codes, Open: g.Open}
+			if !g.Advanced.IsZero() {
+				at := g.Advanced.UTC()
+				out[i].Advanced = &at
+			}
 		}
 		return writeJSON(e, "escalations", out)
 	}
@@ -80,8 +89,11 @@ func runEscalations(ctx context.Context, e env, args []string) int {
 	fmt.Fprintln(tw, "TYPE\tPHASE\tCOUNT\tFIRST\tLAST\tCODES\tOPEN")
 	for _, g := range groups {
 		open := "no"
-		if g.Open {
+		switch {
+		case g.Open:
 			open = "yes"
+		case !g.Advanced.IsZero():
+			open = "no (advanced " + g.Advanced.UTC().Format(time.RFC3339) + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", g.Type, g.Phase, g.Count,
 			g.First.UTC().Format(time.RFC3339), g.Last.UTC().Format(time.RFC3339), strings.Join(g.Codes, ","), open)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +57,13 @@ func (p *logPusherBG) check(root string, cfg des.Config, lookupEnv func(string) 
 		// The delay runs from the push's start, as the old schedule did.
 		next := time.Now().Add(logPushDelayFrom(lookupEnv))
 		res, err := logPusher(root, cfg, lookupEnv).Push(ctx)
+		if res.Events > 0 {
+			token, _ := lookupEnv(cfg.DecisionLogTokenEnv)
+			rec := logPushRecord{At: time.Now(), By: pushedByServer, PID: os.Getpid(), URL: cfg.DecisionLogURL, Events: res.Events, Uploads: res.Chunks, TokenEnv: cfg.DecisionLogTokenEnv, TokenSet: token != ""}
+			if err := recordLogPush(ctx, root, lookupEnv, rec); err != nil {
+				p.logger.Warn("des-hook serve: decision log push record", "root", root, "err", err)
+			}
+		}
 		var ce *decisionlog.CollectorError
 		switch {
 		case errors.As(err, &ce):

@@ -451,9 +451,27 @@ func TestPhasesEscalations(t *testing.T) {
 		t.Errorf("hook audit verify: %+v", v)
 	}
 
-	// Assumption (the contract only says "lists the open ones"): an
-	// escalation is open while its phase is still the current phase; once
-	// the workflow moved on, it is no longer listed.
+	// An escalation is open while its phase is still the current phase
+	// and no advancement out of it was allowed since: once the tests pass,
+	// the gate allows the advancement, and the escalations of
+	// 06-implementation close though the state still names it (the
+	// orchestrator writes the next phase after the call).
+	writeFile(t, root, ".isdlc/state.json", marshalState(t, readyToAdvance(featurePhases, 5)))
+	check(t, root, nil, advanceCall(root, "Agent"), allow)
+	if list := runBinCLI(t, root, "escalations"); list.code != 0 || !strings.Contains(list.stdout, "no open escalations") {
+		t.Errorf("hook escalations after an allowed advancement out of 06-implementation: %+v", list)
+	}
+	if list := runBinCLI(t, root, "escalations", "--all"); list.code != 0 || strings.Count(list.stdout, "no (advanced ") != 2 {
+		t.Errorf("hook escalations --all after the advancement: %+v", list)
+	}
+	// Blocked again (the tests fail again, within the minute): open again.
+	writeFile(t, root, ".isdlc/state.json", marshalState(t, failingTests()))
+	check(t, root, nil, advanceCall(root, "Agent"), denies("DES-GATE-BLOCKED", "DES-ITERATION-CORRIDOR"))
+	if list := runBinCLI(t, root, "escalations"); list.code != 0 || !strings.Contains(list.stdout, "gate_blocked") || !strings.Contains(list.stdout, "yes") {
+		t.Errorf("hook escalations after a new block: %+v", list)
+	}
+
+	// Once the workflow moved on, it is no longer listed either.
 	moved := readyToAdvance(featurePhases, 6)
 	writeFile(t, root, ".isdlc/state.json", marshalState(t, moved))
 	if list := runBinCLI(t, root, "escalations"); list.code != 0 || strings.Contains(list.stdout, "06-implementation") {

@@ -139,6 +139,18 @@ func TestE2EPrecommitStagedFiles(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}
 	}
+	// The recovery: only the steps that apply (no phase is missing), in
+	// the order to do them, abandoning the work last.
+	_, rec, _ := strings.Cut(r.stdout, "\nRecovery:\n")
+	rec, _, _ = strings.Cut(rec, "\nGate 3: ")
+	var starts []string
+	for _, l := range strings.Split(rec, "\n") {
+		starts = append(starts, strings.SplitN(strings.TrimPrefix(l, "- "), ":", 2)[0])
+	}
+	if want := []string{"Give every phase a status through the write guard", "Run the phases in canonical order", "Finish every open phase through the write guard (a NOT_EXECUTED one goes IN_PROGRESS first)",
+		"Write blocked_by of every SKIPPED phase as PREFIX", "Do the deferred work now if its phase is not finished", "A SKIPPED phase is final", "If the work was abandoned, write state.status FAILED, reset it with `des-hook stale --resolve " + stepPath + "` and run the step again."}; !slices.Equal(starts, want) {
+		t.Errorf("recovery lines (their starts):\n got %q\nwant %q", starts, want)
+	}
 	if e := commitEntries(t, root); len(e) != 1 || e[0].Event != audit.CommitValidationFailed || e[0].Fields["source"] != "cli" || e[0].Fields["step_file"] != stepPath {
 		t.Errorf("audit %+v", e)
 	}

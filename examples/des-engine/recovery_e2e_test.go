@@ -718,7 +718,7 @@ func TestRecoveryGate3(t *testing.T) {
 			f.write(withTask("DONE"))
 			f.aroundTheGuard(withPhase(f.t, "REVIEW", map[string]any{"status": "COMPLETED"}))
 		}, "DES-COMMIT-STATUS", func(f *follower) {
-			f.line(`^Give every phase a status: EXECUTED \(with outcome PASS or FAIL\) or SKIPPED \(with blocked_by\)`)
+			f.line(`^Give every phase a status through the write guard: EXECUTED \(with outcome PASS or FAIL\) or SKIPPED \(with blocked_by starting with one of `)
 			f.write(withPhase(f.t, "REVIEW", map[string]any{"status": "EXECUTED"}))
 		}},
 		{"phase missing from the log", func(f *follower) {

@@ -286,7 +286,7 @@ func TestE2EClientWithoutEngine(t *testing.T) {
 	}
 	root := t.TempDir()
 	missing := filepath.Join(filepath.Dir(alone), filepath.Base(engineBin))
-	const fix = "go build -o DIR/ ./examples/hook ./examples/des-engine"
+	fix := "go build -o " + filepath.Join(filepath.Dir(alone), "des-hook") + " ./examples/hook && CGO_ENABLED=0 go build -o " + missing + " ./examples/des-engine"
 	run := func(event any, args ...string) hookRun {
 		t.Helper()
 		raw, _ := json.Marshal(event)

@@ -54,7 +54,6 @@ const (
 	idleEnv        = "DES_SERVER_IDLE_MINUTES"
 	logLevelEnv    = "DES_LOG_LEVEL"
 	exitUsage      = 2
-	buildFix       = "CGO_ENABLED=0 go build -o DIR/ ./examples/hook ./examples/des-engine"
 	internalPrefix = "[DES-INTERNAL] "
 )
 
@@ -123,9 +122,29 @@ func locate() (self, companion string, err error) {
 	}
 	companion = filepath.Join(filepath.Dir(real), name)
 	if fi, err := os.Stat(companion); err != nil || fi.IsDir() {
-		return self, companion, fmt.Errorf("the des engine %s is missing: des-hook needs it beside itself; build both into one directory: %s", companion, buildFix)
+		return self, companion, fmt.Errorf("the des engine %s is missing: des-hook needs it beside itself; build both into that directory, from a checkout of des: %s", companion, buildFix(filepath.Dir(real)))
 	}
 	return self, companion, nil
+}
+
+// buildFix is the command that builds des-hook and des-engine into dir,
+// run from a checkout of des: one go build per binary, each named with -o
+// (go build -o DIR/ of both packages would name the client "hook").
+func buildFix(dir string) string {
+	exe := ""
+	if runtime.GOOS == "windows" {
+		exe = ".exe"
+	}
+	return "CGO_ENABLED=0 go build -o " + shellQuote(filepath.Join(dir, "des-hook"+exe)) + " ./examples/hook && " +
+		"CGO_ENABLED=0 go build -o " + shellQuote(filepath.Join(dir, companionName+exe)) + " ./examples/des-engine"
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+:@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // clientSettings is what the client reads of the settings itself: the

@@ -34,8 +34,9 @@
 #   has no TDD cycle). A FAILED phase is a known, final status: it does not
 #   block by itself, but it is not done, so an executed phase after it is a
 #   gap. Every violation is reported, one per phase where it applies; the
-#   recovery steps are per code, so a file with many open phases gets a short
-#   list.
+#   recovery steps are the file's, the same for each of its violations: only
+#   those that apply to the violations found, in the order to do them, so a
+#   file with many open phases gets a short list.
 #
 #   Gate 3 judges hundreds of files per commit, and in OPA every iteration,
 #   data lookup, membership test or function call costs about a microsecond
@@ -183,7 +184,9 @@ _status_text(s) := concat(" ", ["status", _quote(s)]) if s != ""
 
 _prefixes := concat(", ", data.des.commit.skip_prefixes)
 
-# Recovery steps, one list per code.
+# Recovery steps. Every violation of a file carries the same list: the
+# steps that apply to the violations found in it, in the order to do them
+# (_recovery, below); the lists here are its parts.
 
 _phase_recovery := concat("", [
 	"List every canonical phase in tdd_cycle.phase_execution_log, in order (", concat(", ", _canonical),
@@ -204,22 +207,19 @@ _resolve_recovery := [concat("", ["If the work was abandoned, reset it with `des
 	_task_status == "FAILED"
 }
 
-_status_recovery := [
-	"Give every phase a status: EXECUTED (with outcome PASS or FAIL) or SKIPPED (with blocked_by) once it is done; COMPLETED, PASS and DEFERRED are not phase statuses.",
-	_phase_recovery,
-]
+_status_recovery := concat("", [
+	"Give every phase a status through the write guard: EXECUTED (with outcome PASS or FAIL) or SKIPPED (with blocked_by starting with one of ",
+	_prefixes, ") once it is done; COMPLETED, PASS and DEFERRED are not phase statuses.",
+])
 
-_open_recovery := array.concat(
-	[concat("", ["Finish every open phase through the write guard (a NOT_EXECUTED one goes IN_PROGRESS first): EXECUTED with outcome PASS or FAIL, or SKIPPED with blocked_by starting with one of ", _prefixes, "."])],
-	_resolve_recovery,
-)
+_open_recovery := concat("", ["Finish every open phase through the write guard (a NOT_EXECUTED one goes IN_PROGRESS first): EXECUTED with outcome PASS or FAIL, or SKIPPED with blocked_by starting with one of ", _prefixes, "."])
 
-_outcome_recovery := ["Set the outcome of every EXECUTED phase to PASS or FAIL, with outcome_details giving the evidence; work that was skipped is SKIPPED, not EXECUTED."]
+_outcome_recovery := "Set the outcome of every EXECUTED phase to PASS or FAIL, with outcome_details giving the evidence; work that was skipped is SKIPPED, not EXECUTED."
 
-_skip_recovery := [concat("", [
+_skip_recovery := concat("", [
 	"Write blocked_by of every SKIPPED phase as PREFIX: reason, with PREFIX one of ", _prefixes,
 	" (e.g. \"NOT_APPLICABLE: no acceptance test for a pure refactoring\").",
-])]
+])
 
 _deferred_recovery := [
 	"Do the deferred work now if its phase is not finished: with Write or Edit, IN_PROGRESS, then EXECUTED with an outcome.",
@@ -232,43 +232,199 @@ _deferred_recovery := [
 _gap_first := "Run the phases in canonical order: take every phase before one that is EXECUTED through the write guard (IN_PROGRESS, then EXECUTED with an outcome or SKIPPED with blocked_by)."
 
 # A FAILED phase is final in the table: only a reset lets it run again.
-_gap_recovery := [_gap_first, _phase_recovery] if not _by_status.FAILED
-
-_gap_recovery := [
-	_gap_first,
-	concat("", ["A FAILED phase runs again only after a reset: write state.status FAILED, run `des-hook stale --resolve ", _path, "`, then start the step again."]),
-	_phase_recovery,
-] if {
-	_by_status.FAILED
+_failed_phase_recovery := concat("", ["A FAILED phase runs again only after a reset: write state.status FAILED, run `des-hook stale --resolve ", _path, "`, then start the step again."]) if {
 	_task_status == "IN_PROGRESS"
 }
 
-_gap_recovery := [
-	_gap_first,
-	concat("", ["A FAILED phase runs again only after a reset: run `des-hook stale --resolve ", _path, "` (the task is already FAILED), then start the step again."]),
-	_phase_recovery,
-] if {
-	_by_status.FAILED
+_failed_phase_recovery := concat("", ["A FAILED phase runs again only after a reset: run `des-hook stale --resolve ", _path, "` (the task is already FAILED), then start the step again."]) if {
 	_task_status == "FAILED"
 }
 
-_gap_recovery := [
-	_gap_first,
-	"A FAILED phase is final, and so is the task's DONE: nothing resets them, so the work still to do goes in a new step file.",
-	_phase_recovery,
-] if {
-	_by_status.FAILED
+_failed_phase_recovery := "A FAILED phase is final, and so is the task's DONE: nothing resets them, so the work still to do goes in a new step file." if {
 	_task_status == "DONE"
 }
 
-_gap_recovery := [
-	_gap_first,
-	concat("", ["A FAILED phase runs again only after a reset: start the step again (Gate 1 moves the task to IN_PROGRESS), then write state.status FAILED, run `des-hook stale --resolve ", _path, "` and start it once more."]),
-	_phase_recovery,
-] if {
-	_by_status.FAILED
+_failed_phase_recovery := concat("", ["A FAILED phase runs again only after a reset: start the step again (Gate 1 moves the task to IN_PROGRESS), then write state.status FAILED, run `des-hook stale --resolve ", _path, "` and start it once more."]) if {
 	not _task_status in {"IN_PROGRESS", "FAILED", "DONE"}
 }
+
+# Which violations the file has, from the same facts as the rules below
+# (a test checks that each holds exactly when its code is denied): the
+# recovery steps are chosen from them, never from deny, which would be
+# recursive.
+_found_gate2 if {
+	[effect, _] := _last_verdict
+	effect == "fail"
+}
+
+_found_task_status if _task_status in {s | some s in data.des.commit.uncommittable_task_statuses}
+
+_found_incomplete if {
+	_judges_phases
+	_log == ""
+}
+
+_found_incomplete if {
+	_judges_phases
+	_log != ""
+	count(_phases) < count(_canonical)
+}
+
+_found_incomplete if {
+	_judges_phases
+	_log != ""
+	not _in_canonical_order
+	count(_missing) > 0
+}
+
+_found_status if {
+	_judges_phases
+	statuses := steps.phase_statuses
+	some status, _ in _by_status
+	not status in statuses
+}
+
+_found_open if {
+	_judges_phases
+	not _plan
+	some status in ["NOT_EXECUTED", "IN_PROGRESS"]
+	_by_status[status]
+}
+
+_found_outcome if {
+	_judges_phases
+	count(_bad_outcomes) > 0
+}
+
+_found_skip if {
+	_judges_phases
+	deferred := data.des.commit.deferred_prefix
+	some p in _by_status.SKIPPED
+	not _valid_skip(p.blocked_by)
+	not startswith(p.blocked_by, deferred)
+}
+
+_found_deferred if {
+	_judges_phases
+	deferred := data.des.commit.deferred_prefix
+	not deferred in data.des.commit.skip_prefixes
+	some p in _phases
+	startswith(p.blocked_by, deferred)
+}
+
+_found_gap if {
+	_judges_phases
+	some status, group in _by_status
+	status != "EXECUTED"
+	some p in group
+	not _valid_skipped(p)
+	_order[p.name] < _last_executed
+}
+
+# The parts of _recovery, each [] unless its violation was found.
+default _r_gate2 := []
+
+_r_gate2 := [
+	concat("", ["Read the SUBAGENT_STOP_VALIDATION entry of ", e.timestamp, " in the audit trail (the JSON lines under .des/audit/) to see what Gate 2 found."]),
+	concat("", ["Run `des-hook stale --resolve ", _path, "`, which resets the work Gate 2 rejected and resolves the failure, start the subagent on the step again, and commit once the step is finished."]),
+] if {
+	[effect, e] := _last_verdict
+	effect == "fail"
+}
+
+default _r_task_status := []
+
+_r_task_status := [concat("", ["Reset the step with `des-hook stale --resolve ", _path, "` and run it again; commit it once it is finished."])] if {
+	_found_task_status
+	not _found_gate2 # the Gate 2 steps reset it already
+}
+
+default _r_incomplete := []
+
+_r_incomplete := ["If the log was lost, restore the step file from git (`git checkout -- FILE` in a terminal) and commit again; otherwise add tdd_cycle.phase_execution_log as below.", _phase_recovery] if {
+	_judges_phases
+	_log == ""
+}
+
+_r_incomplete := [_phase_recovery] if {
+	_found_incomplete
+	_log != ""
+}
+
+default _r_status := []
+
+_r_status := [_status_recovery] if _found_status
+
+default _r_gap := []
+
+_r_gap := [_gap_first] if {
+	_found_gap
+	not _by_status.FAILED
+}
+
+# The reset of a FAILED phase, unless a reset named above does it.
+_r_gap := [_gap_first, _failed_phase_recovery] if {
+	_found_gap
+	_by_status.FAILED
+	not _found_gate2
+	not _found_task_status
+}
+
+_r_gap := [_gap_first] if {
+	_found_gap
+	_by_status.FAILED
+	_found_gate2
+}
+
+_r_gap := [_gap_first] if {
+	_found_gap
+	_by_status.FAILED
+	not _found_gate2
+	_found_task_status
+}
+
+default _r_open := []
+
+_r_open := [_open_recovery] if _found_open
+
+default _r_outcome := []
+
+_r_outcome := [_outcome_recovery] if _found_outcome
+
+default _r_skip := []
+
+_r_skip := [_skip_recovery] if _found_skip
+
+default _r_deferred := []
+
+_r_deferred := _deferred_recovery if _found_deferred
+
+# Abandoning the work, the alternative to finishing the open phases, last;
+# not when a reset named above applies already.
+default _r_abandon := []
+
+_r_abandon := _resolve_recovery if {
+	_found_open
+	not _found_gate2
+	not _found_task_status
+}
+
+default _r_leave_out := []
+
+_r_leave_out := ["If the step is abandoned for good, leave it out of the commit (`git restore --staged FILE`) and put the work still to do in a new step file."] if _found_task_status
+
+# The recovery steps of the file, in the order to do them: first what
+# resets the step (an unresolved Gate 2 failure, a task not committable),
+# then the phase log's shape (missing phases, statuses), then the phases'
+# order and the open ones, then the fields of finished phases, and last
+# the alternatives (abandoning the work).
+_recovery := [line |
+	some part in [
+		_r_gate2, _r_task_status, _r_incomplete, _r_status, _r_gap, _r_open,
+		_r_outcome, _r_skip, _r_deferred, _r_abandon, _r_leave_out,
+	]
+	some line in part
+]
 
 # METADATA
 # title: Phase log incomplete
@@ -280,7 +436,7 @@ deny contains {
 	"code": "DES-COMMIT-INCOMPLETE",
 	"msg": sprintf("%s has no phase log: neither tdd_cycle.phase_execution_log nor the legacy tdd_cycle.tdd_phase_tracking.phase_execution_log is an array; a step is committed with all %d canonical phases recorded", [_path, count(_canonical)]),
 	"field": "/tdd_cycle/phase_execution_log",
-	"recovery": [_phase_recovery, "If the log was lost, restore the step file from git (`git checkout -- FILE` in a terminal) and commit again; otherwise add tdd_cycle.phase_execution_log as above."],
+	"recovery": _recovery,
 } if {
 	_judges_phases
 	_log == ""
@@ -290,7 +446,7 @@ deny contains {
 	"code": "DES-COMMIT-INCOMPLETE",
 	"msg": sprintf("%s: the phase log holds %d entries, fewer than the %d canonical phases; missing: %s", [_path, count(_phases), count(_canonical), _list(_missing)]),
 	"field": _log,
-	"recovery": [_phase_recovery],
+	"recovery": _recovery,
 } if {
 	_judges_phases
 	_log != ""
@@ -302,7 +458,7 @@ deny contains {
 	"msg": sprintf("%s: canonical phase %s is missing from the phase log (%d entries; names that are not canonical phases: %s)", [_path, name, count(_phases), _list(_not_canonical)]),
 	"field": _log,
 	"phase": name,
-	"recovery": [_phase_recovery],
+	"recovery": _recovery,
 } if {
 	_judges_phases
 	_log != ""
@@ -321,10 +477,7 @@ deny contains {
 	"code": "DES-COMMIT-TASK-STATUS",
 	"msg": concat("", [_path, ": the task's state.status is ", _quote(status), ", which is not committed (not committable: ", concat(", ", sort(uncommittable)), "), whatever its phases say"]),
 	"field": "/state/status",
-	"recovery": [
-		concat("", ["Reset the step with `des-hook stale --resolve ", _path, "` and run it again; commit it once it is finished."]),
-		"If the step is abandoned for good, leave it out of the commit (`git restore --staged FILE`) and put the work still to do in a new step file.",
-	],
+	"recovery": _recovery,
 } if {
 	uncommittable := {s | some s in data.des.commit.uncommittable_task_statuses}
 	status := _task_status
@@ -349,7 +502,7 @@ deny contains {
 	some status, group in _by_status
 	not status in statuses
 	path := _path # bound once, not per violation
-	recovery := _status_recovery
+	recovery := _recovery
 	some p in group
 }
 
@@ -371,7 +524,7 @@ deny contains {
 	some status in ["NOT_EXECUTED", "IN_PROGRESS"]
 	group := _by_status[status]
 	path := _path
-	recovery := _open_recovery
+	recovery := _recovery
 	some p in group
 }
 
@@ -392,7 +545,7 @@ deny contains {
 	bad := _bad_outcomes
 	count(bad) > 0
 	path := _path
-	recovery := _outcome_recovery
+	recovery := _recovery
 	some p in _by_status.EXECUTED
 	bad[p.outcome]
 }
@@ -418,7 +571,7 @@ deny contains {
 	skipped := _by_status.SKIPPED
 	deferred := data.des.commit.deferred_prefix
 	path := _path
-	recovery := _skip_recovery
+	recovery := _recovery
 	some p in skipped
 	not _valid_skip(p.blocked_by)
 	not startswith(p.blocked_by, deferred) # reported as DES-COMMIT-DEFERRED
@@ -447,7 +600,7 @@ deny contains {
 	some p in _phases
 	startswith(p.blocked_by, deferred)
 	path := _path
-	recovery := _deferred_recovery
+	recovery := _recovery
 }
 
 # METADATA
@@ -471,7 +624,7 @@ deny contains {
 	i := _order[p.name]
 	i < _last_executed
 	path := _path
-	recovery := _gap_recovery
+	recovery := _recovery
 }
 
 # The first EXECUTED phase after canonical position i.
@@ -516,10 +669,7 @@ deny contains {
 	"msg": concat("", [_path, ": Gate 2 failed this step at ", e.timestamp, " (", _codes_text(e.codes), "), and no later passing subagent stop or stale resolution resolves it"]),
 	"field": "",
 	"failed_at": e.timestamp,
-	"recovery": [
-		concat("", ["Read the SUBAGENT_STOP_VALIDATION entry of ", e.timestamp, " in the audit trail (the JSON lines under .des/audit/) to see what Gate 2 found."]),
-		concat("", ["Run `des-hook stale --resolve ", _path, "`, which resets the work Gate 2 rejected and resolves the failure, start the subagent on the step again, and commit once the step is finished."]),
-	],
+	"recovery": _recovery,
 } if {
 	[effect, e] := _last_verdict
 	effect == "fail"

@@ -457,11 +457,14 @@ test_open_phase_recovery_follows_the_task_status if {
 	some r in running
 	contains(r, "write state.status FAILED, reset it with `des-hook stale --resolve")
 
+	# A FAILED task is DES-COMMIT-TASK-STATUS too: its reset comes first,
+	# once, and no abandoning line repeats it.
 	failed := recovery_of(commit.deny, "DES-COMMIT-PHASE-OPEN") with input as with_task(inp, "FAILED")
 	some f in failed
-	contains(f, "reset it with `des-hook stale --resolve docs/feature/shop/steps/01-01.json` (the task is already FAILED)")
+	startswith(f, "Reset the step with `des-hook stale --resolve docs/feature/shop/steps/01-01.json` and run it again")
 	every l in failed {
 		not contains(l, "write state.status FAILED")
+		not startswith(l, "If the work was abandoned")
 	}
 
 	done := recovery_of(commit.deny, "DES-COMMIT-PHASE-OPEN") with input as with_task(inp, "DONE")
@@ -522,4 +525,112 @@ test_uncommittable_task_statuses_are_data if {
 test_failed_configuration_step_is_refused if {
 	inp := {"step": {"path": "s.json", "document": {"state": {"status": "FAILED"}}, "workflow_type": "configuration_setup", "phase_log": "", "phases": []}}
 	codes(commit.deny) == ["DES-COMMIT-TASK-STATUS"] with input as inp
+}
+
+# The README's unfinished step: a deferred skip, a skip without a prefix,
+# an open COMMIT phase and a status COMPLETED.
+readme_step := with_task(
+	step(with_phase(
+		with_phase(
+			with_phase(
+				with_phase(all_done, 2, {"status": "SKIPPED", "outcome": "", "blocked_by": "Tests already GREEN - the acceptance test drives the change"}),
+				9, {"status": "SKIPPED", "outcome": "", "blocked_by": "DEFERRED: split Cart responsibilities after the release"},
+			),
+			12, {"status": "COMPLETED"},
+		),
+		13, {"status": "IN_PROGRESS", "outcome": ""},
+	)),
+	"IN_PROGRESS",
+)
+
+# Every violation of a file carries the file's recovery steps: only those
+# that apply, in the order to do them (the phase log's shape, the order of
+# the phases, the open ones, the fields of finished phases, abandoning
+# last).
+test_recovery_applies_and_is_ordered if {
+	vs := commit.deny with input as readme_step
+	codes(vs) == ["DES-COMMIT-DEFERRED", "DES-COMMIT-GAP", "DES-COMMIT-GAP", "DES-COMMIT-PHASE-OPEN", "DES-COMMIT-SKIP-REASON", "DES-COMMIT-STATUS"]
+	rec := [v.recovery | some v in vs][0]
+	every v in vs {
+		v.recovery == rec
+	}
+	starts := [substring(r, 0, 24) | some r in rec]
+	starts == [
+		"Give every phase a statu",
+		"Run the phases in canoni",
+		"Finish every open phase ",
+		"Write blocked_by of ever",
+		"Do the deferred work now",
+		"A SKIPPED phase is final",
+		"If the work was abandone",
+	]
+	every r in rec {
+		not startswith(r, "List every canonical phase") # no phase is missing
+	}
+}
+
+# A missing phase: the line that lists them, and only the lines for what
+# was found.
+test_recovery_for_a_missing_phase if {
+	vs := commit.deny with input as with_task(step(array.slice(all_done, 0, 13)), "DONE")
+	codes(vs) == ["DES-COMMIT-INCOMPLETE"]
+	[r] := [v.recovery | some v in vs][0]
+	startswith(r, "List every canonical phase in tdd_cycle.phase_execution_log")
+}
+
+# An unresolved Gate 2 failure resets the step first; a FAILED phase's own
+# reset line then does not repeat it.
+test_recovery_gate2_first if {
+	inp := object.union(with_task(step(with_phase(all_done, 3, {"status": "FAILED", "outcome": ""})), "IN_PROGRESS"), {"gate2": [stop("FAIL", ["DES-PHASE-ABANDONED"], "t1")]})
+	vs := commit.deny with input as inp
+	codes(vs) == ["DES-COMMIT-GAP", "DES-COMMIT-GATE2"]
+	rec := [v.recovery | some v in vs][0]
+	startswith(rec[0], "Read the SUBAGENT_STOP_VALIDATION entry of t1")
+	startswith(rec[1], "Run `des-hook stale --resolve")
+	startswith(rec[2], "Run the phases in canonical order")
+	count(rec) == 3
+}
+
+# The facts that choose the recovery steps hold exactly when their code is
+# denied, on every input of this file's cases.
+found_set(inp) := {code |
+	some code in ["DES-COMMIT-GATE2", "DES-COMMIT-TASK-STATUS", "DES-COMMIT-INCOMPLETE", "DES-COMMIT-STATUS", "DES-COMMIT-PHASE-OPEN", "DES-COMMIT-OUTCOME", "DES-COMMIT-SKIP-REASON", "DES-COMMIT-DEFERRED", "DES-COMMIT-GAP"]
+	found(code) with input as inp
+}
+
+found("DES-COMMIT-GATE2") if commit._found_gate2
+
+found("DES-COMMIT-TASK-STATUS") if commit._found_task_status
+
+found("DES-COMMIT-INCOMPLETE") if commit._found_incomplete
+
+found("DES-COMMIT-STATUS") if commit._found_status
+
+found("DES-COMMIT-PHASE-OPEN") if commit._found_open
+
+found("DES-COMMIT-OUTCOME") if commit._found_outcome
+
+found("DES-COMMIT-SKIP-REASON") if commit._found_skip
+
+found("DES-COMMIT-DEFERRED") if commit._found_deferred
+
+found("DES-COMMIT-GAP") if commit._found_gap
+
+test_found_facts_match_the_codes if {
+	inputs := [
+		readme_step,
+		step(all_done),
+		with_task(step(all_done), "FAILED"),
+		step(array.slice(all_done, 0, 13)),
+		object.union(step(all_done), {"step": {"phase_log": ""}}),
+		step(with_phase(all_done, 4, {"outcome": "MAYBE"})),
+		step(with_phase(all_done, 3, {"status": "FAILED", "outcome": ""})),
+		step([phase(i, name, "NOT_EXECUTED") | some i, name in canonical]),
+		with_task(step([phase(i, name, "NOT_EXECUTED") | some i, name in canonical]), "IN_PROGRESS"),
+		with_gate2([stop("FAIL", [], "t1")]),
+	]
+	every inp in inputs {
+		denied := {v.code | some v in commit.deny} with input as inp
+		found_set(inp) == denied
+	}
 }
