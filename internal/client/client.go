@@ -21,6 +21,14 @@
 // file's (a small request is written before that hello is read: see
 // internal/channel).
 //
+// Each install of the companion has a socket of its own, named after its
+// build ID and its path with links resolved (channel.Key): two copies of one
+// build in two directories run a server each, and neither client ever
+// accepts the other's server. Accepting a byte-identical copy instead would
+// need its digest: hashing a 36 MB file on every event costs more than the
+// server saves, and a digest cached anywhere a process of the user can write
+// could be forged by that process (the agent), so no such cache is trusted.
+//
 // Start on demand: when no server answers (no socket, or a stale one), the
 // client takes the start lock, starts the companion with Options.ServeArgs
 // detached (its own session, stdio on /dev/null, working directory /, an

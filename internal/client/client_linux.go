@@ -40,25 +40,36 @@ func notAccepted(cause error, detail string) error {
 // and req.Deadline are set here (the deadline: req's own, else ctx's, else
 // Options.Timeout from now, whichever is earliest).
 func (c *Client) Call(ctx context.Context, req *channel.Request) (*channel.Reply, error) {
-	conn, id, err := c.dial(ctx)
+	conn, at, err := c.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	return c.do(ctx, conn, id, req)
+	return c.do(ctx, conn, at.buildID, req)
 }
 
-// dial connects to the server of the companion's build, starting one when
-// none answers, and checks the process behind the socket (see peerCheck).
-// It returns the connection and the build ID the server must announce.
-func (c *Client) dial(ctx context.Context) (*net.UnixConn, string, error) {
+// place is where the server of the companion's install listens.
+type place struct {
+	buildID, dir, key, sock string
+}
+
+// locate finds the companion's build ID and its install's socket (see
+// channel.Key: the build ID and the companion's path, symbolic links
+// resolved, name it), checking the runtime directory.
+func (c *Client) locate() (place, error) {
 	comp := c.opts.Companion
 	if !filepath.IsAbs(comp) {
-		return nil, "", notAccepted(ErrNoServer, fmt.Sprintf("companion path %q is not absolute", comp))
+		return place{}, notAccepted(ErrNoServer, fmt.Sprintf("companion path %q is not absolute", comp))
 	}
 	id, err := c.ids.Read(comp)
 	if err != nil {
-		return nil, "", notAcceptedErr(ErrNoServer, err)
+		return place{}, notAcceptedErr(ErrNoServer, err)
+	}
+	// The server names its socket after os.Executable, which on Linux is
+	// the file it runs with every link resolved: so does the client.
+	real, err := filepath.EvalSymlinks(comp)
+	if err != nil {
+		return place{}, notAcceptedErr(ErrNoServer, err)
 	}
 	dir := c.opts.Dir
 	if dir == "" {
@@ -67,46 +78,59 @@ func (c *Client) dial(ctx context.Context) (*net.UnixConn, string, error) {
 		_, err = channel.EnsureDir(dir)
 	}
 	if err != nil {
-		return nil, "", notAcceptedErr(ErrNoServer, err)
+		return place{}, notAcceptedErr(ErrNoServer, err)
 	}
-	key := channel.Key(id)
-	sock := channel.SocketPath(dir, key)
-	if err := channel.CheckSocketPath(sock); err != nil {
-		return nil, "", notAcceptedErr(ErrNoServer, err)
+	key := channel.Key(id, real)
+	at := place{buildID: id, dir: dir, key: key, sock: channel.SocketPath(dir, key)}
+	if err := channel.CheckSocketPath(at.sock); err != nil {
+		return at, notAcceptedErr(ErrNoServer, err)
 	}
+	return at, nil
+}
+
+// dial connects to the server of the companion's install, starting one when
+// none answers, and checks the process behind the socket (see peerCheck).
+// It returns the connection and where it is (the build ID the server must
+// announce among it).
+func (c *Client) dial(ctx context.Context) (*net.UnixConn, place, error) {
+	at, err := c.locate()
+	if err != nil {
+		return nil, at, err
+	}
+	dir, key, sock := at.dir, at.key, at.sock
 	conn, err := c.connect(ctx, sock)
 	if err == nil {
-		return c.peerCheck(conn, id)
+		return c.peerCheck(conn, at)
 	}
 	if !absent(err) {
-		return nil, "", notAcceptedErr(ErrNoServer, err)
+		return nil, at, notAcceptedErr(ErrNoServer, err)
 	}
 	started, err := c.start(dir, key, sock)
 	if err != nil {
-		return nil, "", notAcceptedErr(ErrNoServer, fmt.Errorf("starting one: %w", err))
+		return nil, at, notAcceptedErr(ErrNoServer, fmt.Errorf("starting one: %w", err))
 	}
 	if !c.opts.WaitForStart {
 		what := "another client is starting one"
 		if started {
 			what = "started one in the background"
 		}
-		return nil, "", notAccepted(ErrNoServer, what)
+		return nil, at, notAccepted(ErrNoServer, what)
 	}
 	wctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
 	for {
 		conn, err := c.connect(wctx, sock)
 		if err == nil {
-			return c.peerCheck(conn, id)
+			return c.peerCheck(conn, at)
 		}
 		if !absent(err) {
-			return nil, "", notAcceptedErr(ErrNoServer, err)
+			return nil, at, notAcceptedErr(ErrNoServer, err)
 		}
 		t := time.NewTimer(5 * time.Millisecond)
 		select {
 		case <-wctx.Done():
 			t.Stop()
-			return nil, "", notAccepted(ErrNoServer, fmt.Sprintf("none answered %s within %v", sock, c.opts.StartTimeout))
+			return nil, at, notAccepted(ErrNoServer, fmt.Sprintf("none answered %s within %v", sock, c.opts.StartTimeout))
 		case <-t.C:
 		}
 	}
@@ -131,13 +155,13 @@ func (c *Client) connect(ctx context.Context, sock string) (*net.UnixConn, error
 // peerCheck checks the process behind the socket before anything is sent
 // to it: our uid, and an executable that is the companion file itself. The
 // build ID it announces is checked by do, before the request is committed.
-func (c *Client) peerCheck(conn *net.UnixConn, buildID string) (*net.UnixConn, string, error) {
-	fail := func(cause error, detail any) (*net.UnixConn, string, error) {
+func (c *Client) peerCheck(conn *net.UnixConn, at place) (*net.UnixConn, place, error) {
+	fail := func(cause error, detail any) (*net.UnixConn, place, error) {
 		_ = conn.Close()
 		if err, ok := detail.(error); ok {
-			return nil, "", notAcceptedErr(cause, err)
+			return nil, at, notAcceptedErr(cause, err)
 		}
-		return nil, "", notAccepted(cause, detail.(string))
+		return nil, at, notAccepted(cause, detail.(string))
 	}
 	pid, uid, err := channel.PeerCred(conn)
 	if err != nil {
@@ -159,39 +183,39 @@ func (c *Client) peerCheck(conn *net.UnixConn, buildID string) (*net.UnixConn, s
 		target, _ := os.Readlink(exe)
 		return fail(ErrPeerMismatch, fmt.Sprintf("pid %d runs %s, not %s", pid, target, c.opts.Companion))
 	}
-	return conn, buildID, nil
+	return conn, at, nil
 }
 
 // readHello reads the server's first frame, within the hello timeout, and
 // checks its protocol and build. Nothing has been committed yet, so every
 // failure here is ErrNotAccepted.
-func (c *Client) readHello(ctx context.Context, conn *net.UnixConn, buildID string, deadline time.Time) error {
+func (c *Client) readHello(ctx context.Context, conn *net.UnixConn, buildID string, deadline time.Time) (*channel.Hello, error) {
 	hd := time.Now().Add(c.opts.HelloTimeout)
 	if hd.After(deadline) {
 		hd = deadline
 	}
 	_ = conn.SetReadDeadline(hd)
 	if ctx.Err() != nil { // cancelled before the deadline above replaced do's
-		return notAcceptedErr(ErrNoServer, ctx.Err())
+		return nil, notAcceptedErr(ErrNoServer, ctx.Err())
 	}
 	var h channel.Hello
 	if err := channel.ReadJSON(conn, &h); err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return notAcceptedErr(ErrNoServer, fmt.Errorf("reading its hello: %w", err))
+		return nil, notAcceptedErr(ErrNoServer, fmt.Errorf("reading its hello: %w", err))
 	}
 	if h.Protocol != channel.Protocol {
-		return notAccepted(ErrRefused, fmt.Sprintf("it speaks protocol %d, this client %d", h.Protocol, channel.Protocol))
+		return nil, notAccepted(ErrRefused, fmt.Sprintf("it speaks protocol %d, this client %d", h.Protocol, channel.Protocol))
 	}
 	if h.BuildID != buildID {
-		return notAccepted(ErrPeerMismatch, fmt.Sprintf("pid %d announces build %q, %s is %q", h.PID, h.BuildID, c.opts.Companion, buildID))
+		return nil, notAccepted(ErrPeerMismatch, fmt.Sprintf("pid %d announces build %q, %s is %q", h.PID, h.BuildID, c.opts.Companion, buildID))
 	}
 	_ = conn.SetReadDeadline(deadline)
 	if ctx.Err() != nil {
 		_ = conn.SetDeadline(time.Unix(1, 0))
 	}
-	return nil
+	return &h, nil
 }
 
 // pipelineMax is the largest request written before the server's hello is
@@ -220,13 +244,13 @@ func (c *Client) do(ctx context.Context, conn *net.UnixConn, buildID string, req
 
 	pipelined := len(req.Stdin) <= pipelineMax
 	if !pipelined {
-		if err := c.readHello(ctx, conn, buildID, deadline); err != nil {
+		if _, err := c.readHello(ctx, conn, buildID, deadline); err != nil {
 			return nil, err
 		}
 	}
 	werr := channel.WriteRequest(conn, req)
 	if pipelined {
-		if err := c.readHello(ctx, conn, buildID, deadline); err != nil {
+		if _, err := c.readHello(ctx, conn, buildID, deadline); err != nil {
 			return nil, err
 		}
 	}
