@@ -19,7 +19,9 @@
 // server and the removal of a stale socket), where key is a 16-hex-digit hash
 // of the companion's Go build ID and of its path, links resolved (see Key):
 // two des versions coexist, and so do two copies of one version in two
-// directories, each with a server of its own.
+// directories, each with a server of its own. Beside them, fallback-<key>.json
+// records why the install's last hook event was decided in process, if it
+// was (see Fallback), for `des-hook status`.
 //
 // # Protocol
 //

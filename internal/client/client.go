@@ -42,6 +42,12 @@
 // file records how the last start went), so a companion that cannot serve
 // costs the calls nothing but the fallback.
 //
+// A caller that falls back records why with NoteFallback (a small file in
+// the runtime directory, replaced whole each time, removed by the next call
+// the server answers); `des-hook status` shows it beside Probe's verdict,
+// which checks the install's server as Call would, without starting one or
+// sending anything.
+//
 // Linux only; elsewhere Call always returns ErrNotAccepted wrapping
 // errors.ErrUnsupported.
 package client
@@ -106,3 +112,25 @@ func New(opts Options) *Client {
 	}
 	return &Client{opts: opts}
 }
+
+// Cause classifies why a call was not taken, for the fall-back record
+// (channel.Fallback's Cause* values).
+func Cause(err error) string {
+	switch {
+	case errors.Is(err, ErrPeerMismatch):
+		return channel.CausePeerMismatch
+	case errors.Is(err, ErrRefused):
+		return channel.CauseRefused
+	case errors.Is(err, errors.ErrUnsupported):
+		return channel.CauseUnsupported
+	case errors.Is(err, ErrNoServer):
+		return channel.CauseNoServer
+	case errors.Is(err, ErrNotSent):
+		return channel.CauseNotSent
+	}
+	return channel.CauseOther
+}
+
+// ErrNotSent is for the caller's own fall-backs: it did not send the event
+// (it could not read it, or it is too large for the channel).
+var ErrNotSent = errors.New("the event was not sent to the decision server")

@@ -38,14 +38,20 @@ func notAccepted(cause error, detail string) error {
 
 // Call sends req to the decision server and returns its reply. req.Version
 // and req.Deadline are set here (the deadline: req's own, else ctx's, else
-// Options.Timeout from now, whichever is earliest).
+// Options.Timeout from now, whichever is earliest). A reply clears the
+// install's fall-back record (see channel.Fallback); an error does not
+// write one: the caller records the fall-back it makes (NoteFallback).
 func (c *Client) Call(ctx context.Context, req *channel.Request) (*channel.Reply, error) {
 	conn, at, err := c.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	return c.do(ctx, conn, at.buildID, req)
+	rep, err := c.do(ctx, conn, at.buildID, req)
+	if err == nil {
+		channel.ClearFallback(at.dir, at.key)
+	}
+	return rep, err
 }
 
 // place is where the server of the companion's install listens.
@@ -134,6 +140,63 @@ func (c *Client) dial(ctx context.Context) (*net.UnixConn, place, error) {
 		case <-t.C:
 		}
 	}
+}
+
+// NoteFallback records that the caller decides the event in process because
+// of why (see channel.Fallback), for `des-hook status`. Best effort: when the
+// companion's install or the runtime directory cannot be found, there is
+// nowhere to record it (status then finds the same problem itself).
+func (c *Client) NoteFallback(why error) {
+	at, err := c.locate()
+	if at.key == "" || (err != nil && !errors.Is(err, channel.ErrSocketPathTooLong)) {
+		return
+	}
+	if why == nil {
+		why = errors.New("unknown")
+	}
+	_ = channel.WriteFallback(at.dir, at.key, channel.Fallback{
+		Time: time.Now().UTC(), Cause: Cause(why), Why: why.Error(), Companion: c.opts.Companion, Socket: at.sock,
+	})
+}
+
+// LastFallback reads the fall-back record of the companion's install (see
+// NoteFallback); ok is false when the last event was not decided in process
+// or none was recorded. sock is where the install's server listens.
+func (c *Client) LastFallback() (f channel.Fallback, ok bool, err error) {
+	at, err := c.locate()
+	if at.key == "" {
+		return f, false, err
+	}
+	return channel.ReadFallback(at.dir, at.key)
+}
+
+// Probe checks, without starting one or sending a request, whether the
+// server of the companion's install answers and passes the client's checks
+// (the peer's uid and executable, the protocol and build ID of its hello).
+// It returns the server's pid and socket; its error is one Call would give.
+func (c *Client) Probe(ctx context.Context) (pid int, sock string, err error) {
+	at, err := c.locate()
+	if err != nil {
+		return 0, at.sock, err
+	}
+	conn, err := c.connect(ctx, at.sock)
+	if err != nil {
+		if absent(err) {
+			return 0, at.sock, notAccepted(ErrNoServer, "nothing listens on "+at.sock)
+		}
+		return 0, at.sock, notAcceptedErr(ErrNoServer, err)
+	}
+	conn, _, err = c.peerCheck(conn, at)
+	if err != nil {
+		return 0, at.sock, err
+	}
+	defer conn.Close()
+	deadline := time.Now().Add(c.opts.HelloTimeout)
+	h, err := c.readHello(ctx, conn, at.buildID, deadline)
+	if err != nil {
+		return 0, at.sock, err
+	}
+	return h.PID, at.sock, nil
 }
 
 // absent: nothing listens on the socket (no file, or a stale one). On Linux

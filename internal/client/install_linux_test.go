@@ -1,11 +1,16 @@
 package client
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/channel"
+	"github.com/deterministic-exec/des/internal/server"
 )
 
 // copyCompanion copies the test binary (the companion) into a directory of
@@ -59,5 +64,78 @@ func TestLinkedCompanionReachesItsServer(t *testing.T) {
 	pid := f.serverPid(c)
 	if got := f.serverPid(f.client(false, "")); got != pid {
 		t.Errorf("through the file itself: server %d, through the link %d; want one server", got, pid)
+	}
+}
+
+// NoteFallback records why the last event was decided in process; a reply
+// from the server removes the record; Probe says whether a server answers
+// without starting one.
+func TestFallbackRecordAndProbe(t *testing.T) {
+	f := newFixture(t)
+	c := f.client(false, "")
+	if _, _, err := c.Probe(t.Context()); !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), "nothing listens on "+f.sock()) {
+		t.Errorf("probe without a server: %v", err)
+	}
+	if len(f.pids()) != 0 {
+		t.Fatal("Probe started a server")
+	}
+	if _, ok, err := c.LastFallback(); ok || err != nil {
+		t.Errorf("a fall-back record before any call: %v, %v", ok, err)
+	}
+	_, err := f.call(c, "x")
+	if !errors.Is(err, ErrNoServer) {
+		t.Fatalf("cold call: %v", err)
+	}
+	c.NoteFallback(err)
+	rec, ok, rerr := c.LastFallback()
+	if !ok || rerr != nil || rec.Cause != channel.CauseNoServer || rec.Why != err.Error() || rec.Socket != f.sock() ||
+		rec.Companion != f.exe || time.Since(rec.Time) > time.Minute {
+		t.Fatalf("record %+v, %v, %v", rec, ok, rerr)
+	}
+	eventually(t, f, c, "x")
+	if _, ok, _ := c.LastFallback(); ok {
+		t.Error("the record outlived an event the server decided")
+	}
+	pid, sock, err := c.Probe(t.Context())
+	if err != nil || sock != f.sock() || pid != f.pids()[0] {
+		t.Errorf("probe of the warm server: pid %d, %s, %v; want %v", pid, sock, err, f.pids())
+	}
+}
+
+// A fall-back of each cause is classified for status.
+func TestCause(t *testing.T) {
+	for err, want := range map[error]string{
+		notAccepted(ErrNoServer, "x"):                      channel.CauseNoServer,
+		notAccepted(ErrPeerMismatch, "x"):                  channel.CausePeerMismatch,
+		notAccepted(ErrRefused, "x"):                       channel.CauseRefused,
+		notAcceptedErr(errors.ErrUnsupported, ErrNoServer): channel.CauseUnsupported,
+		ErrNotSent:             channel.CauseNotSent,
+		errors.New("whatever"): channel.CauseOther,
+	} {
+		if got := Cause(err); got != want {
+			t.Errorf("Cause(%v) = %s, want %s", err, got, want)
+		}
+	}
+}
+
+// Probe refuses a server that is not the companion file, as Call does.
+func TestProbeRefusesAnotherFile(t *testing.T) {
+	f := newFixture(t)
+	copied := copyCompanion(t, f)
+	// The in-process server runs the test binary; a client whose companion
+	// is the copy looks at the copy's socket: bind the test binary's server
+	// there, as a link from one socket to another would.
+	id, err := channel.ReadBuildID(copied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := server.Listen(t.Context(), f.dir, channel.Key(id, copied), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c := New(Options{Companion: copied, Dir: f.dir})
+	if _, _, err := c.Probe(t.Context()); !errors.Is(err, ErrPeerMismatch) || !strings.Contains(err.Error(), f.exe) {
+		t.Errorf("probe of another file's server: %v; want ErrPeerMismatch naming %s", err, f.exe)
 	}
 }
