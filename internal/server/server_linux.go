@@ -52,7 +52,7 @@ func Inherited(lookupEnv func(string) (string, bool)) (dir string, lock *channel
 }
 
 // isLockFile: an inherited descriptor is only trusted as the start lock
-// when it is the lock file of this build (the variable could be set by
+// when it is the lock file of this install (the variable could be set by
 // hand, with descriptor 3 something else entirely).
 func isLockFile(lock *channel.StartLock, path string) bool {
 	if lock == nil || lock.File() == nil {
