@@ -96,8 +96,8 @@ func (c *Client) locate() (place, error) {
 
 // dial connects to the server of the companion's install, starting one when
 // none answers, and checks the process behind the socket (see peerCheck).
-// It returns the connection and where it is (the build ID the server must
-// announce among it).
+// It returns the connection and the install's place (with the build ID the
+// server must announce).
 func (c *Client) dial(ctx context.Context) (*net.UnixConn, place, error) {
 	at, err := c.locate()
 	if err != nil {
