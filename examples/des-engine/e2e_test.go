@@ -23,6 +23,13 @@ type hookRun struct {
 // extra environment variables, as Claude Code does.
 func runHookProcess(t *testing.T, root string, env []string, event any) hookRun {
 	t.Helper()
+	return runHookBinary(t, hookBin, root, env, event)
+}
+
+// runHookBinary is runHookProcess with the hook client at bin (another
+// install of the same build, say).
+func runHookBinary(t *testing.T, bin, root string, env []string, event any) hookRun {
+	t.Helper()
 	raw, ok := event.([]byte)
 	if !ok {
 		var err error
@@ -32,7 +39,7 @@ func runHookProcess(t *testing.T, root string, env []string, event any) hookRun 
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, hookBin)
+	cmd := exec.CommandContext(ctx, bin)
 	// A 5 s evaluation budget unless a test sets its own: these tests check
 	// decisions, and a test machine sharing 2 cores with other packages can
 	// stretch an evaluation past the 500 ms default into DES-INTERNAL. Speed

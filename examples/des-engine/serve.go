@@ -47,8 +47,9 @@ func engineOptions() func() []des.Option {
 func runServe(ctx context.Context, e env, args []string) int {
 	fs := newFlagSet(e, "serve", "[--idle DURATION]",
 		"Runs the warm decision server in the foreground: it decides hook events for the thin\n"+
-			"hook client (des-hook) of this build, for every project of this user, until it has\n"+
-			"been idle for --idle, its executable is replaced by another build, or it gets SIGTERM.\n"+
+			"hook client (des-hook) beside this des-engine file (each copy has a server of its own),\n"+
+			"for every project of this user, until it has been idle for --idle, its executable is\n"+
+			"replaced by another build, or it gets SIGTERM.\n"+
 			"The client starts one by itself when none runs; running it by hand is for watching it\n"+
 			"(DES_LOG_LEVEL=debug) or for measuring.")
 	idle := fs.Duration("idle", idleDefault(e.lookupEnv), "exit after this long without a request (default from "+idleEnv+", else 10m)")

@@ -202,11 +202,15 @@ func TestE2EServerImpostorRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	key, err := testEngineKey(engineBin)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir, err := channel.EnsureDir(filepath.Join(run, "des"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("unix", channel.SocketPath(dir, channel.Key(id)))
+	ln, err := net.Listen("unix", channel.SocketPath(dir, key))
 	if err != nil {
 		t.Fatal(err)
 	}

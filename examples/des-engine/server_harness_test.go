@@ -19,12 +19,30 @@ import (
 // still starting (it holds the start lock until it listens); ok is false
 // when none answers.
 func testServerPID(run string) (pid int, ok bool, err error) {
-	id, err := channel.ReadBuildID(engineBin)
+	return testServerPIDOf(run, engineBin)
+}
+
+// testEngineKey is the key of the install of des-engine at engine (its
+// build ID and its path, links resolved, as the client computes it).
+func testEngineKey(engine string) (string, error) {
+	id, err := channel.ReadBuildID(engine)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(engine)
+	if err != nil {
+		return "", err
+	}
+	return channel.Key(id, real), nil
+}
+
+// testServerPIDOf is testServerPID for the des-engine at engine.
+func testServerPIDOf(run, engine string) (pid int, ok bool, err error) {
+	key, err := testEngineKey(engine)
 	if err != nil {
 		return 0, false, err
 	}
 	dir := filepath.Join(run, "des")
-	key := channel.Key(id)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return 0, false, nil
 	}

@@ -161,7 +161,9 @@ func shorten(s string, n int) string {
 	return s[:n-1] + "…"
 }
 
-const statusDoc = `Shows where the project's decisions are made ("embedded", or the opa_url) and the
+const statusDoc = `Shows whether the warm decision server of this des-engine answers (and, when the last
+hook event was decided in process instead, why and what fixes it), where the
+project's decisions are made ("embedded", or the opa_url) and the
 organisation's policy bundles (URL, revision, when fetched, the key that verified
 it, and whether it is in use), then the orchestration governance: the settings in force
 (delegation_mode, max_concurrent_agents, session_ttl_minutes, task_graph_file), the
@@ -188,6 +190,7 @@ func runStatus(ctx context.Context, e env, args []string) int {
 	}
 	ps := policyStatusOf(ctx, root, cfg, e.lookupEnv)
 	doc := diagnose(ctx, root, e.lookupEnv)
+	srv := decisionServerStatus(ctx, cfg, e.lookupEnv)
 	if *asJSON {
 		return writeJSON(e, "status", struct {
 			des.OrchestrationStatus
@@ -196,16 +199,18 @@ func runStatus(ctx context.Context, e env, args []string) int {
 				Running bool   `json:"running"`
 				Verdict string `json:"verdict"`
 			} `json:"claude_code"`
+			DecisionServer serverStatus `json:"decision_server"`
 		}{st, ps, struct {
 			Running bool   `json:"running"`
 			Verdict string `json:"verdict"`
-		}{doc.Running, doc.Verdict}})
+		}{doc.Running, doc.Verdict}, srv})
 	}
 	line := "claude code: " + doc.Verdict
 	if n := countSeverity(doc, sevWarning); n > 0 {
 		line += fmt.Sprintf(" (%d warning(s): des-hook doctor)", n)
 	}
 	fmt.Fprintln(e.stdout, line)
+	printServerStatus(e.stdout, srv)
 	if err := printPolicyStatus(e.stdout, ps); err != nil {
 		fmt.Fprintf(e.stderr, "des-hook status: %v\n", err)
 		return exitUsage

@@ -211,6 +211,11 @@ func readSettings() clientSettings {
 // hook sends the event to the decision server and prints its answer.
 func hook(self, companion string, tokenVars []string) {
 	logger := newLogger()
+	timeout := toolTimeout
+	var serverEnv []string
+	if v, ok := os.LookupEnv(idleEnv); ok {
+		serverEnv = append(serverEnv, idleEnv+"="+v)
+	}
 	stdin, err := readStdin()
 	if errors.Is(err, errStdinOpen) {
 		// As des-engine would: before the event is read des cannot be in
@@ -218,9 +223,17 @@ func hook(self, companion string, tokenVars []string) {
 		fmt.Fprintf(os.Stderr, "des-hook: no opinion: %v\n", err)
 		return
 	}
+	// The event's name is needed for the longer deadline of SubagentStop
+	// and for an error's answer: decoding a large event costs more than
+	// looking for the name's bytes, so it is decoded only when they (or an
+	// escaped letter, which could spell them) occur.
+	if err == nil && len(stdin) <= channel.MaxStdin && mayName(stdin, "SubagentStop") && eventName(stdin) == "SubagentStop" {
+		timeout = stopTimeout
+	}
+	c := client.New(client.Options{Companion: companion, Timeout: timeout, ServerEnv: serverEnv, Logger: logger})
 	if err != nil || len(stdin) > channel.MaxStdin {
 		// des-engine says what is wrong with the event, as it would alone.
-		decideInProcess(self, companion, stdin, logger, fmt.Errorf("event not sent: %d bytes read, %v", len(stdin), err))
+		decideInProcess(self, companion, stdin, c, logger, fmt.Errorf("%w: %d bytes read, %v", client.ErrNotSent, len(stdin), err))
 		return
 	}
 	cwd, _ := os.Getwd()
@@ -228,19 +241,6 @@ func hook(self, companion string, tokenVars []string) {
 	if root == "" {
 		root = cwd
 	}
-	// The event's name is needed for the longer deadline of SubagentStop
-	// and for an error's answer: decoding a large event costs more than
-	// looking for the name's bytes, so it is decoded only when they (or an
-	// escaped letter, which could spell them) occur.
-	timeout := toolTimeout
-	if mayName(stdin, "SubagentStop") && eventName(stdin) == "SubagentStop" {
-		timeout = stopTimeout
-	}
-	var serverEnv []string
-	if v, ok := os.LookupEnv(idleEnv); ok {
-		serverEnv = append(serverEnv, idleEnv+"="+v)
-	}
-	c := client.New(client.Options{Companion: companion, Timeout: timeout, ServerEnv: serverEnv, Logger: logger})
 	env := append(channel.ForwardEnv(os.Environ()), clientPathEnv+"="+self)
 	for _, name := range tokenVars {
 		if v, ok := os.LookupEnv(name); ok {
@@ -262,7 +262,7 @@ func hook(self, companion string, tokenVars []string) {
 		os.Stderr.Write(rep.Stderr)
 		internalError(eventName(stdin), fmt.Errorf("the decision server failed on this event: %s", rep.Error))
 	case errors.Is(err, client.ErrNotAccepted):
-		decideInProcess(self, companion, stdin, logger, err)
+		decideInProcess(self, companion, stdin, c, logger, err)
 	default: // ErrNoAnswer: it may have had effects, so it is not run again
 		if rep != nil {
 			os.Stderr.Write(rep.Stderr) // a handler's panic, say
@@ -311,9 +311,11 @@ func readStdin() ([]byte, error) {
 }
 
 // decideInProcess runs des-engine on the event this client read, as if
-// Claude Code had started it: nothing ran in a server.
-func decideInProcess(self, companion string, stdin []byte, logger *slog.Logger, why error) {
+// Claude Code had started it: nothing ran in a server. It first records why
+// in the runtime directory, for `des-hook status` (client.NoteFallback).
+func decideInProcess(self, companion string, stdin []byte, c *client.Client, logger *slog.Logger, why error) {
 	logger.Debug("des-hook: deciding in-process", "why", why)
+	c.NoteFallback(why)
 	handOverWithStdin(self, companion, stdin)
 }
 

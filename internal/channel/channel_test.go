@@ -31,8 +31,14 @@ func TestBuildIDMatchesGoTool(t *testing.T) {
 			t.Fatalf("build ID = %q, %v; go tool buildid says %q", got, err, want)
 		}
 	}
-	if Key(want) == Key(want+"x") || len(Key(want)) != 16 {
-		t.Errorf("Key(%q) = %q: not 16 hex digits distinguishing builds", want, Key(want))
+	k := Key(want, "/opt/des/des-engine")
+	if k == Key(want+"x", "/opt/des/des-engine") || len(k) != 16 {
+		t.Errorf("Key(%q) = %q: not 16 hex digits distinguishing builds", want, k)
+	}
+	// Each install of a build has a key of its own, and the build ID and
+	// the path cannot run into each other.
+	if k == Key(want, "/home/u/bin/des-engine") || Key("ab", "/c") == Key("a", "b/c") {
+		t.Errorf("Key does not distinguish installs of one build")
 	}
 }
 

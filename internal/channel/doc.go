@@ -1,6 +1,6 @@
 // Package channel is what the thin hook client and the warm decision server
 // share: where the per-user runtime directory is, how a companion binary is
-// named there (its Go build ID), and the wire protocol between the two. It
+// named there (its Go build ID and its path), and the wire protocol between the two. It
 // imports only the standard library, so the client stays small.
 //
 // # Runtime directory
@@ -14,10 +14,14 @@
 // caller refuses it with an error naming the path and the fix, and the client
 // decides in-process.
 //
-// In it, per companion build: server-<key>.sock (the listening socket, mode
-// 0600) and server-<key>.lock (flock, serialising the start of a server and
-// the removal of a stale socket), where key is a 16-hex-digit hash of the
-// companion's Go build ID (see Key), so two des versions coexist.
+// In it, per install of the companion: server-<key>.sock (the listening
+// socket, mode 0600) and server-<key>.lock (flock, serialising the start of a
+// server and the removal of a stale socket), where key is a 16-hex-digit hash
+// of the companion's Go build ID and of its path, links resolved (see Key):
+// two des versions coexist, and so do two copies of one version in two
+// directories, each with a server of its own. Beside them, fallback-<key>.json
+// records why the install's last hook event was decided in process, if it
+// was (see Fallback), for `des-hook status`.
 //
 // # Protocol
 //

@@ -21,6 +21,14 @@
 // file's (a small request is written before that hello is read: see
 // internal/channel).
 //
+// Each install of the companion has a socket of its own, named after its
+// build ID and its path with links resolved (channel.Key): two copies of one
+// build in two directories run a server each, and neither client ever
+// accepts the other's server. Accepting a byte-identical copy instead would
+// need its digest: hashing a 36 MB file on every event costs more than the
+// server saves, and a digest cached anywhere a process of the user can write
+// could be forged by that process (the agent), so no such cache is trusted.
+//
 // Start on demand: when no server answers (no socket, or a stale one), the
 // client takes the start lock, starts the companion with Options.ServeArgs
 // detached (its own session, stdio on /dev/null, working directory /, an
@@ -33,6 +41,12 @@
 // server that exits before it listens is not restarted for 10 s (the lock
 // file records how the last start went), so a companion that cannot serve
 // costs the calls nothing but the fallback.
+//
+// A caller that falls back records why with NoteFallback (a small file in
+// the runtime directory, replaced whole each time, removed by the next call
+// the server answers); `des-hook status` shows it beside Probe's verdict,
+// which checks the install's server as Call would, without starting one or
+// sending anything.
 //
 // Linux only; elsewhere Call always returns ErrNotAccepted wrapping
 // errors.ErrUnsupported.
@@ -98,3 +112,25 @@ func New(opts Options) *Client {
 	}
 	return &Client{opts: opts}
 }
+
+// Cause classifies why a call was not taken, for the fall-back record
+// (channel.Fallback's Cause* values).
+func Cause(err error) string {
+	switch {
+	case errors.Is(err, ErrPeerMismatch):
+		return channel.CausePeerMismatch
+	case errors.Is(err, ErrRefused):
+		return channel.CauseRefused
+	case errors.Is(err, errors.ErrUnsupported):
+		return channel.CauseUnsupported
+	case errors.Is(err, ErrNoServer):
+		return channel.CauseNoServer
+	case errors.Is(err, ErrNotSent):
+		return channel.CauseNotSent
+	}
+	return channel.CauseOther
+}
+
+// ErrNotSent is for the caller's own fall-backs: it did not send the event
+// (it could not read it, or it is too large for the channel).
+var ErrNotSent = errors.New("the event was not sent to the decision server")

@@ -38,27 +38,44 @@ func notAccepted(cause error, detail string) error {
 
 // Call sends req to the decision server and returns its reply. req.Version
 // and req.Deadline are set here (the deadline: req's own, else ctx's, else
-// Options.Timeout from now, whichever is earliest).
+// Options.Timeout from now, whichever is earliest). A reply clears the
+// install's fall-back record (see channel.Fallback); an error does not
+// write one: the caller records the fall-back it makes (NoteFallback).
 func (c *Client) Call(ctx context.Context, req *channel.Request) (*channel.Reply, error) {
-	conn, id, err := c.dial(ctx)
+	conn, at, err := c.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	return c.do(ctx, conn, id, req)
+	rep, err := c.do(ctx, conn, at.buildID, req)
+	if err == nil {
+		channel.ClearFallback(at.dir, at.key)
+	}
+	return rep, err
 }
 
-// dial connects to the server of the companion's build, starting one when
-// none answers, and checks the process behind the socket (see peerCheck).
-// It returns the connection and the build ID the server must announce.
-func (c *Client) dial(ctx context.Context) (*net.UnixConn, string, error) {
+// place is where the server of the companion's install listens.
+type place struct {
+	buildID, dir, key, sock string
+}
+
+// locate finds the companion's build ID and its install's socket (see
+// channel.Key: the build ID and the companion's path, symbolic links
+// resolved, name it), checking the runtime directory.
+func (c *Client) locate() (place, error) {
 	comp := c.opts.Companion
 	if !filepath.IsAbs(comp) {
-		return nil, "", notAccepted(ErrNoServer, fmt.Sprintf("companion path %q is not absolute", comp))
+		return place{}, notAccepted(ErrNoServer, fmt.Sprintf("companion path %q is not absolute", comp))
 	}
 	id, err := c.ids.Read(comp)
 	if err != nil {
-		return nil, "", notAcceptedErr(ErrNoServer, err)
+		return place{}, notAcceptedErr(ErrNoServer, err)
+	}
+	// The server names its socket after os.Executable, which on Linux is
+	// the file it runs with every link resolved: so does the client.
+	real, err := filepath.EvalSymlinks(comp)
+	if err != nil {
+		return place{}, notAcceptedErr(ErrNoServer, err)
 	}
 	dir := c.opts.Dir
 	if dir == "" {
@@ -67,49 +84,119 @@ func (c *Client) dial(ctx context.Context) (*net.UnixConn, string, error) {
 		_, err = channel.EnsureDir(dir)
 	}
 	if err != nil {
-		return nil, "", notAcceptedErr(ErrNoServer, err)
+		return place{}, notAcceptedErr(ErrNoServer, err)
 	}
-	key := channel.Key(id)
-	sock := channel.SocketPath(dir, key)
-	if err := channel.CheckSocketPath(sock); err != nil {
-		return nil, "", notAcceptedErr(ErrNoServer, err)
+	key := channel.Key(id, real)
+	at := place{buildID: id, dir: dir, key: key, sock: channel.SocketPath(dir, key)}
+	if err := channel.CheckSocketPath(at.sock); err != nil {
+		return at, notAcceptedErr(ErrNoServer, err)
 	}
+	return at, nil
+}
+
+// dial connects to the server of the companion's install, starting one when
+// none answers, and checks the process behind the socket (see peerCheck).
+// It returns the connection and the install's place (with the build ID the
+// server must announce).
+func (c *Client) dial(ctx context.Context) (*net.UnixConn, place, error) {
+	at, err := c.locate()
+	if err != nil {
+		return nil, at, err
+	}
+	dir, key, sock := at.dir, at.key, at.sock
 	conn, err := c.connect(ctx, sock)
 	if err == nil {
-		return c.peerCheck(conn, id)
+		return c.peerCheck(conn, at)
 	}
 	if !absent(err) {
-		return nil, "", notAcceptedErr(ErrNoServer, err)
+		return nil, at, notAcceptedErr(ErrNoServer, err)
 	}
 	started, err := c.start(dir, key, sock)
 	if err != nil {
-		return nil, "", notAcceptedErr(ErrNoServer, fmt.Errorf("starting one: %w", err))
+		return nil, at, notAcceptedErr(ErrNoServer, fmt.Errorf("starting one: %w", err))
 	}
 	if !c.opts.WaitForStart {
 		what := "another client is starting one"
 		if started {
 			what = "started one in the background"
 		}
-		return nil, "", notAccepted(ErrNoServer, what)
+		return nil, at, notAccepted(ErrNoServer, what)
 	}
 	wctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
 	for {
 		conn, err := c.connect(wctx, sock)
 		if err == nil {
-			return c.peerCheck(conn, id)
+			return c.peerCheck(conn, at)
 		}
 		if !absent(err) {
-			return nil, "", notAcceptedErr(ErrNoServer, err)
+			return nil, at, notAcceptedErr(ErrNoServer, err)
 		}
 		t := time.NewTimer(5 * time.Millisecond)
 		select {
 		case <-wctx.Done():
 			t.Stop()
-			return nil, "", notAccepted(ErrNoServer, fmt.Sprintf("none answered %s within %v", sock, c.opts.StartTimeout))
+			return nil, at, notAccepted(ErrNoServer, fmt.Sprintf("none answered %s within %v", sock, c.opts.StartTimeout))
 		case <-t.C:
 		}
 	}
+}
+
+// NoteFallback records that the caller decides the event in process because
+// of why (see channel.Fallback), for `des-hook status`. Best effort: when the
+// companion's install or the runtime directory cannot be found, there is
+// nowhere to record it (status then finds the same problem itself).
+func (c *Client) NoteFallback(why error) {
+	at, err := c.locate()
+	if at.key == "" || (err != nil && !errors.Is(err, channel.ErrSocketPathTooLong)) {
+		return
+	}
+	if why == nil {
+		why = errors.New("unknown")
+	}
+	_ = channel.WriteFallback(at.dir, at.key, channel.Fallback{
+		Time: time.Now().UTC(), Cause: Cause(why), Why: why.Error(), Companion: c.opts.Companion, Socket: at.sock,
+	})
+}
+
+// LastFallback reads the fall-back record of the companion's install (see
+// NoteFallback); ok is false when the last event was not decided in process
+// or none was recorded. sock is where the install's server listens.
+func (c *Client) LastFallback() (f channel.Fallback, ok bool, err error) {
+	at, err := c.locate()
+	if at.key == "" {
+		return f, false, err
+	}
+	return channel.ReadFallback(at.dir, at.key)
+}
+
+// Probe checks, without starting one or sending a request, whether the
+// server of the companion's install answers and passes the client's checks
+// (the peer's uid and executable, the protocol and build ID of its hello).
+// It returns the server's pid and socket; its error is one Call would give.
+func (c *Client) Probe(ctx context.Context) (pid int, sock string, err error) {
+	at, err := c.locate()
+	if err != nil {
+		return 0, at.sock, err
+	}
+	conn, err := c.connect(ctx, at.sock)
+	if err != nil {
+		if absent(err) {
+			return 0, at.sock, notAccepted(ErrNoServer, "nothing listens on "+at.sock)
+		}
+		return 0, at.sock, notAcceptedErr(ErrNoServer, err)
+	}
+	conn, _, err = c.peerCheck(conn, at)
+	if err != nil {
+		return 0, at.sock, err
+	}
+	defer conn.Close()
+	deadline := time.Now().Add(c.opts.HelloTimeout)
+	h, err := c.readHello(ctx, conn, at.buildID, deadline)
+	if err != nil {
+		return 0, at.sock, err
+	}
+	return h.PID, at.sock, nil
 }
 
 // absent: nothing listens on the socket (no file, or a stale one). On Linux
@@ -131,13 +218,13 @@ func (c *Client) connect(ctx context.Context, sock string) (*net.UnixConn, error
 // peerCheck checks the process behind the socket before anything is sent
 // to it: our uid, and an executable that is the companion file itself. The
 // build ID it announces is checked by do, before the request is committed.
-func (c *Client) peerCheck(conn *net.UnixConn, buildID string) (*net.UnixConn, string, error) {
-	fail := func(cause error, detail any) (*net.UnixConn, string, error) {
+func (c *Client) peerCheck(conn *net.UnixConn, at place) (*net.UnixConn, place, error) {
+	fail := func(cause error, detail any) (*net.UnixConn, place, error) {
 		_ = conn.Close()
 		if err, ok := detail.(error); ok {
-			return nil, "", notAcceptedErr(cause, err)
+			return nil, at, notAcceptedErr(cause, err)
 		}
-		return nil, "", notAccepted(cause, detail.(string))
+		return nil, at, notAccepted(cause, detail.(string))
 	}
 	pid, uid, err := channel.PeerCred(conn)
 	if err != nil {
@@ -159,39 +246,39 @@ func (c *Client) peerCheck(conn *net.UnixConn, buildID string) (*net.UnixConn, s
 		target, _ := os.Readlink(exe)
 		return fail(ErrPeerMismatch, fmt.Sprintf("pid %d runs %s, not %s", pid, target, c.opts.Companion))
 	}
-	return conn, buildID, nil
+	return conn, at, nil
 }
 
 // readHello reads the server's first frame, within the hello timeout, and
 // checks its protocol and build. Nothing has been committed yet, so every
 // failure here is ErrNotAccepted.
-func (c *Client) readHello(ctx context.Context, conn *net.UnixConn, buildID string, deadline time.Time) error {
+func (c *Client) readHello(ctx context.Context, conn *net.UnixConn, buildID string, deadline time.Time) (*channel.Hello, error) {
 	hd := time.Now().Add(c.opts.HelloTimeout)
 	if hd.After(deadline) {
 		hd = deadline
 	}
 	_ = conn.SetReadDeadline(hd)
 	if ctx.Err() != nil { // cancelled before the deadline above replaced do's
-		return notAcceptedErr(ErrNoServer, ctx.Err())
+		return nil, notAcceptedErr(ErrNoServer, ctx.Err())
 	}
 	var h channel.Hello
 	if err := channel.ReadJSON(conn, &h); err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return notAcceptedErr(ErrNoServer, fmt.Errorf("reading its hello: %w", err))
+		return nil, notAcceptedErr(ErrNoServer, fmt.Errorf("reading its hello: %w", err))
 	}
 	if h.Protocol != channel.Protocol {
-		return notAccepted(ErrRefused, fmt.Sprintf("it speaks protocol %d, this client %d", h.Protocol, channel.Protocol))
+		return nil, notAccepted(ErrRefused, fmt.Sprintf("it speaks protocol %d, this client %d", h.Protocol, channel.Protocol))
 	}
 	if h.BuildID != buildID {
-		return notAccepted(ErrPeerMismatch, fmt.Sprintf("pid %d announces build %q, %s is %q", h.PID, h.BuildID, c.opts.Companion, buildID))
+		return nil, notAccepted(ErrPeerMismatch, fmt.Sprintf("pid %d announces build %q, %s is %q", h.PID, h.BuildID, c.opts.Companion, buildID))
 	}
 	_ = conn.SetReadDeadline(deadline)
 	if ctx.Err() != nil {
 		_ = conn.SetDeadline(time.Unix(1, 0))
 	}
-	return nil
+	return &h, nil
 }
 
 // pipelineMax is the largest request written before the server's hello is
@@ -220,13 +307,13 @@ func (c *Client) do(ctx context.Context, conn *net.UnixConn, buildID string, req
 
 	pipelined := len(req.Stdin) <= pipelineMax
 	if !pipelined {
-		if err := c.readHello(ctx, conn, buildID, deadline); err != nil {
+		if _, err := c.readHello(ctx, conn, buildID, deadline); err != nil {
 			return nil, err
 		}
 	}
 	werr := channel.WriteRequest(conn, req)
 	if pipelined {
-		if err := c.readHello(ctx, conn, buildID, deadline); err != nil {
+		if _, err := c.readHello(ctx, conn, buildID, deadline); err != nil {
 			return nil, err
 		}
 	}

@@ -187,7 +187,7 @@ func (f *fixture) stopServers() {
 	// here rather than left writing into a directory being removed.
 	if id, err := channel.ReadBuildID(f.exe); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if l, err := channel.AcquireLock(ctx, channel.LockPath(f.dir, channel.Key(id))); err == nil {
+		if l, err := channel.AcquireLock(ctx, channel.LockPath(f.dir, channel.Key(id, f.exe))); err == nil {
 			_ = l.Close()
 		}
 		cancel()
@@ -271,5 +271,5 @@ func (f *fixture) sock() string {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return channel.SocketPath(f.dir, channel.Key(id))
+	return channel.SocketPath(f.dir, channel.Key(id, f.exe))
 }

@@ -1,7 +1,8 @@
 // Package server is the warm decision server's side of the channel (see
 // internal/channel for the directory and the protocol): it listens on the
-// per-user socket of its build and runs a Handler for each request from a
-// process of the same user.
+// per-user socket of its install (its build and its executable's path, see
+// channel.Key) and runs a Handler for each request from a process of the
+// same user.
 //
 // Choices:
 //   - Listen takes the start lock (or adopts the one a starting client hands

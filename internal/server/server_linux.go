@@ -15,7 +15,9 @@ import (
 	"github.com/deterministic-exec/des/internal/channel"
 )
 
-// Self returns this process's executable, its Go build ID and its key.
+// Self returns this process's executable, its Go build ID and the key of
+// its install (channel.Key). On Linux os.Executable is the file the process
+// runs with every link resolved, as the client resolves its companion's path.
 func Self() (exe, buildID, key string, err error) {
 	exe, err = os.Executable()
 	if err != nil {
@@ -25,7 +27,7 @@ func Self() (exe, buildID, key string, err error) {
 	if err != nil {
 		return "", "", "", err
 	}
-	return exe, id, channel.Key(id), nil
+	return exe, id, channel.Key(id, exe), nil
 }
 
 // Inherited returns the runtime directory and the start lock a client handed
@@ -50,7 +52,7 @@ func Inherited(lookupEnv func(string) (string, bool)) (dir string, lock *channel
 }
 
 // isLockFile: an inherited descriptor is only trusted as the start lock
-// when it is the lock file of this build (the variable could be set by
+// when it is the lock file of this install (the variable could be set by
 // hand, with descriptor 3 something else entirely).
 func isLockFile(lock *channel.StartLock, path string) bool {
 	if lock == nil || lock.File() == nil {
