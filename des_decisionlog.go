@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/buildinfo"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/topdown"
@@ -53,7 +54,7 @@ func (e *Engine) logDecision(ctx context.Context, gate policy.Gate, input any, d
 	dl.once.Do(func() {
 		dl.log = decisionlog.OpenIn(e.root, DecisionsDir, e.cfg.DecisionLogMask, int64(e.cfg.DecisionLogMaxBytes))
 		dl.bundles = e.decisionBundles()
-		dl.labels = map[string]string{"version": version.Version, "app": "des", "des_version": desVersion(), "decision_point": e.DecisionPoint()}
+		dl.labels = map[string]string{"version": version.Version, "app": "des", "des_version": buildinfo.Version(), "decision_point": e.DecisionPoint()}
 		// The witnesses sit in the per-user state directory's base. Without
 		// an id the decisions are still worth logging.
 		id, err := decisionlog.InstallationID(filepath.Join(filepath.Dir(e.witnessDir), installationIDFile))
@@ -184,31 +185,4 @@ func (e *Engine) decisionBundles() map[string]decisionlog.BundleInfo {
 		}
 	}
 	return out
-}
-
-// desVersion is the version of the des module in this binary.
-func desVersion() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(devel)"
-	}
-	const path = "github.com/deterministic-exec/des"
-	if info.Main.Path == path && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
-	}
-	if info.Main.Path == path {
-		// Built from a checkout (go build): the commit tells the fleet
-		// apart where no module version does.
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" && s.Value != "" {
-				return "(devel) " + s.Value
-			}
-		}
-	}
-	for _, d := range info.Deps {
-		if d.Path == path {
-			return d.Version
-		}
-	}
-	return "(devel)"
 }

@@ -12,14 +12,14 @@ import (
 	pathpkg "path"
 	"path/filepath"
 	"regexp"
-	"runtime"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/buildinfo"
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
@@ -661,16 +661,7 @@ func runVersion(ctx context.Context, e env, args []string) int {
 	if code, done := parseFlags(fs, args, 0); done {
 		return code
 	}
-	desVersion, goVersion := "(devel)", runtime.Version()
-	if info, ok := debug.ReadBuildInfo(); ok {
-		if v := info.Main.Version; v != "" {
-			desVersion = v
-		}
-		if info.GoVersion != "" {
-			goVersion = info.GoVersion
-		}
-		desVersion += vcsSuffix(info)
-	}
+	desVersion, goVersion := buildinfo.Version(), buildinfo.GoVersion()
 	root := commandRoot(ctx, e.lookupEnv)
 	cfg, cfgErr := des.LoadConfig(root, e.lookupEnv)
 	var ps *policyStatus
@@ -706,27 +697,6 @@ func runVersion(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	return exitOK
-}
-
-// vcsSuffix names the commit a development build came from, when go build
-// stamped it.
-func vcsSuffix(info *debug.BuildInfo) string {
-	var rev, modified string
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value
-		}
-	}
-	if rev == "" {
-		return ""
-	}
-	if modified == "true" {
-		rev += ", modified"
-	}
-	return " (" + rev + ")"
 }
 
 func writeJSON(e env, cmd string, v any) int {

@@ -390,7 +390,7 @@ func TestReadmeOPAVersionIsTheOnePinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every opa version the README names is the pinned one.
-	for _, got := range regexp.MustCompile(`open-policy-agent/opa(?:@|/releases/tag/)(v[0-9][^\s` + "`" + `,)]*)`).FindAllSubmatch(readme, -1) {
+	for _, got := range regexp.MustCompile(`open-policy-agent/opa(?:@|/releases/tag/)(v[0-9][^\s`+"`"+`,)]*)`).FindAllSubmatch(readme, -1) {
 		if string(got[1]) != v {
 			t.Errorf("README names opa %s, go.mod pins %s", got[1], v)
 		}
