@@ -27,20 +27,9 @@ func WithRoot(root string) Option {
 // openDir opens the log directory for an append, creating it (and, under
 // the root of [WithRoot], each missing component) when missing.
 func (l *Log) openDir() (*os.Root, error) {
-	if l.root != "" {
-		if rel, err := filepath.Rel(l.root, l.dir); err == nil && filepath.IsLocal(rel) {
-			d, err := fileio.OpenDirIn(l.root, rel, true)
-			if err != nil {
-				return nil, fmt.Errorf("audit: open %s: %w (a link or other file where DES keeps its trail: remove it, then run `des-hook audit verify`)", l.dir, err)
-			}
-			return d, nil
-		}
-	}
-	d, err := os.OpenRoot(l.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(l.dir, 0o755); err == nil {
-			d, err = os.OpenRoot(l.dir)
-		}
+	d, err := fileio.OpenDirBelow(l.root, l.dir, true)
+	if errors.Is(err, fileio.ErrNotRealDir) {
+		return nil, fmt.Errorf("audit: open %s: %w (a link or other file where DES keeps its trail: remove it, then run `des-hook audit verify`)", l.dir, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", l.dir, err)

@@ -666,15 +666,7 @@ func writeRecord(w Writes, root, dir, evidence string, v any, names ...string) e
 // a dir inside root is opened from root without following a link at it or
 // a parent (and created so), and the files are made and renamed within it.
 func putRecords(root, dir string, names []string, data []byte) error {
-	var d *os.Root
-	var err error
-	if rel, ok := within(root, dir); ok && root != "" && rel != "." {
-		d, err = fileio.OpenDirIn(root, rel, true)
-	} else { // a directory a program chose outside the project
-		if err = os.MkdirAll(dir, 0o755); err == nil {
-			d, err = os.OpenRoot(dir)
-		}
-	}
+	d, err := fileio.OpenDirBelow(root, dir, true)
 	if err != nil {
 		return fmt.Errorf("record in %s: %w", dir, err)
 	}

@@ -54,3 +54,22 @@ func OpenDirIn(root, rel string, create bool) (*os.Root, error) {
 // ErrNotRealDir is wrapped by OpenDirIn for a link, a file or a swap where
 // a directory should be.
 var ErrNotRealDir = errors.New("not a real directory")
+
+// OpenDirBelow opens the directory dir for des's own files: below root
+// (root "" is none) as OpenDirIn opens it, no link at dir or its parents
+// inside the root; elsewhere (a directory a program or a setting chose
+// outside the project) as it is, links included. With create, missing
+// directories are made (0o755).
+func OpenDirBelow(root, dir string, create bool) (*os.Root, error) {
+	if root != "" {
+		if rel, err := filepath.Rel(root, dir); err == nil && filepath.IsLocal(rel) {
+			return OpenDirIn(root, rel, create)
+		}
+	}
+	if create {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return os.OpenRoot(dir)
+}
