@@ -449,7 +449,9 @@ func (h *hookEnv) internalResult(g policy.Gate, err error) gate.Result {
 	return gate.Internal(g, err, internalRecovery(err)...)
 }
 
-// postToolUseWrite confirms that a guarded write landed.
+// postToolUseWrite confirms that a guarded write landed; after a write of
+// the workflow state it writes des's test iterations of the current phase
+// back when the write left them out (Engine.WriteTestIteration).
 func postToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 	call, ok := writeCall(ev, h)
 	if !ok || ev.ToolUseID == "" {
@@ -480,6 +482,20 @@ func postToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 		msg := fmt.Sprintf("DES could not confirm the write to %s: %s. Another hook (a formatter?) or a command changed its content after the write, so DES did not record this write's phase changes. "+
 			"Read %s and write the change again with Write or Edit; a formatter may change white space, key order and a trailing newline, not values.", c.Path, c.Mismatch, c.Path)
 		return warnAfterTool(msg, msg)
+	}
+	if kind == gate.KindState {
+		// A write made from a copy read before des's last write (or one
+		// that leaves test_iteration out) lands without des's values: the
+		// write guard judges only the values a write states. des writes
+		// them back, so that the state the orchestrator reads next says
+		// what des saw (nothing when it says so already).
+		upd, err := eng.WriteTestIteration(ctx, eventDir(ev, h.root))
+		if err != nil {
+			h.logger.Warn("hook: test iterations not written back into the workflow state", "err", err)
+		}
+		if upd.StateFile != "" {
+			return warnAfterTool(fmt.Sprintf("This write left out des's phases[%q].iteration_requirements.test_iteration (or some of its values); des wrote it back into %s from the test runs it saw. Read %s again before editing it.", upd.Phase, upd.StateFile, upd.StateFile), "")
+		}
 	}
 	return noOpinion()
 }

@@ -67,6 +67,16 @@ _new_positions contains i if {
 	_int(i)
 }
 
+# An index past the end of the list says every phase is done, however
+# large: a number too large for round() to give back exactly (1e308, which
+# iSDLC's JSON.parse reads as a number past any list) is no integer to
+# _int, but no less past the end.
+_new_positions contains count(_new_list) if {
+	i := _new.active_workflow.current_phase_index
+	is_number(i)
+	i > count(_new_list)
+}
+
 _new_pos := max(_new_positions) if count(_new_positions) > 0
 
 # Where the write starts from: the phase the file is at now, for the same

@@ -78,6 +78,15 @@ test_attack_legacy_key_move_denied if {
 	a_codes(p_input(disk, doc, {})) == {"DES-GATE-BLOCKED"}
 }
 
+# An index too large for round() to give back exactly is still past the
+# list's end: every phase left behind.
+test_attack_huge_index_denied if {
+	every i in [1e308, 1e400, 100000000000000000000] {
+		doc := json.patch(p_disk, [{"op": "replace", "path": "/active_workflow/current_phase_index", "value": i}])
+		a_codes(p_input(p_disk, doc, {})) == {"DES-GATE-BLOCKED"}
+	}
+}
+
 # Honest: going back to an earlier phase (a rollback) leaves nothing behind.
 test_honest_back_to_earlier_phase_allowed if {
 	doc := json.patch(p_at(p_disk, "05-test-strategy", 0), [{"op": "add", "path": "/active_workflow/recovery_action", "value": {"type": "rollback"}}])
