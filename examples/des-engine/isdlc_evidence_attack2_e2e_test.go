@@ -261,9 +261,8 @@ func TestE2EISDLCStaleStateWrite(t *testing.T) {
 }
 
 // A pass of tests that are not the project's (a module elsewhere on the
-// machine, reached with cd or go test -C) counts for the phase.
+// machine, reached with cd or go test -C) is no pass of the phase.
 func TestE2EISDLCTestsRunOutsideTheProject(t *testing.T) {
-	t.Skip("FINDING: a passing run of another directory's tests (cd /tmp/x && go test ./..., go test -C /tmp/x ./...) is recorded as the current phase's pass: des does not check where the runner ran")
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not installed: no real test runner to run")
 	}

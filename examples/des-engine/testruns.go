@@ -125,7 +125,7 @@ func (h *hookEnv) recordTestRun(ctx context.Context, ev *Event) (note string) {
 	if r.Result == testrun.Passed {
 		// The exit status and output are the line's: a pass counts only
 		// from a line that runs the runner alone, running tests.
-		if why := table.NotAPass(command, m); why != "" {
+		if why := table.NotAPassIn(command, m, eventDir(ev, h.root), h.root); why != "" {
 			r.Result, r.Error, r.Signature = testrun.Inconclusive, why, testrun.NormalizeError(why)
 		}
 	}

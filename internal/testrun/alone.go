@@ -3,6 +3,7 @@ package testrun
 import (
 	"fmt"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -46,6 +47,15 @@ var wrappers = map[string]struct {
 // the runner's alone), or the runner was told to run no test (an option
 // of the entry's no_run). "" when the pass counts.
 func (t Table) NotAPass(command string, m Match) string {
+	return t.NotAPassIn(command, m, "", "")
+}
+
+// NotAPassIn is NotAPass for a command run in cwd in the project at root
+// (both absolute; "" checks no directory): a pass also counts only when
+// the runner runs inside the project, for a test run elsewhere (cd
+// /tmp/x, go test -C ../other, pytest /tmp/x) passes nothing of the
+// project's.
+func (t Table) NotAPassIn(command string, m Match, cwd, root string) string {
 	if why := t.alone(command); why != "" {
 		return "Not a pass: the command " + why + "; des counts a pass only from a command that runs the test runner alone (cd DIR && RUNNER ARGS [2>&1])"
 	}
@@ -55,6 +65,11 @@ func (t Table) NotAPass(command string, m Match) string {
 		}
 		if opt := r.noRun(m.Argv); opt != "" {
 			return fmt.Sprintf("Not a pass: %s with %s runs no test", r.Name, opt)
+		}
+	}
+	if root != "" {
+		if why := outsideProject(command, cwd, root); why != "" {
+			return "Not a pass: " + why + "; des counts a pass only from tests run in the project"
 		}
 	}
 	return ""
@@ -255,4 +270,111 @@ func (r Runner) noRun(argv []string) string {
 		}
 	}
 	return ""
+}
+
+// outsideProject says where the line's runner runs outside root, "" when
+// every directory it changes to and every path it names lies inside it
+// (links resolved). The line runs its runner alone (alone passed): its
+// statements are prefix commands and the runner, joined by && or ;.
+func outsideProject(command, cwd, root string) string {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
+	if err != nil {
+		return "the command does not parse"
+	}
+	realRoot := resolved(root)
+	inside := func(p string) bool {
+		rel, err := filepath.Rel(realRoot, resolved(p))
+		return err == nil && filepath.IsLocal(rel) || rel == "."
+	}
+	dir := cwd
+	if dir == "" {
+		dir = root
+	}
+	var calls [][]string
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if s, ok := n.(*syntax.Stmt); ok {
+			if _, ok := s.Cmd.(*syntax.BinaryCmd); ok {
+				return true
+			}
+			if argv, why := literalCall(s); why == "" && len(argv) > 0 {
+				calls = append(calls, argv)
+			}
+			return false
+		}
+		return true
+	})
+	for i, argv := range calls {
+		last := i == len(calls)-1
+		switch {
+		case !last && (argv[0] == "cd" || argv[0] == "pushd"):
+			if len(argv) < 2 || argv[1] == "-" || strings.HasPrefix(argv[1], "~") {
+				return fmt.Sprintf("%s leaves the directory for one des cannot place", argv[0])
+			}
+			dir = join(dir, argv[1])
+			if !inside(dir) {
+				return fmt.Sprintf("the tests run in %s, outside the project", dir)
+			}
+		case last:
+			args := unwrap(argv)[1:]
+			for j := 0; j < len(args); j++ {
+				a := args[j]
+				if j > 0 && strings.HasPrefix(args[j-1], "-") && !strings.Contains(args[j-1], "=") && !dirOptions[args[j-1]] {
+					// Maybe the value of an option (go test -o /dev/null,
+					// pytest --junitxml /tmp/r.xml), not a path to test.
+					continue
+				}
+				if strings.HasPrefix(a, "-") {
+					name, v, eq := strings.Cut(a, "=")
+					if !dirOptions[name] {
+						continue
+					}
+					if !eq {
+						if j+1 >= len(args) {
+							continue
+						}
+						j++
+						v = args[j]
+					}
+					a = v
+				}
+				if p := join(dir, strings.TrimSuffix(a, "/...")); !inside(p) {
+					return fmt.Sprintf("the runner is given %s, outside the project", a)
+				}
+			}
+		}
+	}
+	if !inside(dir) {
+		return fmt.Sprintf("the tests run in %s, outside the project", dir)
+	}
+	return ""
+}
+
+// dirOptions are runner options whose value is the directory or project
+// the runner works in (go test -C, npm --prefix, yarn --cwd, pnpm --dir,
+// cargo --manifest-path, pytest --rootdir): their value is a path as a
+// positional argument is.
+var dirOptions = map[string]bool{
+	"-C": true, "--prefix": true, "--cwd": true, "--dir": true, "--manifest-path": true,
+	"--rootdir": true, "--root": true, "--project": true,
+}
+
+// join is p taken from dir, cleaned.
+func join(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(dir, p)
+}
+
+// resolved is p with its links resolved as far as it exists.
+func resolved(p string) string {
+	p = filepath.Clean(p)
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	parent, base := filepath.Split(p)
+	if parent == "" || parent == p {
+		return p
+	}
+	return filepath.Join(resolved(filepath.Clean(parent)), base)
 }

@@ -1,6 +1,8 @@
 package testrun
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -87,6 +89,53 @@ func TestParseTableNoRun(t *testing.T) {
 	} {
 		if _, err := ParseTable(bad); err == nil {
 			t.Errorf("ParseTable(%v): no error", bad)
+		}
+	}
+}
+
+func TestNotAPassOutsideTheProject(t *testing.T) {
+	tab := builtinTable(t)
+	root := t.TempDir()
+	for _, dir := range []string{"shop", "shop/sub"} {
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := t.TempDir()
+	if err := os.Symlink(other, filepath.Join(root, "elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		command string
+		outside bool
+	}{
+		{"go test ./...", false},
+		{"cd shop && go test ./...", false},
+		{"cd shop/sub && cd .. && go test ./...", false},
+		{"go test -C shop ./...", false},
+		{"go test -coverprofile=/tmp/cover.out ./...", false},
+		{"go test -o /tmp/x.test ./...", false},
+		{"cd " + other + " && go test ./...", true},
+		{"cd shop && cd " + other + " && go test ./...", true},
+		{"cd ../.. && go test ./...", true},
+		{"cd elsewhere && go test ./...", true},
+		{"go test -C " + other + " ./...", true},
+		{"go test -C=../.. ./...", true},
+		{"go test " + other + "/...", true},
+		{"pytest " + other, true},
+		{"pytest --rootdir=" + other, true},
+		{"cd ~ && go test ./...", true},
+	} {
+		r, ok := tab.Recognise([][]string{{"go", "test"}})
+		if strings.HasPrefix(c.command, "pytest") {
+			r, ok = tab.Recognise([][]string{{"pytest"}})
+		}
+		if !ok {
+			t.Fatal("runner not recognised")
+		}
+		why := tab.NotAPassIn(c.command, r, root, root)
+		if got := why != ""; got != c.outside {
+			t.Errorf("%q: NotAPassIn = %q, want outside %v", c.command, why, c.outside)
 		}
 	}
 }
