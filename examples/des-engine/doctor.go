@@ -66,7 +66,7 @@ var (
 	doctorEvents = []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "SubagentStop", "SubagentStart", "UserPromptSubmit", "SessionStart"}
 	doctorTools  = map[string][]string{
 		"PreToolUse":         {"Agent", "Task", "Write", "Edit", "MultiEdit", "Bash", "NotebookEdit", "mcp__server__tool"},
-		"PostToolUse":        {"Agent", "Task", "Write", "Edit", "MultiEdit", "Bash", "NotebookEdit", "mcp__server__tool"},
+		"PostToolUse":        {"Agent", "Task", "Write", "Edit", "MultiEdit", "Bash", "NotebookEdit", "AskUserQuestion", "mcp__server__tool"},
 		"PostToolUseFailure": {"Bash", "NotebookEdit", "mcp__server__tool"},
 	}
 )

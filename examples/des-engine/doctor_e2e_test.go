@@ -129,6 +129,13 @@ func TestE2EDoctorBrokenInstall(t *testing.T) {
 	if code, rep, out := doctorRun(t, root, home, t.TempDir()); code != 1 || !strings.Contains(out, "does not match the Bash tool") {
 		t.Errorf("a matcher without Bash: exit %d, %s\n%s", code, rep.Verdict, out)
 	}
+	// An install from before des recorded AskUserQuestion answers: told to
+	// install the matchers again.
+	writeFile(t, root, ".claude/settings.json", `{"hooks": {"PreToolUse": [{"matcher": "Agent|Task|Skill|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*", "hooks": [{"type": "command", "command": "`+hookBin+`", "onFailure": "block"}]}],
+		"PostToolUse": [{"matcher": "Agent|Task|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*", "hooks": [{"type": "command", "command": "`+hookBin+`"}]}]}}`)
+	if _, _, out := doctorRun(t, root, home, t.TempDir()); !strings.Contains(out, "des's PostToolUse hook does not match the AskUserQuestion tool") || !strings.Contains(out, "des-hook settings --write") {
+		t.Errorf("an old PostToolUse matcher:\n%s", out)
+	}
 }
 
 func TestMatcherMatches(t *testing.T) {
