@@ -49,7 +49,7 @@ func benchPhaseDelegation(b *testing.B, runs int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	store := testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}
+	store := e.testRunStore()
 	for i := range runs {
 		result := testrun.Failed
 		if i%3 == 0 {

@@ -38,7 +38,7 @@ func (e *Engine) SubagentStop() gate.SubagentStop {
 // runner missing from data.des.evidence.test_runners): nothing is judged
 // then, rather than a warning at every stop.
 func (e *Engine) testRunsOf(run string) ([]any, bool) {
-	seen, _, err := testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}.Read()
+	seen, _, err := e.testRunStore().Read()
 	if err != nil || !slices.ContainsFunc(seen, func(s testrun.Seen) bool { return s.Attested && testrun.IsRun(s.Record) }) {
 		return nil, false
 	}

@@ -140,10 +140,7 @@ func (e *Engine) ApproveTestEscalation(ctx context.Context, cwd, phase, reason s
 		return TestIterationUpdate{}, fmt.Errorf("des: approve: %w: no workflow state with an active workflow here", ErrNothingToApprove)
 	}
 	if phase == "" {
-		phase = isdlc.CurrentPhase(state)
-		if to, ok := e.phaseAliases(ctx)[phase]; ok {
-			phase = to
-		}
+		_, phase = e.currentPhase(ctx, state)
 	}
 	ev, _ := facts["evidence"].(map[string]any)
 	tis, _ := ev["test_iteration"].(map[string]any)
@@ -158,7 +155,7 @@ func (e *Engine) ApproveTestEscalation(ctx context.Context, cwd, phase, reason s
 		Time: e.now().UTC(), Event: testrun.EventApproval, Command: reason, Runner: "person",
 		Belongs: testrun.Belongs{StateFile: rel, ISDLCPhase: phase, Workflow: isdlc.WorkflowID(state)},
 	}
-	if err := (testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}).Append(ctx, r); err != nil {
+	if err := e.testRunStore().Append(ctx, r); err != nil {
 		return TestIterationUpdate{}, fmt.Errorf("des: approve %s: %w", phase, err)
 	}
 	return e.WriteTestIteration(ctx, cwd)
@@ -192,6 +189,23 @@ func (e *Engine) phaseAliases(ctx context.Context) map[string]string {
 		}
 	}
 	return out
+}
+
+// currentPhase is the workflow's current phase as the state spells it
+// (isdlc.CurrentPhase) and as the guards read it, a legacy key mapped
+// through data.des.phases.phase_aliases.
+func (e *Engine) currentPhase(ctx context.Context, state map[string]any) (raw, phase string) {
+	raw = isdlc.CurrentPhase(state)
+	if to, ok := e.phaseAliases(ctx)[raw]; ok {
+		return raw, to
+	}
+	return raw, raw
+}
+
+// testRunStore is the project's attested test runs (and the observations
+// kept with them), in des's evidence directory.
+func (e *Engine) testRunStore() testrun.Store {
+	return testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}
 }
 
 // TestIterationUpdate is what WriteTestIteration wrote.
@@ -235,17 +249,12 @@ func (e *Engine) WriteTestIteration(ctx context.Context, cwd string) (TestIterat
 	if rel == "" || state == nil || len(tis) == 0 {
 		return upd, nil
 	}
-	aliases := e.phaseAliases(ctx)
-	raw := isdlc.CurrentPhase(state)
-	phase := raw
-	if to, ok := aliases[raw]; ok {
-		phase = to
-	}
+	raw, phase := e.currentPhase(ctx, state)
 	derived, _ := tis[phase].(map[string]any)
 	if derived == nil {
 		return upd, nil
 	}
-	key := isdlc.PhaseKey(state, phase, raw, aliases)
+	key := isdlc.PhaseKey(state, phase, raw, e.phaseAliases(ctx))
 	phases, _ := state["phases"].(map[string]any)
 	doc, _ := phases[key].(map[string]any)
 	reqs, _ := doc["iteration_requirements"].(map[string]any)
@@ -365,12 +374,9 @@ func (e *Engine) ObserveWorkflow(ctx context.Context, cwd string, o WorkflowObse
 	rel, _ := facts["state_file"].(string)
 	state, _ := facts["state"].(map[string]any)
 	id := isdlc.WorkflowID(state)
-	phase := isdlc.CurrentPhase(state)
+	_, phase := e.currentPhase(ctx, state)
 	if id == "" || phase == "" {
 		return nil
-	}
-	if to, ok := e.phaseAliases(ctx)[phase]; ok {
-		phase = to
 	}
 	r := testrun.Record{
 		Time: e.now().UTC(), SessionID: o.SessionID, AgentID: o.AgentID,
@@ -381,7 +387,7 @@ func (e *Engine) ObserveWorkflow(ctx context.Context, cwd string, o WorkflowObse
 	} else {
 		r.Event, r.AgentType, r.Result = testrun.EventAgentStop, o.AgentType, o.Constitutional
 	}
-	return testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}.Append(ctx, r)
+	return e.testRunStore().Append(ctx, r)
 }
 
 // effectiveTables are the requirement tables in force: the team's files
@@ -434,10 +440,10 @@ func (m *runsMemo) derive(storeKey [sha256.Size]byte, what string, runs []isdlc.
 // and the content of a file changed in the last moments).
 func (e *Engine) attestedRuns() ([]testrun.Seen, [sha256.Size]byte, error) {
 	var key [sha256.Size]byte
-	store := testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}
+	store := e.testRunStore()
 	h := sha256.New()
-	for _, name := range []string{"runs.jsonl", "runs.1.jsonl", "head", "key"} {
-		if err := statTree(h, filepath.Join(store.Dir, name)); err != nil {
+	for _, p := range store.Files() {
+		if err := statTree(h, p); err != nil {
 			seen, _, err := store.Read()
 			return seen, key, err // key zero: nothing memoised
 		}

@@ -170,14 +170,10 @@ func userPromptSubmit(ctx context.Context, h *hookEnv, ev *Event) response {
 }
 
 // observeWorkflow records o for the iSDLC workflow in effect where ev was
-// made, when there is one (des.Engine.ObserveWorkflow). It decides
-// nothing: a failure is logged.
+// made, when there is one (des.Engine.ObserveWorkflow, which looks for the
+// state first). It decides nothing: a failure is logged.
 func observeWorkflow(ctx context.Context, h *hookEnv, eng *des.Engine, ev *Event, o des.WorkflowObservation) {
-	cwd := eventDir(ev, h.root)
-	if !des.HasWorkflowState(h.root, cwd, h.lookupEnv) {
-		return
-	}
-	if err := eng.ObserveWorkflow(ctx, cwd, o); err != nil {
+	if err := eng.ObserveWorkflow(ctx, eventDir(ev, h.root), o); err != nil {
 		h.logger.Warn("hook: workflow observation not recorded", "err", err)
 	}
 }

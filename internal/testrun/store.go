@@ -150,6 +150,17 @@ func (s Store) maxBytes() int64 {
 	return DefaultMaxBytes
 }
 
+// Files are the paths of the files whose content makes what Read returns
+// (the runs, the older runs, the head, the key): a reader that keeps a
+// read while they are unchanged keys it by them.
+func (s Store) Files() []string {
+	out := make([]string, 0, 4)
+	for _, name := range []string{fileRuns, fileOld, fileHead, fileKey} {
+		out = append(out, filepath.Join(s.Dir, name))
+	}
+	return out
+}
+
 // Append records r, attested.
 func (s Store) Append(ctx context.Context, r Record) error {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
