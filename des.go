@@ -308,7 +308,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 // every project, one file per absolute audit directory. lookupEnv nil means
 // os.LookupEnv.
 func AuditWitnessDir(lookupEnv func(string) (string, bool)) string {
-	return filepath.Join(statedir.Base(lookupEnv), "audit-witness")
+	return statedir.AuditWitness(lookupEnv)
 }
 
 // Policy returns the policy engine, loading and compiling the policies on
@@ -472,7 +472,7 @@ func (e *Engine) CheckToolUse(ctx context.Context, call gate.ToolCall) (gate.Res
 // trail, chained as well as DES's own lines; it cannot write stateDir. So
 // the gates take a confirmed phase move (Gate 2) or a resolved Gate 2
 // failure (Gate 3) only from an attested line.
-func AuditAttestations(stateDir string) string { return filepath.Join(stateDir, "audit-attested") }
+func AuditAttestations(stateDir string) string { return statedir.Attestations(stateDir) }
 
 // RunsDir is where DES records the invocations Gate 1 allowed, relative to
 // the project root, so that Gate 2 can find a subagent's step. It is a copy
@@ -487,7 +487,7 @@ const RunsDir = ".des/runs"
 // can rewrite a record there after the effect check; it cannot write the
 // state directory. So a record in RunsDir that is not in EvidenceDir, or
 // differs from it, is not evidence: the gates never read it.
-func EvidenceDir(stateDir string) string { return filepath.Join(stateDir, "runs") }
+func EvidenceDir(stateDir string) string { return statedir.Evidence(stateDir) }
 
 // PreInvocation runs Gate 1 on a subagent about to start (or, with
 // inv.Tool gate.ToolSkill, a Skill call; see CheckSkill). A prompt without

@@ -205,7 +205,7 @@ func (e *Engine) currentPhase(ctx context.Context, state map[string]any) (raw, p
 // testRunStore is the project's attested test runs (and the observations
 // kept with them), in des's evidence directory.
 func (e *Engine) testRunStore() testrun.Store {
-	return testrun.Store{Dir: testrun.DirIn(EvidenceDir(e.stateDir))}
+	return testrun.StoreOf(e.stateDir)
 }
 
 // TestIterationUpdate is what WriteTestIteration wrote.

@@ -350,3 +350,11 @@ func (t ToolUse) CheckRefBranches(ctx context.Context, ev Evaluator, wf Workflow
 	}
 	return res, nil
 }
+
+// RefMoveRecovery is what to do when the ref move cannot be judged.
+func RefMoveRecovery(err error) []string {
+	if errors.Is(err, ErrTooManyCommits) {
+		return []string{fmt.Sprintf("Move the ref in steps of at most %d new commits (merge or fast-forward to a nearer commit first), or let a person run the command outside Claude Code.", MaxIntroducedCommits)}
+	}
+	return []string{"Retry the git command; if git itself fails, fix the repository first."}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/deterministic-exec/des/audit"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/audit"
 )
 
 // holdLock holds an flock(2) on path from another process, as an agent's

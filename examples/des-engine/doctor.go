@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deterministic-exec/des/claudecode"
 	"github.com/deterministic-exec/des/internal/ccsettings"
+	"github.com/deterministic-exec/des/internal/program"
 )
 
 // `des-hook doctor`: whether Claude Code will run des for this project, from
@@ -56,8 +58,8 @@ type doctorReport struct {
 		Exists bool   `json:"exists"`
 		Error  string `json:"error,omitempty"`
 	} `json:"layers"`
-	ClaudeVersion string       `json:"claude_version,omitempty"`
-	LastSession   *sessionSeen `json:"last_session,omitempty"`
+	ClaudeVersion string                  `json:"claude_version,omitempty"`
+	LastSession   *claudecode.SessionSeen `json:"last_session,omitempty"`
 }
 
 // The events des installs, and the tools PreToolUse and PostToolUse must
@@ -238,7 +240,7 @@ func diagnose(ctx context.Context, root string, lookupEnv func(string) (string, 
 	} else if runtime.GOOS == "linux" {
 		var missing []string
 		for _, tool := range []string{"bwrap", "socat"} {
-			if lookPathIn(tool, lookupEnv) == "" {
+			if program.LookPath(tool, lookupEnv) == "" {
 				missing = append(missing, tool)
 			}
 		}
@@ -258,9 +260,13 @@ func diagnose(ctx context.Context, root string, lookupEnv func(string) (string, 
 	}
 
 	// What des has seen.
-	if s, ok := lastSession(root, lookupEnv); ok {
+	if s, ok := claudecode.LastSession(root, lookupEnv); ok {
 		rep.LastSession = &s
-		add(finding{Severity: sevOK, Check: "sessions", Message: fmt.Sprintf("des last saw a Claude Code session start at %s (%s)", s.At.Local().Format(time.DateTime), nonEmpty(s.Source, "startup"))})
+		source := s.Source
+		if strings.TrimSpace(source) == "" {
+			source = "startup"
+		}
+		add(finding{Severity: sevOK, Check: "sessions", Message: fmt.Sprintf("des last saw a Claude Code session start at %s (%s)", s.At.Local().Format(time.DateTime), source)})
 	} else if len(mine) > 0 {
 		since := ""
 		for _, h := range mine {
@@ -344,7 +350,7 @@ func matcherMatches(matcher, tool string) bool {
 // is des-hook (or the client built as "hook", or des-engine), wherever it
 // is, as Claude Code would find it.
 func isDESHookCommand(command, root string, lookupEnv func(string) (string, bool)) bool {
-	words, ok := shellWords(command)
+	words, ok := program.ShellWords(command)
 	if !ok || len(words) == 0 {
 		return false
 	}
@@ -354,8 +360,8 @@ func isDESHookCommand(command, root string, lookupEnv func(string) (string, bool
 	case "hook":
 		return len(words) == 1
 	}
-	if self, err := commandPath(lookupEnv); err == nil {
-		return commandWordRunsExe(words[0], self, root, lookupEnv)
+	if self, err := program.CommandPath(lookupEnv); err == nil {
+		return program.CommandWordRunsExe(words[0], self, root, lookupEnv)
 	}
 	return false
 }
@@ -363,14 +369,14 @@ func isDESHookCommand(command, root string, lookupEnv func(string) (string, bool
 // binaryFinding checks that a des hook's program is there and runs, with
 // des-engine beside it; ok is false when all is well.
 func binaryFinding(h ccsettings.Hook, root string, lookupEnv func(string) (string, bool)) (finding, bool) {
-	words, _ := shellWords(h.Command)
-	word := expandProgramWord(words[0], root, lookupEnv)
+	words, _ := program.ShellWords(h.Command)
+	word := program.ExpandProgramWord(words[0], root, lookupEnv)
 	if word == "" {
 		word = words[0] // ~/ without a HOME: reported as missing below
 	}
 	path := word
 	if !strings.ContainsAny(word, `/\`) {
-		if path = lookPathIn(word, lookupEnv); path == "" {
+		if path = program.LookPath(word, lookupEnv); path == "" {
 			return finding{Severity: sevError, Check: "binary", File: h.Layer.Path,
 				Message: fmt.Sprintf("des's %s hook runs %q, which is not on PATH here: Claude Code cannot start des", h.Event, word),
 				Fix:     "Put des-hook and des-engine in a directory on PATH, or run `des-hook settings --write` from the installed binary."}, true
@@ -389,7 +395,7 @@ func binaryFinding(h ccsettings.Hook, root string, lookupEnv func(string) (strin
 	if r, err := filepath.EvalSymlinks(path); err == nil {
 		real = r
 	}
-	engine := filepath.Join(filepath.Dir(real), companionName+filepath.Ext(real))
+	engine := filepath.Join(filepath.Dir(real), program.CompanionName+filepath.Ext(real))
 	if _, err := os.Stat(engine); err != nil {
 		return finding{Severity: sevError, Check: "binary", File: h.Layer.Path,
 			Message: fmt.Sprintf("%s has no des-engine beside it (%s): every PreToolUse call is denied with DES-INTERNAL", path, engine),
@@ -401,7 +407,7 @@ func binaryFinding(h ccsettings.Hook, root string, lookupEnv func(string) (strin
 // claudeVersion asks the claude on PATH for its version ("" when there is
 // none, or it does not answer in a few seconds).
 func claudeVersion(ctx context.Context, lookupEnv func(string) (string, bool)) string {
-	path := lookPathIn("claude", lookupEnv)
+	path := program.LookPath("claude", lookupEnv)
 	if path == "" {
 		return ""
 	}

@@ -53,7 +53,7 @@ func runEscalations(ctx context.Context, e env, args []string) int {
 		return code
 	}
 	root := commandRoot(ctx, e.lookupEnv)
-	eng, err := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr).engine(ctx)
+	eng, err := hookEngine(ctx, e, root)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "des-hook escalations: %v\n", err)
 		return exitUsage
@@ -129,7 +129,7 @@ func runApproveEscalation(ctx context.Context, e env, args []string) int {
 	if refuseAgentCall(e, "des-hook escalations approve", root, time.Now()) {
 		return exitUsage
 	}
-	eng, err := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr).engine(ctx)
+	eng, err := hookEngine(ctx, e, root)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "des-hook escalations approve: %v\n", err)
 		return exitUsage

@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/deterministic-exec/des/internal/statedir"
 	"github.com/deterministic-exec/des/internal/testrun"
 )
 
@@ -53,7 +54,7 @@ func runEvidence(ctx context.Context, e env, args []string) int {
 		return code
 	}
 	root := commandRoot(ctx, e.lookupEnv)
-	seen, rep, err := testRunStore(root, e.lookupEnv).Read()
+	seen, rep, err := testrun.StoreOf(statedir.For(root, e.lookupEnv)).Read()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "des-hook evidence: %v\n", err)
 		return exitUsage

@@ -3,11 +3,8 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/deterministic-exec/des"
 )
 
 // Decision logs leave the machine (`logs push`): the default mask must
@@ -36,29 +33,6 @@ func TestAttackDecisionLogMasksBashCommand(t *testing.T) {
 		}
 		if !strings.Contains(string(b), `"/input/command"`) {
 			t.Errorf("%s: /input/command not in the erased list:\n%s", filepath.Base(p), b)
-		}
-	}
-}
-
-// The keys that verify the organisation's bundles are protected in the
-// hook (DES-PROTECTED-PATH); Claude Code must be told so too, as it is of
-// the policy directories: a sandboxed script that replaces the key would
-// have every kept bundle refused, and with it des's decisions.
-func TestAttackBundleKeysInClaudeProtections(t *testing.T) {
-	cfg := des.DefaultConfig()
-	cfg.BundleURLs, cfg.BundlePublicKey, cfg.BundleJWKS, cfg.OPACAFile = []string{"https://b.example/org.tar.gz"}, "keys/acme.pem", "keys/acme.jwks", "certs/opa-ca.pem"
-	p := protectedPaths(cfg, "", "", "")
-	for _, k := range []string{"keys/acme.pem", "keys/acme.jwks", "certs/opa-ca.pem"} {
-		if !slices.Contains(p.denyEdit, settingsPath(k)) || !slices.Contains(p.denyWrite, sandboxPath(k)) {
-			t.Errorf("%s: permissions.deny %v, denyWrite %v; want it in both", k, p.denyEdit, p.denyWrite)
-		}
-	}
-	cfg.BundlePublicKey, cfg.BundleJWKS = "", "https://b.example/jwks.json"
-	for _, l := range [][]string{protectedPaths(cfg, "", "", "").denyEdit, protectedPaths(cfg, "", "", "").denyWrite} {
-		for _, e := range l {
-			if strings.Contains(e, "b.example") {
-				t.Errorf("a JWKS URL listed as a path: %s", e)
-			}
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/statedir"
+	"github.com/deterministic-exec/des/internal/watchset"
 
 	"github.com/deterministic-exec/des/internal/integrity"
 )
@@ -44,13 +45,12 @@ func runIntegrity(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	root := commandRoot(ctx, e.lookupEnv)
-	h := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr)
-	c := h.checker()
+	c := projectChecker(e, root)
 	if c == nil {
 		fmt.Fprintf(e.stderr, "des-hook integrity: %s is not a directory\n", root)
 		return exitUsage
 	}
-	ctx, cancel := context.WithTimeout(ctx, integrityBudget)
+	ctx, cancel := context.WithTimeout(ctx, settleBudget)
 	defer cancel()
 	switch verb {
 	case "kept":
@@ -96,7 +96,7 @@ func runIntegrity(ctx context.Context, e env, args []string) int {
 		if refuseAgentCall(e, "des-hook integrity accept", root, time.Now()) {
 			return exitUsage
 		}
-		if err := c.Accept(ctx, h.watched(ctx)); err != nil {
+		if err := c.Accept(ctx, watchedSet(ctx, e, root)); err != nil {
 			fmt.Fprintf(e.stderr, "des-hook integrity accept: %v\n", err)
 			if errors.Is(err, integrity.ErrCallsRunning) {
 				fmt.Fprintln(e.stderr, "Run it again once the agent's commands have ended.")
@@ -128,4 +128,15 @@ func runIntegrity(ctx context.Context, e env, args []string) int {
 		fmt.Fprintln(e.stdout, "DES's files are as last recorded.")
 		return exitOK
 	}
+}
+
+// watchedSet is what the effect check watches in the project, as the hook
+// reads it; nil when the settings do not load (the checker then keeps the
+// set its baseline recorded).
+func watchedSet(ctx context.Context, e env, root string) *integrity.Watch {
+	eng, err := hookEngine(ctx, e, root)
+	if err != nil {
+		return nil
+	}
+	return watchset.For(root, eng.Config())
 }

@@ -37,6 +37,13 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
+
+	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/claudecode"
+	"github.com/deterministic-exec/des/internal/hooklog"
+	"github.com/deterministic-exec/des/internal/integrity"
+	"github.com/deterministic-exec/des/internal/program"
 )
 
 func main() {
@@ -76,7 +83,31 @@ func hookGC(lookupEnv func(string) (string, bool)) {
 // in-process. No arguments is hook mode, whose status is always 0.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
 	if len(args) == 0 {
-		return runHook(ctx, stdin, stdout, stderr, lookupEnv, defaultRoutes())
+		// Always 0: Claude Code reads exit status 2 as a block, and no
+		// failure may look like one.
+		claudecode.New(claudecode.WithEnv(lookupEnv), claudecode.WithLogger(hooklog.New(stderr, lookupEnv))).Run(ctx, stdin, stdout)
+		return 0
 	}
 	return runCommand(ctx, args, stdout, stderr, lookupEnv)
 }
+
+// hookEngine is the engine des's hook builds for root: a subcommand that
+// answers for the hook (escalations, stale work) sees what the hook sees.
+func hookEngine(ctx context.Context, e env, root string) (*des.Engine, error) {
+	return claudecode.New(claudecode.WithEnv(e.lookupEnv), claudecode.WithLogger(hooklog.New(e.stderr, e.lookupEnv))).Engine(ctx, root)
+}
+
+// projectChecker is the effect checker of the project at root, as the hook
+// builds it (nil when root is not a directory): subcommands that write
+// files the effect check watches announce them through it.
+func projectChecker(e env, root string) *integrity.Checker {
+	return integrity.ForProject(root, e.lookupEnv, integrity.Options{
+		Logger:      hooklog.New(e.stderr, e.lookupEnv),
+		Client:      os.Getpid(),
+		OwnBinaries: program.Binaries(e.lookupEnv),
+	})
+}
+
+// settleBudget bounds how long a subcommand waits for the effect check to
+// take in a file it wrote.
+const settleBudget = 10 * time.Second

@@ -17,6 +17,8 @@ import (
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/gitexec"
+	"github.com/deterministic-exec/des/internal/hooklog"
+	"github.com/deterministic-exec/des/internal/program"
 	"github.com/deterministic-exec/des/internal/statedir"
 	"github.com/deterministic-exec/des/policy"
 )
@@ -101,7 +103,7 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 
 	root := commandRoot(ctx, e.lookupEnv)
 	eng, err := des.New(ctx, des.WithRoot(root), des.WithEnv(e.lookupEnv),
-		des.WithLogger(newLogger(e.stderr, e.lookupEnv)), des.WithLazyPolicies())
+		des.WithLogger(hooklog.New(e.stderr, e.lookupEnv)), des.WithLazyPolicies())
 	if err != nil {
 		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
 		return exitUsage
@@ -237,7 +239,7 @@ func installPreCommit(ctx context.Context, e env, command string) int {
 		return exitUsage
 	}
 	if command == "" {
-		exe, err := commandPath(e.lookupEnv)
+		exe, err := program.CommandPath(e.lookupEnv)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "des-hook precommit: cannot find this executable (%v); pass --command\n", err)
 			return exitUsage
@@ -295,9 +297,8 @@ func writeGitHook(ctx context.Context, e env, hooks, name, script, line, where, 
 		fmt.Fprintf(e.stderr, "des-hook precommit: %v\n", err)
 		return exitUsage
 	}
-	h := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr)
-	chk := h.checker()
-	if chk != nil && !h.isDESCommand(shellQuote(command)) {
+	chk := projectChecker(e, root)
+	if exe, _ := program.CommandPath(e.lookupEnv); chk != nil && !program.Runs(shellQuote(command), exe, root, e.lookupEnv) {
 		chk = nil
 	}
 	if chk != nil {
@@ -312,7 +313,7 @@ func writeGitHook(ctx context.Context, e env, hooks, name, script, line, where, 
 		return exitUsage
 	}
 	if chk != nil {
-		sctx, cancel := context.WithTimeout(ctx, integrityBudget)
+		sctx, cancel := context.WithTimeout(ctx, settleBudget)
 		_ = chk.Settle(sctx, path)
 		cancel()
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/claudecode"
 	"github.com/deterministic-exec/des/internal/modelserver"
 	"github.com/deterministic-exec/des/internal/realclient"
 )
@@ -82,10 +84,11 @@ func realClient(t *testing.T) *realclient.Client {
 // desEvents is the hook events the suite connects, with the matchers des's
 // settings use.
 func desEvents() map[string]map[string]any {
+	hooks := claudecode.SettingsFor("des-hook", "", des.Config{}, envMap{}.lookup).Hooks
 	return map[string]map[string]any{
-		"PreToolUse":         {"matcher": preToolUseMatcher},
-		"PostToolUse":        {"matcher": postToolUseMatcher},
-		"PostToolUseFailure": {"matcher": postToolUseFailureMatcher},
+		"PreToolUse":         {"matcher": hooks.PreToolUse[0].Matcher},
+		"PostToolUse":        {"matcher": hooks.PostToolUse[0].Matcher},
+		"PostToolUseFailure": {"matcher": hooks.PostToolUseFailure[0].Matcher},
 		"SubagentStart":      {},
 		"SubagentStop":       {},
 		"UserPromptSubmit":   {},

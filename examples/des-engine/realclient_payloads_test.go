@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des/claudecode"
 )
 
 // realClientPayloads is what the real Claude Code CLI (the version pinned in
@@ -24,7 +26,7 @@ func TestRealClientPayloadsDecode(t *testing.T) {
 	}
 	defer f.Close()
 	known := map[string]bool{}
-	et := reflect.TypeFor[Event]()
+	et := reflect.TypeFor[claudecode.Event]()
 	for i := range et.NumField() {
 		if tag, _, _ := strings.Cut(et.Field(i).Tag.Get("json"), ","); tag != "" && tag != "-" {
 			known[tag] = true
@@ -42,12 +44,12 @@ func TestRealClientPayloadsDecode(t *testing.T) {
 			t.Fatalf("%s:%d: %v", realClientPayloads, line, err)
 		}
 		where := realClientPayloads + ":" + itoa(line) + " (" + rec.Test + ")"
-		ev, warnings, err := decodeEvent(rec.Payload)
+		ev, err := claudecode.DecodeEvent(rec.Payload)
 		if err != nil {
 			t.Errorf("%s: %v", where, err)
 			continue
 		}
-		for _, w := range warnings {
+		for _, w := range ev.Mismatches {
 			t.Errorf("%s: %s", where, w)
 		}
 		var generic map[string]any
@@ -69,22 +71,22 @@ func TestRealClientPayloadsDecode(t *testing.T) {
 		}
 		var derr error
 		switch {
-		case ev.ToolName == toolBash:
-			var in BashInput
+		case ev.ToolName == "Bash":
+			var in claudecode.BashInput
 			if in, derr = ev.BashInput(); derr == nil && in.Command == "" {
 				t.Errorf("%s: Bash input without a command", where)
 			}
-		case ev.ToolName == toolWrite:
-			var in WriteInput
+		case ev.ToolName == "Write":
+			var in claudecode.WriteInput
 			if in, derr = ev.WriteInput(); derr == nil && in.FilePath == "" {
 				t.Errorf("%s: Write input without a file_path", where)
 			}
-		case isSubagentTool(ev.ToolName):
-			var in SubagentInput
+		case ev.ToolName == "Agent" || ev.ToolName == "Task":
+			var in claudecode.SubagentInput
 			if in, derr = ev.SubagentInput(); derr == nil && in.Prompt == "" {
 				t.Errorf("%s: %s input without a prompt", where, ev.ToolName)
 			}
-			if ev.HookEventName == eventPostToolUse {
+			if ev.HookEventName == "PostToolUse" {
 				if out, err := ev.SubagentResponse(); err != nil || out.Status == "" {
 					t.Errorf("%s: %s response %+v: %v", where, ev.ToolName, out, err)
 				}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -59,20 +58,4 @@ func warnIfTransient(stderr io.Writer, lookupEnv func(string) (string, bool), su
 		"  %s\n"+
 		"  ~/bin/des-hook %s    (or pass --command ~/bin/des-hook)\n", sub, exe, installHint, sub)
 	return true
-}
-
-// clientPathEnv names the thin hook client that ran this companion: the
-// client sets it when it execs des-engine or sends a request to the warm
-// server, so that what des writes into settings and git hooks, and what it
-// recognises there as its own entries, is the command the user installed
-// (des-hook), not the companion beside it.
-const clientPathEnv = "DES_CLIENT_PATH"
-
-// commandPath is the path of the command the user ran: the client's when it
-// handed over (DES_CLIENT_PATH, absolute), else this executable.
-func commandPath(lookupEnv func(string) (string, bool)) (string, error) {
-	if p, ok := lookupEnv(clientPathEnv); ok && filepath.IsAbs(p) {
-		return p, nil
-	}
-	return os.Executable()
 }

@@ -8,16 +8,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/claudecode"
 	"github.com/deterministic-exec/des/internal/channel"
-	"github.com/deterministic-exec/des/internal/gitexec"
-	"github.com/deterministic-exec/des/internal/integrity"
+	"github.com/deterministic-exec/des/internal/hooklog"
 	"github.com/deterministic-exec/des/internal/server"
 )
 
@@ -28,21 +27,6 @@ const (
 	idleEnv     = "DES_SERVER_IDLE_MINUTES"
 	defaultIdle = 10 * time.Minute
 )
-
-// policyCacheSize bounds the compiled policy engines one server keeps: one
-// per project and settings in use (the built-in bundle alone is shared by
-// every project without policies of its own), least recently used dropped.
-const policyCacheSize = 32
-
-// engineOptions returns the options every engine the server builds gets on
-// top of a hook event's own: one des.PolicyCache for the server's life, so
-// engines share compiled policies. The cache checks every input of its key
-// by stat before each use (policy files and bundles, the settings that
-// choose them), so a changed policy is compiled again by the next request.
-func engineOptions() func() []des.Option {
-	cache := des.NewPolicyCache(policyCacheSize)
-	return func() []des.Option { return []des.Option{des.WithPolicyCache(cache)} }
-}
 
 func runServe(ctx context.Context, e env, args []string) int {
 	fs := newFlagSet(e, "serve", "[--idle DURATION]",
@@ -60,7 +44,7 @@ func runServe(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stderr, "des-hook serve: --idle %v: must be positive\n", *idle)
 		return exitUsage
 	}
-	logger := newLogger(e.stderr, e.lookupEnv)
+	logger := hooklog.New(e.stderr, e.lookupEnv)
 	dir, lock := server.Inherited(nil)
 	if dir == "" {
 		d, err := channel.RuntimeDir(e.lookupEnv)
@@ -87,7 +71,7 @@ func runServe(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	logger.Info("des-hook serve: listening", "socket", channel.SocketPath(dir, key), "pid", os.Getpid(), "idle", *idle)
-	err = server.Serve(ctx, ln, serveHandler(engineOptions(), logger, newBundleRefresher(ctx, logger), newLogPusherBG(ctx, logger)), server.Options{IdleTimeout: *idle, Executable: exe, Logger: logger, Check: decidable})
+	err = server.Serve(ctx, ln, serveHandler(claudecode.NewCache(), logger, newBundleRefresher(ctx, logger), newLogPusherBG(ctx, logger)), server.Options{IdleTimeout: *idle, Executable: exe, Logger: logger, Check: decidable})
 	switch {
 	case errors.Is(err, server.ErrIdle), errors.Is(err, server.ErrExecutableChanged), errors.Is(err, context.Canceled):
 		logger.Info("des-hook serve: stopped", "why", err)
@@ -120,36 +104,23 @@ func idleDefault(lookupEnv func(string) (string, bool)) time.Duration {
 // are refreshed in the background when they are due, and its decision logs
 // pushed to its collector (refresh and push may be nil); whether they are
 // due is looked at in a goroutine, after the reply.
-func serveHandler(extra func() []des.Option, logger *slog.Logger, refresh *bundleRefresher, push *logPusherBG) server.Handler {
+func serveHandler(cache *claudecode.Cache, logger *slog.Logger, refresh *bundleRefresher, push *logPusherBG) server.Handler {
 	pid := os.Getpid()
-	baselines := integrity.NewBaselineCache() // the effect check's, for the server's life
 	return func(ctx context.Context, req *channel.Request) *channel.Reply {
 		if len(req.Args) != 0 {
 			return &channel.Reply{Exit: exitUsage, Stderr: []byte("des-hook serve: the decision server runs hook mode only; run des-engine " + strings.Join(req.Args, " ") + " directly\n")}
 		}
-		newEngine := des.New
-		if opts := extra(); len(opts) > 0 {
-			newEngine = func(ctx context.Context, o ...des.Option) (*des.Engine, error) {
-				if e, err := des.New(ctx, append(slices.Clip(o), opts...)...); err == nil {
-					return e, nil
-				}
-				// A shared engine compiles every policy at New; a process
-				// compiles only what the event needs, so a broken team
-				// policy costs an unrelated event nothing. Built as a
-				// process builds it, the engine fails (or not) exactly
-				// where it would there.
-				return des.New(ctx, o...)
-			}
-		}
 		var stdout, stderr bytes.Buffer
 		start := time.Now()
 		defer func() { logger.Debug("des-hook serve: decided", "root", req.Root, "took", time.Since(start)) }()
-		ctx = gitexec.WithEnviron(ctx, req.Env)
-		place := hookPlace{cwd: req.Cwd, newEngine: newEngine, debug: []any{"decision_server_pid", pid}, baselines: baselines}
-		if req.PeerPID > 0 {
-			place.self = "/proc/" + strconv.Itoa(req.PeerPID)
-		}
-		runHookIn(ctx, bytes.NewReader(req.Stdin), &stdout, &stderr, req.LookupEnv, defaultRoutes(), place)
+		claudecode.New(
+			claudecode.WithCache(cache),
+			claudecode.WithEnv(req.LookupEnv),
+			claudecode.WithEnviron(req.Env),
+			claudecode.WithWorkingDir(req.Cwd),
+			claudecode.WithClientPID(req.PeerPID),
+			claudecode.WithLogger(hooklog.New(&stderr, req.LookupEnv).With("decision_server_pid", pid)),
+		).Run(ctx, bytes.NewReader(req.Stdin), &stdout)
 		// Off the reply's path: it reads the project's settings.
 		go func() {
 			if req.Root == "" || (refresh == nil && push == nil) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/deterministic-exec/des/claudecode"
 	"github.com/deterministic-exec/des/internal/channel"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkServeGate1(b *testing.B) {
 			root := b.TempDir()
 			writeFile(b, root, e2eStep, `{"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}`)
 			env := append(cleanEnviron(), "CLAUDE_PROJECT_DIR="+root, "DES_STATE_DIR="+b.TempDir())
-			h := serveHandler(engineOptions(), slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
+			h := serveHandler(claudecode.NewCache(), slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 			call := func(ev map[string]any) {
 				data, _ := json.Marshal(ev)
 				rep := h(context.Background(), &channel.Request{Version: channel.Protocol, Root: root, Cwd: root, Env: env, Stdin: data})

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/deterministic-exec/des/internal/program"
 )
 
 // desPart is what des puts into one Claude Code settings file.
@@ -79,7 +81,7 @@ func (o *desOwner) isHook(event, matcher, command string) bool {
 	if command == o.command || slices.Contains(o.recorded, command) {
 		return true
 	}
-	words, ok := shellWords(command)
+	words, ok := program.ShellWords(command)
 	if !ok || len(words) != 1 {
 		return false
 	}
@@ -103,7 +105,7 @@ func (o *desOwner) isStatus(command string) bool {
 	if slices.Contains(o.recorded, command) || command == o.command+" statusline" {
 		return true
 	}
-	words, ok := shellWords(command)
+	words, ok := program.ShellWords(command)
 	if !ok || len(words) != 2 || words[1] != "statusline" {
 		return false
 	}
@@ -448,61 +450,4 @@ func mergeList(doc *jsonObject, want, prev []string, path ...string) (changes []
 		return changes, added, removePath(doc, path...)
 	}
 	return changes, added, setPath(doc, encodeRawArray(out), path...)
-}
-
-// shellWords splits a simple POSIX shell command into its words, quotes
-// removed; ok is false for anything but words (operators, substitutions,
-// unbalanced quotes), which is never one of des's commands.
-func shellWords(s string) (words []string, ok bool) {
-	var b strings.Builder
-	inWord := false
-	for i := 0; i < len(s); i++ {
-		switch ch := s[i]; ch {
-		case ' ', '\t', '\n':
-			if inWord {
-				words = append(words, b.String())
-				b.Reset()
-				inWord = false
-			}
-		case '\'':
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				return nil, false
-			}
-			b.WriteString(s[i+1 : i+1+j])
-			i += j + 1
-			inWord = true
-		case '"':
-			j := strings.IndexByte(s[i+1:], '"')
-			if j < 0 {
-				return nil, false
-			}
-			inner := s[i+1 : i+1+j]
-			if strings.ContainsAny(inner, "`\\") || strings.Contains(inner, "$(") {
-				return nil, false
-			}
-			b.WriteString(inner)
-			i += j + 1
-			inWord = true
-		case '\\':
-			if i+1 >= len(s) {
-				return nil, false
-			}
-			b.WriteByte(s[i+1])
-			i++
-			inWord = true
-		case ';', '&', '|', '<', '>', '`', '(', ')':
-			return nil, false
-		default:
-			if ch == '$' && i+1 < len(s) && s[i+1] == '(' {
-				return nil, false
-			}
-			b.WriteByte(ch)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, b.String())
-	}
-	return words, true
 }

@@ -6,21 +6,28 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/claudecode"
+	"github.com/deterministic-exec/des/internal/program"
 )
 
 // testParts is des's settings for command, split as --write splits them.
 func testParts(t *testing.T, command string, shared bool, deny, denyWrite []string) (desPart, desPart, *desOwner) {
 	t.Helper()
-	var prot protections
-	prot.denyEdit, prot.denyWrite = deny, denyWrite
-	full := hooksSettings(command, prot)
+	full := claudecode.SettingsFor(command, "", des.Config{}, envMap{}.lookup)
+	full.Permissions.Deny = nil
+	for _, d := range deny {
+		full.Permissions.Deny = append(full.Permissions.Deny, "Edit("+d+")")
+	}
+	full.Sandbox.Filesystem.DenyWrite = denyWrite
 	s, l, err := splitDESParts(full, shared)
 	if err != nil {
 		t.Fatal(err)
 	}
 	own := &desOwner{command: command, matchers: map[string]string{}}
 	for _, m := range s.hooksOr(l).members {
-		var gs []hookMatcher
+		var gs []claudecode.HookMatcher
 		if err := json.Unmarshal(m.val, &gs); err != nil {
 			t.Fatal(err)
 		}
@@ -310,15 +317,15 @@ func TestShellWords(t *testing.T) {
 		"'unbalanced":                        nil,
 		"des-hook > /tmp/out":                nil,
 	} {
-		got, ok := shellWords(in)
+		got, ok := program.ShellWords(in)
 		if want == nil {
 			if ok {
-				t.Errorf("shellWords(%q) = %q, want not simple", in, got)
+				t.Errorf("program.ShellWords(%q) = %q, want not simple", in, got)
 			}
 			continue
 		}
 		if !ok || !slices.Equal(got, want) {
-			t.Errorf("shellWords(%q) = %q %v, want %q", in, got, ok, want)
+			t.Errorf("program.ShellWords(%q) = %q %v, want %q", in, got, ok, want)
 		}
 	}
 }
@@ -348,8 +355,8 @@ func TestCommandWordRunsExe(t *testing.T) {
 		dir + "/real/missing":            false,
 		"${CLAUDE_PROJECT_DIR}/../bin/x": false,
 	} {
-		if got := commandWordRunsExe(word, exe, dir+"/real", env.lookup); got != want {
-			t.Errorf("commandWordRunsExe(%q) = %v, want %v", word, got, want)
+		if got := program.CommandWordRunsExe(word, exe, dir+"/real", env.lookup); got != want {
+			t.Errorf("program.CommandWordRunsExe(%q) = %v, want %v", word, got, want)
 		}
 	}
 }

@@ -24,13 +24,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/claudecode"
 	"github.com/deterministic-exec/des/internal/fileio"
+	"github.com/deterministic-exec/des/internal/program"
 	"github.com/deterministic-exec/des/internal/statedir"
 )
 
@@ -105,12 +106,12 @@ func hookCommandFor(root, flagCmd, exe string, lookupEnv func(string) (string, b
 	case strings.HasPrefix(flagCmd, projectVar):
 		return `"$CLAUDE_PROJECT_DIR"/` + shellQuote(strings.TrimPrefix(flagCmd, projectVar)), true, nil
 	case flagCmd != "":
-		if p := lookPathIn(flagCmd, lookupEnv); p != "" {
+		if p := program.LookPath(flagCmd, lookupEnv); p != "" {
 			binaries = []string{p}
 		}
 		return shellQuote(flagCmd), true, binaries
 	}
-	if p := lookPathIn("des-hook", lookupEnv); p != "" && sameFile(p, exe) {
+	if p := program.LookPath("des-hook", lookupEnv); p != "" && program.SameFile(p, exe) {
 		binaries = []string{p}
 		if p != exe {
 			binaries = append(binaries, exe) // a link on PATH: both names
@@ -138,81 +139,13 @@ func within(root, path string) (string, bool) {
 	return rel, true
 }
 
-// lookPathIn finds name on the PATH lookupEnv gives (exec.LookPath reads
-// the process's own), "" when it is not there. Relative PATH entries are
-// skipped: they name different files from different directories.
-func lookPathIn(name string, lookupEnv func(string) (string, bool)) string {
-	if strings.ContainsAny(name, `/\`) {
-		return ""
-	}
-	path, _ := lookupEnv("PATH")
-	names := []string{name}
-	if runtime.GOOS == "windows" && !strings.HasSuffix(strings.ToLower(name), ".exe") {
-		names = []string{name + ".exe", name}
-	}
-	for _, dir := range filepath.SplitList(path) {
-		if !filepath.IsAbs(dir) {
-			continue
-		}
-		for _, n := range names {
-			p := filepath.Join(dir, n)
-			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && (runtime.GOOS == "windows" || fi.Mode()&0o111 != 0) {
-				return p
-			}
-		}
-	}
-	return ""
-}
-
-func sameFile(a, b string) bool {
-	fa, err1 := os.Stat(a)
-	fb, err2 := os.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
-}
-
-// expandProgramWord is a hook command's program word as the shell Claude
-// Code runs it would see it: $CLAUDE_PROJECT_DIR (root) and a leading ~/
-// (HOME) expanded; "" when ~/ cannot be (no absolute HOME). A bare name is
-// left for PATH.
-func expandProgramWord(word, root string, lookupEnv func(string) (string, bool)) string {
-	for _, v := range []string{"${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR"} {
-		word = strings.ReplaceAll(word, v, root)
-	}
-	if rest, ok := strings.CutPrefix(word, "~/"); ok {
-		home, _ := lookupEnv("HOME")
-		if !filepath.IsAbs(home) {
-			return ""
-		}
-		word = filepath.Join(home, rest)
-	}
-	return word
-}
-
-// commandWordRunsExe reports whether a command's program word runs exe:
-// $CLAUDE_PROJECT_DIR and a leading ~/ expanded, a bare name looked up on
-// PATH (a hook command "des-hook" runs whatever PATH finds).
-func commandWordRunsExe(word, exe, root string, lookupEnv func(string) (string, bool)) bool {
-	if exe == "" || word == "" {
-		return false
-	}
-	if word = expandProgramWord(word, root, lookupEnv); word == "" {
-		return false
-	}
-	if !strings.ContainsAny(word, `/\`) {
-		if word = lookPathIn(word, lookupEnv); word == "" {
-			return false
-		}
-	}
-	return word == exe || sameFile(word, exe)
-}
-
 // splitDESParts divides des's settings between the files: hooks and the
 // status line go with the command (shared when portable); the rules and
 // denyWrite entries for absolute paths (the state directory, named by a
 // hash of this checkout's path, the audit witnesses, the binaries: all
 // this machine's) go to the local file, the project-relative ones and the
 // sandbox switches to the shared one.
-func splitDESParts(full settingsBlock, commandShared bool) (shared, local desPart, err error) {
+func splitDESParts(full claudecode.Settings, commandShared bool) (shared, local desPart, err error) {
 	hooks, err := parseJSONObject(encodeJSON(full.Hooks))
 	if err != nil {
 		return shared, local, err
@@ -290,9 +223,8 @@ func readProjectSettings(root string) (map[string][]byte, error) {
 }
 
 // block is everything des installs, as the printing mode prints it.
-func (w *settingsWriter) block(command string, binaries []string) settingsBlock {
-	prot := protectedPaths(w.cfg, w.root, statedir.For(w.root, w.e.lookupEnv), des.AuditWitnessDir(w.e.lookupEnv), binaries...)
-	return hooksSettings(command, prot)
+func (w *settingsWriter) block(command string, binaries []string) claudecode.Settings {
+	return claudecode.SettingsFor(command, w.root, w.cfg, w.e.lookupEnv, binaries...)
 }
 
 func (w *settingsWriter) recordPath() string {
@@ -353,7 +285,7 @@ func (w *settingsWriter) run(ctx context.Context, flagCmd string) int {
 		fmt.Fprintf(e.stderr, "des-hook settings --write: "+format+"\n", args...)
 		return exitUsage
 	}
-	exe, err := commandPath(e.lookupEnv)
+	exe, err := program.CommandPath(e.lookupEnv)
 	if err != nil && flagCmd == "" {
 		return fail("cannot find this executable (%v); pass --command", err)
 	}
@@ -377,10 +309,10 @@ func (w *settingsWriter) run(ctx context.Context, flagCmd string) int {
 	rec := w.loadRecord()
 	own := &desOwner{command: command, recorded: rec.Commands, matchers: map[string]string{}}
 	own.runsThis = func(word string) bool {
-		return exe != "" && commandWordRunsExe(word, exe, w.root, e.lookupEnv)
+		return exe != "" && program.CommandWordRunsExe(word, exe, w.root, e.lookupEnv)
 	}
 	for _, m := range sharedPart.hooksOr(localPart).members {
-		var gs []hookMatcher
+		var gs []claudecode.HookMatcher
 		if json.Unmarshal(m.val, &gs) == nil && len(gs) > 0 {
 			own.matchers[m.key] = gs[0].Matcher
 		}
@@ -512,7 +444,7 @@ func portableDESHook(data []byte, own *desOwner) string {
 	for ev, groups := range s.Hooks {
 		for _, g := range groups {
 			for _, h := range g.Hooks {
-				words, ok := shellWords(h.Command)
+				words, ok := program.ShellWords(h.Command)
 				if !ok || len(words) != 1 || !own.isHook(ev, g.Matcher, h.Command) {
 					continue
 				}

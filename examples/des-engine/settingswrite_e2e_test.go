@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deterministic-exec/des/internal/program"
 	"github.com/deterministic-exec/des/internal/statedir"
 )
 
@@ -115,7 +116,7 @@ func desHookCount(t *testing.T, files ...[]byte) map[string]int {
 		}
 		for ev, cmds := range hookCommands(t, f) {
 			for _, c := range cmds {
-				if w, ok := shellWords(c); ok && len(w) == 1 && desProgramName(w[0]) == "des-hook" {
+				if w, ok := program.ShellWords(c); ok && len(w) == 1 && desProgramName(w[0]) == "des-hook" {
 					n[ev]++
 				}
 			}

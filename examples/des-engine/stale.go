@@ -33,7 +33,7 @@ func runStale(ctx context.Context, e env, args []string) int {
 	// Built as the hook builds it, so that a resolution is announced to the
 	// effect check (an agent's command may be running meanwhile).
 	root := commandRoot(ctx, e.lookupEnv)
-	eng, err := newHookEnv(root, "", e.lookupEnv, newLogger(e.stderr, e.lookupEnv), e.stderr).engine(ctx)
+	eng, err := hookEngine(ctx, e, root)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "des-hook stale: %v\n", err)
 		return exitUsage

@@ -76,3 +76,20 @@ func Ensure(root string, lookupEnv func(string) (string, bool)) (string, error) 
 	}
 	return dir, nil
 }
+
+// What des keeps in a project's state directory and in the per-user base,
+// outside the agent's reach (the sandbox denies writes there).
+
+// Evidence is where des keeps what it saw itself (the runs Gate 1 allowed,
+// Gate 2's verdicts, the test runs): the gates trust these records, not
+// the copies in the project.
+func Evidence(stateDir string) string { return filepath.Join(stateDir, "runs") }
+
+// Attestations is where des keeps the attestations of the audit trail's
+// lines it appended (a trail the agent may also append to is attested).
+func Attestations(stateDir string) string { return filepath.Join(stateDir, "audit-attested") }
+
+// AuditWitness is the per-user directory of the audit trail's witnesses.
+func AuditWitness(lookupEnv func(string) (string, bool)) string {
+	return filepath.Join(Base(lookupEnv), "audit-witness")
+}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/filelock"
+	"github.com/deterministic-exec/des/internal/statedir"
 )
 
 // Record is one test run des saw.
@@ -362,3 +363,6 @@ func readTail(path string, limit int64) ([]byte, bool, error) {
 
 // DirIn is where the test runs are kept in des's evidence directory.
 func DirIn(evidenceDir string) string { return filepath.Join(evidenceDir, "testruns") }
+
+// StoreOf is the store of the project whose state directory is stateDir.
+func StoreOf(stateDir string) Store { return Store{Dir: DirIn(statedir.Evidence(stateDir))} }

@@ -1,4 +1,4 @@
-package main
+package claudecode
 
 import (
 	"bufio"
@@ -9,11 +9,11 @@ import (
 )
 
 // The exit status, interruption and output of a Bash call, read from the
-// real client's payloads (testdata/realclient/payloads.jsonl): PostToolUse
+// real client's payloads (examples/des-engine/testdata/realclient/payloads.jsonl, recorded by the real client suite): PostToolUse
 // carries tool_response and means exit 0; PostToolUseFailure carries
 // "Exit code N" and the output in error, and no tool_response.
 func TestTestRunResultRealPayloads(t *testing.T) {
-	f, err := os.Open("testdata/realclient/payloads.jsonl")
+	f, err := os.Open("../examples/des-engine/testdata/realclient/payloads.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,8 @@
-package main
+package claudecode
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"os/exec"
 	"strings"
 
@@ -106,52 +103,28 @@ func nonEmpty(s, fallback string) string {
 // isNoOpinion reports whether r writes nothing.
 func (r response) isNoOpinion() bool { return r == response{} }
 
-// hookOutput is the JSON Claude Code reads from a command hook's stdout.
-type hookOutput struct {
-	Decision           string        `json:"decision,omitempty"`
-	Reason             string        `json:"reason,omitempty"`
-	SystemMessage      string        `json:"systemMessage,omitempty"`
-	HookSpecificOutput *hookSpecific `json:"hookSpecificOutput,omitempty"`
-}
-
-type hookSpecific struct {
-	HookEventName            string `json:"hookEventName"`
-	PermissionDecision       string `json:"permissionDecision,omitempty"`
-	PermissionDecisionReason string `json:"permissionDecisionReason,omitempty"`
-	AdditionalContext        string `json:"additionalContext,omitempty"`
-}
-
-// errWrongEvent is a handler bug: Claude Code rejects a hookSpecificOutput
-// whose hookEventName is not the event it sent.
 var errWrongEvent = errors.New("response's hookSpecificOutput is for another event")
 
-// render writes r for an event named event: exactly one JSON object, or
-// nothing for no opinion. The buffer is filled first so that stdout never
-// holds half an object.
-func render(w io.Writer, event string, r response) error {
+// outputOf is the Output of r for an event: a response whose
+// hookSpecificOutput names another event is a bug, refused rather than
+// sent (Claude Code would reject it).
+func outputOf(event string, r response) (Output, error) {
 	if r.isNoOpinion() {
-		return nil
+		return Output{}, nil
 	}
 	if r.specificEvent != "" && r.specificEvent != event {
-		return errWrongEvent
+		return Output{}, errWrongEvent
 	}
-	out := hookOutput{Decision: r.decision, Reason: r.reason, SystemMessage: r.systemMessage}
+	out := Output{Decision: r.decision, Reason: r.reason, SystemMessage: r.systemMessage}
 	if r.specificEvent != "" {
-		out.HookSpecificOutput = &hookSpecific{
+		out.HookSpecificOutput = &HookSpecificOutput{
 			HookEventName:            r.specificEvent,
 			PermissionDecision:       r.permissionDecision,
 			PermissionDecisionReason: r.decisionReason,
 			AdditionalContext:        r.additionalContext,
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // commands such as "a && b" stay readable
-	if err := enc.Encode(out); err != nil {
-		return err
-	}
-	_, err := w.Write(buf.Bytes())
-	return err
+	return out, nil
 }
 
 // internalError applies the fail posture (docs/reference.md, "Hook output")

@@ -1,4 +1,4 @@
-package main
+package claudecode
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing/iotest"
 
 	"github.com/deterministic-exec/des"
+	"github.com/deterministic-exec/des/internal/hooklog"
 )
 
 // sizedEvent returns a valid, routed PreToolUse Write event of exactly n bytes.
@@ -257,7 +258,7 @@ func TestLogLevel(t *testing.T) {
 		{"loud", false, true},
 	} {
 		var buf bytes.Buffer
-		logger := newLogger(&buf, envMap{"DES_LOG_LEVEL": tc.value}.lookup)
+		logger := hooklog.New(&buf, envMap{"DES_LOG_LEVEL": tc.value}.lookup)
 		logger.Debug("dbg-line")
 		if got := strings.Contains(buf.String(), "dbg-line"); got != tc.debug {
 			t.Errorf("DES_LOG_LEVEL=%q: debug shown %v, want %v", tc.value, got, tc.debug)
@@ -265,13 +266,5 @@ func TestLogLevel(t *testing.T) {
 		if got := strings.Contains(buf.String(), "DES_LOG_LEVEL"); got != tc.complaint {
 			t.Errorf("DES_LOG_LEVEL=%q: complaint %v, want %v (%q)", tc.value, got, tc.complaint, buf.String())
 		}
-	}
-}
-
-func TestRunNoArgsIsHookMode(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), nil, strings.NewReader("not json"), &stdout, &stderr, envMap{}.lookup)
-	if code != 0 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "malformed") {
-		t.Errorf("code %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package claudecode
 
 import (
 	"context"
@@ -12,12 +12,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/integrity"
 	"github.com/deterministic-exec/des/internal/proctree"
+	"github.com/deterministic-exec/des/internal/program"
 	"github.com/deterministic-exec/des/internal/shell"
 	"github.com/deterministic-exec/des/internal/statedir"
+	"github.com/deterministic-exec/des/internal/watchset"
 	"github.com/deterministic-exec/des/policy"
 )
 
@@ -32,50 +33,19 @@ const integrityBudget = 10 * time.Second
 // Building it touches nothing on disk.
 func (h *hookEnv) checker() *integrity.Checker {
 	h.checkerOnce.Do(func() {
-		if fi, err := os.Stat(h.root); err != nil || !fi.IsDir() {
-			return
-		}
-		h.exe, _ = commandPath(h.lookupEnv)
-		h.chk = integrity.New(integrity.Options{
-			Root:      h.root,
-			StateDir:  statedir.For(h.root, h.lookupEnv),
-			UserFiles: userFiles(h.lookupEnv),
-			Home:      lookupValue(h.lookupEnv, "HOME"),
-			Logger:    h.logger,
-			Cache:     h.baselines,
+		h.chk = integrity.ForProject(h.root, h.lookupEnv, integrity.Options{
+			Logger: h.logger,
+			Cache:  h.baselines,
 			// The calls' processes are found under the hook's parents:
 			// this process, or the warm server's client.
 			Client:      h.clientPID(),
 			OwnBinaries: h.binaries(),
 		})
+		if h.chk != nil {
+			h.exe, _ = program.CommandPath(h.lookupEnv)
+		}
 	})
 	return h.chk
-}
-
-// userFiles are the files outside the project that can switch DES off for
-// it: the user's Claude Code settings (disableAllHooks) and git's global
-// config (core.hooksPath).
-func userFiles(lookupEnv func(string) (string, bool)) map[string]string {
-	out := map[string]string{}
-	home, _ := lookupEnv("HOME")
-	claudeDir, _ := lookupEnv("CLAUDE_CONFIG_DIR")
-	if claudeDir == "" && filepath.IsAbs(home) {
-		claudeDir = filepath.Join(home, ".claude")
-	}
-	if filepath.IsAbs(claudeDir) {
-		out[filepath.Join(claudeDir, "settings.json")] = integrity.KindClaudeSettings
-	}
-	if filepath.IsAbs(home) {
-		out[filepath.Join(home, ".gitconfig")] = integrity.KindGitConfig
-	}
-	xdg, _ := lookupEnv("XDG_CONFIG_HOME")
-	if !filepath.IsAbs(xdg) && filepath.IsAbs(home) {
-		xdg = filepath.Join(home, ".config")
-	}
-	if filepath.IsAbs(xdg) {
-		out[filepath.Join(xdg, "git", "config")] = integrity.KindGitConfig
-	}
-	return out
 }
 
 // isDESCommand tells a command that runs this executable: a hook entry
@@ -86,11 +56,7 @@ func (h *hookEnv) isDESCommand(command string) bool {
 	if h.exe == "" {
 		return false
 	}
-	if integrity.CommandRunsExecutable(command, h.exe, h.root, lookupValue(h.lookupEnv, "HOME")) {
-		return true
-	}
-	words, ok := shellWords(command)
-	return ok && len(words) > 0 && !strings.ContainsAny(words[0], `/\`) && commandWordRunsExe(words[0], h.exe, h.root, h.lookupEnv)
+	return program.Runs(command, h.exe, h.root, h.lookupEnv)
 }
 
 // watched is the watched set of the settings in force, nil when they do
@@ -100,38 +66,7 @@ func (h *hookEnv) watched(ctx context.Context) *integrity.Watch {
 	if err != nil {
 		return nil
 	}
-	cfg := eng.Config()
-	return &integrity.Watch{
-		ConfigFile: des.ConfigFile,
-		Trees:      append([]string{des.RunsDir, des.SessionsDir}, cfg.PolicyDirs...),
-		// The task graph is a guarded document like a workflow state: whole
-		// file, restored, a new one removed (DES's wave sync is announced).
-		// So are the phase requirement files inside the project (they
-		// decide what the phase gates require; no tool may write them), and
-		// the monorepo file that chooses the state in effect.
-		StateGlobs: append(append(slices.Clone(cfg.GuardedStateFiles), cfg.TaskGraphFile, gate.StateSelectorFile), requirementFilesIn(h.root, cfg.PhaseRequirementsFiles)...),
-		StepGlobs:  cfg.GuardedStepFiles,
-	}
-}
-
-// requirementFilesIn lists the phase requirement files inside root,
-// relative and slash-separated, as the watch names files; one outside the
-// project is not the checker's to restore (DES-PROTECTED-PATH still denies
-// a tool call that names it).
-func requirementFilesIn(root string, files []string) []string {
-	var out []string
-	for _, f := range files {
-		abs := f
-		if !filepath.IsAbs(abs) {
-			abs = filepath.Join(root, filepath.FromSlash(f))
-		}
-		rel, err := filepath.Rel(root, abs)
-		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || strings.ContainsAny(rel, "*?[") {
-			continue
-		}
-		out = append(out, filepath.ToSlash(rel))
-	}
-	return out
+	return watchset.For(h.root, eng.Config())
 }
 
 // beginEffects starts watching a tool call's effects (PreToolUse): the
@@ -444,7 +379,7 @@ func (h *hookEnv) partialFacts(call gate.WriteCall) map[string]any {
 		// Compared with links resolved, the file's own included: a
 		// Write through a link to the file writes the file.
 		abs := resolvedPath(filepath.Clean(call.Path))
-		for f, kind := range userFiles(h.lookupEnv) {
+		for f, kind := range integrity.UserFiles(h.lookupEnv) {
 			if kind != integrity.KindClaudeSettings {
 				continue
 			}

@@ -1,4 +1,4 @@
-package main
+package claudecode
 
 import (
 	"bytes"
@@ -111,6 +111,24 @@ type Event struct {
 	Effort json.RawMessage `json:"effort"` // {"level": ...} on newer versions
 
 	Raw json.RawMessage `json:"-"` // the payload as received
+	// Mismatches name the fields of an unexpected JSON type, read as
+	// absent (DecodeEvent).
+	Mismatches []string `json:"-"`
+}
+
+// DecodeEvent decodes one hook event, as Claude Code writes it to a
+// command hook's stdin: one JSON object, its fields taken by their exact
+// keys. A known field of an unexpected JSON type (a future Claude Code
+// changing a field des does not use) does not lose the event: it reads as
+// absent and is named in Mismatches. Anything but one JSON object is an
+// error saying where.
+func DecodeEvent(data []byte) (*Event, error) {
+	ev, mismatches, err := decodeEvent(data)
+	if err != nil {
+		return nil, err
+	}
+	ev.Mismatches = mismatches
+	return ev, nil
 }
 
 // errNotObject rejects payloads that are valid JSON but not one object.

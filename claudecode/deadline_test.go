@@ -1,10 +1,12 @@
-package main
+package claudecode
 
 import (
 	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/hooklog"
 )
 
 // A handler stuck on a wait that ignores its context: the hook answers by
@@ -45,7 +47,7 @@ func TestHandlerPastTheDeadline(t *testing.T) {
 }
 
 func TestDeadlines(t *testing.T) {
-	logger := newLogger(&strings.Builder{}, envMap{}.lookup)
+	logger := hooklog.New(&strings.Builder{}, envMap{}.lookup)
 	read, event := deadlines(envMap{}.lookup, logger)
 	if read != toolDeadline || event(eventPreToolUse) != toolDeadline || event(eventSubagentStop) != stopDeadline {
 		t.Errorf("defaults: %v %v %v", read, event(eventPreToolUse), event(eventSubagentStop))
@@ -55,7 +57,7 @@ func TestDeadlines(t *testing.T) {
 		t.Errorf("set: %v %v", read, event(eventSubagentStop))
 	}
 	var log strings.Builder
-	read, _ = deadlines(envMap{"DES_HOOK_DEADLINE_MS": "60000"}.lookup, newLogger(&log, envMap{}.lookup))
+	read, _ = deadlines(envMap{"DES_HOOK_DEADLINE_MS": "60000"}.lookup, hooklog.New(&log, envMap{}.lookup))
 	if read != toolDeadline || !strings.Contains(log.String(), "DES_HOOK_DEADLINE_MS") {
 		t.Errorf("over the bound: %v, log %q", read, log.String())
 	}

@@ -1,4 +1,4 @@
-package main
+package claudecode
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/integrity"
+	"github.com/deterministic-exec/des/internal/program"
 	"github.com/deterministic-exec/des/internal/statedir"
 )
 
@@ -91,14 +92,15 @@ type hookEnv struct {
 	event     string // hook_event_name being handled, for the fail posture
 	lookupEnv func(string) (string, bool)
 	logger    *slog.Logger
-	stderr    io.Writer
 
 	required atomic.Bool // DES validation is required for this event
 
 	engineOnce sync.Once
 	eng        *des.Engine
 	engErr     error
-	newEngine  func(ctx context.Context, opts ...des.Option) (*des.Engine, error)
+	engineOpts []des.Option // the Handler's, after the hook's own
+	// newEngine, when set, builds the engine instead (tests).
+	newEngine func(ctx context.Context, opts ...des.Option) (*des.Engine, error)
 
 	checkerOnce sync.Once
 	chk         *integrity.Checker // nil when the project has no directory
@@ -117,10 +119,6 @@ type refVerdict struct {
 	err    error
 }
 
-func newHookEnv(root, event string, lookupEnv func(string) (string, bool), logger *slog.Logger, stderr io.Writer) *hookEnv {
-	return &hookEnv{root: root, event: event, lookupEnv: lookupEnv, logger: logger, stderr: stderr, newEngine: des.New}
-}
-
 // engine returns the DES engine, building it on the first call. The result,
 // error included, is kept: one hook process handles one event, and a bad
 // setting does not heal between two calls.
@@ -136,7 +134,11 @@ func (h *hookEnv) engine(ctx context.Context) (*des.Engine, error) {
 			// check running meanwhile keeps them.
 			opts = append(opts, des.WithWrites(c))
 		}
-		h.eng, h.engErr = h.newEngine(ctx, opts...)
+		if h.newEngine != nil {
+			h.eng, h.engErr = h.newEngine(ctx, opts...)
+			return
+		}
+		h.eng, h.engErr = newEngine(ctx, opts, h.engineOpts)
 	})
 	return h.eng, h.engErr
 }
@@ -153,16 +155,7 @@ func (h *hookEnv) clientPID() int {
 	return os.Getpid()
 }
 
-func (h *hookEnv) binaries() []string {
-	var bins []string
-	if p, err := commandPath(h.lookupEnv); err == nil {
-		bins = append(bins, p)
-	}
-	if p, err := os.Executable(); err == nil {
-		bins = append(bins, p)
-	}
-	return withCompanions(bins)
-}
+func (h *hookEnv) binaries() []string { return program.Binaries(h.lookupEnv) }
 
 // requireValidation records that DES validation is required for this event
 // (DES markers found, a guarded document written). From then on a panic in
@@ -177,7 +170,7 @@ func (h *hookEnv) validationRequired() bool { return h.required.Load() }
 func (h *hookEnv) call(ctx context.Context, fn handlerFunc, ev *Event) (r response) {
 	defer func() {
 		if p := recover(); p != nil {
-			fmt.Fprintf(h.stderr, "hook: panic in the %s handler: %v\n%s", h.event, p, debug.Stack())
+			h.logger.Error(fmt.Sprintf("hook: panic in the %s handler: %v", h.event, p), "stack", string(debug.Stack()))
 			r = h.internalError(h.validationRequired(), fmt.Errorf("panic in the %s handler: %v", h.event, p))
 		}
 	}()
@@ -231,66 +224,6 @@ func deadlines(lookupEnv func(string) (string, bool), logger *slog.Logger) (read
 		}
 		return toolDeadline
 	}
-}
-
-// runHook is hook mode: read one event, route it, render the response. It
-// always returns 0: Claude Code reads exit status 2 as a block, and any
-// other failure must not look like one.
-func runHook(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, lookupEnv func(string) (string, bool), routes routeTable) (code int) {
-	return runHookIn(ctx, stdin, stdout, stderr, lookupEnv, routes, hookPlace{})
-}
-
-// hookPlace is what differs when the warm decision server runs hook mode for
-// a client: the client's working directory (the process's own is the
-// server's), and how engines are built (sharing compiled policies). The zero
-// value is the process's own.
-type hookPlace struct {
-	cwd       string
-	newEngine func(ctx context.Context, opts ...des.Option) (*des.Engine, error)
-	debug     []any                    // logged at debug level once the event is routed
-	baselines *integrity.BaselineCache // the effect check's baselines kept decoded (the server's)
-	self      string                   // the client's /proc directory: /proc/self in its paths (the server's)
-}
-
-// runHookIn is runHook at place.
-func runHookIn(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, lookupEnv func(string) (string, bool), routes routeTable, place hookPlace) (code int) {
-	defer func() {
-		if p := recover(); p != nil {
-			fmt.Fprintf(stderr, "hook: panic: %v; no opinion\n%s", p, debug.Stack())
-			code = 0
-		}
-	}()
-	start := time.Now()
-	logger := newLogger(stderr, lookupEnv)
-	readWithin, eventWithin := deadlines(lookupEnv, logger)
-
-	ev, warnings, err := readEventWithin(ctx, stdin, readWithin)
-	if err != nil {
-		logger.Error("hook: no opinion: " + err.Error())
-		return 0
-	}
-	for _, w := range warnings {
-		logger.Warn("hook: event decoded with a mismatch", "event", ev.HookEventName, "detail", w)
-	}
-	key, fn, ok := routes.lookup(ev)
-	if !ok {
-		return 0 // fast path: DES has no opinion, and builds nothing
-	}
-	within := eventWithin(ev.HookEventName)
-	ctx, cancel := context.WithDeadline(ctx, start.Add(within))
-	defer cancel()
-	h := newHookEnv(hookRoot(lookupEnv, ev, place.cwd), ev.HookEventName, lookupEnv, logger, stderr)
-	if place.newEngine != nil {
-		h.newEngine = place.newEngine
-	}
-	h.baselines = place.baselines
-	h.self = place.self
-	logger.Debug("hook: routing", append([]any{"event", key.event, "tool", key.tool, "root", h.root}, place.debug...)...)
-	r := h.callWithin(ctx, fn, ev, within)
-	if err := render(stdout, ev.HookEventName, r); err != nil {
-		logger.Error("hook: no opinion: cannot write the response", "event", ev.HookEventName, "tool", ev.ToolName, "err", err)
-	}
-	return 0
 }
 
 // callWithin runs the handler under ctx and answers without it when it has
@@ -360,22 +293,4 @@ func hookRoot(lookupEnv func(string) (string, bool), ev *Event, cwd string) stri
 		return abs
 	}
 	return root
-}
-
-// newLogger logs to stderr, which Claude Code shows in its debug output,
-// at the level of DES_LOG_LEVEL (debug, info, warn, error; default warn).
-func newLogger(stderr io.Writer, lookupEnv func(string) (string, bool)) *slog.Logger {
-	level := slog.LevelWarn
-	raw, set := lookupEnv("DES_LOG_LEVEL")
-	var bad bool
-	if set && strings.TrimSpace(raw) != "" {
-		if err := level.UnmarshalText([]byte(strings.TrimSpace(raw))); err != nil {
-			level, bad = slog.LevelWarn, true
-		}
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if bad {
-		logger.Warn("DES_LOG_LEVEL is not a log level (debug, info, warn, error); using warn", "value", raw)
-	}
-	return logger
 }

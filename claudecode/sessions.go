@@ -1,4 +1,4 @@
-package main
+package claudecode
 
 import (
 	"context"
@@ -16,8 +16,10 @@ import (
 // since ...).
 const sessionsFile = "claude-sessions.json"
 
-// sessionSeen is what des keeps of a SessionStart event.
-type sessionSeen struct {
+// SessionSeen is what des keeps of the last SessionStart event of a
+// project: whether Claude Code runs des at all, for a checker such as
+// des-hook doctor.
+type SessionSeen struct {
 	At        time.Time `json:"at"`
 	SessionID string    `json:"session_id"`
 	Source    string    `json:"source,omitempty"` // startup, resume, clear, compact
@@ -32,19 +34,20 @@ func sessionStart(_ context.Context, h *hookEnv, ev *Event) response {
 		h.logger.Warn("hook: the session is not recorded", "err", err)
 		return noOpinion()
 	}
-	data, _ := json.Marshal(sessionSeen{At: time.Now().UTC(), SessionID: ev.SessionID, Source: ev.Source, Model: ev.Model})
+	data, _ := json.Marshal(SessionSeen{At: time.Now().UTC(), SessionID: ev.SessionID, Source: ev.Source, Model: ev.Model})
 	if err := fileio.WriteAtomic(filepath.Join(dir, sessionsFile), append(data, '\n')); err != nil {
 		h.logger.Warn("hook: the session is not recorded", "err", err)
 	}
 	return noOpinion()
 }
 
-// lastSession reads the record; ok is false when none was kept.
-func lastSession(root string, lookupEnv func(string) (string, bool)) (sessionSeen, bool) {
-	var s sessionSeen
+// LastSession returns the last session des saw start in the project at
+// root; ok is false when it saw none.
+func LastSession(root string, lookupEnv func(string) (string, bool)) (SessionSeen, bool) {
+	var s SessionSeen
 	data, err := fileio.ReadBounded(filepath.Join(statedir.For(root, lookupEnv), sessionsFile), 64<<10)
 	if err != nil || json.Unmarshal(data, &s) != nil || s.At.IsZero() {
-		return sessionSeen{}, false
+		return SessionSeen{}, false
 	}
 	return s, true
 }

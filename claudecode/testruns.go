@@ -1,4 +1,4 @@
-package main
+package claudecode
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ const testRunnersData = "des.evidence.test_runners"
 // testRunStore is the project's store of the test runs des saw, in its
 // evidence directory (per-user state, outside the sandbox's reach).
 func testRunStore(root string, lookupEnv func(string) (string, bool)) testrun.Store {
-	return testrun.Store{Dir: testrun.DirIn(des.EvidenceDir(statedir.For(root, lookupEnv)))}
+	return testrun.StoreOf(statedir.For(root, lookupEnv))
 }
 
 // testRunTable is the test runner table of the policies.

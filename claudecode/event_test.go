@@ -1,4 +1,4 @@
-package main
+package claudecode
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 )
 
 // corpusDir is the shared corpus, relative to this package's directory.
-const corpusDir = "../../../shared/corpus/claude-code-hooks"
+const corpusDir = "../../shared/corpus/claude-code-hooks"
 
 func requireCorpus(t *testing.T) string {
 	t.Helper()
