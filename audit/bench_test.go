@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -86,9 +87,9 @@ func BenchmarkFirstAppend(b *testing.B) {
 	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
 	seedTrail(b, dir, now, 1, 10)
 	l := mustOpen(b, dir, fixedClock(now))
-	b.Cleanup(func() { eventSchemas = newEventSchemas() })
+	b.Cleanup(func() { eventSchemas = sync.OnceValue(newEventSchemas) })
 	for b.Loop() {
-		eventSchemas = newEventSchemas()
+		eventSchemas = sync.OnceValue(newEventSchemas)
 		if err := l.Append(context.Background(), gate1Entry()); err != nil {
 			b.Fatal(err)
 		}

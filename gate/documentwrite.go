@@ -21,6 +21,7 @@ import (
 	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/glob"
 	"github.com/deterministic-exec/des/internal/isdlc"
+	"github.com/deterministic-exec/des/internal/jsonschemas"
 	"github.com/deterministic-exec/des/internal/stepdoc"
 	"github.com/deterministic-exec/des/policy"
 	"github.com/deterministic-exec/des/statemachine"
@@ -441,7 +442,7 @@ func stepWriteFacts(rel string, content, disk []byte) (parsedStep, *statemachine
 			in.facts[k] = v
 		}
 		in.facts["document"] = step.Document()
-		in.facts["schema_errors"] = schemaFacts(step.Validate())
+		in.facts["schema_errors"] = jsonschemas.Facts(step.Validate())
 	}
 	return in, diskStep
 }
@@ -470,14 +471,6 @@ func lastPerName(facts map[string]any) map[string]any {
 	}
 	facts["phases"] = kept
 	return facts
-}
-
-func schemaFacts(errs []statemachine.SchemaError) []any {
-	out := make([]any, len(errs))
-	for i, e := range errs {
-		out[i] = map[string]any{"pointer": e.Pointer, "msg": e.Message}
-	}
-	return out
 }
 
 // phaseEvents names the audit event of a phase reaching a status.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/internal/fileio"
+	"github.com/deterministic-exec/des/internal/jsonschemas"
 	"github.com/deterministic-exec/des/policy"
 	"github.com/deterministic-exec/des/statemachine"
 	"github.com/deterministic-exec/des/template"
@@ -349,11 +350,7 @@ func (s stepRead) facts() map[string]any {
 		f["problem"], f["error"] = s.problem, s.err
 		return f
 	}
-	errs := make([]any, len(s.schema))
-	for i, e := range s.schema {
-		errs[i] = map[string]any{"pointer": e.Pointer, "msg": e.Message}
-	}
-	f["document"], f["schema_errors"] = s.doc, errs
+	f["document"], f["schema_errors"] = s.doc, jsonschemas.Facts(s.schema)
 	return f
 }
 

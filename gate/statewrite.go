@@ -7,6 +7,7 @@ import (
 
 	"github.com/deterministic-exec/des/internal/datadoc"
 	"github.com/deterministic-exec/des/internal/isdlc"
+	"github.com/deterministic-exec/des/internal/jsonschemas"
 
 	"github.com/deterministic-exec/des/statemachine"
 )
@@ -37,7 +38,7 @@ func stateWriteFacts(rel string, content, disk []byte, seen map[string]any) map[
 	facts["incoming"] = s.Facts()
 	var doc any
 	if err := json.Unmarshal(content, &doc); err == nil {
-		facts["schema_errors"] = schemaFacts(statemachine.ValidateState(doc))
+		facts["schema_errors"] = jsonschemas.Facts(statemachine.ValidateState(doc))
 	}
 	return facts
 }

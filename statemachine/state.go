@@ -17,10 +17,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
-
 	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/filelock"
+	"github.com/deterministic-exec/des/internal/jsonschemas"
 )
 
 // MaxStateFileSize bounds what DES reads as a workflow state. Real ones are
@@ -510,29 +509,12 @@ func factAt(f *factField, data []byte, i int) (x any, ok bool, end int) {
 //go:embed schema/state.schema.json
 var stateSchemaJSON []byte
 
-const stateSchemaURL = "https://github.com/deterministic-exec/des/statemachine/schema/state.schema.json"
+// stateSchema compiles on first use only.
+var stateSchema = jsonschemas.New("https://github.com/deterministic-exec/des/statemachine/schema/state.schema.json", stateSchemaJSON)
 
 // StateSchema returns the workflow state's JSON Schema (draft 2020-12), the
 // text ValidateState checks against.
 func StateSchema() []byte { return bytes.Clone(stateSchemaJSON) }
-
-// stateSchema compiles the schema on first use only.
-var stateSchema = sync.OnceValues(func() (*compiledSchema, error) {
-	var source any
-	if err := json.Unmarshal(stateSchemaJSON, &source); err != nil {
-		return nil, fmt.Errorf("decode state schema: %w", err)
-	}
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	if err := c.AddResource(stateSchemaURL, bytes.NewReader(stateSchemaJSON)); err != nil {
-		return nil, fmt.Errorf("load state schema: %w", err)
-	}
-	s, err := c.Compile(stateSchemaURL)
-	if err != nil {
-		return nil, fmt.Errorf("compile state schema: %w", err)
-	}
-	return &compiledSchema{schema: s, source: source}, nil
-})
 
 // ValidateState checks a workflow state, decoded by encoding/json (numbers
 // as float64 or json.Number), against the state schema, as ValidateStep
@@ -546,7 +528,7 @@ var stateSchema = sync.OnceValues(func() (*compiledSchema, error) {
 // negative count cannot pass for work done; state_version and
 // current_phase_index are integers; statuses are free strings; unknown
 // fields are allowed. Nothing is required.
-func ValidateState(doc any) []SchemaError { return validate(stateSchema, doc) }
+func ValidateState(doc any) []SchemaError { return stateSchema.Validate(doc) }
 
 // ErrStaleState is wrapped (through a *StaleStateError) when WriteState
 // refuses a write based on a version older than the one on disk, or on no

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/deterministic-exec/des/internal/fileio"
+	"github.com/deterministic-exec/des/internal/jsonschemas"
 )
 
 // Problems of a graph that exists but cannot be used (the facts' "problem").
@@ -34,7 +35,7 @@ func WriteFacts(root, rel string, incoming []byte) map[string]any {
 	} else if _, doc, err := Parse(incoming); err != nil {
 		f["problem"], f["error"] = problem(err), fmt.Sprintf("%s: %v", rel, err)
 	} else {
-		f["document"], f["schema_errors"] = doc, schemaFacts(Validate(doc))
+		f["document"], f["schema_errors"] = doc, jsonschemas.Facts(Validate(doc))
 	}
 	if data, err := readIn(root, rel); err == nil {
 		if _, disk, err := Parse(data); err == nil {
@@ -71,14 +72,6 @@ func problem(err error) string {
 		return ProblemNotObject
 	}
 	return ProblemInvalidJSON
-}
-
-func schemaFacts(errs []SchemaError) []any {
-	out := make([]any, 0, len(errs))
-	for _, e := range errs {
-		out = append(out, map[string]any{"pointer": e.Pointer, "msg": e.Message})
-	}
-	return out
 }
 
 // readIn reads rel inside root, bounded, after a stat shows a regular file
