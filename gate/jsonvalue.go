@@ -8,6 +8,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/deterministic-exec/des/internal/datadoc"
+	"github.com/deterministic-exec/des/internal/jsonlex"
 )
 
 // jsonValue parses one JSON document straight into the policy's value type.
@@ -17,111 +18,77 @@ import (
 // conversions cost twice this one (measured in docs/performance.md). As
 // with encoding/json, a repeated key keeps its last value.
 func jsonValue(data []byte) (ast.Value, error) {
-	p := jsonParser{data: data}
-	t, err := p.value(0)
+	p := jsonParser{lx: jsonlex.New(data)}
+	t, err := p.value()
+	if err == nil {
+		err = p.lx.End()
+	}
+	if se, ok := err.(*jsonlex.Error); ok { // the lexer's errors come unwrapped
+		// Where, as a person editing the file counts: line and column.
+		return nil, fmt.Errorf("%w at %s: %s", errJSONSyntax, datadoc.Position(data, se.Offset), se.Msg)
+	}
 	if err != nil {
 		return nil, err
-	}
-	if p.skipSpace(); p.pos != len(p.data) {
-		return nil, p.fail("data after the value")
 	}
 	return t.Value, nil
 }
 
-// jsonMaxDepth bounds nesting, as encoding/json does (10,000 levels).
-const jsonMaxDepth = 10000
-
 var errJSONSyntax = errors.New("invalid JSON")
 
-type jsonParser struct {
-	data []byte
-	pos  int
-}
-
-func (p *jsonParser) fail(what string) error { return p.failAt(p.pos, what) }
-
-// failAt says where, as a person editing the file counts: line and column.
-func (p *jsonParser) failAt(pos int, what string) error {
-	return fmt.Errorf("%w at %s: %s", errJSONSyntax, datadoc.Position(p.data, pos), what)
-}
-
-func (p *jsonParser) skipSpace() {
-	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
-	}
-}
+type jsonParser struct{ lx jsonlex.Lexer }
 
 // value reads one value as a term; strings, booleans and small integers
 // come from OPA's interned terms, as ast.InterfaceToValue would give them.
-func (p *jsonParser) value(depth int) (*ast.Term, error) {
-	if depth >= jsonMaxDepth {
-		return nil, p.fail("nested too deeply")
+func (p *jsonParser) value() (*ast.Term, error) {
+	k, err := p.lx.Peek()
+	if err != nil {
+		return nil, err
 	}
-	p.skipSpace()
-	if p.pos >= len(p.data) {
-		return nil, p.fail("unexpected end")
-	}
-	switch c := p.data[p.pos]; {
-	case c == '{':
-		return p.object(depth)
-	case c == '[':
-		return p.array(depth)
-	case c == '"':
-		s, err := p.str()
+	switch k {
+	case jsonlex.Object:
+		return p.object()
+	case jsonlex.Array:
+		return p.array()
+	case jsonlex.String:
+		s, err := p.lx.Str()
 		if err != nil {
 			return nil, err
 		}
 		return ast.InternedTerm(s), nil
-	case c == 't':
-		return p.literal("true", ast.InternedTerm(true))
-	case c == 'f':
-		return p.literal("false", ast.InternedTerm(false))
-	case c == 'n':
-		return p.literal("null", ast.NullTerm())
-	case c == '-' || (c >= '0' && c <= '9'):
+	case jsonlex.Number:
 		return p.number()
-	default:
-		return nil, p.fail(fmt.Sprintf("unexpected %q", c))
 	}
+	if err := p.lx.Literal(k); err != nil {
+		return nil, err
+	}
+	switch k {
+	case jsonlex.True:
+		return ast.InternedTerm(true), nil
+	case jsonlex.False:
+		return ast.InternedTerm(false), nil
+	}
+	return ast.NullTerm(), nil
 }
 
-func (p *jsonParser) literal(word string, t *ast.Term) (*ast.Term, error) {
-	if len(p.data)-p.pos < len(word) || string(p.data[p.pos:p.pos+len(word)]) != word {
-		return nil, p.fail("invalid literal")
+func (p *jsonParser) object() (*ast.Term, error) {
+	empty, err := p.lx.Open()
+	if err != nil {
+		return nil, err
 	}
-	p.pos += len(word)
-	return t, nil
-}
-
-func (p *jsonParser) object(depth int) (*ast.Term, error) {
-	p.pos++ // {
-	var kvs [][2]*ast.Term
-	var index map[string]int // built only when a key repeats
-	p.skipSpace()
-	if p.pos < len(p.data) && p.data[p.pos] == '}' {
-		p.pos++
+	if empty {
 		return ast.ObjectTerm(), nil
 	}
+	var kvs [][2]*ast.Term
+	var index map[string]int // built only when a key repeats
 	for {
-		p.skipSpace()
-		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return nil, p.fail("expected a key")
-		}
-		key, err := p.str()
+		key, err := p.lx.Key()
 		if err != nil {
 			return nil, err
 		}
-		p.skipSpace()
-		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			return nil, p.fail("expected ':'")
+		if err := p.lx.Colon(); err != nil {
+			return nil, err
 		}
-		p.pos++
-		v, err := p.value(depth + 1)
+		v, err := p.value()
 		if err != nil {
 			return nil, err
 		}
@@ -131,18 +98,12 @@ func (p *jsonParser) object(depth int) (*ast.Term, error) {
 		} else {
 			kvs = append(kvs, kv)
 		}
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, p.fail("unexpected end in an object")
+		more, err := p.lx.More('}')
+		if err != nil {
+			return nil, err
 		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
+		if !more {
 			return ast.ObjectTerm(kvs...), nil
-		default:
-			return nil, p.fail("expected ',' or '}'")
 		}
 	}
 }
@@ -171,91 +132,35 @@ func (p *jsonParser) seen(index *map[string]int, kvs [][2]*ast.Term, key string)
 	return i, ok
 }
 
-func (p *jsonParser) array(depth int) (*ast.Term, error) {
-	p.pos++ // [
-	var terms []*ast.Term
-	p.skipSpace()
-	if p.pos < len(p.data) && p.data[p.pos] == ']' {
-		p.pos++
+func (p *jsonParser) array() (*ast.Term, error) {
+	empty, err := p.lx.Open()
+	if err != nil {
+		return nil, err
+	}
+	if empty {
 		return ast.ArrayTerm(), nil
 	}
+	var terms []*ast.Term
 	for {
-		v, err := p.value(depth + 1)
+		v, err := p.value()
 		if err != nil {
 			return nil, err
 		}
 		terms = append(terms, v)
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, p.fail("unexpected end in an array")
+		more, err := p.lx.More(']')
+		if err != nil {
+			return nil, err
 		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
+		if !more {
 			return ast.ArrayTerm(terms...), nil
-		default:
-			return nil, p.fail("expected ',' or ']'")
 		}
 	}
-}
-
-// str reads a string token. One without escapes is taken as it is, after
-// a check that it is valid UTF-8 text without control characters; one
-// with escapes is left to encoding/json, so both decode alike.
-func (p *jsonParser) str() (string, error) {
-	start := p.pos
-	p.pos++ // opening quote
-	escaped := false
-	for p.pos < len(p.data) {
-		switch c := p.data[p.pos]; {
-		case c == '"':
-			p.pos++
-			raw := p.data[start:p.pos]
-			if !escaped && jsonPlain(raw[1:len(raw)-1]) {
-				return string(raw[1 : len(raw)-1]), nil
-			}
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return "", fmt.Errorf("%w: %w", p.failAt(start, "bad string"), err)
-			}
-			return s, nil
-		case c == '\\':
-			escaped = true
-			p.pos += 2
-		default:
-			p.pos++
-		}
-	}
-	return "", p.fail("unterminated string")
-}
-
-// jsonPlain reports whether b is ASCII text without control characters:
-// such a string means exactly its bytes. Other bytes (UTF-8, which
-// encoding/json checks and repairs) take the slow path.
-func jsonPlain(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 || c >= 0x80 {
-			return false
-		}
-	}
-	return true
 }
 
 func (p *jsonParser) number() (*ast.Term, error) {
-	start := p.pos
-	for p.pos < len(p.data) {
-		switch c := p.data[p.pos]; {
-		case c >= '0' && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
-			p.pos++
-			continue
-		}
-		break
-	}
-	text := p.data[start:p.pos]
-	if !json.Valid(text) {
-		return nil, p.failAt(start, fmt.Sprintf("bad number %q", text))
+	text, err := p.lx.Number()
+	if err != nil {
+		return nil, err
 	}
 	if t := ast.InternedIntNumberTermFromString(string(text)); t != nil {
 		return t, nil

@@ -89,3 +89,10 @@ func TestJSONValueErrorSaysLineAndColumn(t *testing.T) {
 		}
 	}
 }
+
+// Nesting is bounded where encoding/json bounds it: 10,000 containers.
+func TestJSONValueDepth(t *testing.T) {
+	for _, n := range []int{10000, 10001} {
+		checkJSONValue(t, []byte(strings.Repeat("[", n)+"1"+strings.Repeat("]", n)))
+	}
+}

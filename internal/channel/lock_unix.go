@@ -4,12 +4,12 @@ package channel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
-	"syscall"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/flock"
 )
 
 // StartLock is the flock on a server's lock file. It is not
@@ -17,7 +17,7 @@ import (
 // starts (as an inherited descriptor): the lock then stays held, even after
 // the client exits, until the new server listens or dies, so a racing client
 // never starts a second one. flock belongs to the open file description,
-// which the child shares.
+// which the child shares. Both take the flock through internal/flock.
 type StartLock struct{ f *os.File }
 
 // LockFD is the descriptor number under which a started server inherits the
@@ -31,10 +31,10 @@ func TryLock(path string) (l *StartLock, ok bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("lock %s: %w", path, err)
 	}
-	switch err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); {
-	case err == nil:
+	switch ok, err := flock.TryLock(f); {
+	case ok:
 		return &StartLock{f: f}, true, nil
-	case errors.Is(err, syscall.EWOULDBLOCK):
+	case err == nil:
 		_ = f.Close()
 		return nil, false, nil
 	default:
@@ -70,7 +70,7 @@ func (l *StartLock) File() *os.File { return l.f }
 
 // Unlock releases the lock, for every process sharing it, and closes it.
 func (l *StartLock) Unlock() error {
-	err := flock(l.f, syscall.LOCK_UN)
+	err := flock.Unlock(l.f)
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}
@@ -80,24 +80,6 @@ func (l *StartLock) Unlock() error {
 // Close closes this process's descriptor without releasing the lock, which
 // a child that shares it keeps.
 func (l *StartLock) Close() error { return l.f.Close() }
-
-func flock(f *os.File, how int) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			if ferr = syscall.Flock(int(fd), how); ferr != syscall.EINTR {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	return ferr
-}
 
 // The lock file also records how the last start went, so that a companion
 // whose server dies before it listens is not restarted by every call (each

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/deterministic-exec/des/internal/flock"
 )
 
 // flockLock is held with flock(2). The lock belongs to the open file, so two
@@ -35,16 +37,10 @@ func openIn(dir *os.Root, name string) (locker, error) {
 	return &flockLock{f: f}, nil
 }
 
-func (l *flockLock) tryLock() (bool, error) {
-	err := flock(l.f, syscall.LOCK_EX|syscall.LOCK_NB)
-	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return false, nil
-	}
-	return err == nil, err
-}
+func (l *flockLock) tryLock() (bool, error) { return flock.TryLock(l.f) }
 
 func (l *flockLock) unlock() error {
-	err := flock(l.f, syscall.LOCK_UN)
+	err := flock.Unlock(l.f)
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}
@@ -52,24 +48,6 @@ func (l *flockLock) unlock() error {
 }
 
 func (l *flockLock) close() error { return l.f.Close() }
-
-func flock(f *os.File, how int) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			if ferr = syscall.Flock(int(fd), how); ferr != syscall.EINTR {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	return ferr
-}
 
 // holderHint has nothing to add: the kernel releases a dead holder's lock.
 func holderHint(string) string { return "" }

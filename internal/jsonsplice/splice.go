@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/deterministic-exec/des/internal/jsonlex"
 )
 
 // Span is a JSON value in the source: data[start:end]. An object's members
@@ -21,157 +23,93 @@ type Span struct {
 }
 
 type member struct {
-	key      string
-	keyStart int // the opening quote of the key
-	val      *Span
+	key              string
+	keyStart, keyEnd int // the key's quotes: data[keyStart:keyEnd] is "key"
+	val              *Span
 }
 
-// scanSpans indexes a document known to be valid JSON.
+// Scan indexes a document, which must be valid JSON (what encoding/json
+// reads); an error says where it is not.
 func Scan(data []byte) (*Span, error) {
-	s := &scanner{data: data}
-	v, err := s.value()
+	lx := jsonlex.New(data)
+	v, err := value(&lx)
+	if err == nil {
+		err = lx.End()
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errScan, err)
 	}
 	return v, nil
 }
 
-type scanner struct {
-	data []byte
-	pos  int
-}
-
 var errScan = errors.New("malformed JSON")
 
-func (s *scanner) ws() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
+func value(lx *jsonlex.Lexer) (*Span, error) {
+	k, err := lx.Peek()
+	if err != nil {
+		return nil, err
 	}
-}
-
-// next reads what follows a member or an element: a comma (more follow)
-// or the closing bracket (the container ends; pos moves past it).
-func (s *scanner) next(closing byte) (more bool, err error) {
-	s.ws()
-	if s.pos >= len(s.data) {
-		return false, errScan
-	}
-	switch s.data[s.pos] {
-	case ',':
-		s.pos++
-		return true, nil
-	case closing:
-		s.pos++
-		return false, nil
-	}
-	return false, errScan
-}
-
-func (s *scanner) value() (*Span, error) {
-	s.ws()
-	if s.pos >= len(s.data) {
-		return nil, errScan
-	}
-	start := s.pos
-	switch s.data[s.pos] {
-	case '{':
-		sp := &Span{start: start, object: true}
-		s.pos++
-		s.ws()
-		if s.pos < len(s.data) && s.data[s.pos] == '}' {
-			s.pos++
-			sp.end = s.pos
-			return sp, nil
-		}
-		for {
-			s.ws()
-			ks := s.pos
-			if err := s.str(); err != nil {
-				return nil, err
-			}
-			var key string
-			if err := json.Unmarshal(s.data[ks:s.pos], &key); err != nil {
-				return nil, errScan
-			}
-			s.ws()
-			if s.pos >= len(s.data) || s.data[s.pos] != ':' {
-				return nil, errScan
-			}
-			s.pos++
-			v, err := s.value()
-			if err != nil {
-				return nil, err
-			}
-			sp.members = append(sp.members, member{key: key, keyStart: ks, val: v})
-			more, err := s.next('}')
-			if err != nil {
-				return nil, err
-			}
-			if !more {
-				sp.end = s.pos
-				return sp, nil
-			}
-		}
-	case '[':
-		sp := &Span{start: start}
-		s.pos++
-		s.ws()
-		if s.pos < len(s.data) && s.data[s.pos] == ']' {
-			s.pos++
-			sp.end = s.pos
-			return sp, nil
-		}
-		for {
-			v, err := s.value()
-			if err != nil {
-				return nil, err
-			}
-			sp.Elems = append(sp.Elems, v)
-			more, err := s.next(']')
-			if err != nil {
-				return nil, err
-			}
-			if !more {
-				sp.end = s.pos
-				return sp, nil
-			}
-		}
-	case '"':
-		if err := s.str(); err != nil {
-			return nil, err
-		}
+	sp := &Span{start: lx.Pos()}
+	switch k {
+	case jsonlex.Object:
+		sp.object = true
+		err = members(lx, sp)
+	case jsonlex.Array:
+		err = elems(lx, sp)
+	case jsonlex.String:
+		_, err = lx.Str()
+	case jsonlex.Number:
+		_, err = lx.Number()
 	default:
-		// A number or a literal runs to the next delimiter.
-		for s.pos < len(s.data) {
-			c := s.data[s.pos]
-			if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-				break
-			}
-			s.pos++
-		}
+		err = lx.Literal(k)
 	}
-	return &Span{start: start, end: s.pos}, nil
+	if err != nil {
+		return nil, err
+	}
+	sp.end = lx.Pos()
+	return sp, nil
 }
 
-func (s *scanner) str() error {
-	if s.pos >= len(s.data) || s.data[s.pos] != '"' {
-		return errScan
+func members(lx *jsonlex.Lexer, sp *Span) error {
+	empty, err := lx.Open()
+	if err != nil || empty {
+		return err
 	}
-	for s.pos++; s.pos < len(s.data); s.pos++ {
-		switch s.data[s.pos] {
-		case '\\':
-			s.pos++
-		case '"':
-			s.pos++
-			return nil
+	for {
+		lx.SkipSpace()
+		m := member{keyStart: lx.Pos()}
+		if m.key, err = lx.Key(); err != nil {
+			return err
+		}
+		m.keyEnd = lx.Pos()
+		if err := lx.Colon(); err != nil {
+			return err
+		}
+		if m.val, err = value(lx); err != nil {
+			return err
+		}
+		sp.members = append(sp.members, m)
+		if more, err := lx.More('}'); err != nil || !more {
+			return err
 		}
 	}
-	return errScan
+}
+
+func elems(lx *jsonlex.Lexer, sp *Span) error {
+	empty, err := lx.Open()
+	if err != nil || empty {
+		return err
+	}
+	for {
+		v, err := value(lx)
+		if err != nil {
+			return err
+		}
+		sp.Elems = append(sp.Elems, v)
+		if more, err := lx.More(']'); err != nil || !more {
+			return err
+		}
+	}
 }
 
 // get returns the value of key in an object Span: the last member of that
@@ -207,17 +145,8 @@ func Set(data []byte, sp *Span, key, val string) Edit {
 	if indent == "" {
 		indent = " "
 	}
-	colon := string(data[first.keyStart+len(quoteKey(data, first.keyStart)) : first.val.start]) // e.g. ": "
+	colon := string(data[first.keyEnd:first.val.start]) // e.g. ": "
 	return Edit{last.val.end, last.val.end, "," + indent + string(k) + colon + val}
-}
-
-// quoteKey returns the bytes of the quoted key starting at i.
-func quoteKey(data []byte, i int) []byte {
-	s := &scanner{data: data, pos: i}
-	if s.str() != nil {
-		return data[i:i]
-	}
-	return data[i:s.pos]
 }
 
 // apply makes the edits, which must not overlap.
