@@ -198,7 +198,7 @@ func TestE2EDecisionLogPushedByServer(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after %d hook events, the collector received nothing", i)
 		}
-		if reason := denyReason(t, runHookProcess(t, root, env, writeEvent(root, "Edit", ".des/config.json"))); !strings.Contains(reason, "DES-PROTECTED-PATH") {
+		if reason := denyReason(t, runHookBinary(t, hookBin, root, env, writeEvent(root, "Edit", ".des/config.json"))); !strings.Contains(reason, "DES-PROTECTED-PATH") {
 			t.Fatalf("reason %q", reason)
 		}
 		time.Sleep(300 * time.Millisecond)
@@ -255,7 +255,7 @@ func TestE2ELogsPushReportsBackgroundPush(t *testing.T) {
 	}
 	hookEvent := func() {
 		t.Helper()
-		if reason := denyReason(t, runHookProcess(t, root, hookEnv, writeEvent(root, "Edit", ".des/config.json"))); !strings.Contains(reason, "DES-PROTECTED-PATH") {
+		if reason := denyReason(t, runHookBinary(t, hookBin, root, hookEnv, writeEvent(root, "Edit", ".des/config.json"))); !strings.Contains(reason, "DES-PROTECTED-PATH") {
 			t.Fatalf("reason %q", reason)
 		}
 	}

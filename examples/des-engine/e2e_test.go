@@ -21,30 +21,55 @@ type hookRun struct {
 
 // runHookProcess runs the built hook on one event in project root, with
 // extra environment variables, as Claude Code does.
+//
+// By default the call is decided in this process by the warm server's
+// handler (DES_TEST_HOOK, see runHookInProcess); a test that checks what
+// only processes show calls runHookBinary.
 func runHookProcess(t *testing.T, root string, env []string, event any) hookRun {
 	t.Helper()
+	// A test that names the decision server's settings is about the
+	// client and the server: it runs them.
+	if testHookInProcess && lastValue(env, "DES_DECISION_SERVER") == "" && lastValue(env, "XDG_RUNTIME_DIR") == "" {
+		raw := eventBytes(t, event)
+		if r, ok := runHookInProcess(t, root, hookEnviron(root, env), raw); ok {
+			return r
+		}
+	}
 	return runHookBinary(t, hookBin, root, env, event)
+}
+
+// eventBytes is event as the hook reads it: raw bytes as they are, anything
+// else as JSON.
+func eventBytes(t *testing.T, event any) []byte {
+	t.Helper()
+	if raw, ok := event.([]byte); ok {
+		return raw
+	}
+	raw, err := json.Marshal(event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// hookEnviron is the environment the tests run the hook with in root.
+func hookEnviron(root string, env []string) []string {
+	// A 5 s evaluation budget unless a test sets its own: these tests check
+	// decisions, and a test machine sharing 2 cores with other packages can
+	// stretch an evaluation past the 500 ms default into DES-INTERNAL. Speed
+	// is measured by the benchmarks (docs/performance.md).
+	return append(append(slices.Clip(cleanEnviron()), "CLAUDE_PROJECT_DIR="+root, "DES_VALIDATION_TIMEOUT_MS=5000"), env...)
 }
 
 // runHookBinary is runHookProcess with the hook client at bin (another
 // install of the same build, say).
 func runHookBinary(t *testing.T, bin, root string, env []string, event any) hookRun {
 	t.Helper()
-	raw, ok := event.([]byte)
-	if !ok {
-		var err error
-		if raw, err = json.Marshal(event); err != nil {
-			t.Fatal(err)
-		}
-	}
+	raw := eventBytes(t, event)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin)
-	// A 5 s evaluation budget unless a test sets its own: these tests check
-	// decisions, and a test machine sharing 2 cores with other packages can
-	// stretch an evaluation past the 500 ms default into DES-INTERNAL. Speed
-	// is measured by the benchmarks (docs/performance.md).
-	cmd.Env = append(append(slices.Clip(cleanEnviron()), "CLAUDE_PROJECT_DIR="+root, "DES_VALIDATION_TIMEOUT_MS=5000"), env...)
+	cmd.Env = hookEnviron(root, env)
 	cmd.Dir = root
 	cmd.Stdin = bytes.NewReader(raw)
 	var stdout, stderr bytes.Buffer

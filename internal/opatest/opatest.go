@@ -26,6 +26,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // binary is built once per test process: `go tool -n opa` builds it.
@@ -41,9 +43,12 @@ var binary = sync.OnceValues(func() (string, error) {
 	return strings.TrimSpace(string(out)), nil
 })
 
-// Binary returns the path of the OPA CLI pinned in go.mod.
+// Binary returns the path of the OPA CLI pinned in go.mod. It skips t
+// unless the long tests run (testenv.Long): building the CLI costs a
+// newcomer's first `go test ./...` about a minute of CPU.
 func Binary(t testing.TB) string {
 	t.Helper()
+	testenv.Long(t)
 	p, err := binary()
 	if err != nil {
 		t.Fatal(err)
