@@ -429,13 +429,13 @@ func (e *Engine) Evaluate(ctx context.Context, gate policy.Gate, input any) (pol
 	return d, nil
 }
 
-// ToolUse returns the tool_use gate for this project: DES's directory, the
+// ToolUseGate returns the tool_use gate for this project: DES's directory, the
 // configured policy and audit directories, git's hooks directory, DES's
 // per-user state directory and the audit witnesses are protected, and so,
 // in part, are Claude Code's project settings (DES's hook entries) and
 // git's config (core.hooksPath): des.protected decides on facts the caller
 // gives.
-func (e *Engine) ToolUse() gate.ToolUse {
+func (e *Engine) ToolUseGate() gate.ToolUse {
 	protected := append(e.protectedDirs(), ".git/hooks", ".claude/settings.json", ".claude/settings.local.json", ".git/config")
 	if e.stateDir != "" {
 		protected = append(protected, e.stateDir)
@@ -463,7 +463,7 @@ func (e *Engine) StateDir() string { return e.stateDir }
 // is false). An error means DES could not decide; the call concerned DES,
 // so a caller should fail closed (see gate.Internal).
 func (e *Engine) CheckToolUse(ctx context.Context, call gate.ToolCall) (gate.Result, error) {
-	return e.ToolUse().Check(ctx, e, call)
+	return e.ToolUseGate().Check(ctx, e, call)
 }
 
 // AuditAttestations is the file, in the project's per-user state directory
@@ -532,9 +532,9 @@ const SessionsDir = ".des/sessions"
 // in EvidenceDir's "pending" now, outside the project.
 const PendingDir = ".des/runs/pending"
 
-// DocumentWrite returns the write guard for this project: the guarded
+// DocumentWriteGate returns the write guard for this project: the guarded
 // documents of the settings (guarded_step_files, guarded_state_files).
-func (e *Engine) DocumentWrite() gate.DocumentWrite {
+func (e *Engine) DocumentWriteGate() gate.DocumentWrite {
 	return gate.DocumentWrite{
 		Root:       e.root,
 		StepGlobs:  slices.Clone(e.cfg.GuardedStepFiles),
@@ -554,20 +554,20 @@ func (e *Engine) DocumentWrite() gate.DocumentWrite {
 // (Result.Evaluated false). An error with a Result that was not evaluated
 // means DES could not decide on a guarded document: fail closed.
 func (e *Engine) CheckWrite(ctx context.Context, call gate.WriteCall) (gate.Result, error) {
-	return e.DocumentWrite().Check(ctx, e, call)
+	return e.DocumentWriteGate().Check(ctx, e, call)
 }
 
 // ConfirmWrite records the status changes of an allowed write once
 // PostToolUse shows that it landed as allowed.
 func (e *Engine) ConfirmWrite(ctx context.Context, toolUseID string) (bool, error) {
-	return e.DocumentWrite().Confirm(ctx, toolUseID)
+	return e.DocumentWriteGate().Confirm(ctx, toolUseID)
 }
 
 // ConfirmWriteResult is ConfirmWrite, saying why a pending step write was
 // not confirmed (the file holds another JSON value than the write allowed),
 // for the caller to tell the user and the agent at once.
 func (e *Engine) ConfirmWriteResult(ctx context.Context, toolUseID string) (gate.Confirmation, error) {
-	return e.DocumentWrite().ConfirmResult(ctx, toolUseID)
+	return e.DocumentWriteGate().ConfirmResult(ctx, toolUseID)
 }
 
 // CheckBash runs the tool_use gate on a Bash command about to run: writes
@@ -576,5 +576,5 @@ func (e *Engine) ConfirmWriteResult(ctx context.Context, toolUseID string) (gate
 // evaluated. An error means DES could not decide on a command that
 // concerned it: fail closed.
 func (e *Engine) CheckBash(ctx context.Context, call gate.BashCall) (gate.Result, error) {
-	return e.ToolUse().CheckBash(ctx, e, e.DocumentWrite(), call)
+	return e.ToolUseGate().CheckBash(ctx, e, e.DocumentWriteGate(), call)
 }

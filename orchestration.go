@@ -76,10 +76,10 @@ func (e *Engine) registryFacts() gate.Registry {
 	}
 }
 
-// Delegation returns the delegation check of the settings
+// DelegationGate returns the delegation check of the settings
 // (delegation_mode), counting the main thread's direct calls in the
 // subagent registry.
-func (e *Engine) Delegation(lookupEnv func(string) (string, bool)) gate.Delegation {
+func (e *Engine) DelegationGate(lookupEnv func(string) (string, bool)) gate.Delegation {
 	return gate.Delegation{
 		Root: e.root, Mode: e.cfg.DelegationMode, TempDir: gate.TempDir(lookupEnv),
 		CountDirect: func(ctx context.Context, session string) (int, error) {
@@ -93,7 +93,7 @@ func (e *Engine) Delegation(lookupEnv func(string) (string, bool)) gate.Delegati
 // An error with an evaluated result means the call was judged but its
 // direct call could not be counted.
 func (e *Engine) CheckDelegation(ctx context.Context, call gate.DelegationCall) (gate.Result, error) {
-	return e.Delegation(os.LookupEnv).Check(ctx, e, call)
+	return e.DelegationGate(os.LookupEnv).Check(ctx, e, call)
 }
 
 // SubagentStarted records a subagent in the registry (SubagentStart).
@@ -148,10 +148,10 @@ func (e *Engine) UserPrompt(ctx context.Context, sessionID string) error {
 // goes over the next turns.
 const runPruneLimit = 200
 
-// WaveSync returns the wave sync of this project.
-func (e *Engine) WaveSync() gate.WaveSync {
+// WaveSyncGate returns the wave sync of this project.
+func (e *Engine) WaveSyncGate() gate.WaveSync {
 	return gate.WaveSync{
-		Stop: e.SubagentStop(), Graph: e.taskGraph(), Audit: e.audit, Now: e.now,
+		Stop: e.SubagentStopGate(), Graph: e.taskGraph(), Audit: e.audit, Now: e.now,
 		Sync: func(ctx context.Context, phase string, gate2Failed bool, lastMessage string, now time.Time) (gate.GraphUpdate, error) {
 			types, err := e.verificationTypes(ctx)
 			if err != nil {
@@ -194,7 +194,7 @@ func (e *Engine) verificationTypes(ctx context.Context) (map[string]bool, error)
 // SyncTaskGraph records in the task graph how the subagent of a phase
 // ended (SubagentStop, after Gate 2): see gate.WaveSync.Run.
 func (e *Engine) SyncTaskGraph(ctx context.Context, s gate.Stop, lastMessage string, gate2 *gate.StopResult) (gate.WaveSyncResult, error) {
-	return e.WaveSync().Run(ctx, s, lastMessage, gate2)
+	return e.WaveSyncGate().Run(ctx, s, lastMessage, gate2)
 }
 
 // NextSteps tells the orchestrator what to run next after the subagent of

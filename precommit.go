@@ -13,10 +13,10 @@ func (e *Engine) PreCommitGate() gate.PreCommit {
 	return gate.PreCommit{Root: e.root, Audit: e.audit, VerdictsDir: EvidenceDir(e.stateDir)}
 }
 
-// StepFiles says which files of a commit Gate 3 judges: those the write
+// StepFilesGate says which files of a commit Gate 3 judges: those the write
 // guard guards (setting guarded_step_files), so that one setting decides
 // both. Its Staged and BashCommit list what a commit holds.
-func (e *Engine) StepFiles() gate.StepFiles {
+func (e *Engine) StepFilesGate() gate.StepFiles {
 	return gate.StepFiles{Root: e.root, Globs: slices.Clone(e.cfg.GuardedStepFiles)}
 }
 

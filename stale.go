@@ -125,7 +125,7 @@ func (e *Engine) ResolveStale(ctx context.Context, file string) (Resolution, err
 	if real == "." || real == ".." || strings.HasPrefix(real, "../") || filepath.IsAbs(filepath.FromSlash(real)) {
 		return res, fmt.Errorf("des: resolve %s: it leads to %s, outside the project root %s", file, real, e.root)
 	}
-	if e.ToolUse().Concerns(gate.ToolCall{Paths: []string{real}}) {
+	if e.ToolUseGate().Concerns(gate.ToolCall{Paths: []string{real}}) {
 		return res, fmt.Errorf("des: resolve %s: it leads to %s, one of DES's own protected files, never a step file", file, real)
 	}
 	res.StepFile = real

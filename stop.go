@@ -10,11 +10,11 @@ import (
 	"github.com/deterministic-exec/des/internal/testrun"
 )
 
-// SubagentStop returns Gate 2 for this project: run records in RunsDir, read
+// SubagentStopGate returns Gate 2 for this project: run records in RunsDir, read
 // back from EvidenceDir,
 // transcripts read from the project or the user's Claude directory
 // ($CLAUDE_CONFIG_DIR, else ~/.claude), and the gate2_on_failure setting.
-func (e *Engine) SubagentStop() gate.SubagentStop {
+func (e *Engine) SubagentStopGate() gate.SubagentStop {
 	return gate.SubagentStop{
 		Root:        e.root,
 		Protected:   e.protectedDirs(),
@@ -60,7 +60,7 @@ func (e *Engine) testRunsOf(run string) ([]any, bool) {
 // the step sets s.StepFile (relative to the root, or absolute) and may leave
 // the rest empty; see [gate.SubagentStop.Check] for what it does.
 func (e *Engine) CheckStop(ctx context.Context, s gate.Stop) (gate.StopResult, error) {
-	return e.SubagentStop().Check(ctx, e, s)
+	return e.SubagentStopGate().Check(ctx, e, s)
 }
 
 // StopVerdict returns Gate 2's verdict on the subagent started by the

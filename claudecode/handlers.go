@@ -126,7 +126,7 @@ func writeGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 		kind, _, kerr := guard.WriteKind(call)
 		return h.internalError(kind != "" || kerr != nil || gate.ToolUse{Root: h.root, Self: h.self}.Concerns(tool), err)
 	}
-	kind, _, err := eng.DocumentWrite().WriteKind(call)
+	kind, _, err := eng.DocumentWriteGate().WriteKind(call)
 	if err != nil {
 		h.requireValidation()
 		return h.internalError(true, err) // it may be a guarded document: DES cannot tell
@@ -136,7 +136,7 @@ func writeGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 	case kind != "":
 		h.requireValidation()
 		res, err = eng.CheckWrite(ctx, call)
-	case eng.ToolUse().Concerns(tool):
+	case eng.ToolUseGate().Concerns(tool):
 		h.requireValidation()
 		res, err = eng.CheckToolUse(ctx, tool)
 	default:
@@ -376,7 +376,7 @@ func preToolUseBashGuard(ctx context.Context, h *hookEnv, ev *Event, command str
 	res, err := eng.CheckBash(ctx, call)
 	switch {
 	case err != nil && !res.Evaluated:
-		if eng.ToolUse().ConcernsBash(eng.DocumentWrite(), call) {
+		if eng.ToolUseGate().ConcernsBash(eng.DocumentWriteGate(), call) {
 			h.requireValidation()
 			results = append(results, h.internalResult(policy.ToolUse, err))
 		} else {
@@ -421,7 +421,7 @@ func bashCommitFiles(ctx context.Context, h *hookEnv, ev *Event, command string)
 	// bad setting, the default (the engine's error is reported after).
 	steps := gate.StepFiles{Root: h.root, Globs: des.DefaultConfig().GuardedStepFiles}
 	if eng, err := h.engine(ctx); err == nil {
-		steps = eng.StepFiles()
+		steps = eng.StepFilesGate()
 	}
 	steps.Home, _ = h.lookupEnv("HOME")
 	files, err := steps.BashCommit(ctx, eventDir(ev, h.root), command)
@@ -462,7 +462,7 @@ func postToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 		h.logger.Error("hook: cannot confirm a guarded write", "err", err)
 		return noOpinion() // the write has happened; there is nothing to block
 	}
-	kind, rel := eng.DocumentWrite().Kind(call.Path)
+	kind, rel := eng.DocumentWriteGate().Kind(call.Path)
 	if kind == "" {
 		return noOpinion()
 	}

@@ -45,7 +45,7 @@ func delegationResponse(ctx context.Context, h *hookEnv, ev *Event) response {
 		return noOpinion()
 	}
 	call := gate.DelegationCall{Tool: ev.ToolName, AgentID: ev.AgentID, SessionID: ev.SessionID, Paths: delegationPaths(ev, h)}
-	res, err := eng.Delegation(h.lookupEnv).Check(ctx, eng, call)
+	res, err := eng.DelegationGate(h.lookupEnv).Check(ctx, eng, call)
 	switch {
 	case err != nil && !res.Evaluated:
 		// Enforced delegation is DES's to decide for the main thread: it

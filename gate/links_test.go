@@ -96,7 +96,7 @@ func pendingProject(t *testing.T, w gate.Writes) (p *project, incoming string) {
 // .des/runs/pending, where a program may still put them (DES itself keeps
 // them in des.EvidenceDir): sandboxed Bash may write there.
 func inProjectPending(p *project) gate.DocumentWrite {
-	d := p.eng.DocumentWrite()
+	d := p.eng.DocumentWriteGate()
 	d.PendingDir = filepath.Join(p.root, des.PendingDir)
 	return d
 }
