@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/deterministic-exec/des/internal/isdlc"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/isdlc"
+	"github.com/deterministic-exec/des/internal/statedir"
 
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/fileio"
@@ -134,8 +136,8 @@ func (e *Engine) UserPrompt(ctx context.Context, sessionID string) error {
 	if n, err := gate.PruneRuns(ctx, e.writes, e.root, RunsDir, e.now().Add(-gate.RunRetention), runPruneLimit); err != nil {
 		e.logger.Warn("des: old run records not removed", "dir", filepath.Join(e.root, RunsDir), "removed", n, "err", err)
 	}
-	if n, err := gate.PruneRuns(ctx, nil, filepath.Dir(EvidenceDir(e.stateDir)), filepath.Base(EvidenceDir(e.stateDir)), e.now().Add(-gate.RunRetention), runPruneLimit); err != nil {
-		e.logger.Warn("des: old run records not removed", "dir", EvidenceDir(e.stateDir), "removed", n, "err", err)
+	if n, err := gate.PruneRuns(ctx, nil, filepath.Dir(statedir.Evidence(e.stateDir)), filepath.Base(statedir.Evidence(e.stateDir)), e.now().Add(-gate.RunRetention), runPruneLimit); err != nil {
+		e.logger.Warn("des: old run records not removed", "dir", statedir.Evidence(e.stateDir), "removed", n, "err", err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("des: subagent registry: %w", err)
@@ -417,27 +419,4 @@ const maxGraphSize = 16 << 20
 // Agent is a subagent as the registry records it.
 type Agent struct {
 	ID, Type, SessionID string
-}
-
-// OrchestrationApplies reports whether the orchestration rules judge an
-// Agent/Task call, the cheap check a caller makes before building an
-// Engine: the prompt names a task phase and the task graph exists, or the
-// concurrency limit is set and the call is made in the main thread
-// (agentID ""). It reads the settings (a bad one is returned, with true
-// when the prompt names a phase: DES may be in charge) and stats the
-// graph; no policy.
-func OrchestrationApplies(root, prompt, agentID string, lookupEnv func(string) (string, bool)) (bool, error) {
-	_, named := graphPhaseID(prompt)
-	cfg, err := LoadConfig(root, lookupEnv)
-	if err != nil {
-		return named, err
-	}
-	if cfg.MaxConcurrentAgents > 0 && agentID == "" {
-		return true, nil
-	}
-	if !named {
-		return false, nil
-	}
-	_, err = os.Lstat(filepath.Join(root, filepath.FromSlash(cfg.TaskGraphFile)))
-	return err == nil, nil
 }

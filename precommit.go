@@ -5,12 +5,13 @@ import (
 	"slices"
 
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/statedir"
 )
 
 // PreCommitGate returns Gate 3 for this project: it reads the Gate 2
 // verdicts from the Engine's audit trail and records its decisions there.
 func (e *Engine) PreCommitGate() gate.PreCommit {
-	return gate.PreCommit{Root: e.root, Audit: e.audit, VerdictsDir: EvidenceDir(e.stateDir)}
+	return gate.PreCommit{Root: e.root, Audit: e.audit, VerdictsDir: statedir.Evidence(e.stateDir)}
 }
 
 // StepFilesGate says which files of a commit Gate 3 judges: those the write

@@ -11,6 +11,7 @@ import (
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/isdlc"
 	"github.com/deterministic-exec/des/internal/statedir"
 	"github.com/deterministic-exec/des/policy"
 	"github.com/deterministic-exec/des/template"
@@ -42,9 +43,9 @@ func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 	nwave := template.Parse(prompt).HasMarkers
 	if nwave {
 		h.requireValidation()
-	} else if !des.HasWorkflowState(h.root, inv.Cwd, h.lookupEnv) {
+	} else if !isdlc.HasState(h.root, inv.Cwd, h.lookupEnv) {
 		// A task graph phase or the concurrency limit may still apply.
-		orch, err := des.OrchestrationApplies(h.root, prompt, ev.AgentID, h.lookupEnv)
+		orch, err := orchestrationApplies(h.root, prompt, ev.AgentID, h.lookupEnv)
 		if err != nil {
 			return h.internalError(orch, err)
 		}
@@ -71,7 +72,7 @@ func preToolUseSkill(ctx context.Context, h *hookEnv, ev *Event) response {
 		return noOpinion()
 	}
 	inv := gate.Invocation{Skill: in.Skill, Args: in.Args, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, Cwd: workflowCwd(ev, h.root)}
-	if !des.HasWorkflowState(h.root, inv.Cwd, h.lookupEnv) {
+	if !isdlc.HasState(h.root, inv.Cwd, h.lookupEnv) {
 		return noOpinion() // no workflow: nothing judges a Skill call, and nothing is built
 	}
 	return invocationResponse(ctx, h, func(eng *des.Engine) (gate.InvocationResult, error) {
@@ -354,7 +355,7 @@ func preToolUseBashGuard(ctx context.Context, h *hookEnv, ev *Event, command str
 		inside, _ := gate.PreCommit{Root: h.root}.InProject(commitFiles)
 		tu := gate.ToolUse{Root: h.root, Self: h.self}
 		// A commit where a workflow state applies is the branch guard's.
-		branchGuard := tu.MakesCommits(call) && des.HasWorkflowState(h.root, call.Cwd, h.lookupEnv)
+		branchGuard := tu.MakesCommits(call) && isdlc.HasState(h.root, call.Cwd, h.lookupEnv)
 		return h.internalError(len(inside) > 0 || tu.ConcernsBash(guard, call) || branchGuard, err)
 	}
 	var results []gate.Result
@@ -582,7 +583,7 @@ func gate2Stop(ctx context.Context, h *hookEnv, ev *Event) (response, *gate.Stop
 	if err != nil {
 		// Without an engine the gate still finds the step, and leaves the
 		// verdict "not judged" for the orchestrator at PostToolUse.
-		g := gate.SubagentStop{Root: h.root, ClaudeDirs: gate.ClaudeDirs(h.lookupEnv), RunsDir: filepath.Join(h.root, des.RunsDir), EvidenceDir: des.EvidenceDir(statedir.For(h.root, h.lookupEnv))}
+		g := gate.SubagentStop{Root: h.root, ClaudeDirs: gate.ClaudeDirs(h.lookupEnv), RunsDir: filepath.Join(h.root, des.RunsDir), EvidenceDir: statedir.Evidence(statedir.For(h.root, h.lookupEnv))}
 		res, _ := g.Check(ctx, failedEvaluator{err}, stop)
 		return h.internalError(res.StepFile != "", err), nil
 	}
