@@ -100,10 +100,12 @@ func WithWrites(w gate.Writes) Option { return func(o *options) { o.writes = w }
 func WithLazyPolicies() Option { return func(o *options) { o.lazy = true } }
 
 // WithAttestedTrail makes this Engine start the audit trail's attestations
-// (AuditAttestations) when they have not started. From then on every
-// Engine of the project records the lines it appends there, where it can
-// (outside Claude Code's sandbox), and the gates take a confirmed phase
-// move or the resolution of a Gate 2 failure only from a recorded line.
+// (a file of the project's per-user state directory) when they have not
+// started. From then on every Engine of the project records the lines it
+// appends there, where it can (outside Claude Code's sandbox), and the
+// gates take a confirmed phase move or the resolution of a Gate 2 failure
+// only from a recorded line: sandboxed Bash may append to the trail,
+// chained as well as DES's own lines, but cannot write the state directory.
 // Claude Code's hook uses it: the agent it watches can append to the
 // trail. Without any Engine that has it, a trail is read as it always was
 // (made by hand, copied from another machine, written before the hook).
@@ -137,7 +139,7 @@ type Engine struct {
 	claudeDirs  []string // where subagent transcripts may be read, besides the root
 	extraPolicy []string // policy directories and bundles a program added (WithPolicyDirs, WithBundles), absolute
 	stateDir    string   // the project's per-user state directory (statedir.For), outside the project
-	witnessDir  string   // the audit trail's witnesses (AuditWitnessDir), outside the project
+	witnessDir  string   // the audit trail's witnesses (statedir.AuditWitness), outside the project
 	protect     []string // files outside the project that run des (WithProtectedFiles), absolute
 	self        string   // WithProcessDir: whose /proc/self paths are taken in
 
@@ -218,7 +220,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	pdata["state_dir"] = gate.ProjectPath(root, stateDir)
 	// The audit witnesses sit beside it, shared by every project: removed
 	// with the trail, the trail would verify as "not witnessed".
-	witnessDir := AuditWitnessDir(o.lookupEnv)
+	witnessDir := statedir.AuditWitness(o.lookupEnv)
 	pdata["witness_dir"] = gate.ProjectPath(root, witnessDir)
 	protect := resolveAll(root, o.protect)
 	protectedFiles := make([]string, len(protect))
@@ -246,8 +248,8 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		popts = append(popts, policy.WithFS(f.name, f.fsys))
 	}
 	log, err := audit.Open(resolve(root, cfg.AuditDir), audit.WithRoot(root), audit.WithClock(o.clock), audit.WithLogger(o.logger),
-		audit.WithRetention(cfg.AuditLogRetentionDays), audit.WithWitness(AuditWitnessDir(o.lookupEnv)),
-		audit.WithAttestations(AuditAttestations(stateDir), o.attest))
+		audit.WithRetention(cfg.AuditLogRetentionDays), audit.WithWitness(statedir.AuditWitness(o.lookupEnv)),
+		audit.WithAttestations(statedir.Attestations(stateDir), o.attest))
 	if err != nil {
 		return nil, fmt.Errorf("des: %w", err)
 	}
@@ -300,15 +302,6 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		}
 	}
 	return e, nil
-}
-
-// AuditWitnessDir is where des witnesses the head of every audit trail it
-// appends to: a directory of the per-user state directory (statedir.Base:
-// $DES_STATE_DIR, else $XDG_STATE_HOME/des, else ~/.local/state/des), outside
-// every project, one file per absolute audit directory. lookupEnv nil means
-// os.LookupEnv.
-func AuditWitnessDir(lookupEnv func(string) (string, bool)) string {
-	return statedir.AuditWitness(lookupEnv)
 }
 
 // Policy returns the policy engine, loading and compiling the policies on
@@ -429,13 +422,13 @@ func (e *Engine) Evaluate(ctx context.Context, gate policy.Gate, input any) (pol
 	return d, nil
 }
 
-// ToolUse returns the tool_use gate for this project: DES's directory, the
+// ToolUseGate returns the tool_use gate for this project: DES's directory, the
 // configured policy and audit directories, git's hooks directory, DES's
 // per-user state directory and the audit witnesses are protected, and so,
 // in part, are Claude Code's project settings (DES's hook entries) and
 // git's config (core.hooksPath): des.protected decides on facts the caller
 // gives.
-func (e *Engine) ToolUse() gate.ToolUse {
+func (e *Engine) ToolUseGate() gate.ToolUse {
 	protected := append(e.protectedDirs(), ".git/hooks", ".claude/settings.json", ".claude/settings.local.json", ".git/config")
 	if e.stateDir != "" {
 		protected = append(protected, e.stateDir)
@@ -463,31 +456,19 @@ func (e *Engine) StateDir() string { return e.stateDir }
 // is false). An error means DES could not decide; the call concerned DES,
 // so a caller should fail closed (see gate.Internal).
 func (e *Engine) CheckToolUse(ctx context.Context, call gate.ToolCall) (gate.Result, error) {
-	return e.ToolUse().Check(ctx, e, call)
+	return e.ToolUseGate().Check(ctx, e, call)
 }
-
-// AuditAttestations is the file, in the project's per-user state directory
-// stateDir, where DES records each audit line it appends outside Claude
-// Code's sandbox (audit.WithAttestations). Sandboxed Bash may append to the
-// trail, chained as well as DES's own lines; it cannot write stateDir. So
-// the gates take a confirmed phase move (Gate 2) or a resolved Gate 2
-// failure (Gate 3) only from an attested line.
-func AuditAttestations(stateDir string) string { return statedir.Attestations(stateDir) }
 
 // RunsDir is where DES records the invocations Gate 1 allowed, relative to
 // the project root, so that Gate 2 can find a subagent's step. It is a copy
-// for people: the gates read the records from EvidenceDir.
+// for people: the gates read the records (Gate 1's runs, Gate 2's verdicts,
+// subagent bindings, document writes waiting for PostToolUse) from DES's
+// own copy in the project's per-user state directory. Claude Code's
+// sandbox lets Bash write RunsDir, and a process a Bash call leaves in the
+// background can rewrite a record there after the effect check; it cannot
+// write the state directory. So a record in RunsDir that is not in the
+// state directory, or differs from it, is not evidence.
 const RunsDir = ".des/runs"
-
-// EvidenceDir is where DES keeps the records it reads back (Gate 1's run
-// records, Gate 2's verdicts, subagent bindings, document writes waiting
-// for PostToolUse) in the project's per-user state directory stateDir.
-// Claude Code's sandbox lets Bash write RunsDir (a sandboxed git commit
-// appends beside it), and a process a Bash call leaves in the background
-// can rewrite a record there after the effect check; it cannot write the
-// state directory. So a record in RunsDir that is not in EvidenceDir, or
-// differs from it, is not evidence: the gates never read it.
-func EvidenceDir(stateDir string) string { return statedir.Evidence(stateDir) }
 
 // PreInvocation runs Gate 1 on a subagent about to start (or, with
 // inv.Tool gate.ToolSkill, a Skill call; see CheckSkill). A prompt without
@@ -512,7 +493,7 @@ func (e *Engine) PreInvocation(ctx context.Context, inv gate.Invocation) (gate.I
 		RunsDir:   filepath.Join(e.root, RunsDir),
 		Writes:    e.writes,
 		// Read back by Gate 2 from the state directory alone.
-		EvidenceDir: EvidenceDir(e.stateDir),
+		EvidenceDir: statedir.Evidence(e.stateDir),
 		Workflow:    e.workflow,
 		Graph:       e.taskGraph(),
 		Registry:    e.registryFacts(),
@@ -524,23 +505,15 @@ func (e *Engine) PreInvocation(ctx context.Context, inv gate.Invocation) (gate.I
 // the project root: protected like the run records, and written only by DES.
 const SessionsDir = ".des/sessions"
 
-// PendingDir is where allowed document writes waited for PostToolUse,
-// relative to the project root.
-//
-// Deprecated: a record there could be rewritten by a background process
-// before PostToolUse read it, and confirm entries no write made. They wait
-// in EvidenceDir's "pending" now, outside the project.
-const PendingDir = ".des/runs/pending"
-
-// DocumentWrite returns the write guard for this project: the guarded
+// DocumentWriteGate returns the write guard for this project: the guarded
 // documents of the settings (guarded_step_files, guarded_state_files).
-func (e *Engine) DocumentWrite() gate.DocumentWrite {
+func (e *Engine) DocumentWriteGate() gate.DocumentWrite {
 	return gate.DocumentWrite{
 		Root:       e.root,
 		StepGlobs:  slices.Clone(e.cfg.GuardedStepFiles),
 		StateGlobs: slices.Clone(e.cfg.GuardedStateFiles),
 		Audit:      e.audit,
-		PendingDir: filepath.Join(EvidenceDir(e.stateDir), "pending"),
+		PendingDir: filepath.Join(statedir.Evidence(e.stateDir), "pending"),
 		StateDir:   e.stateDir,
 		Now:        e.now,
 		Writes:     e.writes,
@@ -554,20 +527,20 @@ func (e *Engine) DocumentWrite() gate.DocumentWrite {
 // (Result.Evaluated false). An error with a Result that was not evaluated
 // means DES could not decide on a guarded document: fail closed.
 func (e *Engine) CheckWrite(ctx context.Context, call gate.WriteCall) (gate.Result, error) {
-	return e.DocumentWrite().Check(ctx, e, call)
+	return e.DocumentWriteGate().Check(ctx, e, call)
 }
 
 // ConfirmWrite records the status changes of an allowed write once
 // PostToolUse shows that it landed as allowed.
 func (e *Engine) ConfirmWrite(ctx context.Context, toolUseID string) (bool, error) {
-	return e.DocumentWrite().Confirm(ctx, toolUseID)
+	return e.DocumentWriteGate().Confirm(ctx, toolUseID)
 }
 
 // ConfirmWriteResult is ConfirmWrite, saying why a pending step write was
 // not confirmed (the file holds another JSON value than the write allowed),
 // for the caller to tell the user and the agent at once.
 func (e *Engine) ConfirmWriteResult(ctx context.Context, toolUseID string) (gate.Confirmation, error) {
-	return e.DocumentWrite().ConfirmResult(ctx, toolUseID)
+	return e.DocumentWriteGate().ConfirmResult(ctx, toolUseID)
 }
 
 // CheckBash runs the tool_use gate on a Bash command about to run: writes
@@ -576,5 +549,5 @@ func (e *Engine) ConfirmWriteResult(ctx context.Context, toolUseID string) (gate
 // evaluated. An error means DES could not decide on a command that
 // concerned it: fail closed.
 func (e *Engine) CheckBash(ctx context.Context, call gate.BashCall) (gate.Result, error) {
-	return e.ToolUse().CheckBash(ctx, e, e.DocumentWrite(), call)
+	return e.ToolUseGate().CheckBash(ctx, e, e.DocumentWriteGate(), call)
 }

@@ -387,12 +387,12 @@ func TestBundleKeyFileProtected(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"keys/acme.pem", "keys/acme.jwks"} {
-		res, err := e.ToolUse().Check(t.Context(), e, gate.ToolCall{Tool: "Write", Paths: []string{p}})
+		res, err := e.ToolUseGate().Check(t.Context(), e, gate.ToolCall{Tool: "Write", Paths: []string{p}})
 		if err != nil || res.Decision.Allowed() || !slices.Contains(res.Decision.Codes(), "DES-PROTECTED-PATH") {
 			t.Errorf("a write to %s: %+v, %v", p, res.Decision, err)
 		}
 	}
-	if res, _ := e.ToolUse().Check(t.Context(), e, gate.ToolCall{Tool: "Write", Paths: []string{"keys/other.pem"}}); !res.Decision.Allowed() {
+	if res, _ := e.ToolUseGate().Check(t.Context(), e, gate.ToolCall{Tool: "Write", Paths: []string{"keys/other.pem"}}); !res.Decision.Allowed() {
 		t.Errorf("a write to another file: %+v", res.Decision)
 	}
 }

@@ -194,7 +194,7 @@ func TestAttackOPACAFileProtected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.ToolUse().Check(t.Context(), e, gate.ToolCall{Tool: "Write", Paths: []string{"certs/opa-ca.pem"}})
+	res, err := e.ToolUseGate().Check(t.Context(), e, gate.ToolCall{Tool: "Write", Paths: []string{"certs/opa-ca.pem"}})
 	if err != nil || res.Decision.Allowed() || !slices.Contains(res.Decision.Codes(), "DES-PROTECTED-PATH") {
 		t.Errorf("a write to opa_ca_file: %+v, %v", res.Decision, err)
 	}

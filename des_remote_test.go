@@ -135,18 +135,18 @@ func TestRemoteDecidesAsEmbedded(t *testing.T) {
 	if _, err := emb.PreCommitGate().Check(ctx, rec, gate.Commit{Files: files}); err != nil {
 		t.Fatal(err)
 	}
-	tu := emb.ToolUse()
+	tu := emb.ToolUseGate()
 	for _, paths := range [][]string{{".des/config.json"}, {".des/policies/x.rego", "README.md"}, {".git/hooks/pre-commit"}, {".des/audit/log.jsonl"}} {
 		if _, err := tu.Check(ctx, rec, gate.ToolCall{Tool: "Write", Paths: paths}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, cmd := range []string{"echo x > .des/state.json", "rm -rf .des/audit", "cp a .git/hooks/pre-commit", `sed -i s/a/b/ docs/feature/x/steps/01.json`} {
-		if _, err := tu.CheckBash(ctx, rec, emb.DocumentWrite(), gate.BashCall{Command: cmd}); err != nil {
+		if _, err := tu.CheckBash(ctx, rec, emb.DocumentWriteGate(), gate.BashCall{Command: cmd}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	dw := emb.DocumentWrite()
+	dw := emb.DocumentWriteGate()
 	for i, f := range files[:40] {
 		content := string(f.Content)
 		call := gate.WriteCall{Tool: "Write", Path: f.Path, Content: &content, ToolUseID: fmt.Sprintf("tu-%d", i)}
@@ -161,7 +161,7 @@ func TestRemoteDecidesAsEmbedded(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(root, f.Path), f.Content, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := emb.SubagentStop().Check(ctx, rec, gate.Stop{StepFile: f.Path, AgentID: "a1"}); err != nil {
+		if _, err := emb.SubagentStopGate().Check(ctx, rec, gate.Stop{StepFile: f.Path, AgentID: "a1"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -18,7 +18,7 @@ func (e *Engine) CheckEffects(ctx context.Context, eff gate.Effects) (gate.Resul
 		e.logger.Error("des: the policies do not load; DES-INTEGRITY is worded without them", "err", err)
 		ev = nil
 	}
-	return e.ToolUse().CheckEffects(ctx, ev, eff)
+	return e.ToolUseGate().CheckEffects(ctx, ev, eff)
 }
 
 // RecordGitSync records what git changed honestly during a tool call
@@ -33,6 +33,6 @@ func (e *Engine) RecordGitSync(ctx context.Context, s gate.GitSync) error {
 			errs = append(errs, gate.ForgetStateMemory(ctx, e.stateDir, f.Path))
 		}
 	}
-	errs = append(errs, e.ToolUse().RecordGitSync(ctx, s))
+	errs = append(errs, e.ToolUseGate().RecordGitSync(ctx, s))
 	return errors.Join(errs...)
 }

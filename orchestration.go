@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/deterministic-exec/des/internal/isdlc"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/isdlc"
+	"github.com/deterministic-exec/des/internal/statedir"
 
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/fileio"
@@ -76,10 +78,10 @@ func (e *Engine) registryFacts() gate.Registry {
 	}
 }
 
-// Delegation returns the delegation check of the settings
+// DelegationGate returns the delegation check of the settings
 // (delegation_mode), counting the main thread's direct calls in the
 // subagent registry.
-func (e *Engine) Delegation(lookupEnv func(string) (string, bool)) gate.Delegation {
+func (e *Engine) DelegationGate(lookupEnv func(string) (string, bool)) gate.Delegation {
 	return gate.Delegation{
 		Root: e.root, Mode: e.cfg.DelegationMode, TempDir: gate.TempDir(lookupEnv),
 		CountDirect: func(ctx context.Context, session string) (int, error) {
@@ -93,7 +95,7 @@ func (e *Engine) Delegation(lookupEnv func(string) (string, bool)) gate.Delegati
 // An error with an evaluated result means the call was judged but its
 // direct call could not be counted.
 func (e *Engine) CheckDelegation(ctx context.Context, call gate.DelegationCall) (gate.Result, error) {
-	return e.Delegation(os.LookupEnv).Check(ctx, e, call)
+	return e.DelegationGate(os.LookupEnv).Check(ctx, e, call)
 }
 
 // SubagentStarted records a subagent in the registry (SubagentStart).
@@ -134,8 +136,8 @@ func (e *Engine) UserPrompt(ctx context.Context, sessionID string) error {
 	if n, err := gate.PruneRuns(ctx, e.writes, e.root, RunsDir, e.now().Add(-gate.RunRetention), runPruneLimit); err != nil {
 		e.logger.Warn("des: old run records not removed", "dir", filepath.Join(e.root, RunsDir), "removed", n, "err", err)
 	}
-	if n, err := gate.PruneRuns(ctx, nil, filepath.Dir(EvidenceDir(e.stateDir)), filepath.Base(EvidenceDir(e.stateDir)), e.now().Add(-gate.RunRetention), runPruneLimit); err != nil {
-		e.logger.Warn("des: old run records not removed", "dir", EvidenceDir(e.stateDir), "removed", n, "err", err)
+	if n, err := gate.PruneRuns(ctx, nil, filepath.Dir(statedir.Evidence(e.stateDir)), filepath.Base(statedir.Evidence(e.stateDir)), e.now().Add(-gate.RunRetention), runPruneLimit); err != nil {
+		e.logger.Warn("des: old run records not removed", "dir", statedir.Evidence(e.stateDir), "removed", n, "err", err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("des: subagent registry: %w", err)
@@ -148,10 +150,10 @@ func (e *Engine) UserPrompt(ctx context.Context, sessionID string) error {
 // goes over the next turns.
 const runPruneLimit = 200
 
-// WaveSync returns the wave sync of this project.
-func (e *Engine) WaveSync() gate.WaveSync {
+// WaveSyncGate returns the wave sync of this project.
+func (e *Engine) WaveSyncGate() gate.WaveSync {
 	return gate.WaveSync{
-		Stop: e.SubagentStop(), Graph: e.taskGraph(), Audit: e.audit, Now: e.now,
+		Stop: e.SubagentStopGate(), Graph: e.taskGraph(), Audit: e.audit, Now: e.now,
 		Sync: func(ctx context.Context, phase string, gate2Failed bool, lastMessage string, now time.Time) (gate.GraphUpdate, error) {
 			types, err := e.verificationTypes(ctx)
 			if err != nil {
@@ -194,7 +196,7 @@ func (e *Engine) verificationTypes(ctx context.Context) (map[string]bool, error)
 // SyncTaskGraph records in the task graph how the subagent of a phase
 // ended (SubagentStop, after Gate 2): see gate.WaveSync.Run.
 func (e *Engine) SyncTaskGraph(ctx context.Context, s gate.Stop, lastMessage string, gate2 *gate.StopResult) (gate.WaveSyncResult, error) {
-	return e.WaveSync().Run(ctx, s, lastMessage, gate2)
+	return e.WaveSyncGate().Run(ctx, s, lastMessage, gate2)
 }
 
 // NextSteps tells the orchestrator what to run next after the subagent of
@@ -417,27 +419,4 @@ const maxGraphSize = 16 << 20
 // Agent is a subagent as the registry records it.
 type Agent struct {
 	ID, Type, SessionID string
-}
-
-// OrchestrationApplies reports whether the orchestration rules judge an
-// Agent/Task call, the cheap check a caller makes before building an
-// Engine: the prompt names a task phase and the task graph exists, or the
-// concurrency limit is set and the call is made in the main thread
-// (agentID ""). It reads the settings (a bad one is returned, with true
-// when the prompt names a phase: DES may be in charge) and stats the
-// graph; no policy.
-func OrchestrationApplies(root, prompt, agentID string, lookupEnv func(string) (string, bool)) (bool, error) {
-	_, named := graphPhaseID(prompt)
-	cfg, err := LoadConfig(root, lookupEnv)
-	if err != nil {
-		return named, err
-	}
-	if cfg.MaxConcurrentAgents > 0 && agentID == "" {
-		return true, nil
-	}
-	if !named {
-		return false, nil
-	}
-	_, err = os.Lstat(filepath.Join(root, filepath.FromSlash(cfg.TaskGraphFile)))
-	return err == nil, nil
 }

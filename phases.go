@@ -40,7 +40,7 @@ func (e *Engine) CheckSkill(ctx context.Context, inv gate.Invocation) (gate.Invo
 // denies). An error on an evaluated command's facts means DES could not
 // decide: fail closed.
 func (e *Engine) CheckCommitBranches(ctx context.Context, call gate.BashCall) (gate.Result, error) {
-	return e.ToolUse().CheckCommitBranches(ctx, e, e.workflow, call)
+	return e.ToolUseGate().CheckCommitBranches(ctx, e, e.workflow, call)
 }
 
 // CheckRefBranches runs the branch guard on branch moves that commit,
@@ -48,7 +48,7 @@ func (e *Engine) CheckCommitBranches(ctx context.Context, call gate.BashCall) (g
 // onto a protected branch is a commit on it. dir is the repository's work
 // tree. Evaluated only when a workflow state is found.
 func (e *Engine) CheckRefBranches(ctx context.Context, dir string, branches []string) (gate.Result, error) {
-	return e.ToolUse().CheckRefBranches(ctx, e, e.workflow, dir, branches)
+	return e.ToolUseGate().CheckRefBranches(ctx, e, e.workflow, dir, branches)
 }
 
 // ObserveSubagent runs the PostToolUse observers on a finished Agent or
@@ -56,7 +56,7 @@ func (e *Engine) CheckRefBranches(ctx context.Context, dir string, branches []st
 // for the orchestrator to read. Every call is evaluated, the workflow state
 // added when one is found (discover runs before there is one).
 func (e *Engine) ObserveSubagent(ctx context.Context, r gate.SubagentResult) (gate.Result, error) {
-	return e.ToolUse().ObserveSubagent(ctx, e, e.workflow, r)
+	return e.ToolUseGate().ObserveSubagent(ctx, e, e.workflow, r)
 }
 
 // WorkflowFacts returns the "workflow" facts the phase guards see for a

@@ -172,9 +172,6 @@ func TestRequirementFileErrorNamesTheSetting(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, ".isdlc", "state.json"), []byte(`{"active_workflow": {"current_phase": "06-implementation"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if !HasWorkflowState(root, "", nil) || HasWorkflowState(t.TempDir(), "", nil) {
-		t.Fatal("HasWorkflowState does not see .isdlc/state.json")
-	}
 	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{
 		"DES_STATE_DIR": t.TempDir(), "DES_PHASE_REQUIREMENTS_FILES": "team/missing.json",
 	})))

@@ -5,18 +5,19 @@ import (
 	"slices"
 
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/statedir"
 )
 
 // PreCommitGate returns Gate 3 for this project: it reads the Gate 2
 // verdicts from the Engine's audit trail and records its decisions there.
 func (e *Engine) PreCommitGate() gate.PreCommit {
-	return gate.PreCommit{Root: e.root, Audit: e.audit, VerdictsDir: EvidenceDir(e.stateDir)}
+	return gate.PreCommit{Root: e.root, Audit: e.audit, VerdictsDir: statedir.Evidence(e.stateDir)}
 }
 
-// StepFiles says which files of a commit Gate 3 judges: those the write
+// StepFilesGate says which files of a commit Gate 3 judges: those the write
 // guard guards (setting guarded_step_files), so that one setting decides
 // both. Its Staged and BashCommit list what a commit holds.
-func (e *Engine) StepFiles() gate.StepFiles {
+func (e *Engine) StepFilesGate() gate.StepFiles {
 	return gate.StepFiles{Root: e.root, Globs: slices.Clone(e.cfg.GuardedStepFiles)}
 }
 

@@ -13,12 +13,13 @@ import (
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/fileio"
+	"github.com/deterministic-exec/des/internal/statedir"
 	"github.com/deterministic-exec/des/statemachine"
 )
 
-// StepsDirName is the directory name DES looks for step files in
+// stepsDirName is the directory name DES looks for step files in
 // (docs/feature/<project>/steps by convention).
-const StepsDirName = "steps"
+const stepsDirName = "steps"
 
 // maxWalkDepth bounds the search for steps directories in a large tree.
 const maxWalkDepth = 8
@@ -70,7 +71,7 @@ func (e *Engine) stepsDirs(ctx context.Context) ([]string, error) {
 		if rel, _ := filepath.Rel(e.root, path); strings.Count(rel, string(filepath.Separator)) >= maxWalkDepth {
 			return filepath.SkipDir
 		}
-		if name == StepsDirName {
+		if name == stepsDirName {
 			dirs = append(dirs, path)
 		}
 		return nil
@@ -125,7 +126,7 @@ func (e *Engine) ResolveStale(ctx context.Context, file string) (Resolution, err
 	if real == "." || real == ".." || strings.HasPrefix(real, "../") || filepath.IsAbs(filepath.FromSlash(real)) {
 		return res, fmt.Errorf("des: resolve %s: it leads to %s, outside the project root %s", file, real, e.root)
 	}
-	if e.ToolUse().Concerns(gate.ToolCall{Paths: []string{real}}) {
+	if e.ToolUseGate().Concerns(gate.ToolCall{Paths: []string{real}}) {
 		return res, fmt.Errorf("des: resolve %s: it leads to %s, one of DES's own protected files, never a step file", file, real)
 	}
 	res.StepFile = real
@@ -208,7 +209,7 @@ func (e *Engine) ResolveStale(ctx context.Context, file string) (Resolution, err
 // gate2Resets are the phases Gate 2 said must be done again when it failed
 // the step (gate.Gate2Resets).
 func (e *Engine) gate2Resets(ctx context.Context, stepFile string) ([]string, bool, error) {
-	return gate.Gate2Resets(ctx, e.audit, EvidenceDir(e.stateDir), stepFile)
+	return gate.Gate2Resets(ctx, e.audit, statedir.Evidence(e.stateDir), stepFile)
 }
 
 func orNone(s string) string {

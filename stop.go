@@ -7,20 +7,21 @@ import (
 	"time"
 
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/statedir"
 	"github.com/deterministic-exec/des/internal/testrun"
 )
 
-// SubagentStop returns Gate 2 for this project: run records in RunsDir, read
-// back from EvidenceDir,
-// transcripts read from the project or the user's Claude directory
-// ($CLAUDE_CONFIG_DIR, else ~/.claude), and the gate2_on_failure setting.
-func (e *Engine) SubagentStop() gate.SubagentStop {
+// SubagentStopGate returns Gate 2 for this project: run records in RunsDir,
+// read back from DES's copy in the per-user state directory, transcripts
+// read from the project or the user's Claude directory ($CLAUDE_CONFIG_DIR,
+// else ~/.claude), and the gate2_on_failure setting.
+func (e *Engine) SubagentStopGate() gate.SubagentStop {
 	return gate.SubagentStop{
 		Root:        e.root,
 		Protected:   e.protectedDirs(),
 		Audit:       e.audit,
 		RunsDir:     filepath.Join(e.root, RunsDir),
-		EvidenceDir: EvidenceDir(e.stateDir),
+		EvidenceDir: statedir.Evidence(e.stateDir),
 		ClaudeDirs:  append([]string(nil), e.claudeDirs...),
 		OnFailure:   e.cfg.Gate2OnFailure,
 		Now:         e.now,
@@ -60,12 +61,12 @@ func (e *Engine) testRunsOf(run string) ([]any, bool) {
 // the step sets s.StepFile (relative to the root, or absolute) and may leave
 // the rest empty; see [gate.SubagentStop.Check] for what it does.
 func (e *Engine) CheckStop(ctx context.Context, s gate.Stop) (gate.StopResult, error) {
-	return e.SubagentStop().Check(ctx, e, s)
+	return e.SubagentStopGate().Check(ctx, e, s)
 }
 
 // StopVerdict returns Gate 2's verdict on the subagent started by the
 // Agent/Task call toolUseID (or, when that is not known, on agentID); nil
 // when Gate 2 has not judged it.
 func (e *Engine) StopVerdict(toolUseID, agentID string) (*gate.StopRecord, error) {
-	return gate.ReadStopRecord(EvidenceDir(e.stateDir), toolUseID, agentID)
+	return gate.ReadStopRecord(statedir.Evidence(e.stateDir), toolUseID, agentID)
 }

@@ -18,7 +18,7 @@ func (e *Engine) defaultWorkflow(lookupEnv func(string) (string, bool)) gate.Wor
 		Facts: func(ctx context.Context, cwd string) (map[string]any, error) {
 			// First a probe without tables: the built-in tables live in the
 			// policies, which a project without a state must not pay to load.
-			if !HasWorkflowState(e.root, cwd, lookupEnv) {
+			if !isdlc.HasState(e.root, cwd, lookupEnv) {
 				return nil, nil
 			}
 			tables, err := e.requirementTables(ctx)
@@ -82,18 +82,4 @@ func (e *Engine) requirementTables(ctx context.Context) (map[string]any, error) 
 	}
 	tables, _ := raw.(map[string]any)
 	return tables, nil
-}
-
-// HasWorkflowState reports whether a multi-phase workflow state file
-// applies to a call made in cwd (as the event gives it;
-// "" = root) under root: the cheap check a caller makes before building an
-// Engine for a call only the phase guards could judge. It reads no policy
-// and no setting. A state file that exists but cannot be used counts: the
-// guards judge it (DES-INTERNAL on the calls they would judge).
-func HasWorkflowState(root, cwd string, lookupEnv func(string) (string, bool)) bool {
-	if cwd == "" {
-		cwd = root
-	}
-	file, err := isdlc.Locate(isdlc.Options{Root: root, Cwd: cwd, Getenv: lookupEnv})
-	return err == nil && file != ""
 }

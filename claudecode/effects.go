@@ -216,7 +216,7 @@ func notebookGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 			if (gate.ToolUse{Root: h.root, Self: h.self}).Concerns(call) {
 				return h.internalError(true, err)
 			}
-		case eng.ToolUse().Concerns(call):
+		case eng.ToolUseGate().Concerns(call):
 			h.requireValidation()
 			res, err := eng.CheckToolUse(ctx, call)
 			if err != nil && !res.Evaluated {
@@ -505,7 +505,7 @@ func (h *hookEnv) syncAccepted(ctx context.Context, ev *Event, key string, was, 
 	content := string(now)
 	call := gate.WriteCall{Tool: toolWrite, Path: filepath.Join(h.root, filepath.FromSlash(key)), Content: &content,
 		ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, AgentID: ev.AgentID, Cwd: eventDir(ev, h.root)}
-	res, err := eng.DocumentWrite().CheckSync(ctx, eng, call, was)
+	res, err := eng.DocumentWriteGate().CheckSync(ctx, eng, call, was)
 	if err != nil {
 		h.logger.Warn("hook: cannot judge what git checked out; undoing it", "path", key, "err", err)
 		return false

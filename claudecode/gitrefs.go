@@ -214,7 +214,7 @@ func (h *hookEnv) judgeRefMovesOnce(ctx context.Context, ev *Event, top string, 
 	eng, eerr := h.engine(ctx)
 	steps := gate.StepFiles{Root: h.root, Globs: des.DefaultConfig().GuardedStepFiles}
 	if eerr == nil {
-		steps = eng.StepFiles()
+		steps = eng.StepFilesGate()
 	}
 	res, err := steps.RefMoves(ctx, top, moves, before)
 	if err != nil {

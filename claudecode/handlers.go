@@ -11,6 +11,7 @@ import (
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/isdlc"
 	"github.com/deterministic-exec/des/internal/statedir"
 	"github.com/deterministic-exec/des/policy"
 	"github.com/deterministic-exec/des/template"
@@ -42,9 +43,9 @@ func preToolUseSubagent(ctx context.Context, h *hookEnv, ev *Event) response {
 	nwave := template.Parse(prompt).HasMarkers
 	if nwave {
 		h.requireValidation()
-	} else if !des.HasWorkflowState(h.root, inv.Cwd, h.lookupEnv) {
+	} else if !isdlc.HasState(h.root, inv.Cwd, h.lookupEnv) {
 		// A task graph phase or the concurrency limit may still apply.
-		orch, err := des.OrchestrationApplies(h.root, prompt, ev.AgentID, h.lookupEnv)
+		orch, err := orchestrationApplies(h.root, prompt, ev.AgentID, h.lookupEnv)
 		if err != nil {
 			return h.internalError(orch, err)
 		}
@@ -71,7 +72,7 @@ func preToolUseSkill(ctx context.Context, h *hookEnv, ev *Event) response {
 		return noOpinion()
 	}
 	inv := gate.Invocation{Skill: in.Skill, Args: in.Args, ToolUseID: ev.ToolUseID, SessionID: ev.SessionID, Cwd: workflowCwd(ev, h.root)}
-	if !des.HasWorkflowState(h.root, inv.Cwd, h.lookupEnv) {
+	if !isdlc.HasState(h.root, inv.Cwd, h.lookupEnv) {
 		return noOpinion() // no workflow: nothing judges a Skill call, and nothing is built
 	}
 	return invocationResponse(ctx, h, func(eng *des.Engine) (gate.InvocationResult, error) {
@@ -126,7 +127,7 @@ func writeGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 		kind, _, kerr := guard.WriteKind(call)
 		return h.internalError(kind != "" || kerr != nil || gate.ToolUse{Root: h.root, Self: h.self}.Concerns(tool), err)
 	}
-	kind, _, err := eng.DocumentWrite().WriteKind(call)
+	kind, _, err := eng.DocumentWriteGate().WriteKind(call)
 	if err != nil {
 		h.requireValidation()
 		return h.internalError(true, err) // it may be a guarded document: DES cannot tell
@@ -136,7 +137,7 @@ func writeGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 	case kind != "":
 		h.requireValidation()
 		res, err = eng.CheckWrite(ctx, call)
-	case eng.ToolUse().Concerns(tool):
+	case eng.ToolUseGate().Concerns(tool):
 		h.requireValidation()
 		res, err = eng.CheckToolUse(ctx, tool)
 	default:
@@ -354,7 +355,7 @@ func preToolUseBashGuard(ctx context.Context, h *hookEnv, ev *Event, command str
 		inside, _ := gate.PreCommit{Root: h.root}.InProject(commitFiles)
 		tu := gate.ToolUse{Root: h.root, Self: h.self}
 		// A commit where a workflow state applies is the branch guard's.
-		branchGuard := tu.MakesCommits(call) && des.HasWorkflowState(h.root, call.Cwd, h.lookupEnv)
+		branchGuard := tu.MakesCommits(call) && isdlc.HasState(h.root, call.Cwd, h.lookupEnv)
 		return h.internalError(len(inside) > 0 || tu.ConcernsBash(guard, call) || branchGuard, err)
 	}
 	var results []gate.Result
@@ -376,7 +377,7 @@ func preToolUseBashGuard(ctx context.Context, h *hookEnv, ev *Event, command str
 	res, err := eng.CheckBash(ctx, call)
 	switch {
 	case err != nil && !res.Evaluated:
-		if eng.ToolUse().ConcernsBash(eng.DocumentWrite(), call) {
+		if eng.ToolUseGate().ConcernsBash(eng.DocumentWriteGate(), call) {
 			h.requireValidation()
 			results = append(results, h.internalResult(policy.ToolUse, err))
 		} else {
@@ -421,7 +422,7 @@ func bashCommitFiles(ctx context.Context, h *hookEnv, ev *Event, command string)
 	// bad setting, the default (the engine's error is reported after).
 	steps := gate.StepFiles{Root: h.root, Globs: des.DefaultConfig().GuardedStepFiles}
 	if eng, err := h.engine(ctx); err == nil {
-		steps = eng.StepFiles()
+		steps = eng.StepFilesGate()
 	}
 	steps.Home, _ = h.lookupEnv("HOME")
 	files, err := steps.BashCommit(ctx, eventDir(ev, h.root), command)
@@ -462,7 +463,7 @@ func postToolUseWrite(ctx context.Context, h *hookEnv, ev *Event) response {
 		h.logger.Error("hook: cannot confirm a guarded write", "err", err)
 		return noOpinion() // the write has happened; there is nothing to block
 	}
-	kind, rel := eng.DocumentWrite().Kind(call.Path)
+	kind, rel := eng.DocumentWriteGate().Kind(call.Path)
 	if kind == "" {
 		return noOpinion()
 	}
@@ -582,7 +583,7 @@ func gate2Stop(ctx context.Context, h *hookEnv, ev *Event) (response, *gate.Stop
 	if err != nil {
 		// Without an engine the gate still finds the step, and leaves the
 		// verdict "not judged" for the orchestrator at PostToolUse.
-		g := gate.SubagentStop{Root: h.root, ClaudeDirs: gate.ClaudeDirs(h.lookupEnv), RunsDir: filepath.Join(h.root, des.RunsDir), EvidenceDir: des.EvidenceDir(statedir.For(h.root, h.lookupEnv))}
+		g := gate.SubagentStop{Root: h.root, ClaudeDirs: gate.ClaudeDirs(h.lookupEnv), RunsDir: filepath.Join(h.root, des.RunsDir), EvidenceDir: statedir.Evidence(statedir.For(h.root, h.lookupEnv))}
 		res, _ := g.Check(ctx, failedEvaluator{err}, stop)
 		return h.internalError(res.StepFile != "", err), nil
 	}

@@ -185,7 +185,7 @@ func (h *hookEnv) call(ctx context.Context, fn handlerFunc, ev *Event) (r respon
 // It needs no settings; a failure only loses the binding, and Gate 2 falls
 // back on the other ways to find the run.
 func (h *hookEnv) bindAgent(ctx context.Context, ev *Event) {
-	g := gate.SubagentStop{Root: h.root, RunsDir: filepath.Join(h.root, des.RunsDir), EvidenceDir: des.EvidenceDir(statedir.For(h.root, h.lookupEnv)), ClaudeDirs: gate.ClaudeDirs(h.lookupEnv)}
+	g := gate.SubagentStop{Root: h.root, RunsDir: filepath.Join(h.root, des.RunsDir), EvidenceDir: statedir.Evidence(statedir.For(h.root, h.lookupEnv)), ClaudeDirs: gate.ClaudeDirs(h.lookupEnv)}
 	if err := g.Bind(ctx, ev.AgentID, ev.TranscriptPath); err != nil {
 		h.logger.Info("hook: the subagent is not bound to a run", "agent_id", ev.AgentID, "err", err)
 	}

@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/isdlc"
+	"github.com/deterministic-exec/des/internal/taskgraph"
 	"github.com/deterministic-exec/des/policy"
 )
 
@@ -45,7 +48,7 @@ func delegationResponse(ctx context.Context, h *hookEnv, ev *Event) response {
 		return noOpinion()
 	}
 	call := gate.DelegationCall{Tool: ev.ToolName, AgentID: ev.AgentID, SessionID: ev.SessionID, Paths: delegationPaths(ev, h)}
-	res, err := eng.Delegation(h.lookupEnv).Check(ctx, eng, call)
+	res, err := eng.DelegationGate(h.lookupEnv).Check(ctx, eng, call)
 	switch {
 	case err != nil && !res.Evaluated:
 		// Enforced delegation is DES's to decide for the main thread: it
@@ -181,7 +184,7 @@ func observeWorkflow(ctx context.Context, h *hookEnv, eng *des.Engine, ev *Event
 // postToolUseQuestion records the user's answer to AskUserQuestion in an
 // iSDLC phase: an elicitation des saw. No opinion.
 func postToolUseQuestion(ctx context.Context, h *hookEnv, ev *Event) response {
-	if !des.HasWorkflowState(h.root, eventDir(ev, h.root), h.lookupEnv) {
+	if !isdlc.HasState(h.root, eventDir(ev, h.root), h.lookupEnv) {
 		return noOpinion()
 	}
 	eng, err := h.engine(ctx)
@@ -196,7 +199,7 @@ func postToolUseQuestion(ctx context.Context, h *hookEnv, ev *Event) response {
 // observeAgentStop records, in an iSDLC phase, the subagent that stopped
 // and the constitutional verdict its last message states.
 func observeAgentStop(ctx context.Context, h *hookEnv, ev *Event) {
-	if ev.AgentType == "" || !des.HasWorkflowState(h.root, eventDir(ev, h.root), h.lookupEnv) {
+	if ev.AgentType == "" || !isdlc.HasState(h.root, eventDir(ev, h.root), h.lookupEnv) {
 		return
 	}
 	eng, err := h.engine(ctx)
@@ -340,4 +343,27 @@ func nextSteps(ctx context.Context, h *hookEnv, eng *des.Engine, ev *Event, stat
 		return gate.Internal("", err, internalRecovery(err)...).Reason()
 	}
 	return text
+}
+
+// orchestrationApplies reports whether the orchestration rules judge an
+// Agent/Task call, the cheap check a caller makes before building an
+// Engine: the prompt names a task phase and the task graph exists, or the
+// concurrency limit is set and the call is made in the main thread
+// (agentID ""). It reads the settings (a bad one is returned, with true
+// when the prompt names a phase: DES may be in charge) and stats the
+// graph; no policy.
+func orchestrationApplies(root, prompt, agentID string, lookupEnv func(string) (string, bool)) (bool, error) {
+	_, named := taskgraph.PhaseID(prompt)
+	cfg, err := des.LoadConfig(root, lookupEnv)
+	if err != nil {
+		return named, err
+	}
+	if cfg.MaxConcurrentAgents > 0 && agentID == "" {
+		return true, nil
+	}
+	if !named {
+		return false, nil
+	}
+	_, err = os.Lstat(filepath.Join(root, filepath.FromSlash(cfg.TaskGraphFile)))
+	return err == nil, nil
 }

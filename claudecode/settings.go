@@ -317,7 +317,7 @@ func globMatches(root string, globs, stepGlobs []string, guarded func(rel string
 // audit witnesses as lookupEnv places them, and the programs given (with
 // the des-engine beside each).
 func SettingsFor(command, root string, cfg des.Config, lookupEnv func(string) (string, bool), programs ...string) Settings {
-	return hooksSettings(command, protectedPaths(cfg, root, statedir.For(root, lookupEnv), des.AuditWitnessDir(lookupEnv), programs...))
+	return hooksSettings(command, protectedPaths(cfg, root, statedir.For(root, lookupEnv), statedir.AuditWitness(lookupEnv), programs...))
 }
 
 func hooksSettings(command string, prot protections) Settings {

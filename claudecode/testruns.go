@@ -242,7 +242,7 @@ func testRunResult(ev *Event) (exit *int, interrupted bool, output string) {
 func (h *hookEnv) testRunBelongs(ctx context.Context, eng *des.Engine, ev *Event) testrun.Belongs {
 	var b testrun.Belongs
 	cwd := eventDir(ev, h.root)
-	if des.HasWorkflowState(h.root, cwd, h.lookupEnv) {
+	if isdlc.HasState(h.root, cwd, h.lookupEnv) {
 		if facts, err := eng.WorkflowFacts(ctx, cwd); err == nil && facts != nil {
 			b.StateFile, _ = facts["state_file"].(string)
 			b.ISDLCPhase = workflowPhase(ctx, eng, facts)
@@ -253,7 +253,7 @@ func (h *hookEnv) testRunBelongs(ctx context.Context, eng *des.Engine, ev *Event
 	if ev.AgentID == "" {
 		return b
 	}
-	evidence := des.EvidenceDir(statedir.For(h.root, h.lookupEnv))
+	evidence := statedir.Evidence(statedir.For(h.root, h.lookupEnv))
 	var bind struct {
 		ToolUseID string `json:"tool_use_id"`
 	}

@@ -45,7 +45,7 @@ func TestIncoming(t *testing.T) {
 
 func TestDocumentKinds(t *testing.T) {
 	p := newProject(t, nil)
-	guard := p.eng.DocumentWrite()
+	guard := p.eng.DocumentWriteGate()
 	for path, want := range map[string]string{
 		stepRel:                                              gate.KindStep,
 		filepath.Join(p.root, stepRel):                       gate.KindStep,

@@ -92,12 +92,17 @@ func pendingProject(t *testing.T, w gate.Writes) (p *project, incoming string) {
 	return p, stepDoc("IN_PROGRESS", [4]string{"PREPARE", "EXECUTED", "PASS", ""}, [4]string{"RED_ACCEPTANCE", "IN_PROGRESS", "", ""})
 }
 
+// pendingDir is where des kept pending document writes once, in the
+// project: a program may still put them there.
+const pendingDir = ".des/runs/pending"
+
 // inProjectPending is the write guard of p with its pending records in
-// .des/runs/pending, where a program may still put them (DES itself keeps
-// them in des.EvidenceDir): sandboxed Bash may write there.
+// pendingDir, where a program may still put them (DES itself keeps them in
+// its per-user state directory, statedir.Evidence): sandboxed Bash may
+// write there.
 func inProjectPending(p *project) gate.DocumentWrite {
-	d := p.eng.DocumentWrite()
-	d.PendingDir = filepath.Join(p.root, des.PendingDir)
+	d := p.eng.DocumentWriteGate()
+	d.PendingDir = filepath.Join(p.root, pendingDir)
 	return d
 }
 
@@ -108,7 +113,7 @@ func TestPendingRecordDoesNotWriteThroughALink(t *testing.T) {
 	bashrc, was := outsideFile(t)
 	sw := &swapOnExpect{suffix: "toolu_w1.json", target: bashrc}
 	p, incoming := pendingProject(t, sw)
-	if err := os.MkdirAll(filepath.Join(p.root, des.PendingDir), 0o755); err != nil { // as after the first write
+	if err := os.MkdirAll(filepath.Join(p.root, pendingDir), 0o755); err != nil { // as after the first write
 		t.Fatal(err)
 	}
 	// Refused or not, the write must not go through the link.
@@ -127,12 +132,12 @@ func TestPendingDirectoryLinkIsNotFollowed(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(p.root, des.RunsDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(outside, filepath.Join(p.root, des.PendingDir)); err != nil {
+	if err := os.Symlink(outside, filepath.Join(p.root, pendingDir)); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = inProjectPending(p).Check(t.Context(), p.eng, gate.WriteCall{Tool: "Write", Path: filepath.Join(p.root, stepRel), Content: &incoming, ToolUseID: "toolu_w1", SessionID: "s"})
 	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
-		t.Errorf("DES created %s outside the project, through the link at %s", ents[0].Name(), des.PendingDir)
+		t.Errorf("DES created %s outside the project, through the link at %s", ents[0].Name(), pendingDir)
 	}
 }
 
@@ -145,7 +150,7 @@ func TestConfirmWriteDoesNotWaitOnAFIFO(t *testing.T) {
 	if _, err := d.Check(t.Context(), p.eng, gate.WriteCall{Tool: "Write", Path: filepath.Join(p.root, stepRel), Content: &incoming, ToolUseID: "toolu_w1", SessionID: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	rec := filepath.Join(p.root, des.PendingDir, "toolu_w1.json")
+	rec := filepath.Join(p.root, pendingDir, "toolu_w1.json")
 	if err := os.Remove(rec); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 // named as a step file (Kind cannot see what will be written there).
 func TestStepLookAlikes(t *testing.T) {
 	p := newProject(t, nil)
-	guard := p.eng.DocumentWrite()
+	guard := p.eng.DocumentWriteGate()
 	write := func(rel, content string) {
 		t.Helper()
 		path := filepath.Join(p.root, filepath.FromSlash(rel))
@@ -109,10 +109,10 @@ func TestHardLinksAreTheirDocument(t *testing.T) {
 			t.Skip("hard links unavailable:", err)
 		}
 	}
-	if kind, rel := p.eng.DocumentWrite().Kind("s.json"); kind != gate.KindState || rel != ".isdlc/state.json" {
+	if kind, rel := p.eng.DocumentWriteGate().Kind("s.json"); kind != gate.KindState || rel != ".isdlc/state.json" {
 		t.Errorf("Kind(s.json) = %q, %q", kind, rel)
 	}
-	if !p.eng.ToolUse().Concerns(gate.ToolCall{Tool: "Write", Paths: []string{"c.json"}}) {
+	if !p.eng.ToolUseGate().Concerns(gate.ToolCall{Tool: "Write", Paths: []string{"c.json"}}) {
 		t.Error("a hard link of .des/config.json does not concern DES")
 	}
 	res, err := p.eng.CheckToolUse(t.Context(), gate.ToolCall{Tool: "Write", Paths: []string{"c.json"}})

@@ -16,7 +16,7 @@ const memState = `{"state_version": 1, "active_workflow": {"phases": ["a", "b"],
 // and a memory that cannot be read stops the guard (fail closed).
 func TestStateMemoryKeptOnConfirm(t *testing.T) {
 	p := newProject(t, nil)
-	guard := p.eng.DocumentWrite()
+	guard := p.eng.DocumentWriteGate()
 	guard.StateDir = t.TempDir()
 	state := filepath.Join(p.root, ".isdlc", "state.json")
 	os.MkdirAll(filepath.Dir(state), 0o755)

@@ -58,7 +58,7 @@ func (p *stopProject) writeTranscript(prompt string) {
 }
 
 func (p *stopProject) gate() gate.SubagentStop {
-	g := p.eng.SubagentStop()
+	g := p.eng.SubagentStopGate()
 	g.ClaudeDirs = []string{p.claude}
 	g.TranscriptWait = 10 * time.Millisecond
 	return g

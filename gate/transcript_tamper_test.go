@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/gate"
+	"github.com/deterministic-exec/des/internal/statedir"
 )
 
 // A subagent can edit or delete its own transcript. Where Gate 1 recorded
@@ -103,8 +103,8 @@ func TestGate2SessionFallbackNeedsOneOpenRun(t *testing.T) {
 	if err := os.Remove(p.transcript); err != nil {
 		t.Fatal(err)
 	}
-	// The gate reads DES's own copy of the records (des.EvidenceDir).
-	records := des.EvidenceDir(p.eng.StateDir())
+	// The gate reads DES's own copy of the records (statedir.Evidence).
+	records := statedir.Evidence(p.eng.StateDir())
 	raw, err := os.ReadFile(filepath.Join(records, "toolu_01.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -84,7 +84,7 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 			return p
 		}
 	}
-	witness := audit.WithWitness(des.AuditWitnessDir(e.lookupEnv))
+	witness := audit.WithWitness(statedir.AuditWitness(e.lookupEnv))
 	verify := audit.Verify
 	if *adopt {
 		// Adopting re-witnesses whatever the trail holds now: run from an
@@ -103,7 +103,7 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 	if root != "" && !*adopt {
 		// The project's attestations say whether des ever witnessed this
 		// trail: a witness that is gone then is a finding, not a new trail.
-		attested = audit.WithAttestations(des.AuditAttestations(statedir.For(root, e.lookupEnv)), false)
+		attested = audit.WithAttestations(statedir.Attestations(statedir.For(root, e.lookupEnv)), false)
 		// The heads recorded outside the trail and the state directory:
 		// in the decision log and in git notes.
 		anchors, problems := auditAnchors(ctx, root, show)

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/internal/statedir"
 )
 
 // The hook writes the trail; `hook audit verify`, run as a process, finds
@@ -74,10 +74,10 @@ func TestAuditVerifyCommand(t *testing.T) {
 		stderr string // a part of stderr
 	}{
 		{"unchained lines", env, []string{"audit", "verify"}, 0,
-			"audit trail intact: 2 lines in 1 file (the first 2 lines predate the hash chain; only the last of them is covered)\nnot witnessed: the trail has no chained line yet; its head will be witnessed in " + des.AuditWitnessDir(env.lookup), ""},
+			"audit trail intact: 2 lines in 1 file (the first 2 lines predate the hash chain; only the last of them is covered)\nnot witnessed: the trail has no chained line yet; its head will be witnessed in " + statedir.AuditWitness(env.lookup), ""},
 		{"empty directory", env, []string{"audit", "verify", "--dir", t.TempDir()}, 0, "audit trail intact: 0 lines in 0 files\nnot witnessed: ", ""},
 		{"adopt, no chained line", env, []string{"audit", "verify", "--adopt"}, 0,
-			"audit trail intact: 2 lines in 1 file (the first 2 lines predate the hash chain; only the last of them is covered)\nnot witnessed: the trail has no chained line yet; its head will be witnessed in " + audit.WitnessPath(des.AuditWitnessDir(env.lookup), trail) + " from the first append\n", ""},
+			"audit trail intact: 2 lines in 1 file (the first 2 lines predate the hash chain; only the last of them is covered)\nnot witnessed: the trail has no chained line yet; its head will be witnessed in " + audit.WitnessPath(statedir.AuditWitness(env.lookup), trail) + " from the first append\n", ""},
 		{"configured directory", envMap{"CLAUDE_PROJECT_DIR": root, "DES_AUDIT_DIR": "elsewhere", "DES_STATE_DIR": t.TempDir()}, []string{"audit", "verify"}, 2, "",
 			"des-hook audit verify: no audit trail at elsewhere: no such directory"},
 		{"missing --dir", env, []string{"audit", "verify", "--dir", filepath.Join(root, "nope")}, 2, "", "no audit trail at " + filepath.Join(root, "nope")},

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/internal/statedir"
 )
 
@@ -194,9 +193,9 @@ func contentSHA256(b []byte) string {
 }
 
 // evidenceDir is where the hook processes of these tests keep the records
-// the gates read (des.EvidenceDir in the test's state directory).
+// the gates read (statedir.Evidence in the test's state directory).
 func evidenceDir(root string) string {
-	return des.EvidenceDir(statedir.For(root, func(k string) (string, bool) {
+	return statedir.Evidence(statedir.For(root, func(k string) (string, bool) {
 		if k == statedir.EnvVar {
 			return testStateDir, true
 		}

@@ -109,7 +109,7 @@ func runRefTransaction(ctx context.Context, e env, state string, stdin io.Reader
 			dir = top
 		}
 	}
-	moves, err := eng.StepFiles().RefMoves(ctx, dir, updates, nil)
+	moves, err := eng.StepFilesGate().RefMoves(ctx, dir, updates, nil)
 	if err != nil {
 		return refRefused(e, err, gate.RefMoveRecovery(err)...)
 	}

@@ -122,7 +122,7 @@ func runPrecommit(ctx context.Context, e env, args []string) int {
 			commit.Files = append(commit.Files, gate.CommitFile{Path: path})
 		}
 	} else {
-		staged, err := eng.StepFiles().Staged(ctx, ".")
+		staged, err := eng.StepFilesGate().Staged(ctx, ".")
 		if err != nil {
 			fmt.Fprintf(e.stderr, "des-hook precommit: cannot list the staged step files: %v\n", err)
 			return exitUsage

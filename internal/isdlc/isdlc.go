@@ -123,6 +123,20 @@ func Locate(opts Options) (string, error) {
 	return selectState(root, opts).stateFile, nil
 }
 
+// HasState reports whether a workflow state file applies to a call made in
+// cwd (as the event gives it; "" = root) under root: the cheap check a
+// caller makes before building an Engine for a call only the phase guards
+// could judge. It reads no policy and no setting. A state file that exists
+// but cannot be used counts: the guards judge it (DES-INTERNAL on the calls
+// they would judge).
+func HasState(root, cwd string, getenv func(string) (string, bool)) bool {
+	if cwd == "" {
+		cwd = root
+	}
+	file, err := Locate(Options{Root: root, Cwd: cwd, Getenv: getenv})
+	return err == nil && file != ""
+}
+
 // openRoot opens opts.Root (made absolute) and fills the defaults of opts.
 func openRoot(opts Options) (*os.Root, Options, error) {
 	if opts.Getenv == nil {
