@@ -324,7 +324,48 @@ type atkReply struct {
 	additionalContext               string
 }
 
-// hook runs the binary on one event with the harness's deadline and checks
+// hookInProcess decides raw in this process when the tests' hook calls are
+// (runHookInProcess); ok is false when it runs through the binary.
+func (p *atkProject) hookInProcess(t testing.TB, raw []byte, deadline time.Duration, env []string) (atkReply, int, bool) {
+	t.Helper()
+	if !testHookInProcess {
+		return atkReply{}, 0, false
+	}
+	start := time.Now()
+	res, ok := runHookInProcess(t, p.root, append(slices.Clip(p.env), env...), raw)
+	if !ok {
+		return atkReply{}, 0, false
+	}
+	r := atkReply{elapsed: time.Since(start), stdout: res.stdout, stderr: res.stderr}
+	r.hung = r.elapsed > deadline
+	return r, res.code, true
+}
+
+// hookBinary runs the built client on raw, killed at the deadline.
+func (p *atkProject) hookBinary(t testing.TB, raw []byte, deadline time.Duration, env []string) (atkReply, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, hookBin)
+	cmd.Env, cmd.Dir = append(slices.Clip(p.env), env...), p.root
+	cmd.Stdin = bytes.NewReader(raw)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = time.Second
+	start := time.Now()
+	err := cmd.Run()
+	r := atkReply{elapsed: time.Since(start), stdout: stdout.String(), stderr: stderr.String()}
+	if ctx.Err() != nil {
+		r.hung = true
+		return r, 0
+	}
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatal(err)
+	}
+	return r, cmd.ProcessState.ExitCode()
+}
+
+// hook runs the hook on one event (in process, or the binary) with the harness's deadline and checks
 // the protocol: exit 0, at most one JSON object on stdout, no panic. A hook
 // that does not answer in time fails the test and counts as an allow, as
 // Claude Code counts it.
@@ -345,26 +386,15 @@ func (p *atkProject) hook(t testing.TB, event any, deadline time.Duration, env .
 	if !p.sends(head.Event, head.Tool) {
 		return atkReply{notSent: true}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, hookBin)
-	cmd.Env, cmd.Dir = append(slices.Clip(p.env), env...), p.root
-	cmd.Stdin = bytes.NewReader(raw)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = time.Second
-	start := time.Now()
-	err := cmd.Run()
-	r := atkReply{elapsed: time.Since(start), stdout: stdout.String(), stderr: stderr.String()}
-	if ctx.Err() != nil {
+	r, code, ok := p.hookInProcess(t, raw, deadline, env)
+	if !ok {
+		r, code = p.hookBinary(t, raw, deadline, env)
+	}
+	if r.hung {
 		t.Errorf("the hook did not answer within %s (a hook that times out is an allow); event %.300s", deadline, raw)
-		r.hung = true
 		return r
 	}
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
-		t.Fatal(err)
-	}
-	if code := cmd.ProcessState.ExitCode(); code != 0 {
+	if code != 0 {
 		t.Errorf("hook exit status %d, want 0; stderr: %.600s", code, r.stderr)
 	}
 	if strings.Contains(strings.ToLower(r.stderr), "panic") {

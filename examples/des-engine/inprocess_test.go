@@ -70,7 +70,7 @@ func setUpHookPath(long bool) (func(), error) {
 // send the event to the server (DES_DECISION_SERVER=off, an event over
 // the input bound, a path in the client's own /proc view), which the
 // caller then runs through the binary.
-func runHookInProcess(t *testing.T, root string, environ []string, raw []byte) (hookRun, bool) {
+func runHookInProcess(t testing.TB, root string, environ []string, raw []byte) (hookRun, bool) {
 	t.Helper()
 	if len(raw) > maxInput {
 		return hookRun{}, false
