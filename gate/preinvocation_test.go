@@ -41,12 +41,17 @@ func newProjectEnv(t testing.TB, env map[string]string) *project {
 		t.Fatal(err)
 	}
 	eng, err := des.New(t.Context(), des.WithRoot(root), des.WithClock(func() time.Time { return gate1Now }),
-		des.WithEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
+		des.WithEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }), des.WithPolicyCache(testPolicies))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &project{t, root, eng}
 }
+
+// testPolicies keeps the compiled policies between the tests' projects, as
+// a decision server does between requests: a project without policies of
+// its own shares one compilation of the built-in bundle.
+var testPolicies = des.NewPolicyCache(16)
 
 func (p *project) writeStep(rel string, doc any) {
 	p.t.Helper()
