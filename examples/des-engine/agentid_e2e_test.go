@@ -22,6 +22,7 @@ func asSubagent(ev map[string]any) map[string]any {
 // TestSubagentCorpusPayloadHasAgentID holds the constant above to the real
 // payload, so that the tests below use what Claude Code sends.
 func TestSubagentCorpusPayloadHasAgentID(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join(corpusDir, "curated", "PostToolUse_Write.json"))
 	if err != nil {
 		t.Skipf("corpus not here: %v", err)
@@ -63,6 +64,7 @@ func wantAgentID(t *testing.T, root, event, toolUseID, want string) {
 // The audit entries the guards write for a subagent's tool call name the
 // subagent (its agent_id); a main-thread call's entries do not.
 func TestE2EAuditEntriesOfSubagentCallsCarryAgentID(t *testing.T) {
+	t.Parallel()
 	for _, sub := range []bool{true, false} {
 		who := map[bool]string{true: "subagent", false: "main thread"}[sub]
 		want := map[bool]string{true: subagentAgentID}[sub]

@@ -187,10 +187,12 @@ func atkBashCases() []atkBashCase {
 }
 
 func TestAttackBash(t *testing.T) {
+	t.Parallel()
 	tmpl := newAtkProject(t, false)
-	for _, c := range atkBashCases() {
+	for i, c := range atkBashCases() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			testenv.Sample(t, i, 3)
 			if c.slow {
 				testenv.Long(t)
 			}
@@ -237,6 +239,7 @@ func TestAttackBash(t *testing.T) {
 // Gate 3: forms of git commit that a reading of the command must judge as
 // a commit. The effect: no new commit holds the unfinished step.
 func TestAttackGitCommit(t *testing.T) {
+	t.Parallel()
 	tmpl := newAtkProject(t, false)
 	unfinished := strings.Replace(atkStep("01-02", false), `"status": "NOT_EXECUTED"`, `"status": "IN_PROGRESS"`, 1)
 	staged := func(t *testing.T, p *atkProject) {
@@ -273,9 +276,10 @@ func TestAttackGitCommit(t *testing.T) {
 		{"merge of a branch holding the step", `git merge --no-ff --no-verify -m merge side`, side, false},
 		{"cherry-pick of a commit holding the step", `git -c core.hooksPath=/dev/null cherry-pick side`, side, false},
 	}
-	for _, c := range cases {
+	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			testenv.Sample(t, i, 3)
 			p := tmpl.fresh(t, false)
 			c.setup(t, p)
 			before := p.commits(t)
@@ -294,6 +298,7 @@ func TestAttackGitCommit(t *testing.T) {
 // driver, an fsmonitor hook), which the agent can set, never run inside
 // the hook; a filter that fails does not turn Gate 3 into no opinion.
 func TestAttackGitFilters(t *testing.T) {
+	t.Parallel()
 	tmpl := newAtkProject(t, false)
 	for _, c := range []struct {
 		name    string
@@ -346,6 +351,7 @@ func TestAttackGitFilters(t *testing.T) {
 // Gate 2: the subagent rewrites or deletes its own transcript; the stop is
 // judged all the same, from what DES recorded when it started the run.
 func TestAttackGate2Transcript(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, cmd string }{
 		{"markers edited", `sed -i '1s/DES-/DES_/g' %s`},
 		{"transcript deleted", `rm %s`},
@@ -379,6 +385,7 @@ func TestAttackGate2Transcript(t *testing.T) {
 // V8 in two writes: each step passes alone, the pair regresses a
 // completed phase. Each write is made as Claude Code makes it.
 func TestAttackV8TwoWrites(t *testing.T) {
+	t.Parallel()
 	tmpl := newAtkProject(t, false)
 	dropped := strings.Replace(strings.Replace(stateV5, `"state_version": 5`, `"state_version": 6`, 1),
 		`"01-requirements": "completed", `, ``, 1)
@@ -449,6 +456,7 @@ func (p *atkProject) writeTool(t *testing.T, rel, content string) atkCall {
 
 // Gate 1 refuses a subagent on a DONE step whatever the validation level.
 func TestAttackGate1DoneStepAtLevelNone(t *testing.T) {
+	t.Parallel()
 	p := newAtkProject(t, false)
 	before := p.snapshot(t)
 	prompt := "<!-- DES-VALIDATION: required -->\n<!-- DES-ORIGIN: command:/nw:review -->\n<!-- DES-STEP-FILE: " + atkDoneStep + " -->\nReview the cart total.\n"
@@ -462,6 +470,7 @@ func TestAttackGate1DoneStepAtLevelNone(t *testing.T) {
 // The audit trail: deleted, cut at the end with .head fixed, or rewritten
 // from line 1; `hook audit verify` must say broken (exit 1) each time.
 func TestAttackAuditTrail(t *testing.T) {
+	t.Parallel()
 	tmpl := newAtkProject(t, false)
 	trail := func(t *testing.T) (*atkProject, string) {
 		p := tmpl.fresh(t, true)

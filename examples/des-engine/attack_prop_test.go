@@ -306,6 +306,7 @@ func atkProperty(t *testing.T, tmpl *atkProject, ch atkChooser, replay string) {
 // DES_ATTACK_SOAK=N runs N from a random seed printed at the start instead;
 // DES_ATTACK_SEED=N[,M...] replays those.
 func TestAttackProperty(t *testing.T) {
+	t.Parallel()
 	n, base := testenv.Pick(8, 48), uint64(20261123)
 	if s := os.Getenv("DES_ATTACK_SOAK"); s != "" {
 		soak, err := strconv.Atoi(s)
@@ -341,6 +342,7 @@ func TestAttackProperty(t *testing.T) {
 // TestAttackCommandGenerator checks the grammar itself: every command it
 // makes is valid shell, so the property tests attacks, not syntax errors.
 func TestAttackCommandGenerator(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for seed := range uint64(300) {
 		cmd, _, _ := atkCommand(newAtkRand(seed), "/proj")

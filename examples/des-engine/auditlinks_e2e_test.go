@@ -15,6 +15,7 @@ import (
 // write that file: not the head record's rewrite, not a day file's append
 // (whose lines carry text the agent chose), not the lock.
 func TestE2EAuditWritesThroughNoLink(t *testing.T) {
+	t.Parallel()
 	for _, at := range []string{".head", ".lock", "today's day file", ".des/audit", ".des"} {
 		t.Run(at, func(t *testing.T) {
 			root := t.TempDir()
@@ -65,6 +66,7 @@ func TestE2EAuditWritesThroughNoLink(t *testing.T) {
 // link), and `audit verify`, the check a person runs, must not report the
 // trail intact by checking the directory the link points to.
 func TestE2EAuditVerifyRefusesLinkedTrail(t *testing.T) {
+	t.Parallel()
 	for _, at := range []string{".des/audit", ".des"} {
 		t.Run(at, func(t *testing.T) {
 			root := t.TempDir()

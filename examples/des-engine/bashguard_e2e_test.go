@@ -41,6 +41,7 @@ func linkChain(t *testing.T, root, dir string, n int) string {
 // past that, a write that could name DES's files fails closed instead of
 // hanging (a hook that times out is an allow).
 func TestE2ELinkChainsNeverHang(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, ".isdlc/state.json", stateV5)
 	deep := linkChain(t, root, "deep", 24)
@@ -80,6 +81,7 @@ func TestE2ELinkChainsNeverHang(t *testing.T) {
 // A relative file_path is where Claude Code writes it: against the event's
 // cwd, not the project root.
 func TestE2ERelativeWritePathsFollowCwd(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, ".isdlc/state.json", stateV5)
 	writeFile(t, root, "sub/keep.txt", "")
@@ -110,6 +112,7 @@ func TestE2ERelativeWritePathsFollowCwd(t *testing.T) {
 // JSON under a steps/ folder that is not a DES step file gets no opinion,
 // from Write and from Bash; a real step file there is still guarded.
 func TestE2EStepLookAlikesAreNotGuarded(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, "src/onboarding/steps/welcome.json", `{"title": "Welcome"}`)
 	writeFile(t, root, ".github/workflows/steps/build.json", `{"run": "make"}`)
@@ -154,6 +157,7 @@ func TestE2EStepLookAlikesAreNotGuarded(t *testing.T) {
 // write to another name of DES's settings or of a guarded document is
 // judged as a write to it.
 func TestE2EHardLinks(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	const config = `{"stale_threshold_minutes": 30}`
 	writeFile(t, root, ".des/config.json", config)
@@ -206,6 +210,7 @@ func TestE2EHardLinks(t *testing.T) {
 // or DES's files: the command is judged, then (when allowed) really run and
 // the files compared.
 func TestE2EBroadCommandsOnlyWhenTheyChangeAGuardedDocument(t *testing.T) {
+	t.Parallel()
 	const step = `{"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}` + "\n"
 	setup := func(t *testing.T) string {
 		root := gitProject(t)
@@ -284,6 +289,7 @@ func TestE2EBroadCommandsOnlyWhenTheyChangeAGuardedDocument(t *testing.T) {
 // DES's look at the index runs none of the repository's filters: an agent
 // that configures a clean filter does not get code run inside the hook.
 func TestE2EBroadCommandsRunNoRepositoryFilter(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	writeFile(t, root, ".isdlc/state.json", stateV5)
 	git(t, root, "add", ".")
@@ -306,6 +312,7 @@ func TestE2EBroadCommandsRunNoRepositoryFilter(t *testing.T) {
 // command, and targets DES cannot know: each denied command is judged
 // only, each allowed one is really run with bash and its effect checked.
 func TestE2EBashSpellingsLinksAndDynamicTargets(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	root := filepath.Join(home, "proj")
 	writeFile(t, root, ".isdlc/state.json", stateV5)

@@ -59,6 +59,7 @@ func opaBuild(t *testing.T, key string, files map[string]string) []byte {
 // kept copy changed on disk is refused, and a bundle the server publishes
 // unsigned leaves the kept one in use.
 func TestE2EOrganisationBundle(t *testing.T) {
+	t.Parallel()
 	opaCLIPath(t)
 	root := t.TempDir()
 	k, err := rsa.GenerateKey(rand.Reader, 2048)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestBundlePullWithoutBundles(t *testing.T) {
+	t.Parallel()
 	env := envMap{"CLAUDE_PROJECT_DIR": t.TempDir()}
 	res := runCLI(t, env, "bundle", "pull")
 	if res.code != 0 || !strings.Contains(res.stdout, "bundle_urls names none") {
@@ -22,6 +23,7 @@ func TestBundlePullWithoutBundles(t *testing.T) {
 }
 
 func TestBundleUsageAndSettingErrors(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for _, tc := range []struct {
 		args []string
@@ -50,6 +52,7 @@ func TestBundleUsageAndSettingErrors(t *testing.T) {
 }
 
 func TestVersionAndStatusShowBundles(t *testing.T) {
+	t.Parallel()
 	env := envMap{"CLAUDE_PROJECT_DIR": t.TempDir(), "DES_BUNDLE_URLS": "https://example.com/acme.tar.gz", "DES_BUNDLE_PUBLIC_KEY": "missing.pem", "DES_OPA_URL": "http://127.0.0.1:8181"}
 	res := runCLI(t, env, "version")
 	for _, want := range []string{"decisions: http://127.0.0.1:8181", "bundles: 1", "https://example.com/acme.tar.gz", "never", "NOT IN USE: setting bundle_public_key"} {

@@ -31,6 +31,7 @@ func runCLI(t *testing.T, env envMap, args ...string) cliResult {
 }
 
 func TestSettings(t *testing.T) {
+	t.Parallel()
 	check := func(t *testing.T, res cliResult, wantCommand string) {
 		t.Helper()
 		if res.code != 0 || !strings.Contains(res.stderr, "onFailure") {
@@ -157,6 +158,7 @@ func TestSettings(t *testing.T) {
 }
 
 func TestShellQuote(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"/usr/local/bin/hook":              "/usr/local/bin/hook",
 		"/a/b-c_d.e+f@g%h=i:j,k":           "/a/b-c_d.e+f@g%h=i:j,k",
@@ -188,6 +190,7 @@ func TestShellQuote(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	res := runCLI(t, envMap{"CLAUDE_PROJECT_DIR": t.TempDir()}, "version")
 	if res.code != 0 || res.stderr != "" {
 		t.Fatalf("code %d, stderr %q", res.code, res.stderr)
@@ -208,6 +211,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestPolicies(t *testing.T) {
+	t.Parallel()
 	env := envMap{"CLAUDE_PROJECT_DIR": t.TempDir()}
 
 	res := runCLI(t, env, "policies")
@@ -250,6 +254,7 @@ func TestPolicies(t *testing.T) {
 }
 
 func TestPoliciesErrors(t *testing.T) {
+	t.Parallel()
 	t.Run("bad setting", func(t *testing.T) {
 		res := runCLI(t, envMap{"CLAUDE_PROJECT_DIR": t.TempDir(), "DES_STALE_THRESHOLD_MINUTES": "soon"}, "policies")
 		if res.code != 2 || res.stdout != "" || !strings.Contains(res.stderr, "stale_threshold_minutes") {
@@ -267,6 +272,7 @@ func TestPoliciesErrors(t *testing.T) {
 }
 
 func TestCommandRoot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	if got := commandRoot(ctx, envMap{"CLAUDE_PROJECT_DIR": "/proj"}.lookup); got != "/proj" {
 		t.Errorf("with CLAUDE_PROJECT_DIR: %q", got)
@@ -281,6 +287,7 @@ func TestCommandRoot(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args     []string
 		code     int

@@ -244,6 +244,7 @@ func checkHookOutput(code int, runErr error, stdout, stderr []byte) error {
 // that holds no DES document: none may be denied, blocked or crash. By
 // default a sample (corpusSample); DES_TEST_LONG=1 runs every payload.
 func TestCorpus(t *testing.T) {
+	t.Parallel()
 	dir := requireCorpus(t)
 	payloads := loadCorpus(t, dir)
 	if len(payloads) < 3800 {
@@ -383,6 +384,7 @@ func TestBinary(t *testing.T) {
 }
 
 func TestCheckHookOutput(t *testing.T) {
+	t.Parallel()
 	// The corpus assertion itself must catch what it is there to catch.
 	for name, tc := range map[string]struct {
 		code           int

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // holdLock holds an flock(2) on path from another process, as an agent's
@@ -64,6 +65,7 @@ func timedRun(t *testing.T, root string, deadline time.Duration, event any) hook
 // must record before it allows it) the hook denies with DES-INTERNAL naming
 // the lock; elsewhere it gives no opinion at once.
 func TestE2EHeldAuditLockEndsAtTheDeadline(t *testing.T) {
+	testenv.Long(t) // seconds of sleeps and processes: CI runs it (DES_TEST_LONG=1)
 	root := gitProject(t)
 	writeFile(t, root, stepPath, finishedStep(t, "EXECUTED"))
 	git(t, root, "add", stepPath)
@@ -105,6 +107,7 @@ func TestE2EHeldAuditLockWaitIsBounded(t *testing.T) {
 // A writer that never closes stdin: the hook gives no opinion (it cannot
 // know the event, so DES is not in charge) and exits 0 by the deadline.
 func TestE2EStdinNeverClosed(t *testing.T) {
+	testenv.Long(t) // seconds of sleeps and processes: CI runs it (DES_TEST_LONG=1)
 	root := t.TempDir()
 	deadline := 1500 * time.Millisecond
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -143,6 +146,7 @@ func TestE2EStdinNeverClosed(t *testing.T) {
 // Gate 2 with the audit lock held: the stop is still judged and answered by
 // the deadline, and the message names the lock it could not take.
 func TestE2EHeldAuditLockAtSubagentStop(t *testing.T) {
+	testenv.Long(t) // seconds of sleeps and processes: CI runs it (DES_TEST_LONG=1)
 	root, transcript, env := gate2Project(t)
 	completeAroundTheGuard(t, root)
 	holdLock(t, filepath.Join(root, ".des", "audit", ".lock"))

@@ -59,6 +59,7 @@ func (c *logCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the built binaries, then `des-hook logs push` to a collector that is
 // down, then up.
 func TestE2EDecisionLogPush(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("testdata/gate1-incomplete-prompt.json")
 	if err != nil {
 		t.Fatal(err)
@@ -179,6 +180,7 @@ func BenchmarkProcessDecisionLog(b *testing.B) {
 // the background, at most once per delay (DES_SERVER_LOG_PUSH_SECONDS), with
 // the token of the request's environment.
 func TestE2EDecisionLogPushedByServer(t *testing.T) {
+	t.Parallel()
 	if testDecisionServer == "off" {
 		t.Skip("DES_TEST_DECISION_SERVER=off: the decision server is not used")
 	}
@@ -218,6 +220,7 @@ func TestE2EDecisionLogPushedByServer(t *testing.T) {
 // what went, when, by whom, with which credentials, and where the token
 // must be set for the background push.
 func TestE2ELogsPushReportsBackgroundPush(t *testing.T) {
+	t.Parallel()
 	if testDecisionServer == "off" {
 		t.Skip("DES_TEST_DECISION_SERVER=off: the decision server is not used")
 	}

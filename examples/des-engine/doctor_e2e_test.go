@@ -56,6 +56,7 @@ func findingFor(rep doctorReport, check string) (finding, bool) {
 }
 
 func TestE2EDoctorInstalledProject(t *testing.T) {
+	t.Parallel()
 	root, home := installed(t)
 	code, rep, out := doctorRun(t, root, home, t.TempDir())
 	if code != 0 || !rep.Running {
@@ -78,6 +79,7 @@ func TestE2EDoctorInstalledProject(t *testing.T) {
 // A managed policy that switches hooks off: doctor names it and the file,
 // and exits 1, whatever the project's settings say.
 func TestE2EDoctorManagedPolicy(t *testing.T) {
+	t.Parallel()
 	root, home := installed(t)
 	for name, policy := range map[string]string{
 		"disableAllHooks":       `{"disableAllHooks": true}`,
@@ -105,6 +107,7 @@ func TestE2EDoctorManagedPolicy(t *testing.T) {
 // Entries that point at a binary that is gone, or a client without
 // des-engine beside it, or no entries at all: not running.
 func TestE2EDoctorBrokenInstall(t *testing.T) {
+	t.Parallel()
 	root, home := t.TempDir(), t.TempDir()
 	if code, rep, _ := doctorRun(t, root, home, t.TempDir()); code != 1 || !strings.Contains(rep.Verdict, "no settings file has a hook") {
 		t.Errorf("no entries: exit %d, %s", code, rep.Verdict)
@@ -139,6 +142,7 @@ func TestE2EDoctorBrokenInstall(t *testing.T) {
 }
 
 func TestMatcherMatches(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		matcher, tool string
 		want          bool

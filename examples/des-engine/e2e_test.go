@@ -126,6 +126,7 @@ func denyReason(t *testing.T, r hookRun) string {
 }
 
 func TestE2EProtectedPaths(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	cases := []struct {
 		tool, file string
@@ -153,6 +154,7 @@ func TestE2EProtectedPaths(t *testing.T) {
 }
 
 func TestE2EConfiguredPolicyDir(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "rules"), 0o755); err != nil {
 		t.Fatal(err)
@@ -166,6 +168,7 @@ func TestE2EConfiguredPolicyDir(t *testing.T) {
 // Fail posture: a bad setting denies with DES-INTERNAL where DES is in
 // charge, and gives no opinion (logging the error) elsewhere.
 func TestE2EBadSettingFailsClosedOnlyWhereRequired(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	bad := []string{"DES_STALE_THRESHOLD_MINUTES=soon"}
 	reason := denyReason(t, runHookProcess(t, root, bad, writeEvent(root, "Write", ".des/policies/x.rego")))
@@ -182,6 +185,7 @@ func TestE2EBadSettingFailsClosedOnlyWhereRequired(t *testing.T) {
 }
 
 func TestE2EBrokenTeamPolicyFailsClosed(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, ".des/policies/team.rego", "package des.gates.tool_use\n\ndeny contains x if {\n")
 	reason := denyReason(t, runHookProcess(t, root, nil, writeEvent(root, "Edit", ".des/config.json")))
@@ -196,6 +200,7 @@ func TestE2EBrokenTeamPolicyFailsClosed(t *testing.T) {
 
 // The README's quickstart fixture denies, run from any project directory.
 func TestE2EQuickstartFixture(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("testdata/protected-write.json")
 	if err != nil {
 		t.Fatal(err)
@@ -211,6 +216,7 @@ func TestE2EQuickstartFixture(t *testing.T) {
 // replaces des-engine beside the client switches des off. A Write and a
 // Bash `mv` onto either binary are denied.
 func TestE2EBinariesProtected(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	engine := filepath.Join(filepath.Dir(hookBin), "des-engine")
 	for _, target := range []string{engine, hookBin} {

@@ -41,6 +41,7 @@ func bashCall(t *testing.T, root string, env []string, id, command string) {
 // here a confirmed PHASE_STARTED for every phase, so that a step written
 // as finished with Bash then passes Gate 2's DES-PHASE-JUMP check.
 func TestE2EForgedPendingRecordIsNotConfirmed(t *testing.T) {
+	t.Parallel()
 	root, transcript, env := gate2Project(t)
 	// The forger, left in the background by an earlier Bash call.
 	bashCall(t, root, env, "toolu_bg", "nohup ./forge.sh >/dev/null 2>&1 &")
@@ -110,6 +111,7 @@ func TestE2EForgedPendingRecordIsNotConfirmed(t *testing.T) {
 // every phase already done) makes Gate 2 take the phases written with Bash
 // in this run for work done before it, and pass the stop.
 func TestE2EForgedRunRecordDoesNotPassGate2(t *testing.T) {
+	t.Parallel()
 	root, transcript, env := gate2Project(t)
 	runs := filepath.Join(root, ".des", "runs")
 	forge := func(t *testing.T) {
@@ -156,6 +158,7 @@ func TestE2EForgedRunRecordDoesNotPassGate2(t *testing.T) {
 // A verdict rewritten after Gate 2 failed the step hides the failure from
 // the orchestrator at PostToolUse for the Agent call.
 func TestE2EForgedStopVerdictStillReportsTheFailure(t *testing.T) {
+	t.Parallel()
 	root, transcript, env := gate2Project(t)
 	completeAroundTheGuard(t, root)
 	out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false)))

@@ -33,6 +33,7 @@ func jsParse(t *testing.T, payload, field string) (string, bool) {
 // reads them: exactly, the last duplicate winning. The file judged is the
 // file Claude Code would write, and the command judged the one it would run.
 func TestE2EExactKeysAsClaudeCodeReadsThem(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	cfg := root + "/.des/config.json"
 	cases := []struct {

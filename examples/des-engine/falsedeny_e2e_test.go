@@ -23,6 +23,7 @@ const realStep = `{
 // denied; a branch (-prune -o ...) is judged by its own tests.
 // Each allowed command is then run, and the guarded files are still there.
 func TestE2EFindWithANameTest(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		command string
 		code    string // "" = allowed
@@ -93,6 +94,7 @@ func TestE2EFindWithANameTest(t *testing.T) {
 // Edit, a Bash write and a commit of them are allowed, through the hook and
 // `des-hook precommit`, while a real step file beside them is still judged.
 func TestE2EStepLookAlikesAreNotStepFiles(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	initRepo(t, root, "main")
 	fixture := "test/fixtures/steps/01-01.json"
@@ -149,6 +151,7 @@ func TestE2EStepLookAlikesAreNotStepFiles(t *testing.T) {
 // PREPARE started through the guard. A rewrite that changes a value is
 // said at once, to the agent and the user, and audited.
 func TestE2EFormatterHookKeepsTheWriteConfirmed(t *testing.T) {
+	t.Parallel()
 	root, transcript, env := gate2Project(t)
 	write := func(i, phase int, set map[string]any, format func(doc map[string]any) string) hookRun {
 		t.Helper()
@@ -204,6 +207,7 @@ func TestE2EFormatterHookKeepsTheWriteConfirmed(t *testing.T) {
 // des itself leaves beside the task graph and the workflow states, and
 // des's own directory, are never among them.
 func TestE2EGate2ScopeLeavesDESFilesOut(t *testing.T) {
+	t.Parallel()
 	root, transcript, env := gate2Project(t)
 	doc := readStep(t, root)
 	doc["allowed_file_patterns"] = []any{"src/**"}
@@ -232,6 +236,7 @@ func TestE2EGate2ScopeLeavesDESFilesOut(t *testing.T) {
 // (des's memory of the phases moves on, silently); a hook that changes a
 // value is said at once and audited.
 func TestE2EFormatterHookKeepsTheStateWriteConfirmed(t *testing.T) {
+	t.Parallel()
 	root := isdlcProject(t)
 	st := isdlcState()
 	post := func(id string, st map[string]any, landed string) hookRun {
@@ -267,6 +272,7 @@ func TestE2EFormatterHookKeepsTheStateWriteConfirmed(t *testing.T) {
 // call as leaving a job running for eleven minutes, so a hand edit made
 // after it was undone at the next call as that call's doing.
 func TestE2EHandEditAfterQuotedAmpersand(t *testing.T) {
+	t.Parallel()
 	for _, command := range []string{`echo "Tom & Jerry"`, `git commit -qm 'cart & checkout' --allow-empty --no-verify`, `grep -c nohup README.md || true`} {
 		t.Run(command, func(t *testing.T) {
 			root := effProject(t)
@@ -293,6 +299,7 @@ func TestE2EHandEditAfterQuotedAmpersand(t *testing.T) {
 // that call's check finds the formatted content, which the baseline must
 // hold, not the bytes the guard judged.
 func TestE2EFormattedWriteWhileACallRuns(t *testing.T) {
+	t.Parallel()
 	root, _, env := gate2Project(t)
 	git(t, root, "init", "-q")
 	bash := func(event, id, command string) hookRun {

@@ -12,6 +12,7 @@ import (
 // Gate 2: the hook judges the step Gate 1 recorded and fails the stop with
 // DES-TRANSCRIPT-TAMPERED, even when the work itself is honest.
 func TestE2EGate2TamperedTranscriptFailsTheStop(t *testing.T) {
+	t.Parallel()
 	sed, err := exec.LookPath("sed")
 	if err != nil {
 		t.Skip("sed is not installed")
@@ -80,6 +81,7 @@ func TestE2EGate2TamperedTranscriptFailsTheStop(t *testing.T) {
 // `sed -i 's/DES-/DES_/g'` on its transcript, the command itself, does not
 // hide the run from Gate 2.
 func TestE2EGate2BindingAtTheFirstToolCall(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash is not installed")
 	}

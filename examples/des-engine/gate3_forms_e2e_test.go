@@ -24,6 +24,7 @@ func mustRunBash(t *testing.T, dir, command string) {
 // subcommand DES cannot read. Unfinished: denied. Finished: no opinion,
 // and the command, really run, makes the commit.
 func TestE2EGate3CommitSpellings(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash is not installed")
 	}
@@ -64,6 +65,7 @@ func TestE2EGate3CommitSpellings(t *testing.T) {
 // merge, cherry-pick, revert and rebase make commits from content already
 // in the repository: the step files those commits hold are judged.
 func TestE2EGate3SequencerCommits(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	git(t, root, "branch", "-M", "main")
 	writeFile(t, root, stepPath, finishedStep(t, "EXECUTED"))
@@ -116,6 +118,7 @@ func TestE2EGate3SequencerCommits(t *testing.T) {
 // A commit in a repository named by --git-dir is one des cannot read: in a
 // project with step files it fails closed.
 func TestE2EGate3GitDirFailsClosed(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	writeFile(t, root, stepPath, finishedStep(t, "EXECUTED"))
 	reason := denyReason(t, runHookProcess(t, root, nil, bashEvent(t, root, "git --git-dir=.git --work-tree=. commit -am x")))

@@ -41,6 +41,7 @@ func assertNoMarks(t *testing.T, marks, when string) {
 // textconv, external diff and fsmonitor must never run inside the hook,
 // and Gate 3 still judges the commit.
 func TestE2EGate3RunsNoRepositoryProgram(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	// The step is committed finished before the drivers exist, then left
 	// unfinished in the work tree with an old time stamp, so git has to
@@ -86,6 +87,7 @@ func TestE2EGate3RunsNoRepositoryProgram(t *testing.T) {
 // "no opinion" that would let the commit through unjudged. A project
 // without step files gets no opinion.
 func TestE2EGate3GitFailureFailsClosed(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		break_ func(t *testing.T, root string)

@@ -9,6 +9,7 @@ import (
 // collection off with a bounded heap, unless the environment sets GOGC or
 // GOMEMLIMIT.
 func TestHookGC(t *testing.T) {
+	t.Parallel()
 	restore := func(percent int, limit int64) {
 		debug.SetGCPercent(percent)
 		debug.SetMemoryLimit(limit)

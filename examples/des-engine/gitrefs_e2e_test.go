@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // refProject is a git project with des's hooks installed by the built
@@ -110,10 +112,11 @@ func landedUnfinished(t *testing.T, root, unfinished string) []string {
 // hook, run for real by an agent's Bash call: no branch or tag ends up on
 // the unfinished step.
 func TestE2EGitRefFormsLandNothingUnfinished(t *testing.T) {
+	t.Parallel()
 	unfinished := finishedStep(t, "IN_PROGRESS")
 	loose := `C=$(git commit-tree -p HEAD -m wip $(git write-tree)) && `
 	stage := "git add -A && "
-	for _, c := range []struct{ name, command string }{
+	for i, c := range []struct{ name, command string }{
 		{"commit -n", stage + "git commit -n -qm wip"},
 		{"update-ref", stage + loose + "git update-ref refs/heads/master $C"},
 		{"reset --soft", stage + loose + "git reset --soft $C"},
@@ -130,6 +133,7 @@ func TestE2EGitRefFormsLandNothingUnfinished(t *testing.T) {
 		{"replace", stage + loose + "git replace HEAD $C"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			testenv.Sample(t, i, 2)
 			root := refProject(t)
 			head := strings.TrimSpace(git(t, root, "rev-parse", "HEAD"))
 			writeFile(t, root, stepPath, unfinished)
@@ -159,6 +163,7 @@ func TestE2EGitRefFormsLandNothingUnfinished(t *testing.T) {
 // branch, commits of a finished step and of a plan, a merge, a stash, a
 // rebase, a reset to an existing commit, a fetch into refs/remotes.
 func TestE2EGitRefHonestFormsPass(t *testing.T) {
+	t.Parallel()
 	root := refProject(t)
 	plan := plannedStep(t, map[string]any{"status": "TODO"})
 	for _, command := range []string{
@@ -187,6 +192,7 @@ func TestE2EGitRefHonestFormsPass(t *testing.T) {
 // script file), the check after the call moves the branch back and tells
 // the model.
 func TestE2EGitRefBypassedHookIsUndone(t *testing.T) {
+	t.Parallel()
 	root := refProject(t)
 	unfinished := finishedStep(t, "IN_PROGRESS")
 	head := strings.TrimSpace(git(t, root, "rev-parse", "HEAD"))
@@ -224,6 +230,7 @@ func TestE2EGitRefBypassedHookIsUndone(t *testing.T) {
 // The reference-transaction hook is one of DES's files: removed by a Bash
 // call, it is put back after the call, and the next move is judged again.
 func TestE2EGitRefHookRemovedIsRestored(t *testing.T) {
+	t.Parallel()
 	root := refProject(t)
 	hook := filepath.Join(root, ".git", "hooks", "reference-transaction")
 	raw, err := os.ReadFile(hook)
@@ -253,6 +260,7 @@ func TestE2EGitRefHookRemovedIsRestored(t *testing.T) {
 // A reference-transaction hook des did not write is left alone, and the
 // lines to add are printed; des's own is rewritten.
 func TestE2EGitRefInstallLeavesForeignHook(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	hook := filepath.Join(root, ".git", "hooks", "reference-transaction")
 	foreign := "#!/bin/sh\nexit 0\n"
@@ -282,6 +290,7 @@ func TestE2EGitRefInstallLeavesForeignHook(t *testing.T) {
 // step as git's honest change (its commit was not judged): the work tree
 // gets the step back as it was, and the forged content is kept.
 func TestE2EGitRefBypassedCommitIsNoGitSync(t *testing.T) {
+	t.Parallel()
 	root := refProject(t)
 	before := fileText(t, root, stepPath)
 	head := git(t, root, "rev-parse", "HEAD")

@@ -24,6 +24,7 @@ import (
 // still lands. Seeds are fixed by default (4, and 16 with
 // DES_TEST_LONG=1); DES_GITREFS_SEED=N replays one.
 func TestGitRefsProperty(t *testing.T) {
+	t.Parallel()
 	seeds := []uint64{1, 2, 3, 4}
 	if testenv.IsLong() {
 		for s := uint64(5); s <= 16; s++ {

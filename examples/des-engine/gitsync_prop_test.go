@@ -26,6 +26,7 @@ import (
 // overwrote with the next Write) is on disk, in a commit git can still
 // reach (branches, the stash, the reflogs), or among des's kept contents.
 func TestE2EGitSyncProperty(t *testing.T) {
+	t.Parallel()
 	seeds, steps := 2, 8
 	if testenv.IsLong() {
 		seeds, steps = 12, 20

@@ -44,6 +44,7 @@ var honestSources = []string{"src/app.go", "src/cart.go", "notes.txt", "docs/fea
 // 2 seeds of 14 steps by default, 12 of 40 with DES_TEST_LONG=1;
 // DES_HONEST_SEED=N replays one seed.
 func TestE2EHonestWorkProperty(t *testing.T) {
+	t.Parallel()
 	n, steps := testenv.Pick(2, 14), testenv.Pick(12, 40)
 	seeds := []uint64{}
 	for i := range n {

@@ -16,6 +16,7 @@ import (
 // must not hold the hook, which opened it for writing and waited for a
 // reader that never comes, on every event, until Claude Code's timeout.
 func TestAttack2DecisionLogPipeNeverHoldsTheHook(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, ".des/config.json", `{"decision_log": "on"}`)
 	dir := filepath.Join(root, ".des", "decisions")

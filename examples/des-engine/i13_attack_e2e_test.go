@@ -12,6 +12,7 @@ import (
 // secrets in variables, file contents in heredocs. The branch guard hands
 // the policy the whole command of a commit made during a workflow.
 func TestAttackDecisionLogMasksBashCommand(t *testing.T) {
+	t.Parallel()
 	root := branchRepo(t, "main")
 	withWorkflow(t, root, workflowState(featurePhases, 5))
 	command := "export DES_OPA_TOKEN=canary-secret-1 && cat > notes.txt <<'EOF'\ncanary-content-2\nEOF\ngit commit -am x"

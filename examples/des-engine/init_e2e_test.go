@@ -14,6 +14,7 @@ import (
 // bound is the number of allocations GODEBUG=inittrace=1 reports per
 // package; a package-level regexp.MustCompile of a real pattern exceeds it.
 func TestE2EInitWork(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	cmd := exec.Command(engineBin) // the in-process path: des-engine is what pays for init
 	cmd.Env = append(cleanEnviron(), "CLAUDE_PROJECT_DIR="+root, "GODEBUG=inittrace=1")

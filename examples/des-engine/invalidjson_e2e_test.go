@@ -9,6 +9,7 @@ import (
 // A document that is not JSON is denied with where it breaks, as a person
 // editing it counts: line and column.
 func TestE2EInvalidJSONDenyNamesLineAndColumn(t *testing.T) {
+	t.Parallel()
 	// The value of "state" on line 3 starts with an 'o' at column 12.
 	const broken = "{\n  \"task_id\": \"01-01\",\n  \"state\": oops\n}\n"
 	const where = "line 3, column 12"

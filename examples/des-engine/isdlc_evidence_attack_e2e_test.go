@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 const attackTestFile = "package shop\n\nimport \"testing\"\n\nfunc TestTotal(t *testing.T) {\n\tif got := Total(2, 3); got != 5 {\n\t\tt.Fatalf(\"Total(2, 3) = %d, want 5\", got)\n\t}\n}\n"
@@ -40,10 +42,11 @@ func lastRun(t *testing.T, root string) string {
 // line that runs go test but masks its status or output, or go test told
 // to run no test, exits 0 with a failing test. None of them is a pass.
 func TestE2EISDLCFakedTestRunsPassNothing(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not installed: no real test runner to run")
 	}
-	for _, c := range []struct{ command, note string }{
+	for i, c := range []struct{ command, note string }{
 		{"cd shop && go test ./... >/dev/null 2>&1; true", "the command redirects"},
 		{"cd shop && go test ./... 2>&1 | grep -v FAIL", "joins commands with |"},
 		{"true || go test ./...", "joins commands with ||"},
@@ -57,6 +60,7 @@ func TestE2EISDLCFakedTestRunsPassNothing(t *testing.T) {
 		{"cd shop && go test ./... 2>&1 | tail -1", "Fix the failing"}, // its output says FAIL
 	} {
 		t.Run(c.command, func(t *testing.T) {
+			testenv.Sample(t, i, 2)
 			root := attackProject(t)
 			out, code, note := testRunBashNote(t, root, nil, c.command, nil)
 			if code != 0 {
@@ -80,6 +84,7 @@ func TestE2EISDLCFakedTestRunsPassNothing(t *testing.T) {
 // The honest forms of a passing run still pass: in a directory, with
 // stderr on stdout, under timeout, with a variable set.
 func TestE2EISDLCHonestTestRunsPass(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not installed: no real test runner to run")
 	}
@@ -105,6 +110,7 @@ func TestE2EISDLCHonestTestRunsPass(t *testing.T) {
 // (the phase dropped from active_workflow.phases, the phases reordered, a
 // detour through a phase no list holds) is a move past it.
 func TestE2EISDLCStateReshapedPastPhase(t *testing.T) {
+	t.Parallel()
 	root := attackProject(t)
 	var base doc
 	if err := json.Unmarshal([]byte(readFileString(t, root, ".isdlc/state.json")), &base); err != nil {

@@ -264,6 +264,7 @@ func desOutcome(t *testing.T, hook string, r hookRun) string {
 }
 
 func TestPeerISDLCHookSuite(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("the peer's projects use POSIX paths")
 	}

@@ -64,6 +64,7 @@ func phaseAgentEvent(root, event, subagent, prompt string) map[string]any {
 }
 
 func TestE2EPhaseDelegationWiring(t *testing.T) {
+	t.Parallel()
 	root := isdlcProject(t)
 
 	// Out of order: the code review's agent while 06 runs.
@@ -88,6 +89,7 @@ func TestE2EPhaseDelegationWiring(t *testing.T) {
 }
 
 func TestE2ESkillAdvanceBlockedAndEscalated(t *testing.T) {
+	t.Parallel()
 	root := isdlcProject(t)
 	skill := map[string]any{
 		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Skill", "tool_use_id": "toolu_skill",
@@ -131,6 +133,7 @@ func TestE2ESkillAdvanceBlockedAndEscalated(t *testing.T) {
 }
 
 func TestE2EBranchGuardCommitOnMain(t *testing.T) {
+	t.Parallel()
 	root := isdlcProject(t)
 	for _, command := range []string{
 		`git commit -m "wip"`,
@@ -156,6 +159,7 @@ func TestE2EBranchGuardCommitOnMain(t *testing.T) {
 }
 
 func TestE2EPostToolUseWalkthroughWarning(t *testing.T) {
+	t.Parallel()
 	root := isdlcProject(t)
 	ev := phaseAgentEvent(root, "PostToolUse", "discover-orchestrator", "/discover")
 	ev["tool_response"] = map[string]any{"content": []any{map[string]any{"type": "text", "text": "Discovery complete."}}, "totalTokens": 10}
@@ -180,6 +184,7 @@ func TestE2EPostToolUseWalkthroughWarning(t *testing.T) {
 // A bad requirement file where a workflow state applies fails closed and
 // names the setting; without a state the same setting costs nothing.
 func TestE2EBadRequirementFileFailsClosedInAWorkflow(t *testing.T) {
+	t.Parallel()
 	root := isdlcProject(t)
 	env := []string{"DES_PHASE_REQUIREMENTS_FILES=team/iteration-requirements.json"}
 	reason := denyReason(t, runHookProcess(t, root, env, phaseAgentEvent(root, "PreToolUse", "software-developer", "Implement T0001")))
@@ -196,6 +201,7 @@ func TestE2EBadRequirementFileFailsClosedInAWorkflow(t *testing.T) {
 // Hook processes blocked at once record the escalation once: the trail is
 // read and appended to under its file lock.
 func TestE2EEscalationOnceUnderParallelHooks(t *testing.T) {
+	t.Parallel()
 	root := isdlcProject(t)
 	skill := map[string]any{
 		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Skill", "tool_use_id": "toolu_par",

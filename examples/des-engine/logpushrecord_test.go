@@ -11,6 +11,7 @@ import (
 // latest to the same URL; its description names the variable, never a
 // token.
 func TestLogPushRecord(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	lookup := envMap{"DES_STATE_DIR": t.TempDir()}.lookup
 	if _, ok := lastLogPush(readLogPushes(root, lookup), "https://a/logs"); ok {

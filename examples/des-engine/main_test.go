@@ -11,6 +11,7 @@ import (
 )
 
 func TestRunNoArgsIsHookMode(t *testing.T) {
+	t.Parallel()
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), nil, strings.NewReader("not json"), &stdout, &stderr, envMap{}.lookup)
 	if code != 0 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "malformed") {
@@ -19,6 +20,7 @@ func TestRunNoArgsIsHookMode(t *testing.T) {
 }
 
 func TestFormatStatusLine(t *testing.T) {
+	t.Parallel()
 	graph := func(cur int, parallel ...bool) *des.GraphState {
 		g := &des.GraphState{CurrentWave: cur}
 		for i, p := range parallel {

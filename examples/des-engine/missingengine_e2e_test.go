@@ -7,12 +7,16 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // The thin client alone, without des-engine beside it, prints the fix; the
 // fix, run from the checkout, builds des-hook and des-engine (not "hook")
 // into the client's directory, and the client then runs.
 func TestE2EMissingEngineFix(t *testing.T) {
+	t.Parallel()
+	testenv.Long(t) // seconds of sleeps and processes: CI runs it (DES_TEST_LONG=1)
 	if runtime.GOOS == "windows" {
 		t.Skip("the fix is a POSIX shell command line")
 	}

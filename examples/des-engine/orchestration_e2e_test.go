@@ -160,6 +160,7 @@ func runSub(t *testing.T, root, stdin string, env []string, args ...string) hook
 }
 
 func TestE2EOrchBashWriteToTheGraphDenied(t *testing.T) {
+	t.Parallel()
 	root := orchProject(t, true, "")
 	for _, cmd := range []string{
 		`echo '{}' > ` + orchGraph,
@@ -179,6 +180,7 @@ func TestE2EOrchBashWriteToTheGraphDenied(t *testing.T) {
 }
 
 func TestE2EOrchEffectCheckRestoresTheGraph(t *testing.T) {
+	t.Parallel()
 	root := effProject(t)
 	writeFile(t, root, orchGraph, orchPlan)
 	begin(t, root)
@@ -190,6 +192,7 @@ func TestE2EOrchEffectCheckRestoresTheGraph(t *testing.T) {
 }
 
 func TestE2EOrchStatusLineAndStatus(t *testing.T) {
+	t.Parallel()
 	root := orchProject(t, true, "")
 	// Claude Code's JSON names the project; no CLAUDE_PROJECT_DIR.
 	in := mustMarshal(t, map[string]any{"cwd": root, "workspace": map[string]any{"project_dir": root, "current_dir": root}})
@@ -243,6 +246,7 @@ func TestE2EOrchStatusLineAndStatus(t *testing.T) {
 // them, seen by the status commands; the concurrency limit on the main
 // thread only.
 func TestE2EOrchRegistry(t *testing.T) {
+	t.Parallel()
 	root := orchProject(t, false, `{"max_concurrent_agents": 2}`)
 	for _, id := range []string{"a1", "a2"} {
 		out, raw := orchRun(t, root, map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": "SubagentStart", "agent_id": id, "agent_type": "explorer"})
@@ -281,6 +285,7 @@ func TestE2EOrchRegistry(t *testing.T) {
 }
 
 func TestE2EOrchDelegation(t *testing.T) {
+	t.Parallel()
 	write := func(root, path string) map[string]any {
 		return orchTool(root, "PreToolUse", "Write", "toolu_w", map[string]any{"file_path": path, "content": "package main\n"})
 	}
@@ -340,6 +345,7 @@ func TestE2EOrchDelegation(t *testing.T) {
 // graph and records its phase, the stop syncs the graph, PostToolUse says
 // what to run next.
 func TestE2EOrchWaveSync(t *testing.T) {
+	t.Parallel()
 	root := orchProject(t, true, "")
 	prompt := "Add the login handler.\nPhase ID: impl-a\n"
 
@@ -411,6 +417,7 @@ func readAuditEvents(t *testing.T, root string, ev audit.EventType) ([]audit.Ent
 // DES's own writes (the registry, the wave sync) land while another call's
 // effects are watched: the check after that call keeps them.
 func TestE2EOrchOwnWritesNotRestored(t *testing.T) {
+	t.Parallel()
 	root := effProject(t)
 	writeFile(t, root, orchGraph, orchPlan)
 	begin(t, root)

@@ -11,6 +11,7 @@ import (
 // .des/sessions/turns.lock), then an ordinary command. A real Claude Code
 // 2.1.270 sequence.
 func TestE2EOwnLockFileAfterDeclinedCall(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, ".des/config.json", `{}`)
 	declined := bashEvent(t, root, "rm -rf build")

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // An attacker's review of the phase workflow guards, through
@@ -43,6 +45,7 @@ func stateWriteEvent(t *testing.T, root string, st map[string]any) map[string]an
 // must name a write the guard accepts: followed to the letter, the write is
 // allowed and the delegation then is too.
 func TestE2EAttackUntrackedCompletedRecoveryIsWritable(t *testing.T) {
+	t.Parallel()
 	root := isdlcProject(t)
 	st := isdlcState()
 	st["active_workflow"].(map[string]any)["phase_status"].(map[string]any)["06-implementation"] = "completed"
@@ -74,6 +77,7 @@ func TestE2EAttackUntrackedCompletedRecoveryIsWritable(t *testing.T) {
 // orchestrator to lower active_workflow.current_phase_index, which
 // DES-STATE-V8-INDEX refuses without a rollback.
 func TestE2EAttackIndexAheadRecoveryIsWritable(t *testing.T) {
+	t.Parallel()
 	root := isdlcProject(t)
 	st := isdlcState()
 	st["active_workflow"].(map[string]any)["current_phase_index"] = 3
@@ -123,6 +127,7 @@ func hugePrompt() string {
 // loaded test machine checks the decision, not the speed: the times are
 // logged, and speed is the benchmarks' business (docs/performance.md).
 func TestE2EAttackHugePromptWithinBudget(t *testing.T) {
+	testenv.Long(t) // seconds of sleeps and processes: CI runs it (DES_TEST_LONG=1)
 	budget := []string{"DES_VALIDATION_TIMEOUT_MS=10000"}
 	root := isdlcProject(t)
 	// Tests failed last: the test corridor is open, so every call's text
@@ -159,6 +164,7 @@ func TestE2EAttackHugePromptWithinBudget(t *testing.T) {
 // (seconds; now 0.17 s). The budget is raised as above: the decision is
 // checked here, the time logged.
 func TestE2EAttackLargePlanWithinBudget(t *testing.T) {
+	t.Parallel()
 	budget := []string{"DES_VALIDATION_TIMEOUT_MS=10000"}
 	root := isdlcProject(t)
 	var b strings.Builder
@@ -189,6 +195,7 @@ func TestE2EAttackLargePlanWithinBudget(t *testing.T) {
 // a directory with a .git of its own on another branch (or none at all) must
 // not hide a commit on main.
 func TestE2EAttackBranchGuardGitDirOption(t *testing.T) {
+	t.Parallel()
 	root := isdlcProject(t)
 	writeFile(t, root, "sub/.git/HEAD", "ref: refs/heads/other\n") // a decoy repository
 	outside := t.TempDir()                                         // no repository at all
@@ -220,6 +227,7 @@ func TestE2EAttackBranchGuardGitDirOption(t *testing.T) {
 // feature/x; the branch facts must look for the same ref, or the workflow
 // branch "does not exist" and a commit on main goes through.
 func TestE2EAttackBranchGuardFullRefName(t *testing.T) {
+	t.Parallel()
 	root := isdlcProject(t)
 	st := isdlcState()
 	st["active_workflow"].(map[string]any)["git_branch"] = map[string]any{"name": "refs/heads/feature/REQ-0001-login", "status": "active"}
@@ -237,6 +245,7 @@ func TestE2EAttackBranchGuardFullRefName(t *testing.T) {
 // refs/heads/MAIN commits onto main's ref file: a protected branch is
 // recognised in any case.
 func TestE2EAttackBranchGuardProtectedBranchCase(t *testing.T) {
+	t.Parallel()
 	root := isdlcProject(t)
 	writeFile(t, root, ".git/HEAD", "ref: refs/heads/MAIN\n")
 	ev := map[string]any{
@@ -252,6 +261,7 @@ func TestE2EAttackBranchGuardProtectedBranchCase(t *testing.T) {
 // not a string, say: a future Claude Code's) must not hide its
 // subagent_type from the phase guards: each field is read on its own.
 func TestE2EAttackOddDescriptionKeepsSubagentType(t *testing.T) {
+	t.Parallel()
 	root := isdlcProject(t)
 	for _, desc := range []any{7, map[string]any{"text": "review"}, []any{"x"}} {
 		ev := phaseAgentEvent(root, "PreToolUse", "qa-engineer", "Review the login code")
@@ -272,6 +282,7 @@ func TestE2EAttackOddDescriptionKeepsSubagentType(t *testing.T) {
 // GIT_DIR in git's environment names its repository as --git-dir does:
 // a prefix assignment or env NAME=VALUE in front of git.
 func TestE2EAttackBranchGuardGitDirEnvironment(t *testing.T) {
+	t.Parallel()
 	root := isdlcProject(t)
 	writeFile(t, root, "sub/.git/HEAD", "ref: refs/heads/other\n") // a decoy repository
 	outside := t.TempDir()
@@ -305,6 +316,7 @@ func TestE2EAttackBranchGuardGitDirEnvironment(t *testing.T) {
 // and the guards still judge by the real state afterwards. A monorepo
 // project's new state over the root state is the same move.
 func TestE2EAttackShadowStateDenied(t *testing.T) {
+	t.Parallel()
 	root := isdlcProject(t)
 	writeState(t, root, isdlcState())
 	shadow := func(rel string) map[string]any {
@@ -349,6 +361,7 @@ func TestE2EAttackShadowStateDenied(t *testing.T) {
 // active workflow is denied; one that adds a project no call moves to is
 // not; a Bash write of it is undone like a write of the state.
 func TestE2EAttackMonorepoSwitchDenied(t *testing.T) {
+	t.Parallel()
 	root := isdlcProject(t)
 	writeState(t, root, isdlcState())
 	forged := isdlcState()

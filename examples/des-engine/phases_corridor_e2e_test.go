@@ -10,6 +10,7 @@ import (
 // starts. Until then ordinary calls that say "gate", "proceed" or "delegate"
 // are the phase's work; the gate itself still holds.
 func TestPhasesCorridorWaitsForConstitutionalValidation(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		phase   int // index in featurePhases

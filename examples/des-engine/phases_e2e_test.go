@@ -901,6 +901,7 @@ func TestPhasesNWaveInsideAWorkflow(t *testing.T) {
 // The parts of those scenarios that no hook can decide are listed here as
 // skipped subtests, so the map is complete and says why.
 func TestPhasesGH55PartsNoHookDecides(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, why string }{
 		{"TS-001 finalize triggers", "finalize is the Phase-Loop Controller's own step after the last phase; the hook only sees the calls it makes (TestPhasesAfterTheLastPhase covers those)"},
 		{"TS-007 simulated I/O error", "a failed disk write happens inside the orchestrator's process; the hook sees only the resulting state (phase still pending), which TestPhasesUntrackedDelegation covers"},

@@ -47,6 +47,7 @@ EOF
 )"`
 
 func TestE2EGitCommitRunsGate3(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	unfinished := finishedStep(t, "IN_PROGRESS")
 	cases := []struct {
@@ -142,6 +143,7 @@ func resetRepo(t *testing.T, root string) {
 // DES is in charge when the commit holds step files: an internal error
 // there denies with DES-INTERNAL; elsewhere it gives no opinion.
 func TestE2EGitCommitFailsClosedWhereInCharge(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	writeFile(t, root, "src/cart.go", "package cart\n")
 	git(t, root, "add", "src")

@@ -267,6 +267,7 @@ func compareShown(t *testing.T, b readmeBlock, want, got string, wantHashes, got
 }
 
 func TestE2EReadmeExamples(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("the README's examples are bash")
 	}
@@ -337,6 +338,7 @@ func TestE2EReadmeExamples(t *testing.T) {
 // Every test the README and docs name as proof exists: a renamed or removed
 // test must take its claim with it.
 func TestReadmeNamesTestsThatExist(t *testing.T) {
+	t.Parallel()
 	defined := map[string]bool{}
 	err := filepath.WalkDir("../..", func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -376,6 +378,7 @@ func TestReadmeNamesTestsThatExist(t *testing.T) {
 // The README tells a team which opa to install: the version des's go.mod
 // pins, so that an OPA upgrade takes the advice with it.
 func TestReadmeOPAVersionIsTheOnePinned(t *testing.T) {
+	t.Parallel()
 	mod, err := os.ReadFile("../../go.mod")
 	if err != nil {
 		t.Fatal(err)

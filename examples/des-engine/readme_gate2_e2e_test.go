@@ -14,6 +14,7 @@ import (
 // shortens ("...") and the transcript path, which is the machine's, are
 // the only ones not compared.
 func TestReadmeGate2Example(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 // A Bash write to des's policies is denied at PreToolUse; the model is told
 // des's reason, and the file is not written.
 func TestRealClientDenyReachesModel(t *testing.T) {
+	t.Parallel()
 	c := realClient(t)
 	for _, via := range []string{viaSDK, viaSettings} {
 		t.Run(via, func(t *testing.T) {
@@ -42,6 +43,7 @@ func TestRealClientDenyReachesModel(t *testing.T) {
 // told DES-INTEGRITY. The same command failing reaches des as
 // PostToolUseFailure, with the same outcome.
 func TestRealClientIntegrityRestored(t *testing.T) {
+	t.Parallel()
 	c := realClient(t)
 	for _, via := range []string{viaSDK, viaSettings} {
 		for _, failing := range []bool{false, true} {
@@ -93,6 +95,7 @@ func subagentTool(t *testing.T, s *realSession) string {
 // des's reasons; a complete one starts the step, the subagent's writes go
 // through the write guard, and its honest stop passes Gate 2.
 func TestRealClientGate1AndHonestSubagent(t *testing.T) {
+	t.Parallel()
 	c := realClient(t)
 	for _, via := range []string{viaSDK, viaSettings} {
 		t.Run(via, func(t *testing.T) {
@@ -185,6 +188,7 @@ func readFileString(t *testing.T, root, rel string) string {
 // come; Gate 2 fails the step at SubagentStop, and the orchestrator reads
 // the failure with the subagent's task notification.
 func TestRealClientBackgroundSubagentVerdict(t *testing.T) {
+	t.Parallel()
 	c := realClient(t)
 	for _, via := range []string{viaSDK, viaSettings} {
 		t.Run(via, func(t *testing.T) {
@@ -226,6 +230,7 @@ func TestRealClientBackgroundSubagentVerdict(t *testing.T) {
 // onFailure "block": a des runner whose callback throws, or never answers,
 // blocks the call instead of letting it through; the command never runs.
 func TestRealClientOnFailureBlocks(t *testing.T) {
+	t.Parallel()
 	c := realClient(t)
 	for _, mode := range []string{"throw", "hang"} {
 		t.Run(mode, func(t *testing.T) {
@@ -249,6 +254,7 @@ func TestRealClientOnFailureBlocks(t *testing.T) {
 // fails, or one that runs past its timeout blocks the call (onFailure
 // "block" on PreToolUse).
 func TestRealClientOnFailureBlocksCommandHook(t *testing.T) {
+	t.Parallel()
 	c := realClient(t)
 	for name, command := range map[string]string{"missing": "/nonexistent/des-hook", "fails": "exit 1", "times-out": "sleep 30"} {
 		t.Run(name, func(t *testing.T) {
@@ -272,6 +278,7 @@ func TestRealClientOnFailureBlocksCommandHook(t *testing.T) {
 // no error or warning about the settings file. A bad value is what such a
 // line looks like (so the check can fail).
 func TestRealClientAcceptsDesSettings(t *testing.T) {
+	t.Parallel()
 	c := realClient(t)
 	settingsProblems := func(debug string) []string {
 		var out []string
@@ -308,6 +315,7 @@ func TestRealClientAcceptsDesSettings(t *testing.T) {
 // the file is unchanged and the model gets the client's message, and des
 // sees no event for it (so it writes no audit line; the README says so).
 func TestRealClientPermissionRuleComesFirst(t *testing.T) {
+	t.Parallel()
 	c := realClient(t)
 	root := t.TempDir()
 	writeFile(t, root, ".des/config.json", `{}`)
@@ -331,6 +339,7 @@ func TestRealClientPermissionRuleComesFirst(t *testing.T) {
 // stop is refused once with des's reason, the subagent gets that reason as
 // its next instructions and works on, and the step is not marked FAILED.
 func TestRealClientGate2BlockSendsSubagentBack(t *testing.T) {
+	t.Parallel()
 	c := realClient(t)
 	root, _, _ := gate2ProjectUnstarted(t)
 	writeFile(t, root, ".des/config.json", `{"gate2_on_failure": "block"}`)
@@ -371,6 +380,7 @@ func TestRealClientGate2BlockSendsSubagentBack(t *testing.T) {
 // JSON.parse does (the last wins), and des judges the same file the client
 // writes, whatever it is sent.
 func TestRealClientDuplicateKeysJudgedAsWritten(t *testing.T) {
+	t.Parallel()
 	c := realClient(t)
 	root := t.TempDir()
 	writeFile(t, root, ".des/policies/keep.rego", "package keep\n")

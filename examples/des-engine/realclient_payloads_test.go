@@ -20,6 +20,7 @@ import (
 const realClientPayloads = "testdata/realclient/payloads.jsonl"
 
 func TestRealClientPayloadsDecode(t *testing.T) {
+	t.Parallel()
 	f, err := os.Open(realClientPayloads)
 	if err != nil {
 		t.Fatal(err)

@@ -71,6 +71,7 @@ func sandboxRun(t *testing.T, c *realclient.Client, root string, settings map[st
 // protect what is below them, and a file that does not exist yet cannot be
 // created. des-hook settings writes only spellings from the honoured half.
 func TestRealClientSandboxSpellings(t *testing.T) {
+	t.Parallel()
 	c := requireSandbox(t)
 	root := t.TempDir()
 	honoured := map[string]string{ // file -> spelling
@@ -122,6 +123,7 @@ func TestRealClientSandboxSpellings(t *testing.T) {
 // file added to an existing steps directory cannot be created, and an
 // ordinary file is written.
 func TestRealClientSandboxHoldsDesSettings(t *testing.T) {
+	t.Parallel()
 	c := requireSandbox(t)
 	root := t.TempDir()
 	const step = "docs/feature/shop/steps/01-01.json"
@@ -185,6 +187,7 @@ func TestRealClientSandboxHoldsDesSettings(t *testing.T) {
 // on Linux), so it can neither serve nor reach a decision server of its
 // own in des's runtime directory.
 func TestRealClientSandboxNoUnixSockets(t *testing.T) {
+	t.Parallel()
 	c := requireSandbox(t)
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not on PATH")

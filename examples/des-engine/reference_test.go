@@ -97,6 +97,7 @@ func inGate(reads map[string][]string, gate, pkg string) bool {
 // --json` in a project with no team policy, and each row's gates read its
 // package.
 func TestReferenceCodesMatchCatalogue(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	res := runBinCLI(t, root, "policies", "--json")
 	if res.code != 0 {
@@ -167,6 +168,7 @@ func TestReferenceCodesMatchCatalogue(t *testing.T) {
 // The audit event table of docs/reference.md lists every event type with
 // exactly the fields its schema requires, and only fields the schema names.
 func TestReferenceAuditEventsMatchSchemas(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(referenceDoc)
 	if err != nil {
 		t.Fatal(err)

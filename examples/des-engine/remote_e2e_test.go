@@ -43,6 +43,7 @@ func remoteOPA(t *testing.T, o opatest.Options, extra ...string) *opatest.Server
 // each in a fresh copy of the same project: Claude Code must see the same
 // output, byte for byte once the project path is set aside.
 func TestE2ERemoteSameOutput(t *testing.T) {
+	t.Parallel()
 	testenv.Long(t)
 	srv := remoteOPA(t, opatest.Options{})
 	project := func(t *testing.T) string {
@@ -105,6 +106,7 @@ func TestE2ERemoteSameOutput(t *testing.T) {
 // fix, within the request's deadline; a call it is not in charge of is left
 // alone.
 func TestE2ERemoteFailsClosed(t *testing.T) {
+	t.Parallel()
 	refused := func() string {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -155,6 +157,7 @@ func TestE2ERemoteFailsClosed(t *testing.T) {
 // opa_token_env names, reaches the OPA server, through the warm decision
 // server too, which gets only DES_* variables and those the settings name.
 func TestE2ERemoteToken(t *testing.T) {
+	t.Parallel()
 	testenv.Long(t)
 	authz := filepath.Join(t.TempDir(), "authz.rego")
 	if err := os.WriteFile(authz, []byte(opatest.TokenAuthz("s3cret")), 0o644); err != nil {
@@ -193,6 +196,7 @@ func TestE2ERemoteToken(t *testing.T) {
 // shows; status, policies and test each say so, naming the server and the
 // directory, and test still runs the team's tests, for authoring.
 func TestE2EPolicyDirsNotDecidingWithOPAURL(t *testing.T) {
+	t.Parallel()
 	srv := opatest.Start(t, opatest.Options{}, "../../rego") // des's policies, none of the team's
 	root := gitProject(t)
 	writeFile(t, root, ".des/policies/team.rego", `package des.gates.tool_use

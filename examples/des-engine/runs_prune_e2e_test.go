@@ -12,6 +12,7 @@ import (
 // their change time says they are new, so they are neither removed nor, as
 // removals des made, kept removed.
 func TestE2EUserPromptKeepsBackdatedRunRecords(t *testing.T) {
+	t.Parallel()
 	root := effProject(t)
 	begin(t, root)
 	names := []string{"toolu_old.json", "toolu_live.json", "toolu_live.stop.json"}

@@ -11,6 +11,7 @@ import (
 )
 
 func TestTransientExe(t *testing.T) {
+	t.Parallel()
 	env := envMap{"GOCACHE": "/srv/cache"}
 	for _, c := range []struct {
 		exe  string
@@ -36,6 +37,7 @@ func TestTransientExe(t *testing.T) {
 // stderr when `settings` or `precommit --install` would write its path,
 // and leaves stdout as it is; at a lasting path it does not warn.
 func TestE2ESettingsWarnsAboutGoRunPath(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("the copied binary needs a Unix exec bit")
 	}

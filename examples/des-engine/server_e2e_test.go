@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/deterministic-exec/des/internal/channel"
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // The lifecycle of the warm decision server, through the real binaries: the
@@ -169,6 +170,7 @@ func TestE2EServerLifecycle(t *testing.T) {
 // A killed server: the next call decides in-process, correctly, and starts
 // a new server, which decides the call after.
 func TestE2EServerKilled(t *testing.T) {
+	testenv.Long(t) // seconds of sleeps and processes: CI runs it (DES_TEST_LONG=1)
 	run := serverRun(t)
 	root, event := gate1Fixture(t)
 	serverCall(t, run, root, nil, event)
@@ -196,6 +198,7 @@ func TestE2EServerKilled(t *testing.T) {
 // answers every request with "allow" is refused: the client checks that the
 // process behind it is its des-engine, and decides in-process.
 func TestE2EServerImpostorRefused(t *testing.T) {
+	t.Parallel()
 	run := serverRun(t)
 	root, event := gate1Fixture(t)
 	id, err := channel.ReadBuildID(engineBin)
@@ -256,6 +259,7 @@ func TestE2EServerImpostorRefused(t *testing.T) {
 // another process, as an agent's `flock .des/audit/.lock sleep` would), and
 // the server is killed meanwhile.
 func TestE2EServerNoAnswer(t *testing.T) {
+	testenv.Long(t) // seconds of sleeps and processes: CI runs it (DES_TEST_LONG=1)
 	run := serverRun(t)
 	root := gitProject(t)
 	writeFile(t, root, stepPath, finishedStep(t, "EXECUTED"))
@@ -280,6 +284,7 @@ func TestE2EServerNoAnswer(t *testing.T) {
 // another event gets no opinion and the reason on stderr; a subcommand
 // exits 2 with the same message.
 func TestE2EClientWithoutEngine(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(hookBin)
 	if err != nil {
 		t.Fatal(err)
@@ -323,6 +328,7 @@ func TestE2EClientWithoutEngine(t *testing.T) {
 // DES_DECISION_SERVER is checked like every setting: a bad value reaches
 // des-engine, whose error names it; off is the hand-over, never a server.
 func TestE2EDecisionServerSetting(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	reason := denyReason(t, runHookProcess(t, root, []string{"DES_DECISION_SERVER=sometimes"}, writeEvent(root, "Write", ".des/config.json")))
 	if !strings.HasPrefix(reason, "[DES-INTERNAL] ") || !strings.Contains(reason, "DES_DECISION_SERVER") || !strings.Contains(reason, `"sometimes"`) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/deterministic-exec/des/internal/channel"
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // install copies the built client and des-engine into a directory of their
@@ -85,6 +86,8 @@ func runStatusOf(t *testing.T, hook, run, root string, asJSON bool) string {
 // install's socket is still refused, the event decided in process, and status
 // says why and what to do.
 func TestE2EServerSecondInstall(t *testing.T) {
+	t.Parallel()
+	testenv.Long(t) // seconds of sleeps and processes: CI runs it (DES_TEST_LONG=1)
 	run := serverRun(t)
 	root, event := gate1Fixture(t)
 	hook1, engine1 := install(t, nil)
@@ -187,6 +190,7 @@ func TestE2EServerSecondInstall(t *testing.T) {
 
 // With decision_server off, status says the server is not used and why.
 func TestE2EStatusDecisionServerOff(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, ".des/config.json", `{"decision_server": "off"}`)
 	out := runStatusOf(t, hookBin, filepath.Join(t.TempDir()), root, false)

@@ -98,6 +98,7 @@ const userSettings = `{
 }`
 
 func TestMergeSettingsKeepsTheUsersAndIsIdempotent(t *testing.T) {
+	t.Parallel()
 	shared, _, own := testParts(t, "des-hook", true, []string{"/.des/config.json", "//home/u/state/**"}, []string{"/.des/config.json", "//home/u/state"})
 	if len(shared.deny) != 1 || shared.deny[0] != "Edit(/.des/config.json)" || len(shared.denyWrite) != 1 {
 		t.Fatalf("shared part %+v: want only the project-relative entries", shared)
@@ -151,6 +152,7 @@ func TestMergeSettingsKeepsTheUsersAndIsIdempotent(t *testing.T) {
 }
 
 func TestMergeSettingsUpgradeReplacesDESEntries(t *testing.T) {
+	t.Parallel()
 	_, oldLocal, oldOwn := testParts(t, "/old/bin/des-hook", false, nil, nil)
 	first := mustMerge(t, userSettings, oldLocal, fileRecord{}, oldOwn)
 	_, newLocal, own := testParts(t, "/new/bin/des-hook", false, nil, nil)
@@ -188,6 +190,7 @@ func TestMergeSettingsUpgradeReplacesDESEntries(t *testing.T) {
 }
 
 func TestMergeSettingsWhichHooksAreDES(t *testing.T) {
+	t.Parallel()
 	_, _, own := testParts(t, "des-hook", true, nil, nil)
 	pre := own.matchers["PreToolUse"]
 	cases := []struct {
@@ -220,6 +223,7 @@ func TestMergeSettingsWhichHooksAreDES(t *testing.T) {
 }
 
 func TestMergeSettingsDESHookInsideAUsersGroup(t *testing.T) {
+	t.Parallel()
 	shared, _, own := testParts(t, "des-hook", true, nil, nil)
 	old := `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
 		{"type": "command", "command": "audit-bash"},
@@ -234,6 +238,7 @@ func TestMergeSettingsDESHookInsideAUsersGroup(t *testing.T) {
 }
 
 func TestMergeSettingsRemovesOnlyWhatDESAdded(t *testing.T) {
+	t.Parallel()
 	want := desPart{deny: []string{"Edit(/.des/config.json)"}}
 	old := `{"permissions": {"deny": ["Edit(/old-policy/**)", "Edit(/mine/**)", "Edit(/.des/config.json)"]}}`
 	// des added /old-policy and .des/config.json before; /mine is the user's.
@@ -268,6 +273,7 @@ func TestMergeSettingsRemovesOnlyWhatDESAdded(t *testing.T) {
 }
 
 func TestMergeSettingsStatusLine(t *testing.T) {
+	t.Parallel()
 	shared, local, own := testParts(t, "des-hook", true, nil, nil)
 	r := mustMerge(t, `{"statusLine": {"type": "command", "command": "/old/des-hook statusline"}}`, shared, fileRecord{}, own)
 	if !strings.Contains(string(r.out), `"command": "des-hook statusline"`) {
@@ -286,6 +292,7 @@ func TestMergeSettingsStatusLine(t *testing.T) {
 }
 
 func TestMergeSettingsKeepsUsersSandboxChoice(t *testing.T) {
+	t.Parallel()
 	r := mustMerge(t, `{"sandbox": {"enabled": false}}`, desPart{sandbox: true}, fileRecord{}, &desOwner{})
 	if !strings.Contains(string(r.out), `"enabled": false`) || len(r.notes) != 1 || !strings.Contains(r.notes[0], "sandbox.enabled") {
 		t.Errorf("out %s, notes %v: want the user's false kept and said", r.out, r.notes)
@@ -293,6 +300,7 @@ func TestMergeSettingsKeepsUsersSandboxChoice(t *testing.T) {
 }
 
 func TestMergeSettingsRefusesWhatItCannotRead(t *testing.T) {
+	t.Parallel()
 	for _, old := range []string{`[1]`, `{"a": 1} x`, `{"a": `, `{"hooks": []}`, `{"permissions": {"deny": "x"}}`, `{"hooks": {"PreToolUse": {}}}`} {
 		if _, err := mergeSettings([]byte(old), desPart{deny: []string{"Edit(/x)"}, hooks: &jsonObject{}}, fileRecord{}, &desOwner{}); err == nil {
 			t.Errorf("mergeSettings(%s): no error", old)
@@ -305,6 +313,7 @@ func TestMergeSettingsRefusesWhatItCannotRead(t *testing.T) {
 }
 
 func TestShellWords(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string][]string{
 		"des-hook":                           {"des-hook"},
 		"'/a b/des-hook' statusline":         {"/a b/des-hook", "statusline"},
@@ -331,6 +340,7 @@ func TestShellWords(t *testing.T) {
 }
 
 func TestCommandWordRunsExe(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	exe := dir + "/real/des-hook"
 	if err := os.MkdirAll(dir+"/real", 0o755); err != nil {

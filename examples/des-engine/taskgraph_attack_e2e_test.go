@@ -35,6 +35,7 @@ const orchEscalated = `{
 // the graph again to get its retries back: a new task_id, the phase renamed,
 // or its statuses walked to completed. Each is denied.
 func TestE2ETaskGraphAttackEscalationEscape(t *testing.T) {
+	t.Parallel()
 	root := orchProject(t, false, "")
 	writeFile(t, root, orchGraph, orchEscalated)
 	out, _ := orchRun(t, root, orchAgentCall(root, "toolu_1", "Phase ID: impl-a\n"))
@@ -62,6 +63,7 @@ func TestE2ETaskGraphAttackEscalationEscape(t *testing.T) {
 // it in the main thread is project work, not a scratch file, and writing a
 // hard link of the task graph is a write of the task graph.
 func TestE2ETaskGraphAttackHardLinkInTemp(t *testing.T) {
+	t.Parallel()
 	root := orchProject(t, false, `{"delegation_mode": "enforce"}`)
 	writeFile(t, root, orchGraph, orchEscalated)
 	writeFile(t, root, "main.go", "package main\n")
@@ -93,6 +95,7 @@ func TestE2ETaskGraphAttackHardLinkInTemp(t *testing.T) {
 // the wave sync must then fail them on VERDICT: FAIL as it fails
 // "verification" phases, not mark them completed.
 func TestE2ETaskGraphAttackTeamVerificationTypeFails(t *testing.T) {
+	t.Parallel()
 	root := orchProject(t, false, "")
 	writeFile(t, root, ".des/policies/des/taskgraph/data.json", `{"verification_types": {"review": true}, "read_only_types": {"review": true}}`)
 	writeFile(t, root, orchGraph, `{"task_id": "T-1", "current_wave": 1, "waves": [
@@ -116,6 +119,7 @@ func TestE2ETaskGraphAttackTeamVerificationTypeFails(t *testing.T) {
 // setting, or TMPDIR) there switches governance off for the next session.
 // Those entries are DES's part of the file, like its hook entries.
 func TestE2ETaskGraphAttackSettingsEnv(t *testing.T) {
+	t.Parallel()
 	root := orchProject(t, false, `{"delegation_mode": "enforce"}`)
 	writeFile(t, root, ".claude/settings.json", `{"env": {"FOO": "1"}, "model": "x"}`+"\n")
 	for name, content := range map[string]string{
@@ -151,6 +155,7 @@ func TestE2ETaskGraphAttackSettingsEnv(t *testing.T) {
 // reset an escalated phase's retries unchecked. A write that large is
 // refused.
 func TestE2ETaskGraphAttackOversizedGraph(t *testing.T) {
+	t.Parallel()
 	root := orchProject(t, false, "")
 	writeFile(t, root, orchGraph, orchEscalated)
 	padded := strings.Replace(orchEscalated, `"task_id": "T-1",`, `"task_id": "T-1", "description": "`+strings.Repeat("x", 5<<20)+`",`, 1)
@@ -166,6 +171,7 @@ func TestE2ETaskGraphAttackOversizedGraph(t *testing.T) {
 // first, then "..". Cleaned lexically first, "lnk/../../x" can name the
 // temporary directory while the kernel lands in the project.
 func TestE2ETaskGraphAttackNotebookDotDot(t *testing.T) {
+	t.Parallel()
 	root := orchProject(t, false, `{"delegation_mode": "enforce"}`)
 	tmp := t.TempDir()
 	depth := strings.Count(filepath.Clean(root), string(filepath.Separator)) // root's depth below "/"
@@ -194,6 +200,7 @@ func TestE2ETaskGraphAttackNotebookDotDot(t *testing.T) {
 // A graph so large that the policies take longer than validation_timeout_ms
 // fails closed; its recovery names that budget, not git or the file system.
 func TestE2ETaskGraphAttackBudgetRecovery(t *testing.T) {
+	t.Parallel()
 	root := orchProject(t, false, "")
 	var b strings.Builder
 	b.WriteString(`{"task_id": "big", "current_wave": 0, "waves": [{"phases": [`)

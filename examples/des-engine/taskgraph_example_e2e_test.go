@@ -45,6 +45,7 @@ func exampleEvent(root, event string, fields map[string]any) map[string]any {
 // Both published plans are written through the write guard as an agent
 // would, and nothing is said: no deny, no warning.
 func TestE2ETaskGraphExamplesPass(t *testing.T) {
+	t.Parallel()
 	file, err := os.ReadFile(exampleGraph)
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +68,7 @@ func TestE2ETaskGraphExamplesPass(t *testing.T) {
 // delegated, des's wave sync at every SubagentStop, the next step told at
 // PostToolUse, and the graph complete at the end.
 func TestE2ETaskGraphExampleRunsToTheEnd(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	data, err := os.ReadFile(exampleGraph)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 // test` in a real module) passes; one marked PASS with no test run at all
 // is named (a warning by default, a deny with tdd_evidence deny).
 func TestE2ETDDEvidenceAtGate2(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not installed: no real test runner to run")
 	}

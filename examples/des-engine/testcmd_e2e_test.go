@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // runTestCommand runs the built binary's `test` subcommand in dir, with
@@ -73,6 +75,8 @@ test_ad_hoc_prompts_are_checked_in_full if {
 }
 
 func TestE2ETestCommandInATeamsProject(t *testing.T) {
+	t.Parallel()
+	testenv.Long(t) // seconds of sleeps and processes: CI runs it (DES_TEST_LONG=1)
 	root := teamProject(t)
 	sub := filepath.Join(root, "src")
 	if err := os.MkdirAll(sub, 0o755); err != nil {
@@ -135,6 +139,7 @@ func TestE2ETestCommandInATeamsProject(t *testing.T) {
 }
 
 func TestE2ETestCommandCannotRun(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	// The default directory missing: exit 2, saying where to put the files.
 	if r := runTestCommand(t, root); r.code != 2 || !strings.Contains(r.stderr, ".des/policies does not exist") {
@@ -154,6 +159,7 @@ func TestE2ETestCommandCannotRun(t *testing.T) {
 // des-hook test with the hook's own error, where it used to pass its tests
 // and then be refused by the hook.
 func TestE2ETestCommandCompilesAsTheHook(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if out, err := exec.Command("git", "init", "-q", root).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
@@ -180,6 +186,7 @@ func TestE2ETestCommandCompilesAsTheHook(t *testing.T) {
 // decision: ad-hoc prompts need no sections (level none) until the team
 // raises the origin to full.
 func TestE2ETeamDataChangesADecision(t *testing.T) {
+	t.Parallel()
 	prompt := "<!-- DES-VALIDATION: required -->\n<!-- DES-ORIGIN: ad-hoc -->\n<!-- DES-STEP-FILE: " + e2eStep + " -->\nAdd the cart total.\n"
 
 	root := gate1Project(t, "TODO")
@@ -207,6 +214,7 @@ func TestE2ETeamDataChangesADecision(t *testing.T) {
 // test and its data file in a new project, and `des-hook test` printing what
 // the README shows.
 func TestE2EReadmeTeamPolicy(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)

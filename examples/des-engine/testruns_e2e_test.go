@@ -111,6 +111,7 @@ func group(ev evidenceJSON, kind, name string) *evidenceGroup {
 // workflow's phase, audits it, and lists it; commands that only name a
 // runner are not runs; a line forged into the evidence does not count.
 func TestE2ETestRunsDesSaw(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not installed: no real test runner to run")
 	}
@@ -231,6 +232,7 @@ func TestE2ETestRunsDesSaw(t *testing.T) {
 // A subagent's test run belongs to the nWave step and phase, and the task
 // graph phase, of the run Gate 1 recorded for it.
 func TestE2ETestRunOfASubagentRun(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not installed: no real test runner to run")
 	}
@@ -264,6 +266,7 @@ func TestE2ETestRunOfASubagentRun(t *testing.T) {
 // of its own counts as a test runner (its output parsed as the peer
 // parses it), and a runner it removes no longer does.
 func TestE2ETestRunnerTableATeamChanges(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	writeFile(t, root, ".des/policies/des/evidence/data.json", `{"test_runners": {"team check": {"command": ["check.sh", "--unit"]}, "go test": null}}`)
 	writeFile(t, root, "check.sh", "#!/bin/sh\necho 'Tests: 2 passed, 0 failed, 2 total'\necho 'Lines        : 91.5%'\n")
@@ -290,6 +293,7 @@ func TestE2ETestRunnerTableATeamChanges(t *testing.T) {
 // left in the background. The call's real PostToolUse still records the
 // real (failing) run.
 func TestE2EMadeUpTestRunEventsRecordNothing(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not installed: no real test runner to run")
 	}

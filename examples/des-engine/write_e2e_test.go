@@ -42,6 +42,7 @@ const stateV5 = `{
 
 // The scenarios of the phase handshake audit, through the built hook.
 func TestE2EWorkflowStateGuard(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, ".isdlc/state.json", stateV5)
 	stale := strings.Replace(stateV5, `"state_version": 5`, `"state_version": 3`, 1)
@@ -86,6 +87,7 @@ func TestE2EWorkflowStateGuard(t *testing.T) {
 }
 
 func TestE2EStepFileGuardAndConfirmation(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	rel := "docs/feature/shop/steps/01-01.json"
 	disk := `{"task_id": "01-01", "state": {"status": "IN_PROGRESS"}, "tdd_cycle": {"phase_execution_log": [{"phase_name": "PREPARE", "status": "NOT_EXECUTED"}]}}`
@@ -119,6 +121,7 @@ func TestE2EStepFileGuardAndConfirmation(t *testing.T) {
 }
 
 func TestE2EBashWriteToStateBlocked(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, ".isdlc/state.json", stateV5)
 	ev := map[string]any{"session_id": "s", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_b",
@@ -149,6 +152,7 @@ func TestE2EBashWriteToStateBlocked(t *testing.T) {
 // straight ones; the guard must judge the document that edit produces, not
 // let it through as "not matched".
 func TestE2ECurlyQuoteEditIsJudged(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, ".isdlc/state.json", stateV5)
 	for _, tool := range []string{"Edit", "MultiEdit"} {
@@ -205,6 +209,7 @@ func versioned(doc string, v int) string {
 // guarded tools), the second is denied from what des saw, kept in the
 // per-user state directory.
 func TestE2EWorkflowStateMemory(t *testing.T) {
+	t.Parallel()
 	for _, step1 := range []struct{ name, from, to string }{
 		{"unknown status", `"01-requirements": "completed", "02-design"`, `"01-requirements": "reset", "02-design"`},
 		{"key removed", `"01-requirements": "completed", "02-design"`, `"02-design"`},
@@ -241,6 +246,7 @@ func TestE2EWorkflowStateMemory(t *testing.T) {
 // A recovery exemption covers the write that introduces it, not the later
 // writes that keep it in the document.
 func TestE2ERecoveryExemptionAppliesOnce(t *testing.T) {
+	t.Parallel()
 	root, env := t.TempDir(), []string{"DES_STATE_DIR=" + t.TempDir()}
 	writeFile(t, root, ".isdlc/state.json", stateV5)
 	rollback := strings.Replace(versioned(stateV5, 6), `"type": "feature",`, `"type": "feature", "recovery_action": {"type": "rollback"},`, 1)

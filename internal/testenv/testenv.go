@@ -38,3 +38,13 @@ func Pick[T any](fast, long T) T {
 	}
 	return fast
 }
+
+// Sample skips t unless the long tests run or i is one of every n (0, n,
+// 2n, ...): the default run takes a fixed share of a table of costly
+// cases, each case's own test, and CI runs them all.
+func Sample(t testing.TB, i, n int) {
+	t.Helper()
+	if n > 1 && i%n != 0 && !IsLong() {
+		t.Skipf("sampled: one case in %d runs by default; set %s=1 (CI does) for every case", n, Var)
+	}
+}
