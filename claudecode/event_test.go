@@ -10,22 +10,12 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
-// corpusDir is the shared corpus, relative to this package's directory.
-const corpusDir = "../../shared/corpus/claude-code-hooks"
-
-func requireCorpus(t *testing.T) string {
-	t.Helper()
-	abs, err := filepath.Abs(corpusDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(abs); err != nil {
-		t.Skipf("shared corpus not found at %s; CI provides it", abs)
-	}
-	return abs
-}
+// requireCorpus is the shared corpus of real hook payloads, or skips.
+func requireCorpus(t *testing.T) string { return testenv.Shared(t, "corpus/claude-code-hooks") }
 
 // curatedRoutes is the route each curated payload must take; "" means no
 // opinion without building anything. Every curated file must be listed, so

@@ -4,11 +4,10 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/deterministic-exec/des/internal/hooklog"
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // runHook runs the command hook on stdin with the routes given, logging to
@@ -37,13 +36,4 @@ func render(w io.Writer, event string, r response) error {
 }
 
 // writeFile writes content at rel below root, making the directories.
-func writeFile(t testing.TB, root, rel, content string) {
-	t.Helper()
-	path := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+func writeFile(t testing.TB, root, rel, content string) { testenv.WriteFile(t, root, rel, content) }

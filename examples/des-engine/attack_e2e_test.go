@@ -629,6 +629,7 @@ func atkRechain(t *testing.T, entries []map[string]any) []string {
 
 // Hangs are bypasses: Claude Code treats a hook that times out as allow.
 func TestAttackHangs(t *testing.T) {
+	t.Parallel()
 	tmpl := newAtkProject(t, false)
 	t.Run("24-deep symlink chain in a write target", func(t *testing.T) {
 		t.Parallel()
@@ -707,6 +708,7 @@ func TestAttackHangs(t *testing.T) {
 
 // The Write tool's input read as Claude Code reads it.
 func TestAttackWriteInput(t *testing.T) {
+	t.Parallel()
 	tmpl := newAtkProject(t, false)
 	t.Run("File_Path beside file_path", func(t *testing.T) {
 		t.Parallel()
@@ -777,6 +779,7 @@ func TestAttackWriteInput(t *testing.T) {
 // Tools whose input DES does not read first: the effect is undone at
 // PostToolUse.
 func TestAttackOtherTools(t *testing.T) {
+	t.Parallel()
 	tmpl := newAtkProject(t, false)
 	t.Run("NotebookEdit", func(t *testing.T) {
 		t.Parallel()
@@ -809,6 +812,7 @@ func TestAttackOtherTools(t *testing.T) {
 // named steps, allowed writes to guarded documents, a user's hand edits
 // between calls.
 func TestAttackNoFalseAlarms(t *testing.T) {
+	t.Parallel()
 	tmpl := newAtkProject(t, false)
 	t.Run("Write under an ordinary steps folder", func(t *testing.T) {
 		t.Parallel()

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // envMap is a fixed environment for run's lookupEnv.
@@ -20,17 +21,7 @@ func (m envMap) lookup(k string) (string, bool) {
 const corpusDir = "../../../shared/corpus/claude-code-hooks"
 
 // requireCorpus returns the corpus directory, or skips when it is absent.
-func requireCorpus(t *testing.T) string {
-	t.Helper()
-	abs, err := filepath.Abs(corpusDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(abs); err != nil {
-		t.Skipf("shared corpus not found at %s; CI provides it", abs)
-	}
-	return abs
-}
+func requireCorpus(t *testing.T) string { return testenv.Shared(t, "corpus/claude-code-hooks") }
 
 // maxInput is the most the hook reads from stdin (docs/reference.md).
 const maxInput = 8 << 20

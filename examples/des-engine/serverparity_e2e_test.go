@@ -121,6 +121,7 @@ func TestE2EServerParityPaths(t *testing.T) {
 // says nothing is staged, still runs the git of its client's PATH: the
 // commit of an unfinished step is denied as in a process of its own.
 func TestE2EServerGitFromRequestPath(t *testing.T) {
+	t.Parallel()
 	testenv.Long(t) // seconds of sleeps and processes: CI runs it (DES_TEST_LONG=1)
 	t.Parallel()
 	run := parityRun(t)
@@ -160,6 +161,7 @@ func TestE2EServerGitFromRequestPath(t *testing.T) {
 // server started with another HOME still finds the staged step file of
 // `cd ~/proj && git commit`.
 func TestE2EServerHomeFromRequest(t *testing.T) {
+	t.Parallel()
 	testenv.Long(t) // seconds of sleeps and processes: CI runs it (DES_TEST_LONG=1)
 	t.Parallel()
 	run := parityRun(t)

@@ -7,6 +7,7 @@ package testenv
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -47,4 +48,43 @@ func Sample(t testing.TB, i, n int) {
 	if n > 1 && i%n != 0 && !IsLong() {
 		t.Skipf("sampled: one case in %d runs by default; set %s=1 (CI does) for every case", n, Var)
 	}
+}
+
+// WriteFile writes content to rel (slash-separated) below root, making
+// the directories, or fails t.
+func WriteFile(t testing.TB, root, rel, content string) {
+	t.Helper()
+	path := filepath.Join(root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Shared returns the absolute path of rel in the shared directory beside
+// the module's checkout (../shared: the real payloads and step files CI
+// provides), or skips t saying where it looked.
+func Shared(t testing.TB, rel string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Skipf("no go.mod above the test's directory: cannot find ../shared/%s", rel)
+		}
+		dir = up
+	}
+	p := filepath.Join(filepath.Dir(dir), "shared", filepath.FromSlash(rel))
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("shared data not found at %s; CI provides it", p)
+	}
+	return p
 }
