@@ -629,7 +629,7 @@ func atkRechain(t *testing.T, entries []map[string]any) []string {
 
 // Hangs are bypasses: Claude Code treats a hook that times out as allow.
 func TestAttackHangs(t *testing.T) {
-	t.Parallel()
+	// Not parallel with the other tests: it measures how long the hook takes.
 	tmpl := newAtkProject(t, false)
 	t.Run("24-deep symlink chain in a write target", func(t *testing.T) {
 		t.Parallel()
