@@ -123,7 +123,6 @@ func TestE2EServerParityPaths(t *testing.T) {
 func TestE2EServerGitFromRequestPath(t *testing.T) {
 	t.Parallel()
 	testenv.Long(t) // seconds of sleeps and processes: CI runs it (DES_TEST_LONG=1)
-	t.Parallel()
 	run := parityRun(t)
 	root := gitProject(t)
 	writeFile(t, root, stepPath, finishedStep(t, "IN_PROGRESS"))
@@ -163,7 +162,6 @@ func TestE2EServerGitFromRequestPath(t *testing.T) {
 func TestE2EServerHomeFromRequest(t *testing.T) {
 	t.Parallel()
 	testenv.Long(t) // seconds of sleeps and processes: CI runs it (DES_TEST_LONG=1)
-	t.Parallel()
 	run := parityRun(t)
 	root := gitProject(t)
 	writeFile(t, root, stepPath, finishedStep(t, "IN_PROGRESS"))
