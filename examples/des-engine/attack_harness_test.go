@@ -50,6 +50,17 @@ const (
 	atkPolicy   = ".des/policies/team.rego"
 )
 
+// atkSession is the session of the attack suite's events (the corpus's
+// curated Bash payload's).
+const atkSession = "120ec635-4140-4bf9-8fdc-24047e46c394"
+
+// evOpts are the fields every tool event in the project carries but the
+// Bash calls (bashEvent's): the session, its transcript under $HOME,
+// permission_mode acceptEdits and a fresh tool_use_id.
+func (p *atkProject) evOpts() []evOpt {
+	return []evOpt{evSession(atkSession), evTranscript(filepath.Join(p.home, ".claude", "t.jsonl")), evMode("acceptEdits"), evToolUseID(p.toolUseID())}
+}
+
 const atkConfigContent = `{
   "stale_threshold_minutes": 45,
   "gate2_on_failure": "record"
@@ -223,9 +234,7 @@ func newAtkProject(t testing.TB, trail bool) *atkProject {
 	writeFile(t, root, ".claude/settings.json", string(raw)+"\n")
 
 	p.git(t, "init", "-q")
-	p.git(t, "config", "user.email", "des@example.com")
-	p.git(t, "config", "user.name", "des")
-	p.git(t, "config", "commit.gpgsign", "false")
+	gitIdentity(t, root)
 	p.git(t, "add", ".")
 	p.git(t, "commit", "-qm", "init")
 	if r := p.cli(t, "precommit", "--install"); r.code != 0 {
@@ -541,7 +550,7 @@ func (p *atkProject) bashWith(t testing.TB, cwd, command string, fields map[stri
 	}
 	c := atkCall{command: command}
 	id := p.toolUseID()
-	ev := bashEvent(t.(*testing.T), dir, command)
+	ev := bashEvent(t, dir, command)
 	ev["tool_use_id"] = id
 	for k, v := range fields {
 		ev[k] = v
@@ -575,17 +584,11 @@ func (p *atkProject) bashWith(t testing.TB, cwd, command string, fields map[stri
 	for _, h := range harmless {
 		c.harmlessMid[h] = fileState(p.path(h))
 	}
-	post := map[string]any{}
-	for k, v := range ev {
-		post[k] = v
-	}
+	var post map[string]any
 	if c.exit == 0 {
-		post["hook_event_name"] = "PostToolUse"
-		post["tool_response"] = map[string]any{"stdout": c.out, "stderr": "", "interrupted": false, "isImage": false, "noOutputExpected": false}
+		post = afterEv(ev, "PostToolUse", evResponse(map[string]any{"stdout": c.out, "stderr": "", "interrupted": false, "isImage": false, "noOutputExpected": false}))
 	} else {
-		post["hook_event_name"] = "PostToolUseFailure"
-		post["error"] = fmt.Sprintf("Exit code %d\n%s", c.exit, c.out)
-		post["is_interrupt"] = false
+		post = afterEv(ev, "PostToolUseFailure", evFields(map[string]any{"error": fmt.Sprintf("Exit code %d\n%s", c.exit, c.out), "is_interrupt": false}))
 	}
 	c.postEvent = post["hook_event_name"].(string)
 	c.post = p.hook(t, post, atkHookDeadline)
@@ -610,17 +613,14 @@ func (p *atkProject) tool(t testing.TB, cwd, tool string, input map[string]any, 
 	if cwd != "" {
 		dir = p.path(cwd)
 	}
-	ev := map[string]any{"session_id": "120ec635-4140-4bf9-8fdc-24047e46c394", "transcript_path": filepath.Join(p.home, ".claude", "t.jsonl"),
-		"cwd": dir, "permission_mode": "acceptEdits", "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input, "tool_use_id": p.toolUseID()}
+	ev := toolEvent("PreToolUse", tool, dir, input, p.evOpts()...)
 	c := atkCall{command: tool}
 	if c.denied = p.pre(t, ev); c.denied != "" {
 		return c
 	}
 	c.ran = true
 	apply()
-	ev["hook_event_name"] = "PostToolUse"
-	ev["tool_response"] = response
-	c.post = p.hook(t, ev, atkHookDeadline)
+	c.post = p.hook(t, afterEv(ev, "PostToolUse", evFields(map[string]any{"tool_response": response})), atkHookDeadline)
 	return c
 }
 

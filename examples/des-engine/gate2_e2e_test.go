@@ -53,12 +53,9 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // stopEvent is a SubagentStop payload in the shape of the corpus's
 // SubagentStop_with_background_tasks_effort.json.
 func stopEvent(root, transcript string, active bool) map[string]any {
-	return map[string]any{
-		"session_id": "s1", "transcript_path": filepath.Join(filepath.Dir(transcript), "..", "..", "s1.jsonl"), "cwd": root,
-		"permission_mode": "auto", "agent_id": "a6fbb44895c6a27dd", "agent_type": "software-crafter", "effort": map[string]any{"level": "high"},
-		"hook_event_name": "SubagentStop", "stop_hook_active": active, "agent_transcript_path": transcript,
-		"last_assistant_message": "All 14 phases done, tests green.", "background_tasks": []any{}, "session_crons": []any{},
-	}
+	return subagentStopEv(root, "a6fbb44895c6a27dd", "software-crafter", transcript, "All 14 phases done, tests green.",
+		evStopActive(active), evTranscript(filepath.Join(filepath.Dir(transcript), "..", "..", "s1.jsonl")), evMode("auto"),
+		evFields(map[string]any{"effort": map[string]any{"level": "high"}, "background_tasks": []any{}, "session_crons": []any{}}))
 }
 
 // completeAroundTheGuard is what a dishonest subagent does: it writes the

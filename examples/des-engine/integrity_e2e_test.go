@@ -61,14 +61,11 @@ func effProject(t *testing.T) string {
 }
 
 func effBashEvent(root, event, id, command string) map[string]any {
-	ev := map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": event, "tool_name": "Bash", "tool_use_id": id,
-		"tool_input": map[string]any{"command": command},
-	}
+	var response any
 	if event != "PreToolUse" {
-		ev["tool_response"] = map[string]any{"stdout": "", "stderr": "", "interrupted": false}
+		response = map[string]any{"stdout": "", "stderr": "", "interrupted": false}
 	}
-	return ev
+	return bashEv(event, root, command, evToolUseID(id), evResponse(response))
 }
 
 // afterTool reads a PostToolUse (or PostToolUseFailure) response.
@@ -119,13 +116,10 @@ func sh(t *testing.T, root, command string) {
 	t.Logf("$ %s\n%s(%v)", command, out, err)
 }
 
+// fileText is readFileString.
 func fileText(t *testing.T, root, rel string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-	if err != nil {
-		t.Fatalf("%s: %v", rel, err)
-	}
-	return string(data)
+	return readFileString(t, root, rel)
 }
 
 // begin starts watching a project (the first call of a session).

@@ -46,9 +46,7 @@ func isdlcProject(t *testing.T) string {
 	if runtime.GOOS == "windows" {
 		t.Skip("uses git and a POSIX shell")
 	}
-	root := t.TempDir()
-	git(t, root, "init", "-q", "-b", "main", ".")
-	git(t, root, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init")
+	root := newTestProject(t, projGit("main"))
 	git(t, root, "branch", "feature/REQ-0001-login")
 	writeFile(t, root, "docs/isdlc/tasks.md", "# Tasks\n\n## Phase 06: Implementation\n- [ ] T0001 login form\n")
 	data, _ := json.MarshalIndent(isdlcState(), "", "  ")
@@ -57,10 +55,7 @@ func isdlcProject(t *testing.T) string {
 }
 
 func phaseAgentEvent(root, event, subagent, prompt string) map[string]any {
-	return map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": event, "tool_name": "Agent", "tool_use_id": "toolu_phase",
-		"tool_input": map[string]any{"subagent_type": subagent, "prompt": prompt, "description": "phase work"},
-	}
+	return agentEv(event, "Agent", root, subagent, "phase work", prompt, evToolUseID("toolu_phase"))
 }
 
 func TestE2EPhaseDelegationWiring(t *testing.T) {

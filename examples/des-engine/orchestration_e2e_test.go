@@ -42,14 +42,14 @@ const orchPlan = `{
 
 func orchProject(t *testing.T, graph bool, config string) string {
 	t.Helper()
-	root := t.TempDir()
+	var opts []projOpt
 	if config != "" {
-		writeFile(t, root, ".des/config.json", config)
+		opts = append(opts, projConfig(config))
 	}
 	if graph {
-		writeFile(t, root, orchGraph, orchPlan)
+		opts = append(opts, projGraph(orchGraph, orchPlan))
 	}
-	return root
+	return newTestProject(t, opts...)
 }
 
 // orchOut is any hook response.
@@ -82,11 +82,11 @@ func orchRun(t *testing.T, root string, ev map[string]any, env ...string) (orchO
 }
 
 func orchTool(root, event, tool, id string, input map[string]any) map[string]any {
-	return map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": event, "tool_name": tool, "tool_use_id": id, "tool_input": input}
+	return toolEvent(event, tool, root, input, evToolUseID(id))
 }
 
 func orchAgentCall(root, id, prompt string) map[string]any {
-	return orchTool(root, "PreToolUse", "Agent", id, map[string]any{"prompt": prompt, "description": "work", "subagent_type": "coder"})
+	return agentEv("PreToolUse", "Agent", root, "coder", "work", prompt, evToolUseID(id))
 }
 
 // orchTranscript writes a subagent transcript: the prompt, then the
@@ -112,12 +112,7 @@ func mustMarshal(t *testing.T, v any) string {
 }
 
 func orchStop(root, agentID, agentType, transcript, last string) map[string]any {
-	ev := map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": "SubagentStop", "agent_id": agentID,
-		"agent_type": agentType, "agent_transcript_path": transcript, "stop_hook_active": false}
-	if last != "" {
-		ev["last_assistant_message"] = last
-	}
-	return ev
+	return subagentStopEv(root, agentID, agentType, transcript, last)
 }
 
 func orchGraphDoc(t *testing.T, root string) map[string]any {

@@ -8,21 +8,9 @@ import (
 	"testing"
 )
 
-// writeFile writes content at rel under root, creating directories.
-func writeFile(t testing.TB, root, rel, content string) {
-	t.Helper()
-	path := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
+// writeToolEvent is a PreToolUse of a file tool on rel with input.
 func writeToolEvent(root, tool, rel string, input map[string]any) map[string]any {
-	input["file_path"] = filepath.Join(root, filepath.FromSlash(rel))
-	return map[string]any{"session_id": "s", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input, "tool_use_id": "toolu_w"}
+	return fileEv("PreToolUse", tool, root, filepath.Join(root, filepath.FromSlash(rel)), input, evSession("s"), evToolUseID("toolu_w"))
 }
 
 const stateV5 = `{
