@@ -212,14 +212,15 @@ func newAtkProject(t testing.TB, trail bool) *atkProject {
 	p := &atkProject{home: home, root: filepath.Join(home, "proj"), stateDir: t.TempDir()}
 	p.env = atkEnviron(p.home, p.root, p.stateDir)
 	root := p.root
-	writeFile(t, root, "README.md", "# shop\n\nA small shop.\n")
-	writeFile(t, root, "src/app.go", "package app\n")
-	writeFile(t, root, ".gitignore", ".des/audit/\n.des/runs/\n.des/sessions/\nnode_modules/\n")
-	writeFile(t, root, atkConfig, atkConfigContent)
-	writeFile(t, root, atkPolicy, atkPolicyContent)
-	writeFile(t, root, atkDoneStep, atkStep("01-01", true))
-	writeFile(t, root, atkOpenStep, atkStep("01-02", false))
-	writeFile(t, root, atkState, stateV5)
+	writeFiles(t, root,
+		"README.md", "# shop\n\nA small shop.\n",
+		"src/app.go", "package app\n",
+		".gitignore", ".des/audit/\n.des/runs/\n.des/sessions/\nnode_modules/\n",
+		atkConfig, atkConfigContent,
+		atkPolicy, atkPolicyContent,
+		atkDoneStep, atkStep("01-01", true),
+		atkOpenStep, atkStep("01-02", false),
+		atkState, stateV5)
 	settings := p.cli(t, "settings")
 	if settings.code != 0 {
 		t.Fatalf("hook settings: %+v", settings)

@@ -14,16 +14,13 @@ const e2eStep = "docs/feature/shop/steps/01-01.json"
 
 func gate1Project(t *testing.T, status string) string {
 	t.Helper()
-	root := t.TempDir()
-	step := `{
+	return newTestProject(t, projStep(e2eStep, `{
   "task_id": "01-01",
   "description": "Add a cart total",
-  "state": {"status": "` + status + `"},
+  "state": {"status": "`+status+`"},
   "tdd_cycle": {"phase_execution_log": []}
 }
-`
-	writeFile(t, root, e2eStep, step)
-	return root
+`))
 }
 
 // agentEvent is the PreToolUse of an Agent or Task call delegating step

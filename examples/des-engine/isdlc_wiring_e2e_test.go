@@ -86,10 +86,7 @@ func TestE2EPhaseDelegationWiring(t *testing.T) {
 func TestE2ESkillAdvanceBlockedAndEscalated(t *testing.T) {
 	t.Parallel()
 	root := isdlcProject(t)
-	skill := map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Skill", "tool_use_id": "toolu_skill",
-		"tool_input": map[string]any{"skill": "isdlc", "args": "advance"},
-	}
+	skill := skillEv("PreToolUse", root, "isdlc", "advance", evToolUseID("toolu_skill"))
 	for range 3 { // retried: one escalation within the minute
 		reason := denyReason(t, runHookProcess(t, root, nil, skill))
 		if !strings.Contains(reason, "[DES-GATE-BLOCKED]") {
@@ -134,20 +131,14 @@ func TestE2EBranchGuardCommitOnMain(t *testing.T) {
 		`git commit -m "wip"`,
 		`git add -A && git -c user.name=x commit -qm wip`,
 	} {
-		ev := map[string]any{
-			"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_commit",
-			"tool_input": map[string]any{"command": command},
-		}
+		ev := bashEv("PreToolUse", root, command, evToolUseID("toolu_commit"))
 		reason := denyReason(t, runHookProcess(t, root, nil, ev))
 		if !strings.Contains(reason, "[DES-BRANCH-PROTECTED]") {
 			t.Errorf("%s on main: reason =\n%s", command, reason)
 		}
 	}
 	// Not a commit: no opinion.
-	ev := map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_ls",
-		"tool_input": map[string]any{"command": "git status && ls"},
-	}
+	ev := bashEv("PreToolUse", root, "git status && ls", evToolUseID("toolu_ls"))
 	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); reason != "" {
 		t.Errorf("git status: %s", reason)
 	}
@@ -198,10 +189,7 @@ func TestE2EBadRequirementFileFailsClosedInAWorkflow(t *testing.T) {
 func TestE2EEscalationOnceUnderParallelHooks(t *testing.T) {
 	t.Parallel()
 	root := isdlcProject(t)
-	skill := map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Skill", "tool_use_id": "toolu_par",
-		"tool_input": map[string]any{"skill": "isdlc", "args": "gate"},
-	}
+	skill := skillEv("PreToolUse", root, "isdlc", "gate", evToolUseID("toolu_par"))
 	var wg sync.WaitGroup
 	for range 6 {
 		wg.Add(1)

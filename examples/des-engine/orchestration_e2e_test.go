@@ -244,7 +244,7 @@ func TestE2EOrchRegistry(t *testing.T) {
 	t.Parallel()
 	root := orchProject(t, false, `{"max_concurrent_agents": 2}`)
 	for _, id := range []string{"a1", "a2"} {
-		out, raw := orchRun(t, root, map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": "SubagentStart", "agent_id": id, "agent_type": "explorer"})
+		out, raw := orchRun(t, root, subagentStartEv(root, id, "explorer"))
 		if raw != "" {
 			t.Errorf("SubagentStart said %s (%+v)", raw, out)
 		}
@@ -274,7 +274,7 @@ func TestE2EOrchRegistry(t *testing.T) {
 		t.Errorf("below the limit again: %+v", out)
 	}
 	// A new prompt: no output.
-	if _, raw := orchRun(t, root, map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": "UserPromptSubmit", "prompt": "go on"}); raw != "" {
+	if _, raw := orchRun(t, root, userPromptEv(root, "go on")); raw != "" {
 		t.Errorf("UserPromptSubmit said %s", raw)
 	}
 }
@@ -322,7 +322,7 @@ func TestE2EOrchDelegation(t *testing.T) {
 		if last.Specific.PermissionDecision != "" || !strings.Contains(last.Specific.AdditionalContext, "DES-DELEGATION-REQUIRED") || !strings.Contains(last.Specific.AdditionalContext, "3") {
 			t.Errorf("third direct call: %+v, want a warning with the count 3", last)
 		}
-		orchRun(t, root, map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": "UserPromptSubmit", "prompt": "next"})
+		orchRun(t, root, userPromptEv(root, "next"))
 		last, _ = orchRun(t, root, write(root, filepath.Join(root, "main.go")))
 		if !strings.Contains(last.Specific.AdditionalContext, "1") || strings.Contains(last.Specific.AdditionalContext, "4") {
 			t.Errorf("after a new prompt: %+v, want the count back at 1", last)
@@ -421,7 +421,7 @@ func TestE2EOrchOwnWritesNotRestored(t *testing.T) {
 		t.Fatalf("PreToolUse: %s", pre)
 	}
 	prompt := "Add the login handler.\nPhase ID: impl-a\n"
-	orchRun(t, root, map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": "SubagentStart", "agent_id": "a1", "agent_type": "coder"})
+	orchRun(t, root, subagentStartEv(root, "a1", "coder"))
 	if out, _ := orchRun(t, root, orchAgentCall(root, "toolu_i", prompt)); out.Specific.PermissionDecision == "deny" {
 		t.Fatalf("delegation: %+v", out)
 	}

@@ -112,8 +112,7 @@ func TestE2EBashWriteToStateBlocked(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, ".isdlc/state.json", stateV5)
-	ev := map[string]any{"session_id": "s", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_b",
-		"tool_input": map[string]any{"command": "echo '{}' > .isdlc/state.json", "description": "reset state"}}
+	ev := bashEv("PreToolUse", root, "echo '{}' > .isdlc/state.json", evSession("s"), evToolUseID("toolu_b"), evInput(map[string]any{"description": "reset state"}))
 	reason := denyReason(t, runHookProcess(t, root, nil, ev))
 	if !strings.HasPrefix(reason, "[DES-STATE-BASH-WRITE] Bash would write .isdlc/state.json") || !strings.Contains(reason, "Edit tool") {
 		t.Errorf("reason = %q", reason)
