@@ -229,13 +229,12 @@ func prepareThroughTheGuard(t *testing.T, root string, env []string) {
 			prepare[k] = v
 		}
 		next, _ := json.MarshalIndent(doc, "", "  ")
-		ev := writeToolEvent(root, "Write", e2eStep, map[string]any{"content": string(next)})
-		ev["tool_use_id"] = "toolu_w" + itoa(i)
+		ev := writeToolEvent(root, "Write", e2eStep, map[string]any{"content": string(next)}, evToolUseID("toolu_w"+itoa(i)))
 		if reason := denyReason(t, runHookProcess(t, root, env, ev)); reason != "" {
 			t.Fatalf("write %d denied: %s", i, reason)
 		}
 		writeFile(t, root, e2eStep, string(next))
-		post := afterEv(ev, "PostToolUse", evResponse(map[string]any{"type": "update", "filePath": filepath.Join(root, e2eStep)}))
+		post := writtenEv(ev, filepath.Join(root, e2eStep))
 		if r := runHookProcess(t, root, env, post); r.code != 0 || r.stdout != "" {
 			t.Fatalf("PostToolUse %d: %+v", i, r)
 		}

@@ -20,6 +20,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // ---- events ----
@@ -101,6 +103,12 @@ func afterEv(pre map[string]any, event string, opts ...evOpt) map[string]any {
 		o(ev)
 	}
 	return ev
+}
+
+// writtenEv is the PostToolUse that follows pre, a Write or Edit of path
+// that landed: Claude Code's "update" response.
+func writtenEv(pre map[string]any, path any) map[string]any {
+	return afterEv(pre, "PostToolUse", evResponse(map[string]any{"type": "update", "filePath": path}))
 }
 
 // bashEv is an event of the Bash tool running command.
@@ -287,16 +295,11 @@ func marshalState(t testing.TB, state any) string {
 
 // ---- files ----
 
-// writeFile writes content at rel under root, creating directories.
+// writeFile writes content at rel under root, creating directories
+// (testenv.WriteFile).
 func writeFile(t testing.TB, root, rel, content string) {
 	t.Helper()
-	path := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteFile(t, root, rel, content)
 }
 
 // writeFiles writes path/content pairs under root.

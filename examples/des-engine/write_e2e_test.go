@@ -9,8 +9,9 @@ import (
 )
 
 // writeToolEvent is a PreToolUse of a file tool on rel with input.
-func writeToolEvent(root, tool, rel string, input map[string]any) map[string]any {
-	return fileEv("PreToolUse", tool, root, filepath.Join(root, filepath.FromSlash(rel)), input, evSession("s"), evToolUseID("toolu_w"))
+// Options apply after its own (session "s", tool_use_id "toolu_w").
+func writeToolEvent(root, tool, rel string, input map[string]any, opts ...evOpt) map[string]any {
+	return fileEv("PreToolUse", tool, root, filepath.Join(root, filepath.FromSlash(rel)), input, append([]evOpt{evSession("s"), evToolUseID("toolu_w")}, opts...)...)
 }
 
 const stateV5 = `{
@@ -171,16 +172,14 @@ func TestE2ECurlyQuoteEditIsJudged(t *testing.T) {
 // PostToolUse. It returns the deny reason, "" when the write landed.
 func stateStep(t *testing.T, root string, env []string, id, content string) string {
 	t.Helper()
-	ev := writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": content})
-	ev["tool_use_id"] = id
+	ev := writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": content}, evToolUseID(id))
 	if r := runHookProcess(t, root, env, ev); strings.Contains(r.stdout, `"permissionDecision":"deny"`) {
 		return denyReason(t, r)
 	} else if r.code != 0 {
 		t.Fatalf("PreToolUse: %+v", r)
 	}
 	writeFile(t, root, ".isdlc/state.json", content)
-	ev["hook_event_name"] = "PostToolUse"
-	ev["tool_response"] = map[string]any{"type": "update", "filePath": ev["tool_input"].(map[string]any)["file_path"]}
+	ev = writtenEv(ev, ev["tool_input"].(map[string]any)["file_path"])
 	if r := runHookProcess(t, root, env, ev); r.code != 0 || strings.Contains(r.stdout, "deny") {
 		t.Fatalf("PostToolUse: %+v", r)
 	}
