@@ -15,7 +15,7 @@ const subagentAgentID = "ad004ff72632ba099"
 // asSubagent makes ev a tool call made inside a subagent, as Claude Code
 // sends it: the event carries agent_id and agent_type.
 func asSubagent(ev map[string]any) map[string]any {
-	ev["agent_id"], ev["agent_type"] = subagentAgentID, "builder"
+	evAgent(subagentAgentID, "builder")(ev)
 	return ev
 }
 

@@ -683,9 +683,8 @@ func TestAttackHangs(t *testing.T) {
 		pre := p.hook(t, ev, 12*time.Second, env...)
 		if pre.permissionDecision != "deny" && !pre.hung {
 			_, _ = p.run(t, p.root, `echo '{}' > "$(printf %s .des/config.json)"`)
-			ev["hook_event_name"] = "PostToolUse"
-			ev["tool_response"] = map[string]any{"stdout": "", "stderr": "", "interrupted": false, "isImage": false, "noOutputExpected": false}
-			p.hook(t, ev, 12*time.Second, env...)
+			post := afterEv(ev, "PostToolUse", evResponse(map[string]any{"stdout": "", "stderr": "", "interrupted": false, "isImage": false, "noOutputExpected": false}))
+			p.hook(t, post, 12*time.Second, env...)
 		}
 		before.mustEqual(t, p.snapshot(t), "with the audit lock held")
 	})

@@ -50,6 +50,17 @@ const (
 	atkPolicy   = ".des/policies/team.rego"
 )
 
+// atkSession is the session of the attack suite's events (the corpus's
+// curated Bash payload's).
+const atkSession = "120ec635-4140-4bf9-8fdc-24047e46c394"
+
+// evOpts are the fields every tool event in the project carries but the
+// Bash calls (bashEvent's): the session, its transcript under $HOME,
+// permission_mode acceptEdits and a fresh tool_use_id.
+func (p *atkProject) evOpts() []evOpt {
+	return []evOpt{evSession(atkSession), evTranscript(filepath.Join(p.home, ".claude", "t.jsonl")), evMode("acceptEdits"), evToolUseID(p.toolUseID())}
+}
+
 const atkConfigContent = `{
   "stale_threshold_minutes": 45,
   "gate2_on_failure": "record"
@@ -201,14 +212,15 @@ func newAtkProject(t testing.TB, trail bool) *atkProject {
 	p := &atkProject{home: home, root: filepath.Join(home, "proj"), stateDir: t.TempDir()}
 	p.env = atkEnviron(p.home, p.root, p.stateDir)
 	root := p.root
-	writeFile(t, root, "README.md", "# shop\n\nA small shop.\n")
-	writeFile(t, root, "src/app.go", "package app\n")
-	writeFile(t, root, ".gitignore", ".des/audit/\n.des/runs/\n.des/sessions/\nnode_modules/\n")
-	writeFile(t, root, atkConfig, atkConfigContent)
-	writeFile(t, root, atkPolicy, atkPolicyContent)
-	writeFile(t, root, atkDoneStep, atkStep("01-01", true))
-	writeFile(t, root, atkOpenStep, atkStep("01-02", false))
-	writeFile(t, root, atkState, stateV5)
+	writeFiles(t, root,
+		"README.md", "# shop\n\nA small shop.\n",
+		"src/app.go", "package app\n",
+		".gitignore", ".des/audit/\n.des/runs/\n.des/sessions/\nnode_modules/\n",
+		atkConfig, atkConfigContent,
+		atkPolicy, atkPolicyContent,
+		atkDoneStep, atkStep("01-01", true),
+		atkOpenStep, atkStep("01-02", false),
+		atkState, stateV5)
 	settings := p.cli(t, "settings")
 	if settings.code != 0 {
 		t.Fatalf("hook settings: %+v", settings)
@@ -223,9 +235,7 @@ func newAtkProject(t testing.TB, trail bool) *atkProject {
 	writeFile(t, root, ".claude/settings.json", string(raw)+"\n")
 
 	p.git(t, "init", "-q")
-	p.git(t, "config", "user.email", "des@example.com")
-	p.git(t, "config", "user.name", "des")
-	p.git(t, "config", "commit.gpgsign", "false")
+	gitIdentity(t, root)
 	p.git(t, "add", ".")
 	p.git(t, "commit", "-qm", "init")
 	if r := p.cli(t, "precommit", "--install"); r.code != 0 {
@@ -541,7 +551,7 @@ func (p *atkProject) bashWith(t testing.TB, cwd, command string, fields map[stri
 	}
 	c := atkCall{command: command}
 	id := p.toolUseID()
-	ev := bashEvent(t.(*testing.T), dir, command)
+	ev := bashEvent(t, dir, command)
 	ev["tool_use_id"] = id
 	for k, v := range fields {
 		ev[k] = v
@@ -575,17 +585,11 @@ func (p *atkProject) bashWith(t testing.TB, cwd, command string, fields map[stri
 	for _, h := range harmless {
 		c.harmlessMid[h] = fileState(p.path(h))
 	}
-	post := map[string]any{}
-	for k, v := range ev {
-		post[k] = v
-	}
+	var post map[string]any
 	if c.exit == 0 {
-		post["hook_event_name"] = "PostToolUse"
-		post["tool_response"] = map[string]any{"stdout": c.out, "stderr": "", "interrupted": false, "isImage": false, "noOutputExpected": false}
+		post = afterEv(ev, "PostToolUse", evResponse(map[string]any{"stdout": c.out, "stderr": "", "interrupted": false, "isImage": false, "noOutputExpected": false}))
 	} else {
-		post["hook_event_name"] = "PostToolUseFailure"
-		post["error"] = fmt.Sprintf("Exit code %d\n%s", c.exit, c.out)
-		post["is_interrupt"] = false
+		post = afterEv(ev, "PostToolUseFailure", evFields(map[string]any{"error": fmt.Sprintf("Exit code %d\n%s", c.exit, c.out), "is_interrupt": false}))
 	}
 	c.postEvent = post["hook_event_name"].(string)
 	c.post = p.hook(t, post, atkHookDeadline)
@@ -610,17 +614,14 @@ func (p *atkProject) tool(t testing.TB, cwd, tool string, input map[string]any, 
 	if cwd != "" {
 		dir = p.path(cwd)
 	}
-	ev := map[string]any{"session_id": "120ec635-4140-4bf9-8fdc-24047e46c394", "transcript_path": filepath.Join(p.home, ".claude", "t.jsonl"),
-		"cwd": dir, "permission_mode": "acceptEdits", "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input, "tool_use_id": p.toolUseID()}
+	ev := toolEvent("PreToolUse", tool, dir, input, p.evOpts()...)
 	c := atkCall{command: tool}
 	if c.denied = p.pre(t, ev); c.denied != "" {
 		return c
 	}
 	c.ran = true
 	apply()
-	ev["hook_event_name"] = "PostToolUse"
-	ev["tool_response"] = response
-	c.post = p.hook(t, ev, atkHookDeadline)
+	c.post = p.hook(t, afterEv(ev, "PostToolUse", evFields(map[string]any{"tool_response": response})), atkHookDeadline)
 	return c
 }
 

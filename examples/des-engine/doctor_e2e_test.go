@@ -66,7 +66,7 @@ func TestE2EDoctorInstalledProject(t *testing.T) {
 		t.Errorf("before any session: %+v; want the settings-present-but-no-event warning", rep.Findings)
 	}
 	// A session starts: des records it, doctor says so.
-	ev := map[string]any{"session_id": "sess-1", "cwd": root, "hook_event_name": "SessionStart", "source": "startup", "model": "claude-x"}
+	ev := sessionStartEv(root, "startup", evSession("sess-1"), evFields(map[string]any{"model": "claude-x"}))
 	if r := runHookProcess(t, root, nil, ev); r.code != 0 || r.stdout != "" {
 		t.Fatalf("SessionStart: %+v; want no output", r)
 	}

@@ -82,20 +82,10 @@ func runHookBinary(t *testing.T, bin, root string, env []string, event any) hook
 	return hookRun{cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()}
 }
 
+// writeEvent is a PreToolUse of a file tool on file with the tool's
+// smallest input (fileEv).
 func writeEvent(root, tool, file string) map[string]any {
-	in := map[string]any{"file_path": filepath.Join(root, file)}
-	switch tool {
-	case "Write":
-		in["content"] = "{}" // valid JSON, so a guarded document is judged on its path, not its content
-	case "Edit":
-		in["old_string"], in["new_string"] = "a", "b"
-	case "MultiEdit":
-		in["edits"] = []any{map[string]any{"old_string": "a", "new_string": "b"}}
-	}
-	return map[string]any{
-		"session_id": "s", "cwd": root, "hook_event_name": "PreToolUse",
-		"tool_name": tool, "tool_input": in, "tool_use_id": "toolu_1",
-	}
+	return fileEv("PreToolUse", tool, root, filepath.Join(root, file), nil, evSession("s"), evToolUseID("toolu_1"))
 }
 
 // denyReason returns the PreToolUse deny reason of a run, or "" when the run

@@ -24,14 +24,12 @@ import (
 // a process behind, as Claude Code does, and fails on any deny.
 func bashCall(t *testing.T, root string, env []string, id, command string) {
 	t.Helper()
-	ev := map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": id,
-		"tool_input": map[string]any{"command": command}}
+	ev := bashEv("PreToolUse", root, command, evToolUseID(id))
 	if reason := denyReason(t, runHookProcess(t, root, env, ev)); reason != "" {
 		t.Fatalf("Bash %q denied: %s", command, reason)
 	}
-	ev["hook_event_name"] = "PostToolUse"
-	ev["tool_response"] = map[string]any{"stdout": "", "stderr": "", "interrupted": false}
-	if r := runHookProcess(t, root, env, ev); r.code != 0 || strings.Contains(r.stdout, "DES-INTEGRITY") {
+	post := afterEv(ev, "PostToolUse", evResponse(map[string]any{"stdout": "", "stderr": "", "interrupted": false}))
+	if r := runHookProcess(t, root, env, post); r.code != 0 || strings.Contains(r.stdout, "DES-INTEGRITY") {
 		t.Fatalf("Bash %q PostToolUse: %+v", command, r)
 	}
 }
@@ -86,8 +84,7 @@ func TestE2EForgedPendingRecordIsNotConfirmed(t *testing.T) {
 
 	// Claude Code writes the file; PostToolUse confirms.
 	writeFile(t, root, e2eStep, string(next))
-	ev["hook_event_name"] = "PostToolUse"
-	ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(root, e2eStep)}
+	ev = writtenEv(ev, filepath.Join(root, e2eStep))
 	if r := runHookProcess(t, root, env, ev); r.code != 0 || r.stdout != "" {
 		t.Fatalf("PostToolUse: %+v", r)
 	}
@@ -179,11 +176,7 @@ func TestE2EForgedStopVerdictStillReportsTheFailure(t *testing.T) {
 	if err := os.WriteFile(verdict, forged, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	post := map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": "PostToolUse", "tool_name": "Agent", "tool_use_id": "toolu_e2e",
-		"tool_input":    map[string]any{"description": "step 01-01", "prompt": "…", "subagent_type": "software-crafter"},
-		"tool_response": map[string]any{"status": "completed", "agentId": "a6fbb44895c6a27dd", "content": []any{map[string]any{"type": "text", "text": "done"}}},
-	}
+	post := agentDoneEvent(root)
 	po := decodeStop(t, runHookProcess(t, root, env, post))
 	if po.HookSpecificOutput == nil || !strings.Contains(po.HookSpecificOutput.AdditionalContext, "[DES-PHASE-JUMP]") {
 		t.Errorf("the orchestrator was not told that Gate 2 failed the step (forged verdict): %+v", po)

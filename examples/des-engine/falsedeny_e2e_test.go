@@ -161,14 +161,12 @@ func TestE2EFormatterHookKeepsTheWriteConfirmed(t *testing.T) {
 			prepare[k] = v
 		}
 		next, _ := json.MarshalIndent(doc, "", "  ")
-		ev := writeToolEvent(root, "Write", e2eStep, map[string]any{"content": string(next)})
-		ev["tool_use_id"] = "toolu_f" + itoa(i)
+		ev := writeToolEvent(root, "Write", e2eStep, map[string]any{"content": string(next)}, evToolUseID("toolu_f"+itoa(i)))
 		if reason := denyReason(t, runHookProcess(t, root, env, ev)); reason != "" {
 			t.Fatalf("write %d denied: %s", i, reason)
 		}
 		writeFile(t, root, e2eStep, format(doc)) // Claude Code writes, then the formatter hook rewrites
-		ev["hook_event_name"] = "PostToolUse"
-		ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(root, e2eStep)}
+		ev = writtenEv(ev, filepath.Join(root, e2eStep))
 		return runHookProcess(t, root, env, ev)
 	}
 	reindent := func(doc map[string]any) string {
@@ -247,8 +245,7 @@ func TestE2EFormatterHookKeepsTheStateWriteConfirmed(t *testing.T) {
 			t.Fatalf("%s denied: %s", id, reason)
 		}
 		writeFile(t, root, ".isdlc/state.json", landed) // Claude Code writes, then the formatter hook rewrites
-		ev["hook_event_name"] = "PostToolUse"
-		ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(root, ".isdlc", "state.json")}
+		ev = writtenEv(ev, filepath.Join(root, ".isdlc", "state.json"))
 		return runHookProcess(t, root, nil, ev)
 	}
 	st["last_updated"] = "2026-11-29T10:00:00Z"
@@ -317,15 +314,13 @@ func TestE2EFormattedWriteWhileACallRuns(t *testing.T) {
 	stepPhases(doc)[0].(map[string]any)["status"] = "IN_PROGRESS"
 	stepPhases(doc)[0].(map[string]any)["started_at"] = "2026-11-22T12:00:00Z"
 	next, _ := json.MarshalIndent(doc, "", "  ")
-	ev := writeToolEvent(root, "Write", e2eStep, map[string]any{"content": string(next)})
-	ev["tool_use_id"] = "toolu_fw"
+	ev := writeToolEvent(root, "Write", e2eStep, map[string]any{"content": string(next)}, evToolUseID("toolu_fw"))
 	if reason := denyReason(t, runHookProcess(t, root, env, ev)); reason != "" {
 		t.Fatalf("the write was denied: %s", reason)
 	}
 	formatted, _ := json.MarshalIndent(doc, "", "\t")
 	writeFile(t, root, e2eStep, string(formatted)) // Claude Code writes, the formatter rewrites
-	ev["hook_event_name"] = "PostToolUse"
-	ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(root, e2eStep)}
+	ev = writtenEv(ev, filepath.Join(root, e2eStep))
 	if r := runHookProcess(t, root, env, ev); r.stdout != "" {
 		t.Fatalf("PostToolUse of the formatted write: %+v", r)
 	}

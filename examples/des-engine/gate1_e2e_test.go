@@ -14,23 +14,19 @@ const e2eStep = "docs/feature/shop/steps/01-01.json"
 
 func gate1Project(t *testing.T, status string) string {
 	t.Helper()
-	root := t.TempDir()
-	step := `{
+	return newTestProject(t, projStep(e2eStep, `{
   "task_id": "01-01",
   "description": "Add a cart total",
-  "state": {"status": "` + status + `"},
+  "state": {"status": "`+status+`"},
   "tdd_cycle": {"phase_execution_log": []}
 }
-`
-	writeFile(t, root, e2eStep, step)
-	return root
+`))
 }
 
+// agentEvent is the PreToolUse of an Agent or Task call delegating step
+// 01-01 to software-crafter with prompt.
 func agentEvent(root, tool, prompt string) map[string]any {
-	return map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_use_id": "toolu_e2e",
-		"tool_input": map[string]any{"description": "step 01-01", "prompt": prompt, "subagent_type": "software-crafter"},
-	}
+	return agentEv("PreToolUse", tool, root, "software-crafter", "step 01-01", prompt, evToolUseID("toolu_e2e"))
 }
 
 func renderPrompt(t testing.TB, name string) string {

@@ -14,9 +14,8 @@ import (
 // that points the hook at that Claude directory.
 func gate2Project(t *testing.T, env ...string) (root, transcript string, hookEnv []string) {
 	t.Helper()
-	root = t.TempDir()
+	root = newTestProject(t, projStep(e2eStep, unstartedStep()))
 	claude := t.TempDir()
-	writeFile(t, root, e2eStep, unstartedStep())
 	hookEnv = append([]string{"CLAUDE_CONFIG_DIR=" + claude}, env...)
 	prompt := renderPrompt(t, "execute-step")
 	if reason := denyReason(t, runHookProcess(t, root, hookEnv, agentEvent(root, "Agent", prompt))); reason != "" {
@@ -53,12 +52,16 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // stopEvent is a SubagentStop payload in the shape of the corpus's
 // SubagentStop_with_background_tasks_effort.json.
 func stopEvent(root, transcript string, active bool) map[string]any {
-	return map[string]any{
-		"session_id": "s1", "transcript_path": filepath.Join(filepath.Dir(transcript), "..", "..", "s1.jsonl"), "cwd": root,
-		"permission_mode": "auto", "agent_id": "a6fbb44895c6a27dd", "agent_type": "software-crafter", "effort": map[string]any{"level": "high"},
-		"hook_event_name": "SubagentStop", "stop_hook_active": active, "agent_transcript_path": transcript,
-		"last_assistant_message": "All 14 phases done, tests green.", "background_tasks": []any{}, "session_crons": []any{},
-	}
+	return subagentStopEv(root, "a6fbb44895c6a27dd", "software-crafter", transcript, "All 14 phases done, tests green.",
+		evStopActive(active), evTranscript(filepath.Join(filepath.Dir(transcript), "..", "..", "s1.jsonl")), evMode("auto"),
+		evFields(map[string]any{"effort": map[string]any{"level": "high"}, "background_tasks": []any{}, "session_crons": []any{}}))
+}
+
+// agentDoneEvent is the PostToolUse of gate2Project's Agent call, its
+// subagent done.
+func agentDoneEvent(root string) map[string]any {
+	return agentEv("PostToolUse", "Agent", root, "software-crafter", "step 01-01", "…", evToolUseID("toolu_e2e"),
+		evResponse(map[string]any{"status": "completed", "agentId": "a6fbb44895c6a27dd", "content": []any{map[string]any{"type": "text", "text": "done"}}}))
 }
 
 // completeAroundTheGuard is what a dishonest subagent does: it writes the
@@ -150,11 +153,7 @@ func TestE2EGate2FailedStopIsRecordedAndReported(t *testing.T) {
 	}
 
 	// The orchestrator learns it at PostToolUse for the Agent call.
-	post := map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": "PostToolUse", "tool_name": "Agent", "tool_use_id": "toolu_e2e",
-		"tool_input":    map[string]any{"description": "step 01-01", "prompt": "…", "subagent_type": "software-crafter"},
-		"tool_response": map[string]any{"status": "completed", "agentId": "a6fbb44895c6a27dd", "content": []any{map[string]any{"type": "text", "text": "done"}}},
-	}
+	post := agentDoneEvent(root)
 	po := decodeStop(t, runHookProcess(t, root, env, post))
 	if po.HookSpecificOutput == nil || po.HookSpecificOutput.HookEventName != "PostToolUse" ||
 		!strings.Contains(po.HookSpecificOutput.AdditionalContext, "[DES-PHASE-JUMP]") ||
@@ -230,15 +229,13 @@ func prepareThroughTheGuard(t *testing.T, root string, env []string) {
 			prepare[k] = v
 		}
 		next, _ := json.MarshalIndent(doc, "", "  ")
-		ev := writeToolEvent(root, "Write", e2eStep, map[string]any{"content": string(next)})
-		ev["tool_use_id"] = "toolu_w" + itoa(i)
+		ev := writeToolEvent(root, "Write", e2eStep, map[string]any{"content": string(next)}, evToolUseID("toolu_w"+itoa(i)))
 		if reason := denyReason(t, runHookProcess(t, root, env, ev)); reason != "" {
 			t.Fatalf("write %d denied: %s", i, reason)
 		}
 		writeFile(t, root, e2eStep, string(next))
-		ev["hook_event_name"] = "PostToolUse"
-		ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(root, e2eStep)}
-		if r := runHookProcess(t, root, env, ev); r.code != 0 || r.stdout != "" {
+		post := writtenEv(ev, filepath.Join(root, e2eStep))
+		if r := runHookProcess(t, root, env, post); r.code != 0 || r.stdout != "" {
 			t.Fatalf("PostToolUse %d: %+v", i, r)
 		}
 	}
@@ -289,7 +286,7 @@ func TestE2EGate2VerdictWithTaskNotification(t *testing.T) {
 	completeAroundTheGuard(t, root)
 	decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false)))
 	prompt := "<task-notification>\n<task-id>a6fbb44895c6a27dd</task-id>\n<tool-use-id>toolu_e2e</tool-use-id>\n<status>completed</status>\n</task-notification>"
-	ev := map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": "UserPromptSubmit", "prompt": prompt}
+	ev := userPromptEv(root, prompt)
 	out := decodeStop(t, runHookProcess(t, root, env, ev))
 	if out.HookSpecificOutput == nil || !strings.Contains(out.HookSpecificOutput.AdditionalContext, "DES Gate 2 failed the subagent's work on "+e2eStep) {
 		t.Fatalf("task notification: %+v; want Gate 2's failure as additionalContext", out)

@@ -89,11 +89,8 @@ func TestE2EGate2BindingAtTheFirstToolCall(t *testing.T) {
 	prepareThroughTheGuard(t, root, env)
 	command := "sed -i 's/DES-/DES_/g' " + transcript
 	ev := stopEvent(root, transcript, false) // the session's fields
-	pre := map[string]any{
-		"session_id": ev["session_id"], "transcript_path": ev["transcript_path"], "cwd": root, "permission_mode": "auto",
-		"agent_id": ev["agent_id"], "agent_type": ev["agent_type"], "hook_event_name": "PreToolUse", "tool_name": "Bash",
-		"tool_input": map[string]any{"command": command, "description": "tidy"}, "tool_use_id": "toolu_sed",
-	}
+	pre := bashEv("PreToolUse", root, command, evSession(ev["session_id"].(string)), evTranscript(ev["transcript_path"].(string)), evMode("auto"),
+		evAgent(ev["agent_id"].(string), ev["agent_type"].(string)), evInput(map[string]any{"description": "tidy"}), evToolUseID("toolu_sed"))
 	if r := runHookProcess(t, root, env, pre); r.code != 0 || r.stdout != "" {
 		t.Fatalf("PreToolUse of the sed: %+v", r)
 	}

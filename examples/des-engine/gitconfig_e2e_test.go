@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,19 +37,6 @@ func TestE2EGate3FailedTaskIsRefused(t *testing.T) {
 	if out, code := gitRun(t, root, "commit", "-qm", "done step"); code != 0 {
 		t.Errorf("git commit of a DONE task: exit %d\n%s", code, out)
 	}
-}
-
-// gitRunEnv is gitRun with extra environment variables, as a committer
-// (or an agent's Bash) would set them before git commit.
-func gitRunEnv(t *testing.T, dir string, env []string, args ...string) (string, int) {
-	t.Helper()
-	cmd := exec.CommandContext(t.Context(), "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(cleanEnviron(), env...)
-	out, err := cmd.CombinedOutput()
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
-		t.Fatal(err)
-	}
-	return string(out), cmd.ProcessState.ExitCode()
 }
 
 // The installed pre-commit hook decides with the root and state directory

@@ -29,9 +29,7 @@ func gsStepOf(note string) string {
 func gsProject(t *testing.T) string {
 	t.Helper()
 	root := effProject(t)
-	git(t, root, "config", "user.email", "des@example.com")
-	git(t, root, "config", "user.name", "des")
-	git(t, root, "config", "commit.gpgsign", "false")
+	gitIdentity(t, root)
 	git(t, root, "checkout", "-qb", "main")
 	writeFile(t, root, effStep, gsStepOf("main"))
 	writeFile(t, root, ".gitignore", ".des/audit/\n")

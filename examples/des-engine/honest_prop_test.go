@@ -180,11 +180,7 @@ func (h *honest) expectClean(what string, r atkReply) {
 
 // event is a tool event of the subagent.
 func (h *honest) event(name, tool string, input map[string]any) map[string]any {
-	return map[string]any{
-		"session_id": "120ec635-4140-4bf9-8fdc-24047e46c394", "transcript_path": filepath.Join(h.p.home, ".claude", "t.jsonl"),
-		"cwd": h.p.root, "permission_mode": "acceptEdits", "agent_id": honestAgentID, "agent_type": honestAgentType,
-		"hook_event_name": name, "tool_name": tool, "tool_input": input, "tool_use_id": h.p.toolUseID(),
-	}
+	return toolEvent(name, tool, h.p.root, input, append(h.p.evOpts(), evAgent(honestAgentID, honestAgentType))...)
 }
 
 // tool is one Write or Edit call: PreToolUse; the content lands; during
@@ -204,9 +200,7 @@ func (h *honest) tool(tool, rel, content string, input, response map[string]any,
 		during()
 	}
 	h.observe(rel)
-	ev["hook_event_name"] = "PostToolUse"
-	ev["tool_response"] = response
-	h.expectClean("PostToolUse "+tool+" "+rel, h.p.hook(h.t, ev, atkHookDeadline))
+	h.expectClean("PostToolUse "+tool+" "+rel, h.p.hook(h.t, afterEv(ev, "PostToolUse", evResponse(response)), atkHookDeadline))
 	if got, _ := h.disk(rel); !h.seen[rel][got] {
 		h.t.Errorf("after the %s of %s, the file holds %.300q, which neither the write nor its formatter put there", tool, rel, got)
 	}

@@ -61,14 +61,11 @@ func effProject(t *testing.T) string {
 }
 
 func effBashEvent(root, event, id, command string) map[string]any {
-	ev := map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": event, "tool_name": "Bash", "tool_use_id": id,
-		"tool_input": map[string]any{"command": command},
-	}
+	var response any
 	if event != "PreToolUse" {
-		ev["tool_response"] = map[string]any{"stdout": "", "stderr": "", "interrupted": false}
+		response = map[string]any{"stdout": "", "stderr": "", "interrupted": false}
 	}
-	return ev
+	return bashEv(event, root, command, evToolUseID(id), evResponse(response))
 }
 
 // afterTool reads a PostToolUse (or PostToolUseFailure) response.
@@ -119,13 +116,10 @@ func sh(t *testing.T, root, command string) {
 	t.Logf("$ %s\n%s(%v)", command, out, err)
 }
 
+// fileText is readFileString.
 func fileText(t *testing.T, root, rel string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-	if err != nil {
-		t.Fatalf("%s: %v", rel, err)
-	}
-	return string(data)
+	return readFileString(t, root, rel)
 }
 
 // begin starts watching a project (the first call of a session).
@@ -314,9 +308,7 @@ func TestE2EAllowedWritesKept(t *testing.T) {
 		t.Fatalf("the Write was denied: %s", r)
 	}
 	writeFile(t, root, effState, next)
-	post := writeToolEvent(root, "Write", effState, map[string]any{"content": next})
-	post["hook_event_name"] = "PostToolUse"
-	runHookProcess(t, root, nil, post)
+	runHookProcess(t, root, nil, afterEv(writeToolEvent(root, "Write", effState, map[string]any{"content": next}), "PostToolUse"))
 
 	// Gate 1 starts the step: DES rewrites it and records the run.
 	prompt := renderPrompt(t, "execute-step")
@@ -450,10 +442,7 @@ func TestE2ENotebookAndMCP(t *testing.T) {
 	root := effProject(t)
 	begin(t, root)
 	tool := func(event, name, id string, input map[string]any) hookRun {
-		return runHookProcess(t, root, nil, map[string]any{
-			"session_id": "s1", "cwd": root, "hook_event_name": event, "tool_name": name, "tool_use_id": id,
-			"tool_input": input, "tool_response": map[string]any{},
-		})
+		return runHookProcess(t, root, nil, toolEvent(event, name, root, input, evToolUseID(id), evResponse(map[string]any{})))
 	}
 	// A notebook among des's policies is refused before it is written.
 	nb := map[string]any{"notebook_path": filepath.Join(root, ".des/policies/x.ipynb"), "new_source": "x", "cell_id": "c1"}
@@ -462,11 +451,14 @@ func TestE2ENotebookAndMCP(t *testing.T) {
 	}
 	// An MCP tool gets no opinion before, and its effect is checked after.
 	in := map[string]any{"path": filepath.Join(root, effState), "content": "{}"}
-	if r := tool("PreToolUse", "mcp__filesystem__write_file", "toolu_mcp", in); r.stdout != "" || r.code != 0 {
+	mcp := func(event string) hookRun {
+		return runHookProcess(t, root, nil, mcpEv(event, root, "filesystem", "write_file", in, evToolUseID("toolu_mcp"), evResponse(map[string]any{})))
+	}
+	if r := mcp("PreToolUse"); r.stdout != "" || r.code != 0 {
 		t.Fatalf("PreToolUse for an MCP tool: %+v", r)
 	}
 	writeFile(t, root, effState, "{}") // what the MCP server did
-	post := readAfter(t, tool("PostToolUse", "mcp__filesystem__write_file", "toolu_mcp", in))
+	post := readAfter(t, mcp("PostToolUse"))
 	wantRestored(t, post, effState)
 	if s := fileText(t, root, effState); !strings.Contains(s, `"state_version": 1`) {
 		t.Errorf("state = %s", s)
@@ -498,10 +490,7 @@ func TestE2EStateDirProtected(t *testing.T) {
 			t.Errorf("%s: %q", cmd, r)
 		}
 	}
-	ev := map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_w",
-		"tool_input": map[string]any{"file_path": manifest, "content": "{}"},
-	}
+	ev := fileEv("PreToolUse", "Write", root, manifest, nil, evToolUseID("toolu_w"))
 	if r := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(r, "[DES-PROTECTED-PATH]") {
 		t.Errorf("Write of the baseline: %q", r)
 	}

@@ -202,14 +202,12 @@ func TestE2EISDLCStaleStateWrite(t *testing.T) {
 	write := func(d doc) (string, string) {
 		t.Helper()
 		content := marshalState(t, d)
-		ev := writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": content})
-		ev["tool_use_id"] = fmt.Sprintf("toolu_atk2_w%06d", callSeq.Add(1))
+		ev := writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": content}, evToolUseID(fmt.Sprintf("toolu_atk2_w%06d", callSeq.Add(1))))
 		if reason := denyReason(t, runHookProcess(t, root, nil, ev)); reason != "" {
 			return reason, ""
 		}
 		writeFile(t, root, ".isdlc/state.json", content)
-		ev["hook_event_name"] = "PostToolUse"
-		ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(root, ".isdlc/state.json")}
+		ev = writtenEv(ev, filepath.Join(root, ".isdlc/state.json"))
 		r := runHookProcess(t, root, nil, ev)
 		if r.code != 0 {
 			t.Fatalf("PostToolUse: %+v", r)

@@ -52,8 +52,7 @@ func TestE2EISDLCTestIterationsFromEvidence(t *testing.T) {
 			return
 		}
 		writeFile(t, root, ".isdlc/state.json", content)
-		ev["hook_event_name"] = "PostToolUse"
-		ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(root, ".isdlc/state.json")}
+		ev = writtenEv(ev, filepath.Join(root, ".isdlc/state.json"))
 		if r := runHookProcess(t, root, nil, ev); r.code != 0 {
 			t.Fatalf("PostToolUse of the state write: %+v", r)
 		}
@@ -297,8 +296,7 @@ func TestE2EISDLCReadmeProjectHonestWalk(t *testing.T) {
 		ev := writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": content})
 		check(t, root, nil, ev, allow)
 		writeFile(t, root, ".isdlc/state.json", content)
-		ev["hook_event_name"] = "PostToolUse"
-		ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(root, ".isdlc/state.json")}
+		ev = writtenEv(ev, filepath.Join(root, ".isdlc/state.json"))
 		if r := runHookProcess(t, root, nil, ev); r.code != 0 || strings.TrimSpace(r.stdout) != "" {
 			t.Fatalf("PostToolUse of the state write: %+v", r)
 		}

@@ -46,9 +46,7 @@ func isdlcProject(t *testing.T) string {
 	if runtime.GOOS == "windows" {
 		t.Skip("uses git and a POSIX shell")
 	}
-	root := t.TempDir()
-	git(t, root, "init", "-q", "-b", "main", ".")
-	git(t, root, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init")
+	root := newTestProject(t, projGit("main"))
 	git(t, root, "branch", "feature/REQ-0001-login")
 	writeFile(t, root, "docs/isdlc/tasks.md", "# Tasks\n\n## Phase 06: Implementation\n- [ ] T0001 login form\n")
 	data, _ := json.MarshalIndent(isdlcState(), "", "  ")
@@ -57,10 +55,7 @@ func isdlcProject(t *testing.T) string {
 }
 
 func phaseAgentEvent(root, event, subagent, prompt string) map[string]any {
-	return map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": event, "tool_name": "Agent", "tool_use_id": "toolu_phase",
-		"tool_input": map[string]any{"subagent_type": subagent, "prompt": prompt, "description": "phase work"},
-	}
+	return agentEv(event, "Agent", root, subagent, "phase work", prompt, evToolUseID("toolu_phase"))
 }
 
 func TestE2EPhaseDelegationWiring(t *testing.T) {
@@ -91,10 +86,7 @@ func TestE2EPhaseDelegationWiring(t *testing.T) {
 func TestE2ESkillAdvanceBlockedAndEscalated(t *testing.T) {
 	t.Parallel()
 	root := isdlcProject(t)
-	skill := map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Skill", "tool_use_id": "toolu_skill",
-		"tool_input": map[string]any{"skill": "isdlc", "args": "advance"},
-	}
+	skill := skillEv("PreToolUse", root, "isdlc", "advance", evToolUseID("toolu_skill"))
 	for range 3 { // retried: one escalation within the minute
 		reason := denyReason(t, runHookProcess(t, root, nil, skill))
 		if !strings.Contains(reason, "[DES-GATE-BLOCKED]") {
@@ -139,20 +131,14 @@ func TestE2EBranchGuardCommitOnMain(t *testing.T) {
 		`git commit -m "wip"`,
 		`git add -A && git -c user.name=x commit -qm wip`,
 	} {
-		ev := map[string]any{
-			"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_commit",
-			"tool_input": map[string]any{"command": command},
-		}
+		ev := bashEv("PreToolUse", root, command, evToolUseID("toolu_commit"))
 		reason := denyReason(t, runHookProcess(t, root, nil, ev))
 		if !strings.Contains(reason, "[DES-BRANCH-PROTECTED]") {
 			t.Errorf("%s on main: reason =\n%s", command, reason)
 		}
 	}
 	// Not a commit: no opinion.
-	ev := map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_ls",
-		"tool_input": map[string]any{"command": "git status && ls"},
-	}
+	ev := bashEv("PreToolUse", root, "git status && ls", evToolUseID("toolu_ls"))
 	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); reason != "" {
 		t.Errorf("git status: %s", reason)
 	}
@@ -203,10 +189,7 @@ func TestE2EBadRequirementFileFailsClosedInAWorkflow(t *testing.T) {
 func TestE2EEscalationOnceUnderParallelHooks(t *testing.T) {
 	t.Parallel()
 	root := isdlcProject(t)
-	skill := map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Skill", "tool_use_id": "toolu_par",
-		"tool_input": map[string]any{"skill": "isdlc", "args": "gate"},
-	}
+	skill := skillEv("PreToolUse", root, "isdlc", "gate", evToolUseID("toolu_par"))
 	var wg sync.WaitGroup
 	for range 6 {
 		wg.Add(1)

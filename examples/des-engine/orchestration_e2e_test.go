@@ -42,14 +42,14 @@ const orchPlan = `{
 
 func orchProject(t *testing.T, graph bool, config string) string {
 	t.Helper()
-	root := t.TempDir()
+	var opts []projOpt
 	if config != "" {
-		writeFile(t, root, ".des/config.json", config)
+		opts = append(opts, projConfig(config))
 	}
 	if graph {
-		writeFile(t, root, orchGraph, orchPlan)
+		opts = append(opts, projGraph(orchGraph, orchPlan))
 	}
-	return root
+	return newTestProject(t, opts...)
 }
 
 // orchOut is any hook response.
@@ -82,11 +82,11 @@ func orchRun(t *testing.T, root string, ev map[string]any, env ...string) (orchO
 }
 
 func orchTool(root, event, tool, id string, input map[string]any) map[string]any {
-	return map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": event, "tool_name": tool, "tool_use_id": id, "tool_input": input}
+	return toolEvent(event, tool, root, input, evToolUseID(id))
 }
 
 func orchAgentCall(root, id, prompt string) map[string]any {
-	return orchTool(root, "PreToolUse", "Agent", id, map[string]any{"prompt": prompt, "description": "work", "subagent_type": "coder"})
+	return agentEv("PreToolUse", "Agent", root, "coder", "work", prompt, evToolUseID(id))
 }
 
 // orchTranscript writes a subagent transcript: the prompt, then the
@@ -112,12 +112,7 @@ func mustMarshal(t *testing.T, v any) string {
 }
 
 func orchStop(root, agentID, agentType, transcript, last string) map[string]any {
-	ev := map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": "SubagentStop", "agent_id": agentID,
-		"agent_type": agentType, "agent_transcript_path": transcript, "stop_hook_active": false}
-	if last != "" {
-		ev["last_assistant_message"] = last
-	}
-	return ev
+	return subagentStopEv(root, agentID, agentType, transcript, last)
 }
 
 func orchGraphDoc(t *testing.T, root string) map[string]any {
@@ -249,7 +244,7 @@ func TestE2EOrchRegistry(t *testing.T) {
 	t.Parallel()
 	root := orchProject(t, false, `{"max_concurrent_agents": 2}`)
 	for _, id := range []string{"a1", "a2"} {
-		out, raw := orchRun(t, root, map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": "SubagentStart", "agent_id": id, "agent_type": "explorer"})
+		out, raw := orchRun(t, root, subagentStartEv(root, id, "explorer"))
 		if raw != "" {
 			t.Errorf("SubagentStart said %s (%+v)", raw, out)
 		}
@@ -279,7 +274,7 @@ func TestE2EOrchRegistry(t *testing.T) {
 		t.Errorf("below the limit again: %+v", out)
 	}
 	// A new prompt: no output.
-	if _, raw := orchRun(t, root, map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": "UserPromptSubmit", "prompt": "go on"}); raw != "" {
+	if _, raw := orchRun(t, root, userPromptEv(root, "go on")); raw != "" {
 		t.Errorf("UserPromptSubmit said %s", raw)
 	}
 }
@@ -327,7 +322,7 @@ func TestE2EOrchDelegation(t *testing.T) {
 		if last.Specific.PermissionDecision != "" || !strings.Contains(last.Specific.AdditionalContext, "DES-DELEGATION-REQUIRED") || !strings.Contains(last.Specific.AdditionalContext, "3") {
 			t.Errorf("third direct call: %+v, want a warning with the count 3", last)
 		}
-		orchRun(t, root, map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": "UserPromptSubmit", "prompt": "next"})
+		orchRun(t, root, userPromptEv(root, "next"))
 		last, _ = orchRun(t, root, write(root, filepath.Join(root, "main.go")))
 		if !strings.Contains(last.Specific.AdditionalContext, "1") || strings.Contains(last.Specific.AdditionalContext, "4") {
 			t.Errorf("after a new prompt: %+v, want the count back at 1", last)
@@ -426,7 +421,7 @@ func TestE2EOrchOwnWritesNotRestored(t *testing.T) {
 		t.Fatalf("PreToolUse: %s", pre)
 	}
 	prompt := "Add the login handler.\nPhase ID: impl-a\n"
-	orchRun(t, root, map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": "SubagentStart", "agent_id": "a1", "agent_type": "coder"})
+	orchRun(t, root, subagentStartEv(root, "a1", "coder"))
 	if out, _ := orchRun(t, root, orchAgentCall(root, "toolu_i", prompt)); out.Specific.PermissionDecision == "deny" {
 		t.Fatalf("delegation: %+v", out)
 	}

@@ -33,10 +33,7 @@ func stateWriteEvent(t *testing.T, root string, st map[string]any) map[string]an
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_state",
-		"tool_input": map[string]any{"file_path": filepath.Join(root, ".isdlc", "state.json"), "content": string(data)},
-	}
+	return fileEv("PreToolUse", "Write", root, filepath.Join(root, ".isdlc", "state.json"), map[string]any{"content": string(data)}, evToolUseID("toolu_state"))
 }
 
 // DES-PHASE-UNTRACKED on a phase whose status is "completed" told the
@@ -82,10 +79,7 @@ func TestE2EAttackIndexAheadRecoveryIsWritable(t *testing.T) {
 	st := isdlcState()
 	st["active_workflow"].(map[string]any)["current_phase_index"] = 3
 	writeState(t, root, st)
-	skill := map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Skill", "tool_use_id": "toolu_skill",
-		"tool_input": map[string]any{"skill": "isdlc", "args": "advance"},
-	}
+	skill := skillEv("PreToolUse", root, "isdlc", "advance", evToolUseID("toolu_skill"))
 	reason := denyReason(t, runHookProcess(t, root, nil, skill))
 	if !strings.Contains(reason, "active_workflow.phases[3] (active_workflow.current_phase_index)") {
 		t.Fatalf("index ahead: reason =\n%s", reason)
@@ -204,20 +198,14 @@ func TestE2EAttackBranchGuardGitDirOption(t *testing.T) {
 		`git -C sub --git-dir ../.git commit -m x`,
 		`git -C ` + outside + ` --git-dir=` + filepath.Join(root, ".git") + ` commit -m x`,
 	} {
-		ev := map[string]any{
-			"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_gitdir",
-			"tool_input": map[string]any{"command": command},
-		}
+		ev := bashEv("PreToolUse", root, command, evToolUseID("toolu_gitdir"))
 		if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(reason, "[DES-BRANCH-PROTECTED]") {
 			t.Errorf("%s: reason =\n%s", command, reason)
 		}
 	}
 	// git reads a relative --git-dir from the directory it ends up in: the
 	// decoy's own branch, not main.
-	ev := map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_gitdir",
-		"tool_input": map[string]any{"command": `git --git-dir=.git -C sub commit -m x`},
-	}
+	ev := bashEv("PreToolUse", root, `git --git-dir=.git -C sub commit -m x`, evToolUseID("toolu_gitdir"))
 	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); reason != "" {
 		t.Errorf("--git-dir=.git -C sub commits in sub/.git: %s", reason)
 	}
@@ -232,10 +220,7 @@ func TestE2EAttackBranchGuardFullRefName(t *testing.T) {
 	st := isdlcState()
 	st["active_workflow"].(map[string]any)["git_branch"] = map[string]any{"name": "refs/heads/feature/REQ-0001-login", "status": "active"}
 	writeState(t, root, st)
-	ev := map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_ref",
-		"tool_input": map[string]any{"command": `git commit -m x`},
-	}
+	ev := bashEv("PreToolUse", root, `git commit -m x`, evToolUseID("toolu_ref"))
 	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(reason, "[DES-BRANCH-PROTECTED]") {
 		t.Errorf("git_branch.name as a full ref: reason =\n%s", reason)
 	}
@@ -248,10 +233,7 @@ func TestE2EAttackBranchGuardProtectedBranchCase(t *testing.T) {
 	t.Parallel()
 	root := isdlcProject(t)
 	writeFile(t, root, ".git/HEAD", "ref: refs/heads/MAIN\n")
-	ev := map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_case",
-		"tool_input": map[string]any{"command": `git commit -m x`},
-	}
+	ev := bashEv("PreToolUse", root, `git commit -m x`, evToolUseID("toolu_case"))
 	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(reason, "[DES-BRANCH-PROTECTED]") {
 		t.Errorf("HEAD on MAIN: reason =\n%s", reason)
 	}
@@ -292,19 +274,13 @@ func TestE2EAttackBranchGuardGitDirEnvironment(t *testing.T) {
 		`cd sub && env GIT_DIR=../.git git commit -m x`,
 		`cd sub && GIT_DIR=../.git sh -c 'git commit -m x'`,
 	} {
-		ev := map[string]any{
-			"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_gitdirenv",
-			"tool_input": map[string]any{"command": command},
-		}
+		ev := bashEv("PreToolUse", root, command, evToolUseID("toolu_gitdirenv"))
 		if reason := denyReason(t, runHookProcess(t, root, nil, ev)); !strings.Contains(reason, "[DES-BRANCH-PROTECTED]") {
 			t.Errorf("%s: reason =\n%s", command, reason)
 		}
 	}
 	// --git-dir wins over GIT_DIR, as in git: here the decoy's branch.
-	ev := map[string]any{
-		"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_gitdirenv",
-		"tool_input": map[string]any{"command": `GIT_DIR=.git git --git-dir=sub/.git commit -m x`},
-	}
+	ev := bashEv("PreToolUse", root, `GIT_DIR=.git git --git-dir=sub/.git commit -m x`, evToolUseID("toolu_gitdirenv"))
 	if reason := denyReason(t, runHookProcess(t, root, nil, ev)); reason != "" {
 		t.Errorf("--git-dir over GIT_DIR: %s", reason)
 	}
@@ -320,10 +296,7 @@ func TestE2EAttackShadowStateDenied(t *testing.T) {
 	root := isdlcProject(t)
 	writeState(t, root, isdlcState())
 	shadow := func(rel string) map[string]any {
-		return map[string]any{
-			"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_shadow",
-			"tool_input": map[string]any{"file_path": filepath.Join(root, filepath.FromSlash(rel)), "content": "{}"},
-		}
+		return fileEv("PreToolUse", "Write", root, filepath.Join(root, filepath.FromSlash(rel)), nil, evToolUseID("toolu_shadow"))
 	}
 	reason := denyReason(t, runHookProcess(t, root, nil, shadow(".des/state.json")))
 	if !strings.Contains(reason, "[DES-STATE-SHADOW] creating .des/state.json would replace .isdlc/state.json") {
@@ -369,10 +342,7 @@ func TestE2EAttackMonorepoSwitchDenied(t *testing.T) {
 	data, _ := json.Marshal(forged)
 	writeFile(t, root, ".isdlc/projects/x/state.json", string(data))
 	write := func(content string) map[string]any {
-		return map[string]any{
-			"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_mono",
-			"tool_input": map[string]any{"file_path": filepath.Join(root, ".isdlc", "monorepo.json"), "content": content},
-		}
+		return fileEv("PreToolUse", "Write", root, filepath.Join(root, ".isdlc", "monorepo.json"), map[string]any{"content": content}, evToolUseID("toolu_mono"))
 	}
 	reason := denyReason(t, runHookProcess(t, root, nil, write(`{"projects": {"x": {"path": "apps/x"}}, "default_project": "x"}`)))
 	if !strings.Contains(reason, "[DES-STATE-SWITCH] this write to .isdlc/monorepo.json would make des read .isdlc/projects/x/state.json (project x) instead of .isdlc/state.json for calls made in the project root") {

@@ -6,7 +6,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,32 +16,19 @@ import (
 // out). DES's own directory is ignored, as the README advises.
 func branchRepo(t *testing.T, initial string) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	initRepo(t, root, initial)
+	root := newTestProject(t, projGit(initial), projFiles(branchFiles...))
 	git(t, root, "branch", workflowBranch)
 	return root
 }
 
+// branchFiles are the files of branchRepo's first commit.
+var branchFiles = []string{"README.md", "shop\n", "sub/cart.js", "export const total = () => 0\n", ".gitignore", ".des/\n"}
+
+// initRepo makes dir (created when missing) a repository like branchRepo's,
+// without the workflow branch.
 func initRepo(t *testing.T, dir, initial string) {
 	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	git(t, dir, "init", "-q", "-b", initial)
-	git(t, dir, "config", "user.email", "des@example.com")
-	git(t, dir, "config", "user.name", "des")
-	git(t, dir, "config", "commit.gpgsign", "false")
-	writeFile(t, dir, "README.md", "shop\n")
-	writeFile(t, dir, "sub/cart.js", "export const total = () => 0\n")
-	writeFile(t, dir, ".gitignore", ".des/\n")
-	git(t, dir, "add", ".")
-	git(t, dir, "commit", "-qm", "init")
+	gitFirstCommit(t, dir, initial, branchFiles...)
 }
 
 // withWorkflow writes the workflow state (and the plan) into dir.

@@ -164,18 +164,6 @@ func set(d doc, path string, v any) doc {
 	return d
 }
 
-func marshalState(t testing.TB, state any) string {
-	t.Helper()
-	if s, ok := state.(string); ok {
-		return s
-	}
-	raw, err := json.MarshalIndent(state, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(raw) + "\n"
-}
-
 // newProject is a project with state at .isdlc/state.json (none when state
 // is nil), the plan planV1, and the given file/content pairs.
 func newProject(t testing.TB, state any, files ...string) string {
@@ -186,21 +174,14 @@ func newProject(t testing.TB, state any, files ...string) string {
 // newProjectNoPlan is newProject without a task plan.
 func newProjectNoPlan(t testing.TB, state any, files ...string) string {
 	t.Helper()
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	var opts []projOpt
 	if state != nil {
-		writeFile(t, root, ".isdlc/state.json", marshalState(t, state))
+		opts = append(opts, projState(state))
 	}
 	if len(files)%2 != 0 {
 		t.Fatalf("files must be path/content pairs: %q", files)
 	}
-	files = readStateEvidence(t, files)
-	for i := 0; i < len(files); i += 2 {
-		writeFile(t, root, files[i], files[i+1])
-	}
-	return root
+	return newTestProject(t, append(opts, projFiles(readStateEvidence(t, files)...))...)
 }
 
 // readStateEvidence sets phase_evidence "state" in the project's settings
@@ -229,19 +210,14 @@ func readStateEvidence(t testing.TB, files []string) []string {
 	return append(files, ".des/config.json", `{"phase_evidence": "state"}`)
 }
 
+// phSession is the session of the phase suites' events.
+const phSession = "5d1c2b9e-0c6f-4d7e-9a53-6a3f2f1c9b10"
+
 // agentCall is a PreToolUse event of the Agent or Task tool, as Claude Code
 // sends it.
 func agentCall(cwd, tool, subagent, description, prompt string) map[string]any {
-	return map[string]any{
-		"session_id":      "5d1c2b9e-0c6f-4d7e-9a53-6a3f2f1c9b10",
-		"transcript_path": "/home/dev/.claude/projects/shop/5d1c2b9e-0c6f-4d7e-9a53-6a3f2f1c9b10.jsonl",
-		"cwd":             cwd,
-		"permission_mode": "default",
-		"hook_event_name": "PreToolUse",
-		"tool_name":       tool,
-		"tool_use_id":     "toolu_01PhaseGuardE2E",
-		"tool_input":      map[string]any{"description": description, "prompt": prompt, "subagent_type": subagent},
-	}
+	return agentEv("PreToolUse", tool, cwd, subagent, description, prompt, evSession(phSession),
+		evTranscript("/home/dev/.claude/projects/shop/"+phSession+".jsonl"), evMode("default"), evToolUseID("toolu_01PhaseGuardE2E"))
 }
 
 // delegation is a phase delegation the way iSDLC's Phase-Loop Controller
@@ -258,11 +234,7 @@ func advanceCall(cwd, tool string) map[string]any {
 
 // skillCall is a PreToolUse event of the Skill tool.
 func skillCall(cwd, skill, args string) map[string]any {
-	return map[string]any{
-		"session_id": "5d1c2b9e-0c6f-4d7e-9a53-6a3f2f1c9b10", "cwd": cwd, "hook_event_name": "PreToolUse",
-		"tool_name": "Skill", "tool_use_id": "toolu_01SkillE2E",
-		"tool_input": map[string]any{"skill": skill, "args": args},
-	}
+	return skillEv("PreToolUse", cwd, skill, args, evSession(phSession), evToolUseID("toolu_01SkillE2E"))
 }
 
 // outcome is what one hook run decided.

@@ -353,15 +353,7 @@ func TestPhasesStateWriteGuard(t *testing.T) {
 // postAgent is a PostToolUse event of the Agent or Task tool; a nil
 // response leaves tool_response out.
 func postAgent(cwd, tool, subagent, prompt string, response any) map[string]any {
-	ev := map[string]any{
-		"session_id": "5d1c2b9e-0c6f-4d7e-9a53-6a3f2f1c9b10", "cwd": cwd, "hook_event_name": "PostToolUse",
-		"tool_name": tool, "tool_use_id": "toolu_01PostE2E",
-		"tool_input": map[string]any{"description": "discover", "prompt": prompt, "subagent_type": subagent},
-	}
-	if response != nil {
-		ev["tool_response"] = response
-	}
-	return ev
+	return agentEv("PostToolUse", tool, cwd, subagent, "discover", prompt, evSession(phSession), evToolUseID("toolu_01PostE2E"), evResponse(response))
 }
 
 // contentResponse is Claude Code's Agent tool_response: text blocks.

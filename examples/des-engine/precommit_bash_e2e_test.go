@@ -12,19 +12,11 @@ import (
 
 // bashEvent is a real PreToolUse Bash payload (the corpus's curated
 // PreToolUse_Bash_main.json shape), with its command and cwd replaced.
-func bashEvent(t *testing.T, cwd, command string) map[string]any {
+func bashEvent(t testing.TB, cwd, command string) map[string]any {
 	t.Helper()
-	ev := map[string]any{
-		"session_id":      "120ec635-4140-4bf9-8fdc-24047e46c394",
-		"transcript_path": "/home/dev/.claude/projects/shop/120ec635-4140-4bf9-8fdc-24047e46c394.jsonl",
-		"cwd":             cwd,
-		"permission_mode": "auto",
-		"effort":          map[string]any{"level": "high"},
-		"hook_event_name": "PreToolUse",
-		"tool_name":       "Bash",
-		"tool_input":      map[string]any{"command": command, "description": "Commit the step"},
-		"tool_use_id":     "toolu_01SMPjintukLK9BA6JH8oQ7d",
-	}
+	ev := bashEv("PreToolUse", cwd, command, evSession(atkSession), evTranscript("/home/dev/.claude/projects/shop/"+atkSession+".jsonl"),
+		evMode("auto"), evFields(map[string]any{"effort": map[string]any{"level": "high"}}),
+		evInput(map[string]any{"description": "Commit the step"}), evToolUseID("toolu_01SMPjintukLK9BA6JH8oQ7d"))
 	if raw, err := os.ReadFile(filepath.Join(corpusDir, "curated", "PreToolUse_Bash_in_subagent.json")); err == nil {
 		// When the corpus is here, start from the real payload instead.
 		var real map[string]any

@@ -44,44 +44,7 @@ func finishedStep(t *testing.T, lastStatus string) string {
 // own and one commit.
 func gitProject(t testing.TB) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	git(t, root, "init", "-q")
-	git(t, root, "config", "user.email", "des@example.com")
-	git(t, root, "config", "user.name", "des")
-	git(t, root, "config", "commit.gpgsign", "false")
-	writeFile(t, root, "README.md", "shop\n")
-	writeFile(t, root, ".gitignore", ".des/\n")
-	git(t, root, "add", ".")
-	git(t, root, "commit", "-qm", "init")
-	return root
-}
-
-// git runs git in dir; its status is returned, its output is fatal only
-// when the status says so and ok is not wanted.
-func gitRun(t testing.TB, dir string, args ...string) (string, int) {
-	t.Helper()
-	cmd := exec.CommandContext(t.Context(), "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = cleanEnviron()
-	out, err := cmd.CombinedOutput()
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
-		t.Fatal(err)
-	}
-	return string(out), cmd.ProcessState.ExitCode()
-}
-
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	out, code := gitRun(t, dir, args...)
-	if code != 0 {
-		t.Fatalf("git %s: exit %d\n%s", strings.Join(args, " "), code, out)
-	}
-	return out
+	return newTestProject(t, projGit(""), projFiles("README.md", "shop\n", ".gitignore", ".des/\n"))
 }
 
 // runIn runs a subcommand of the built binary in dir with extra

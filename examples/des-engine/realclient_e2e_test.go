@@ -173,15 +173,6 @@ func stepWithPhase(t *testing.T, root string, i int, set map[string]any) string 
 	return string(b) + "\n"
 }
 
-func readFileString(t *testing.T, root, rel string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // A subagent the client runs in the background (its default) finishes its
 // step around the write guard. PostToolUse for the call comes at the
 // launch, so des tells the orchestrator there where Gate 2's verdict will

@@ -124,15 +124,13 @@ func (f *follower) tryWrite(change func(doc map[string]any)) string {
 	change(doc)
 	next, _ := json.MarshalIndent(doc, "", "  ")
 	f.writes++
-	ev := writeToolEvent(f.root, "Write", e2eStep, map[string]any{"content": string(next)})
-	ev["tool_use_id"] = fmt.Sprintf("toolu_rw%d", f.writes)
+	ev := writeToolEvent(f.root, "Write", e2eStep, map[string]any{"content": string(next)}, evToolUseID(fmt.Sprintf("toolu_rw%d", f.writes)))
 	if reason := denyReason(f.t, runHookProcess(f.t, f.root, f.env, ev)); reason != "" {
 		return reason
 	}
 	writeFile(f.t, f.root, e2eStep, string(next))
-	ev["hook_event_name"] = "PostToolUse"
-	ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(f.root, e2eStep)}
-	if r := runHookProcess(f.t, f.root, f.env, ev); r.code != 0 || r.stdout != "" {
+	post := writtenEv(ev, filepath.Join(f.root, e2eStep))
+	if r := runHookProcess(f.t, f.root, f.env, post); r.code != 0 || r.stdout != "" {
 		f.t.Fatalf("PostToolUse after an allowed write: %+v", r)
 	}
 	return ""

@@ -24,7 +24,7 @@ func TestE2EUserPromptKeepsBackdatedRunRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := runHookProcess(t, root, nil, map[string]any{"session_id": "s1", "cwd": root, "hook_event_name": "UserPromptSubmit", "prompt": "go on"})
+	r := runHookProcess(t, root, nil, userPromptEv(root, "go on"))
 	if r.code != 0 || r.stdout != "" {
 		t.Fatalf("UserPromptSubmit: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 	}

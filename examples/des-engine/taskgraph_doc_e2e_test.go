@@ -402,7 +402,7 @@ func TestGraphEffects(t *testing.T) {
 	p := newGraphProject(t, gdoc{}, tgPlan())
 	bashCall := func(id, cmd string, during func()) afterTool {
 		t.Helper()
-		p.run(gdoc{"session_id": p.session, "cwd": p.root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": id, "tool_input": gdoc{"command": cmd}})
+		p.run(bashEv("PreToolUse", p.root, cmd, evSession(p.session), evToolUseID(id)))
 		if during != nil {
 			during()
 		}

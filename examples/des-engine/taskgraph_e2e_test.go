@@ -64,24 +64,17 @@ type tgProject struct {
 // string is written as is).
 func newGraphProject(t *testing.T, cfg gdoc, graph any) *tgProject {
 	t.Helper()
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	claude, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tgProject{t: t, root: root, claude: claude, session: tgSession,
-		env: []string{"CLAUDE_CONFIG_DIR=" + claude, "DES_VALIDATION_TIMEOUT_MS=5000"}}
+	var opts []projOpt
 	if cfg != nil {
-		writeFile(t, root, ".des/config.json", tgJSON(t, cfg))
+		opts = append(opts, projConfig(cfg))
 	}
 	if graph != nil {
-		p.putGraph(tgGraphPath, graph)
+		opts = append(opts, projGraph(tgGraphPath, graph))
 	}
-	writeFile(t, root, "README.md", "# calculator\n")
-	return p
+	root := newTestProject(t, append(opts, projFiles("README.md", "# calculator\n"))...)
+	claude := tempRoot(t)
+	return &tgProject{t: t, root: root, claude: claude, session: tgSession,
+		env: []string{"CLAUDE_CONFIG_DIR=" + claude, "DES_VALIDATION_TIMEOUT_MS=5000"}}
 }
 
 // putGraph writes a graph file directly (the test's own setup, not a tool
@@ -91,16 +84,10 @@ func (p *tgProject) putGraph(rel string, graph any) {
 	writeFile(p.t, p.root, rel, tgJSON(p.t, graph))
 }
 
+// tgJSON is v as a file's content (marshalState).
 func tgJSON(t testing.TB, v any) string {
 	t.Helper()
-	if s, ok := v.(string); ok {
-		return s
-	}
-	raw, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(raw) + "\n"
+	return marshalState(t, v)
 }
 
 // tgClone deep-copies a JSON document.
@@ -260,31 +247,28 @@ func (p *tgProject) wantDisk(pairs ...string) {
 
 // ---- events ----
 
-// base is the part every event of the session shares; agent is the
-// subagent the event happens in ("" for the main thread).
-func (p *tgProject) base(event string, agent *tgAgent) gdoc {
-	ev := gdoc{
-		"session_id":      p.session,
-		"transcript_path": filepath.Join(p.claude, "projects", "calc", p.session+".jsonl"),
-		"cwd":             p.root,
-		"permission_mode": "default",
-		"hook_event_name": event,
-	}
+// opts are the fields every event of the session shares; agent is the
+// subagent the event happens in (nil for the main thread).
+func (p *tgProject) opts(agent *tgAgent) []evOpt {
+	opts := []evOpt{evSession(p.session), evTranscript(filepath.Join(p.claude, "projects", "calc", p.session+".jsonl")), evMode("default")}
 	if agent != nil {
-		ev["agent_id"], ev["agent_type"] = agent.id, agent.typ
+		opts = append(opts, evAgent(agent.id, agent.typ))
 	}
-	return ev
+	return opts
+}
+
+// base is an event of the session with nothing else.
+func (p *tgProject) base(event string, agent *tgAgent) gdoc {
+	return hookEvent(event, p.root, p.opts(agent)...)
 }
 
 // tool is a PreToolUse event of a tool.
 func (p *tgProject) tool(agent *tgAgent, name string, input gdoc) gdoc {
-	ev := p.base("PreToolUse", agent)
-	ev["tool_name"], ev["tool_input"] = name, input
-	return ev
+	return toolEvent("PreToolUse", name, p.root, input, p.opts(agent)...)
 }
 
 func (p *tgProject) bash(agent *tgAgent, command string) gdoc {
-	return p.tool(agent, "Bash", gdoc{"command": command, "description": "run"})
+	return bashEv("PreToolUse", p.root, command, append(p.opts(agent), evInput(gdoc{"description": "run"}))...)
 }
 
 // fileTool is a PreToolUse of a file tool on path (relative to the root
@@ -295,13 +279,11 @@ func (p *tgProject) fileTool(agent *tgAgent, name, path string) gdoc {
 	}
 	switch name {
 	case "Write":
-		return p.tool(agent, name, gdoc{"file_path": path, "content": "package calc\n"})
-	case "Edit":
-		return p.tool(agent, name, gdoc{"file_path": path, "old_string": "a", "new_string": "b"})
-	case "MultiEdit":
-		return p.tool(agent, name, gdoc{"file_path": path, "edits": []any{gdoc{"old_string": "a", "new_string": "b"}}})
+		return fileEv("PreToolUse", name, p.root, path, gdoc{"content": "package calc\n"}, p.opts(agent)...)
+	case "Edit", "MultiEdit":
+		return fileEv("PreToolUse", name, p.root, path, nil, p.opts(agent)...)
 	case "NotebookEdit":
-		return p.tool(agent, name, gdoc{"notebook_path": path, "new_source": "print(1)", "cell_id": "c1", "edit_mode": "replace"})
+		return notebookEv("PreToolUse", p.root, path, nil, p.opts(agent)...)
 	case "Read":
 		return p.tool(agent, name, gdoc{"file_path": path})
 	case "Grep":
@@ -315,13 +297,11 @@ func (p *tgProject) fileTool(agent *tgAgent, name, path string) gdoc {
 
 // writeGraphEv is a Write of the task graph with content.
 func (p *tgProject) writeGraphEv(agent *tgAgent, rel string, content any) gdoc {
-	return p.tool(agent, "Write", gdoc{"file_path": filepath.Join(p.root, filepath.FromSlash(rel)), "content": tgJSON(p.t, content)})
+	return fileEv("PreToolUse", "Write", p.root, filepath.Join(p.root, filepath.FromSlash(rel)), gdoc{"content": tgJSON(p.t, content)}, p.opts(agent)...)
 }
 
 func (p *tgProject) userPrompt(text string) gdoc {
-	ev := p.base("UserPromptSubmit", nil)
-	ev["prompt"] = text
-	return ev
+	return userPromptEv(p.root, text, p.opts(nil)...)
 }
 
 // tgAgent is one subagent: the Agent/Task call that starts it and the
@@ -380,34 +360,25 @@ func markerPrompt(id, objective string) string {
 
 // delegateEv is the main thread's PreToolUse of the call that starts a.
 func (p *tgProject) delegateEv(a *tgAgent) gdoc {
-	ev := p.tool(nil, a.tool, gdoc{"description": "Phase delegation", "prompt": a.prompt, "subagent_type": a.typ})
-	ev["tool_use_id"] = a.toolUseID
-	return ev
+	return agentEv("PreToolUse", a.tool, p.root, a.typ, "Phase delegation", a.prompt, append(p.opts(nil), evToolUseID(a.toolUseID))...)
 }
 
 func (p *tgProject) startEv(a *tgAgent) gdoc {
-	return p.base("SubagentStart", a)
+	return subagentStartEv(p.root, a.id, a.typ, p.opts(nil)...)
 }
 
 func (p *tgProject) stopEv(a *tgAgent, last string) gdoc {
-	ev := p.base("SubagentStop", a)
-	ev["stop_hook_active"], ev["agent_transcript_path"], ev["last_assistant_message"] = false, a.transcript, last
-	ev["permission_mode"] = "auto"
-	return ev
+	return subagentStopEv(p.root, a.id, a.typ, a.transcript, last, append(p.opts(nil), evMode("auto"))...)
 }
 
 // postEv is the PostToolUse of the call that started a, with Claude Code's
 // completed response.
 func (p *tgProject) postEv(a *tgAgent, text string) gdoc {
-	ev := p.base("PostToolUse", nil)
-	ev["tool_name"], ev["tool_use_id"] = a.tool, a.toolUseID
-	ev["tool_input"] = gdoc{"description": "Phase delegation", "prompt": a.prompt, "subagent_type": a.typ}
-	ev["tool_response"] = gdoc{
+	return agentEv("PostToolUse", a.tool, p.root, a.typ, "Phase delegation", a.prompt, append(p.opts(nil), evToolUseID(a.toolUseID), evResponse(gdoc{
 		"status": "completed", "prompt": a.prompt, "agentId": a.id,
 		"content":         []any{gdoc{"type": "text", "text": text}},
 		"totalDurationMs": 87000, "totalTokens": 14149, "totalToolUseCount": 9,
-	}
-	return ev
+	}))...)
 }
 
 // ---- running and judging ----

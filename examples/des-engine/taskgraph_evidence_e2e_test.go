@@ -25,8 +25,7 @@ func (p *tgProject) landGraph(agent *tgAgent, content gdoc, id string) {
 	w["tool_use_id"] = id
 	p.check(w, tgAllow)
 	writeFile(p.t, p.root, tgGraphPath, tgJSON(p.t, content))
-	w["hook_event_name"], w["tool_response"] = "PostToolUse", gdoc{"type": "update", "filePath": w["tool_input"].(gdoc)["file_path"]}
-	p.quiet(w)
+	p.quiet(writtenEv(w, w["tool_input"].(gdoc)["file_path"]))
 }
 
 // The main agent walks its own phases, moves current_wave and starts plans

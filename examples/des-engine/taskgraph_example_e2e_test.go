@@ -35,11 +35,7 @@ func readmeGraph(t *testing.T) string {
 
 // exampleEvent is a hook event in root with the given fields.
 func exampleEvent(root, event string, fields map[string]any) map[string]any {
-	ev := map[string]any{"session_id": "s-example", "cwd": root, "hook_event_name": event}
-	for k, v := range fields {
-		ev[k] = v
-	}
-	return ev
+	return hookEvent(event, root, evSession("s-example"), evFields(fields))
 }
 
 // Both published plans are written through the write guard as an agent

@@ -160,8 +160,7 @@ func TestGraphDesignFlow(t *testing.T) {
 	w["tool_use_id"] = "toolu_01GraphPlanWrite"
 	p.check(w, tgAllow)
 	writeFile(t, p.root, tgGraphPath, tgJSON(t, plan)) // Claude Code writes the file
-	w["hook_event_name"], w["tool_response"] = "PostToolUse", gdoc{"type": "create", "filePath": w["tool_input"].(gdoc)["file_path"]}
-	p.quiet(w)
+	p.quiet(afterEv(w, "PostToolUse", evResponse(gdoc{"type": "create", "filePath": w["tool_input"].(gdoc)["file_path"]})))
 	p.quiet(p.stopEv(planner, "Plan written: 3 waves, 5 phases."))
 	p.post(planner, "Plan written: 3 waves, 5 phases.")
 	if p.currentWave() != 0 || p.status("phase_0_0") != "pending" {

@@ -45,8 +45,7 @@ func TestE2ETDDEvidenceAtGate2(t *testing.T) {
 					t.Fatalf("write %d denied: %s", n, reason)
 				}
 				writeFile(t, root, e2eStep, string(next))
-				ev["hook_event_name"] = "PostToolUse"
-				ev["tool_response"] = map[string]any{"type": "update", "filePath": filepath.Join(root, e2eStep)}
+				ev = writtenEv(ev, filepath.Join(root, e2eStep))
 				if r := runHookProcess(t, root, env, ev); r.code != 0 || r.stdout != "" {
 					t.Fatalf("PostToolUse %d: %+v", n, r)
 				}

@@ -8,21 +8,10 @@ import (
 	"testing"
 )
 
-// writeFile writes content at rel under root, creating directories.
-func writeFile(t testing.TB, root, rel, content string) {
-	t.Helper()
-	path := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func writeToolEvent(root, tool, rel string, input map[string]any) map[string]any {
-	input["file_path"] = filepath.Join(root, filepath.FromSlash(rel))
-	return map[string]any{"session_id": "s", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input, "tool_use_id": "toolu_w"}
+// writeToolEvent is a PreToolUse of a file tool on rel with input.
+// Options apply after its own (session "s", tool_use_id "toolu_w").
+func writeToolEvent(root, tool, rel string, input map[string]any, opts ...evOpt) map[string]any {
+	return fileEv("PreToolUse", tool, root, filepath.Join(root, filepath.FromSlash(rel)), input, append([]evOpt{evSession("s"), evToolUseID("toolu_w")}, opts...)...)
 }
 
 const stateV5 = `{
@@ -124,8 +113,7 @@ func TestE2EBashWriteToStateBlocked(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, ".isdlc/state.json", stateV5)
-	ev := map[string]any{"session_id": "s", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_b",
-		"tool_input": map[string]any{"command": "echo '{}' > .isdlc/state.json", "description": "reset state"}}
+	ev := bashEv("PreToolUse", root, "echo '{}' > .isdlc/state.json", evSession("s"), evToolUseID("toolu_b"), evInput(map[string]any{"description": "reset state"}))
 	reason := denyReason(t, runHookProcess(t, root, nil, ev))
 	if !strings.HasPrefix(reason, "[DES-STATE-BASH-WRITE] Bash would write .isdlc/state.json") || !strings.Contains(reason, "Edit tool") {
 		t.Errorf("reason = %q", reason)
@@ -184,16 +172,14 @@ func TestE2ECurlyQuoteEditIsJudged(t *testing.T) {
 // PostToolUse. It returns the deny reason, "" when the write landed.
 func stateStep(t *testing.T, root string, env []string, id, content string) string {
 	t.Helper()
-	ev := writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": content})
-	ev["tool_use_id"] = id
+	ev := writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": content}, evToolUseID(id))
 	if r := runHookProcess(t, root, env, ev); strings.Contains(r.stdout, `"permissionDecision":"deny"`) {
 		return denyReason(t, r)
 	} else if r.code != 0 {
 		t.Fatalf("PreToolUse: %+v", r)
 	}
 	writeFile(t, root, ".isdlc/state.json", content)
-	ev["hook_event_name"] = "PostToolUse"
-	ev["tool_response"] = map[string]any{"type": "update", "filePath": ev["tool_input"].(map[string]any)["file_path"]}
+	ev = writtenEv(ev, ev["tool_input"].(map[string]any)["file_path"])
 	if r := runHookProcess(t, root, env, ev); r.code != 0 || strings.Contains(r.stdout, "deny") {
 		t.Fatalf("PostToolUse: %+v", r)
 	}
