@@ -31,6 +31,10 @@ type Handler struct {
 	cache      *Cache
 	engineOpts []des.Option
 	routes     routeTable
+	// readWithin and eventWithin are the hook's deadlines, read once from
+	// the environment (DES_HOOK_DEADLINE_MS) by New.
+	readWithin  time.Duration
+	eventWithin func(event string) time.Duration
 }
 
 // An Option configures a Handler.
@@ -93,6 +97,7 @@ func New(opts ...Option) *Handler {
 	if h.logger == nil {
 		h.logger = slog.New(slog.DiscardHandler)
 	}
+	h.readWithin, h.eventWithin = deadlines(h.lookupEnv, h.logger)
 	return h
 }
 
@@ -136,8 +141,7 @@ func (h *Handler) Run(ctx context.Context, stdin io.Reader, stdout io.Writer) {
 		}
 	}()
 	start := time.Now()
-	readWithin, _ := deadlines(h.lookupEnv, h.logger)
-	ev, warnings, err := readEventWithin(ctx, stdin, readWithin)
+	ev, warnings, err := readEventWithin(ctx, stdin, h.readWithin)
 	if err != nil {
 		h.logger.Error("hook: no opinion: " + err.Error())
 		return
@@ -160,8 +164,7 @@ func (h *Handler) handle(ctx context.Context, ev *Event, start time.Time) Output
 	if !ok {
 		return Output{} // fast path: des has no opinion, and builds nothing
 	}
-	_, eventWithin := deadlines(h.lookupEnv, slog.New(slog.DiscardHandler))
-	within := eventWithin(ev.HookEventName)
+	within := h.eventWithin(ev.HookEventName)
 	ctx, cancel := context.WithDeadline(ctx, start.Add(within))
 	defer cancel()
 	if h.environ != nil {

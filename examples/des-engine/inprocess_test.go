@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -93,12 +91,8 @@ func runHookInProcess(t testing.TB, root string, environ []string, raw []byte) (
 }
 
 // lastValue is the value of key in environ, the last one winning as in
-// exec.Cmd.Env.
+// exec.Cmd.Env (and as the server reads a request's environment).
 func lastValue(environ []string, key string) string {
-	for _, kv := range slices.Backward(environ) {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
+	v, _ := (&channel.Request{Env: environ}).LookupEnv(key)
+	return v
 }
