@@ -188,7 +188,7 @@ func atkEnviron(home, root, stateDir string) []string {
 		}
 		return false
 	})
-	return append(env, "HOME="+home, "DES_STATE_DIR="+stateDir, "CLAUDE_PROJECT_DIR="+root,
+	return append(env, testBudget, "HOME="+home, "DES_STATE_DIR="+stateDir, "CLAUDE_PROJECT_DIR="+root,
 		"OLDPWD="+root, "GIT_CONFIG_NOSYSTEM=1", "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
 		// The run's own runtime directory (TestMain), so that the decision
 		// server these calls start is the one TestMain stops.

@@ -52,13 +52,17 @@ func eventBytes(t *testing.T, event any) []byte {
 	return raw
 }
 
+// testBudget is the evaluation budget of the tests' hook calls unless a
+// test sets its own: these tests check decisions, and a test machine
+// sharing 2 cores with other packages (or a hook process per event, each
+// compiling its policies) can stretch an evaluation past the 500 ms default
+// into DES-INTERNAL. Speed is measured by the benchmarks
+// (docs/performance.md).
+const testBudget = "DES_VALIDATION_TIMEOUT_MS=5000"
+
 // hookEnviron is the environment the tests run the hook with in root.
 func hookEnviron(root string, env []string) []string {
-	// A 5 s evaluation budget unless a test sets its own: these tests check
-	// decisions, and a test machine sharing 2 cores with other packages can
-	// stretch an evaluation past the 500 ms default into DES-INTERNAL. Speed
-	// is measured by the benchmarks (docs/performance.md).
-	return append(append(slices.Clip(cleanEnviron()), "CLAUDE_PROJECT_DIR="+root, "DES_VALIDATION_TIMEOUT_MS=5000"), env...)
+	return append(append(slices.Clip(cleanEnviron()), "CLAUDE_PROJECT_DIR="+root, testBudget), env...)
 }
 
 // runHookBinary is runHookProcess with the hook client at bin (another
