@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,13 +29,16 @@ import (
 // concurrent use.
 //
 // An entry's key is a fingerprint of every input of the policies: the
-// built-in bundle (fixed in the binary), every file under each policy
-// directory and bundle (path, size, modification and change times, inode:
-// a file added, removed or rewritten changes the key), the content of each
-// WithPolicyFS file system, and the settings des hands to the policies
-// (data.des.config, which the settings file and DES_* variables decide).
-// New takes the fingerprint on every call, by stat: nothing is watched
-// and nothing expires on a timer.
+// built-in bundle (fixed in the binary), the content of every file under
+// each policy directory with its path there and the directory's name (its
+// path from the project root when it is below the root: two checkouts of
+// one repository share one compilation of the team's policies), every
+// bundle file (path, size, modification and change times, inode), the
+// content of each WithPolicyFS file system, and the settings des hands to
+// the policies (data.des.config, which the settings file and DES_*
+// variables decide). New takes the fingerprint on every call: a file is
+// read again only when stat shows it changed; nothing is watched and
+// nothing expires on a timer.
 //
 // Compiled policies do not depend on data.des.config, and that differs
 // between any two projects (it names each project's state directory): an
@@ -64,6 +68,7 @@ type PolicyCache struct {
 	stats    PolicyCacheStats
 
 	bundles *bundlestore.Memo // the organisation's kept bundles, verified (des_bundles.go)
+	sums    contentSums       // the policy directories' files, by stat
 }
 
 // PolicyCacheStats counts what a PolicyCache did.
@@ -192,20 +197,23 @@ func (c *PolicyCache) get(ctx context.Context, key, src string, compile func() (
 	return call.engine, call.err
 }
 
-// sourcesKey fingerprints the policy sources: directories and bundles by
-// stat of every file below them, file systems by content.
-func sourcesKey(dirs, bundles []string, fss []namedFS) (string, error) {
+// sourcesKey fingerprints the policy sources. Directories are keyed by the
+// name their files go by (policySource) and the content of each file below
+// them, so that the same policies in two checkouts share one compilation;
+// a file's content is read again only when its stat changes (sums). Bundle
+// files are keyed by stat (their messages name them by path), file systems
+// by content.
+func (c *PolicyCache) sourcesKey(dirs []policySource, bundles []string, fss []namedFS) (string, error) {
 	h := sha256.New()
 	io.WriteString(h, "des builtin\x00") // the built-in bundle is fixed in the binary
-	for _, set := range []struct {
-		kind  string
-		paths []string
-	}{{"dir", dirs}, {"bundle", bundles}} {
-		for _, p := range set.paths {
-			fmt.Fprintf(h, "%s %q\x00", set.kind, p)
-			if err := statTree(h, p); err != nil {
-				return "", err
-			}
+	for _, d := range dirs {
+		fmt.Fprintf(h, "dir %q\x00", d.name)
+		c.sums.contentTree(h, d.path)
+	}
+	for _, p := range bundles {
+		fmt.Fprintf(h, "bundle %q\x00", p)
+		if err := statTree(h, p); err != nil {
+			return "", err
 		}
 	}
 	for _, f := range fss {
@@ -227,6 +235,85 @@ func sourcesKey(dirs, bundles []string, fss []namedFS) (string, error) {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// contentSums remembers the SHA-256 of the files it read, by what stat said
+// of them, so that an unchanged file is not read again per New.
+type contentSums struct {
+	mu   sync.Mutex
+	byFI map[string][sha256.Size]byte // path and stat → content sum
+}
+
+// contentSumsMax bounds the memo: past it, it starts afresh.
+const contentSumsMax = 4096
+
+// contentTree writes, for p and every file below it (following links as
+// the policy loader does), its path relative to p and its content's sum.
+// What cannot be read is written with its error, which names the absolute
+// path: loading fails, and that error is cached under this key alone.
+func (m *contentSums) contentTree(w io.Writer, p string) {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		fmt.Fprintf(w, "missing %q\x00", err.Error())
+		return
+	}
+	_ = filepath.WalkDir(real, func(q string, d fs.DirEntry, err error) error {
+		if err != nil {
+			fmt.Fprintf(w, "error %q\x00", err.Error())
+			return nil
+		}
+		rel, _ := filepath.Rel(real, q)
+		if d.IsDir() {
+			if q != real && strings.HasPrefix(d.Name(), ".") {
+				return fs.SkipDir // the loader skips hidden entries below the top
+			}
+			fmt.Fprintf(w, "dir %q\x00", filepath.ToSlash(rel))
+			return nil
+		}
+		sum, err := m.sum(q)
+		if err != nil {
+			fmt.Fprintf(w, "error %q\x00", err.Error())
+			return nil
+		}
+		fmt.Fprintf(w, "file %q %x\x00", filepath.ToSlash(rel), sum)
+		return nil
+	})
+}
+
+// sum returns the content's SHA-256 of the file at q, from the memo while
+// its stat is as it was. A file changed within racyWindow is read each time:
+// rewritten twice within one tick of the file system's clock at the same
+// size, it would keep its stat (git's racily clean files).
+func (m *contentSums) sum(q string) ([sha256.Size]byte, error) {
+	fi, err := os.Stat(q) // follows a link to a file, as reading it does
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	ino, ctime := inodeCtime(fi)
+	key := fmt.Sprintf("%s\x00%d %d %d %d %o", q, fi.Size(), fi.ModTime().UnixNano(), ino, ctime, fi.Mode())
+	racy := time.Since(time.Unix(0, max(fi.ModTime().UnixNano(), ctime))) < racyWindow
+	if !racy {
+		m.mu.Lock()
+		sum, ok := m.byFI[key]
+		m.mu.Unlock()
+		if ok {
+			return sum, nil
+		}
+	}
+	b, err := os.ReadFile(q)
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	sum := sha256.Sum256(b)
+	if !racy {
+		m.mu.Lock()
+		if m.byFI == nil || len(m.byFI) >= contentSumsMax {
+			m.byFI = map[string][sha256.Size]byte{}
+		}
+		m.byFI[key] = sum
+		m.mu.Unlock()
+	}
+	return sum, nil
 }
 
 // statTree writes what stat says of p and, for a directory, of every entry

@@ -158,6 +158,55 @@ func TestPolicyCacheChangedFileRecompiles(t *testing.T) {
 	}
 }
 
+func TestPolicyCacheCheckoutsShareTeamPolicies(t *testing.T) {
+	c := NewPolicyCache(8)
+	lookup := cacheEnv(t, nil)
+	a, b, other := t.TempDir(), t.TempDir(), t.TempDir()
+	teamPolicy(t, a, "team.rego", "TEAM-A")
+	teamPolicy(t, b, "team.rego", "TEAM-A")
+	teamPolicy(t, other, "team.rego", "TEAM-O")
+	ea := cachedEngine(t, c, a, lookup)
+	eb := cachedEngine(t, c, b, lookup)
+	// Two checkouts, the same policies under the same names: one compilation.
+	wantStats(t, c, PolicyCacheStats{Compiles: 1, Derived: 1, Len: 2})
+	for _, e := range []*Engine{ea, eb} {
+		if got := teamCodes(t, e); !reflect.DeepEqual(got, []string{"TEAM-A"}) {
+			t.Errorf("%s: codes = %v, want [TEAM-A]", e.Root(), got)
+		}
+		cat, err := e.Catalogue(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, r := range cat {
+			if r.Code == "TEAM-A" {
+				found = true
+				if want := filepath.Join(".des", "policies", "team.rego") + ":3"; r.Location != want {
+					t.Errorf("%s: TEAM-A at %q, want %q", e.Root(), r.Location, want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: TEAM-A is not in the catalogue", e.Root())
+		}
+	}
+	// Other content under the same name compiles on its own.
+	eo := cachedEngine(t, c, other, lookup)
+	wantStats(t, c, PolicyCacheStats{Compiles: 2, Derived: 1, Len: 3})
+	if got := teamCodes(t, eo); !reflect.DeepEqual(got, []string{"TEAM-O"}) {
+		t.Errorf("codes = %v, want [TEAM-O]", got)
+	}
+	// Directories outside the project go by their absolute path: the same
+	// content in two of them is two compilations, each naming its own.
+	x, y := t.TempDir(), t.TempDir()
+	teamPolicy(t, x, "team.rego", "TEAM-X")
+	teamPolicy(t, y, "team.rego", "TEAM-X")
+	for _, d := range []string{x, y} {
+		cachedEngine(t, c, a, lookup, WithPolicyDirs(filepath.Join(d, ".des", "policies")))
+	}
+	wantStats(t, c, PolicyCacheStats{Compiles: 4, Derived: 1, Len: 5})
+}
+
 func TestPolicyCacheChangedSetting(t *testing.T) {
 	c := NewPolicyCache(8)
 	root := t.TempDir()
@@ -261,10 +310,10 @@ func TestPolicyCacheCompileErrorEachTime(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	bad := filepath.Join(dir, "bad.rego")
-	if err := os.WriteFile(bad, []byte("package des.gates.pre_commit\n\ndeny contains x if {\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "bad.rego"), []byte("package des.gates.pre_commit\n\ndeny contains x if {\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	bad := filepath.Join(".des", "policies", "bad.rego")
 	for i := range 3 {
 		_, err := New(t.Context(), WithRoot(root), WithEnv(lookup), WithPolicyCache(c))
 		var pe policy.Errors

@@ -238,12 +238,16 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		return nil, err
 	}
 	dirs = append(dirs, resolveAll(root, o.dirs)...)
+	named := policySources(root, dirs)
 	orgFS, bundles, err := orgBundles(root, cfg, o.lookupEnv, o.clock(), o.cache)
 	if err != nil {
 		return nil, err
 	}
 	o.fss = append(orgFS, o.fss...)
-	popts = append(popts, policy.WithDirs(dirs...), policy.WithBundles(resolveAll(root, o.bundles)...))
+	popts = append(popts, policy.WithBundles(resolveAll(root, o.bundles)...))
+	for _, d := range named {
+		popts = append(popts, policy.WithDir(d.path, d.name))
+	}
 	for _, f := range o.fss {
 		popts = append(popts, policy.WithFS(f.name, f.fsys))
 	}
@@ -268,7 +272,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		e.workflow = e.defaultWorkflow(o.lookupEnv)
 	}
 	if o.cache != nil {
-		src, err := sourcesKey(dirs, resolveAll(root, o.bundles), o.fss)
+		src, err := o.cache.sourcesKey(named, resolveAll(root, o.bundles), o.fss)
 		if err != nil {
 			return nil, fmt.Errorf("des: %w", err)
 		}
@@ -349,6 +353,25 @@ func policyDirs(root string, dirs []string, source string, logger *slog.Logger) 
 		out = append(out, abs)
 	}
 	return out, nil
+}
+
+// policySource is a directory (or file) of team policies and the name its
+// files go by in messages and rule locations.
+type policySource struct{ path, name string }
+
+// policySources names each policy directory below root by its path from
+// the root (".des/policies/team.rego:3: ..."), and any other by its
+// absolute path: messages then read the same from every checkout, and a
+// PolicyCache compiles the same policies in two checkouts once.
+func policySources(root string, dirs []string) []policySource {
+	out := make([]policySource, len(dirs))
+	for i, d := range dirs {
+		out[i] = policySource{path: d, name: d}
+		if rel, err := filepath.Rel(root, d); err == nil && filepath.IsLocal(rel) {
+			out[i].name = rel
+		}
+	}
+	return out
 }
 
 func resolve(root, p string) string {

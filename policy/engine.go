@@ -48,6 +48,17 @@ func WithDirs(dirs ...string) Option {
 	}
 }
 
+// WithDir adds one directory (or .rego file) of team policies, as WithDirs
+// does, naming its files in errors and rule locations below name instead of
+// dir: for instance the directory's path relative to a project root, so
+// that messages read the same from any checkout and the same policies in
+// two checkouts compile alike. It must exist.
+func WithDir(dir, name string) Option {
+	return func(o *options) {
+		o.sources = append(o.sources, source{name: name, path: dir})
+	}
+}
+
 // WithBundles adds OPA bundles: .tar.gz files built by `opa build`, or bundle
 // directories. Signatures are not verified.
 func WithBundles(paths ...string) Option {

@@ -20,7 +20,7 @@ import (
 
 // source is one place policies come from.
 type source struct {
-	name   string // shown in errors
+	name   string // shown in errors, and as the directory of its files
 	fsys   fs.FS  // nil: path is on the OS file system
 	path   string // a directory, a .rego file or a bundle file; "." for an fs.FS
 	prefix string // where the source's data goes under data, "" for the root
@@ -123,9 +123,9 @@ func loadTree(src source) ([]*regoFile, []datadoc.Patch, error) {
 			return path.Join(src.name, p)
 		}
 		if info, err := os.Stat(src.path); err == nil && !info.IsDir() {
-			return src.path
+			return src.name
 		}
-		return filepath.Join(src.path, filepath.FromSlash(p))
+		return filepath.Join(src.name, filepath.FromSlash(p))
 	}
 	var files []*regoFile
 	var docs []datadoc.Patch
