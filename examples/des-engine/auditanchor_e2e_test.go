@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // anchorProject is a project whose per-user state directory is its own
@@ -94,6 +96,7 @@ func TestE2EAuditAnchorDecisionLog(t *testing.T) {
 // never failed by it; with the state directory removed and the trail
 // rewritten, the notes (even one removed since) still pin it.
 func TestE2EAuditAnchorGitNotes(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	state, env := anchorProject(t, root, 2, "")
 	if r := runIn(t, root, env, "precommit", "--install"); r.code != 0 || !strings.Contains(r.stdout, "hooks/post-commit: it runs ") {
@@ -168,6 +171,7 @@ func TestE2EAuditAnchorGitNotes(t *testing.T) {
 // post-commit hook notes the head, and neither the ref check after the
 // call nor the effect check takes des's own note for a move to judge.
 func TestE2EAuditAnchorAgentCommit(t *testing.T) {
+	t.Parallel()
 	root := refProject(t) // hooks installed, a finished step committed
 	for i, command := range []string{
 		"printf x > notes.txt && git add notes.txt && git commit -qm notes",
@@ -189,12 +193,11 @@ func TestE2EAuditAnchorAgentCommit(t *testing.T) {
 // A post-commit hook des did not write is left alone: install exits 2 with
 // the line to add, and the hooks that judge commits are still written.
 func TestE2EAuditAnchorInstallLeavesForeignPostCommit(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	hook := filepath.Join(root, ".git", "hooks", "post-commit")
 	foreign := "#!/bin/sh\necho committed\n"
-	if err := os.WriteFile(hook, []byte(foreign), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, hook, []byte(foreign))
 	r := runIn(t, root, nil, "precommit", "--install", "--command", hookBin)
 	if r.code != 0 || !strings.Contains(r.stderr, `precommit --post-commit --root `) || !strings.Contains(r.stdout, "hooks/pre-commit: it runs ") || !strings.Contains(r.stdout, "hooks/reference-transaction: it runs ") {
 		t.Fatalf("install over a foreign post-commit: %+v", r)

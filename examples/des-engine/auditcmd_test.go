@@ -17,6 +17,7 @@ import (
 // The hook writes the trail; `hook audit verify`, run as a process, finds
 // it intact, then names the line edited by hand.
 func TestE2EAuditVerify(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for _, file := range []string{".des/policies/a.rego", ".des/config.json", ".des/policies/b.rego"} {
 		if reason := denyReason(t, runHookProcess(t, root, nil, writeEvent(root, "Write", file))); reason == "" {

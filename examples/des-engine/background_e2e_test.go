@@ -19,6 +19,7 @@ import (
 // a person's edit right after it is theirs, and `des-hook integrity
 // accept` works for a person while an agent's job runs on.
 func TestE2EBackgroundWriterAfterItsCall(t *testing.T) {
+	t.Parallel()
 	testenv.Long(t) // seconds of sleeps and processes: CI runs it (DES_TEST_LONG=1)
 	if !(proctree.Tree{}).Supported() {
 		t.Skip("no Linux /proc: calls that leave jobs count for 11 minutes (covered by TestE2EAttackEffects)")

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // doctorRun runs the built `des-hook doctor --json` in root with a home and
@@ -115,9 +117,7 @@ func TestE2EDoctorBrokenInstall(t *testing.T) {
 	alone := filepath.Join(t.TempDir(), "des-hook")
 	if err := os.Link(hookBin, alone); err != nil {
 		data, _ := os.ReadFile(hookBin)
-		if err := os.WriteFile(alone, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		testenv.WriteExecutable(t, alone, data)
 	}
 	for name, command := range map[string]string{"missing": "/nonexistent/des-hook", "no des-engine beside it": alone} {
 		settings := `{"hooks": {"PreToolUse": [{"matcher": "Agent|Task|Skill|Write|Edit|MultiEdit|Bash|NotebookEdit|mcp__.*", "hooks": [{"type": "command", "command": "` + command + `", "onFailure": "block"}]}]}}`

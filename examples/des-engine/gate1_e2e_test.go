@@ -39,6 +39,7 @@ func renderPrompt(t testing.TB, name string) string {
 }
 
 func TestE2EGate1AllowsAndStartsTheTask(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"Agent", "Task"} {
 		t.Run(tool, func(t *testing.T) {
 			root := gate1Project(t, "TODO")
@@ -64,6 +65,7 @@ func TestE2EGate1AllowsAndStartsTheTask(t *testing.T) {
 }
 
 func TestE2EGate1Denies(t *testing.T) {
+	t.Parallel()
 	root := gate1Project(t, "DONE")
 	prompt := strings.Replace(renderPrompt(t, "execute-step"), "<!-- DES-SECTION: QUALITY_GATES -->", "", 1)
 	reason := denyReason(t, runHookProcess(t, root, nil, agentEvent(root, "Agent", prompt)))
@@ -78,6 +80,7 @@ func TestE2EGate1Denies(t *testing.T) {
 // any main-thread delegation); a bad one is no opinion there, the error
 // logged.
 func TestE2EGate1AdHocPromptNoOpinion(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if r := runHookProcess(t, root, nil, agentEvent(root, "Agent", "Summarise the README.")); r.stdout != "" || r.stderr != "" {
 		t.Errorf("ad hoc prompt: stdout %q stderr %q", r.stdout, r.stderr)
@@ -89,6 +92,7 @@ func TestE2EGate1AdHocPromptNoOpinion(t *testing.T) {
 }
 
 func TestE2EGate1BadSettingFailsClosed(t *testing.T) {
+	t.Parallel()
 	root := gate1Project(t, "TODO")
 	reason := denyReason(t, runHookProcess(t, root, []string{"DES_TURN_BUDGET_DEFAULT=lots"}, agentEvent(root, "Agent", renderPrompt(t, "execute-step"))))
 	if !strings.HasPrefix(reason, "[DES-INTERNAL] ") || !strings.Contains(reason, "turn_budget_default") {
@@ -97,6 +101,7 @@ func TestE2EGate1BadSettingFailsClosed(t *testing.T) {
 }
 
 func TestE2EGate1WarningsReachClaudeAndTheUser(t *testing.T) {
+	t.Parallel()
 	root := gate1Project(t, "TODO")
 	writeFile(t, root, e2eStep, `{"task_id": "01-01", "workflow_type": "configuration_setup", "state": {"status": "TODO"}}`)
 	r := runHookProcess(t, root, nil, agentEvent(root, "Agent", renderPrompt(t, "execute-step")))
@@ -120,6 +125,7 @@ func TestE2EGate1WarningsReachClaudeAndTheUser(t *testing.T) {
 // The stale-work loop a user goes through: Gate 1 denies, `hook stale` lists
 // the abandoned phase, `hook stale --resolve` resets it, Gate 1 allows.
 func TestE2EStaleWorkLoop(t *testing.T) {
+	t.Parallel()
 	root := gate1Project(t, "TODO")
 	abandoned := "docs/feature/shop/steps/01-02.json"
 	old := `{"task_id": "01-02", "state": {"status": "IN_PROGRESS"}, "tdd_cycle": {"phase_execution_log": [
@@ -159,6 +165,7 @@ func runBinCLI(t *testing.T, root string, args ...string) hookRun {
 
 // The README's Gate 1 walk-through fixture gives the deny it shows.
 func TestE2EGate1ReadmeFixture(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("testdata/gate1-incomplete-prompt.json")
 	if err != nil {
 		t.Fatal(err)
@@ -178,6 +185,7 @@ func TestE2EGate1ReadmeFixture(t *testing.T) {
 // A field of an unexpected type beside the prompt must not switch Gate 1
 // off; a prompt DES cannot read while markers are there fails closed.
 func TestE2EGate1ToleratesOddFields(t *testing.T) {
+	t.Parallel()
 	root := gate1Project(t, "TODO")
 	prompt := strings.Replace(renderPrompt(t, "execute-step"), "<!-- DES-SECTION: QUALITY_GATES -->", "", 1)
 	ev := agentEvent(root, "Agent", prompt)
@@ -197,6 +205,7 @@ func TestE2EGate1ToleratesOddFields(t *testing.T) {
 // needs no sections (level none) may not start a subagent on it either, and
 // the step file is left as it was.
 func TestE2EGate1DoneIsTerminalAtLevelNone(t *testing.T) {
+	t.Parallel()
 	for _, origin := range []string{"command:/nw:review", "ad-hoc", "command:/nw:execute"} {
 		t.Run(origin, func(t *testing.T) {
 			root := gate1Project(t, "DONE")

@@ -135,6 +135,7 @@ func stepPhases(doc map[string]any) []any {
 }
 
 func TestE2EGate2FailedStopIsRecordedAndReported(t *testing.T) {
+	t.Parallel()
 	root, transcript, env := gate2Project(t)
 	completeAroundTheGuard(t, root)
 
@@ -178,6 +179,7 @@ func TestE2EGate2FailedStopIsRecordedAndReported(t *testing.T) {
 }
 
 func TestE2EGate2BlockModeBlocksOnce(t *testing.T) {
+	t.Parallel()
 	root, transcript, env := gate2Project(t, "DES_GATE2_ON_FAILURE=block")
 	completeAroundTheGuard(t, root)
 
@@ -204,6 +206,7 @@ func TestE2EGate2BlockModeBlocksOnce(t *testing.T) {
 // An honest subagent finishes PREPARE through the write guard and stops
 // with the task still in progress: Gate 2 has nothing to say.
 func TestE2EGate2HonestStopPasses(t *testing.T) {
+	t.Parallel()
 	root, transcript, env := gate2Project(t)
 	prepareThroughTheGuard(t, root, env)
 	out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false)))
@@ -244,6 +247,7 @@ func prepareThroughTheGuard(t *testing.T, root string, env []string) {
 // Real SubagentStop payloads whose transcripts are not on this machine get
 // no opinion (the corpus test checks them all; this one names the reason).
 func TestE2EGate2CorpusShapesWithoutTranscript(t *testing.T) {
+	t.Parallel()
 	dir := requireCorpus(t)
 	root := t.TempDir()
 	for _, name := range []string{"SubagentStop_7char_id_empty_type.json", "SubagentStop_with_background_tasks_effort.json"} {
@@ -261,6 +265,7 @@ func TestE2EGate2CorpusShapesWithoutTranscript(t *testing.T) {
 // A real transcript's first lines (an exploration agent, no DES markers):
 // the subagent is not des's, so the hook says nothing and records nothing.
 func TestE2EGate2RealTranscriptWithoutMarkers(t *testing.T) {
+	t.Parallel()
 	dir := requireCorpus(t)
 	src, err := os.ReadFile(filepath.Join(dir, "subagent_transcripts", "marot_spotter_v2.1.39_agent-a2898e3.first2lines.jsonl"))
 	if err != nil {
@@ -282,6 +287,7 @@ func TestE2EGate2RealTranscriptWithoutMarkers(t *testing.T) {
 // <task-notification> prompt after its SubagentStop, and UserPromptSubmit
 // gives the orchestrator Gate 2's failure there.
 func TestE2EGate2VerdictWithTaskNotification(t *testing.T) {
+	t.Parallel()
 	root, transcript, env := gate2Project(t)
 	completeAroundTheGuard(t, root)
 	decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false)))

@@ -40,6 +40,7 @@ func gate2FailedAroundTheGuard(t *testing.T) (root, transcript string, env []str
 // still reset those phases, or the forged EXECUTED phases survive the
 // resolution and the redo.
 func TestE2EForgedPassDoesNotSpareTheResets(t *testing.T) {
+	t.Parallel()
 	root, _, env := gate2FailedAroundTheGuard(t)
 	forgeTrailLine(t, root, map[string]any{"event": "SUBAGENT_STOP_VALIDATION", "step_file": e2eStep, "outcome": "PASS", "codes": []string{},
 		"action": "none", "agent_id": "a6fbb44895c6a27dd", "agent_type": "software-crafter", "tool_use_id": "", "session_id": "s1", "transcript": "t.jsonl", "duration_ms": 1})
@@ -57,6 +58,7 @@ func TestE2EForgedPassDoesNotSpareTheResets(t *testing.T) {
 // may rewrite it): Gate 3 finds the failure kept in the state directory, and
 // so must stale --resolve, with the phases it named.
 func TestE2ERemovedFailureDoesNotSpareTheResets(t *testing.T) {
+	t.Parallel()
 	root, _, env := gate2FailedAroundTheGuard(t)
 	removeTrailLines(t, root, "SUBAGENT_STOP_VALIDATION")
 	if r := runSub(t, root, "", env, "stale", "--resolve", e2eStep); r.code != 0 {
@@ -79,6 +81,7 @@ func TestE2ERemovedFailureDoesNotSpareTheResets(t *testing.T) {
 // phases Gate 2 named when it restarts a FAILED task, as stale --resolve
 // does.
 func TestE2ERestartAfterGate2FailureRedoesTheNamedPhases(t *testing.T) {
+	t.Parallel()
 	root, transcript, env := gate2FailedAroundTheGuard(t)
 	if reason := denyReason(t, runHookProcess(t, root, env, agentEvent(root, "Agent", renderPrompt(t, "execute-step")))); reason != "" {
 		t.Fatalf("Gate 1 on the restart: %s", reason)
@@ -101,6 +104,7 @@ func TestE2ERestartAfterGate2FailureRedoesTheNamedPhases(t *testing.T) {
 // resolve it, though there is nothing to reset, or the person is left with a
 // commit refused and a command that says "nothing to resolve".
 func TestE2EResolveAfterUpgradeSettlesTheFailure(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	old, err := audit.Open(filepath.Join(root, ".des", "audit"))
 	if err != nil {

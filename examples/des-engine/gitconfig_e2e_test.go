@@ -13,6 +13,7 @@ import (
 // EXECUTED: the installed hook, des-hook precommit and an agent's git
 // commit all refuse it with DES-COMMIT-TASK-STATUS.
 func TestE2EGate3FailedTaskIsRefused(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	if r := runIn(t, root, nil, "precommit", "--install"); r.code != 0 {
 		t.Fatalf("install: exit %d\n%s", r.code, r.stderr)
@@ -44,6 +45,7 @@ func TestE2EGate3FailedTaskIsRefused(t *testing.T) {
 // the commit's environment lets an unfinished step, or one Gate 2 failed,
 // through.
 func TestE2EGitHookIgnoresTheCommittersEnvironment(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	writeFile(t, root, ".des/audit/audit-2026-11-20.log",
 		`{"timestamp":"2026-11-20T10:00:00Z","event":"SUBAGENT_STOP_VALIDATION","action":"record","codes":["DES-PHASE-ABANDONED"],"outcome":"FAIL","step_file":"`+stepPath+`"}`+"\n")
@@ -110,6 +112,7 @@ func TestE2EGitHookIgnoresTheCommittersEnvironment(t *testing.T) {
 // The pins are for the git hook: a person's des-hook precommit still reads
 // its environment, and the flags go with --git-hook only.
 func TestE2EPrecommitPinsGoWithGitHook(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	if r := runIn(t, root, nil, "precommit", "--root", root); r.code != 2 || !strings.Contains(r.stderr, "go with --git-hook") {
 		t.Errorf("--root without --git-hook: exit %d\n%s", r.code, r.stderr)
@@ -127,6 +130,7 @@ func TestE2EPrecommitPinsGoWithGitHook(t *testing.T) {
 // undone by the check after the call, since only a hook running DES's own
 // binary is announced as DES's write.
 func TestE2EAgentCannotInstallThePreCommitHook(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	hookFile := filepath.Join(root, ".git", "hooks", "pre-commit")
 	if r := runIn(t, root, nil, "precommit", "--install"); r.code != 0 {
@@ -172,6 +176,7 @@ func TestE2EAgentCannotInstallThePreCommitHook(t *testing.T) {
 // files an include names. A change to core.hooksPath is denied, an honest
 // edit passes.
 func TestE2EGitConfigAsGitReadsIt(t *testing.T) {
+	t.Parallel()
 	root := effProject(t)
 	home := t.TempDir()
 	writeFile(t, home, ".gitconfig", "[user]\n\tname = dev\n[include]\n\tpath = ~/.gitconfig-work\n")

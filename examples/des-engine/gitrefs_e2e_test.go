@@ -198,9 +198,7 @@ func TestE2EGitRefBypassedHookIsUndone(t *testing.T) {
 	head := strings.TrimSpace(git(t, root, "rev-parse", "HEAD"))
 	writeFile(t, root, stepPath, unfinished)
 	script := filepath.Join(t.TempDir(), "land.sh")
-	if err := os.WriteFile(script, []byte("git add -A\nC=$(git commit-tree -p HEAD -m wip $(git write-tree))\ngit -c core.hooksPath=/dev/null update-ref refs/heads/master $C\ngit -c core.hooksPath=/dev/null branch side $C\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, script, []byte("git add -A\nC=$(git commit-tree -p HEAD -m wip $(git write-tree))\ngit -c core.hooksPath=/dev/null update-ref refs/heads/master $C\ngit -c core.hooksPath=/dev/null branch side $C\n"))
 	a := agentBash(t, root, root, "sh "+script)
 	if a.deny != "" || a.code != 0 {
 		t.Fatalf("pre %q, exit %d: %s", a.deny, a.code, a.out)
@@ -239,9 +237,7 @@ func TestE2EGitRefHookRemovedIsRestored(t *testing.T) {
 	}
 	// Spelled so that the Bash guard cannot see it (it denies a plain rm).
 	script := filepath.Join(t.TempDir(), "rm.sh")
-	if err := os.WriteFile(script, []byte("rm .git/hooks/reference-transaction\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, script, []byte("rm .git/hooks/reference-transaction\n"))
 	a := agentBash(t, root, root, "sh "+script)
 	if a.deny != "" || !strings.Contains(a.reason, "DES-INTEGRITY") {
 		t.Fatalf("pre %q, post %q", a.deny, a.reason)
@@ -264,9 +260,7 @@ func TestE2EGitRefInstallLeavesForeignHook(t *testing.T) {
 	root := gitProject(t)
 	hook := filepath.Join(root, ".git", "hooks", "reference-transaction")
 	foreign := "#!/bin/sh\nexit 0\n"
-	if err := os.WriteFile(hook, []byte(foreign), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, hook, []byte(foreign))
 	r := runIn(t, root, nil, "precommit", "--install", "--command", hookBin)
 	if r.code != 2 || !strings.Contains(r.stderr, `--ref-transaction "$1" || exit 1`) {
 		t.Fatalf("install over a foreign hook: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -297,9 +291,7 @@ func TestE2EGitRefBypassedCommitIsNoGitSync(t *testing.T) {
 	agentBash(t, root, root, "true") // des records its baseline
 	script := filepath.Join(t.TempDir(), "land.sh")
 	forged := strings.ReplaceAll(finishedStep(t, "IN_PROGRESS"), "\n", "\\n")
-	if err := os.WriteFile(script, []byte("printf '"+forged+"' > "+stepPath+" && git -c core.hooksPath=/dev/null commit -qam forged\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, script, []byte("printf '"+forged+"' > "+stepPath+" && git -c core.hooksPath=/dev/null commit -qam forged\n"))
 	a := agentBash(t, root, root, "sh "+script)
 	if got := git(t, root, "rev-parse", "HEAD"); got != head {
 		t.Errorf("the branch was not moved back: %s -> %s (%s)", head, got, a.reason)

@@ -106,6 +106,7 @@ func allowedWrite(t *testing.T, root, rel, content string) {
 }
 
 func TestE2EGitSyncCheckout(t *testing.T) {
+	t.Parallel()
 	root := gsProject(t)
 	mainHead, featHead := headOf(t, root, "main"), headOf(t, root, "feat")
 	_, post := bashToolCall(t, root, "toolu_co", "git checkout -q feat")
@@ -129,6 +130,7 @@ func TestE2EGitSyncCheckout(t *testing.T) {
 }
 
 func TestE2EGitSyncPull(t *testing.T) {
+	t.Parallel()
 	root := gsProject(t)
 	remote := filepath.Join(t.TempDir(), "remote.git")
 	git(t, root, "clone", "-q", "--bare", root, remote)
@@ -155,6 +157,7 @@ func TestE2EGitSyncPull(t *testing.T) {
 }
 
 func TestE2EGitSyncStashAndPop(t *testing.T) {
+	t.Parallel()
 	root := gsProject(t)
 	head := [2]string{headOf(t, root, "HEAD"), "refs/heads/main"}
 	inProgress := gsStepOf("in progress")
@@ -182,6 +185,7 @@ func TestE2EGitSyncStashAndPop(t *testing.T) {
 }
 
 func TestE2EGitSyncCheckoutPathToHead(t *testing.T) {
+	t.Parallel()
 	root := gsProject(t)
 	head := [2]string{headOf(t, root, "HEAD"), "refs/heads/main"}
 	inProgress := gsStepOf("in progress")
@@ -204,6 +208,7 @@ func TestE2EGitSyncCheckoutPathToHead(t *testing.T) {
 }
 
 func TestE2EForgedStepKeptAndTakenBack(t *testing.T) {
+	t.Parallel()
 	root := gsProject(t)
 	forged := strings.TrimSuffix(gsStepOf("forged"), "\n")
 	// Around the guard: a computed target; a git command beside it does not
@@ -255,6 +260,7 @@ func TestE2EForgedStepKeptAndTakenBack(t *testing.T) {
 // A workflow state edited by hand between calls, then reset away by the
 // agent's `git reset --hard`: git's doing, taken, and the edit kept.
 func TestE2EGitSyncResetKeepsHandEdit(t *testing.T) {
+	t.Parallel()
 	root := gsProject(t)
 	edited := `{"state_version": 7}` + "\n"
 	writeFile(t, root, effState, edited)

@@ -16,6 +16,7 @@ import (
 // a policy file would. They are DES's to protect, like the policy
 // directories.
 func TestE2EAttackPhaseRequirementFilesProtected(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	const file = "team/iteration-requirements.json"
 	writeFile(t, root, file, `{"phase_requirements": {}}`)
@@ -54,6 +55,7 @@ func TestE2EAttackPhaseRequirementFilesProtected(t *testing.T) {
 // to redo: otherwise the resolution alone settles the failure and Gate 3
 // commits the tampered run's claims as they are.
 func TestE2EAttackTamperedRunIsNotCommittedByResolvingIt(t *testing.T) {
+	t.Parallel()
 	f := newFollower(t)
 	f.redoAll(canonicalPhases)
 	f.write(withTask("DONE"))
@@ -96,6 +98,7 @@ func TestE2EAttackTamperedRunIsNotCommittedByResolvingIt(t *testing.T) {
 // those: a symbolic link in DIR (to a team policy in a protected
 // directory, say) is not followed out of it and rewritten.
 func TestE2EAttackTestFmtFollowsNoLink(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	const team = "package team\n\nallow   if   true\n"
 	writeFile(t, root, ".des/policies/team.rego", team)
@@ -121,6 +124,7 @@ func TestE2EAttackTestFmtFollowsNoLink(t *testing.T) {
 // one Gate 3 reads: under the link's name, a failed stop never reaches the
 // commit gate, and the step it failed commits.
 func TestE2EAttackStepThroughALinkKeepsItsGate2Failure(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	claude := t.TempDir()
 	var phases []string
@@ -181,6 +185,7 @@ func auditEntries(t *testing.T, root string) []audit.Entry {
 // script the Bash analyzer cannot read) is undone after the call, as for a
 // policy file; and Claude Code is told to protect the files too.
 func TestE2EAttackPhaseRequirementFileRestored(t *testing.T) {
+	t.Parallel()
 	root := effProject(t)
 	const file = "team/iteration-requirements.json"
 	const orig = `{"phase_requirements": {"06-implementation": {"test_iteration": {"enabled": true}}}}` + "\n"
@@ -204,6 +209,7 @@ func TestE2EAttackPhaseRequirementFileRestored(t *testing.T) {
 // The organisation's kept bundles and the decision logs not yet pushed are
 // des's: an agent that edits them rewrites the rules or the fleet's record.
 func TestE2EAttackKeptBundlesAndDecisionLogsProtected(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, ".des/bundles/acme/bundle.tar.gz", "kept")
 	writeFile(t, root, ".des/decisions/2026-11-25.jsonl", "{}\n")

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deterministic-exec/des/internal/testenv"
+
 	"github.com/deterministic-exec/des/internal/statedir"
 )
 
@@ -44,10 +46,7 @@ func effProject(t *testing.T) string {
 	writeFile(t, root, ".des/runs/toolu_old.json", `{"step_file": "`+effStep+`"}`+"\n")
 	writeFile(t, root, effStep, `{"task_id": "01-01", "state": {"status": "TODO"}, "tdd_cycle": {"phase_execution_log": []}}`+"\n")
 	writeFile(t, root, effState, `{"state_version": 1}`+"\n")
-	writeFile(t, root, ".git/hooks/pre-commit", "#!/bin/sh\nexec "+hookBin+" precommit\n")
-	if err := os.Chmod(filepath.Join(root, ".git/hooks/pre-commit"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, filepath.Join(root, ".git/hooks/pre-commit"), []byte("#!/bin/sh\nexec "+hookBin+" precommit\n"))
 	settings := map[string]any{
 		"hooks": map[string]any{
 			"PreToolUse":  []any{map[string]any{"matcher": "Bash", "hooks": []any{map[string]any{"type": "command", "command": hookBin}, map[string]any{"type": "command", "command": "./lint.sh"}}}},
@@ -146,6 +145,7 @@ func wantRestored(t *testing.T, post afterTool, paths ...string) {
 }
 
 func TestE2EEffectsUndone(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, command string
 		check         func(t *testing.T, root string)
@@ -243,6 +243,7 @@ func auditText(t *testing.T, root string) string {
 }
 
 func TestE2EClaudeCodeRewriteKept(t *testing.T) {
+	t.Parallel()
 	root := effProject(t)
 	begin(t, root)
 	// Claude Code adds a permission while the call waits (a prompt answered
@@ -279,6 +280,7 @@ EOF`)
 }
 
 func TestE2EFailedCommandIsCheckedToo(t *testing.T) {
+	t.Parallel()
 	root := effProject(t)
 	begin(t, root)
 	cmd := "rm .des/config.json; exit 3"
@@ -296,6 +298,7 @@ func TestE2EFailedCommandIsCheckedToo(t *testing.T) {
 }
 
 func TestE2EAllowedWritesKept(t *testing.T) {
+	t.Parallel()
 	root := effProject(t)
 	begin(t, root)
 	// A long command of another agent is running meanwhile.
@@ -329,6 +332,7 @@ func TestE2EAllowedWritesKept(t *testing.T) {
 }
 
 func TestE2EHandEditBetweenCallsAccepted(t *testing.T) {
+	t.Parallel()
 	root := effProject(t)
 	begin(t, root)
 	edited := `{"stale_threshold_minutes": 45}`
@@ -342,6 +346,7 @@ func TestE2EHandEditBetweenCallsAccepted(t *testing.T) {
 }
 
 func TestE2EParallelCalls(t *testing.T) {
+	t.Parallel()
 	root := effProject(t)
 	begin(t, root)
 	// Agent A's command starts and rewrites the settings while it runs.
@@ -379,6 +384,7 @@ func TestE2EParallelCalls(t *testing.T) {
 }
 
 func TestE2EIntegrityCommand(t *testing.T) {
+	t.Parallel()
 	root := effProject(t)
 	begin(t, root)
 	edited := `{"stale_threshold_minutes": 50}`
@@ -408,6 +414,7 @@ func TestE2EIntegrityCommand(t *testing.T) {
 }
 
 func TestE2EEditOfClaudeSettings(t *testing.T) {
+	t.Parallel()
 	root := effProject(t)
 	settings := fileText(t, root, ".claude/settings.json")
 	edit := func(old, new string) string {
@@ -439,6 +446,7 @@ func TestE2EEditOfClaudeSettings(t *testing.T) {
 }
 
 func TestE2ENotebookAndMCP(t *testing.T) {
+	t.Parallel()
 	root := effProject(t)
 	begin(t, root)
 	tool := func(event, name, id string, input map[string]any) hookRun {
@@ -473,6 +481,7 @@ func TestE2ENotebookAndMCP(t *testing.T) {
 }
 
 func TestE2EStateDirProtected(t *testing.T) {
+	t.Parallel()
 	root := effProject(t)
 	begin(t, root)
 	state := statedir.For(root, func(k string) (string, bool) {
@@ -500,6 +509,7 @@ func TestE2EStateDirProtected(t *testing.T) {
 // after Bash: a Write that sets disableAllHooks (or a hook, or env) there
 // is denied; one that changes the model is not.
 func TestE2EUserClaudeSettingsWrite(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	home := t.TempDir()
 	writeFile(t, home, ".claude/settings.json", `{"model": "x"}`)
@@ -533,6 +543,7 @@ func TestE2EUserClaudeSettingsWrite(t *testing.T) {
 // and the poison file removed; and a poison file left between calls does
 // not make every later call DES-INTERNAL.
 func TestE2EPoisonFileDoesNotStopTheUndo(t *testing.T) {
+	t.Parallel()
 	root := effProject(t)
 	good := fileText(t, root, ".isdlc/state.json")
 	begin(t, root)

@@ -52,6 +52,7 @@ func movedText(t *testing.T, root string) string {
 // behind (regression: 1e308 was no integer to the progress rules, so a
 // write setting it passed).
 func TestE2EISDLCStateSpelledOtherwise(t *testing.T) {
+	t.Parallel()
 	root := attackProject(t)
 	base := stateText(t, root)
 	moved := movedText(t, root)
@@ -91,6 +92,7 @@ func TestE2EISDLCStateSpelledOtherwise(t *testing.T) {
 // symbolic link, .des/state.json, which would take precedence) are
 // refused; an MCP tool's or NotebookEdit's write is undone after the call.
 func TestE2EISDLCStateThroughOtherTools(t *testing.T) {
+	t.Parallel()
 	root := attackProject(t)
 	agentBash(t, root, root, "true") // a baseline for the effect check
 	base := stateText(t, root)
@@ -146,6 +148,7 @@ func TestE2EISDLCStateThroughOtherTools(t *testing.T) {
 // its own: refused both ways (the call is in flight), and the gate stays
 // shut.
 func TestE2EISDLCEscalationApprovedByTheAgentRefused(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not installed: no real test runner to run")
 	}
@@ -185,6 +188,7 @@ func TestE2EISDLCEscalationApprovedByTheAgentRefused(t *testing.T) {
 // read before the first run) the write lands, and des writes its values
 // back after it (they were lost until the next test run).
 func TestE2EISDLCStaleStateWrite(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not installed: no real test runner to run")
 	}
@@ -261,6 +265,7 @@ func TestE2EISDLCStaleStateWrite(t *testing.T) {
 // A pass of tests that are not the project's (a module elsewhere on the
 // machine, reached with cd or go test -C) is no pass of the phase.
 func TestE2EISDLCTestsRunOutsideTheProject(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not installed: no real test runner to run")
 	}
@@ -281,6 +286,7 @@ func TestE2EISDLCTestsRunOutsideTheProject(t *testing.T) {
 // initial object), the index moved alone, a workflow without started_at, a
 // legacy phase key. None is denied once des saw the tests pass.
 func TestE2EISDLCHonestOrchestratorWrites(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not installed: no real test runner to run")
 	}

@@ -17,6 +17,7 @@ import (
 )
 
 func TestE2EISDLCTestIterationsFromEvidence(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not installed: no real test runner to run")
 	}
@@ -172,6 +173,7 @@ func cloneDoc(t *testing.T, d doc) doc {
 // the phase; the agent cannot approve going on (not in the state, not with
 // des-hook inside its call), a person can.
 func TestE2EISDLCEscalationApprovedByAPerson(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not installed: no real test runner to run")
 	}
@@ -233,6 +235,7 @@ func TestE2EISDLCEscalationApprovedByAPerson(t *testing.T) {
 // phase, with the constitutional verdict it states; listed by des-hook
 // evidence and quoted by the gate, which still decides on the state.
 func TestE2EISDLCObservationsQuoted(t *testing.T) {
+	t.Parallel()
 	st := workflowState(featurePhases, 0) // 01-requirements: elicitation and constitution required
 	set(st, "active_workflow.started_at", "2026-11-29T09:00:00Z")
 	root := newProject(t, st, ".des/config.json", `{"phase_evidence": "des"}`)
@@ -270,6 +273,7 @@ func TestE2EISDLCObservationsQuoted(t *testing.T) {
 // records the constitution, advances with /isdlc advance and moves the
 // state on. Not one deny.
 func TestE2EISDLCReadmeProjectHonestWalk(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed: no real test runner to run")
 	}
@@ -332,6 +336,7 @@ func TestE2EISDLCReadmeProjectHonestWalk(t *testing.T) {
 // A monorepo project's state written from the root, where another state is
 // in effect: judged on its own content and its own evidence.
 func TestE2EISDLCProgressInAnotherProjectsState(t *testing.T) {
+	t.Parallel()
 	st := workflowState(featurePhases, 5)
 	set(st, "active_workflow.started_at", "2026-11-29T09:00:00Z")
 	root := newProjectNoPlan(t, nil,
@@ -351,6 +356,7 @@ func TestE2EISDLCProgressInAnotherProjectsState(t *testing.T) {
 // brought it, but it passes the write guard as a Write would, or it is
 // undone (and kept). A state the guard accepts is taken as before.
 func TestE2EISDLCProgressThroughGitUndone(t *testing.T) {
+	t.Parallel()
 	st := workflowState(featurePhases, 5)
 	set(st, "active_workflow.started_at", "2026-11-29T09:00:00Z")
 	root := newProject(t, st, ".des/config.json", `{"phase_evidence": "des"}`)

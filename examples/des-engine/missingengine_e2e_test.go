@@ -32,9 +32,7 @@ func TestE2EMissingEngineFix(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := filepath.Join(dir, "des-hook")
-	if err := os.WriteFile(client, raw, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, client, raw)
 	cmd := exec.Command(client, "version")
 	cmd.Env = cleanEnviron()
 	out, _ := cmd.CombinedOutput()

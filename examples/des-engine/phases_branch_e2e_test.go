@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 // branchRepo is a git repository at a new directory with one commit on
@@ -307,9 +309,7 @@ func TestPhasesBranchGuardRefCheckAfterBash(t *testing.T) {
 	}
 	before := git(t, root, "rev-parse", "main")
 	script := filepath.Join(t.TempDir(), "land.sh")
-	if err := os.WriteFile(script, []byte("C=$(git commit-tree HEAD^{tree} -p HEAD -m x) && git -c core.hooksPath=/dev/null update-ref refs/heads/main $C\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, script, []byte("C=$(git commit-tree HEAD^{tree} -p HEAD -m x) && git -c core.hooksPath=/dev/null update-ref refs/heads/main $C\n"))
 	a := agentBash(t, root, root, "sh "+script)
 	if !strings.Contains(a.reason, "DES-BRANCH-PROTECTED") {
 		t.Errorf("after the call: %q (deny %q); want DES-BRANCH-PROTECTED", a.reason, a.deny)

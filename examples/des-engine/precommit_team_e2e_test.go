@@ -38,6 +38,7 @@ func plannedStep(t *testing.T, state map[string]any, executed ...string) string 
 // Plans commit: through the installed git hook, a real `git commit` of two
 // freshly planned steps lands; a step that has started does not.
 func TestE2EPrecommitPlansCommit(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	if r := runIn(t, root, nil, "precommit", "--install", "--command", hookBin); r.code != 0 {
 		t.Fatalf("install: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -92,6 +93,7 @@ func deferredStep(t *testing.T) string {
 // A team that waives DES-COMMIT-DEFERRED accepts deferred skips: neither
 // the deferral nor the gap it leaves blocks, and the waiver is recorded.
 func TestE2EPrecommitDeferredWaived(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	writeFile(t, root, stepPath, deferredStep(t))
 	git(t, root, "add", stepPath)
@@ -124,6 +126,7 @@ func TestE2EPrecommitDeferredWaived(t *testing.T) {
 // write, is judged at commit, through `hook precommit`, the installed git
 // hook and an agent's git commit; a team's own setting moves both.
 func TestE2EPrecommitGuardedStepFilesSetting(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	if r := runIn(t, root, nil, "precommit", "--install", "--command", hookBin); r.code != 0 {
 		t.Fatalf("install: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -163,6 +166,7 @@ func TestE2EPrecommitGuardedStepFilesSetting(t *testing.T) {
 // FILE arguments are read against the current directory, as every CLI
 // reads them, for precommit and stale --resolve alike.
 func TestE2EFileArgumentsFromASubdirectory(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	failed := `{"task_id": "01-02", "state": {"status": "FAILED", "failure_reason": "Gate 2: phase RED_UNIT was abandoned",
   "recovery_suggestions": ["Run des-hook stale --resolve"], "owner": "team-a"},
@@ -233,6 +237,7 @@ func TestE2EFileArgumentsFromASubdirectory(t *testing.T) {
 // Gate 1 starting a task again after a failure clears the failure text
 // Gate 2 left in the step file.
 func TestE2EGate1RestartClearsTheFailure(t *testing.T) {
+	t.Parallel()
 	root := gate1Project(t, "PARTIAL")
 	writeFile(t, root, e2eStep, `{
   "task_id": "01-01",

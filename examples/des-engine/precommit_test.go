@@ -77,6 +77,7 @@ func commitEntries(t *testing.T, root string) []audit.Entry {
 }
 
 func TestE2EPrecommitStagedFiles(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	fixture, err := os.ReadFile("testdata/precommit-unfinished-step.json")
 	if err != nil {
@@ -139,6 +140,7 @@ func TestE2EPrecommitStagedFiles(t *testing.T) {
 }
 
 func TestE2EPrecommitNothingToJudge(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	writeFile(t, root, "src/cart.go", "package cart\n")
 	writeFile(t, root, "docs/feature/shop/steps/notes.json", "{}") // not NN-NN
@@ -154,6 +156,7 @@ func TestE2EPrecommitNothingToJudge(t *testing.T) {
 }
 
 func TestE2EPrecommitExplicitFiles(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir() // no git needed
 	writeFile(t, root, stepPath, finishedStep(t, "EXECUTED"))
 	writeFile(t, root, "docs/feature/shop/steps/01-03.json", finishedStep(t, "NOT_EXECUTED"))
@@ -198,6 +201,7 @@ func TestE2EPrecommitExplicitFiles(t *testing.T) {
 // DES could not judge: a bad setting, or an audit trail it cannot read.
 // The commit is refused (status 2) with the cause.
 func TestE2EPrecommitFailsClosed(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	writeFile(t, root, stepPath, finishedStep(t, "EXECUTED"))
 	git(t, root, "add", stepPath)
@@ -213,6 +217,7 @@ func TestE2EPrecommitFailsClosed(t *testing.T) {
 }
 
 func TestE2EPrecommitGate2Failure(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	writeFile(t, root, stepPath, finishedStep(t, "EXECUTED"))
 	git(t, root, "add", stepPath)
@@ -232,6 +237,7 @@ func TestE2EPrecommitGate2Failure(t *testing.T) {
 // A repository larger than the project: staged step files outside the root
 // are another project's, left out with a note.
 func TestE2EPrecommitOutsideTheProject(t *testing.T) {
+	t.Parallel()
 	repo := gitProject(t)
 	root := filepath.Join(repo, "shop")
 	writeFile(t, root, stepPath, finishedStep(t, "EXECUTED"))
@@ -244,6 +250,7 @@ func TestE2EPrecommitOutsideTheProject(t *testing.T) {
 }
 
 func TestE2EPrecommitInstall(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	r := runIn(t, root, nil, "precommit", "--install")
 	hookFile := filepath.Join(root, ".git", "hooks", "pre-commit")
@@ -321,6 +328,7 @@ func TestE2EPrecommitInstall(t *testing.T) {
 }
 
 func TestE2EPrecommitInstallHooksPath(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	git(t, root, "config", "core.hooksPath", "tools/githooks")
 	r := runIn(t, filepath.Join(root), nil, "precommit", "--install")
@@ -342,6 +350,7 @@ func TestE2EPrecommitInstallHooksPath(t *testing.T) {
 // judges with the project's audit trail, though a terminal commit carries no
 // CLAUDE_PROJECT_DIR and git's top level is the larger repository.
 func TestE2EPrecommitInstallInAMonorepo(t *testing.T) {
+	t.Parallel()
 	repo := gitProject(t)
 	proj := filepath.Join(repo, "shop")
 	writeFile(t, proj, ".des/audit/audit-2026-11-20.log",
@@ -361,6 +370,7 @@ func TestE2EPrecommitInstallInAMonorepo(t *testing.T) {
 }
 
 func TestPrintablePath(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"docs/steps/01-01.json":        "docs/steps/01-01.json",
 		"docs/feat x/steps/01-01.json": "docs/feat x/steps/01-01.json",

@@ -281,6 +281,7 @@ var recoveryTable = []struct{ pkg, code, followedBy, human string }{
 // codes that exist; the workflow state's V7 and V8 are listed, not all of
 // its codes.
 func TestRecoveryTable(t *testing.T) {
+	t.Parallel()
 	listed := map[string]bool{}
 	for _, r := range recoveryTable {
 		if (r.followedBy == "") == (r.human == "") {
@@ -313,6 +314,7 @@ func TestRecoveryTable(t *testing.T) {
 // command given, starts the subagent again, and the subagent redoes the
 // named phases through the guard.
 func TestRecoveryGate2RecordMode(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		produce func(f *follower)
@@ -367,6 +369,7 @@ func TestRecoveryGate2RecordMode(t *testing.T) {
 // Gate 2 in block mode: the subagent is sent back with instructions, and
 // DES has made the step such that they are legal writes.
 func TestRecoveryGate2BlockMode(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		produce func(f *follower)
@@ -474,6 +477,7 @@ func TestRecoveryGate2BlockMode(t *testing.T) {
 // The write guard's refusals: following the recovery reaches what the
 // refused write wanted by moves the guard accepts.
 func TestRecoveryWriteGuard(t *testing.T) {
+	t.Parallel()
 	t.Run("phase jump", func(t *testing.T) {
 		f := newFollower(t)
 		reason := f.tryWrite(withPhase(t, "PREPARE", phaseExecuted))
@@ -548,6 +552,7 @@ func TestRecoveryWriteGuard(t *testing.T) {
 // Gate 1's DES-STALE-WORK: the command it names clears the way, and the
 // subagent then starts.
 func TestRecoveryStaleWork(t *testing.T) {
+	t.Parallel()
 	root := gate1Project(t, "TODO")
 	abandoned := "docs/feature/shop/steps/01-02.json"
 	writeFile(t, root, abandoned, `{"task_id": "01-02", "state": {"status": "IN_PROGRESS"}, "tdd_cycle": {"phase_execution_log": [
@@ -572,6 +577,7 @@ func TestRecoveryStaleWork(t *testing.T) {
 // The workflow state guard's V7 and V8: re-read, apply the change to the
 // current version, write the version given (or the exemption named).
 func TestRecoveryWorkflowState(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, code, write string
 		follow            func(t *testing.T, f *follower) string // the write the recovery leads to
@@ -630,6 +636,7 @@ func (f *follower) precommit() hookRun {
 // Gate 3: each refusal's recovery, followed through the write guard (and the
 // commands it names), lets the step file commit.
 func TestRecoveryGate3(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		produce func(f *follower)
@@ -778,6 +785,7 @@ func TestRecoveryGate3(t *testing.T) {
 // DES-STEPFILE-OBSOLETE: the change the recovery names is a write the guard
 // accepts, and Gate 1 then starts the subagent.
 func TestRecoveryObsoleteStepFile(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, doc string
 		follow    func(f *follower)
@@ -817,6 +825,7 @@ func TestRecoveryObsoleteStepFile(t *testing.T) {
 // Gate 1's refusals: the orchestrator fixes the prompt or the step file as
 // the recovery says, and the same Agent call is then allowed.
 func TestRecoveryGate1(t *testing.T) {
+	t.Parallel()
 	prompt := renderPrompt(t, "execute-step")
 	cases := []struct {
 		name, code string
@@ -883,6 +892,7 @@ func TestRecoveryGate1(t *testing.T) {
 // configuration_setup steps: the evidence, documentation and rollback the
 // recovery asks for are fields written through the guard.
 func TestRecoveryConfigurationSetup(t *testing.T) {
+	t.Parallel()
 	root, transcript, env := gate2Project(t, "DES_GATE2_ON_FAILURE=block")
 	f := &follower{t: t, root: root, transcript: transcript, env: env}
 	f.write(func(doc map[string]any) {

@@ -27,6 +27,7 @@ const reviewWrite = `open(".d"+"es/conf"+"ig.json","w").write("{}")`
 // trail (the audit directory is DES's to append to, so the check after the
 // call does not restore it), it would make the rewritten trail verify.
 func TestReviewAdoptFromBash(t *testing.T) {
+	t.Parallel()
 	p := newAtkProject(t, true)
 	for _, f := range []string{".des/policies/a.rego", ".des/config.json", ".des/policies/b.rego"} {
 		if reason := p.pre(t, writeToolEvent(p.root, "Write", f, map[string]any{"content": "{}"})); reason == "" {
@@ -86,6 +87,7 @@ var reviewStateDirAttacks = []struct{ name, cmd string }{
 // lists the state directory) keeps a Bash command out of it whatever it
 // runs. Set DES_REVIEW_KNOWN_BYPASSES=1 to run it.
 func TestReviewStateDirTampered(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("DES_REVIEW_KNOWN_BYPASSES") == "" {
 		t.Skip("known limit: the agent's user can write DES's per-user state directory; only Claude Code's sandbox (denyWrite) prevents it (DES_REVIEW_KNOWN_BYPASSES=1 runs it)")
 	}
@@ -111,6 +113,7 @@ func TestReviewStateDirTampered(t *testing.T) {
 // "not witnessed" (exit 0). Removing it must be denied like any write to
 // DES's state, and Claude Code must deny it to the file tools.
 func TestReviewWitnessProtected(t *testing.T) {
+	t.Parallel()
 	p := newAtkProject(t, true)
 	witness, _ := filepath.Glob(filepath.Join(p.stateDir, "audit-witness", "*"))
 	if len(witness) == 0 {
@@ -144,6 +147,7 @@ func TestReviewWitnessProtected(t *testing.T) {
 // recorded lifetime has passed. That call must not take the change as a
 // hand edit made between calls: nothing ever checked the call that made it.
 func TestReviewCallThatNeverEnded(t *testing.T) {
+	t.Parallel()
 	p := newAtkProject(t, false)
 	p.bash(t, "", "true")
 	s0 := p.snapshot(t)
@@ -178,6 +182,7 @@ func TestReviewCallThatNeverEnded(t *testing.T) {
 // sandbox (denyWrite) stops the write itself. Set
 // DES_REVIEW_KNOWN_BYPASSES=1 to run it.
 func TestReviewForkedWriterBetweenCalls(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("DES_REVIEW_KNOWN_BYPASSES") == "" {
 		t.Skip("known limit: a process left running that writes between two calls looks like a hand edit; only Claude Code's sandbox (denyWrite) prevents it (DES_REVIEW_KNOWN_BYPASSES=1 runs it)")
 	}

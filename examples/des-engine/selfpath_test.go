@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 func TestTransientExe(t *testing.T) {
@@ -52,9 +54,7 @@ func TestE2ESettingsWarnsAboutGoRunPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(dst, raw, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		testenv.WriteExecutable(t, dst, raw)
 	}
 	root := t.TempDir()
 	if out, err := exec.Command("git", "init", "-q", root).CombinedOutput(); err != nil {

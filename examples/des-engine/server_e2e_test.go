@@ -290,9 +290,7 @@ func TestE2EClientWithoutEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	alone := filepath.Join(t.TempDir(), filepath.Base(hookBin))
-	if err := os.WriteFile(alone, raw, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, alone, raw)
 	root := t.TempDir()
 	missing := filepath.Join(filepath.Dir(alone), filepath.Base(engineBin))
 	fix := "go build -o " + filepath.Join(filepath.Dir(alone), "des-hook") + " ./examples/hook && CGO_ENABLED=0 go build -o " + missing + " ./examples/des-engine"

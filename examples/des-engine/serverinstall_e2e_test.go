@@ -35,9 +35,7 @@ func install(t *testing.T, extra []byte) (hook, engine string) {
 		if dst == engine {
 			data = append(data, extra...)
 		}
-		if err := os.WriteFile(dst, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		testenv.WriteExecutable(t, dst, data)
 	}
 	return hook, engine
 }

@@ -128,9 +128,7 @@ func TestE2EServerGitFromRequestPath(t *testing.T) {
 	writeFile(t, root, stepPath, finishedStep(t, "IN_PROGRESS"))
 	git(t, root, "add", stepPath)
 	evil := t.TempDir()
-	if err := os.WriteFile(filepath.Join(evil, "git"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, filepath.Join(evil, "git"), []byte("#!/bin/sh\nexit 0\n"))
 	ctx, cancel := context.WithCancel(t.Context())
 	serve := exec.CommandContext(ctx, engineBin, "serve", "--idle", "1m")
 	serve.Env = append(cleanEnviron(), "XDG_RUNTIME_DIR="+run, "PATH="+evil+string(os.PathListSeparator)+os.Getenv("PATH"))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deterministic-exec/des/internal/testenv"
+
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/claudecode"
 	"github.com/deterministic-exec/des/internal/program"
@@ -346,9 +348,7 @@ func TestCommandWordRunsExe(t *testing.T) {
 	if err := os.MkdirAll(dir+"/real", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, exe, []byte("#!/bin/sh\n"))
 	if err := os.MkdirAll(dir+"/bin", 0o755); err != nil {
 		t.Fatal(err)
 	}

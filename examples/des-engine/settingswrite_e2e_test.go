@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deterministic-exec/des/internal/testenv"
+
 	"github.com/deterministic-exec/des/internal/program"
 	"github.com/deterministic-exec/des/internal/statedir"
 )
@@ -208,9 +210,7 @@ func TestE2ESettingsWriteUpgradeReplaces(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := filepath.Join(dir, "des-hook")
-		if err := os.WriteFile(p, raw, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		testenv.WriteExecutable(t, p, raw)
 		if err := os.Symlink(engineBin, filepath.Join(dir, "des-engine")); err != nil {
 			t.Fatal(err)
 		}

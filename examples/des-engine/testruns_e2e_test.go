@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deterministic-exec/des/internal/testenv"
+
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/internal/testrun"
 )
@@ -269,10 +271,7 @@ func TestE2ETestRunnerTableATeamChanges(t *testing.T) {
 	t.Parallel()
 	root := gitProject(t)
 	writeFile(t, root, ".des/policies/des/evidence/data.json", `{"test_runners": {"team check": {"command": ["check.sh", "--unit"]}, "go test": null}}`)
-	writeFile(t, root, "check.sh", "#!/bin/sh\necho 'Tests: 2 passed, 0 failed, 2 total'\necho 'Lines        : 91.5%'\n")
-	if err := os.Chmod(filepath.Join(root, "check.sh"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, filepath.Join(root, "check.sh"), []byte("#!/bin/sh\necho 'Tests: 2 passed, 0 failed, 2 total'\necho 'Lines        : 91.5%'\n"))
 	testRunBash(t, root, "./check.sh --unit", nil)
 	testRunBash(t, root, "./check.sh --lint", nil)     // not the entry's words
 	testRunBash(t, root, "go test ./... || true", nil) // removed by the team

@@ -83,6 +83,7 @@ func removeTrailLines(t *testing.T, root, event string) {
 // commit it. Neither is DES's line: Gate 2 still finds the phases written
 // around the write guard, and Gate 3 still finds the failure unresolved.
 func TestE2EForgedTrailLinesDecideNothing(t *testing.T) {
+	t.Parallel()
 	root, transcript, env := gate2Project(t)
 	for _, name := range canonicalPhases {
 		forgeTrailLine(t, root, map[string]any{"event": "PHASE_STARTED", "step_file": e2eStep, "phase": name,
@@ -155,6 +156,7 @@ func replayTrailLine(t *testing.T, root string, marks ...string) {
 // to the end of the trail: its seq and hash are the attested ones, but it
 // is not where DES wrote it, and it resolves nothing written after it.
 func TestE2EReplayedResolutionDecidesNothing(t *testing.T) {
+	t.Parallel()
 	root, transcript, env := gate2Project(t)
 	completeAroundTheGuard(t, root)
 	if out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false))); !strings.Contains(out.SystemMessage, "[DES-PHASE-JUMP]") {
@@ -183,6 +185,7 @@ func TestE2EReplayedResolutionDecidesNothing(t *testing.T) {
 // trail rewritten; Gate 3 does not ask. Known gap (attested review, F3):
 // skipped until Gate 3 is given the fact that attested lines are missing.
 func TestE2ERemovedFailureDecidesNothing(t *testing.T) {
+	t.Parallel()
 	root, transcript, env := gate2Project(t)
 	completeAroundTheGuard(t, root)
 	if out := decodeStop(t, runHookProcess(t, root, env, stopEvent(root, transcript, false))); !strings.Contains(out.SystemMessage, "[DES-PHASE-JUMP]") {
@@ -206,6 +209,7 @@ func TestE2ERemovedFailureDecidesNothing(t *testing.T) {
 // take it as a trail no writer attests (every line attested) when it is
 // the one that starts the attestations.
 func TestE2EForgedResolutionBeforeAttestationsStart(t *testing.T) {
+	t.Parallel()
 	root := gitProject(t)
 	old, err := audit.Open(filepath.Join(root, ".des", "audit"))
 	if err != nil {

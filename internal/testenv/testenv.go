@@ -7,7 +7,9 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -60,6 +62,28 @@ func WriteFile(t testing.TB, root, rel, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// WriteExecutable writes an executable file (a program, a script) at path,
+// or fails t. On Unix it is written by another process (install): a file
+// this process writes is, for an instant, open for writing in any child a
+// parallel test forks meanwhile, and executing it then fails with "text
+// file busy" (ETXTBSY; golang.org/issue/22315).
+func WriteExecutable(t testing.TB, path string, data []byte) {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		if err := os.WriteFile(path, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	src := filepath.Join(t.TempDir(), "executable")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("install", "-m", "0755", src, path).CombinedOutput(); err != nil {
+		t.Fatalf("install %s: %v: %s", path, err, out)
 	}
 }
 
