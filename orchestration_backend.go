@@ -17,6 +17,14 @@ import (
 // next) and internal/registry (the subagent registry in .des/sessions).
 // Every write is announced through w, so that the effect check keeps it.
 
+// The gate announces its writes through gate.Writes; the backends' Writes
+// have its shape, so that the gate passes its own without an import cycle
+// (and their tests link no policy engine).
+var (
+	_ registry.Writes  = gate.Writes(nil)
+	_ taskgraph.Writes = gate.Writes(nil)
+)
+
 func graphPhaseID(prompt string) (string, bool) { return taskgraph.PhaseID(prompt) }
 
 // graphSync is taskgraph.Sync. The outcome is Gate 2's verdict and the

@@ -98,6 +98,14 @@ type honest struct {
 	// declinedBash is set once a Bash call was declined: see handEdits.
 	declinedBash bool
 	steps        int // in the sequence
+	// tag ends every Bash command of the seed ("ls # honest seed N"). The
+	// seeds run side by side with one parent, this test process, where
+	// Claude Code runs each session's calls under its own; des counts a
+	// process under the caller's parents that runs a call's command as what
+	// the call left running, so two seeds running the same command at once
+	// would keep each other's calls in flight and undo a hand edit made
+	// after them.
+	tag string
 }
 
 // handEdits reports whether a person's edit between calls may come now.
@@ -121,7 +129,7 @@ func newHonest(t *testing.T, tmpl *atkProject, seed uint64) *honest {
 	// running seeds side by side can stretch an evaluation past the 500 ms
 	// default into DES-INTERNAL; speed is the benchmarks' business.
 	p.env = append(p.env, "DES_VALIDATION_TIMEOUT_MS=5000")
-	h := &honest{t: t, p: p, rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), seen: map[string]map[string]bool{}, branches: []string{"master"}}
+	h := &honest{t: t, p: p, rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), seen: map[string]map[string]bool{}, branches: []string{"master"}, tag: fmt.Sprintf(" # honest seed %d", seed)}
 	if b := strings.TrimSpace(p.git(t, "branch", "--show-current")); b != "master" {
 		h.branches = []string{b}
 	}
@@ -230,7 +238,7 @@ func (h *honest) edit(rel, old, new string) {
 // bash is one Bash call of the subagent, through the harness.
 func (h *honest) bash(command string) atkCall {
 	h.t.Helper()
-	c := h.p.bashWith(h.t, "", command, map[string]any{"agent_id": honestAgentID, "agent_type": honestAgentType})
+	c := h.p.bashWith(h.t, "", command+h.tag, map[string]any{"agent_id": honestAgentID, "agent_type": honestAgentType})
 	h.expectClean("PreToolUse Bash "+command, c.pre)
 	h.expectClean(c.postEvent+" Bash "+command, c.post)
 	return c

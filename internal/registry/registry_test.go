@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/filelock"
 	"github.com/deterministic-exec/des/internal/registry"
 )
@@ -281,7 +280,3 @@ func checkRace(t *testing.T, r *registry.Registry, counts []int, n int) {
 		}
 	}
 }
-
-// DES's gate announces its writes through gate.Writes; the interface here
-// has its shape so that the gate can pass its own without an import cycle.
-var _ registry.Writes = gate.Writes(nil)

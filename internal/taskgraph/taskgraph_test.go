@@ -13,7 +13,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/internal/filelock"
 	"github.com/deterministic-exec/des/internal/taskgraph"
 	"github.com/google/go-cmp/cmp"
@@ -614,7 +613,3 @@ func FuzzPhaseID(f *testing.F) {
 		_ = taskgraph.Verdict(prompt)
 	})
 }
-
-// DES's gate announces its writes through gate.Writes; the interface here
-// has its shape so that the gate can pass its own without an import cycle.
-var _ taskgraph.Writes = gate.Writes(nil)
