@@ -402,7 +402,7 @@ func TestAppendNeverFollowsASwappedLink(t *testing.T) {
 		}
 	})
 	l := Open(dir, nil, 1<<30)
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(testenv.Pick(200*time.Millisecond, time.Second))
 	for i := 0; time.Now().Before(deadline); i++ {
 		l.Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: now})
 		if b, _ := os.ReadFile(outside); string(b) != "# mine\n" {
@@ -455,7 +455,7 @@ func TestEnsureDirNeverWritesThroughALink(t *testing.T) {
 	ignore := filepath.Join(dir, ".gitignore")
 	defer testenv.Meanwhile(t, func() { os.Symlink(outside, ignore) })()
 	now := time.Now()
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(testenv.Pick(200*time.Millisecond, time.Second))
 	for i := 0; time.Now().Before(deadline); i++ {
 		os.RemoveAll(dir)
 		Open(dir, nil, MinMaxBytes).Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: now})
@@ -497,7 +497,7 @@ func TestPruneNeverRemovesThroughASwappedLink(t *testing.T) {
 		os.Rename(real, dir)
 	}()
 	now := time.Now()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(testenv.Pick(300*time.Millisecond, 3*time.Second))
 	for i := 0; time.Now().Before(deadline); i++ {
 		Open(dir, nil, MinMaxBytes).Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: now})
 		if ents, _ := os.ReadDir(elsewhere); len(ents) != 2 {

@@ -1,7 +1,9 @@
 package integrity
 
 import (
+	"crypto/sha256"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -13,9 +15,13 @@ import (
 // settle. Safe for concurrent use: every use gets a copy of its own. Every
 // read and save of a baseline happens under the lock every check holds, so
 // no other process replaces the file between a save and its stat.
+//
+// It also keeps what git config files hold for the check (gitView), by
+// content: reading one asks git, a process per file per scan.
 type BaselineCache struct {
-	mu sync.Mutex
-	m  map[string]cachedBaseline // by manifest path
+	mu    sync.Mutex
+	m     map[string]cachedBaseline // by manifest path
+	views map[[sha256.Size]byte]string
 }
 
 type cachedBaseline struct {
@@ -29,6 +35,34 @@ const baselineCacheSize = 32
 // NewBaselineCache returns an empty cache, for Options.Cache.
 func NewBaselineCache() *BaselineCache {
 	return &BaselineCache{m: map[string]cachedBaseline{}}
+}
+
+// gitViewsMax bounds the git config views a cache keeps.
+const gitViewsMax = 256
+
+// gitView is gitView(data), remembered by data's content.
+func (b *BaselineCache) gitView(data []byte) string {
+	if b == nil {
+		return gitView(data)
+	}
+	sum := sha256.Sum256(data)
+	b.mu.Lock()
+	v, ok := b.views[sum]
+	b.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = gitView(data)
+	if strings.Contains(v, `"unreadable"`) {
+		return v // git refused it: perhaps only for now (a timeout); ask again next time
+	}
+	b.mu.Lock()
+	if b.views == nil || len(b.views) >= gitViewsMax {
+		b.views = map[[sha256.Size]byte]string{}
+	}
+	b.views[sum] = v
+	b.mu.Unlock()
+	return v
 }
 
 // fileID is what tells one manifest file from another: a save renames a

@@ -499,7 +499,7 @@ func (c *Checker) view(kind string, data []byte) string {
 	case KindClaudeSettings:
 		return claudeView(data)
 	case KindGitConfig:
-		return gitView(data)
+		return c.cache.gitView(data)
 	}
 	return ""
 }

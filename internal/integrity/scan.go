@@ -572,7 +572,7 @@ func (c *Checker) GitConfigFiles() []string {
 		if err != nil {
 			continue
 		}
-		m.Entries[c.key(p)] = &entry{Kind: KindGitConfig, View: gitView(data)}
+		m.Entries[c.key(p)] = &entry{Kind: KindGitConfig, View: c.cache.gitView(data)}
 	}
 	files = append(files, c.includeTargets(m)...)
 	slices.Sort(files)
