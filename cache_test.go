@@ -79,6 +79,7 @@ func teamCodes(t *testing.T, e *Engine) []string {
 }
 
 func TestPolicyCacheSameSourcesCompileOnce(t *testing.T) {
+	t.Parallel()
 	c := NewPolicyCache(8)
 	lookup := cacheEnv(t, nil)
 	a, b := t.TempDir(), t.TempDir()
@@ -108,6 +109,7 @@ func TestPolicyCacheSameSourcesCompileOnce(t *testing.T) {
 }
 
 func TestPolicyCacheChangedFileRecompiles(t *testing.T) {
+	t.Parallel()
 	c := NewPolicyCache(8)
 	lookup := cacheEnv(t, nil)
 	root := t.TempDir()
@@ -159,6 +161,7 @@ func TestPolicyCacheChangedFileRecompiles(t *testing.T) {
 }
 
 func TestPolicyCacheCheckoutsShareTeamPolicies(t *testing.T) {
+	t.Parallel()
 	c := NewPolicyCache(8)
 	lookup := cacheEnv(t, nil)
 	a, b, other := t.TempDir(), t.TempDir(), t.TempDir()
@@ -208,6 +211,7 @@ func TestPolicyCacheCheckoutsShareTeamPolicies(t *testing.T) {
 }
 
 func TestPolicyCacheChangedSetting(t *testing.T) {
+	t.Parallel()
 	c := NewPolicyCache(8)
 	root := t.TempDir()
 	state := t.TempDir()
@@ -229,6 +233,7 @@ func TestPolicyCacheChangedSetting(t *testing.T) {
 }
 
 func TestPolicyCacheBound(t *testing.T) {
+	t.Parallel()
 	c := NewPolicyCache(2)
 	lookup := cacheEnv(t, nil)
 	roots := []string{t.TempDir(), t.TempDir(), t.TempDir()}
@@ -242,6 +247,7 @@ func TestPolicyCacheBound(t *testing.T) {
 }
 
 func TestPolicyCacheConcurrent(t *testing.T) {
+	t.Parallel()
 	c := NewPolicyCache(8)
 	lookup := cacheEnv(t, nil)
 	var roots []string
@@ -270,6 +276,7 @@ func TestPolicyCacheConcurrent(t *testing.T) {
 }
 
 func TestPolicyCacheDecisionsAsUncached(t *testing.T) {
+	t.Parallel()
 	lookup := cacheEnv(t, nil)
 	root := t.TempDir()
 	teamPolicy(t, root, "team.rego", "TEAM-A")
@@ -303,6 +310,7 @@ func TestPolicyCacheDecisionsAsUncached(t *testing.T) {
 }
 
 func TestPolicyCacheCompileErrorEachTime(t *testing.T) {
+	t.Parallel()
 	c := NewPolicyCache(4)
 	lookup := cacheEnv(t, nil)
 	root := t.TempDir()
@@ -329,6 +337,7 @@ func TestPolicyCacheCompileErrorEachTime(t *testing.T) {
 }
 
 func TestPolicyCacheBundlesAndFileSystems(t *testing.T) {
+	t.Parallel()
 	c := NewPolicyCache(8)
 	lookup := cacheEnv(t, nil)
 	root := t.TempDir()

@@ -27,6 +27,7 @@ func writeConfig(t *testing.T, root, content string) {
 }
 
 func TestLoadConfigDefaults(t *testing.T) {
+	t.Parallel()
 	c, err := LoadConfig(t.TempDir(), env(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +40,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 // The Go defaults and the bundle's data.des.config must agree: policies
 // tested with `opa test` see the bundle's, the hook sees Go's.
 func TestDefaultsMatchBundleData(t *testing.T) {
+	t.Parallel()
 	pe, err := policy.New(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +58,7 @@ func TestDefaultsMatchBundleData(t *testing.T) {
 }
 
 func TestLoadConfigFileThenEnv(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeConfig(t, root, `{"stale_threshold_minutes": 10, "turn_budget_default": 20, "policy_dirs": ["a", "b"], "gate2_on_failure": "block", "phase_requirements_files": ["team/req.json"], "delegation_mode": "nudge", "max_concurrent_agents": 3, "task_graph_file": "plan/graph.json"}`)
 	c, err := LoadConfig(root, env(map[string]string{
@@ -85,6 +88,7 @@ func TestLoadConfigFileThenEnv(t *testing.T) {
 }
 
 func TestBadSettingsNameTheSetting(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, file string
 		env        map[string]string
@@ -147,6 +151,7 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 
 // null in .des/config.json means the default, for lists as for numbers.
 func TestConfigNullMeansDefault(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeConfig(t, root, `{"stale_threshold_minutes": null, "policy_dirs": null, "guarded_state_files": null}`)
 	c, err := LoadConfig(root, env(nil))
@@ -159,6 +164,7 @@ func TestConfigNullMeansDefault(t *testing.T) {
 }
 
 func TestConfigTooLarge(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeConfig(t, root, `{"audit_dir": "`+strings.Repeat("a", maxConfigSize)+`"}`)
 	if _, err := LoadConfig(root, env(nil)); err == nil || !strings.Contains(err.Error(), "larger than") {
@@ -167,6 +173,7 @@ func TestConfigTooLarge(t *testing.T) {
 }
 
 func TestConfigUnreadable(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	// A directory where the file should be cannot be read as settings.
 	if err := os.MkdirAll(filepath.Join(root, ConfigFile), 0o755); err != nil {
@@ -179,6 +186,7 @@ func TestConfigUnreadable(t *testing.T) {
 }
 
 func TestBundleJWKSMustBeHTTPS(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"DES_BUNDLE_JWKS": "http://keys.example.com/jwks.json"}
 	_, err := LoadConfig(t.TempDir(), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	var ce *ConfigError

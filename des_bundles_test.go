@@ -118,6 +118,7 @@ func (s *orgSetup) pull(t *testing.T) []BundlePull {
 }
 
 func TestOrgBundleDecides(t *testing.T) {
+	t.Parallel()
 	s := newOrgSetup(t)
 	s.publish(t, "r1", orgRule("ORG-ONE", "team.txt"))
 
@@ -189,6 +190,7 @@ func TestOrgBundleDecides(t *testing.T) {
 }
 
 func TestOrgBundleTamperedCopyRefused(t *testing.T) {
+	t.Parallel()
 	s := newOrgSetup(t)
 	s.publish(t, "r1", orgRule("ORG-ONE", "team.txt"))
 	s.pull(t)
@@ -228,6 +230,7 @@ func mustConfig(t *testing.T, s *orgSetup) Config {
 }
 
 func TestOrgBundleRepullInvalidatesCache(t *testing.T) {
+	t.Parallel()
 	s := newOrgSetup(t)
 	s.publish(t, "r1", orgRule("ORG-ONE", "team.txt"))
 	s.pull(t)
@@ -253,6 +256,7 @@ func TestOrgBundleRepullInvalidatesCache(t *testing.T) {
 }
 
 func TestBundlesDue(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	cfg := DefaultConfig()
 	if BundlesDue(root, cfg, time.Now()) {
@@ -285,6 +289,7 @@ func TestBundlesDue(t *testing.T) {
 // bundle_jwks as an https URL: a pull fetches the JWKS and keeps it, and
 // loading (no network) verifies with the kept copy.
 func TestOrgBundleJWKSURL(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -335,6 +340,7 @@ func TestOrgBundleJWKSURL(t *testing.T) {
 // it, yes; change a value the bundle sets, no (an error naming both files,
 // so des stops rather than pick one).
 func TestOrgBundleDataTeamCannotChange(t *testing.T) {
+	t.Parallel()
 	s := newOrgSetup(t)
 	raw := signedBundle(t, s.priv, map[string]string{
 		".manifest": `{"revision": "d1", "roots": ["des/exceptions", "acme"]}`,
@@ -374,6 +380,7 @@ func TestOrgBundleDataTeamCannotChange(t *testing.T) {
 // The key that verifies the bundles is protected wherever the settings
 // put it: whoever replaces it decides which bundles verify.
 func TestBundleKeyFileProtected(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	cfg := DefaultConfig()
 	cfg.BundleURLs, cfg.BundleJWKS = []string{"https://example.com/b.tar.gz"}, "keys/acme.jwks"
@@ -399,6 +406,7 @@ func TestBundleKeyFileProtected(t *testing.T) {
 
 // bundle_urls and its key from the environment alone.
 func TestBundleSettingsFromEnvironment(t *testing.T) {
+	t.Parallel()
 	cfg, err := LoadConfig(t.TempDir(), env(map[string]string{"DES_BUNDLE_URLS": "https://example.com/a.tar.gz, https://example.com/b.tar.gz", "DES_BUNDLE_PUBLIC_KEY": "k.pem"}))
 	if err != nil || len(cfg.BundleURLs) != 2 || cfg.BundlePublicKey != "k.pem" {
 		t.Fatalf("%+v, %v", cfg.BundleURLs, err)
@@ -410,6 +418,7 @@ func TestBundleSettingsFromEnvironment(t *testing.T) {
 
 // Two bundles may not own one path, as in OPA.
 func TestOrgBundlesOverlappingRoots(t *testing.T) {
+	t.Parallel()
 	s := newOrgSetup(t)
 	s.publish(t, "r1", orgRule("ORG-ONE", "team.txt"))
 	second := strings.Replace(s.url, "/acme.tar.gz", "/acme-too.tar.gz", 1)
@@ -430,6 +439,7 @@ func TestOrgBundlesOverlappingRoots(t *testing.T) {
 // An organisation's bundle makes its code unwaivable: a team's exception
 // for it is DES-EXCEPTION-REFUSED, and the code still denies.
 func TestOrgBundleUnwaivableCode(t *testing.T) {
+	t.Parallel()
 	s := newOrgSetup(t)
 	raw := signedBundle(t, s.priv, map[string]string{
 		".manifest":                `{"revision": "r1", "roots": ["des/gates/tool_use", "des/exceptions"]}`,
@@ -456,6 +466,7 @@ func TestOrgBundleUnwaivableCode(t *testing.T) {
 // directory, then packed by any tar) verifies as one `opa build` signed;
 // a file changed after `opa sign` is refused.
 func TestOrgBundleSignedWithOpaSign(t *testing.T) {
+	t.Parallel()
 	s := newOrgSetup(t)
 	dir := t.TempDir()
 	files := map[string]string{

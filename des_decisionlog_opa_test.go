@@ -45,6 +45,7 @@ func (b *syncBuffer) String() string {
 // level, msg, time, type; its server adds req_id), and the same deny and
 // warn sets in the result.
 func TestDecisionLogMatchesOPAServer(t *testing.T) {
+	t.Parallel()
 	testenv.Long(t)
 	out, err := exec.Command("go", "tool", "-n", "opa").Output()
 	if err != nil {

@@ -42,6 +42,7 @@ func loggedEvents(t testing.TB, root string) []decisionlog.Event {
 }
 
 func TestEvaluateWritesDecisionLog(t *testing.T) {
+	t.Parallel()
 	root, state := t.TempDir(), t.TempDir()
 	now := time.Date(2026, 11, 25, 18, 30, 0, 42, time.FixedZone("CET", 3600))
 	e, err := New(t.Context(), WithRoot(root), WithClock(func() time.Time { return now }),
@@ -106,6 +107,7 @@ func TestEvaluateWritesDecisionLog(t *testing.T) {
 // Waived violations are in the deny or warn set, as the policy yielded
 // them, and their codes in the exception set.
 func TestDecisionResultKeepsWaived(t *testing.T) {
+	t.Parallel()
 	d := policy.Decision{
 		Deny:   []policy.Violation{{Code: "A", Message: "a", Severity: policy.Deny, Field: "/x", Recovery: []string{"fix"}, Details: map[string]any{"phase": "p1"}}},
 		Waived: []policy.Violation{{Code: "B", Message: "b", Severity: policy.Deny}, {Code: "C", Message: "c", Severity: policy.Warn}},
@@ -121,6 +123,7 @@ func TestDecisionResultKeepsWaived(t *testing.T) {
 // A decision that cannot be logged is still the decision; the failure is
 // a warning.
 func TestDecisionLogFailureKeepsDecision(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, ".des"), 0o755); err != nil {
 		t.Fatal(err)
@@ -145,6 +148,7 @@ func TestDecisionLogFailureKeepsDecision(t *testing.T) {
 }
 
 func TestDecisionLogOffWritesNothing(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_STATE_DIR": t.TempDir()})))
 	if err != nil {
@@ -187,6 +191,7 @@ func BenchmarkEvaluateDecisionLog(b *testing.B) {
 }
 
 func TestDecisionLogMaskSetting(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for _, c := range []struct {
 		env     string
@@ -215,6 +220,7 @@ func TestDecisionLogMaskSetting(t *testing.T) {
 // A gate that cannot decide is logged with OPA's error fields and no
 // result: a rule that conflicts at evaluation, policies that do not parse.
 func TestDecisionLogRecordsErrors(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct{ rego, code string }{
 		"conflict": {"package des.gates.tool_use\n\ninfo := 1\n\ninfo := 2 if input.tool\n", "eval_conflict_error"},
 		"syntax":   {"package des.gates.tool_use\n\ndeny contains x if {\n", "internal_error"},
@@ -249,6 +255,7 @@ func TestDecisionLogRecordsErrors(t *testing.T) {
 
 // One Engine shared by goroutines logs every decision once, whole.
 func TestDecisionLogConcurrentEvaluate(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_DECISION_LOG": "on", "DES_STATE_DIR": t.TempDir()})))
 	if err != nil {
@@ -283,6 +290,7 @@ func TestDecisionLogConcurrentEvaluate(t *testing.T) {
 // Masking the result edits the logged copy, never the decision the caller
 // acts on.
 func TestDecisionLogMaskLeavesDecision(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{
 		"DES_DECISION_LOG": "on", "DES_STATE_DIR": t.TempDir(), "DES_DECISION_LOG_MASK": "/result/info/level,/result/info/phases/current",
@@ -311,6 +319,7 @@ func TestDecisionLogMaskLeavesDecision(t *testing.T) {
 // Without an installation id (a state directory des cannot write) the
 // decisions are still logged, without labels.id, and the problem is said.
 func TestDecisionLogWithoutInstallationID(t *testing.T) {
+	t.Parallel()
 	root, state := t.TempDir(), filepath.Join(t.TempDir(), "state")
 	if err := os.WriteFile(state, []byte("a file where the state directory should be"), 0o644); err != nil {
 		t.Fatal(err)
@@ -336,6 +345,7 @@ func TestDecisionLogWithoutInstallationID(t *testing.T) {
 // Each event carries the audit trail's head as it stood before the
 // decision (none before the first line), and AuditHeads reads them back.
 func TestDecisionLogRecordsAuditHead(t *testing.T) {
+	t.Parallel()
 	root, state := t.TempDir(), t.TempDir()
 	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_DECISION_LOG": "on", "DES_STATE_DIR": state})))
 	if err != nil {

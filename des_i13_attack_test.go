@@ -27,6 +27,7 @@ import (
 // code, `settings_pinned := {}` its pinning. OPA refuses such a rule when
 // it loads policies beside data; so does des, naming the rule's file.
 func TestAttackTeamRuleShadowsOrgData(t *testing.T) {
+	t.Parallel()
 	s := newOrgSetup(t)
 	raw := signedBundle(t, s.priv, map[string]string{
 		".manifest":                     `{"revision": "r1", "roots": ["des/gates/tool_use", "des/exceptions", "des/settings_pinned"]}`,
@@ -66,6 +67,7 @@ func TestAttackTeamRuleShadowsOrgData(t *testing.T) {
 // http://, or over https:// redirected to http://, anyone on the network
 // path could hand over their own keys, then bundles they signed.
 func TestAttackBundleJWKSOverHTTP(t *testing.T) {
+	t.Parallel()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -100,6 +102,7 @@ func TestAttackBundleJWKSOverHTTP(t *testing.T) {
 // must not relax them when a gate input carries it, whoever built the
 // input (Engine.Evaluate is the API a caller hands its own facts to).
 func TestAttackEmbeddedInputCannotCarrySettings(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeConfig(t, root, `{"max_concurrent_agents": 2}`)
 	e, err := New(t.Context(), WithRoot(root), WithEnv(cacheEnv(t, nil)))
@@ -129,6 +132,7 @@ func TestAttackEmbeddedInputCannotCarrySettings(t *testing.T) {
 // with those keys, refused them, and des stopped deciding. Each URL keeps
 // its own JWKS.
 func TestAttackJWKSOfOtherSettingsKeptApart(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	jwksOf := func(kid string) ([]byte, string) {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -187,6 +191,7 @@ func TestAttackJWKSOfOtherSettingsKeptApart(t *testing.T) {
 // adds to it lets anyone on the way decide for des. It is protected like
 // the bundle keys.
 func TestAttackOPACAFileProtected(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	cfg := DefaultConfig()
 	cfg.OPACAFile = "certs/opa-ca.pem"
@@ -204,6 +209,7 @@ func TestAttackOPACAFileProtected(t *testing.T) {
 // reaches stderr, the status line and a DES-INTERNAL reason the agent
 // reads, must not repeat them.
 func TestAttackURLCredentialsNotEchoed(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"DES_OPA_URL", "DES_DECISION_LOG_URL", "DES_BUNDLE_URLS"} {
 		for _, u := range []string{"https://des:s3cret-pw@opa.example.com/x", "https://s3cret-pw@opa.example.com/x"} {
 			vars := map[string]string{name: u, "DES_BUNDLE_PUBLIC_KEY": "k.pem"}

@@ -24,6 +24,7 @@ import (
 // rewrite the organisation's data (data.des.exceptions.unwaivable) or
 // policies on the shared server, nor read the server's whole data.
 func TestAttackRemoteDocumentedAuthzGatesOnly(t *testing.T) {
+	t.Parallel()
 	testenv.Long(t)
 	doc, err := os.ReadFile("docs/organisation.md")
 	if err != nil {
@@ -84,6 +85,7 @@ func TestAttackRemoteDocumentedAuthzGatesOnly(t *testing.T) {
 // then. des fails closed, naming the missing policies, as for a server that
 // has no such package at all.
 func TestAttackRemoteEmptyAnswerIsNoAllow(t *testing.T) {
+	t.Parallel()
 	testenv.Long(t)
 	ctx := t.Context()
 	root, env := remoteProject(t)
@@ -120,6 +122,7 @@ func TestAttackRemoteEmptyAnswerIsNoAllow(t *testing.T) {
 // a write to .des/config.json. A redirect is no decision: des fails closed
 // naming where the server points.
 func TestAttackRemoteRedirectIsNoDecision(t *testing.T) {
+	t.Parallel()
 	testenv.Long(t)
 	ctx := t.Context()
 	root, env := remoteProject(t)

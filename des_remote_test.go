@@ -95,6 +95,7 @@ func remoteProject(t *testing.T) (root string, env map[string]string) {
 // no policy on deny and warn (see decide in des_remote.go); everything else
 // is compared whole.
 func TestRemoteDecidesAsEmbedded(t *testing.T) {
+	t.Parallel()
 	testenv.Long(t)
 	ctx := t.Context()
 	root, env := remoteProject(t)
@@ -233,6 +234,7 @@ func TestRemoteDecidesAsEmbedded(t *testing.T) {
 // policies in the input, and a setting the organisation pins on the server
 // wins over the project's.
 func TestRemoteSettingsTravelAndPin(t *testing.T) {
+	t.Parallel()
 	testenv.Long(t)
 	ctx := t.Context()
 	root, env := remoteProject(t)
@@ -283,6 +285,7 @@ func writeFile(t *testing.T, path, content string) string {
 // TestRemoteFailures: anything short of a decision is an error from
 // Evaluate naming opa_url, the cause and the fix, within the timeout.
 func TestRemoteFailures(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	root, env := remoteProject(t)
 	refused := func() string {
@@ -370,6 +373,7 @@ func TestRemoteFailures(t *testing.T) {
 // TestRemoteSettings: opa_ca_file must hold certificates, and every
 // *_token_env must name a variable.
 func TestRemoteSettings(t *testing.T) {
+	t.Parallel()
 	root, env := remoteProject(t)
 	e := map[string]string{"DES_OPA_URL": "https://opa.example:8181", "DES_OPA_CA_FILE": writeFile(t, filepath.Join(t.TempDir(), "ca.pem"), "not a cert")}
 	for k, v := range env {
@@ -394,6 +398,7 @@ func TestRemoteSettings(t *testing.T) {
 // TestRemoteTLS: an https opa_url is trusted on the system's roots plus
 // opa_ca_file, and a server whose CA is neither is refused.
 func TestRemoteTLS(t *testing.T) {
+	t.Parallel()
 	testenv.Long(t)
 	ctx := t.Context()
 	root, env := remoteProject(t)
@@ -426,6 +431,7 @@ func TestRemoteTLS(t *testing.T) {
 // not des's own policies answers every gate with a document: des refuses it
 // (ErrBuiltinMismatch), so a write to des's files is not an allow.
 func TestRemoteWithoutBuiltinPoliciesFailsClosed(t *testing.T) {
+	t.Parallel()
 	testenv.Long(t)
 	root, env := remoteProject(t)
 	org := t.TempDir()

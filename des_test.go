@@ -13,6 +13,7 @@ import (
 )
 
 func TestNewRejectsBadSetting(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_GATE2_ON_FAILURE": "maybe"})))
 	var ce *ConfigError
@@ -26,6 +27,7 @@ func TestNewRejectsBadSetting(t *testing.T) {
 }
 
 func TestNewRejectsBadTeamPolicy(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, ".des", "policies")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -46,6 +48,7 @@ func TestNewRejectsBadTeamPolicy(t *testing.T) {
 }
 
 func TestConfiguredPolicyDirMustExist(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_POLICY_DIRS": "team-rules"})))
 	var ce *ConfigError
@@ -71,6 +74,7 @@ func TestConfiguredPolicyDirMustExist(t *testing.T) {
 }
 
 func TestSettingsReachPolicies(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "rules"), 0o755); err != nil {
 		t.Fatal(err)
@@ -95,6 +99,7 @@ func TestSettingsReachPolicies(t *testing.T) {
 }
 
 func TestEngineConcurrentEvaluate(t *testing.T) {
+	t.Parallel()
 	e, err := New(t.Context(), WithRoot(t.TempDir()), WithEnv(env(nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +123,7 @@ func TestEngineConcurrentEvaluate(t *testing.T) {
 // was named: a policy directory or bundle a program adds, and the phase
 // requirement files, which decide what the phase gates require.
 func TestLoadedLocationsAreProtected(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for _, d := range []string{"extra-rules", "bundle", "team"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {

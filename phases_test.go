@@ -40,6 +40,7 @@ func phaseEngine(t *testing.T, facts map[string]any, opts ...Option) *Engine {
 }
 
 func TestEscalationsOpenAndAll(t *testing.T) {
+	t.Parallel()
 	e := phaseEngine(t, stateFacts("13-test-deploy")) // a legacy key: normalised as the guards normalise it
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	esc := func(at time.Duration, typ, phase string, codes ...string) audit.Entry {
@@ -85,6 +86,7 @@ func TestEscalationsOpenAndAll(t *testing.T) {
 // group is open again. A validated call that is no advancement, or an
 // advancement out of another phase, closes nothing.
 func TestEscalationsClosedByAdvancement(t *testing.T) {
+	t.Parallel()
 	e := phaseEngine(t, stateFacts("06-implementation"))
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	esc := func(at time.Duration, typ string) audit.Entry {
@@ -132,6 +134,7 @@ func TestEscalationsClosedByAdvancement(t *testing.T) {
 // A team rule in des.gates.pre_invocation sees a Skill call with its
 // workflow, through the public API; without a workflow nothing is asked.
 func TestCheckSkillThroughATeamRule(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rule := `package des.gates.pre_invocation
 
@@ -165,6 +168,7 @@ deny contains {"code": "TEAM-NO-DEPLOY", "msg": "no deploy skill inside a workfl
 // A team requirement file that cannot be used is a bad setting, named as
 // such, on every call the guards are in charge of.
 func TestRequirementFileErrorNamesTheSetting(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, ".isdlc"), 0o755); err != nil {
 		t.Fatal(err)

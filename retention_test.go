@@ -12,6 +12,7 @@ import (
 // The retention setting reaches the audit trail: the Engine's first append
 // of a day archives day files past DES_AUDIT_LOG_RETENTION_DAYS.
 func TestAuditRetentionSetting(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	auditDir := filepath.Join(root, ".des", "audit")
 	old := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)

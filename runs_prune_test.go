@@ -16,6 +16,7 @@ import (
 // flight: its effect check takes the removals for des's own and restores
 // none of them; a record the call itself removes is still restored.
 func TestUserPromptPrunesOldRunRecords(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	runs := filepath.Join(root, des.RunsDir)
 	if err := os.MkdirAll(runs, 0o755); err != nil {

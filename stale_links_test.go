@@ -25,6 +25,7 @@ func (l linkOnExpect) Expect(path string, _ []byte) error {
 func (linkOnExpect) Settle(context.Context, string) error { return nil }
 
 func TestResolveStaleDoesNotWriteThroughALinkSwappedIn(t *testing.T) {
+	t.Parallel()
 	rel := "docs/feature/a/steps/01-01.json"
 	root := t.TempDir()
 	path := filepath.Join(root, filepath.FromSlash(rel))

@@ -52,6 +52,7 @@ func phaseStep(status string, phases ...string) string {
 }
 
 func TestStaleWorkAcrossStepsDirs(t *testing.T) {
+	t.Parallel()
 	e := staleProject(t, map[string]string{
 		"docs/feature/a/steps/01-01.json": phaseStep("IN_PROGRESS", "PREPARE", "EXECUTED", "RED_UNIT", "IN_PROGRESS"),
 		"docs/feature/b/steps/02-01.json": phaseStep("IN_PROGRESS", "PREPARE", "NOT_EXECUTED"),
@@ -67,6 +68,7 @@ func TestStaleWorkAcrossStepsDirs(t *testing.T) {
 }
 
 func TestResolveStale(t *testing.T) {
+	t.Parallel()
 	rel := "docs/feature/a/steps/01-01.json"
 	e := staleProject(t, map[string]string{rel: phaseStep("IN_PROGRESS", "PREPARE", "EXECUTED", "RED_UNIT", "IN_PROGRESS")})
 	res, err := e.ResolveStale(t.Context(), rel)
@@ -111,6 +113,7 @@ func TestResolveStale(t *testing.T) {
 }
 
 func TestResolveFailedTask(t *testing.T) {
+	t.Parallel()
 	rel := "steps/01-01.json"
 	e := staleProject(t, map[string]string{rel: phaseStep("FAILED", "PREPARE", "EXECUTED", "RED_ACCEPTANCE", "FAILED", "RED_UNIT", "NOT_EXECUTED")})
 	res, err := e.ResolveStale(t.Context(), rel)
@@ -125,6 +128,7 @@ func TestResolveFailedTask(t *testing.T) {
 // A task started again loses the failure text Gate 2 wrote; the rest of
 // state, unknown members included, is kept, in place.
 func TestResolveFailedTaskClearsTheFailure(t *testing.T) {
+	t.Parallel()
 	rel := "steps/01-01.json"
 	step := `{"task_id": "x", "state": {"status": "FAILED", "started_at": "2026-11-22T10:00:00Z", "failure_reason": "Gate 2: phase RED_UNIT was abandoned",
   "recovery_suggestions": ["Run hook stale --resolve"], "owner": "team-a"}, "tdd_cycle": {"phase_execution_log": [
@@ -151,6 +155,7 @@ func TestResolveFailedTaskClearsTheFailure(t *testing.T) {
 }
 
 func TestResolveRefusesOutsideAndMissing(t *testing.T) {
+	t.Parallel()
 	e := staleProject(t, nil)
 	if _, err := e.ResolveStale(t.Context(), "../elsewhere.json"); err == nil {
 		t.Error("a file outside the root was resolved")
@@ -163,6 +168,7 @@ func TestResolveRefusesOutsideAndMissing(t *testing.T) {
 // Only the step's latest Gate 2 failure names phases to redo: a later pass
 // or resolution settles it.
 func TestResolveFailedTaskUsesOnlyTheLatestGate2Failure(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	root := t.TempDir()
 	rel := "docs/feature/x/steps/01-01.json"
@@ -209,6 +215,7 @@ func TestResolveFailedTaskUsesOnlyTheLatestGate2Failure(t *testing.T) {
 // or into DES's own files, and a link to a step file inside it is resolved
 // under the step's own name, the one Gates 2 and 3 read in the trail.
 func TestResolveFollowsNoLinkOutOrIntoDESFiles(t *testing.T) {
+	t.Parallel()
 	failed := phaseStep("FAILED", "PREPARE", "IN_PROGRESS")
 	e := staleProject(t, map[string]string{"steps/01-01.json": failed, ".des/runs/x.json": failed})
 	outside := t.TempDir()

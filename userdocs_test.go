@@ -19,6 +19,7 @@ var outsideSpec = regexp.MustCompile(`(?i)contract\s*\(?§|\bthe contract\b|\bco
 // with their doc comments and messages, the JSON Schemas' descriptions) cites "the contract" or "contract §N".
 // Tests are left out: they are read by des's developers.
 func TestUserFacingTextCitesNoOutsideSpec(t *testing.T) {
+	t.Parallel()
 	var files []string
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -65,6 +66,7 @@ func TestUserFacingTextCitesNoOutsideSpec(t *testing.T) {
 // which Example_useFromGo compiles and runs, and the output the README
 // shows is the example's.
 func TestReadmeGoCodeIsTheExample(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)

@@ -44,6 +44,7 @@ func wantAnchorBreak(t *testing.T, rep Report, msg string) {
 }
 
 func TestHeadIsTheLastLine(t *testing.T) {
+	t.Parallel()
 	dir, anchors := anchored(t, 3)
 	for i, a := range anchors {
 		if a.Seq != int64(i+1) || !a.Valid() || !a.Of(dir) {
@@ -74,6 +75,7 @@ func TestHeadIsTheLastLine(t *testing.T) {
 }
 
 func TestAnchorsHonestTrail(t *testing.T) {
+	t.Parallel()
 	dir, anchors := anchored(t, 4)
 	appendN(t, dir, "", 2, "later") // lines after the last anchor are fine
 	rep := verifyAnchored(t, dir, anchors)
@@ -96,6 +98,7 @@ func TestAnchorsHonestTrail(t *testing.T) {
 // The attack the anchors are for: no witness, no attestations (the state
 // directory removed), and a trail rewritten into a valid chain.
 func TestAnchorsCatchRewrittenTrails(t *testing.T) {
+	t.Parallel()
 	t.Run("rewritten from line 1", func(t *testing.T) {
 		dir, anchors := anchored(t, 3)
 		os.RemoveAll(dir)
@@ -124,6 +127,7 @@ func TestAnchorsCatchRewrittenTrails(t *testing.T) {
 // A break the chain or the witness finds is named as before: the anchors
 // come last.
 func TestAnchorsAfterTheWitness(t *testing.T) {
+	t.Parallel()
 	dir, wdir := witnessed(t, 3)
 	a, ok := Head(dir, time.Now())
 	if !ok {
@@ -139,6 +143,7 @@ func TestAnchorsAfterTheWitness(t *testing.T) {
 // A person who rewrote the trail adopts it: the anchors recorded before
 // are of the trail the person replaced.
 func TestAdoptionSupersedesAnchors(t *testing.T) {
+	t.Parallel()
 	dir, wdir := witnessed(t, 3)
 	a, _ := Head(dir, time.Now().Add(-time.Second))
 	a.Source = "a note"

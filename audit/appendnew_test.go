@@ -11,6 +11,7 @@ import (
 // appenders racing on one escalation record it once, and the chain stays
 // intact.
 func TestAppendNewOnceUnderParallelCalls(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	now := day
 	dup := func(recorded []Entry, e Entry) bool {

@@ -46,6 +46,7 @@ func readTrail(t *testing.T, l *Log) []Entry {
 }
 
 func TestAttestations(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "audit")
 	file := filepath.Join(t.TempDir(), "state", "audit-attested")
@@ -108,6 +109,7 @@ func TestAttestations(t *testing.T) {
 // A writer that cannot record its lines (a sandboxed process) still
 // appends; its lines are not attested.
 func TestAppendWithoutAttestationsWritable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "audit")
 	// A file where the attestations' directory would be: no process can
@@ -128,6 +130,7 @@ func TestAppendWithoutAttestationsWritable(t *testing.T) {
 // A Log that does not start attestations records nothing until one that
 // does has: a trail made by hand is read as it always was.
 func TestAttestationsStartedOnlyByTheStarter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "audit")
 	file := filepath.Join(t.TempDir(), "state", "audit-attested")
@@ -158,6 +161,7 @@ func TestAttestationsStartedOnlyByTheStarter(t *testing.T) {
 // (after lines DES wrote after it), is attested only where DES wrote it;
 // a copy in a later day file no more than one in the same file.
 func TestAttestationsReplayedLineNotAttested(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "audit")
 	file := filepath.Join(t.TempDir(), "state", "audit-attested")
@@ -183,6 +187,7 @@ func TestAttestationsReplayedLineNotAttested(t *testing.T) {
 // chained in before its first append is not read as from a trail no
 // writer attests.
 func TestAttestationsStartedByTheStartersRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "audit")
 	file := filepath.Join(t.TempDir(), "state", "audit-attested")
@@ -216,6 +221,7 @@ func TestAttestationsStartedByTheStartersRead(t *testing.T) {
 // their seqs, says where they stand), and a copy of an earlier one still
 // is not.
 func TestAttestationsAfterSeqsSetBack(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "audit")
 	file := filepath.Join(t.TempDir(), "state", "audit-attested")
@@ -247,6 +253,7 @@ func TestAttestationsAfterSeqsSetBack(t *testing.T) {
 // asked about: a long history (here 3,000 lines, 200 KB of records) is read
 // in growing pieces, and lines at either end are attested alike.
 func TestAttestationsOfALongHistory(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "audit")
 	file := filepath.Join(t.TempDir(), "state", "audit-attested")

@@ -119,6 +119,7 @@ func phaseFields(phase string) map[string]any {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	l := mustOpen(t, t.TempDir(), fixedClock(day))
 	in := []Entry{
 		{Event: PhaseCompleted, Fields: phaseFields("RED")},
@@ -160,6 +161,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestKeyOrder(t *testing.T) {
+	t.Parallel()
 	e := Entry{Time: day.In(time.FixedZone("X", 3600)), Event: ScopeViolation, Fields: map[string]any{
 		"zeta": 1, "alpha": "a&b", "mid": []int{2, 1}, "Upper": nil,
 	}}
@@ -174,6 +176,7 @@ func TestKeyOrder(t *testing.T) {
 }
 
 func TestDayFileIsUTCDate(t *testing.T) {
+	t.Parallel()
 	est := time.FixedZone("UTC-5", -5*3600)
 	late := time.Date(2026, 1, 31, 23, 30, 0, 0, est) // 2026-02-01 04:30 UTC
 	if got, want := FileName(late), "audit-2026-02-01.log"; got != want {
@@ -202,6 +205,7 @@ func TestDayFileIsUTCDate(t *testing.T) {
 }
 
 func TestFiles(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "trail")
 	l := mustOpen(t, dir)
 	if files, err := l.Files(); err != nil || files != nil {
@@ -234,6 +238,7 @@ func TestFiles(t *testing.T) {
 }
 
 func TestOpenEmptyDir(t *testing.T) {
+	t.Parallel()
 	if _, err := Open(""); err == nil {
 		t.Error("Open(\"\") succeeded")
 	}
@@ -248,6 +253,7 @@ func assertUntouched(t *testing.T, dir string) {
 }
 
 func TestInvalidEntryRejected(t *testing.T) {
+	t.Parallel()
 	for _, key := range []string{"timestamp", "event", "seq", "prev"} {
 		t.Run(key, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "trail")
@@ -284,6 +290,7 @@ func TestInvalidEntryRejected(t *testing.T) {
 }
 
 func TestEntryTooLarge(t *testing.T) {
+	t.Parallel()
 	l := mustOpen(t, t.TempDir(), fixedClock(day))
 	ctx := context.Background()
 	if err := l.Append(ctx, hookError(map[string]any{"n": 1})); err != nil {
@@ -319,6 +326,7 @@ func TestEntryTooLarge(t *testing.T) {
 }
 
 func TestCanceledContext(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "trail")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -330,6 +338,7 @@ func TestCanceledContext(t *testing.T) {
 }
 
 func TestLockHeldElsewhere(t *testing.T) {
+	t.Parallel()
 	l := mustOpen(t, t.TempDir(), fixedClock(day))
 	// A second lock on the same file stands in for another process.
 	lockPath := filepath.Join(l.Dir(), lockName)
@@ -360,6 +369,7 @@ func TestLockHeldElsewhere(t *testing.T) {
 }
 
 func TestReadFileMalformed(t *testing.T) {
+	t.Parallel()
 	good := `{"timestamp":"2026-03-14T15:09:26Z","event":"HOOK_ERROR"}` + "\n"
 	for name, tc := range map[string]struct {
 		content string
@@ -391,6 +401,7 @@ func TestReadFileMalformed(t *testing.T) {
 }
 
 func TestUnmarshalDropsChainKeys(t *testing.T) {
+	t.Parallel()
 	var e Entry
 	if err := json.Unmarshal([]byte(`{"timestamp":"2026-03-14T15:09:26Z","event":"X","seq":7,"prev":"ab","k":"v"}`), &e); err != nil {
 		t.Fatal(err)
@@ -401,6 +412,7 @@ func TestUnmarshalDropsChainKeys(t *testing.T) {
 }
 
 func TestFsync(t *testing.T) {
+	t.Parallel()
 	l := mustOpen(t, t.TempDir(), WithFsync(true), fixedClock(day))
 	if err := l.Append(context.Background(), hookError(nil), Entry{Time: day.AddDate(0, 0, 1), Event: HookError, Fields: map[string]any{"error": "e"}}); err != nil {
 		t.Fatal(err)
@@ -411,6 +423,7 @@ func TestFsync(t *testing.T) {
 }
 
 func TestConcurrentGoroutines(t *testing.T) {
+	t.Parallel()
 	const goroutines, each = 16, 200
 	l := mustOpen(t, t.TempDir(), fixedClock(day))
 	var wg sync.WaitGroup
@@ -458,6 +471,7 @@ func checkCounters(t *testing.T, entries []Entry, writerKey, counterKey string, 
 }
 
 func TestConcurrentProcesses(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}

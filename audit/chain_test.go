@@ -39,6 +39,7 @@ func assertIntact(t *testing.T, dir string, lines int) {
 // A line is never written to a file older than the line before it: an
 // entry stamped before the newest day goes to the newest day file.
 func TestLateEntryGoesToNewestFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	l := mustOpen(t, dir)
@@ -75,6 +76,7 @@ func TestLateEntryGoesToNewestFile(t *testing.T) {
 // The head record only saves the search for the head: when it is missing,
 // stale or wrong, Append finds the head in the files.
 func TestHeadRecordFallback(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for name, spoil := range map[string]func(t *testing.T, dir string){
 		"missing": func(t *testing.T, dir string) { mustRemove(t, filepath.Join(dir, HeadFile)) },
@@ -130,6 +132,7 @@ func TestHeadRecordFallback(t *testing.T) {
 // the record's day (an explicit Time, or a clock stepped back), which must
 // not fork the chain behind the record.
 func TestCrashBeforeHeadRecord(t *testing.T) {
+	t.Parallel()
 	for name, next := range map[string]time.Time{
 		"later day":    day.AddDate(0, 0, 2),
 		"record's day": day,
@@ -165,6 +168,7 @@ func TestCrashBeforeHeadRecord(t *testing.T) {
 // Append does not chain behind a last line it cannot read: that would bury
 // the damage under new lines.
 func TestAppendRefusesBrokenHead(t *testing.T) {
+	t.Parallel()
 	for name, tail := range map[string]string{
 		"torn":      `{"timestamp":"2026-03-14T15:09:26Z","ev`,
 		"not json":  "{oops}\n",
@@ -201,6 +205,7 @@ func TestAppendRefusesBrokenHead(t *testing.T) {
 // The head of the chain is found in the newest non-empty file, an archive
 // included, and the caller's entries are left as they were.
 func TestHeadBehindEmptyFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	l := mustOpen(t, dir, fixedClock(day))
@@ -225,6 +230,7 @@ func TestHeadBehindEmptyFile(t *testing.T) {
 }
 
 func TestConcurrentChains(t *testing.T) {
+	t.Parallel()
 	// The concurrency tests in audit_test.go check the chain too; this one
 	// mixes days, so that goroutines race to create a new day file.
 	ctx := context.Background()
@@ -255,6 +261,7 @@ func TestConcurrentChains(t *testing.T) {
 // Appends running while Verify reads must not make the trail look broken:
 // no half-written line, no head record ahead of the lines Verify read.
 func TestVerifyWhileAppending(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	l := mustOpen(t, dir, fixedClock(day))

@@ -60,6 +60,7 @@ func returnsWithin(t *testing.T, what string, call func()) {
 // Verify and Read (AppendNew's too, under the lock). A FIFO exchanged for
 // the day file between the listing and that read must not hold them.
 func TestVerifyAndReadNeverBlockOnADayFileSwappedForAFIFO(t *testing.T) {
+	t.Parallel()
 	dir := dailyTrail(t, 2)
 	day := filepath.Join(dir, "audit-2026-03-01.log")
 	data, err := os.ReadFile(day)
@@ -83,6 +84,7 @@ func TestVerifyAndReadNeverBlockOnADayFileSwappedForAFIFO(t *testing.T) {
 // the one the lock opened: not whatever is at its path by then, a FIFO
 // exchanged for it.
 func TestArchiveNeverBlocksOnTheDirectorySwappedForAFIFO(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, ".des", "audit")
 	now := retDay.AddDate(0, 0, 60)

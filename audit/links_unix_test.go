@@ -73,6 +73,7 @@ func appendWithin(t *testing.T, l *Log) error {
 }
 
 func TestAppendWritesThroughNoLink(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		at   string // the name in the log directory the agent replaces
@@ -112,6 +113,7 @@ func TestAppendWritesThroughNoLink(t *testing.T) {
 // A link from the head record to a day file stays inside the directory,
 // but rewriting the record through it would cut the day file.
 func TestAppendHeadLinkedToDayFile(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, ".des", "audit")
 	l := mustOpen(t, dir, WithRoot(root), fixedClock(linkDay))
@@ -133,6 +135,7 @@ func TestAppendHeadLinkedToDayFile(t *testing.T) {
 }
 
 func TestAppendRefusesLinkedDirectory(t *testing.T) {
+	t.Parallel()
 	for _, at := range []string{".des", ".des/audit"} {
 		t.Run(at, func(t *testing.T) {
 			root := t.TempDir()
@@ -163,6 +166,7 @@ func TestAppendRefusesLinkedDirectory(t *testing.T) {
 }
 
 func TestAppendWaitsOnNoFIFO(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		at string
 		ok bool
@@ -187,6 +191,7 @@ func TestAppendWaitsOnNoFIFO(t *testing.T) {
 // Retention writes too: an archive name linked to the user's file, or the
 // archive directory linked out of the trail, must not be written through.
 func TestArchiveWritesThroughNoLink(t *testing.T) {
+	t.Parallel()
 	for _, at := range []string{"archive file", "archive directory"} {
 		t.Run(at, func(t *testing.T) {
 			dir := dailyTrail(t, 2) // 03-01, 03-02
@@ -219,6 +224,7 @@ func TestArchiveWritesThroughNoLink(t *testing.T) {
 // A hard link passes the link and regular-file checks: an append to a day
 // file that is also the user's ~/.bashrc would write to both.
 func TestAppendWritesToNoHardLink(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		at string
 		ok bool
@@ -252,6 +258,7 @@ func TestAppendWritesToNoHardLink(t *testing.T) {
 // the witness's temporary name, or a FIFO at the witness, must neither have
 // DES write where the link points nor hold it.
 func TestWitnessWritesThroughNoLink(t *testing.T) {
+	t.Parallel()
 	for _, at := range []string{"temporary file", "witness"} {
 		t.Run(at, func(t *testing.T) {
 			wdir := t.TempDir()
@@ -318,6 +325,7 @@ func TestWitnessWritesThroughNoLink(t *testing.T) {
 // .des/audit/audit-….log x`): the append refuses it, and the way out it
 // names must keep the trail, not have the person remove the day file.
 func TestAppendRefusesADayFileLinkedFromElsewhere(t *testing.T) {
+	t.Parallel()
 	root, dir, l := projectTrail(t)
 	other := filepath.Join(root, "x")
 	if err := os.Link(filepath.Join(dir, FileName(linkDay)), other); err != nil {
@@ -342,6 +350,7 @@ func TestAppendRefusesADayFileLinkedFromElsewhere(t *testing.T) {
 // (`flock .des/audit/.lock sleep infinity`): Verify, which a person runs,
 // says so instead of waiting for ever.
 func TestVerifyDoesNotWaitForeverOnAHeldLock(t *testing.T) {
+	t.Parallel()
 	_, dir, _ := projectTrail(t)
 	lk, err := filelock.Acquire(context.Background(), filepath.Join(dir, lockName))
 	if err != nil {
@@ -367,6 +376,7 @@ func TestVerifyDoesNotWaitForeverOnAHeldLock(t *testing.T) {
 // Verify, which a person runs, must say that DES records nothing now, and
 // find the trail intact once it is removed.
 func TestVerifyReportsWhatRefusesAppends(t *testing.T) {
+	t.Parallel()
 	for _, at := range []string{"lock link", "lock directory", "day file hard link"} {
 		t.Run(at, func(t *testing.T) {
 			root, dir, l := projectTrail(t)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	l := mustOpen(t, dir)
@@ -58,6 +59,7 @@ func TestRead(t *testing.T) {
 }
 
 func TestReadMissingDirAndMalformed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "audit")
 	l := mustOpen(t, dir)
@@ -79,6 +81,7 @@ func TestReadMissingDirAndMalformed(t *testing.T) {
 // escapes, events and times read from the line's start, and a late line in
 // a file dated after Until.
 func TestReadPrefilter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	l := mustOpen(t, dir)
@@ -123,6 +126,7 @@ func TestReadPrefilter(t *testing.T) {
 // Read takes no lock: the newest file's unterminated last line is a line
 // being written, not a torn one; an older file's is torn.
 func TestReadLeavesOutALineBeingWritten(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	l := mustOpen(t, dir)
@@ -155,6 +159,7 @@ func TestReadLeavesOutALineBeingWritten(t *testing.T) {
 // A line not written by Append may spell the step file with escapes; the
 // byte pre-filter must leave it to the decoder.
 func TestReadFindsEscapedLegacyLines(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	legacy := `{"timestamp":"2026-11-20T10:00:00Z","event":"SUBAGENT_STOP_VALIDATION","step_file":"docs\/steps\/01-01.json","outcome":"FAIL","codes":[],"action":"record"}` + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "audit-2026-11-20.log"), []byte(legacy), 0o644); err != nil {

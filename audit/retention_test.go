@@ -50,6 +50,7 @@ func names(t *testing.T, dir string) []string {
 }
 
 func TestRetentionOnAppend(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := dailyTrail(t, 10) // 2026-03-01 .. 2026-03-10
 	now := retDay.AddDate(0, 0, 10)
@@ -119,6 +120,7 @@ func TestRetentionOnAppend(t *testing.T) {
 // Lines written for a date whose day file was archived go to a new day file
 // beside the archive; archiving it again adds a gzip member.
 func TestArchiveAgain(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := dailyTrail(t, 2) // 03-01, 03-02
 	now := retDay.AddDate(0, 0, 30)
@@ -155,6 +157,7 @@ func TestArchiveAgain(t *testing.T) {
 // A crash between the rename of the archive and the removal of the day file
 // leaves both; the next archiving removes the day file only.
 func TestArchiveAfterCrash(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := dailyTrail(t, 3)
 	day0 := filepath.Join(dir, "audit-2026-03-01.log")
@@ -198,6 +201,7 @@ func TestArchiveAfterCrash(t *testing.T) {
 }
 
 func TestVerifyFindsEditInArchive(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := dailyTrail(t, 3)
 	now := retDay.AddDate(0, 0, 2)
@@ -226,6 +230,7 @@ func TestVerifyFindsEditInArchive(t *testing.T) {
 // a check that could not run: archives are written whole, so damage is not
 // a crash.
 func TestVerifyFindsDamagedArchive(t *testing.T) {
+	t.Parallel()
 	for name, damage := range map[string]func([]byte) []byte{
 		"truncated": func(b []byte) []byte { return b[:len(b)/2] },
 		"emptied":   func([]byte) []byte { return nil },

@@ -105,6 +105,7 @@ func representative() map[EventType][]Entry {
 }
 
 func TestEventSchemasAcceptWhatTheCodeWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rep := representative()
 	for _, ev := range EventTypes() {
@@ -152,6 +153,7 @@ func TestEventSchemasAcceptWhatTheCodeWrites(t *testing.T) {
 }
 
 func TestSchemaRefusesBadEntries(t *testing.T) {
+	t.Parallel()
 	good := representative()
 	with := func(ev EventType, k string, v any) Entry {
 		e := good[ev][0]

@@ -86,6 +86,7 @@ func mustVerify(t *testing.T, dir string) Report {
 }
 
 func TestVerifyIntact(t *testing.T) {
+	t.Parallel()
 	tr := newTestTrail(t)
 	rep := mustVerify(t, tr.dir)
 	if diff := cmp.Diff(Report{Files: 3, Lines: 12, LastSeq: 12}, rep); diff != "" {
@@ -114,6 +115,7 @@ func TestVerifyIntact(t *testing.T) {
 }
 
 func TestVerifyFindsTampering(t *testing.T) {
+	t.Parallel()
 	forge := func(seq int, prev string) string {
 		return string(encodeLine(nil, trailDay, HookError, int64(seq), prev, []byte(`,"error":"forged"`)))
 	}
@@ -264,6 +266,7 @@ func mustRemove(t *testing.T, path string) {
 }
 
 func TestVerifyEmptyAndMissing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if rep := mustVerify(t, dir); !rep.Intact() || rep.Lines != 0 || rep.Files != 0 {
 		t.Errorf("empty directory: %+v, want intact and empty", rep)
@@ -299,6 +302,7 @@ func TestVerifyEmptyAndMissing(t *testing.T) {
 // Lines written before the chain existed may open the trail; the first
 // chained line covers the last of them.
 func TestVerifyUnchainedStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	legacy := `{"timestamp":"2026-03-09T10:00:00Z","event":"PHASE_STARTED","phase":"RED"}` + "\n" +
 		`{"timestamp":"2026-03-09T10:01:00Z","event":"HOOK_ERROR","error":"old"}` + "\n"
@@ -337,6 +341,7 @@ func TestVerifyUnchainedStart(t *testing.T) {
 // Lines in Append's exact form are read from their start; every other form
 // through encoding/json. Both must judge a line alike.
 func TestParseVlineForms(t *testing.T) {
+	t.Parallel()
 	h := strings.Repeat("ab", 32)
 	for _, tc := range []struct {
 		line    string

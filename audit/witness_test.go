@@ -49,6 +49,7 @@ func wantWitnessBreak(t *testing.T, rep Report, msg string) {
 }
 
 func TestWitnessIntactTrail(t *testing.T) {
+	t.Parallel()
 	dir, wdir := witnessed(t, 5)
 	rep := verifyWitnessed(t, dir, wdir)
 	if !rep.Intact() || !rep.Witness.Found || rep.Witness.Seq != 5 || rep.Witness.Behind != 0 {
@@ -66,6 +67,7 @@ func TestWitnessIntactTrail(t *testing.T) {
 // The attacks of the issue: each leaves a valid chain, which only the
 // witness catches; later appends do not wash the evidence away.
 func TestWitnessCatchesTamperedTrails(t *testing.T) {
+	t.Parallel()
 	t.Run("every file deleted", func(t *testing.T) {
 		dir, wdir := witnessed(t, 5)
 		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -134,6 +136,7 @@ func writeHeadFor(t *testing.T, dir, day string, seq int64, line string, size in
 }
 
 func TestWitnessMissing(t *testing.T) {
+	t.Parallel()
 	wdir := t.TempDir()
 	empty := t.TempDir()
 	rep := verifyWitnessed(t, empty, wdir)
@@ -166,6 +169,7 @@ func TestWitnessMissing(t *testing.T) {
 // trail's end, never ahead: Verify accepts it, and the next append moves
 // the witness on.
 func TestWitnessCrashWindows(t *testing.T) {
+	t.Parallel()
 	t.Run("after the lines and the head record, before the witness", func(t *testing.T) {
 		dir, wdir := witnessed(t, 3)
 		appendN(t, dir, "", 2, "crash") // lines and head, no witness update
@@ -212,6 +216,7 @@ func TestWitnessCrashWindows(t *testing.T) {
 }
 
 func TestWitnessUnusable(t *testing.T) {
+	t.Parallel()
 	dir, wdir := witnessed(t, 2)
 	if err := os.WriteFile(WitnessPath(wdir, dir), []byte("garbage"), 0o600); err != nil {
 		t.Fatal(err)
@@ -224,6 +229,7 @@ func TestWitnessUnusable(t *testing.T) {
 // The same trail reached through a symbolic link has the same witness, also
 // once the audit directory is gone.
 func TestWitnessThroughSymlink(t *testing.T) {
+	t.Parallel()
 	real := t.TempDir()
 	link := filepath.Join(t.TempDir(), "proj")
 	if err := os.Symlink(real, link); err != nil {
@@ -247,6 +253,7 @@ func TestWitnessThroughSymlink(t *testing.T) {
 // rewritten meanwhile is not taken as a new one; adopting it ends the
 // finding.
 func TestWitnessDeletedIsFound(t *testing.T) {
+	t.Parallel()
 	dir, wdir := filepath.Join(t.TempDir(), "audit"), t.TempDir()
 	attested := filepath.Join(t.TempDir(), "state", "audit-attested")
 	opts := []Option{WithWitness(wdir), WithAttestations(attested, true)}

@@ -12,6 +12,7 @@ import (
 // A handler stuck on a wait that ignores its context: the hook answers by
 // the deadline all the same, failing closed where des is in charge.
 func TestHandlerPastTheDeadline(t *testing.T) {
+	t.Parallel()
 	block := make(chan struct{})
 	defer close(block)
 	routes := routeTable{
@@ -47,6 +48,7 @@ func TestHandlerPastTheDeadline(t *testing.T) {
 }
 
 func TestDeadlines(t *testing.T) {
+	t.Parallel()
 	logger := hooklog.New(&strings.Builder{}, envMap{}.lookup)
 	read, event := deadlines(envMap{}.lookup, logger)
 	if read != toolDeadline || event(eventPreToolUse) != toolDeadline || event(eventSubagentStop) != stopDeadline {

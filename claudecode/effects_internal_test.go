@@ -9,6 +9,7 @@ import (
 )
 
 func TestDetaches(t *testing.T) {
+	t.Parallel()
 	for cmd, want := range map[string]bool{
 		"sleep 5 &":                        true,
 		"(sleep 5; rm -rf .des) & echo hi": true,
@@ -32,6 +33,7 @@ func TestDetaches(t *testing.T) {
 // longest time, whatever its own timeout: `(sleep 66; write) &` with a
 // timeout of one second writes long after a minute and a second.
 func TestCallLifetime(t *testing.T) {
+	t.Parallel()
 	bash := func(input string) *Event {
 		return &Event{ToolName: toolBash, ToolInput: []byte(input)}
 	}
@@ -53,6 +55,7 @@ func TestCallLifetime(t *testing.T) {
 // for its doing (found by TestE2EHonestWorkProperty). What the parse
 // cannot read keeps the pattern's answer.
 func TestRunsOn(t *testing.T) {
+	t.Parallel()
 	for cmd, want := range map[string]bool{
 		`echo "Tom & Jerry"`:                             false,
 		`git commit -qm 'cart & checkout'`:               false,

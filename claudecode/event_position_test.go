@@ -7,6 +7,7 @@ import (
 
 // A malformed event says where it breaks, for whoever reads the hook's log.
 func TestDecodeEventErrorSaysWhere(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"{\"hook_event_name\":\n  \"Stop\",\n  \"tool_input\": {\"a\":}}": "malformed JSON event: line 3, column 22: invalid character '}'",
 		`{"hook_event_name":"Stop"}  {}`:                                  "malformed JSON event: line 1, column 29: data after the event object",

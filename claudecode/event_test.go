@@ -72,6 +72,7 @@ func recordingRoutes(got *[]routeKey) routeTable {
 }
 
 func TestCuratedPayloadsDecodeAndRoute(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(requireCorpus(t), "curated")
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil || len(files) == 0 {
@@ -141,6 +142,7 @@ func TestCuratedPayloadsDecodeAndRoute(t *testing.T) {
 }
 
 func TestDefaultRoutes(t *testing.T) {
+	t.Parallel()
 	want := map[routeKey]string{
 		{"PreToolUse", "Agent"}:            "preToolUseSubagent",
 		{"PreToolUse", "Task"}:             "preToolUseSubagent",
@@ -210,6 +212,7 @@ func TestDefaultRoutes(t *testing.T) {
 }
 
 func TestIsSubagentTool(t *testing.T) {
+	t.Parallel()
 	for name, want := range map[string]bool{"Agent": true, "Task": true, "agent": false, "TaskCreate": false, "": false, "Bash": false} {
 		if got := isSubagentTool(name); got != want {
 			t.Errorf("isSubagentTool(%q) = %v, want %v", name, got, want)
@@ -218,6 +221,7 @@ func TestIsSubagentTool(t *testing.T) {
 }
 
 func TestDecodeEventErrors(t *testing.T) {
+	t.Parallel()
 	for name, in := range map[string]string{
 		"empty":          "",
 		"whitespace":     " \n\t ",
@@ -238,6 +242,7 @@ func TestDecodeEventErrors(t *testing.T) {
 }
 
 func TestDecodeEventTolerance(t *testing.T) {
+	t.Parallel()
 	// Unknown fields and events are fine; a mistyped field only reads as
 	// absent, with a warning, and the rest of the event is kept.
 	ev, warnings, err := decodeEvent([]byte(`{"hook_event_name":"SubagentStop","agent_id":"a1","stop_hook_active":"yes","brand_new":{"x":[1]},"message":{"obj":true}}`))
@@ -278,6 +283,7 @@ func readCurated(t *testing.T, name string) *Event {
 }
 
 func TestToolInputAccessors(t *testing.T) {
+	t.Parallel()
 	t.Run("Agent", func(t *testing.T) {
 		ev := readCurated(t, "PreToolUse_Agent_windows.json")
 		in, err := ev.SubagentInput()
@@ -358,6 +364,7 @@ func TestToolInputAccessors(t *testing.T) {
 }
 
 func TestToolInputAccessorErrors(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		payload string
 		call    func(*Event) error
@@ -391,6 +398,7 @@ func (m envMap) lookup(k string) (string, bool) {
 }
 
 func TestEventJSONNamesAreSnakeCase(t *testing.T) {
+	t.Parallel()
 	// Claude Code's payload keys are snake_case; a camelCase tag would
 	// silently never match.
 	typ := reflect.TypeOf(Event{})

@@ -12,6 +12,7 @@ import (
 )
 
 func TestDecodeExactNestedAndDuplicates(t *testing.T) {
+	t.Parallel()
 	ev := mustDecode(t, `{"tool_name":"MultiEdit","tool_input":{"file_path":"a","FILE_PATH":"b","edits":[
 		{"old_string":"x","OLD_STRING":"y","new_string":"1","new_string":"2","Replace_All":true}]}}`)
 	in, err := ev.MultiEditInput()
@@ -38,6 +39,7 @@ func TestDecodeExactNestedAndDuplicates(t *testing.T) {
 // reads tool_name and tool_input.file_path exactly as JavaScript's
 // JSON.parse does (node, when installed, is the reference).
 func TestExactKeysMatchJSONParse(t *testing.T) {
+	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed: no JSON.parse to compare with")

@@ -42,6 +42,7 @@ func runHookWith(t *testing.T, stdin []byte, env envMap, routes routeTable) hook
 }
 
 func TestStdinBound(t *testing.T) {
+	t.Parallel()
 	var reached []routeKey
 	routes := recordingRoutes(&reached)
 
@@ -61,6 +62,7 @@ func TestStdinBound(t *testing.T) {
 }
 
 func TestMalformedInput(t *testing.T) {
+	t.Parallel()
 	for name, in := range map[string]string{
 		"empty":     "",
 		"blank":     "\n",
@@ -87,6 +89,7 @@ func TestMalformedInput(t *testing.T) {
 }
 
 func TestPanicRecovery(t *testing.T) {
+	t.Parallel()
 	bash := []byte(`{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}`)
 
 	t.Run("no opinion where validation is not required", func(t *testing.T) {
@@ -138,6 +141,7 @@ type panicWriter struct{}
 func (panicWriter) Write([]byte) (int, error) { panic("stdout exploded") }
 
 func TestHandlerResponseIsRendered(t *testing.T) {
+	t.Parallel()
 	routes := routeTable{{"PreToolUse", "Agent"}: func(context.Context, *hookEnv, *Event) response {
 		return denyPreToolUse("[DES-X] no")
 	}, {"SubagentStop", ""}: func(context.Context, *hookEnv, *Event) response {
@@ -154,6 +158,7 @@ func TestHandlerResponseIsRendered(t *testing.T) {
 }
 
 func TestFastPathReadsNoSettings(t *testing.T) {
+	t.Parallel()
 	// An event DES ignores must not build the engine: it reads no setting
 	// (a bad one would be reported otherwise) and not even the root.
 	var mu sync.Mutex
@@ -185,6 +190,7 @@ func TestFastPathReadsNoSettings(t *testing.T) {
 }
 
 func TestEngineBuiltOnce(t *testing.T) {
+	t.Parallel()
 	h, _ := testEnv("PreToolUse")
 	calls := 0
 	h.newEngine = func(context.Context, ...des.Option) (*des.Engine, error) {
@@ -202,6 +208,7 @@ func TestEngineBuiltOnce(t *testing.T) {
 }
 
 func TestEngineFromEnv(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	h := newHookEnv(root, "PreToolUse", envMap{}.lookup, testLogger(t), os.Stderr)
 	e1, err := h.engine(context.Background())
@@ -227,6 +234,7 @@ func TestEngineFromEnv(t *testing.T) {
 }
 
 func TestHookRoot(t *testing.T) {
+	t.Parallel()
 	wd, _ := os.Getwd()
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	for _, tc := range []struct {
@@ -246,6 +254,7 @@ func TestHookRoot(t *testing.T) {
 }
 
 func TestLogLevel(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		value     string
 		debug     bool

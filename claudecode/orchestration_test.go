@@ -6,6 +6,7 @@ import (
 )
 
 func TestMergePreToolUse(t *testing.T) {
+	t.Parallel()
 	deny := denyPreToolUse("[DES-PROTECTED-PATH] no")
 	warn := warnPreToolUse("[DES-DELEGATION-REQUIRED] delegate", "")
 	other := warnPreToolUse("[DES-X] w", "[DES-X] w")
@@ -39,6 +40,7 @@ func TestMergePreToolUse(t *testing.T) {
 }
 
 func TestWithStopNote(t *testing.T) {
+	t.Parallel()
 	if r := withStopNote(noOpinion(), ""); !r.isNoOpinion() {
 		t.Error("no note changed the response")
 	}

@@ -50,6 +50,7 @@ func golden(t *testing.T, s string) any {
 }
 
 func TestRender(t *testing.T) {
+	t.Parallel()
 	const R = "[DES-X] a && b <tag>\nRecovery:\n- fix it"
 	for _, tc := range []struct {
 		name  string
@@ -96,6 +97,7 @@ func jsonEscape(s string) string {
 }
 
 func TestRenderNeverAllowsAndKeepsHTML(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	if err := render(&buf, "PreToolUse", denyPreToolUse("run `a && b` <x>")); err != nil {
 		t.Fatal(err)
@@ -110,6 +112,7 @@ func TestRenderNeverAllowsAndKeepsHTML(t *testing.T) {
 }
 
 func TestRenderRejectsWrongEvent(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		event string
 		r     response
@@ -137,6 +140,7 @@ func testEnv(event string) (*hookEnv, *bytes.Buffer) {
 }
 
 func TestInternalError(t *testing.T) {
+	t.Parallel()
 	cause := &des.ConfigError{Setting: "stale_threshold_minutes", Source: "DES_STALE_THRESHOLD_MINUTES", Value: "abc", Reason: "not a whole number"}
 
 	t.Run("not required", func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 // one): left out, except under .des and .claude. A steps directory that
 // holds anything but step files is listed file by file.
 func TestSandboxEntriesDoNotBlockHonestWork(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, "docs/a/steps/01-01.json", `{"task_id": "01-01", "tdd_cycle": {}}`)
 	writeFile(t, root, "docs/b/steps/01-01.json", `{"task_id": "01-01", "tdd_cycle": {}}`)
@@ -43,6 +44,7 @@ func TestSandboxEntriesDoNotBlockHonestWork(t *testing.T) {
 // the policy directories: a sandboxed script that replaces the key would
 // have every kept bundle refused, and with it des's decisions.
 func TestAttackBundleKeysInClaudeProtections(t *testing.T) {
+	t.Parallel()
 	cfg := des.DefaultConfig()
 	cfg.BundleURLs, cfg.BundlePublicKey, cfg.BundleJWKS, cfg.OPACAFile = []string{"https://b.example/org.tar.gz"}, "keys/acme.pem", "keys/acme.jwks", "certs/opa-ca.pem"
 	p := protectedPaths(cfg, "", "", "")

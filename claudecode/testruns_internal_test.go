@@ -13,6 +13,7 @@ import (
 // carries tool_response and means exit 0; PostToolUseFailure carries
 // "Exit code N" and the output in error, and no tool_response.
 func TestTestRunResultRealPayloads(t *testing.T) {
+	t.Parallel()
 	f, err := os.Open("../examples/des-engine/testdata/realclient/payloads.jsonl")
 	if err != nil {
 		t.Fatal(err)

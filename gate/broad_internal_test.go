@@ -3,6 +3,7 @@ package gate
 import "testing"
 
 func TestChmodApply(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		spec  string
 		old   uint32

@@ -17,6 +17,7 @@ import (
 func ptr(s string) *string { return &s }
 
 func TestIncoming(t *testing.T) {
+	t.Parallel()
 	disk := []byte(`{"a": 1, "b": 1}`)
 	cases := []struct {
 		name string
@@ -44,6 +45,7 @@ func TestIncoming(t *testing.T) {
 }
 
 func TestDocumentKinds(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, nil)
 	guard := p.eng.DocumentWriteGate()
 	for path, want := range map[string]string{
@@ -90,6 +92,7 @@ func (p *project) write(tool, content string) gate.Result {
 }
 
 func TestStepWrites(t *testing.T) {
+	t.Parallel()
 	disk := stepDoc("IN_PROGRESS", [4]string{"PREPARE", "EXECUTED", "PASS", ""}, [4]string{"RED_ACCEPTANCE", "IN_PROGRESS", "", ""}, [4]string{"RED_UNIT", "NOT_EXECUTED", "", ""})
 	cases := []struct {
 		name     string
@@ -132,6 +135,7 @@ var cmpEmpty = cmp.Comparer(func(a, b []string) bool { return slices.Equal(a, b)
 // An allowed write's phase changes are recorded only once PostToolUse sees
 // the file hold what was allowed.
 func TestStepWriteConfirmedAtPostToolUse(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, nil)
 	disk := stepDoc("IN_PROGRESS", [4]string{"PREPARE", "IN_PROGRESS", "", ""})
 	incoming := stepDoc("IN_PROGRESS", [4]string{"PREPARE", "EXECUTED", "PASS", ""}, [4]string{"RED_ACCEPTANCE", "IN_PROGRESS", "", ""})
@@ -172,6 +176,7 @@ func TestStepWriteConfirmedAtPostToolUse(t *testing.T) {
 // confirmed with the bytes on disk, for the effect check's baseline; the
 // bytes allowed, as written, are confirmed with none.
 func TestStepWriteConfirmedReformatted(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, nil)
 	disk := stepDoc("IN_PROGRESS", [4]string{"PREPARE", "IN_PROGRESS", "", ""})
 	incoming := stepDoc("IN_PROGRESS", [4]string{"PREPARE", "EXECUTED", "PASS", ""}, [4]string{"RED_ACCEPTANCE", "IN_PROGRESS", "", ""})
@@ -201,6 +206,7 @@ func TestStepWriteConfirmedReformatted(t *testing.T) {
 }
 
 func TestStepEditRegressionBlocked(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, nil)
 	disk := stepDoc("IN_PROGRESS", [4]string{"PREPARE", "EXECUTED", "PASS", ""})
 	p.writeStep(stepRel, disk)
@@ -217,6 +223,7 @@ func TestStepEditRegressionBlocked(t *testing.T) {
 }
 
 func TestUnguardedWriteIsNotEvaluated(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, nil)
 	res, err := p.eng.CheckWrite(t.Context(), gate.WriteCall{Tool: "Write", Path: "src/main.go", Content: ptr("package main")})
 	if err != nil || res.Evaluated {
@@ -266,6 +273,7 @@ func TestBashWritesToGuardedDocuments(t *testing.T) {
 }
 
 func TestIncomingClaudeCodeEditConventions(t *testing.T) {
+	t.Parallel()
 	create := gate.WriteCall{Edits: []gate.Edit{{Old: "", New: `{"a": 1}`}}}
 	for _, disk := range [][]byte{nil, []byte(""), []byte("  \n")} {
 		if got, ok := gate.Incoming(create, disk); !ok || string(got) != `{"a": 1}` {
@@ -285,6 +293,7 @@ func TestIncomingClaudeCodeEditConventions(t *testing.T) {
 // A removed phase, a duplicate phase name, an Edit that creates the file,
 // and a FIFO where a document should be: the review's cases.
 func TestStepWriteEvasions(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, nil)
 	disk := stepDoc("IN_PROGRESS", [4]string{"PREPARE", "EXECUTED", "FAIL", ""}, [4]string{"RED_UNIT", "NOT_EXECUTED", "", ""})
 	p.writeStep(stepRel, disk)

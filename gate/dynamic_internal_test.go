@@ -9,6 +9,7 @@ import (
 
 // The rule for targets DES cannot know: what their literal part could name.
 func TestDynamicWrite(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	tu := ToolUse{Root: root, Protected: []string{".des/policies", ".des/audit"}}
 	docs := DocumentWrite{Root: root, StepGlobs: []string{"**/steps/*.json"}, StateGlobs: []string{".des/state.json", ".isdlc/state.json", ".isdlc/projects/*/state.json"}}

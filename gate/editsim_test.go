@@ -9,6 +9,7 @@ import (
 // The write guard replays Claude Code's Edit normalisation, so that what it
 // judges is what lands.
 func TestIncomingFollowsClaudeCodeEditNormalisation(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, path, disk string
 		edits            []gate.Edit

@@ -12,6 +12,7 @@ import (
 // file and DES's settings for *.json, the whole start without a usable
 // test.
 func TestFindWithANameTestWritesWhatItMatches(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, "docs/steps/01-01.json", `{"task_id": "01-01", "tdd_cycle": {}}`)
 	writeFile(t, root, ".des/config.json", `{}`)

@@ -28,6 +28,7 @@ func (f *fakeEvaluator) Evaluate(_ context.Context, _ policy.Gate, input any) (p
 }
 
 func TestResultRendering(t *testing.T) {
+	t.Parallel()
 	r := gate.Result{Decision: policy.Decision{
 		Deny: []policy.Violation{
 			{Code: "DES-A", Message: "first", Recovery: []string{"fix a", "shared"}},
@@ -55,6 +56,7 @@ func TestResultRendering(t *testing.T) {
 }
 
 func TestInternalFailsClosed(t *testing.T) {
+	t.Parallel()
 	r := gate.Internal(policy.PreInvocation, errors.New("setting x is bad"))
 	if !r.Denied() || r.Decision.Deny[0].Code != gate.CodeInternal {
 		t.Fatalf("Internal = %+v", r)
@@ -65,6 +67,7 @@ func TestInternalFailsClosed(t *testing.T) {
 }
 
 func TestToolUseConcerns(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	tu := gate.ToolUse{Root: root, Protected: []string{"rules", "/var/log/des-audit"}}
 	cases := map[string]bool{
@@ -87,6 +90,7 @@ func TestToolUseConcerns(t *testing.T) {
 }
 
 func TestToolUseSkipsUnconcernedCalls(t *testing.T) {
+	t.Parallel()
 	f := &fakeEvaluator{err: errors.New("must not be called")}
 	res, err := gate.ToolUse{Root: t.TempDir()}.Check(t.Context(), f, gate.ToolCall{Tool: "Edit", Paths: []string{"src/a.go"}})
 	if err != nil || res.Evaluated || res.Denied() || len(f.calls) != 0 {
@@ -95,6 +99,7 @@ func TestToolUseSkipsUnconcernedCalls(t *testing.T) {
 }
 
 func TestToolUseInputIsRootRelative(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	f := &fakeEvaluator{}
 	_, err := gate.ToolUse{Root: root}.Check(t.Context(), f, gate.ToolCall{Tool: "Write", Paths: []string{filepath.Join(root, ".des", "config.json")}})
@@ -111,6 +116,7 @@ func TestToolUseInputIsRootRelative(t *testing.T) {
 // Through the real engine and policies: a symbolic link cannot hide a
 // protected target.
 func TestToolUseDeniesThroughSymlink(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, ".des", "policies"), 0o755); err != nil {
 		t.Fatal(err)
@@ -140,6 +146,7 @@ func TestToolUseDeniesThroughSymlink(t *testing.T) {
 }
 
 func TestReasonOrderAndDedup(t *testing.T) {
+	t.Parallel()
 	d := policy.Decision{
 		Deny: []policy.Violation{
 			{Code: "DES-SECTION-MISSING", Message: "section TDD_14_PHASES is missing", Recovery: []string{"Add the section.", "Run hook policies."}},
@@ -173,6 +180,7 @@ func TestReasonOrderAndDedup(t *testing.T) {
 }
 
 func TestToolUseRecordsBlocks(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	e, err := des.New(t.Context(), des.WithRoot(root), des.WithEnv(func(string) (string, bool) { return "", false }))
 	if err != nil {
@@ -202,6 +210,7 @@ func TestToolUseRecordsBlocks(t *testing.T) {
 }
 
 func TestToolUseKeepsDecisionWhenAuditFails(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	// A file where the audit directory should be makes every append fail.
 	if err := os.WriteFile(filepath.Join(root, "blocked"), nil, 0o644); err != nil {
@@ -222,6 +231,7 @@ func TestToolUseKeepsDecisionWhenAuditFails(t *testing.T) {
 // settings given as absolute paths or outside the root, a dangling link,
 // and "link/.." resolved as the operating system does.
 func TestToolUseSpellingsOfProtectedPaths(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	outside := t.TempDir()
 	for _, d := range []string{".des/policies/sub", "audit"} {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	aliases := map[string]string{
 		"c": "commit", "ci": "commit -a", "cc": "ci -m wip", "sh": "!git add -A && git commit -m x",
 		"loop": "loop", "q": `commit -m "a b"`, "o": "-c user.name=x commit", "st": "status",
@@ -60,6 +61,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestRevisions(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want []string
@@ -139,6 +141,7 @@ func versions(t *testing.T, dir string, git *gitexec.Runner, refs []blobRef) []s
 }
 
 func TestSequencerBlobs(t *testing.T) {
+	t.Parallel()
 	dir, git := seqRepo(t)
 	ctx := t.Context()
 	for _, c := range []struct {

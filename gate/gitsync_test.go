@@ -7,6 +7,7 @@ import (
 )
 
 func TestForgetStateMemory(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d := DocumentWrite{StateDir: t.TempDir()}
 	if err := ForgetStateMemory(ctx, d.StateDir, ".isdlc/state.json"); err != nil {

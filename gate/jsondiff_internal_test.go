@@ -7,6 +7,7 @@ import (
 
 // Formatting is no difference; a value is, named by its JSON pointer.
 func TestJSONDifference(t *testing.T) {
+	t.Parallel()
 	allowed := `{"a": 1, "b": [1, {"c": "x"}], "d/e": null}`
 	for now, want := range map[string]string{
 		"{\n\t\"d/e\": null,\n\t\"b\": [1, {\"c\": \"x\"}],\n\t\"a\": 1.0\n}\n": "",

@@ -47,6 +47,7 @@ var jsonSeeds = []string{
 }
 
 func TestJSONValue(t *testing.T) {
+	t.Parallel()
 	for _, s := range jsonSeeds {
 		checkJSONValue(t, []byte(s))
 	}
@@ -54,6 +55,7 @@ func TestJSONValue(t *testing.T) {
 
 // Every real step file converts as encoding/json and OPA would.
 func TestJSONValueStepCorpus(t *testing.T) {
+	t.Parallel()
 	paths, _ := filepath.Glob("../../shared/corpus/nwave-steps/*.json")
 	if len(paths) == 0 {
 		t.Skip("step corpus not found at ../../shared/corpus/nwave-steps")
@@ -76,6 +78,7 @@ func FuzzJSONValue(f *testing.F) {
 
 // A syntax error says where, as line and column, like the other gates'.
 func TestJSONValueErrorSaysLineAndColumn(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"{\n  \"a\": tru}":     "invalid JSON at line 2, column 8: ",
 		"{\n  \"a\": 01}":      "invalid JSON at line 2, column 8: bad number \"01\"",
@@ -92,6 +95,7 @@ func TestJSONValueErrorSaysLineAndColumn(t *testing.T) {
 
 // Nesting is bounded where encoding/json bounds it: 10,000 containers.
 func TestJSONValueDepth(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{10000, 10001} {
 		checkJSONValue(t, []byte(strings.Repeat("[", n)+"1"+strings.Repeat("]", n)))
 	}

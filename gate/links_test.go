@@ -57,6 +57,7 @@ func assertUntouched(t *testing.T, path, content string) {
 // the sandbox. A link the agent swaps in for the step file after Gate 1
 // read it must not lead that write to a file outside the project.
 func TestGate1StartDoesNotWriteThroughALinkSwappedIn(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	bashrc, was := outsideFile(t)
 	sw := &swapOnExpect{suffix: filepath.FromSlash(stepRel), target: bashrc}
@@ -110,6 +111,7 @@ func inProjectPending(p *project) gate.DocumentWrite {
 // which sandboxed Bash may write: a link there must not lead DES's write
 // of the record to a file outside the project.
 func TestPendingRecordDoesNotWriteThroughALink(t *testing.T) {
+	t.Parallel()
 	bashrc, was := outsideFile(t)
 	sw := &swapOnExpect{suffix: "toolu_w1.json", target: bashrc}
 	p, incoming := pendingProject(t, sw)
@@ -127,6 +129,7 @@ func TestPendingRecordDoesNotWriteThroughALink(t *testing.T) {
 // Nor may a link put in place of the pending directory make DES create
 // its record outside the project.
 func TestPendingDirectoryLinkIsNotFollowed(t *testing.T) {
+	t.Parallel()
 	p, incoming := pendingProject(t, nil)
 	outside := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(p.root, des.RunsDir), 0o755); err != nil {
@@ -145,6 +148,7 @@ func TestPendingDirectoryLinkIsNotFollowed(t *testing.T) {
 // .des/runs/pending) must not hold ConfirmWrite, and with it the
 // PostToolUse hook, forever.
 func TestConfirmWriteDoesNotWaitOnAFIFO(t *testing.T) {
+	t.Parallel()
 	p, incoming := pendingProject(t, nil)
 	d := inProjectPending(p)
 	if _, err := d.Check(t.Context(), p.eng, gate.WriteCall{Tool: "Write", Path: filepath.Join(p.root, stepRel), Content: &incoming, ToolUseID: "toolu_w1", SessionID: "s"}); err != nil {
@@ -178,6 +182,7 @@ func TestConfirmWriteDoesNotWaitOnAFIFO(t *testing.T) {
 // a link swapped in for the step file after Gate 2 re-read it must not
 // carry the rewrite to a file outside the project.
 func TestGate2RewriteDoesNotWriteThroughALinkSwappedIn(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t)
 	bashrc, was := outsideFile(t)
 	g := p.gate()

@@ -13,6 +13,7 @@ import (
 // files, whatever their name; a path that does not exist yet is one when
 // named as a step file (Kind cannot see what will be written there).
 func TestStepLookAlikes(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, nil)
 	guard := p.eng.DocumentWriteGate()
 	write := func(rel, content string) {
@@ -78,6 +79,7 @@ func TestStepLookAlikes(t *testing.T) {
 
 // Every real nWave step file looks like one by its content.
 func TestStepLookAlikeCorpus(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "..", "shared", "corpus", "nwave-steps")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -96,6 +98,7 @@ func TestStepLookAlikeCorpus(t *testing.T) {
 
 // Another hard link of a guarded document or a protected file is that file.
 func TestHardLinksAreTheirDocument(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, nil)
 	p.writeStep(".isdlc/state.json", map[string]any{"state_version": 1})
 	if err := os.MkdirAll(filepath.Join(p.root, ".des"), 0o755); err != nil {

@@ -68,6 +68,7 @@ const twoWaves = `{"current_wave": 0, "waves": [{"wave_id": 0, "phases": [{"phas
  {"wave_id": 1, "phases": [{"phase_id": "verify-a", "type": "verification", "verifies_phase_id": "impl-a"}]}]}`
 
 func TestTaskGraphIsAGuardedDocument(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, graphFile, twoWaves)
 	d := gate.DocumentWrite{Root: root, Graph: testGraph()}
@@ -95,6 +96,7 @@ func TestTaskGraphIsAGuardedDocument(t *testing.T) {
 }
 
 func TestBashWriteToTheTaskGraphIsJudged(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, root, graphFile, twoWaves)
 	docs := gate.DocumentWrite{Root: root, Graph: testGraph()}
@@ -123,6 +125,7 @@ func TestBashWriteToTheTaskGraphIsJudged(t *testing.T) {
 }
 
 func TestGate1OrchestrationFacts(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	runs := filepath.Join(root, ".des", "runs")
 	g := gate.PreInvocation{Root: root, RunsDir: runs, Graph: testGraph()}
@@ -177,6 +180,7 @@ func TestGate1OrchestrationFacts(t *testing.T) {
 }
 
 func TestGate1RegistryWhenTheLimitIsSet(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	reg := map[string]any{"running": 2, "agents": []any{}}
 	g := gate.PreInvocation{Root: root, Registry: func(context.Context) (map[string]any, error) { return reg, nil }}
@@ -228,6 +232,7 @@ type syncCall struct {
 }
 
 func TestWaveSync(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	runs := filepath.Join(root, ".des", "runs")
 	auditDir := filepath.Join(root, ".des", "audit")
@@ -304,6 +309,7 @@ func TestWaveSync(t *testing.T) {
 }
 
 func TestLastAssistantText(t *testing.T) {
+	t.Parallel()
 	tr := transcriptFile(t, t.TempDir(), "p", "first", "second\nVERDICT: PASS")
 	if got, err := gate.LastAssistantText(tr); err != nil || got != "second\nVERDICT: PASS" {
 		t.Errorf("got %q, %v", got, err)
@@ -314,6 +320,7 @@ func TestLastAssistantText(t *testing.T) {
 }
 
 func TestDelegationFacts(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	tmp := t.TempDir()
 	counts := map[string]int{}

@@ -84,6 +84,7 @@ func readAudit(t *testing.T, dir string, ev audit.EventType) []audit.Entry {
 }
 
 func TestGate1AsksThePolicyWhenAWorkflowIsFound(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	cases := []struct {
 		name     string
@@ -169,6 +170,7 @@ func TestGate1AsksThePolicyWhenAWorkflowIsFound(t *testing.T) {
 }
 
 func TestGate1WorkflowErrorIsInCharge(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("phase_requirements_files: team/req.json: no such file")
 	g := gate.PreInvocation{Root: t.TempDir(), Workflow: gate.Workflow{Facts: func(context.Context, string) (map[string]any, error) { return nil, boom }}}
 	res, err := g.Check(context.Background(), &recorder{}, gate.Invocation{Prompt: "hello"})
@@ -179,6 +181,7 @@ func TestGate1WorkflowErrorIsInCharge(t *testing.T) {
 
 // The monorepo is chosen by the event's cwd: Gate 1 passes it on.
 func TestGate1PassesTheCwd(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	var got []string
 	wf := gate.Workflow{Facts: func(_ context.Context, cwd string) (map[string]any, error) { got = append(got, cwd); return nil, nil }}
@@ -208,6 +211,7 @@ func blocked(map[string]any) policy.Decision {
 // Many hook processes blocked at once record the escalation once; each
 // decision is still audited.
 func TestEscalationRecordedOnceUnderParallelCalls(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, ".des", "audit")
 	now := time.Date(2026, 11, 25, 13, 0, 0, 0, time.UTC)
@@ -281,6 +285,7 @@ func TestEscalationRecordedOnceUnderParallelCalls(t *testing.T) {
 // An unrelated call in a workflow project (no delegation, nothing found)
 // leaves no trace in the trail.
 func TestUnjudgedCallNotAudited(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "audit")
 	g := gate.PreInvocation{Root: root, Audit: openAudit(t, dir), Workflow: found(workflowFacts())}
@@ -307,6 +312,7 @@ func TestUnjudgedCallNotAudited(t *testing.T) {
 }
 
 func TestBranchGuardFacts(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	var asked []string
 	wf := found(workflowFacts())
@@ -373,6 +379,7 @@ func TestBranchGuardFacts(t *testing.T) {
 }
 
 func TestResponseText(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		raw     string
 		present bool
@@ -395,6 +402,7 @@ func TestResponseText(t *testing.T) {
 }
 
 func TestObserveSubagent(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	tu := gate.ToolUse{Root: root}
 	warn := func(map[string]any) policy.Decision {

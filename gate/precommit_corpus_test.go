@@ -72,6 +72,7 @@ func stepCorpus(tb testing.TB) []gate.CommitFile {
 // one phase that is DEFERRED has it as its status (DES-COMMIT-STATUS). All
 // 300 parse as JSON, so none yields DES-STEPFILE-SCHEMA.
 func TestPreCommitCorpus(t *testing.T) {
+	t.Parallel()
 	files := stepCorpus(t)
 	p := newProject(t, nil)
 	res, err := p.eng.CheckCommit(t.Context(), gate.Commit{Files: files})

@@ -77,6 +77,7 @@ var factSeeds = []string{
 }
 
 func TestCommitFactsReadAsStatemachine(t *testing.T) {
+	t.Parallel()
 	for _, s := range factSeeds {
 		checkFacts(t, []byte(s))
 	}

@@ -13,6 +13,7 @@ import (
 // One setting decides both gates: a commit's step files are those the
 // write guard guards, by their shape, relative to the project root.
 func TestStepFilesBashCommit(t *testing.T) {
+	t.Parallel()
 	const suffixed = `{"task_id": "02-01a", "tdd_cycle": {}}`
 	dir := newRepo(t)
 	writeRepoFile(t, dir, "README.md", "x")
@@ -70,6 +71,7 @@ func TestStepFilesBashCommit(t *testing.T) {
 }
 
 func TestStepFilesOnDisk(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeRepoFile(t, root, "docs/steps/welcome.json", `{"title": "onboarding"}`)
 	writeRepoFile(t, root, "plans/one.step.json", `{"task_id": "one", "workflow_type": "configuration_setup"}`)

@@ -75,6 +75,7 @@ func stopVerdict(step, outcome string, at time.Time, codes ...string) audit.Entr
 }
 
 func TestPreCommitCompleteStepPassesAndIsRecorded(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, nil)
 	p.writeStep(stepRel, doneStep())
 	res := p.preCommit(stepRel)
@@ -91,6 +92,7 @@ func TestPreCommitCompleteStepPassesAndIsRecorded(t *testing.T) {
 // Each code of Gate 3, from a step file that shows it; the passing
 // direction of each is the complete step above and the cases that pass.
 func TestPreCommitCodes(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		step any
@@ -147,6 +149,7 @@ func TestPreCommitCodes(t *testing.T) {
 }
 
 func TestPreCommitMessagesNameFileFieldAndValues(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, nil)
 	p.writeStep(stepRel, `{"task_id": "01-01"`)
 	res := p.preCommit(stepRel)
@@ -168,6 +171,7 @@ func TestPreCommitMessagesNameFileFieldAndValues(t *testing.T) {
 }
 
 func TestPreCommitLegacyPhaseLog(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, nil)
 	legacy := map[string]any{"task_id": "01-01", "tdd_cycle": map[string]any{"tdd_phase_tracking": map[string]any{"phase_execution_log": fourteenPhases()}}}
 	p.writeStep(stepRel, legacy)
@@ -184,6 +188,7 @@ func TestPreCommitLegacyPhaseLog(t *testing.T) {
 }
 
 func TestPreCommitGate2Verdicts(t *testing.T) {
+	t.Parallel()
 	at := func(min int) time.Time { return gate1Now.Add(time.Duration(min-100) * time.Minute) }
 	stale := func(step string, t time.Time) audit.Entry {
 		return audit.Entry{Time: t, Event: audit.StaleResolution, Fields: map[string]any{"step_file": step, "phases": []any{}, "from": "FAILED", "to": "PARTIAL"}}
@@ -231,6 +236,7 @@ func TestPreCommitGate2Verdicts(t *testing.T) {
 }
 
 func TestPreCommitManyFilesOneAppend(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, nil)
 	second, third := "docs/feature/shop/steps/01-02.json", "docs/feature/cart/steps/02-01.json"
 	p.writeStep(stepRel, doneStep())
@@ -277,6 +283,7 @@ func TestPreCommitManyFilesOneAppend(t *testing.T) {
 }
 
 func TestPreCommitContentOverridesDisk(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, nil)
 	p.writeStep(stepRel, doneStep()) // the work tree is complete...
 	res, err := p.eng.CheckCommit(t.Context(), gate.Commit{Files: []gate.CommitFile{
@@ -296,6 +303,7 @@ func TestPreCommitContentOverridesDisk(t *testing.T) {
 }
 
 func TestPreCommitRefusesWhatItCannotJudge(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, nil)
 	p.writeStep(stepRel, doneStep())
 	outside := filepath.Join(t.TempDir(), "steps", "01-01.json")
@@ -332,6 +340,7 @@ func TestPreCommitRefusesWhatItCannotJudge(t *testing.T) {
 
 // A trail that cannot be read is not judged in part: Gate 3 fails closed.
 func TestPreCommitMalformedTrailIsAnError(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, nil)
 	p.writeStep(stepRel, doneStep())
 	p.appendAudit(stopVerdict(stepRel, "PASS", gate1Now.Add(-time.Hour)))
@@ -355,6 +364,7 @@ func TestPreCommitMalformedTrailIsAnError(t *testing.T) {
 }
 
 func TestPreCommitKeepsDecisionWhenNotRecorded(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "audit")
 	// A directory where today's day file should be: reads skip it, appends fail.
@@ -373,6 +383,7 @@ func TestPreCommitKeepsDecisionWhenNotRecorded(t *testing.T) {
 }
 
 func TestPreCommitInputDocument(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	f := &fakeEvaluator{}
 	content := `{"task_id": "x", "tdd_cycle": {"tdd_phase_tracking": {"phase_execution_log": [
@@ -412,6 +423,7 @@ func TestPreCommitInputDocument(t *testing.T) {
 }
 
 func TestPreCommitEvaluationErrorIsAnError(t *testing.T) {
+	t.Parallel()
 	f := &fakeEvaluator{err: errors.New("policy broke")}
 	res, err := gate.PreCommit{Root: t.TempDir(), Workers: 1}.Check(t.Context(), f, gate.Commit{Files: []gate.CommitFile{{Path: "steps/01-01.json", Content: []byte("{}")}}})
 	if err == nil || !strings.Contains(err.Error(), "policy broke") || len(res.Files) != 0 {

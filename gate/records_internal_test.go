@@ -10,6 +10,7 @@ import (
 // file costs far more than naming one on some disks); a name that exists
 // already is replaced, as a rename replaces it, and nothing is left over.
 func TestPutRecordsNamesOneFile(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, ".des", "runs")
 	if err := putRecords(root, dir, []string{"toolu_1.json", "prompt-abc.json"}, []byte("first\n")); err != nil {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestParseRefUpdates(t *testing.T) {
+	t.Parallel()
 	z := strings.Repeat("0", 40)
 	a := strings.Repeat("a", 40)
 	got, err := gate.ParseRefUpdates([]byte(z + " " + a + " refs/heads/main\n" + a + " " + z + " refs/tags/v1\n"))
@@ -31,6 +32,7 @@ func TestParseRefUpdates(t *testing.T) {
 // A ref move is judged on the commits it brings onto the branches and
 // tags: those no branch or tag held before, each against its first parent.
 func TestRefMoves(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	writeRepoFile(t, dir, "README", "x")
 	runGit(t, dir, "add", "README")

@@ -34,6 +34,7 @@ func resolveTwice(root, p string) (string, error) {
 // links (relative, absolute, dangling, looping, through ".."), and roots
 // reached through links.
 func TestResolveProjectPathContinuesRootsWalk(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	for _, d := range []string{"real/proj/a/b", "real/proj/.des/runs", "other/x"} {
 		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {

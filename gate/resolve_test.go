@@ -35,6 +35,7 @@ func chain(t *testing.T, dir string, n int, doubled bool) string {
 // in time linear in the links: never a hang, and a path past the bound is
 // ErrTooManyLinks, which the gate treats as DES's concern.
 func TestResolveProjectPathBoundsLinks(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, ".des"), 0o755); err != nil {
 		t.Fatal(err)

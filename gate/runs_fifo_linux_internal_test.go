@@ -19,6 +19,7 @@ import (
 // RENAME_EXCHANGE) can land the swap between fileio.OpenDirIn's Lstat and its
 // open: the open must fail, never block.
 func TestOpenRealDirNeverBlocksOnASwappedFIFO(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	runs := filepath.Join(root, ".des", "runs")
 	fifo := filepath.Join(root, ".des", "fifo")
@@ -60,6 +61,7 @@ func TestOpenRealDirNeverBlocksOnASwappedFIFO(t *testing.T) {
 
 // A FIFO at a record's name is no record, and reading it does not block.
 func TestReadRecordNeverBlocksOnAFIFO(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := syscall.Mkfifo(filepath.Join(dir, "toolu_x.json"), 0o644); err != nil {
 		t.Fatal(err)

@@ -38,6 +38,7 @@ func cutoffAfter(t *testing.T) time.Time {
 }
 
 func TestPruneRunsRemovesOldRecordsOnly(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, ".des", "runs")
 	makeRecords(t, dir, "toolu_old.json", "prompt-abc.json", "toolu_old.stop.json", "agent-a1.run.json", ".run-123", "notes.txt", "pending/toolu_x.json")
@@ -99,6 +100,7 @@ func TestPruneRunsRemovesOldRecordsOnly(t *testing.T) {
 // A runs directory (or a parent) replaced by a link is not followed: DES
 // runs outside the sandbox, and the link could lead anywhere.
 func TestPruneRunsFollowsNoLinkedDirectory(t *testing.T) {
+	t.Parallel()
 	for _, link := range []string{".des/runs", ".des"} {
 		t.Run(link, func(t *testing.T) {
 			root := t.TempDir()
@@ -134,6 +136,7 @@ func TestPruneRunsFollowsNoLinkedDirectory(t *testing.T) {
 // parent) the agent replaced by a link: it fails, as any record it cannot
 // write, and nothing lands outside the project.
 func TestGate1RecordsFollowNoLinkedDirectory(t *testing.T) {
+	t.Parallel()
 	for _, link := range []string{".des/runs", ".des"} {
 		t.Run(link, func(t *testing.T) {
 			p := newProject(t, nil)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestParseCommitArgs(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args []string
 		want commitPlan
@@ -37,6 +38,7 @@ func TestParseCommitArgs(t *testing.T) {
 }
 
 func TestParseAddArgs(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args []string
 		want addPlan
@@ -62,6 +64,7 @@ func TestParseAddArgs(t *testing.T) {
 }
 
 func TestBashDir(t *testing.T) {
+	t.Parallel()
 	home := filepath.FromSlash("/home/client") // the hook's, not this process's
 	cwd := filepath.FromSlash("/work/proj")
 	cases := map[string]string{

@@ -79,6 +79,7 @@ func listed(t *testing.T, dir string, files []gate.CommitFile) []string {
 }
 
 func TestStagedStepFiles(t *testing.T) {
+	t.Parallel()
 	st := func(s string) string { return `{"tdd_cycle": "` + s + `"}` } // a step file's shape
 	dir := newRepo(t)
 	// Before the first commit every staged file is new.
@@ -151,6 +152,7 @@ func TestStagedStepFiles(t *testing.T) {
 }
 
 func TestBashCommitFiles(t *testing.T) {
+	t.Parallel()
 	step := "docs/feature/a/steps/01-01.json"
 	other := "docs/feature/a/steps/01-02.json"
 	newStep := "docs/feature/b/steps/02-01.json"
@@ -219,6 +221,7 @@ EOF
 }
 
 func TestBashCommitFilesOtherRepository(t *testing.T) {
+	t.Parallel()
 	outer := newRepo(t)
 	inner := filepath.Join(outer, "vendor", "lib")
 	if err := os.MkdirAll(inner, 0o755); err != nil {

@@ -15,6 +15,7 @@ const memState = `{"state_version": 1, "active_workflow": {"phases": ["a", "b"],
 // The memory moves only when an allowed write is confirmed to have landed,
 // and a memory that cannot be read stops the guard (fail closed).
 func TestStateMemoryKeptOnConfirm(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, nil)
 	guard := p.eng.DocumentWriteGate()
 	guard.StateDir = t.TempDir()

@@ -87,6 +87,7 @@ func lastEvent(t *testing.T, entries []audit.Entry, ev audit.EventType) audit.En
 }
 
 func TestGate2FindsTheStepAndGathersTheRun(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t)
 	ev := &fakeEvaluator{}
 	res, err := p.gate().Check(t.Context(), ev, p.stop())
@@ -122,6 +123,7 @@ func TestGate2FindsTheStepAndGathersTheRun(t *testing.T) {
 }
 
 func TestGate2FailureMarksTheStepFailed(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t)
 	res, err := p.gate().Check(t.Context(), &fakeEvaluator{answer: denyAbandoned()}, p.stop())
 	if err != nil {
@@ -168,6 +170,7 @@ func TestGate2FailureMarksTheStepFailed(t *testing.T) {
 }
 
 func TestGate2BlockModeSendsTheSubagentBackOnce(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t)
 	g := p.gate()
 	g.OnFailure = gate.OnFailureBlock
@@ -195,6 +198,7 @@ func TestGate2BlockModeSendsTheSubagentBackOnce(t *testing.T) {
 }
 
 func TestGate2NotDESAndNoOpinion(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t)
 	p.writeTranscript("Explore the code base and summarise it.")
 	ev := &fakeEvaluator{}
@@ -219,6 +223,7 @@ func TestGate2NotDESAndNoOpinion(t *testing.T) {
 }
 
 func TestGate2FallsBackToGate1Record(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t)
 	// The transcript is missing, but the meta file beside it names the call.
 	if err := os.Remove(p.transcript); err != nil {
@@ -235,6 +240,7 @@ func TestGate2FallsBackToGate1Record(t *testing.T) {
 }
 
 func TestGate2RefusesTranscriptsElsewhere(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t)
 	g := p.gate()
 	g.ClaudeDirs = nil // the transcript's directory is no longer the user's Claude directory
@@ -247,6 +253,7 @@ func TestGate2RefusesTranscriptsElsewhere(t *testing.T) {
 }
 
 func TestGate2CallerNamesTheStep(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t)
 	res, err := p.eng.CheckStop(t.Context(), gate.Stop{StepFile: stepRel})
 	if err != nil {
@@ -258,6 +265,7 @@ func TestGate2CallerNamesTheStep(t *testing.T) {
 }
 
 func TestGate2EvaluationErrorFailsClosed(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t)
 	res, err := p.gate().Check(t.Context(), &fakeEvaluator{err: errors.New("policy exploded")}, p.stop())
 	if err == nil || !res.Denied() || res.Decision.Deny[0].Code != gate.CodeInternal {
@@ -278,6 +286,7 @@ func anyStrings(v any) []string {
 }
 
 func TestGate2ScopeWithGit(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t) // allowed_file_patterns: src/**
 	initRepo(t, p.root)
 	writeRepoFile(t, p.root, "README.md", "base\n")
@@ -311,6 +320,7 @@ func TestGate2ScopeWithGit(t *testing.T) {
 }
 
 func TestGate2KeepsTheSubagentsOwnFailureReason(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t)
 	doc := p.readStep(stepRel)
 	doc["state"] = map[string]any{"status": "FAILED", "failure_reason": "the database was down", "recovery_suggestions": []any{"start the database"}}
@@ -335,6 +345,7 @@ func TestGate2KeepsTheSubagentsOwnFailureReason(t *testing.T) {
 }
 
 func TestGate2UnusableStepIsNotClaimedMarked(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t)
 	p.writeStep(stepRel, "[1, 2]")
 	res, err := p.gate().Check(t.Context(), &fakeEvaluator{answer: denyAbandoned()}, p.stop())
@@ -351,6 +362,7 @@ func TestGate2UnusableStepIsNotClaimedMarked(t *testing.T) {
 }
 
 func TestGate2InternalErrorLeavesAVerdict(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t)
 	if _, err := p.gate().Check(t.Context(), &fakeEvaluator{err: errors.New("policy exploded")}, p.stop()); err == nil {
 		t.Fatal("no error")
@@ -365,6 +377,7 @@ func TestGate2InternalErrorLeavesAVerdict(t *testing.T) {
 }
 
 func TestGate2BlocksOnceEvenWithoutStopHookActive(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t)
 	g := p.gate()
 	g.OnFailure = gate.OnFailureBlock
@@ -380,6 +393,7 @@ func TestGate2BlocksOnceEvenWithoutStopHookActive(t *testing.T) {
 // false) is recorded even in block mode: sending it back would ask for
 // work it cannot do.
 func TestGate2BlockModeRecordsWhatCannotBeFixedInTheRun(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t)
 	g := p.gate()
 	g.OnFailure = gate.OnFailureBlock
@@ -400,6 +414,7 @@ func TestGate2BlockModeRecordsWhatCannotBeFixedInTheRun(t *testing.T) {
 // The rendered Recovery: of a failed stop lists each step once, in
 // first-seen order, however many violations share it.
 func TestStopReasonListsEachRecoveryStepOnce(t *testing.T) {
+	t.Parallel()
 	var deny []policy.Violation
 	for _, name := range []string{"PREPARE", "RED_UNIT", "GREEN_UNIT"} {
 		deny = append(deny, policy.Violation{Code: "DES-PHASE-JUMP", Severity: policy.Deny, Message: "phase " + name + " jumped", Recovery: []string{"Redo phases PREPARE, RED_UNIT, GREEN_UNIT."}})

@@ -16,6 +16,7 @@ import (
 )
 
 func TestTranscriptPrompt(t *testing.T) {
+	t.Parallel()
 	const marker = "<!-- DES-STEP-FILE: docs/feature/shop/steps/01-01.json -->"
 	for _, tc := range []struct {
 		file     string
@@ -51,6 +52,7 @@ func TestTranscriptPrompt(t *testing.T) {
 }
 
 func TestTranscriptPromptRealFirstLines(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "..", "shared", "corpus", "claude-code-hooks", "subagent_transcripts")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if len(files) == 0 {
@@ -65,6 +67,7 @@ func TestTranscriptPromptRealFirstLines(t *testing.T) {
 }
 
 func TestTranscriptWrittenLate(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "agent-a1.jsonl")
 	src, err := os.ReadFile(filepath.Join("testdata", "transcripts", "string-content.jsonl"))
 	if err != nil {
@@ -89,6 +92,7 @@ func TestTranscriptWrittenLate(t *testing.T) {
 }
 
 func TestMetaToolUseID(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tr := filepath.Join(dir, "agent-a4388d337bf8a9397.jsonl")
 	if got := metaToolUseID(tr); got != "" {
@@ -130,6 +134,7 @@ func write(t *testing.T, root, rel, content string) {
 }
 
 func TestChangedFiles(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -176,6 +181,7 @@ func TestChangedFiles(t *testing.T) {
 }
 
 func TestOutOfScope(t *testing.T) {
+	t.Parallel()
 	files := []string{".des/audit/audit-2026-11-22.log", "README.md", "docs/feature/shop/steps/01-01.json", "policies/x.rego", "src/auth/a/b/c.go", "src/auth/c.go", "src/authz/d.go", "src/auth/x.txt"}
 	got := outOfScope(files, []string{"src/auth/**/*.go"}, []string{".des", "policies"}, "docs/feature/shop/steps/01-01.json")
 	if diff := cmp.Diff([]string{"README.md", "src/authz/d.go", "src/auth/x.txt"}, got); diff != "" {
@@ -184,6 +190,7 @@ func TestOutOfScope(t *testing.T) {
 }
 
 func TestChangedFilesThroughALinkedRoot(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -204,6 +211,7 @@ func TestChangedFilesThroughALinkedRoot(t *testing.T) {
 }
 
 func TestSpecialFilesAreNotRead(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "agent-a1.jsonl")
 	if err := makeFIFO(fifo); err != nil {
@@ -221,6 +229,7 @@ func TestSpecialFilesAreNotRead(t *testing.T) {
 }
 
 func TestInsideResolvesLinksOfPathsNotWrittenYet(t *testing.T) {
+	t.Parallel()
 	claude := t.TempDir()
 	link := filepath.Join(t.TempDir(), "claude")
 	if err := os.Symlink(claude, link); err != nil {

@@ -16,6 +16,7 @@ import (
 // the run, Gate 2 judges the step from that record and fails the stop with
 // DES-TRANSCRIPT-TAMPERED when the transcript disagrees or is gone.
 func TestGate2TrustsTheRunRecordOverTheTranscript(t *testing.T) {
+	t.Parallel()
 	meta := func(p *stopProject) {
 		t.Helper()
 		m := strings.TrimSuffix(p.transcript, ".jsonl") + ".meta.json"
@@ -99,6 +100,7 @@ func TestGate2TrustsTheRunRecordOverTheTranscript(t *testing.T) {
 // Without a readable transcript, the session's open run is used only when
 // it is the only one: with two, DES cannot tell which subagent stopped.
 func TestGate2SessionFallbackNeedsOneOpenRun(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t)
 	if err := os.Remove(p.transcript); err != nil {
 		t.Fatal(err)
@@ -130,6 +132,7 @@ func TestGate2SessionFallbackNeedsOneOpenRun(t *testing.T) {
 // Without the meta file, the binding made at the subagent's first tool
 // call (while its transcript was intact) still links the stop to its run.
 func TestGate2BindingOutlivesTheTranscript(t *testing.T) {
+	t.Parallel()
 	p := newStopProject(t)
 	session := filepath.Join(p.claude, "projects", "p", "sess.jsonl")
 	g := p.gate()

@@ -45,6 +45,7 @@ func (w *recordingWrites) SettleAll(_ context.Context, paths ...string) error {
 // before they are written and settled together: a baseline is updated once
 // per invocation, not once per record.
 func TestGate1SettlesItsRunRecordsTogether(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	w := &recordingWrites{}
 	eng, err := des.New(t.Context(), des.WithRoot(root), des.WithClock(func() time.Time { return gate1Now }), des.WithWrites(w),
@@ -82,6 +83,7 @@ func TestGate1SettlesItsRunRecordsTogether(t *testing.T) {
 // (no check running) or were announced (a check holding the lock), the
 // outcome is the same.
 func TestGate1WritesRecordedInTheEffectBaseline(t *testing.T) {
+	t.Parallel()
 	for _, busy := range []bool{false, true} {
 		t.Run(map[bool]string{false: "under the lock", true: "announced"}[busy], func(t *testing.T) {
 			root := t.TempDir()

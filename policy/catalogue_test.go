@@ -78,6 +78,7 @@ var extensionCodes = map[string]policy.Severity{
 // yield a code that stableCodes and extensionCodes do not list, with the wrong
 // severity, or without a catalogue title (METADATA).
 func TestBuiltinCodesAreStable(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t)
 	cat, err := e.Catalogue()
 	if err != nil {
@@ -104,6 +105,7 @@ func TestBuiltinCodesAreStable(t *testing.T) {
 }
 
 func TestCatalogueFindsUnannotatedTeamCodes(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t, policy.WithDirs("testdata/evalerror", "testdata/team"))
 	cat, err := e.Catalogue()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestClosureOfEachGate(t *testing.T) {
+	t.Parallel()
 	l, err := load([]source{{name: "rego", fsys: builtin.FS(), path: "des", prefix: "des", base: true}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +60,7 @@ func TestClosureOfEachGate(t *testing.T) {
 }
 
 func TestScanPackage(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"package des.gates.tool_use\n":                   "des.gates.tool_use",
 		"# METADATA\n# title: x\n\npackage a.b # note\n": "a.b",

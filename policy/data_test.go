@@ -26,6 +26,7 @@ func teamData(t *testing.T, dir, rel, content string) string {
 var adHocPrompt = map[string]any{"prompt": map[string]any{"validation": "required", "origin": "ad-hoc", "sections": []any{"DES_METADATA"}, "phase_words": []any{}}}
 
 func TestTeamDataOverridesBuiltinTables(t *testing.T) {
+	t.Parallel()
 	before := newEngine(t)
 	if d, err := before.Eval(t.Context(), policy.PreInvocation, adHocPrompt); err != nil || !d.Allowed() {
 		t.Fatalf("ad-hoc prompt with the built-in tables: %+v, %v; want allowed (level none)", d, err)
@@ -61,6 +62,7 @@ func TestTeamDataOverridesBuiltinTables(t *testing.T) {
 }
 
 func TestTeamDataConflictNamesBothFiles(t *testing.T) {
+	t.Parallel()
 	a, b := t.TempDir(), t.TempDir()
 	fa := teamData(t, a, "des/sections/data.json", `{"origins": {"ad-hoc": "full"}}`)
 	fb := teamData(t, b, "data.json", `{"des": {"sections": {"origins": {"ad-hoc": "partial"}}}}`)
@@ -81,6 +83,7 @@ func TestTeamDataConflictNamesBothFiles(t *testing.T) {
 }
 
 func TestTeamDataCannotSetWhatWithDataSets(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := teamData(t, dir, "des/config/data.json", `{"stale_threshold_minutes": 5}`)
 	_, err := policy.New(t.Context(), policy.WithDirs(dir), policy.WithData("des.config", map[string]any{}))
@@ -99,6 +102,7 @@ func TestTeamDataCannotSetWhatWithDataSets(t *testing.T) {
 // path: the team's value is what the engine holds, the rest of the table
 // stays built-in.
 func TestTeamDataReachesEveryTable(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		file, content string
 		path          string
@@ -131,6 +135,7 @@ func TestTeamDataReachesEveryTable(t *testing.T) {
 
 // A commit skip prefix the team adds changes Gate 3's decision.
 func TestTeamSkipPrefixChangesGate3(t *testing.T) {
+	t.Parallel()
 	phases := []any{}
 	for i, name := range []string{"PREPARE", "RED_ACCEPTANCE", "RED_UNIT", "GREEN_UNIT", "CHECK_ACCEPTANCE", "GREEN_ACCEPTANCE", "REVIEW", "REFACTOR_L1", "REFACTOR_L2", "REFACTOR_L3", "REFACTOR_L4", "POST_REFACTOR_REVIEW", "FINAL_VALIDATE", "COMMIT"} {
 		p := map[string]any{"name": name, "pos": i, "at": fmt.Sprintf("/tdd_cycle/phase_execution_log/%d", i), "status": "EXECUTED", "outcome": "PASS", "blocked_by": ""}

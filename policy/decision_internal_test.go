@@ -7,6 +7,7 @@ import (
 )
 
 func TestViolationsSortPhasesInLogOrder(t *testing.T) {
+	t.Parallel()
 	vs := []Violation{
 		{Code: "B", Field: "/a"},
 		{Code: "A", Field: "/tdd_cycle/phase_execution_log/10/status"},

@@ -8,6 +8,7 @@ import (
 )
 
 func TestWithDataAtReplacesOnlyData(t *testing.T) {
+	t.Parallel()
 	base, err := policy.New(t.Context(), policy.WithData("des.config", map[string]any{"audit_dir": "a", "policy_dirs": []any{}}))
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +44,7 @@ func TestWithDataAtReplacesOnlyData(t *testing.T) {
 }
 
 func TestWithDataAtRefuses(t *testing.T) {
+	t.Parallel()
 	base, err := policy.New(t.Context(), policy.WithData("des.config", map[string]any{}))
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +63,7 @@ func TestWithDataAtRefuses(t *testing.T) {
 }
 
 func TestPrepareReportsCompileError(t *testing.T) {
+	t.Parallel()
 	e, err := policy.New(t.Context(), policy.WithDirs("testdata/badcompile"), policy.WithLazyCompile())
 	if err != nil {
 		t.Fatal(err)

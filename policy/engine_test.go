@@ -28,6 +28,7 @@ func newEngine(t *testing.T, opts ...policy.Option) *policy.Engine {
 var obsoleteStep = map[string]any{"step": map[string]any{"path": "steps/01-01.json", "document": map[string]any{"step_id": "01-01", "task_id": "01-01"}}}
 
 func TestBuiltinGateDenies(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t)
 	d, err := e.Eval(t.Context(), policy.SubagentStop, obsoleteStep, policy.At(time.Unix(0, 0)))
 	if err != nil {
@@ -51,6 +52,7 @@ func TestBuiltinGateDenies(t *testing.T) {
 }
 
 func TestCleanInputAllowed(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t)
 	for _, g := range policy.Gates() {
 		if g == policy.PreInvocation {
@@ -67,6 +69,7 @@ func TestCleanInputAllowed(t *testing.T) {
 }
 
 func TestTeamPoliciesExtendAndWaive(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t, policy.WithDirs("testdata/team"))
 	d, err := e.Eval(t.Context(), policy.PreCommit, obsoleteStep)
 	if err != nil {
@@ -96,6 +99,7 @@ func TestTeamPoliciesExtendAndWaive(t *testing.T) {
 }
 
 func TestTestFilesAreNotPolicy(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t, policy.WithDirs("testdata/team"))
 	cat, err := e.Catalogue()
 	if err != nil {
@@ -120,6 +124,7 @@ func write(t *testing.T, path, content string) {
 }
 
 func TestParseErrorHasLocation(t *testing.T) {
+	t.Parallel()
 	_, err := policy.New(t.Context(), policy.WithDirs("testdata/badparse"))
 	var errs policy.Errors
 	if !errors.As(err, &errs) || len(errs) == 0 {
@@ -134,6 +139,7 @@ func TestParseErrorHasLocation(t *testing.T) {
 }
 
 func TestCompileErrorHasLocation(t *testing.T) {
+	t.Parallel()
 	_, err := policy.New(t.Context(), policy.WithDirs("testdata/badcompile"))
 	var errs policy.Errors
 	if !errors.As(err, &errs) {
@@ -145,6 +151,7 @@ func TestCompileErrorHasLocation(t *testing.T) {
 }
 
 func TestNetworkBuiltinsWithheld(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "net.rego"), `package des.gates.tool_use
 
@@ -157,6 +164,7 @@ deny contains {"code": "X", "msg": "m"} if http.send({"method": "GET", "url": "h
 }
 
 func TestMissingDirIsAnError(t *testing.T) {
+	t.Parallel()
 	_, err := policy.New(t.Context(), policy.WithDirs("testdata/no-such-dir"))
 	if err == nil || !strings.Contains(err.Error(), "no-such-dir") {
 		t.Errorf("err = %v, want one naming the directory", err)
@@ -164,6 +172,7 @@ func TestMissingDirIsAnError(t *testing.T) {
 }
 
 func TestEvalErrorIsKeptApart(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t, policy.WithDirs("testdata/evalerror"))
 	d, err := e.Eval(t.Context(), policy.ToolUse, map[string]any{"x": true})
 	if err == nil {
@@ -179,6 +188,7 @@ func TestEvalErrorIsKeptApart(t *testing.T) {
 }
 
 func TestMalformedViolation(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "bad.rego"), "package des.gates.tool_use\n\ndeny contains \"just a string\" if input.bad\n\nwarn contains {\"msg\": \"no code\"} if input.nocode\n")
 	e := newEngine(t, policy.WithDirs(dir))
@@ -190,6 +200,7 @@ func TestMalformedViolation(t *testing.T) {
 }
 
 func TestUnknownGate(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t)
 	if _, err := e.Eval(t.Context(), policy.Gate("nope"), nil); !errors.Is(err, policy.ErrUnknownGate) {
 		t.Errorf("err = %v, want ErrUnknownGate", err)
@@ -197,6 +208,7 @@ func TestUnknownGate(t *testing.T) {
 }
 
 func TestEvalHonoursDeadline(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// A rule that takes far longer than the deadline.
 	write(t, filepath.Join(dir, "slow.rego"), `package des.gates.tool_use
@@ -220,6 +232,7 @@ deny contains {"code": "SLOW", "msg": "m"} if {
 }
 
 func TestEvalTimeIsTheCallers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "clock.rego"), `package des.gates.tool_use
 
@@ -236,6 +249,7 @@ warn contains {"code": "TEAM-YEAR", "msg": sprintf("%d", [time.date(time.now_ns(
 }
 
 func TestWithDataOverridesConfig(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t, policy.WithData("des.config.policy_dirs", []string{"rules"}))
 	in := map[string]any{"writes": []any{map[string]any{"path": "rules/a.rego", "tool": "Write"}}}
 	d, err := e.Eval(t.Context(), policy.ToolUse, in)
@@ -248,6 +262,7 @@ func TestWithDataOverridesConfig(t *testing.T) {
 }
 
 func TestConcurrentEval(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t)
 	var wg sync.WaitGroup
 	for i := range 16 {
@@ -273,6 +288,7 @@ func TestConcurrentEval(t *testing.T) {
 }
 
 func TestDecisionOrderIsStable(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t)
 	in := map[string]any{"step": map[string]any{"path": "s.json", "document": map[string]any{"step_id": 1, "phase_id": 2, "tdd_phase": 3}}}
 	var first []string
@@ -300,6 +316,7 @@ func TestDecisionOrderIsStable(t *testing.T) {
 // directory with team/rules.rego, team/rules_test.rego and team/data.json):
 // its rules and data load, its tests do not.
 func TestBundleFile(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t, policy.WithBundles("testdata/team-bundle.tar.gz"))
 	d, err := e.Eval(t.Context(), policy.SubagentStop, map[string]any{"stop": true})
 	if err != nil {
@@ -314,12 +331,14 @@ func TestBundleFile(t *testing.T) {
 }
 
 func TestBundleFileMissing(t *testing.T) {
+	t.Parallel()
 	if _, err := policy.New(t.Context(), policy.WithBundles("testdata/nope.tar.gz")); err == nil || !strings.Contains(err.Error(), "nope.tar.gz") {
 		t.Errorf("err = %v", err)
 	}
 }
 
 func TestInfo(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t)
 	in := map[string]any{"prompt": map[string]any{"validation": "required", "origin": "command:/nw:baseline"}}
 	d, err := e.Eval(t.Context(), policy.PreInvocation, in)

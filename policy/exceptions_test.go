@@ -11,6 +11,7 @@ import (
 // An organisation lists codes no exception may waive; a team's exception
 // for one is a deny, and no exception waives that deny either.
 func TestOrganisationUnwaivableCodes(t *testing.T) {
+	t.Parallel()
 	org := t.TempDir()
 	teamData(t, org, "des/exceptions/data.json", `{"unwaivable": ["DES-SECTION-MISSING"]}`)
 	team := t.TempDir()
@@ -73,6 +74,7 @@ exception contains "DES-EXCEPTION-REFUSED"
 // `unwaivable := []` would undo the organisation's list. OPA refuses a rule
 // there when it loads policies beside data, and so does the engine.
 func TestRuleShadowingDataRefused(t *testing.T) {
+	t.Parallel()
 	org := t.TempDir()
 	teamData(t, org, "des/exceptions/data.json", `{"unwaivable": ["DES-SECTION-MISSING"]}`)
 	for _, src := range []string{

@@ -23,6 +23,7 @@ var gateInputs = map[policy.Gate]map[string]any{
 // A lazy engine decides exactly as an eager one, gate by gate, also when a
 // rule reaches another package through a reference built at run time.
 func TestLazyDecidesAsEager(t *testing.T) {
+	t.Parallel()
 	eager := newEngine(t, policy.WithDirs("testdata/team", "testdata/dynamic"))
 	lazy := newEngine(t, policy.WithDirs("testdata/team", "testdata/dynamic"), policy.WithLazyCompile())
 	for g, in := range gateInputs {
@@ -51,6 +52,7 @@ func TestLazyDecidesAsEager(t *testing.T) {
 // In a lazy engine a broken policy stops only the gate that needs it, with
 // its location; New and the other gates are unaffected.
 func TestLazyIsolatesABrokenGate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "broken.rego"), "package des.gates.pre_commit\n\ndeny contains x if {\n")
 	if _, err := policy.New(t.Context(), policy.WithDirs(dir)); err == nil {
@@ -70,6 +72,7 @@ func TestLazyIsolatesABrokenGate(t *testing.T) {
 }
 
 func TestLazyCompileError(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t, policy.WithDirs("testdata/badcompile"), policy.WithLazyCompile())
 	_, err := e.Eval(t.Context(), policy.PreCommit, obsoleteStep)
 	var errs policy.Errors
@@ -118,6 +121,7 @@ func BenchmarkFirstDecision(b *testing.B) {
 }
 
 func TestLazyConcurrentFirstUse(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t, policy.WithLazyCompile())
 	var wg sync.WaitGroup
 	for i := range 8 {

@@ -33,6 +33,7 @@ func newRemote(t *testing.T, url string, opts ...policy.RemoteOption) *policy.Re
 }
 
 func TestNewRemoteRefusesBadURLs(t *testing.T) {
+	t.Parallel()
 	for _, u := range []string{"", "opa:8181", "ftp://opa", "http://", "http://opa?x=1", "http://opa#f"} {
 		if _, err := policy.NewRemote(u); err == nil {
 			t.Errorf("NewRemote(%q) accepted", u)
@@ -52,6 +53,7 @@ func TestNewRemoteRefusesBadURLs(t *testing.T) {
 // as the engine gives them; the request is OPA's data API with the input
 // as JSON (ast.Values too) and the bearer token.
 func TestRemoteBuildsTheDecision(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var gotPath, gotAuth, gotBody string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -103,6 +105,7 @@ func TestRemoteBuildsTheDecision(t *testing.T) {
 // server loaded with the same policies (rego/ and the team fixture), and
 // names each violation's policy from the local catalogue.
 func TestRemoteMatchesEngine(t *testing.T) {
+	t.Parallel()
 	testenv.Long(t)
 	team := filepath.Join("testdata", "team")
 	srv := opatest.Start(t, opatest.Options{}, "../rego", team)
@@ -142,6 +145,7 @@ func TestRemoteMatchesEngine(t *testing.T) {
 // TestRemoteTLSAndToken: an https server with a CA of the test's own, that
 // lets in only a bearer token.
 func TestRemoteTLSAndToken(t *testing.T) {
+	t.Parallel()
 	testenv.Long(t)
 	cert := opatest.NewCA(t)
 	authz := filepath.Join(t.TempDir(), "authz.rego")
@@ -173,6 +177,7 @@ func TestRemoteTLSAndToken(t *testing.T) {
 // leaves the gate undefined, and a rule that fails on the server is an
 // HTTP error carrying OPA's code and message, never an empty allow.
 func TestRemoteRealServerErrors(t *testing.T) {
+	t.Parallel()
 	testenv.Long(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "other.rego"), []byte("package other\n\nx := 1\n"), 0o644); err != nil {
@@ -205,6 +210,7 @@ func TestRemoteRealServerErrors(t *testing.T) {
 // policies, or another release's, gives no decision: an empty deny set
 // from it would be an allow des never made.
 func TestRemoteRefusesOtherBuiltinPolicies(t *testing.T) {
+	t.Parallel()
 	for name, body := range map[string]string{
 		"organisation rules only": `{"result": {"deny": []}}`,
 		"another release":         `{"result": {"deny": [], "builtin_revision": "0123456789abcdef"}}`,

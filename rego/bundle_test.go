@@ -15,6 +15,7 @@ import (
 // line coverage of each policy package, and fails on any file `opa fmt`
 // would change.
 func TestBundle(t *testing.T) {
+	t.Parallel()
 	rep := policytest.Check(t, rego.FS(), policytest.WithMinCoverage(90))
 	for _, c := range rep.Coverage {
 		t.Logf("coverage %-28s %5.1f%%", c.Package, c.Percent())
@@ -25,6 +26,7 @@ func TestBundle(t *testing.T) {
 }
 
 func TestManifest(t *testing.T) {
+	t.Parallel()
 	raw, err := fs.ReadFile(rego.FS(), ".manifest")
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +50,7 @@ var update = flag.Bool("update", false, "rewrite "+rego.RevisionFile+" with the 
 // The revision an OPA server loaded with the bundle reports is the one des
 // computes from its embedded copy.
 func TestRevisionFile(t *testing.T) {
+	t.Parallel()
 	want := rego.Revision()
 	if d, err := rego.Digest(os.DirFS(".")); err != nil || d != want {
 		t.Fatalf("digest of the directory %q, %v; of the embedded bundle %q", d, err, want)

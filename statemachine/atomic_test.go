@@ -24,6 +24,7 @@ func noTempFiles(t *testing.T, dir string) {
 }
 
 func TestWriteFileAtomicReplacesAndKeepsMode(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "01-01.json")
 	if err := os.WriteFile(path, []byte("old"), 0o640); err != nil {
@@ -49,6 +50,7 @@ func TestWriteFileAtomicReplacesAndKeepsMode(t *testing.T) {
 }
 
 func TestWriteFileAtomicNewFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "new.json")
 	if err := statemachine.WriteFileAtomic(path, []byte("{}\n")); err != nil {
@@ -66,6 +68,7 @@ func TestWriteFileAtomicNewFile(t *testing.T) {
 
 // Through a symlink, the file it points to is replaced and the link kept.
 func TestWriteFileAtomicFollowsSymlink(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	real := filepath.Join(dir, "real.json")
 	link := filepath.Join(dir, "link.json")
@@ -88,6 +91,7 @@ func TestWriteFileAtomicFollowsSymlink(t *testing.T) {
 }
 
 func TestWriteFileAtomicFailureKeepsOriginal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 
 	// The target is a directory (with a file in it): refused, untouched.

@@ -37,6 +37,7 @@ func tokens(tb testing.TB, data []byte) []json.Token {
 // Every corpus file survives parse and Marshal: same values, same key order,
 // same number and string spellings.
 func TestObjectRoundTripCorpus(t *testing.T) {
+	t.Parallel()
 	identical := 0
 	files := corpusFiles(t)
 	for _, f := range files {
@@ -63,6 +64,7 @@ func TestObjectRoundTripCorpus(t *testing.T) {
 }
 
 func TestObjectEdits(t *testing.T) {
+	t.Parallel()
 	src := `{"b": 1, "a": {"y": [1, {"k": "v"}], "x": 2.50}, "note": "a < b & c", "esc": "\u00e9\n", "dup": 1, "dup": 2}`
 	o, err := statemachine.ParseObject([]byte(src))
 	if err != nil {
@@ -149,6 +151,7 @@ func TestObjectEdits(t *testing.T) {
 }
 
 func TestObjectEditErrorsChangeNothing(t *testing.T) {
+	t.Parallel()
 	o, err := statemachine.ParseObject([]byte(`{"s": "text", "l": [1]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +180,7 @@ func TestObjectEditErrorsChangeNothing(t *testing.T) {
 }
 
 func TestParseObjectRejects(t *testing.T) {
+	t.Parallel()
 	for _, src := range []string{``, `[]`, `"s"`, `null`, `{"a":}`, `{"a":1}{}`, `{"a":1`} {
 		if _, err := statemachine.ParseObject([]byte(src)); err == nil {
 			t.Errorf("ParseObject(%q): no error", src)
@@ -196,6 +200,7 @@ func TestParseObjectRejects(t *testing.T) {
 
 // The parser keeps no reference to the caller's buffer.
 func TestParseObjectCopiesInput(t *testing.T) {
+	t.Parallel()
 	buf := []byte(`{"a": "xyz"}`)
 	o, err := statemachine.ParseObject(buf)
 	if err != nil {
@@ -210,6 +215,7 @@ func TestParseObjectCopiesInput(t *testing.T) {
 // Keys with escapes are matched by their decoded value and re-emitted as
 // written.
 func TestObjectEscapedKeys(t *testing.T) {
+	t.Parallel()
 	src := `{"t\u00e9st": 1, "a\"b": 2, "é": 3}`
 	o, err := statemachine.ParseObject([]byte(src))
 	if err != nil {

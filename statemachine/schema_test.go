@@ -31,6 +31,7 @@ func withTask(members string) string {
 }
 
 func TestValidateStepConstraints(t *testing.T) {
+	t.Parallel()
 	phase := func(members string) string {
 		return `"tdd_cycle": {"phase_execution_log": [{"phase_name": "PREPARE", ` + members + `}]}`
 	}
@@ -128,6 +129,7 @@ func TestValidateStepConstraints(t *testing.T) {
 // All errors are reported, sorted by pointer then message, and the message
 // format is stable.
 func TestValidateStepReportsAllSorted(t *testing.T) {
+	t.Parallel()
 	doc := decode(t, `{"tdd_cycle": {"phase_execution_log": [{"phase_name": "A", "status": "DONE", "outcome": "OK"}]},
 		"state": {"status": "COMPLETED"}, "safety": {"is_destructive": "no"}}`)
 	got := statemachine.ValidateStep(doc)
@@ -152,6 +154,7 @@ func TestValidateStepReportsAllSorted(t *testing.T) {
 // Both decodings encoding/json offers are accepted; a value JSON cannot
 // hold is an error, not a panic.
 func TestValidateStepInputs(t *testing.T) {
+	t.Parallel()
 	s := parse(t, `{"task_id": "a", "tdd_cycle": {"max_turns": 3}}`)
 	if errs := s.Validate(); errs != nil { // json.Number
 		t.Errorf("json.Number document: %v", errs)
@@ -169,6 +172,7 @@ func TestValidateStepInputs(t *testing.T) {
 }
 
 func TestStepSchemaIsEmbeddedJSON(t *testing.T) {
+	t.Parallel()
 	var v map[string]any
 	if err := json.Unmarshal(statemachine.StepSchema(), &v); err != nil {
 		t.Fatal(err)
@@ -182,6 +186,7 @@ func TestStepSchemaIsEmbeddedJSON(t *testing.T) {
 // the ones expected of nWave's history, which predates the contract's
 // status vocabulary.
 func TestValidateStepCorpus(t *testing.T) {
+	t.Parallel()
 	files := corpusFiles(t)
 	valid := 0
 	filesWith := map[string]int{} // pointer pattern -> files with an error there

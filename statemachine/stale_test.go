@@ -35,6 +35,7 @@ func entry(name, status, started string) string {
 }
 
 func TestScanStale(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	hourAgo := scanNow.Add(-time.Hour)
 	writeFile(t, filepath.Join(dir, "01-01.json"), phaseLog(
@@ -82,6 +83,7 @@ func TestScanStale(t *testing.T) {
 }
 
 func TestScanStaleDirs(t *testing.T) {
+	t.Parallel()
 	got, err := statemachine.ScanStale(filepath.Join(t.TempDir(), "missing"), scanNow, time.Minute)
 	if got != nil || err != nil {
 		t.Errorf("missing dir: %v, %v; want nil, nil", got, err)
@@ -98,6 +100,7 @@ func TestScanStaleDirs(t *testing.T) {
 }
 
 func TestScanStaleSkipsOversized(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// A stale phase, then padding past the limit: the file is not read.
 	content := phaseLog(entry("X", "IN_PROGRESS", "2020-01-01T00:00:00Z"))
@@ -110,6 +113,7 @@ func TestScanStaleSkipsOversized(t *testing.T) {
 }
 
 func TestParseTimestamp(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]time.Time{
 		"2026-01-25T11:46:38.953424+00:00": time.Date(2026, 1, 25, 11, 46, 38, 953424000, time.UTC),
 		"2026-01-23T00:23:00Z":             time.Date(2026, 1, 23, 0, 23, 0, 0, time.UTC),
@@ -132,6 +136,7 @@ func TestParseTimestamp(t *testing.T) {
 // The corpus has six phases IN_PROGRESS with a parsable start (January
 // 2026): all stale a month later, none an hour before the earliest.
 func TestScanStaleCorpus(t *testing.T) {
+	t.Parallel()
 	corpusFiles(t)
 	got, err := statemachine.ScanStale(corpusDir, time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), 30*time.Minute)
 	if err != nil {

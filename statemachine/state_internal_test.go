@@ -10,6 +10,7 @@ import (
 )
 
 func TestNextStateVersion(t *testing.T) {
+	t.Parallel()
 	v := func(n int64) *int64 { return &n }
 	cases := []struct {
 		disk, base *int64
@@ -45,6 +46,7 @@ func deref(p *int64) any {
 }
 
 func TestWriteStateLockTimeout(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.json")
 	target, err := stateTarget(path)
@@ -87,6 +89,7 @@ func TestWriteStateLockTimeout(t *testing.T) {
 }
 
 func TestWithStateVersionCopies(t *testing.T) {
+	t.Parallel()
 	doc, err := ParseObject([]byte(`{"a": 1}`))
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ var validJSONSeeds = []string{
 }
 
 func TestValidJSONAgreesWithEncodingJSON(t *testing.T) {
+	t.Parallel()
 	seeds := append([]string(nil), validJSONSeeds...)
 	for _, f := range stateTestDocuments(t) {
 		seeds = append(seeds, string(f))
@@ -185,6 +186,7 @@ func referenceFact(f *factField, v any) (any, bool) {
 }
 
 func TestFactsMatchReference(t *testing.T) {
+	t.Parallel()
 	docs := stateTestDocuments(t)
 	for _, src := range []string{
 		`{"phases": {"a": {"status": "x", "timing": {"retries": 1}}, "a": null}, "state_version": 2.0}`,
@@ -205,6 +207,7 @@ func TestFactsMatchReference(t *testing.T) {
 }
 
 func TestParseStateDocCopiesInput(t *testing.T) {
+	t.Parallel()
 	buf := []byte(`{"a": "x"}`)
 	o, _, err := parseStateDoc(buf)
 	if err != nil {
@@ -218,6 +221,7 @@ func TestParseStateDocCopiesInput(t *testing.T) {
 
 // Facts reads values set through Object as raw JSON with spaces around.
 func TestStateFactsRawValueWithSpaces(t *testing.T) {
+	t.Parallel()
 	s, err := ParseState([]byte(`{}`))
 	if err != nil {
 		t.Fatal(err)

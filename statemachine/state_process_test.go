@@ -131,6 +131,7 @@ func skipProcessTests(t *testing.T) {
 // one of them, and the final version is the number of writes that
 // succeeded.
 func TestWriteStateConcurrentProcesses(t *testing.T) {
+	t.Parallel()
 	skipProcessTests(t)
 	const procs = 4
 	dir := t.TempDir()
@@ -212,6 +213,7 @@ type loopProcess struct {
 // A writer killed (SIGKILL on Unix) at random instants leaves the previous
 // or the next complete document, never a torn one, and the lock free.
 func TestWriteStateCrashSafety(t *testing.T) {
+	t.Parallel()
 	skipProcessTests(t)
 	const kills = 30
 	dir := t.TempDir()

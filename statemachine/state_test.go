@@ -66,6 +66,7 @@ const fullState = `{
 }`
 
 func TestParseStateTypedFields(t *testing.T) {
+	t.Parallel()
 	s, err := statemachine.ParseState([]byte(fullState))
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +109,7 @@ func TestParseStateTypedFields(t *testing.T) {
 }
 
 func TestParseStateNullAndWrongTypesAreAbsent(t *testing.T) {
+	t.Parallel()
 	for _, src := range []string{
 		`{}`,
 		`{"state_version": null, "current_phase": null, "active_agent": null, "active_workflow": null, "phases": null}`,
@@ -130,6 +132,7 @@ func TestParseStateNullAndWrongTypesAreAbsent(t *testing.T) {
 }
 
 func TestParseStateVersionForms(t *testing.T) {
+	t.Parallel()
 	for src, want := range map[string]int64{
 		`{"state_version": 0}`:                        0,
 		`{"state_version": 3.0}`:                      3,
@@ -149,6 +152,7 @@ func TestParseStateVersionForms(t *testing.T) {
 }
 
 func TestParseStateRejects(t *testing.T) {
+	t.Parallel()
 	for _, src := range []string{`[]`, `"x"`, `null`, `3`} {
 		_, err := statemachine.ParseState([]byte(src))
 		if !errors.Is(err, statemachine.ErrNotObject) {
@@ -164,6 +168,7 @@ func TestParseStateRejects(t *testing.T) {
 }
 
 func TestStateFacts(t *testing.T) {
+	t.Parallel()
 	s, err := statemachine.ParseState([]byte(fullState))
 	if err != nil {
 		t.Fatal(err)
@@ -225,6 +230,7 @@ func TestStateFacts(t *testing.T) {
 }
 
 func TestStateFactsEscapedKeysAndStrings(t *testing.T) {
+	t.Parallel()
 	s, err := statemachine.ParseState([]byte(`{"current_\u0070hase": "a\"b", "phases": {"p\u00e9": {"status": "done\n"}}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -306,6 +312,7 @@ func stateDocFiller(tb testing.TB, n int) []byte {
 }
 
 func TestStateDocIsRealistic(t *testing.T) {
+	t.Parallel()
 	data := stateDoc(t, 50<<10)
 	if n := len(data); n < 45<<10 || n > 60<<10 {
 		t.Errorf("state document is %d bytes, want about 50 KB", n)
@@ -328,6 +335,7 @@ func TestStateDocIsRealistic(t *testing.T) {
 }
 
 func TestValidateState(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		doc  string
@@ -390,6 +398,7 @@ func TestValidateState(t *testing.T) {
 }
 
 func TestValidateStateNumbersAsJSONNumber(t *testing.T) {
+	t.Parallel()
 	s, err := statemachine.ParseState([]byte(`{"state_version": 2.5, "phases": {"a": {"timing": {"retries": 3}}}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -407,6 +416,7 @@ func TestValidateStateNumbersAsJSONNumber(t *testing.T) {
 }
 
 func TestStateSchemaIsEmbeddedJSON(t *testing.T) {
+	t.Parallel()
 	var v map[string]any
 	if err := json.Unmarshal(statemachine.StateSchema(), &v); err != nil {
 		t.Fatal(err)
@@ -467,6 +477,7 @@ func stateSnapshot(s *statemachine.State) string {
 }
 
 func TestWriteStateSequential(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.json")
 	const src = `{"zeta": {"b": 1, "a": [true, null]}, "current_phase": "01-a", "note": "a < b & c", "alpha": "\u00e9"}`
@@ -516,6 +527,7 @@ func TestWriteStateSequential(t *testing.T) {
 }
 
 func TestWriteStateKeepsVersionPosition(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "state.json")
 	s := mustParseState(t, `{"a": 1, "state_version": 3, "b": 2, "state_version": 3}`)
 	v, err := statemachine.WriteState(path, s)
@@ -529,6 +541,7 @@ func TestWriteStateKeepsVersionPosition(t *testing.T) {
 }
 
 func TestWriteStateVersionRules(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		disk  string // "" for no file
@@ -585,6 +598,7 @@ func TestWriteStateVersionRules(t *testing.T) {
 // The scenario of the phase handshake audit: disk at version 5, a write
 // based on version 3.
 func TestWriteStateStaleRefusedFileUnchanged(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "state.json")
 	disk := stateDoc(t, 4<<10)
 	disk = bytes.Replace(disk, []byte(`"state_version": 41`), []byte(`"state_version": 5`), 1)
@@ -617,6 +631,7 @@ func TestWriteStateStaleRefusedFileUnchanged(t *testing.T) {
 }
 
 func TestWriteStateRefusesUnreadableDisk(t *testing.T) {
+	t.Parallel()
 	for _, disk := range []string{`{"state_version": `, `[1]`, `{"state_version": "5"}`, `{"state_version": 2.5}`, `{"state_version": true}`} {
 		path := filepath.Join(t.TempDir(), "state.json")
 		if err := os.WriteFile(path, []byte(disk), 0o644); err != nil {
@@ -633,6 +648,7 @@ func TestWriteStateRefusesUnreadableDisk(t *testing.T) {
 }
 
 func TestWriteStateErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if _, err := statemachine.WriteState(filepath.Join(dir, "missing", "state.json"), mustParseState(t, `{}`)); err == nil {
 		t.Error("missing directory: no error")
@@ -681,6 +697,7 @@ func TestWriteStateThroughSymlinkSharesLock(t *testing.T) {
 }
 
 func TestWriteStateRemovesTempLeftovers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.json")
 	leftovers := []string{".state.json.tmp-12345", ".state.json.tmp-9"}
@@ -708,6 +725,7 @@ func TestWriteStateRemovesTempLeftovers(t *testing.T) {
 // Goroutines that read the same version and write at once: exactly one
 // wins each round, the others are stale.
 func TestWriteStateConcurrentGoroutines(t *testing.T) {
+	t.Parallel()
 	const writers, rounds = 8, 20
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.json")

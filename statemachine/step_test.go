@@ -54,6 +54,7 @@ func parse(t *testing.T, src string) *statemachine.Step {
 func ptr[T any](v T) *T { return &v }
 
 func TestParseStepTypedFields(t *testing.T) {
+	t.Parallel()
 	s := parse(t, stepSrc)
 	want := statemachine.Step{
 		TaskID:                 "01-02",
@@ -83,6 +84,7 @@ func TestParseStepTypedFields(t *testing.T) {
 }
 
 func TestParseStepLenientAndDefaults(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, src string
 		check     func(*statemachine.Step) string
@@ -134,6 +136,7 @@ func boolStr(b bool) string {
 }
 
 func TestParseStepRejects(t *testing.T) {
+	t.Parallel()
 	for _, src := range []string{`[]`, `"x"`, `{`, ``} {
 		if _, err := statemachine.ParseStep([]byte(src)); err == nil {
 			t.Errorf("ParseStep(%q): no error", src)
@@ -144,6 +147,7 @@ func TestParseStepRejects(t *testing.T) {
 // Every corpus file parses, obsolete layouts included, and the typed view
 // agrees with the corpus's shape (all 300 have a task id).
 func TestParseStepCorpus(t *testing.T) {
+	t.Parallel()
 	var obsolete, legacy, noLog int
 	for _, f := range corpusFiles(t) {
 		s, _, err := statemachine.ReadStep(f)
@@ -178,6 +182,7 @@ func TestParseStepCorpus(t *testing.T) {
 var now = time.Date(2026, 2, 3, 4, 5, 6, 789, time.FixedZone("X", 3600))
 
 func TestSetTaskStatus(t *testing.T) {
+	t.Parallel()
 	s := parse(t, stepSrc)
 	s.SetTaskStatus(statemachine.TaskInProgress, now)
 	if s.Status != "IN_PROGRESS" || s.StartedAt != "2026-02-03T03:05:06Z" {
@@ -225,6 +230,7 @@ func TestSetTaskStatus(t *testing.T) {
 // An edit that cannot be made leaves the document as it was and makes
 // Marshal fail, so DES never writes a half-edited step file.
 func TestEditErrorIsSticky(t *testing.T) {
+	t.Parallel()
 	s := parse(t, `{"task_id": "x", "state": "DONE"}`)
 	s.SetTaskStatus(statemachine.TaskInProgress, now)
 	if s.Err() == nil || !errors.Is(s.Err(), statemachine.ErrNotObject) {
@@ -240,6 +246,7 @@ func TestEditErrorIsSticky(t *testing.T) {
 }
 
 func TestSetFailure(t *testing.T) {
+	t.Parallel()
 	s := parse(t, stepSrc)
 	s.SetFailure("phase RED_ACCEPTANCE abandoned", []string{"read the transcript", "reset RED_ACCEPTANCE", "resume"})
 	if s.Status != "FAILED" || s.FailureReason != "phase RED_ACCEPTANCE abandoned" || len(s.RecoverySuggestions) != 3 {
@@ -258,6 +265,7 @@ func TestSetFailure(t *testing.T) {
 }
 
 func TestClearFailure(t *testing.T) {
+	t.Parallel()
 	s := parse(t, stepSrc)
 	s.SetFailure("phase RED_ACCEPTANCE abandoned", []string{"reset RED_ACCEPTANCE"})
 	s.ClearFailure()
@@ -285,6 +293,7 @@ func TestClearFailure(t *testing.T) {
 }
 
 func TestResetPhases(t *testing.T) {
+	t.Parallel()
 	s := parse(t, stepSrc)
 	s.ResetPhases([]string{"PREPARE", "RED_ACCEPTANCE", "NOT_IN_LOG"}, now, "abandoned: stale for 2h")
 	if err := s.Err(); err != nil {
@@ -379,6 +388,7 @@ func assertOnlyChanged(t *testing.T, src string, out []byte, changed ...string) 
 }
 
 func TestDocumentCache(t *testing.T) {
+	t.Parallel()
 	s := parse(t, stepSrc)
 	d := s.Document()
 	if d["task_id"] != "01-02" {
@@ -398,6 +408,7 @@ func TestDocumentCache(t *testing.T) {
 }
 
 func TestReadStep(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := filepath.Join(dir, "01-01.json")
 	if err := os.WriteFile(good, []byte(stepSrc), 0o644); err != nil {

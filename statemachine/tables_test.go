@@ -29,6 +29,7 @@ func bundleTables(t *testing.T) statemachine.Tables {
 
 // The tables Go reads from the bundle are exactly the contract's (§2).
 func TestBundleTablesAreTheContract(t *testing.T) {
+	t.Parallel()
 	tables := bundleTables(t)
 	wantTask := statemachine.Table{
 		"TODO": {"IN_PROGRESS"}, "IN_PROGRESS": {"DONE", "FAILED", "PARTIAL"},
@@ -47,6 +48,7 @@ func TestBundleTablesAreTheContract(t *testing.T) {
 }
 
 func TestTableQuestions(t *testing.T) {
+	t.Parallel()
 	tables := bundleTables(t)
 	cases := []struct {
 		table    statemachine.Table
@@ -78,6 +80,7 @@ func TestTableQuestions(t *testing.T) {
 }
 
 func TestParseTablesRejectsBadShapes(t *testing.T) {
+	t.Parallel()
 	for name, v := range map[string]any{
 		"not an object":     []any{},
 		"missing phase":     map[string]any{"task": map[string]any{"A": []any{}}},

@@ -20,6 +20,7 @@ import (
 // checks a signature, so the pull (and the warm server that pulls in the
 // background) must refuse it from the stream, without holding it.
 func TestAttackGzipBombRefusedUnread(t *testing.T) {
+	t.Parallel()
 	const perFile, files = 1 << 20, 300 // 300 MiB unpacked
 	var gz bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)

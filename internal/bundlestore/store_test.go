@@ -159,6 +159,7 @@ func newStore(t *testing.T, keys *bundlestore.Keys, token string) *bundlestore.S
 }
 
 func TestPullRSAThenNotModified(t *testing.T) {
+	t.Parallel()
 	rk := rsaKey(t)
 	raw := build(t, map[string]string{".manifest": goodManifest, "policy.rego": teamRego, "acme/data.json": `{"owners": ["ana"]}`}, "--signing-key", rk.priv)
 	srv := serve(t, raw, "s3cret")
@@ -206,6 +207,7 @@ func TestPullRSAThenNotModified(t *testing.T) {
 }
 
 func TestPullNeedsToken(t *testing.T) {
+	t.Parallel()
 	rk := rsaKey(t)
 	raw := build(t, map[string]string{".manifest": goodManifest, "policy.rego": teamRego}, "--signing-key", rk.priv)
 	srv := serve(t, raw, "s3cret")
@@ -217,6 +219,7 @@ func TestPullNeedsToken(t *testing.T) {
 }
 
 func TestPullES256JWKSAndHMAC(t *testing.T) {
+	t.Parallel()
 	ek := ecKey(t)
 	dir := t.TempDir()
 	claims := filepath.Join(dir, "claims.json")
@@ -307,6 +310,7 @@ func retar(t *testing.T, raw []byte, edit func(name string, data []byte) ([]byte
 }
 
 func TestRefused(t *testing.T) {
+	t.Parallel()
 	rk, other := rsaKey(t), rsaKey(t)
 	signed := build(t, map[string]string{".manifest": goodManifest, "policy.rego": teamRego}, "--signing-key", rk.priv)
 	changed := retar(t, signed, func(name string, data []byte) ([]byte, bool) {
@@ -361,6 +365,7 @@ func TestRefused(t *testing.T) {
 }
 
 func TestLoadRefusesTamperedCopy(t *testing.T) {
+	t.Parallel()
 	rk := rsaKey(t)
 	signed := build(t, map[string]string{".manifest": goodManifest, "policy.rego": teamRego}, "--signing-key", rk.priv)
 	srv := serve(t, signed, "")
@@ -394,6 +399,7 @@ func TestLoadRefusesTamperedCopy(t *testing.T) {
 }
 
 func TestKeysRefused(t *testing.T) {
+	t.Parallel()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	must(t, err)
 	der, _ := x509.MarshalPKCS8PrivateKey(k)
@@ -417,6 +423,7 @@ func TestKeysRefused(t *testing.T) {
 // A Memo never vouches for a kept file replaced since it was verified,
 // however soon, nor for one verified with other keys.
 func TestMemoSeesReplacedCopy(t *testing.T) {
+	t.Parallel()
 	rk, other := rsaKey(t), rsaKey(t)
 	signed := build(t, map[string]string{".manifest": goodManifest, "policy.rego": teamRego}, "--signing-key", rk.priv)
 	srv := serve(t, signed, "")
@@ -454,6 +461,7 @@ func TestMemoSeesReplacedCopy(t *testing.T) {
 }
 
 func TestNameIsSafeAndDistinct(t *testing.T) {
+	t.Parallel()
 	for url, prefix := range map[string]string{
 		"https://example.com/acme.tar.gz":          "acme-",
 		"https://example.com/a%20b/c d é.tar.gz?x": "c-d-",
@@ -476,6 +484,7 @@ func TestNameIsSafeAndDistinct(t *testing.T) {
 // hide a line) are dropped, from an error page and from a refused
 // archive's file names alike.
 func TestPullFailureIsPrintable(t *testing.T) {
+	t.Parallel()
 	rk := rsaKey(t)
 	signed := build(t, map[string]string{".manifest": goodManifest, "policy.rego": teamRego}, "--signing-key", rk.priv)
 	esc := "\x1b[2K\r\x1b]52;c;cHduZWQ=\x07\u009b31m"

@@ -38,6 +38,7 @@ func eventually(t *testing.T, f *fixture, c *Client, stdin string) *channel.Repl
 }
 
 func TestColdCallFallsBackAndStartsServer(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	c := f.client(false, "")
 	_, err := f.call(c, "pid")
@@ -61,6 +62,7 @@ func TestColdCallFallsBackAndStartsServer(t *testing.T) {
 }
 
 func TestRacingGoroutinesStartOneServer(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	const n = 16
 	pids := make([]int, n)
@@ -83,6 +85,7 @@ func TestRacingGoroutinesStartOneServer(t *testing.T) {
 }
 
 func TestRacingProcessesStartOneServer(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	const n = 6
 	cmds := make([]*exec.Cmd, n)
@@ -120,6 +123,7 @@ func TestRacingProcessesStartOneServer(t *testing.T) {
 }
 
 func TestIdleServerExits(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	c := f.client(true, "300ms")
 	first := f.serverPid(c)
@@ -136,6 +140,7 @@ func TestIdleServerExits(t *testing.T) {
 }
 
 func TestStaleSocketIsReplaced(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: f.sock(), Net: "unix"})
 	if err != nil {
@@ -154,6 +159,7 @@ func TestStaleSocketIsReplaced(t *testing.T) {
 }
 
 func TestKilledServerIsReplaced(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	c := f.client(true, "")
 	first := f.serverPid(c)
@@ -168,6 +174,7 @@ func TestKilledServerIsReplaced(t *testing.T) {
 }
 
 func TestFakeServerIsRefused(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	// A copy of the companion: the same build ID, but not the companion file.
 	fake := filepath.Join(t.TempDir(), "fake")
@@ -209,6 +216,7 @@ func TestFakeServerIsRefused(t *testing.T) {
 // A peer that is the companion file but announces another build is refused
 // (the in-process listener here runs the very test binary).
 func TestWrongBuildIDIsRefused(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ln, err := net.Listen("unix", f.sock())
 	if err != nil {
@@ -234,6 +242,7 @@ func TestWrongBuildIDIsRefused(t *testing.T) {
 // timeout, not the request's deadline, whether the request is small enough
 // to be written before the hello (pipelined) or not; nothing is committed.
 func TestSilentServerFallsBackWithinHelloTimeout(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ln, err := net.Listen("unix", f.sock())
 	if err != nil {
@@ -277,6 +286,7 @@ func TestSilentServerFallsBackWithinHelloTimeout(t *testing.T) {
 
 // A server that closes without accepting, or refuses: nothing was run, fall back.
 func TestNoAcceptFallsBack(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id, _ := channel.ReadBuildID(f.exe)
 	ln, err := net.Listen("unix", f.sock())
@@ -310,6 +320,7 @@ func TestNoAcceptFallsBack(t *testing.T) {
 }
 
 func TestAcceptThenSilenceIsNoAnswer(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.inProcess(server.Options{})
 	c := f.client(false, "")
@@ -331,6 +342,7 @@ func TestAcceptThenSilenceIsNoAnswer(t *testing.T) {
 }
 
 func TestPanickingHandlerIsNoAnswer(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.inProcess(server.Options{})
 	_, err := f.call(f.client(false, ""), "panic")
@@ -343,6 +355,7 @@ func TestPanickingHandlerIsNoAnswer(t *testing.T) {
 }
 
 func TestOversizedRequests(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.inProcess(server.Options{})
 	c := f.client(false, "")
@@ -382,6 +395,7 @@ func TestOversizedRequests(t *testing.T) {
 }
 
 func TestSlowClientIsCutOff(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.inProcess(server.Options{ReadTimeout: 300 * time.Millisecond, MaxConns: 2})
 	var conns []net.Conn
@@ -411,6 +425,7 @@ func TestSlowClientIsCutOff(t *testing.T) {
 }
 
 func TestManyClientsAtOnce(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	c := f.client(true, "")
 	f.serverPid(c) // started
@@ -432,6 +447,7 @@ func TestManyClientsAtOnce(t *testing.T) {
 }
 
 func TestExecutableChangedStopsServer(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	exe := filepath.Join(t.TempDir(), "companion")
 	data, err := os.ReadFile(f.exe)
@@ -463,6 +479,7 @@ func TestExecutableChangedStopsServer(t *testing.T) {
 }
 
 func TestEnvAndRequestFields(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.inProcess(server.Options{})
 	env := channel.ForwardEnv([]string{"DES_DECISION_SERVER=auto", "GITHUB_TOKEN=t", "HOME=/h"})
@@ -477,6 +494,7 @@ func (f *fixture) newCall(env []string) (*channel.Reply, error) {
 }
 
 func TestUnsafeRuntimeDirFallsBack(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	if err := os.Chmod(f.dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -491,6 +509,7 @@ func TestUnsafeRuntimeDirFallsBack(t *testing.T) {
 }
 
 func TestClientImportGraph(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)
@@ -531,6 +550,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 }
 
 func TestServerDyingBeforeListeningIsNotRestartedAtOnce(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	c := New(Options{Companion: f.exe, Dir: f.dir, ServerEnv: []string{envRole + "=crash", envStarts + "=" + f.starts}})
 	if _, err := f.call(c, "x"); !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), "started one") {
@@ -560,6 +580,7 @@ func TestServerDyingBeforeListeningIsNotRestartedAtOnce(t *testing.T) {
 
 // Stopping the server lets the requests in flight finish.
 func TestStopWaitsForRequestsInFlight(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	stop := f.inProcess(server.Options{})
 	c := f.client(false, "")
@@ -588,6 +609,7 @@ func TestStopWaitsForRequestsInFlight(t *testing.T) {
 }
 
 func TestSocketPathTooLong(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	long := filepath.Join(f.dir, strings.Repeat("d", 100))
 	if err := os.Mkdir(long, 0o700); err != nil {

@@ -32,6 +32,7 @@ func copyCompanion(t *testing.T, f *fixture) string {
 // of their own, at the same time: the second is not refused for good because
 // the first one's server holds a socket named after the build alone.
 func TestSecondInstallGetsItsOwnServer(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	first := f.client(true, "")
 	pid1 := f.serverPid(first)
@@ -54,6 +55,7 @@ func TestSecondInstallGetsItsOwnServer(t *testing.T) {
 // that server names its socket after the file it runs (os.Executable resolves
 // links), and so does the client.
 func TestLinkedCompanionReachesItsServer(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	link := filepath.Join(t.TempDir(), "des-engine")
 	if err := os.Symlink(f.exe, link); err != nil {
@@ -71,6 +73,7 @@ func TestLinkedCompanionReachesItsServer(t *testing.T) {
 // from the server removes the record; Probe says whether a server answers
 // without starting one.
 func TestFallbackRecordAndProbe(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	c := f.client(false, "")
 	if _, _, err := c.Probe(t.Context()); !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), "nothing listens on "+f.sock()) {
@@ -104,6 +107,7 @@ func TestFallbackRecordAndProbe(t *testing.T) {
 
 // A fall-back of each cause is classified for status.
 func TestCause(t *testing.T) {
+	t.Parallel()
 	for err, want := range map[error]string{
 		notAccepted(ErrNoServer, "x"):                      channel.CauseNoServer,
 		notAccepted(ErrPeerMismatch, "x"):                  channel.CausePeerMismatch,
@@ -120,6 +124,7 @@ func TestCause(t *testing.T) {
 
 // Probe refuses a server that is not the companion file, as Call does.
 func TestProbeRefusesAnotherFile(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	copied := copyCompanion(t, f)
 	// The in-process server runs the test binary; a client whose companion

@@ -14,6 +14,7 @@ import (
 // received one. A redirect is no acceptance: the push fails naming where
 // the collector points, and the events stay for the next push.
 func TestAttackPushRedirectIsNoAcceptance(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "decisions")
 	ids := fillLog(t, dir, 5, 10)
 	c := &collector{t: t}
@@ -41,6 +42,7 @@ func TestAttackPushRedirectIsNoAcceptance(t *testing.T) {
 // organisation's collector never received them. What a collector accepted
 // is recorded per collector URL.
 func TestAttackPushToDecoyKeepsEventsForCollector(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "decisions")
 	ids := fillLog(t, dir, 7, 10)
 	decoy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))

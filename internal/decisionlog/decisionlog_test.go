@@ -49,6 +49,7 @@ func sampleEvent(t testing.TB, input, result any) Event {
 }
 
 func TestDecisionIDIsUUIDv4(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for range 100 {
 		id, err := NewDecisionID()
@@ -63,6 +64,7 @@ func TestDecisionIDIsUUIDv4(t *testing.T) {
 }
 
 func TestMaskErasesAsOPADoes(t *testing.T) {
+	t.Parallel()
 	ev := sampleEvent(t,
 		map[string]any{
 			"call":  map[string]any{"prompt": "secret plan", "subagent_type": "coder"},
@@ -93,6 +95,7 @@ func TestMaskErasesAsOPADoes(t *testing.T) {
 
 // An event over the bound loses its input, then its result, and says so.
 func TestEventSizeBound(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", MaxEventBytes)
 	for _, c := range []struct {
 		name          string
@@ -172,6 +175,7 @@ func dirSize(t *testing.T, dir string) int64 {
 // The kept files stay within the bound; the oldest go first; files are
 // named by the events' UTC day; the directory ignores itself in git.
 func TestKeptFilesBound(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "decisions")
 	const maxBytes = MinMaxBytes
 	l := Open(dir, []string{"/input/call/prompt"}, maxBytes)
@@ -225,6 +229,7 @@ func TestKeptFilesBound(t *testing.T) {
 // Many processes appending at once: every line whole, none lost. Lines
 // are larger than a pipe's atomic write, so interleaving would show.
 func TestManyProcessesAppend(t *testing.T) {
+	t.Parallel()
 	if dir := os.Getenv("DECISIONLOG_TEST_APPEND_DIR"); dir != "" {
 		l := Open(dir, nil, 1<<30)
 		who := os.Getenv("DECISIONLOG_TEST_APPEND_WHO")
@@ -263,6 +268,7 @@ func TestManyProcessesAppend(t *testing.T) {
 }
 
 func TestInstallationIDIsStable(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "state", "installation-id")
 	ids := make([]string, 8)
 	var wg sync.WaitGroup
@@ -293,6 +299,7 @@ func TestInstallationIDIsStable(t *testing.T) {
 // Document copies: masking the copy leaves the caller's value alone, and
 // values other than plain maps and slices read as encoding/json writes them.
 func TestDocumentIsACopy(t *testing.T) {
+	t.Parallel()
 	type facts struct {
 		Name string `json:"name"`
 	}
@@ -312,6 +319,7 @@ func TestDocumentIsACopy(t *testing.T) {
 }
 
 func TestIsUUIDv4(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]bool{
 		"0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d":  true,
 		"0b5e7c1a-3f2d-5a8b-9c1d-2e3f4a5b6c7d":  false, // version 5
@@ -330,6 +338,7 @@ func TestIsUUIDv4(t *testing.T) {
 
 // A log directory replaced by a link is not written through.
 func TestAppendRefusesALinkedDirectory(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	elsewhere := t.TempDir()
 	// A file pruning would remove, were the link followed.
@@ -351,6 +360,7 @@ func TestAppendRefusesALinkedDirectory(t *testing.T) {
 // A link at a parent of the log directory (.des) is refused too when the log
 // is opened from the project root.
 func TestOpenInRefusesALinkedParent(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	elsewhere := t.TempDir()
 	if err := os.Symlink(elsewhere, filepath.Join(root, ".des")); err != nil {
@@ -382,6 +392,7 @@ func TestOpenInRefusesALinkedParent(t *testing.T) {
 // and its open, over and over: no event ever lands in the link's target (a
 // line appended to ~/.bashrc runs the $(...) an agent put in a path).
 func TestAppendNeverFollowsASwappedLink(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "bashrc")
 	if err := os.WriteFile(outside, []byte("# mine\n"), 0o644); err != nil {
@@ -417,6 +428,7 @@ func TestAppendNeverFollowsASwappedLink(t *testing.T) {
 // never blocks the event: opened for writing with no reader, it would wait
 // forever, and the hook with it.
 func TestAppendNeverWaitsOnAPipe(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "decisions")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -446,6 +458,7 @@ func TestAppendNeverWaitsOnAPipe(t *testing.T) {
 // ~/.bashrc say, with "*", which runs the first file name of the shell's
 // directory).
 func TestEnsureDirNeverWritesThroughALink(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "bashrc")
 	if err := os.WriteFile(outside, []byte("# mine\n"), 0o644); err != nil {
@@ -468,6 +481,7 @@ func TestEnsureDirNeverWritesThroughALink(t *testing.T) {
 // The log directory swapped for a link to another directory after
 // Append's look: pruning never removes that directory's files.
 func TestPruneNeverRemovesThroughASwappedLink(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	elsewhere := t.TempDir()
 	big := make([]byte, 100<<10)

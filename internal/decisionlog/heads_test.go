@@ -10,6 +10,7 @@ import (
 // AuditHeads reads the des_audit_head of each event, passing over lines
 // that do not parse and lines longer than any event des writes.
 func TestAuditHeads(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sum := strings.Repeat("ab", 32)
 	head := `{"timestamp":"2026-11-25T18:00:00Z","des_audit_head":{"dir":"/p/.des/audit","seq":%s,"sha256":"` + sum + `"}}`

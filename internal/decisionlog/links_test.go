@@ -13,6 +13,7 @@ import (
 // link the agent puts at the push state's name while the upload runs (after
 // the state was read) must not carry the state's write to ~/.bashrc.
 func TestAttackPushStateIsNotWrittenThroughALink(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "decisions")
 	fillLog(t, dir, 3, 10)
 	bashrc := filepath.Join(t.TempDir(), ".bashrc")
@@ -39,6 +40,7 @@ func TestAttackPushStateIsNotWrittenThroughALink(t *testing.T) {
 // and the same-file check both pass) must not get the events, whose
 // strings the agent chooses ("$(...)" runs at the next shell start).
 func TestAttackAppendDoesNotWriteToAHardLink(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "decisions")
 	l := Open(dir, nil, 1<<30)
 	ev := sampleEvent(t, map[string]any{"command": "$(touch /tmp/pwned)"}, nil)
@@ -66,6 +68,7 @@ func TestAttackAppendDoesNotWriteToAHardLink(t *testing.T) {
 // project that holds decision logs (another project's): the push, outside
 // the sandbox, must create nothing there, neither its lock nor its state.
 func TestAttackPushWritesNothingThroughALinkedDirectory(t *testing.T) {
+	t.Parallel()
 	for _, at := range []string{".des", ".des/decisions"} {
 		t.Run(at, func(t *testing.T) {
 			root, outside := t.TempDir(), t.TempDir()

@@ -18,6 +18,7 @@ import (
 // An Event reads as OPA's own EventV1 and writes back the same: the field
 // names and shapes are OPA's.
 func TestEventIsOPAsEventV1(t *testing.T) {
+	t.Parallel()
 	ev := sampleEvent(t, map[string]any{"tool": "Write"}, map[string]any{"deny": []any{}})
 	ev.Erased = []string{"/input/call/prompt"}
 	raw, err := json.Marshal(ev)

@@ -98,6 +98,7 @@ func fillLog(t *testing.T, dir string, n int, pad int) []string {
 }
 
 func TestPushSendsEveryEventOnce(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "decisions")
 	ids := fillLog(t, dir, 120, 3000)
 	c := &collector{t: t, token: "s3cret"}
@@ -157,6 +158,7 @@ func TestPushSendsEveryEventOnce(t *testing.T) {
 // A collector that fails halfway keeps what it accepted; the next push
 // sends the rest, and nothing twice.
 func TestPushResumesAfterCollectorFailure(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "decisions")
 	ids := fillLog(t, dir, 120, 3000)
 	c := &collector{t: t, failFrom: 3}
@@ -192,6 +194,7 @@ func TestPushResumesAfterCollectorFailure(t *testing.T) {
 }
 
 func TestPushTokenAndUnreachableCollector(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "decisions")
 	fillLog(t, dir, 2, 10)
 	c := &collector{t: t, token: "right"}
@@ -217,6 +220,7 @@ func TestPushTokenAndUnreachableCollector(t *testing.T) {
 // A line cut short (a crash mid-write) is never sent, and never blocks
 // the events after it.
 func TestPushSkipsTornLine(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "decisions")
 	fillLog(t, dir, 1, 10)
 	names, _ := segmentNames(dir)
@@ -243,6 +247,7 @@ func TestPushSkipsTornLine(t *testing.T) {
 // A file replaced by a shorter one (restored from a backup, say) is read
 // from its start.
 func TestPushAfterFileReplaced(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "decisions")
 	fillLog(t, dir, 4, 2000)
 	c := &collector{t: t}

@@ -46,6 +46,7 @@ func trackingProject(t *testing.T) (string, *Checker, *time.Time) {
 // past any fixed lifetime: its late write is undone by the next check,
 // not taken in as a person's edit between calls.
 func TestBackgroundJobKeepsCallInFlight(t *testing.T) {
+	t.Parallel()
 	root, c, now := trackingProject(t)
 	ctx := context.Background()
 	if _, err := c.Begin(ctx, "toolu_bg", nil, time.Minute); err != nil {
@@ -104,6 +105,7 @@ func mustStart(t *testing.T, pid int) uint64 {
 // Jerry") ends at its End: a hand edit right after it is the person's,
 // and `integrity accept` is not refused.
 func TestNothingLeftRunningEndsTheCall(t *testing.T) {
+	t.Parallel()
 	root, c, _ := trackingProject(t)
 	ctx := context.Background()
 	if _, err := c.Begin(ctx, "toolu_echo", nil, time.Minute); err != nil {
@@ -133,6 +135,7 @@ func TestNothingLeftRunningEndsTheCall(t *testing.T) {
 // While only a background job runs on, a person can accept: the refusal is
 // for the processes of the call, not for the person at another terminal.
 func TestAcceptWhileAJobRuns(t *testing.T) {
+	t.Parallel()
 	root, c, _ := trackingProject(t)
 	ctx := context.Background()
 	if _, err := c.Begin(ctx, "toolu_srv", nil, time.Minute); err != nil {

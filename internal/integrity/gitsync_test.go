@@ -60,6 +60,7 @@ func inCall(t *testing.T, c *Checker, id string, sub []string, fn func()) Report
 }
 
 func TestGitCheckoutTaken(t *testing.T) {
+	t.Parallel()
 	root, c := gitProject(t)
 	mainHead := gitT(t, root, "rev-parse", "HEAD")
 	// An alias the hook cannot read: HEAD's move alone tells.
@@ -83,6 +84,7 @@ func TestGitCheckoutTaken(t *testing.T) {
 }
 
 func TestForgedStepUndoneAndKept(t *testing.T) {
+	t.Parallel()
 	root, c := gitProject(t)
 	good := readFile(t, root, gsStep)
 	forged := `{"task_id": "01-01", "tdd_cycle": {"forged": true}}`
@@ -128,6 +130,7 @@ func TestForgedStepUndoneAndKept(t *testing.T) {
 }
 
 func TestGitStashAndPopTaken(t *testing.T) {
+	t.Parallel()
 	root, c := gitProject(t)
 	inProgress := `{"task_id": "01-01", "tdd_cycle": {"red": "done"}}`
 	// An allowed write of the step, as the write guard announces one.
@@ -161,6 +164,7 @@ func TestGitStashAndPopTaken(t *testing.T) {
 }
 
 func TestGitRewriteNeedsGit(t *testing.T) {
+	t.Parallel()
 	root, c := gitProject(t)
 	inProgress := `{"task_id": "01-01", "tdd_cycle": {"red": "done"}}`
 	if err := c.Expect(gsStep, []byte(inProgress)); err != nil {
@@ -191,6 +195,7 @@ func TestGitRewriteNeedsGit(t *testing.T) {
 }
 
 func TestGitBranchWithoutStep(t *testing.T) {
+	t.Parallel()
 	root, c := gitProject(t)
 	gitT(t, root, "checkout", "-qb", "nostep")
 	gitT(t, root, "rm", "-q", gsStep)
@@ -210,6 +215,7 @@ func TestGitBranchWithoutStep(t *testing.T) {
 }
 
 func TestKeptBounded(t *testing.T) {
+	t.Parallel()
 	root, c := project(t)
 	var last Report
 	for i := range KeptMax + 5 {

@@ -91,6 +91,7 @@ func sh(t *testing.T, root, script string) {
 }
 
 func TestRestoresDeletedDESDirectory(t *testing.T) {
+	t.Parallel()
 	root, c := project(t)
 	rep := call(t, c, "toolu_a", func() { sh(t, root, "rm -rf .des") })
 	if len(rep.Changes) == 0 || !rep.Restored() {
@@ -104,6 +105,7 @@ func TestRestoresDeletedDESDirectory(t *testing.T) {
 }
 
 func TestRestoresRewrittenFilesAndRemovesNewOnes(t *testing.T) {
+	t.Parallel()
 	root, c := project(t)
 	rep := call(t, c, "toolu_a", func() {
 		sh(t, root, `echo x > .des/config.json; echo 'package evil' > .des/policies/evil.rego; mkdir -p .des/policies/sub && echo y > .des/policies/sub/z.rego;
@@ -132,6 +134,7 @@ func TestRestoresRewrittenFilesAndRemovesNewOnes(t *testing.T) {
 }
 
 func TestHardLinkModeAndSymlink(t *testing.T) {
+	t.Parallel()
 	root, c := project(t)
 	rep := call(t, c, "toolu_a", func() {
 		sh(t, root, `ln .des/config.json c.json && echo '{"guarded_state_files":["none"]}' > c.json; chmod 600 .isdlc/state.json;
@@ -159,6 +162,7 @@ func TestHardLinkModeAndSymlink(t *testing.T) {
 }
 
 func TestClaudeSettingsGuardedPart(t *testing.T) {
+	t.Parallel()
 	root, c := project(t)
 	rep := call(t, c, "toolu_a", func() {
 		// Claude Code adds a permission (legitimate); the agent removes DES's hook.
@@ -204,6 +208,7 @@ func TestClaudeSettingsGuardedPart(t *testing.T) {
 // hooks, statusLine, the deny rules and the permission mode. A change is
 // undone; the allow rules Claude Code adds during the call stay.
 func TestClaudeSettingsGuardedKeys(t *testing.T) {
+	t.Parallel()
 	root, c := project(t)
 	rep := call(t, c, "toolu_a", func() {
 		write(t, root, ".claude/settings.local.json", `{"env": {"DES_DELEGATION_MODE": "off", "PATH": "/evil"}, "permissions": {"allow": ["Bash(x)"]}}`)
@@ -235,6 +240,7 @@ func TestClaudeSettingsGuardedKeys(t *testing.T) {
 }
 
 func TestAnnouncedWriteIsKept(t *testing.T) {
+	t.Parallel()
 	root, c := project(t)
 	next := `{"state_version": 2}`
 	rep := call(t, c, "toolu_a", func() {
@@ -270,6 +276,7 @@ func TestAnnouncedWriteIsKept(t *testing.T) {
 }
 
 func TestHandEditBetweenCallsIsAcceptedButNotWhileACallRuns(t *testing.T) {
+	t.Parallel()
 	root, c := project(t)
 	ctx := context.Background()
 	write(t, root, ".des/config.json", `{"stale_threshold_minutes": 45}`)
@@ -296,6 +303,7 @@ func TestHandEditBetweenCallsIsAcceptedButNotWhileACallRuns(t *testing.T) {
 }
 
 func TestGitHooksPath(t *testing.T) {
+	t.Parallel()
 	root, c0 := project(t)
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
@@ -318,6 +326,7 @@ func TestGitHooksPath(t *testing.T) {
 }
 
 func TestDeadline(t *testing.T) {
+	t.Parallel()
 	_, c := project(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
@@ -328,6 +337,7 @@ func TestDeadline(t *testing.T) {
 }
 
 func TestCommandRunsExecutable(t *testing.T) {
+	t.Parallel()
 	exe, _ := os.Executable()
 	for _, cmd := range []string{exe, "'" + exe + "' --x", `"` + exe + `"`} {
 		if !CommandRunsExecutable(cmd, exe, "/", "") {
@@ -345,6 +355,7 @@ func TestCommandRunsExecutable(t *testing.T) {
 }
 
 func TestHeldLockEndsInTime(t *testing.T) {
+	t.Parallel()
 	_, c := project(t)
 	other := New(Options{Root: c.root, StateDir: filepath.Dir(c.Dir())})
 	unlock, err := other.lock(context.Background())
@@ -360,6 +371,7 @@ func TestHeldLockEndsInTime(t *testing.T) {
 }
 
 func TestCallsRunning(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	now := time.Now()
 	c := New(Options{Root: t.TempDir(), StateDir: filepath.Join(base, "projects", "k1"), Now: func() time.Time { return now }})
@@ -382,6 +394,7 @@ func TestCallsRunning(t *testing.T) {
 // next End undoes what the lost call changed; the Begin after that takes
 // the disk again.
 func TestLapsedCallKeepsBaseline(t *testing.T) {
+	t.Parallel()
 	root, c := project(t)
 	now := time.Now()
 	c.now = func() time.Time { return now }
@@ -411,6 +424,7 @@ func TestLapsedCallKeepsBaseline(t *testing.T) {
 // SettleAll records each announced write in the baseline (so a later
 // change to it during a call is undone) and nothing that was not announced.
 func TestSettleAllRecordsEachAnnouncedWrite(t *testing.T) {
+	t.Parallel()
 	root, c := project(t)
 	ctx := context.Background()
 	if _, err := c.Begin(ctx, "toolu_long", nil, 0); err != nil {
@@ -450,6 +464,7 @@ func TestSettleAllRecordsEachAnnouncedWrite(t *testing.T) {
 // WriteOwn writes under the lock and records DES's content in the baseline
 // without announcing it; content other than the data given is not taken.
 func TestWriteOwnRecordsWithoutAnnouncing(t *testing.T) {
+	t.Parallel()
 	root, c := project(t)
 	ctx := context.Background()
 	if _, err := c.Begin(ctx, "toolu_long", nil, 0); err != nil {
@@ -497,6 +512,7 @@ func TestWriteOwnRecordsWithoutAnnouncing(t *testing.T) {
 // While a check holds the lock, WriteOwn declines at once and runs nothing:
 // the caller announces the write instead of waiting out the check.
 func TestWriteOwnDeclinesWhileACheckRuns(t *testing.T) {
+	t.Parallel()
 	_, c := project(t)
 	unlock, err := c.lock(context.Background())
 	if err != nil {
@@ -518,6 +534,7 @@ func TestWriteOwnDeclinesWhileACheckRuns(t *testing.T) {
 // cache) is seen by the next use, and a use's changes to its copy that
 // were not saved are not.
 func TestBaselineCacheSeesOtherSaves(t *testing.T) {
+	t.Parallel()
 	root, c := project(t) // with a cache
 	ctx := context.Background()
 	other := New(Options{Root: root, StateDir: filepath.Dir(c.Dir())})
@@ -557,6 +574,7 @@ func TestBaselineCacheSeesOtherSaves(t *testing.T) {
 // cost the paths settled before it their record: their announcements are
 // consumed, so the baseline is saved with them.
 func TestSettleAllKeepsWhatSettledBeforeAFailure(t *testing.T) {
+	t.Parallel()
 	root, c := project(t)
 	ctx := context.Background()
 	if _, err := c.Begin(ctx, "toolu_long", nil, 0); err != nil {

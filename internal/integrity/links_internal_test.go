@@ -9,6 +9,7 @@ import (
 // swapBeforeRestore makes the agent's racer deterministic: just before the
 // checker restores key, swap runs (a background loop in sandboxed Bash
 // can land there: the check runs outside the sandbox, after the call).
+// It sets the package's hook: the tests that call it are not parallel.
 func swapBeforeRestore(t *testing.T, key string, swap func()) {
 	t.Helper()
 	beforeRestore = func(k string) {

@@ -59,6 +59,7 @@ func describeNow(t *testing.T, c *Checker, key, kind string) string {
 // then checks that after End every watched path is as it was and no new
 // file is left in a protected directory or as a guarded document.
 func TestRandomChangesAreUndone(t *testing.T) {
+	t.Parallel()
 	rounds := testenv.Pick(15, 60)
 	for seed := range rounds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {

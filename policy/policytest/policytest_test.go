@@ -18,6 +18,7 @@ import (
 const pkg = "package team\n\nallow if input.ok\n\nlabel := \"big\" if input.n > 10\n"
 
 func TestRunReportsPassFailAndCoverage(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{
 		"team.rego":      {Data: []byte(pkg)},
 		"team_test.rego": {Data: []byte("package team_test\n\nimport data.team\n\ntest_allow if team.allow with input as {\"ok\": true}\n\ntest_wrong if team.allow with input as {\"ok\": false}\n")},
@@ -46,6 +47,7 @@ func TestRunReportsPassFailAndCoverage(t *testing.T) {
 }
 
 func TestRunWithBuiltinQueriesGates(t *testing.T) {
+	t.Parallel()
 	rep, err := policytest.Run(t.Context(), os.DirFS("../testdata/team"), policytest.WithBuiltin())
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +58,7 @@ func TestRunWithBuiltinQueriesGates(t *testing.T) {
 }
 
 func TestUnformatted(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{
 		"ok.rego":  {Data: []byte(pkg)},
 		"bad.rego": {Data: []byte("package team\nallow   if   input.ok\n")},
@@ -70,6 +73,7 @@ func TestUnformatted(t *testing.T) {
 }
 
 func TestRunCompileError(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{"x_test.rego": {Data: []byte("package x_test\n\ntest_a if undefined_function(1)\n")}}
 	if _, err := policytest.Run(t.Context(), fsys); err == nil || !strings.Contains(err.Error(), "undefined") {
 		t.Errorf("err = %v, want an undefined function error", err)
@@ -79,6 +83,7 @@ func TestRunCompileError(t *testing.T) {
 // The README's snippet, for a team whose tests cover its own files: the
 // minimum applies to the team's packages, never to the built-in ones.
 func TestCheckMinCoverageCountsTheTeamsFilesOnly(t *testing.T) {
+	t.Parallel()
 	rep := policytest.Check(t, os.DirFS("testdata/team"), policytest.WithBuiltin(), policytest.WithMinCoverage(90))
 	if len(rep.Results) != 3 {
 		t.Errorf("results = %+v, want the team's 3 tests and no built-in test", rep.Results)
@@ -105,6 +110,7 @@ func (r *recorder) Errorf(format string, args ...any) {
 func (r *recorder) Helper() {}
 
 func TestCheckReportsLowCoverageOfTheTeamsPackage(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{
 		"team.rego":      {Data: []byte(pkg)},
 		"team_test.rego": {Data: []byte("package team_test\n\nimport data.team\n\ntest_allow if team.allow with input as {\"ok\": true}\n")},
@@ -120,6 +126,7 @@ func TestCheckReportsLowCoverageOfTheTeamsPackage(t *testing.T) {
 // built-in tests, run beside them, still pass, because they assert what
 // des's own rules yield.
 func TestBuiltinTestsPassWithTeamRulesInEveryGate(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{}
 	err := fs.WalkDir(builtin.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -156,6 +163,7 @@ func TestBuiltinTestsPassWithTeamRulesInEveryGate(t *testing.T) {
 }
 
 func TestTeamDataPatchesBuiltinData(t *testing.T) {
+	t.Parallel()
 	team := fstest.MapFS{
 		"des/commit/data.json": {Data: []byte(`{"skip_prefixes": ["TEAM:"], "deferred_prefix": null}`)},
 		"t_test.rego": {Data: []byte(`package t_test
@@ -177,6 +185,7 @@ test_team_data if {
 }
 
 func TestTeamDataConflictNamesBothFiles(t *testing.T) {
+	t.Parallel()
 	a := fstest.MapFS{"des/sections/data.json": {Data: []byte(`{"origins": {"ad-hoc": "full"}}`)}}
 	b := fstest.MapFS{"data.json": {Data: []byte(`{"des": {"sections": {"origins": {"ad-hoc": "partial"}}}}`)}}
 	_, err := policytest.Run(t.Context(), a, policytest.WithName("a"), policytest.WithDir("b", b), policytest.WithBuiltin())
@@ -191,6 +200,7 @@ func TestTeamDataConflictNamesBothFiles(t *testing.T) {
 }
 
 func TestRunParseErrorHasLocation(t *testing.T) {
+	t.Parallel()
 	_, err := policytest.Run(t.Context(), fstest.MapFS{"bad.rego": {Data: []byte("package x\n\nallow if {\n")}}, policytest.WithName(".des/policies"))
 	var errs policy.Errors
 	if !errors.As(err, &errs) || errs[0].File != ".des/policies/bad.rego" || errs[0].Row == 0 {
@@ -199,6 +209,7 @@ func TestRunParseErrorHasLocation(t *testing.T) {
 }
 
 func TestRunWithTraceSaysWhichExpressionFailed(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{"x_test.rego": {Data: []byte("package x_test\n\ntest_a if {\n\t1 == 1\n\t2 == 3\n}\n")}}
 	rep, err := policytest.Run(t.Context(), fsys, policytest.WithTrace())
 	if err != nil {
@@ -212,6 +223,7 @@ func TestRunWithTraceSaysWhichExpressionFailed(t *testing.T) {
 // A policy the hook refuses (strict: an unused variable) must not pass its
 // tests: opa test's own compile is not strict, and would run them.
 func TestRunCompilesPoliciesAsTheHookDoes(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{
 		"team/team.rego":      {Data: []byte("package des.gates.pre_commit\n\ndeny contains {\"code\": \"TEAM-X\", \"msg\": \"x\"} if {\n\tx := 1\n\tinput.never\n}\n")},
 		"team/team_test.rego": {Data: []byte("package team_test\n\ntest_ok if true\n")},
