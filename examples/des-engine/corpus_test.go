@@ -30,6 +30,12 @@ var hookBin string
 func TestMain(m *testing.M) {
 	flag.Parse()
 	widenParallel()
+	// The processes the tests start (des-engine, go test) collect
+	// garbage less often too.
+	if _, set := os.LookupEnv("GOGC"); !set {
+		os.Setenv("GOGC", "400")
+	}
+	testenv.LessGC()
 	os.Exit(buildAndRun(m))
 }
 
