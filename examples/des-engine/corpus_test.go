@@ -36,7 +36,11 @@ func TestMain(m *testing.M) {
 		os.Setenv("GOGC", "400")
 	}
 	testenv.LessGC()
-	os.Exit(buildAndRun(m))
+	code := func() int {
+		defer testenv.MemoryTempDir()()
+		return buildAndRun(m)
+	}()
+	os.Exit(code)
 }
 
 // widenParallel lets more parallel tests run at once than there are CPUs

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package testenv
+
+func memoryTempBase() string { return "" }
