@@ -1,24 +1,29 @@
 package statemachine_test
 
 import (
+	"encoding/json"
 	"errors"
+	"io/fs"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/deterministic-exec/des/policy"
+	builtin "github.com/deterministic-exec/des/rego"
 	"github.com/deterministic-exec/des/statemachine"
 )
 
+// bundleTables are the built-in bundle's transition tables, read from the
+// bundle's data file as the policy engine loads it (data.des.transitions),
+// without linking the engine into this package's tests.
 func bundleTables(t *testing.T) statemachine.Tables {
 	t.Helper()
-	pe, err := policy.New(t.Context())
+	raw, err := fs.ReadFile(builtin.FS(), "des/transitions/data.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, ok := pe.Data("des.transitions")
-	if !ok {
-		t.Fatal("bundle has no data.des.transitions")
+	var data map[string]any
+	if err := json.Unmarshal(raw, &data); err != nil {
+		t.Fatal(err)
 	}
 	tables, err := statemachine.ParseTables(data)
 	if err != nil {
