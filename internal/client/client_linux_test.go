@@ -331,7 +331,7 @@ func TestAcceptThenSilenceIsNoAnswer(t *testing.T) {
 	if !errors.Is(err, ErrNoAnswer) || errors.Is(err, ErrNotAccepted) {
 		t.Errorf("silent server: %v; want ErrNoAnswer", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > time.Second { // the handler hangs 1.5 s
 		t.Errorf("the client waited %v past a 300ms deadline", d)
 	}
 	// The handler's own context ends at the request's deadline.

@@ -57,7 +57,7 @@ func testHandler(ctx context.Context, req *channel.Request) *channel.Reply {
 	case "env":
 		return &channel.Reply{Stdout: []byte(strings.Join(req.Env, "\n")), Stderr: []byte(req.Root + " " + req.Cwd)}
 	case "hang":
-		time.Sleep(3 * time.Second) // ignores its deadline: the client must not
+		time.Sleep(1500 * time.Millisecond) // ignores its deadline: the client must not
 		return &channel.Reply{}
 	case "panic":
 		panic("test handler panics")

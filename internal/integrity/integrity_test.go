@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deterministic-exec/des/internal/testenv"
 )
 
 const desHook = "/opt/des/hook"
@@ -356,6 +358,7 @@ func TestCommandRunsExecutable(t *testing.T) {
 
 func TestHeldLockEndsInTime(t *testing.T) {
 	t.Parallel()
+	testenv.Long(t) // it waits LockWait (5 s)
 	_, c := project(t)
 	other := New(Options{Root: c.root, StateDir: filepath.Dir(c.Dir())})
 	unlock, err := other.lock(context.Background())
