@@ -89,6 +89,7 @@ func TestE2EHeldAuditLockEndsAtTheDeadline(t *testing.T) {
 // not the whole deadline: appends take milliseconds, so des stops waiting
 // after audit.LockWait.
 func TestE2EHeldAuditLockWaitIsBounded(t *testing.T) {
+	testenv.Long(t) // it waits out the lock's bound
 	root := gitProject(t)
 	writeFile(t, root, stepPath, finishedStep(t, "EXECUTED"))
 	git(t, root, "add", stepPath)
