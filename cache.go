@@ -263,10 +263,15 @@ func (m *contentSums) contentTree(w io.Writer, p string) {
 			return nil
 		}
 		rel, _ := filepath.Rel(real, q)
-		if d.IsDir() {
-			if q != real && strings.HasPrefix(d.Name(), ".") {
-				return fs.SkipDir // the loader skips hidden entries below the top
+		if q != real && strings.HasPrefix(d.Name(), ".") {
+			// The loader skips hidden entries below the top (an editor's
+			// swap file beside team.rego changes nothing).
+			if d.IsDir() {
+				return fs.SkipDir
 			}
+			return nil
+		}
+		if d.IsDir() {
 			fmt.Fprintf(w, "dir %q\x00", filepath.ToSlash(rel))
 			return nil
 		}

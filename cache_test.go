@@ -193,9 +193,15 @@ func TestPolicyCacheCheckoutsShareTeamPolicies(t *testing.T) {
 			t.Errorf("%s: TEAM-A is not in the catalogue", e.Root())
 		}
 	}
+	// An editor's swap file beside the policy is no policy: nothing to compile.
+	if err := os.WriteFile(filepath.Join(b, ".des", "policies", ".team.rego.swp"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cachedEngine(t, c, b, lookup)
+	wantStats(t, c, PolicyCacheStats{Hits: 1, Compiles: 1, Derived: 1, Len: 2})
 	// Other content under the same name compiles on its own.
 	eo := cachedEngine(t, c, other, lookup)
-	wantStats(t, c, PolicyCacheStats{Compiles: 2, Derived: 1, Len: 3})
+	wantStats(t, c, PolicyCacheStats{Hits: 1, Compiles: 2, Derived: 1, Len: 3})
 	if got := teamCodes(t, eo); !reflect.DeepEqual(got, []string{"TEAM-O"}) {
 		t.Errorf("codes = %v, want [TEAM-O]", got)
 	}
@@ -207,7 +213,7 @@ func TestPolicyCacheCheckoutsShareTeamPolicies(t *testing.T) {
 	for _, d := range []string{x, y} {
 		cachedEngine(t, c, a, lookup, WithPolicyDirs(filepath.Join(d, ".des", "policies")))
 	}
-	wantStats(t, c, PolicyCacheStats{Compiles: 4, Derived: 1, Len: 5})
+	wantStats(t, c, PolicyCacheStats{Hits: 1, Compiles: 4, Derived: 1, Len: 5})
 }
 
 func TestPolicyCacheChangedSetting(t *testing.T) {
