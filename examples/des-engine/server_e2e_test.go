@@ -64,13 +64,19 @@ func serverCall(t *testing.T, run, root string, env []string, event any) hookRun
 
 // waitServer returns the pid of the server listening in run, waiting for
 // one being started.
+// The client starts it in the background: it may not hold the start lock
+// yet when this first looks, so it looks again for up to 10 s.
 func waitServer(t *testing.T, run string) int {
 	t.Helper()
-	pid, ok, err := testServerPID(run)
-	if err != nil || !ok {
-		t.Fatalf("no decision server in %s: %v", run, err)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		pid, ok, err := testServerPID(run)
+		if err == nil && ok {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no decision server in %s after 10 s: %v", run, err)
+		}
 	}
-	return pid
 }
 
 // gate1Fixture is the README's Gate 1 event and a project where it is
