@@ -286,17 +286,14 @@ func (m *contentSums) contentTree(w io.Writer, p string) {
 }
 
 // sum returns the content's SHA-256 of the file at q, from the memo while
-// its stat is as it was. A file changed within racyWindow is read each time:
-// rewritten twice within one tick of the file system's clock at the same
-// size, it would keep its stat (git's racily clean files).
+// its stat is as it was; a file changed within racyWindow is read each time
+// (fileStat).
 func (m *contentSums) sum(q string) ([sha256.Size]byte, error) {
 	fi, err := os.Stat(q) // follows a link to a file, as reading it does
 	if err != nil {
 		return [sha256.Size]byte{}, err
 	}
-	ino, ctime := inodeCtime(fi)
-	key := fmt.Sprintf("%s\x00%d %d %d %d %o", q, fi.Size(), fi.ModTime().UnixNano(), ino, ctime, fi.Mode())
-	racy := time.Since(time.Unix(0, max(fi.ModTime().UnixNano(), ctime))) < racyWindow
+	key, racy := fileStat(q, fi)
 	if !racy {
 		m.mu.Lock()
 		sum, ok := m.byFI[key]
@@ -341,13 +338,10 @@ func statTree(w io.Writer, p string) error {
 			fmt.Fprintf(w, "error %q %q\x00", q, err.Error())
 			return nil
 		}
-		ino, ctime := inodeCtime(fi)
-		fmt.Fprintf(w, "%q %d %d %d %d %s\x00", q, fi.Size(), fi.ModTime().UnixNano(), ino, ctime, strconv.FormatUint(uint64(fi.Mode()), 8))
-		// File times tick coarsely (a kernel tick, or a second on some
-		// file systems): a file rewritten twice within one tick at the same
-		// size would keep its stat. A file changed that recently is keyed
-		// by its content too, as git does with racily clean files.
-		if fi.Mode().IsRegular() && time.Since(time.Unix(0, max(fi.ModTime().UnixNano(), ctime))) < racyWindow {
+		id, racy := fileStat(q, fi)
+		fmt.Fprintf(w, "%s\x00", id)
+		// A file changed that recently is keyed by its content too.
+		if fi.Mode().IsRegular() && racy {
 			b, err := os.ReadFile(q)
 			if err != nil {
 				fmt.Fprintf(w, "error %q %q\x00", q, err.Error())
@@ -357,6 +351,18 @@ func statTree(w io.Writer, p string) error {
 		}
 		return nil
 	})
+}
+
+// fileStat is what stat says of the file at q (its path, size,
+// modification and change times, inode and mode), and whether it changed
+// within racyWindow. File times tick coarsely (a kernel tick, or a second
+// on some file systems): a file rewritten twice within one tick at the same
+// size would keep its stat, so a racy file's stat does not vouch for its
+// content (git's racily clean files).
+func fileStat(q string, fi fs.FileInfo) (id string, racy bool) {
+	ino, ctime := inodeCtime(fi)
+	id = fmt.Sprintf("%q %d %d %d %d %s", q, fi.Size(), fi.ModTime().UnixNano(), ino, ctime, strconv.FormatUint(uint64(fi.Mode()), 8))
+	return id, time.Since(time.Unix(0, max(fi.ModTime().UnixNano(), ctime))) < racyWindow
 }
 
 // racyWindow is how recently a file must have changed for its content to

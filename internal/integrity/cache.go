@@ -3,7 +3,6 @@ package integrity
 import (
 	"crypto/sha256"
 	"slices"
-	"strings"
 	"sync"
 )
 
@@ -52,8 +51,9 @@ func (b *BaselineCache) gitView(data []byte) string {
 	if ok {
 		return v
 	}
-	v = gitView(data)
-	if strings.Contains(v, `"unreadable"`) {
+	g := parseGit(data)
+	v = g.view()
+	if g.Unreadable {
 		return v // git refused it: perhaps only for now (a timeout); ask again next time
 	}
 	b.mu.Lock()

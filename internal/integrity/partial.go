@@ -186,8 +186,10 @@ func parseGit(data []byte) gitConf {
 	return g
 }
 
-func gitView(data []byte) string {
-	g := parseGit(data)
+func gitView(data []byte) string { return parseGit(data).view() }
+
+// view is the compared form of g: "" when nothing in it matters.
+func (g gitConf) view() string {
 	if len(g.HooksPath) == 0 && len(g.Includes) == 0 && !g.Unreadable {
 		return ""
 	}
