@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deterministic-exec/des/internal/testenv"
+
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/policy"
@@ -54,14 +56,8 @@ func testGraph() gate.TaskGraph {
 
 func writeFile(t *testing.T, root, rel, content string) string {
 	t.Helper()
-	p := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	testenv.WriteFile(t, root, rel, content)
+	return filepath.Join(root, filepath.FromSlash(rel))
 }
 
 const twoWaves = `{"current_wave": 0, "waves": [{"wave_id": 0, "phases": [{"phase_id": "impl-a", "type": "implementation"}]},

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/deterministic-exec/des/internal/testenv"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/deterministic-exec/des/gate"
@@ -16,15 +18,15 @@ func TestStepFilesBashCommit(t *testing.T) {
 	t.Parallel()
 	const suffixed = `{"task_id": "02-01a", "tdd_cycle": {}}`
 	dir := newRepo(t)
-	writeRepoFile(t, dir, "README.md", "x")
+	testenv.WriteFile(t, dir, "README.md", "x")
 	runGit(t, dir, "add", ".")
 	runGit(t, dir, "commit", "-qm", "one")
-	writeRepoFile(t, dir, "docs/steps/02-01a.json", suffixed)
-	writeRepoFile(t, dir, "docs/steps/02-02.json", `{"task_id": "a test fixture", "fixture": true}`)
-	writeRepoFile(t, dir, "docs/steps/welcome.json", `{"title": "onboarding"}`)
-	writeRepoFile(t, dir, "docs/steps/cart.json", `{"tdd_cycle": {}}`)
-	writeRepoFile(t, dir, "plans/a/one.step.json", `{"task_id": "one", "tdd_cycle": {}}`)
-	writeRepoFile(t, dir, "plans/a/notes.step.json", `not json`)
+	testenv.WriteFile(t, dir, "docs/steps/02-01a.json", suffixed)
+	testenv.WriteFile(t, dir, "docs/steps/02-02.json", `{"task_id": "a test fixture", "fixture": true}`)
+	testenv.WriteFile(t, dir, "docs/steps/welcome.json", `{"title": "onboarding"}`)
+	testenv.WriteFile(t, dir, "docs/steps/cart.json", `{"tdd_cycle": {}}`)
+	testenv.WriteFile(t, dir, "plans/a/one.step.json", `{"task_id": "one", "tdd_cycle": {}}`)
+	testenv.WriteFile(t, dir, "plans/a/notes.step.json", `not json`)
 	// The project root as a symbolic link to the repository (git reports
 	// the real top level).
 	link := filepath.Join(t.TempDir(), "project")
@@ -73,8 +75,8 @@ func TestStepFilesBashCommit(t *testing.T) {
 func TestStepFilesOnDisk(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	writeRepoFile(t, root, "docs/steps/welcome.json", `{"title": "onboarding"}`)
-	writeRepoFile(t, root, "plans/one.step.json", `{"task_id": "one", "workflow_type": "configuration_setup"}`)
+	testenv.WriteFile(t, root, "docs/steps/welcome.json", `{"title": "onboarding"}`)
+	testenv.WriteFile(t, root, "plans/one.step.json", `{"task_id": "one", "workflow_type": "configuration_setup"}`)
 	for _, c := range []struct {
 		steps gate.StepFiles
 		want  bool
@@ -88,11 +90,11 @@ func TestStepFilesOnDisk(t *testing.T) {
 			t.Errorf("%v: OnDisk = %v, %v; want %v", c.steps.Globs, has, err, c.want)
 		}
 	}
-	writeRepoFile(t, root, "docs/steps/03-01a.json", `{"task_id": "a fixture named as a step", "fixture": true}`)
+	testenv.WriteFile(t, root, "docs/steps/03-01a.json", `{"task_id": "a fixture named as a step", "fixture": true}`)
 	if has, err := (gate.StepFiles{Root: root}).OnDisk(t.Context()); err != nil || has {
 		t.Errorf("a fixture named 03-01a.json: OnDisk = %v, %v", has, err)
 	}
-	writeRepoFile(t, root, "docs/steps/03-01b.json", `{"tdd_cycle": {}}`)
+	testenv.WriteFile(t, root, "docs/steps/03-01b.json", `{"tdd_cycle": {}}`)
 	if has, err := (gate.StepFiles{Root: root}).OnDisk(t.Context()); err != nil || !has {
 		t.Errorf("a step named 03-01b.json: OnDisk = %v, %v", has, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deterministic-exec/des/internal/testenv"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/deterministic-exec/des/gate"
@@ -34,17 +36,17 @@ func TestParseRefUpdates(t *testing.T) {
 func TestRefMoves(t *testing.T) {
 	t.Parallel()
 	dir := newRepo(t)
-	writeRepoFile(t, dir, "README", "x")
+	testenv.WriteFile(t, dir, "README", "x")
 	runGit(t, dir, "add", "README")
 	runGit(t, dir, "commit", "-qm", "base")
 	base := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD"))
 	// Two commits on a side branch, the step changed in both.
 	runGit(t, dir, "checkout", "-qb", "side")
-	writeRepoFile(t, dir, "steps/01-01.json", `{"tdd_cycle": "v1"}`)
+	testenv.WriteFile(t, dir, "steps/01-01.json", `{"tdd_cycle": "v1"}`)
 	runGit(t, dir, "add", "-A")
 	runGit(t, dir, "commit", "-qm", "one")
-	writeRepoFile(t, dir, "steps/01-01.json", `{"tdd_cycle": "v2"}`)
-	writeRepoFile(t, dir, "other.txt", "o")
+	testenv.WriteFile(t, dir, "steps/01-01.json", `{"tdd_cycle": "v2"}`)
+	testenv.WriteFile(t, dir, "other.txt", "o")
 	runGit(t, dir, "add", "-A")
 	runGit(t, dir, "commit", "-qm", "two")
 	side := strings.TrimSpace(runGit(t, dir, "rev-parse", "HEAD"))

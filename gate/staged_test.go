@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deterministic-exec/des/internal/testenv"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/deterministic-exec/des/gate"
@@ -50,17 +52,6 @@ func runGit(t testing.TB, dir string, args ...string) string {
 	return string(out)
 }
 
-func writeRepoFile(t testing.TB, dir, rel, content string) {
-	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // sv is a step file's content, shaped as one, holding v.
 func sv(v string) string { return `{"tdd_cycle": "` + v + `"}` }
 
@@ -83,7 +74,7 @@ func TestStagedStepFiles(t *testing.T) {
 	st := func(s string) string { return `{"tdd_cycle": "` + s + `"}` } // a step file's shape
 	dir := newRepo(t)
 	// Before the first commit every staged file is new.
-	writeRepoFile(t, dir, "docs/feature/a/steps/01-01.json", st("first"))
+	testenv.WriteFile(t, dir, "docs/feature/a/steps/01-01.json", st("first"))
 	runGit(t, dir, "add", ".")
 	files, err := gate.StagedStepFiles(t.Context(), dir)
 	if err != nil {
@@ -94,19 +85,19 @@ func TestStagedStepFiles(t *testing.T) {
 	}
 	runGit(t, dir, "commit", "-qm", "one")
 
-	writeRepoFile(t, dir, "docs/feature/a/steps/01-01.json", st("staged"))
-	writeRepoFile(t, dir, "steps/02-01.json", st("top-level steps dir"))
-	writeRepoFile(t, dir, "x/steps/1-1.json", st("named as a step"))
-	writeRepoFile(t, dir, "x/steps/02-01a.json", st("nWave's letter suffix"))
-	writeRepoFile(t, dir, "x/steps/welcome.json", `{"title": "not a step file"}`)
-	writeRepoFile(t, dir, "x/steps/cart.json", `{"tdd_cycle": "a step by its content"}`)
-	writeRepoFile(t, dir, "x/steps/03-01.json", `{"task_id": "a test fixture named as a step", "fixture": true}`)
-	writeRepoFile(t, dir, "x/steps/01-01.json.bak", "not json")
-	writeRepoFile(t, dir, "x/nosteps/01-01.json", st("not a steps dir"))
-	writeRepoFile(t, dir, "src/main.go", "package main")
+	testenv.WriteFile(t, dir, "docs/feature/a/steps/01-01.json", st("staged"))
+	testenv.WriteFile(t, dir, "steps/02-01.json", st("top-level steps dir"))
+	testenv.WriteFile(t, dir, "x/steps/1-1.json", st("named as a step"))
+	testenv.WriteFile(t, dir, "x/steps/02-01a.json", st("nWave's letter suffix"))
+	testenv.WriteFile(t, dir, "x/steps/welcome.json", `{"title": "not a step file"}`)
+	testenv.WriteFile(t, dir, "x/steps/cart.json", `{"tdd_cycle": "a step by its content"}`)
+	testenv.WriteFile(t, dir, "x/steps/03-01.json", `{"task_id": "a test fixture named as a step", "fixture": true}`)
+	testenv.WriteFile(t, dir, "x/steps/01-01.json.bak", "not json")
+	testenv.WriteFile(t, dir, "x/nosteps/01-01.json", st("not a steps dir"))
+	testenv.WriteFile(t, dir, "src/main.go", "package main")
 	runGit(t, dir, "add", ".")
-	writeRepoFile(t, dir, "docs/feature/a/steps/01-01.json", st("work tree, not staged"))
-	writeRepoFile(t, dir, "docs/feature/a/steps/01-02.json", st("untracked"))
+	testenv.WriteFile(t, dir, "docs/feature/a/steps/01-01.json", st("work tree, not staged"))
+	testenv.WriteFile(t, dir, "docs/feature/a/steps/01-02.json", st("untracked"))
 	files, err = gate.StagedStepFiles(t.Context(), filepath.Join(dir, "docs")) // from a subdirectory
 	if err != nil {
 		t.Fatal(err)
@@ -158,19 +149,19 @@ func TestBashCommitFiles(t *testing.T) {
 	newStep := "docs/feature/b/steps/02-01.json"
 	setup := func(t *testing.T) string {
 		dir := newRepo(t)
-		writeRepoFile(t, dir, step, sv("v1"))
-		writeRepoFile(t, dir, other, sv("v1"))
-		writeRepoFile(t, dir, "src/main.go", "v1")
+		testenv.WriteFile(t, dir, step, sv("v1"))
+		testenv.WriteFile(t, dir, other, sv("v1"))
+		testenv.WriteFile(t, dir, "src/main.go", "v1")
 		runGit(t, dir, "add", ".")
 		runGit(t, dir, "commit", "-qm", "one")
 		// Now: step staged at v2 and changed again in the work tree (v3),
 		// other changed in the work tree only, newStep untracked.
-		writeRepoFile(t, dir, step, sv("v2"))
+		testenv.WriteFile(t, dir, step, sv("v2"))
 		runGit(t, dir, "add", step)
-		writeRepoFile(t, dir, step, sv("v3"))
-		writeRepoFile(t, dir, other, sv("v2"))
-		writeRepoFile(t, dir, newStep, sv("new"))
-		writeRepoFile(t, dir, "src/main.go", "v2")
+		testenv.WriteFile(t, dir, step, sv("v3"))
+		testenv.WriteFile(t, dir, other, sv("v2"))
+		testenv.WriteFile(t, dir, newStep, sv("new"))
+		testenv.WriteFile(t, dir, "src/main.go", "v2")
 		return dir
 	}
 	cases := []struct {
@@ -228,8 +219,8 @@ func TestBashCommitFilesOtherRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	runGit(t, inner, "init", "-q")
-	writeRepoFile(t, outer, "steps/01-01.json", sv("outer"))
-	writeRepoFile(t, inner, "steps/01-01.json", sv("inner"))
+	testenv.WriteFile(t, outer, "steps/01-01.json", sv("outer"))
+	testenv.WriteFile(t, inner, "steps/01-01.json", sv("inner"))
 	runGit(t, outer, "add", "steps")
 	runGit(t, inner, "add", ".")
 	// The add in the outer repository does not stage into the inner one.

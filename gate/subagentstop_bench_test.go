@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/deterministic-exec/des/internal/testenv"
+
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/gate"
@@ -24,12 +26,12 @@ func BenchmarkGate2(b *testing.B) {
 		return fmt.Sprintf("%s/d%02d/f%04d.go", dir, i%50, i)
 	}
 	for i := range 1000 {
-		writeRepoFile(b, root, file(i), "package x\n")
+		testenv.WriteFile(b, root, file(i), "package x\n")
 	}
 	runGit(b, root, "add", ".")
 	runGit(b, root, "commit", "-q", "-m", "base")
 	for i := range 1000 { // every file modified after the commit
-		writeRepoFile(b, root, file(i), "package x // changed\n")
+		testenv.WriteFile(b, root, file(i), "package x // changed\n")
 	}
 
 	var started []audit.Entry
@@ -41,7 +43,7 @@ func BenchmarkGate2(b *testing.B) {
 		"allowed_file_patterns": []any{"src/app/**/*.go"},
 		"tdd_cycle":             map[string]any{"max_turns": 50, "duration_minutes": 90, "phase_execution_log": fourteenPhases()}}
 	data, _ := json.MarshalIndent(step, "", "  ")
-	writeRepoFile(b, root, stepRel, string(data))
+	testenv.WriteFile(b, root, stepRel, string(data))
 	eng, err := des.New(b.Context(), des.WithRoot(root))
 	if err != nil {
 		b.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deterministic-exec/des/internal/testenv"
+
 	"github.com/deterministic-exec/des/audit"
 	"github.com/deterministic-exec/des/gate"
 	"github.com/deterministic-exec/des/policy"
@@ -289,20 +291,20 @@ func TestGate2ScopeWithGit(t *testing.T) {
 	t.Parallel()
 	p := newStopProject(t) // allowed_file_patterns: src/**
 	initRepo(t, p.root)
-	writeRepoFile(t, p.root, "README.md", "base\n")
-	writeRepoFile(t, p.root, ".gitignore", "*.tmp\n")
+	testenv.WriteFile(t, p.root, "README.md", "base\n")
+	testenv.WriteFile(t, p.root, ".gitignore", "*.tmp\n")
 	runGit(t, p.root, "add", ".")
 	runGit(t, p.root, "commit", "-q", "-m", "base")
-	writeRepoFile(t, p.root, "src/cart/total.go", "package cart\n") // in scope, nested under **
-	writeRepoFile(t, p.root, "README.md", "changed\n")              // out of scope
-	writeRepoFile(t, p.root, "scratch.tmp", "ignored\n")            // ignored: not a change
+	testenv.WriteFile(t, p.root, "src/cart/total.go", "package cart\n") // in scope, nested under **
+	testenv.WriteFile(t, p.root, "README.md", "changed\n")              // out of scope
+	testenv.WriteFile(t, p.root, "scratch.tmp", "ignored\n")            // ignored: not a change
 	// DES's own files, which its writers leave beside the documents they
 	// write: never the subagent's change.
 	for _, own := range []string{".claude/state/active_task_graph.json.lock", ".isdlc/state.json.lock",
 		".isdlc/projects/p1/state.json.lock", ".des/runs/toolu_x.json", ".des/audit/.lock", ".des/state.json.lock"} {
-		writeRepoFile(t, p.root, own, "")
+		testenv.WriteFile(t, p.root, own, "")
 	}
-	writeRepoFile(t, p.root, "notes.json.lock", "") // another lock is a change
+	testenv.WriteFile(t, p.root, "notes.json.lock", "") // another lock is a change
 
 	res, err := p.gate().Check(t.Context(), p.eng, p.stop())
 	if err != nil {
