@@ -16,7 +16,8 @@ import (
 // finds the write, restores the file, and tells the model; the job's own
 // call was told nothing.
 func TestRealClientBackgroundWriterAfterItsCall(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its calls' jobs are told from other tests' processes
+	// by parent, and every test's processes share this one.
 	if !(proctree.Tree{}).Supported() {
 		t.Skip("no Linux /proc: calls that leave jobs count for 11 minutes")
 	}
@@ -49,7 +50,8 @@ func TestRealClientBackgroundWriterAfterItsCall(t *testing.T) {
 // the person's edit made right after the call, before the next one, is
 // theirs and stays.
 func TestRealClientFinishedJobOpensNoWindow(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its calls' jobs are told from other tests' processes
+	// by parent, and every test's processes share this one.
 	if !(proctree.Tree{}).Supported() {
 		t.Skip("no Linux /proc: calls that read as leaving jobs count for 11 minutes")
 	}
