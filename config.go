@@ -105,13 +105,16 @@ type Config struct {
 	BundleTokenEnv       string   `json:"bundle_token_env"`       // DES_BUNDLE_TOKEN_ENV: the variable holding a bearer token for bundle_urls
 	BundleRefreshMinutes int      `json:"bundle_refresh_minutes"` // DES_BUNDLE_REFRESH_MINUTES: how old a kept bundle may grow before it is fetched again
 
-	// DecisionLog (DES_DECISION_LOG) turns on decision logs in OPA's
-	// format under .des/decisions: "off" (the default) or "on".
-	DecisionLog         string   `json:"decision_log"`
-	DecisionLogURL      string   `json:"decision_log_url"`       // DES_DECISION_LOG_URL: where `des-hook logs push` posts them (a collector of OPA decision logs)
-	DecisionLogTokenEnv string   `json:"decision_log_token_env"` // DES_DECISION_LOG_TOKEN_ENV: the variable holding a bearer token for decision_log_url
-	DecisionLogMask     []string `json:"decision_log_mask"`      // DES_DECISION_LOG_MASK: JSON pointers (/input/...) removed from every logged decision
-	DecisionLogMaxBytes int      `json:"decision_log_max_bytes"` // DES_DECISION_LOG_MAX_BYTES: bound of the kept logs; the oldest go first
+	// DecisionLog (DES_DECISION_LOG) keeps decision logs in OPA's format
+	// under .des/decisions, inputs included, so that `des-hook replay`
+	// can decide them again: "on" (the default) or "off".
+	DecisionLog           string   `json:"decision_log"`
+	DecisionLogURL        string   `json:"decision_log_url"`          // DES_DECISION_LOG_URL: where `des-hook logs push` posts them (a collector of OPA decision logs)
+	DecisionLogTokenEnv   string   `json:"decision_log_token_env"`    // DES_DECISION_LOG_TOKEN_ENV: the variable holding a bearer token for decision_log_url
+	DecisionLogMask       []string `json:"decision_log_mask"`         // DES_DECISION_LOG_MASK: JSON pointers (/input/...) removed from every kept decision
+	DecisionLogPushMask   []string `json:"decision_log_push_mask"`    // DES_DECISION_LOG_PUSH_MASK: JSON pointers removed besides before a push sends a decision
+	DecisionLogMaxBytes   int      `json:"decision_log_max_bytes"`    // DES_DECISION_LOG_MAX_BYTES: bound of the kept logs; the oldest go first
+	DecisionLogMaxAgeDays int      `json:"decision_log_max_age_days"` // DES_DECISION_LOG_MAX_AGE_DAYS: days a kept log stays
 }
 
 // Decision log modes (setting decision_log).
@@ -158,20 +161,25 @@ func DefaultConfig() Config {
 		OPATimeoutMS:          2000,
 		BundleTokenEnv:        "DES_BUNDLE_TOKEN",
 		BundleRefreshMinutes:  10,
-		DecisionLog:           DecisionLogOff,
+		DecisionLog:           DecisionLogOn,
 		DecisionLogTokenEnv:   "DES_DECISION_LOG_TOKEN",
-		// The inputs that carry prompt text (a subagent's prompt and
-		// description, a skill's arguments, a subagent's answer), file
-		// contents (the step file, the task graph as written and on disk)
-		// and a Bash command (whatever the agent typed: secrets in
-		// variables, file contents in heredocs). The statuses, paths,
-		// schema errors and commit facts des derives from them stay, so a
-		// logged decision can still be understood.
-		DecisionLogMask: []string{
+		// Kept on this machine: everything the policies read, so that a
+		// decision can be replayed, but a Bash command (whatever the agent
+		// typed: secrets in variables, file contents in heredocs), which
+		// no policy reads (des reads its effects from it).
+		DecisionLogMask: []string{"/input/command"},
+		// Sent to a collector: neither prompt text (a subagent's prompt
+		// and description, a skill's arguments, a subagent's answer) nor
+		// file contents (the step file, the task graph as written and on
+		// disk). The statuses, paths, schema errors and commit facts des
+		// derives from them stay, so a pushed decision can still be
+		// understood.
+		DecisionLogPushMask: []string{
 			"/input/call/prompt", "/input/call/description", "/input/call/args", "/input/response/text",
 			"/input/step/document", "/input/task_graph/document", "/input/task_graph/disk", "/input/command",
 		},
-		DecisionLogMaxBytes: 64 << 20,
+		DecisionLogMaxBytes:   64 << 20,
+		DecisionLogMaxAgeDays: 30,
 	}
 }
 
@@ -386,15 +394,25 @@ var settings = []setting{
 	},
 	urlSetting("decision_log_url", "DES_DECISION_LOG_URL", func(c *Config) *string { return &c.DecisionLogURL }),
 	envNameSetting("decision_log_token_env", "DES_DECISION_LOG_TOKEN_ENV", func(c *Config) *string { return &c.DecisionLogTokenEnv }),
-	{
-		key: "decision_log_mask", env: "DES_DECISION_LOG_MASK",
+	maskSetting("decision_log_mask", "DES_DECISION_LOG_MASK", func(c *Config) *[]string { return &c.DecisionLogMask }),
+	maskSetting("decision_log_push_mask", "DES_DECISION_LOG_PUSH_MASK", func(c *Config) *[]string { return &c.DecisionLogPushMask }),
+	intSetting("decision_log_max_bytes", "DES_DECISION_LOG_MAX_BYTES", func(c *Config) *int { return &c.DecisionLogMaxBytes }, 1<<16, 1<<40),
+	intSetting("decision_log_max_age_days", "DES_DECISION_LOG_MAX_AGE_DAYS", func(c *Config) *int { return &c.DecisionLogMaxAgeDays }, 1, 3650),
+}
+
+// maskSetting is a list of JSON pointers under /input/ or /result/, comma-
+// or space-separated in the environment.
+func maskSetting(key, env string, field func(*Config) *[]string) setting {
+	return setting{
+		key: key, env: env,
 		apply: func(c *Config, raw string) error {
-			c.DecisionLogMask = strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+			*field(c) = strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 			return nil
 		},
 		check: func(c *Config) (string, error) {
-			text := fmt.Sprintf("%q", c.DecisionLogMask)
-			for _, p := range c.DecisionLogMask {
+			mask := *field(c)
+			text := fmt.Sprintf("%q", mask)
+			for _, p := range mask {
 				if !strings.HasPrefix(p, "/input/") && !strings.HasPrefix(p, "/result/") {
 					return text, fmt.Errorf("%q is not a JSON pointer under /input/ or /result/", p)
 				}
@@ -404,8 +422,7 @@ var settings = []setting{
 			}
 			return text, nil
 		},
-	},
-	intSetting("decision_log_max_bytes", "DES_DECISION_LOG_MAX_BYTES", func(c *Config) *int { return &c.DecisionLogMaxBytes }, 1<<16, 1<<40),
+	}
 }
 
 // stringSetting is a free string (a path); it is checked where it is used.

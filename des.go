@@ -401,6 +401,7 @@ func (e *Engine) Config() Config {
 	c.PhaseRequirementsFiles = slices.Clone(c.PhaseRequirementsFiles)
 	c.BundleURLs = slices.Clone(c.BundleURLs)
 	c.DecisionLogMask = slices.Clone(c.DecisionLogMask)
+	c.DecisionLogPushMask = slices.Clone(c.DecisionLogPushMask)
 	return c
 }
 
@@ -425,7 +426,7 @@ func (e *Engine) Now() time.Time { return e.now() }
 // as POLICY_EXCEPTION; a failure to record is returned with the decision.
 func (e *Engine) Evaluate(ctx context.Context, gate policy.Gate, input any) (policy.Decision, error) {
 	start := time.Now()
-	d, err := e.decide(ctx, gate, input) // in process, or on opa_url (des_remote.go)
+	d, err := e.decide(ctx, gate, input, e.now()) // in process, or on opa_url (des_remote.go)
 	e.logDecision(ctx, gate, input, d, err, time.Since(start))
 	if err != nil {
 		return d, err

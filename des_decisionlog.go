@@ -52,7 +52,10 @@ func (e *Engine) logDecision(ctx context.Context, gate policy.Gate, input any, d
 	}()
 	dl := &e.dlog
 	dl.once.Do(func() {
-		dl.log = decisionlog.OpenIn(e.root, DecisionsDir, e.cfg.DecisionLogMask, int64(e.cfg.DecisionLogMaxBytes))
+		dl.log = decisionlog.OpenIn(e.root, DecisionsDir, decisionlog.Options{
+			Mask: e.cfg.DecisionLogMask, MaxBytes: int64(e.cfg.DecisionLogMaxBytes),
+			MaxAge: time.Duration(e.cfg.DecisionLogMaxAgeDays) * 24 * time.Hour,
+		})
 		dl.bundles = e.decisionBundles()
 		dl.labels = map[string]string{"version": version.Version, "app": "des", "des_version": buildinfo.Version(), "decision_point": e.DecisionPoint()}
 		// The witnesses sit in the per-user state directory's base. Without
@@ -185,4 +188,12 @@ func (e *Engine) decisionBundles() map[string]decisionlog.BundleInfo {
 		}
 	}
 	return out
+}
+
+// Replay decides gate on a recorded input (a decision log event's) as
+// Evaluate would, with none of its effects: no decision logged, no waiver
+// audited. In process the policies read at as the time (time.now_ns), the
+// recorded decision's; an OPA server (opa_url) has its own clock.
+func (e *Engine) Replay(ctx context.Context, gate policy.Gate, input any, at time.Time) (policy.Decision, error) {
+	return e.decide(ctx, gate, input, at)
 }

@@ -46,7 +46,7 @@ func TestEvaluateWritesDecisionLog(t *testing.T) {
 	root, state := t.TempDir(), t.TempDir()
 	now := time.Date(2026, 11, 25, 18, 30, 0, 42, time.FixedZone("CET", 3600))
 	e, err := New(t.Context(), WithRoot(root), WithClock(func() time.Time { return now }),
-		WithEnv(env(map[string]string{"DES_DECISION_LOG": "on", "DES_STATE_DIR": state})))
+		WithEnv(env(map[string]string{"DES_DECISION_LOG_MASK": "/input/call/prompt", "DES_STATE_DIR": state})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestDecisionLogFailureKeepsDecision(t *testing.T) {
 func TestDecisionLogOffWritesNothing(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_STATE_DIR": t.TempDir()})))
+	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_DECISION_LOG": "off", "DES_STATE_DIR": t.TempDir()})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestDecisionLogRecordsErrors(t *testing.T) {
 func TestDecisionLogConcurrentEvaluate(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_DECISION_LOG": "on", "DES_STATE_DIR": t.TempDir()})))
+	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_DECISION_LOG_MASK": "/input/call/prompt", "DES_STATE_DIR": t.TempDir()})))
 	if err != nil {
 		t.Fatal(err)
 	}

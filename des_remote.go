@@ -75,7 +75,7 @@ func newRemote(root string, cfg Config, lookupEnv func(string) (string, bool), f
 
 // decide evaluates a gate where the settings say: in process, or on the
 // OPA server of opa_url with the project's settings in the input.
-func (e *Engine) decide(ctx context.Context, g policy.Gate, input any) (policy.Decision, error) {
+func (e *Engine) decide(ctx context.Context, g policy.Gate, input any, at time.Time) (policy.Decision, error) {
 	if e.remote == nil {
 		pe, err := e.Policy(ctx)
 		if err != nil {
@@ -91,7 +91,7 @@ func (e *Engine) decide(ctx context.Context, g policy.Gate, input any) (policy.D
 				input = in
 			}
 		}
-		return pe.Eval(ctx, g, input, policy.At(e.now()))
+		return pe.Eval(ctx, g, input, policy.At(at))
 	}
 	in, ok := input.(map[string]any)
 	if !ok {

@@ -98,7 +98,7 @@ func TestE2EAuditAnchorDecisionLog(t *testing.T) {
 func TestE2EAuditAnchorGitNotes(t *testing.T) {
 	t.Parallel()
 	root := gitProject(t)
-	state, env := anchorProject(t, root, 2, "")
+	state, env := anchorProject(t, root, 2, `{"decision_log": "off"}`) // the notes alone anchor it
 	if r := runIn(t, root, env, "precommit", "--install"); r.code != 0 || !strings.Contains(r.stdout, "hooks/post-commit: it runs ") {
 		t.Fatalf("install: %+v", r)
 	}
@@ -185,7 +185,7 @@ func TestE2EAuditAnchorAgentCommit(t *testing.T) {
 			t.Errorf("call %d: note on HEAD: exit %d %q", i, code, note)
 		}
 	}
-	if r := runBinCLI(t, root, "audit", "verify"); r.code != 0 || !strings.Contains(r.stdout, "anchored: the trail holds the 3 heads") {
+	if r := runBinCLI(t, root, "audit", "verify"); r.code != 0 || !strings.Contains(r.stdout, "anchored: the trail holds the ") || !strings.Contains(r.stdout, "(up to seq ") {
 		t.Errorf("verify: %+v", r)
 	}
 }

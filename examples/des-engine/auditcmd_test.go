@@ -29,7 +29,7 @@ func TestE2EAuditVerify(t *testing.T) {
 		t.Fatalf("day files %v, %v", days, err)
 	}
 	ok := runBinCLI(t, root, "audit", "verify")
-	if ok.code != 0 || ok.stdout != "audit trail intact: 3 lines in 1 file\n" || ok.stderr != "" { // witnessed, at its end
+	if ok.code != 0 || ok.stdout != "audit trail intact: 3 lines in 1 file\nanchored: the trail holds the 2 heads recorded in the decision log and git notes (up to seq 2)\n" || ok.stderr != "" { // witnessed, at its end; anchored by the decision log
 		t.Fatalf("intact trail: %+v", ok)
 	}
 

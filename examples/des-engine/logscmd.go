@@ -121,5 +121,6 @@ func logPusher(root string, cfg des.Config, lookupEnv func(string) (string, bool
 		URL:    cfg.DecisionLogURL,
 		Token:  token,
 		Client: &http.Client{Timeout: 30 * time.Second},
+		Mask:   cfg.DecisionLogPushMask,
 	}
 }

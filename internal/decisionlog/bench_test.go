@@ -23,7 +23,7 @@ func BenchmarkAppend(b *testing.B) {
 		}
 	})
 	b.Run("append", func(b *testing.B) {
-		l := Open(filepath.Join(b.TempDir(), "d"), []string{"/input/call/prompt"}, 1<<40)
+		l := Open(filepath.Join(b.TempDir(), "d"), Options{Mask: []string{"/input/call/prompt"}, MaxBytes: 1 << 40})
 		for b.Loop() {
 			ev := sampleEvent(b, in, res)
 			if err := l.Append(ev); err != nil {

@@ -178,7 +178,7 @@ func TestKeptFilesBound(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "decisions")
 	const maxBytes = MinMaxBytes
-	l := Open(dir, []string{"/input/call/prompt"}, maxBytes)
+	l := Open(dir, Options{Mask: []string{"/input/call/prompt"}, MaxBytes: maxBytes})
 	start := time.Date(2026, 11, 20, 23, 0, 0, 0, time.UTC)
 	pad := strings.Repeat("p", 1500)
 	const n = 200
@@ -231,7 +231,7 @@ func TestKeptFilesBound(t *testing.T) {
 func TestManyProcessesAppend(t *testing.T) {
 	t.Parallel()
 	if dir := os.Getenv("DECISIONLOG_TEST_APPEND_DIR"); dir != "" {
-		l := Open(dir, nil, 1<<30)
+		l := Open(dir, Options{MaxBytes: 1 << 30})
 		who := os.Getenv("DECISIONLOG_TEST_APPEND_WHO")
 		for i := range 50 {
 			ev := sampleEvent(t, map[string]any{"who": who, "i": i, "pad": strings.Repeat(who, 9000)}, map[string]any{"deny": []any{}})
@@ -347,7 +347,7 @@ func TestAppendRefusesALinkedDirectory(t *testing.T) {
 	if err := os.Symlink(elsewhere, dir); err != nil {
 		t.Skip("no symbolic links here:", err)
 	}
-	l := Open(dir, nil, MinMaxBytes)
+	l := Open(dir, Options{MaxBytes: MinMaxBytes})
 	err := l.Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: time.Now()})
 	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Fatalf("Append through a linked directory: %v", err)
@@ -366,7 +366,7 @@ func TestOpenInRefusesALinkedParent(t *testing.T) {
 	if err := os.Symlink(elsewhere, filepath.Join(root, ".des")); err != nil {
 		t.Skip("no symbolic links here:", err)
 	}
-	l := OpenIn(root, ".des/decisions", nil, MinMaxBytes)
+	l := OpenIn(root, ".des/decisions", Options{MaxBytes: MinMaxBytes})
 	err := l.Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: time.Now()})
 	if err == nil || !strings.Contains(err.Error(), "remove it") {
 		t.Errorf("Append through a linked parent: %v", err)
@@ -412,7 +412,7 @@ func TestAppendNeverFollowsASwappedLink(t *testing.T) {
 			os.Rename(link, name) // a link for the open
 		}
 	})
-	l := Open(dir, nil, 1<<30)
+	l := Open(dir, Options{MaxBytes: 1 << 30})
 	deadline := time.Now().Add(testenv.Pick(200*time.Millisecond, time.Second))
 	for i := 0; time.Now().Before(deadline); i++ {
 		l.Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: now})
@@ -437,7 +437,7 @@ func TestAppendNeverWaitsOnAPipe(t *testing.T) {
 	if err := mkfifo(filepath.Join(dir, now.UTC().Format(dayLayout)+fileExt)); err != nil {
 		t.Skip("no named pipes here:", err)
 	}
-	l := Open(dir, nil, MinMaxBytes)
+	l := Open(dir, Options{MaxBytes: MinMaxBytes})
 	done := make(chan error, 1)
 	go func() {
 		done <- l.Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: now})
@@ -471,7 +471,7 @@ func TestEnsureDirNeverWritesThroughALink(t *testing.T) {
 	deadline := time.Now().Add(testenv.Pick(200*time.Millisecond, time.Second))
 	for i := 0; time.Now().Before(deadline); i++ {
 		os.RemoveAll(dir)
-		Open(dir, nil, MinMaxBytes).Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: now})
+		Open(dir, Options{MaxBytes: MinMaxBytes}).Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: now})
 		if b, _ := os.ReadFile(outside); string(b) != "# mine\n" {
 			t.Fatalf("after %d new directories, the link's target was written: %q", i+1, b)
 		}
@@ -513,7 +513,7 @@ func TestPruneNeverRemovesThroughASwappedLink(t *testing.T) {
 	now := time.Now()
 	deadline := time.Now().Add(testenv.Pick(300*time.Millisecond, 3*time.Second))
 	for i := 0; time.Now().Before(deadline); i++ {
-		Open(dir, nil, MinMaxBytes).Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: now})
+		Open(dir, Options{MaxBytes: MinMaxBytes}).Append(Event{DecisionID: "0b5e7c1a-3f2d-4a8b-9c1d-2e3f4a5b6c7d", Path: "des/gates/tool_use", Timestamp: now})
 		if ents, _ := os.ReadDir(elsewhere); len(ents) != 2 {
 			t.Fatalf("after %d appends, files of the link's target were removed or added: %v", i+1, ents)
 		}

@@ -60,7 +60,7 @@ func fileHeads(path string) ([]RecordedHead, error) {
 	r := bufio.NewReaderSize(f, 64<<10)
 	var out []RecordedHead
 	for n := 1; ; n++ {
-		line, err := longLine(r, 4*MaxEventBytes)
+		line, err := longLine(r, MaxRecordBytes)
 		if len(line) > 0 && bytes.Contains(line, headKey) {
 			var ev struct {
 				Timestamp time.Time  `json:"timestamp"`
@@ -83,8 +83,12 @@ func fileHeads(path string) ([]RecordedHead, error) {
 // longLine reads the next line of r, without its newline; a line over max
 // bytes (no event des writes is) is read past and returned empty.
 func longLine(r *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	over := false
+	line, _, err := readLine(r, max)
+	return line, err
+}
+
+// readLine is longLine, saying whether the line was over max.
+func readLine(r *bufio.Reader, max int) (line []byte, over bool, err error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if !over {
@@ -96,6 +100,6 @@ func longLine(r *bufio.Reader, max int) ([]byte, error) {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		return bytes.TrimSuffix(line, []byte{'\n'}), err
+		return bytes.TrimSuffix(line, []byte{'\n'}), over, err
 	}
 }

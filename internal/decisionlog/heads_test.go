@@ -18,7 +18,7 @@ func TestAuditHeads(t *testing.T) {
 		strings.Replace(head, "%s", "3", 1),
 		`{"timestamp":"2026-11-25T18:00:01Z","decision_id":"x"}`,
 		`{"des_audit_head": not json`,
-		`{"pad":"` + strings.Repeat("x", 5*MaxEventBytes) + `","des_audit_head":{"seq":9}}`,
+		`{"pad":"` + strings.Repeat("x", MaxRecordBytes+1) + `","des_audit_head":{"seq":9}}`,
 		strings.Replace(head, "%s", "4", 1),
 	}
 	os.WriteFile(filepath.Join(dir, "2026-11-25.jsonl"), []byte(strings.Join(lines, "\n")), 0o644) // the last line without its newline

@@ -42,7 +42,7 @@ func TestAttackPushStateIsNotWrittenThroughALink(t *testing.T) {
 func TestAttackAppendDoesNotWriteToAHardLink(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "decisions")
-	l := Open(dir, nil, 1<<30)
+	l := Open(dir, Options{MaxBytes: 1 << 30})
 	ev := sampleEvent(t, map[string]any{"command": "$(touch /tmp/pwned)"}, nil)
 	if err := l.Append(ev); err != nil { // the directory and the day's file
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func TestAttackAppendDoesNotWriteToAHardLink(t *testing.T) {
 	if err := os.Link(bashrc, day); err != nil {
 		t.Skip("no hard links here:", err)
 	}
-	_ = Open(dir, nil, 1<<30).Append(ev)
+	_ = Open(dir, Options{MaxBytes: 1 << 30}).Append(ev)
 	if got, _ := os.ReadFile(bashrc); string(got) != "echo original\n" {
 		t.Errorf("the event was appended to ~/.bashrc through a hard link: %q", got)
 	}

@@ -12,14 +12,20 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/deterministic-exec/des/internal/fileio"
 )
 
-// MaxEventBytes bounds one event as JSON, OPA's default
+// MaxEventBytes bounds one event as JSON when it is pushed, OPA's default
 // upload_size_limit_bytes: an event over it loses its input, then its
-// result (see encode), so that every kept event fits one upload.
+// result (see encode), so that every pushed event fits one upload.
 const MaxEventBytes = 32 << 10
+
+// MaxRecordBytes bounds one event as JSON in the files kept here. It is
+// larger than what a push sends: a decision is replayed from its input, and
+// a finished subagent's input (its step file, its run) passes 32 KiB.
+const MaxRecordBytes = 1 << 20
 
 // MinMaxBytes is the smallest bound of the kept files Open accepts.
 const MinMaxBytes = 2 * MaxEventBytes
@@ -37,28 +43,36 @@ type Log struct {
 	rel      string
 	mask     []string
 	maxBytes int64
+	maxAge   time.Duration
 	part     int64
 
 	mu  sync.Mutex
 	cur segment // the file this Log appended to last; day "" before the first
 }
 
+// Options says what a Log keeps.
+type Options struct {
+	Mask     []string      // JSON pointers erased from every event (see Mask)
+	MaxBytes int64         // bound of the kept files, at least MinMaxBytes
+	MaxAge   time.Duration // files of days older than this go; 0 keeps them
+}
+
 // Open returns the log kept in dir (created on the first event), erasing
-// the mask's JSON pointers from every event and keeping at most maxBytes of
-// files (at least MinMaxBytes): when a new file would pass it, the oldest
-// go first. Processes racing to start a file can pass the bound by an event
-// or two, never more.
-func Open(dir string, mask []string, maxBytes int64) *Log {
-	maxBytes = max(maxBytes, MinMaxBytes)
-	return &Log{dir: dir, mask: slices.Clone(mask), maxBytes: maxBytes, part: maxBytes / 4}
+// the mask's JSON pointers from every event and keeping at most MaxBytes of
+// files: when a new file would pass it, the oldest go first, and so do the
+// files of days more than MaxAge before the new file's. Processes racing to
+// start a file can pass the bound by an event or two, never more.
+func Open(dir string, o Options) *Log {
+	maxBytes := max(o.MaxBytes, MinMaxBytes)
+	return &Log{dir: dir, mask: slices.Clone(o.Mask), maxBytes: maxBytes, maxAge: o.MaxAge, part: maxBytes / 4}
 }
 
 // OpenIn is Open for the directory rel (slash-separated) below root, the
 // project: the directory is opened from root without following a link at any
 // of rel's components, so that a link a sandboxed command put at ".des" is
 // refused like one at the log directory itself.
-func OpenIn(root, rel string, mask []string, maxBytes int64) *Log {
-	l := Open(filepath.Join(root, filepath.FromSlash(rel)), mask, maxBytes)
+func OpenIn(root, rel string, o Options) *Log {
+	l := Open(filepath.Join(root, filepath.FromSlash(rel)), o)
 	l.root, l.rel = root, rel
 	return l
 }
@@ -73,7 +87,7 @@ func (l *Log) Append(ev Event) error {
 		return err
 	}
 	Mask(&ev, l.mask)
-	line, err := encode(ev, MaxEventBytes)
+	line, err := encode(ev, MaxRecordBytes)
 	if err != nil {
 		return err
 	}
@@ -212,7 +226,7 @@ func (l *Log) target(day string, n int64) (segment, error) {
 		}
 	}
 	if target.seq != seq {
-		if err := l.prune(names, l.maxBytes-l.part); err != nil {
+		if err := l.prune(names, l.maxBytes-l.part, l.oldestDay(day)); err != nil {
 			return segment{}, err
 		}
 	}
@@ -251,10 +265,19 @@ func (l *Log) ensureDir() error {
 	return nil
 }
 
-// prune removes the oldest files until the rest hold at most keep bytes.
-// Two processes pruning at once remove the same files: a file already gone
-// counts as removed.
-func (l *Log) prune(names []segment, keep int64) error {
+// oldestDay is the first day kept when a file of day starts: "" keeps all.
+func (l *Log) oldestDay(day string) string {
+	t, err := timeParseDay(day)
+	if l.maxAge <= 0 || err != nil {
+		return ""
+	}
+	return t.Add(-l.maxAge).Format(dayLayout)
+}
+
+// prune removes the files of days before oldest, then the oldest files
+// until the rest hold at most keep bytes. Two processes pruning at once
+// remove the same files: a file already gone counts as removed.
+func (l *Log) prune(names []segment, keep int64, oldest string) error {
 	// Through the directory at l.dir: swapped for a link after Append's
 	// look, it would have files of the link's target removed.
 	r, err := l.openRoot(false)
@@ -271,7 +294,7 @@ func (l *Log) prune(names []segment, keep int64) error {
 			total += sizes[i]
 		}
 	}
-	for i := 0; i < len(names) && total > keep; i++ {
+	for i := 0; i < len(names) && (total > keep || names[i].day < oldest); i++ {
 		err := r.Remove(names[i].name())
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("decision log: drop the oldest file: %w", err)

@@ -38,6 +38,10 @@ type Pusher struct {
 	URL    string       // the collector's endpoint
 	Token  string       // bearer token; empty sends none
 	Client *http.Client // nil means http.DefaultClient
+	// Mask is erased from every event before it leaves (see Mask), on top
+	// of what the log's own mask erased when it was kept; then an event
+	// over MaxEventBytes loses its input, then its result.
+	Mask []string
 }
 
 // PushResult says what a push did.
@@ -129,6 +133,11 @@ func (p Pusher) Push(ctx context.Context) (PushResult, error) {
 				break // no complete line after the offset
 			}
 			res.Skipped += w.skipped
+			for j, raw := range w.events {
+				if w.events[j], err = outgoing(raw, p.Mask); err != nil {
+					return res, fmt.Errorf("decision log %s: %w", path, err)
+				}
+			}
 			for len(w.events) > 0 {
 				n, body, err := nextChunk(w.events)
 				if err != nil {
@@ -160,8 +169,28 @@ func (p Pusher) Push(ctx context.Context) (PushResult, error) {
 	return res, nil
 }
 
+// outgoing is a kept event as it is pushed: masked, and within
+// MaxEventBytes.
+func outgoing(raw json.RawMessage, mask []string) (json.RawMessage, error) {
+	if len(mask) == 0 && len(raw) <= MaxEventBytes {
+		return raw, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var ev Event
+	if err := dec.Decode(&ev); err != nil {
+		return nil, err
+	}
+	Mask(&ev, mask)
+	line, err := encode(ev, MaxEventBytes)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(line, []byte{'\n'}), nil
+}
+
 // windowBytes bounds what a push reads of a file at once.
-const windowBytes = 1 << 20
+const windowBytes = 2 * MaxRecordBytes
 
 // window is the complete lines of a file read from an offset: the events,
 // the offset just after each, and end, the offset after the last complete

@@ -83,7 +83,7 @@ func noise(n int) string {
 
 func fillLog(t *testing.T, dir string, n int, pad int) []string {
 	t.Helper()
-	l := Open(dir, []string{"/input/call/prompt"}, 1<<30)
+	l := Open(dir, Options{Mask: []string{"/input/call/prompt"}, MaxBytes: 1 << 30})
 	var ids []string
 	for i := range n {
 		ev := sampleEvent(t, map[string]any{"i": i, "pad": noise(pad), "call": map[string]any{"prompt": "secret", "subagent_type": "coder"}},

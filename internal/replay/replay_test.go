@@ -1,0 +1,153 @@
+package replay_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/deterministic-exec/des/internal/decisionlog"
+	"github.com/deterministic-exec/des/internal/replay"
+	"github.com/deterministic-exec/des/policy"
+)
+
+// engine decides with a real policy engine at the recorded time.
+type engine struct{ *policy.Engine }
+
+func (e engine) Replay(ctx context.Context, g policy.Gate, input any, at time.Time) (policy.Decision, error) {
+	return e.Eval(ctx, g, input, policy.At(at))
+}
+
+func newEngine(t *testing.T, rego string) engine {
+	t.Helper()
+	pe, err := policy.New(t.Context(), policy.WithoutBuiltin(), policy.WithFS("team", fstest.MapFS{"team.rego": {Data: []byte(rego)}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine{pe}
+}
+
+const candidate = `package des.gates.tool_use
+
+deny contains {"code": "T-BIG", "msg": "too big"} if input.size > 3
+
+deny contains {"code": "T-SECRET", "msg": "secret"} if input.secret == "x"
+
+warn contains {"code": "T-W", "msg": "late"} if time.now_ns() > time.parse_rfc3339_ns("2026-11-25T00:00:00Z")
+
+exception contains "T-WAIVED"
+
+deny contains {"code": "T-WAIVED", "msg": "waived"} if input.waive
+`
+
+func record(t *testing.T, dir string, at time.Time, input map[string]any, erase []string, deny, warn []string, exception ...string) string {
+	t.Helper()
+	list := func(codes []string) []any {
+		out := []any{}
+		for _, c := range codes {
+			out = append(out, map[string]any{"code": c, "msg": c})
+		}
+		return out
+	}
+	result := map[string]any{"deny": list(deny), "warn": list(warn)}
+	if exception != nil {
+		result["exception"] = []any{exception[0]}
+	}
+	in, _ := decisionlog.Document(input)
+	res, _ := decisionlog.Document(result)
+	id, _ := decisionlog.NewDecisionID()
+	l := decisionlog.Open(dir, decisionlog.Options{Mask: erase, MaxBytes: 1 << 30})
+	if err := l.Append(decisionlog.Event{DecisionID: id, Path: "des/gates/tool_use", Input: in, Result: res, Timestamp: at}); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func TestRun(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "decisions")
+	day := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	same := record(t, dir, day, map[string]any{"size": 2}, nil, nil, nil)
+	tightened := record(t, dir, day, map[string]any{"size": 5}, nil, nil, nil)
+	loosened := record(t, dir, day, map[string]any{"size": 1}, nil, []string{"T-OLD"}, nil)
+	clock := record(t, dir, day.Add(48*time.Hour), map[string]any{"size": 1}, nil, nil, nil)
+	waived := record(t, dir, day, map[string]any{"size": 1, "waive": true}, nil, []string{"T-WAIVED"}, nil, "T-WAIVED")
+	masked := record(t, dir, day, map[string]any{"size": 1, "secret": "x"}, []string{"/input/secret"}, nil, nil)
+	unread := record(t, dir, day, map[string]any{"size": 1, "other": "x"}, []string{"/input/other"}, nil, nil)
+
+	e := newEngine(t, candidate)
+	rep, err := replay.Run(t.Context(), decisionlog.Events(dir), replay.Options{Decider: e, InputPaths: e.InputPaths})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]string{}
+	for _, c := range rep.Changed {
+		kinds[c.DecisionID] = c.Kind
+	}
+	want := map[string]string{tightened: replay.KindNewlyDenied, loosened: replay.KindNoLongerDenied, clock: replay.KindCodesChanged}
+	if len(kinds) != len(want) {
+		t.Errorf("changed %v, want %v", kinds, want)
+	}
+	for id, k := range want {
+		if kinds[id] != k {
+			t.Errorf("decision %s: %q, want %q", id, kinds[id], k)
+		}
+	}
+	for _, id := range []string{same, waived, unread} {
+		if _, ok := kinds[id]; ok {
+			t.Errorf("decision %s changed: %q", id, kinds[id])
+		}
+	}
+	if rep.Replayed != 6 || rep.Unchanged != 3 {
+		t.Errorf("replayed %d, unchanged %d; want 6, 3", rep.Replayed, rep.Unchanged)
+	}
+	if len(rep.Masked) != 1 || rep.Masked[0].DecisionID != masked || !slices.Equal(rep.Masked[0].Read, []string{"/input/secret"}) {
+		t.Errorf("masked %+v, want %s reading /input/secret", rep.Masked, masked)
+	}
+	var groups []string
+	for _, g := range rep.Groups {
+		groups = append(groups, g.Code+" "+g.Change)
+		if g.Count != 1 || len(g.Examples) != 1 {
+			t.Errorf("group %+v: want one decision", g)
+		}
+	}
+	if !slices.Equal(groups, []string{"T-BIG deny added", "T-OLD deny removed", "T-W warn added"}) {
+		t.Errorf("groups %v", groups)
+	}
+
+	// Filters: a code before or after, a time range.
+	rep, err = replay.Run(t.Context(), decisionlog.Events(dir), replay.Options{Decider: e, InputPaths: e.InputPaths, Codes: []string{"T-OLD"}})
+	if err != nil || rep.Replayed != 1 || len(rep.Changed) != 1 || rep.Changed[0].DecisionID != loosened {
+		t.Errorf("--code T-OLD: %+v, %v", rep, err)
+	}
+	rep, err = replay.Run(t.Context(), decisionlog.Events(dir), replay.Options{Decider: e, InputPaths: e.InputPaths, From: day.Add(time.Hour)})
+	if err != nil || rep.Replayed != 1 || rep.Changed[0].DecisionID != clock {
+		t.Errorf("from a day later: %+v, %v", rep, err)
+	}
+	// Without knowing what the policies read, any erased input is masked.
+	rep, err = replay.Run(t.Context(), decisionlog.Events(dir), replay.Options{Decider: e})
+	if err != nil || len(rep.Masked) != 2 {
+		t.Errorf("no InputPaths: masked %+v, %v", rep.Masked, err)
+	}
+}
+
+// A policy set that fails to decide stops the replay with the decision named.
+func TestRunDecideError(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "decisions")
+	id := record(t, dir, time.Now(), map[string]any{"size": 1}, nil, nil, nil)
+	e := newEngine(t, `package des.gates.tool_use
+
+deny contains {"code": "T-DIV", "msg": "x"} if to_number("abc") > input.size
+`)
+	_, err := replay.Run(t.Context(), decisionlog.Events(dir), replay.Options{Decider: e, InputPaths: e.InputPaths})
+	if !errors.Is(err, replay.ErrDecide) || !contains(err.Error(), id) {
+		t.Errorf("err = %v, want ErrDecide naming %s", err, id)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
