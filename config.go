@@ -114,7 +114,7 @@ type Config struct {
 	DecisionLogMask       []string `json:"decision_log_mask"`         // DES_DECISION_LOG_MASK: JSON pointers (/input/...) removed from every kept decision
 	DecisionLogPushMask   []string `json:"decision_log_push_mask"`    // DES_DECISION_LOG_PUSH_MASK: JSON pointers removed besides before a push sends a decision
 	DecisionLogMaxBytes   int      `json:"decision_log_max_bytes"`    // DES_DECISION_LOG_MAX_BYTES: bound of the kept logs; the oldest go first
-	DecisionLogMaxAgeDays int      `json:"decision_log_max_age_days"` // DES_DECISION_LOG_MAX_AGE_DAYS: days a kept log stays
+	DecisionLogMaxAgeDays int      `json:"decision_log_max_age_days"` // DES_DECISION_LOG_MAX_AGE_DAYS: the days of decisions kept, today included
 }
 
 // Decision log modes (setting decision_log).

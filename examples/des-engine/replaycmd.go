@@ -39,8 +39,9 @@ func runReplay(ctx context.Context, e env, args []string) int {
 	fs := newFlagSet(e, "replay", "[--policies DIR]... [--bundle FILE]... [--from T] [--to T] [--gate G] [--code C] [--json] [--fail-on-change]",
 		"Decides the decisions kept in .des/decisions again, each on its recorded input at its\n"+
 			"recorded time, and lists those that would come out otherwise (newly denied, no\n"+
-			"longer denied, codes added or removed), grouped by gate and code. Nothing is\n"+
-			"recorded: no decision log line, no audit entry, no state.\n\n"+
+			"longer denied, codes added or removed), grouped by gate and code. des records\n"+
+			"nothing: no decision log line, no audit entry, no state (an OPA server of opa_url\n"+
+			"may log the requests in its own decision log).\n\n"+
 			"The policies are the project's (built-in, policy_dirs, the organisation's bundles),\n"+
 			"decided where the settings say (in process, or the OPA server of opa_url). --policies\n"+
 			"replaces the project's policy directories with candidate ones, --bundle the\n"+
@@ -161,7 +162,11 @@ func writeReplayText(e env, rep *replay.Report, where string, dirs, bundles []st
 	}
 	fmt.Fprintf(w, "%d decisions decided again %s with %s: %d unchanged, %d changed (%d newly denied, %d no longer denied, %d codes changed)",
 		rep.Replayed, where, with, rep.Unchanged, len(rep.Changed), kinds[replay.KindNewlyDenied], kinds[replay.KindNoLongerDenied], kinds[replay.KindCodesChanged])
-	fmt.Fprintf(w, "; %d masked, %d skipped\n", len(rep.Masked), len(rep.Skipped))
+	fmt.Fprintf(w, "; %d masked, %d skipped", len(rep.Masked), len(rep.Skipped))
+	if rep.Failed > 0 {
+		fmt.Fprintf(w, " (%d the policies could not decide)", rep.Failed)
+	}
+	fmt.Fprintln(w)
 	if len(rep.Groups) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

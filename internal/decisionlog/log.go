@@ -54,13 +54,13 @@ type Log struct {
 type Options struct {
 	Mask     []string      // JSON pointers erased from every event (see Mask)
 	MaxBytes int64         // bound of the kept files, at least MinMaxBytes
-	MaxAge   time.Duration // files of days older than this go; 0 keeps them
+	MaxAge   time.Duration // the days kept, the newest file's included (whole days); 0 keeps all
 }
 
 // Open returns the log kept in dir (created on the first event), erasing
 // the mask's JSON pointers from every event and keeping at most MaxBytes of
 // files: when a new file would pass it, the oldest go first, and so do the
-// files of days more than MaxAge before the new file's. Processes racing to
+// files of days before the MaxAge that ends with the new file's day. Processes racing to
 // start a file can pass the bound by an event or two, never more.
 func Open(dir string, o Options) *Log {
 	maxBytes := max(o.MaxBytes, MinMaxBytes)
@@ -266,12 +266,13 @@ func (l *Log) ensureDir() error {
 }
 
 // oldestDay is the first day kept when a file of day starts: "" keeps all.
+// A MaxAge of n days keeps n days, day included.
 func (l *Log) oldestDay(day string) string {
 	t, err := timeParseDay(day)
 	if l.maxAge <= 0 || err != nil {
 		return ""
 	}
-	return t.Add(-l.maxAge).Format(dayLayout)
+	return t.Add(-l.maxAge).AddDate(0, 0, 1).Format(dayLayout)
 }
 
 // prune removes the files of days before oldest, then the oldest files

@@ -133,11 +133,20 @@ func (p Pusher) Push(ctx context.Context) (PushResult, error) {
 				break // no complete line after the offset
 			}
 			res.Skipped += w.skipped
+			// A line that is JSON but not an event des can read (another
+			// program's, a forged one) is passed over, as a line that is not
+			// JSON is: it must not stop every later push.
+			kept := 0
 			for j, raw := range w.events {
-				if w.events[j], err = outgoing(raw, p.Mask); err != nil {
-					return res, fmt.Errorf("decision log %s: %w", path, err)
+				ev, err := outgoing(raw, p.Mask)
+				if err != nil {
+					res.Skipped++
+					continue
 				}
+				w.events[kept], w.ends[kept] = ev, w.ends[j]
+				kept++
 			}
+			w.events, w.ends = w.events[:kept], w.ends[:kept]
 			for len(w.events) > 0 {
 				n, body, err := nextChunk(w.events)
 				if err != nil {

@@ -26,9 +26,9 @@ func TestKeptFilesAge(t *testing.T) {
 		}
 	}
 	_, files := readEvents(t, dir)
-	want := []string{"2026-11-07.jsonl", "2026-11-08.jsonl", "2026-11-09.jsonl", "2026-11-10.jsonl"}
+	want := []string{"2026-11-08.jsonl", "2026-11-09.jsonl", "2026-11-10.jsonl"}
 	if !slices.Equal(files, want) {
-		t.Errorf("kept %v, want %v (three days before the newest, and it)", files, want)
+		t.Errorf("kept %v, want %v (three days, the newest included)", files, want)
 	}
 }
 
@@ -116,5 +116,41 @@ func TestEventsReadBack(t *testing.T) {
 	}
 	if len(lineErrs) != 1 || lineErrs[0].Line != 1 || !strings.Contains(lineErrs[0].Error(), "2026-11-25.jsonl:1: not an event") {
 		t.Errorf("line errors %v", lineErrs)
+	}
+}
+
+// A line that is JSON but not an event des can read does not stop the
+// push: it is passed over, and the events after it are sent.
+func TestPushPassesOverForeignLines(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "decisions")
+	l := Open(dir, Options{MaxBytes: 1 << 30})
+	ev := sampleEvent(t, map[string]any{"call": map[string]any{"prompt": "p"}}, map[string]any{"deny": []any{}})
+	ev.Timestamp = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	if err := l.Append(ev); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "2026-11-24.jsonl")
+	file, err := os.OpenFile(f, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file.WriteString(`{"timestamp":"not a time"}` + "\n")
+	file.Close()
+	ev2 := sampleEvent(t, map[string]any{}, map[string]any{"deny": []any{}})
+	ev2.Timestamp = ev.Timestamp.Add(time.Minute)
+	if err := l.Append(ev2); err != nil {
+		t.Fatal(err)
+	}
+	c := &collector{t: t}
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	p := Pusher{Dir: dir, URL: srv.URL, Mask: []string{"/input/call/prompt"}}
+	res, err := p.Push(t.Context())
+	if err != nil || res.Events != 2 || res.Skipped != 1 || len(c.events()) != 2 {
+		t.Fatalf("push: %+v, %v; collector got %d", res, err, len(c.events()))
+	}
+	if res, err := p.Push(t.Context()); err != nil || res.Events != 0 {
+		t.Errorf("second push: %+v, %v", res, err)
 	}
 }

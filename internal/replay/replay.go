@@ -18,6 +18,7 @@ import (
 	"iter"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -98,12 +99,19 @@ type Report struct {
 	Changed   []Change      `json:"changed"`
 	Groups    []Group       `json:"groups"`
 	Masked    []NotReplayed `json:"masked"`  // input erased where the policies read
-	Skipped   []NotReplayed `json:"skipped"` // no input or result recorded, an error recorded, a line not an event
+	Skipped   []NotReplayed `json:"skipped"` // no input or result recorded, an error recorded, a line not an event, an input the policies failed on
+	Failed    int           `json:"failed"`  // of Skipped, the decisions the policies failed on
 }
 
-// ErrDecide wraps a Decider's failure on one decision: Run stops, as the
-// rest would fail too (policies that do not compile, a server down).
+// ErrDecide is Run stopping because the policies could not decide: what a
+// gate reads could not be found, or maxFailedInARow decisions in a row
+// failed (policies that fail on every input, a server down). A decision that
+// fails alone is skipped, with the reason.
 var ErrDecide = errors.New("replay: could not decide")
+
+// maxFailedInARow is how many decisions may fail one after the other before
+// Run stops.
+const maxFailedInARow = 10
 
 // Run replays the events in the order given.
 func Run(ctx context.Context, events iter.Seq2[decisionlog.Recorded, error], o Options) (*Report, error) {
@@ -113,6 +121,7 @@ func Run(ctx context.Context, events iter.Seq2[decisionlog.Recorded, error], o O
 	rep := &Report{Changed: []Change{}, Groups: []Group{}, Masked: []NotReplayed{}, Skipped: []NotReplayed{}}
 	reads := map[policy.Gate][]string{}
 	groups := map[[3]string]*Group{}
+	failedInARow := 0
 	for rec, err := range events {
 		if err != nil {
 			if le := (*decisionlog.LineError)(nil); errors.As(err, &le) {
@@ -138,8 +147,14 @@ func Run(ctx context.Context, events iter.Seq2[decisionlog.Recorded, error], o O
 		case ev.Error != nil:
 			skip("the decision was not made: " + ev.Error.Message)
 			continue
-		case ev.Result == nil:
-			skip("its result was not kept (erased " + strings.Join(ev.Erased, ", ") + ")")
+		case ev.Timestamp.IsZero():
+			skip("no time recorded: the policies would read another")
+			continue
+		case ev.Result == nil || len(erasedUnder(ev.Erased, "/result")) > 0:
+			skip("its result was not kept whole (erased " + strings.Join(erasedUnder(ev.Erased, "/result"), ", ") + "): the recorded outcome is not known")
+			continue
+		case ev.Input == nil && !slices.Contains(ev.Erased, "/input"):
+			skip("no input recorded")
 			continue
 		}
 		before, err := recordedOutcome(*ev.Result)
@@ -148,7 +163,7 @@ func Run(ctx context.Context, events iter.Seq2[decisionlog.Recorded, error], o O
 			continue
 		}
 		g := policy.Gate(gate)
-		if erased := erasedInput(ev.Erased); len(erased) > 0 {
+		if erased := erasedUnder(ev.Erased, "/input"); len(erased) > 0 {
 			read, known := reads[g]
 			if !known && o.InputPaths != nil {
 				if read, err = o.InputPaths(g); err != nil {
@@ -168,14 +183,27 @@ func Run(ctx context.Context, events iter.Seq2[decisionlog.Recorded, error], o O
 				continue
 			}
 		}
-		var input any = map[string]any{}
-		if ev.Input != nil {
-			input = *ev.Input
+		if ev.Input == nil { // erased whole, and the policies read nothing
+			nr.Reason, nr.Erased, nr.Read = "its input was erased whole", []string{"/input"}, []string{}
+			rep.Masked = append(rep.Masked, nr)
+			continue
 		}
-		d, err := o.Decider.Replay(ctx, g, input, ev.Timestamp)
+		d, err := o.Decider.Replay(ctx, g, *ev.Input, ev.Timestamp)
 		if err != nil {
-			return rep, fmt.Errorf("%w: decision %s (%s): %w", ErrDecide, ev.DecisionID, nr.Place, err)
+			if ctx.Err() != nil {
+				return rep, ctx.Err()
+			}
+			// One input the policies cannot decide (a line another program
+			// wrote, say) is that decision's problem; a run of them is the
+			// policies' or the server's, and the rest would fail too.
+			skip("could not be decided: " + err.Error())
+			rep.Failed++
+			if failedInARow++; failedInARow == maxFailedInARow {
+				return rep, fmt.Errorf("%w: the last %d decisions, up to %s (%s): %w", ErrDecide, maxFailedInARow, ev.DecisionID, nr.Place, err)
+			}
+			continue
 		}
+		failedInARow = 0
 		after := decidedOutcome(d)
 		if len(o.Codes) > 0 && !o.hasCode(before) && !o.hasCode(after) {
 			continue
@@ -329,11 +357,11 @@ func diffs(before, after Outcome) []codeDiff {
 	return out
 }
 
-// erasedInput are the erased pointers under /input.
-func erasedInput(erased []string) []string {
+// erasedUnder are the erased pointers at or under root ("/input").
+func erasedUnder(erased []string, root string) []string {
 	var out []string
 	for _, p := range erased {
-		if p == "/input" || strings.HasPrefix(p, "/input/") {
+		if p == root || strings.HasPrefix(p, root+"/") {
 			out = append(out, p)
 		}
 	}
@@ -341,20 +369,36 @@ func erasedInput(erased []string) []string {
 }
 
 // overlapping are the read paths that hold, or are held by, an erased one.
+// An erased array index shifts the elements after it, so it stands for any
+// index of its array.
 func overlapping(erased, read []string) []string {
 	var out []string
 	for _, r := range read {
 		rs := segments(r)
 		for _, e := range erased {
-			es := segments(e)
-			n := min(len(rs), len(es))
-			if slices.Equal(rs[:n], es[:n]) {
+			if prefixMatch(segments(e), rs) {
 				out = append(out, r)
 				break
 			}
 		}
 	}
 	return out
+}
+
+// prefixMatch says whether one of the paths is a prefix of the other, an
+// index of erased matching any key.
+func prefixMatch(erased, read []string) bool {
+	for i := range min(len(erased), len(read)) {
+		if erased[i] != read[i] && !isIndex(erased[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isIndex(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 0 && strconv.Itoa(n) == s
 }
 
 // segments splits a pointer into its unescaped keys, as the mask reads it.

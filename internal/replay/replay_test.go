@@ -135,19 +135,63 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// A policy set that fails to decide stops the replay with the decision named.
+// An input the policies fail on is skipped with the reason; a run of them
+// stops the replay, naming the last decision.
 func TestRunDecideError(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "decisions")
-	id := record(t, dir, time.Now(), map[string]any{"size": 1}, nil, nil, nil)
 	e := newEngine(t, `package des.gates.tool_use
 
-deny contains {"code": "T-DIV", "msg": "x"} if to_number("abc") > input.size
+deny contains {"code": "T-DIV", "msg": "x"} if to_number(input.word) > 0
 `)
-	_, err := replay.Run(t.Context(), decisionlog.Events(dir), replay.Options{Decider: e, InputPaths: e.InputPaths})
-	if !errors.Is(err, replay.ErrDecide) || !contains(err.Error(), id) {
-		t.Errorf("err = %v, want ErrDecide naming %s", err, id)
+	dir := filepath.Join(t.TempDir(), "decisions")
+	ok := record(t, dir, time.Now(), map[string]any{"word": "1"}, nil, []string{"T-DIV"}, nil)
+	bad := record(t, dir, time.Now(), map[string]any{"word": "abc"}, nil, nil, nil)
+	rep, err := replay.Run(t.Context(), decisionlog.Events(dir), replay.Options{Decider: e, InputPaths: e.InputPaths})
+	if err != nil || rep.Replayed != 1 || rep.Failed != 1 || len(rep.Skipped) != 1 || rep.Skipped[0].DecisionID != bad ||
+		!strings.Contains(rep.Skipped[0].Reason, "could not be decided") {
+		t.Fatalf("one bad input: %+v, %v (good %s)", rep, err, ok)
+	}
+	var last string
+	for range 9 { // with the one before: ten in a row
+		last = record(t, dir, time.Now(), map[string]any{"word": "abc"}, nil, nil, nil)
+	}
+	_, err = replay.Run(t.Context(), decisionlog.Events(dir), replay.Options{Decider: e, InputPaths: e.InputPaths})
+	if !errors.Is(err, replay.ErrDecide) || !strings.Contains(err.Error(), last) {
+		t.Errorf("ten in a row: err = %v, want ErrDecide naming %s", err, last)
 	}
 }
 
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
+// What the record does not hold whole is never decided on a guess: a result
+// erased in part, an array with an element erased (the rest shifted), an
+// input that is missing.
+func TestRunIncompleteRecords(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, `package des.gates.tool_use
+
+deny contains {"code": "T-SECOND", "msg": "x"} if input.list[1] == "b"
+`)
+	dir := filepath.Join(t.TempDir(), "decisions")
+	at := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	result := record(t, dir, at, map[string]any{"list": []any{"a", "b"}}, []string{"/result/deny/0"}, []string{"T-SECOND"}, nil)
+	shifted := record(t, dir, at, map[string]any{"list": []any{"a", "b", "c"}}, []string{"/input/list/0"}, []string{"T-SECOND"}, nil)
+	id, _ := decisionlog.NewDecisionID()
+	res, _ := decisionlog.Document(map[string]any{"deny": []any{}, "warn": []any{}})
+	l := decisionlog.Open(dir, decisionlog.Options{MaxBytes: 1 << 30})
+	if err := l.Append(decisionlog.Event{DecisionID: id, Path: "des/gates/tool_use", Result: res, Timestamp: at}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := replay.Run(t.Context(), decisionlog.Events(dir), replay.Options{Decider: e, InputPaths: e.InputPaths})
+	if err != nil || rep.Replayed != 0 || len(rep.Changed) != 0 {
+		t.Fatalf("replayed %+v, %v: want none", rep, err)
+	}
+	if len(rep.Masked) != 1 || rep.Masked[0].DecisionID != shifted {
+		t.Errorf("masked %+v, want %s (an element erased before the one read)", rep.Masked, shifted)
+	}
+	skipped := map[string]string{}
+	for _, s := range rep.Skipped {
+		skipped[s.DecisionID] = s.Reason
+	}
+	if !strings.Contains(skipped[result], "result was not kept whole") || !strings.Contains(skipped[id], "no input recorded") {
+		t.Errorf("skipped %v", skipped)
+	}
+}
