@@ -99,20 +99,15 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 		}
 		verify = audit.AdoptWitness
 	}
-	var attested, anchored audit.Option
+	var checks []audit.Option
 	if root != "" && !*adopt {
-		// The project's attestations say whether des ever witnessed this
-		// trail: a witness that is gone then is a finding, not a new trail.
-		attested = audit.WithAttestations(statedir.Attestations(statedir.For(root, e.lookupEnv)), false)
-		// The heads recorded outside the trail and the state directory:
-		// in the decision log and in git notes.
-		anchors, problems := auditAnchors(ctx, root, show)
+		var problems []string
+		checks, problems = projectTrailChecks(ctx, e, root, show)
 		for _, p := range problems {
 			fmt.Fprintf(e.stderr, "des-hook audit verify: not checked against %s\n", p)
 		}
-		anchored = audit.WithAnchors(anchors)
 	}
-	rep, err := verify(ctx, *dir, witness, audit.WithRoot(root), attested, anchored) // root "" (--dir): none
+	rep, err := verify(ctx, *dir, append(checks, witness, audit.WithRoot(root))...) // root "" (--dir): none
 	switch {
 	case errors.Is(err, audit.ErrNotIntact):
 		b := rep.Break
@@ -139,27 +134,49 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 		}
 		return exitBroken
 	}
-	fmt.Fprintf(e.stdout, "audit trail intact: %s in %s", plural(rep.Lines, "line"), plural(rep.Files, "file"))
-	if rep.Unchained > 0 {
-		fmt.Fprintf(e.stdout, " (the first %s predate the hash chain; only the last of them is covered)", plural(rep.Unchained, "line"))
+	if *adopt && rep.Witness.Found {
+		fmt.Fprintln(e.stdout, intactLines(rep)[0])
+		fmt.Fprintf(e.stdout, "witnessed: seq %d, in %s\n", rep.Witness.Seq, rep.Witness.Path)
+		return exitOK
 	}
-	fmt.Fprintln(e.stdout)
-	if a := rep.Anchors; a.Checked > 0 {
-		fmt.Fprintf(e.stdout, "anchored: the trail holds the %s recorded in the decision log and git notes (up to seq %d)\n", plural(a.Checked, "head"), a.Seq)
-	}
-	switch w := rep.Witness; {
-	case *adopt && w.Found:
-		fmt.Fprintf(e.stdout, "witnessed: seq %d, in %s\n", w.Seq, w.Path)
-	case !w.Found && rep.LastSeq == 0:
-		fmt.Fprintf(e.stdout, "not witnessed: the trail has no chained line yet; its head will be witnessed in %s from the first append\n", w.Path)
-	case !w.Found && rep.Anchors.Checked > 0:
-		fmt.Fprintf(e.stdout, "not witnessed: no witness at %s, so the chain was checked against the heads recorded outside the trail only; lines after seq %d are not pinned. If this trail is known good, `des-hook audit verify --adopt` witnesses its end\n", w.Path, rep.Anchors.Seq)
-	case !w.Found:
-		fmt.Fprintf(e.stdout, "not witnessed: no witness at %s, so only the chain was checked; a trail cut or rewritten after its witness was removed would look the same. If this trail is known good (a new machine, a copy, a trail from before witnesses), `des-hook audit verify --adopt` witnesses its end\n", w.Path)
-	case w.Behind > 0:
-		fmt.Fprintf(e.stdout, "witnessed up to seq %d; the %s after it were written since (an append interrupted before its witness update, or by a writer without the witness) and are chained but not witnessed\n", w.Seq, plural(int(w.Behind), "line"))
+	for _, l := range intactLines(rep) {
+		fmt.Fprintln(e.stdout, l)
 	}
 	return exitOK
+}
+
+// projectTrailChecks are the checks of a project's trail beyond its chain:
+// the project's attestations say whether des ever witnessed this trail (a
+// witness that is gone then is a finding, not a new trail), and the heads
+// recorded outside the trail and the state directory, in the decision log
+// and in git notes, are anchors. problems are anchors that could not be read.
+func projectTrailChecks(ctx context.Context, e env, root string, show func(string) string) ([]audit.Option, []string) {
+	attested := audit.WithAttestations(statedir.Attestations(statedir.For(root, e.lookupEnv)), false)
+	anchors, problems := auditAnchors(ctx, root, show)
+	return []audit.Option{attested, audit.WithAnchors(anchors)}, problems
+}
+
+// intactLines says what `audit verify` says of an intact trail.
+func intactLines(rep audit.Report) []string {
+	first := fmt.Sprintf("audit trail intact: %s in %s", plural(rep.Lines, "line"), plural(rep.Files, "file"))
+	if rep.Unchained > 0 {
+		first += fmt.Sprintf(" (the first %s predate the hash chain; only the last of them is covered)", plural(rep.Unchained, "line"))
+	}
+	out := []string{first}
+	if a := rep.Anchors; a.Checked > 0 {
+		out = append(out, fmt.Sprintf("anchored: the trail holds the %s recorded in the decision log and git notes (up to seq %d)", plural(a.Checked, "head"), a.Seq))
+	}
+	switch w := rep.Witness; {
+	case !w.Found && rep.LastSeq == 0:
+		out = append(out, fmt.Sprintf("not witnessed: the trail has no chained line yet; its head will be witnessed in %s from the first append", w.Path))
+	case !w.Found && rep.Anchors.Checked > 0:
+		out = append(out, fmt.Sprintf("not witnessed: no witness at %s, so the chain was checked against the heads recorded outside the trail only; lines after seq %d are not pinned. If this trail is known good, `des-hook audit verify --adopt` witnesses its end", w.Path, rep.Anchors.Seq))
+	case !w.Found:
+		out = append(out, fmt.Sprintf("not witnessed: no witness at %s, so only the chain was checked; a trail cut or rewritten after its witness was removed would look the same. If this trail is known good (a new machine, a copy, a trail from before witnesses), `des-hook audit verify --adopt` witnesses its end", w.Path))
+	case w.Behind > 0:
+		out = append(out, fmt.Sprintf("witnessed up to seq %d; the %s after it were written since (an append interrupted before its witness update, or by a writer without the witness) and are chained but not witnessed", w.Seq, plural(int(w.Behind), "line")))
+	}
+	return out
 }
 
 func plural(n int, word string) string {

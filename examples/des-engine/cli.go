@@ -62,6 +62,7 @@ func commands() []command {
 		{"evidence", "[--json]           the test runs des saw, per phase, step and task graph phase", runEvidence},
 		{"status", "[--json]           subagents running, the task graph's waves, the orchestration settings", runStatus},
 		{"statusline", "                  one line for Claude Code's status line (JSON on stdin)", runStatusLine},
+		{"report", "[--from T] [--to T] [--format html|json] [--out FILE]  one HTML page of the recorded history: timeline, gates, codes", runReport},
 		{"replay", "[--policies DIR] [--bundle FILE] [--json]  decide the recorded decisions again; list those that change", runReplay},
 		{"logs", "push               send the decision logs not yet sent to decision_log_url", runLogs},
 		{"serve", "[--idle DURATION]    run the warm decision server in the foreground", runServe},
