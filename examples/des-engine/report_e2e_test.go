@@ -166,6 +166,12 @@ func TestE2EReportOfARun(t *testing.T) {
 			denied = true
 		}
 	}
+	// The trail keeps the codes; what the gate said comes from the
+	// decision log.
+	last := rep.Events[len(rep.Events)-1]
+	if last.Event != "DOCUMENT_WRITE_BLOCKED" || len(last.Messages) != 1 || !strings.HasPrefix(last.Messages[0], "[DES-PROTECTED-PATH] Write may not write .des/config.json") {
+		t.Errorf("the denied write: %s, messages %q", last.Event, last.Messages)
+	}
 	if !denied || rep.Counts[report.KindDeny] == 0 || len(rep.Lanes) == 0 {
 		t.Errorf("codes %+v, counts %v, lanes %d", rep.Codes, rep.Counts, len(rep.Lanes))
 	}

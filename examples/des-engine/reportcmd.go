@@ -13,6 +13,7 @@ import (
 
 	"github.com/deterministic-exec/des"
 	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/internal/decisionlog"
 	"github.com/deterministic-exec/des/internal/fileio"
 	"github.com/deterministic-exec/des/internal/hooklog"
 	"github.com/deterministic-exec/des/internal/report"
@@ -92,6 +93,13 @@ func runReport(ctx context.Context, e env, args []string) int {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		// What could be read is shown, with the reason it stops there.
 		o.Trail.Notes = append(o.Trail.Notes, "the trail could be read only up to here: "+err.Error())
+	}
+	// What each gate said, from the decision log (the trail keeps codes).
+	for rec, err := range decisionlog.Events(filepath.Join(root, des.DecisionsDir)) {
+		if err == nil && (o.From.IsZero() || !rec.Timestamp.Before(o.From.Add(-time.Minute))) && (o.To.IsZero() || rec.Timestamp.Before(o.To)) {
+			rec.Input = nil // not needed: the messages are in the result
+			o.Decisions = append(o.Decisions, rec.Event)
+		}
 	}
 	rep := report.Build(entries, o)
 	var buf bytes.Buffer

@@ -101,6 +101,8 @@ type page struct {
 	PhaseSet []string
 	CodeSet  []string
 	Data     template.JS
+	// Integrity are the events of kind restore and sync.
+	Integrity []Event
 }
 
 // pageData is the script's copy of the events.
@@ -110,7 +112,8 @@ type pageData struct {
 	Span  int64    `json:"span"` // milliseconds from the first event to the last
 	// Events are rows of: seq, milliseconds since the first event, lane
 	// index, kind index, event, what happened, session, step, phase, codes
-	// (space-separated), attested (1 or 0), time as shown, lane label.
+	// (space-separated), attested (1 or 0), time as shown, lane label,
+	// messages (newline-separated).
 	Events [][]any `json:"events"`
 }
 
@@ -151,7 +154,11 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			attested = 1
 		}
 		d.Events = append(d.Events, []any{e.Seq, e.Time.Sub(p.Start).Milliseconds(), laneIndex[e.Lane], kindIndex[e.Kind], e.Event, e.What,
-			e.Session, e.Step, e.Phase, strings.Join(e.Codes, " "), attested, e.Time.UTC().Format("2006-01-02 15:04:05Z"), labels[e.Lane]})
+			e.Session, e.Step, e.Phase, strings.Join(e.Codes, " "), attested, e.Time.UTC().Format("2006-01-02 15:04:05Z"), labels[e.Lane],
+			strings.Join(e.Messages, "\n")})
+		if e.Kind == KindRestore || e.Kind == KindSync {
+			p.Integrity = append(p.Integrity, e)
+		}
 		if e.Step != "" {
 			steps[e.Step] = true
 		}

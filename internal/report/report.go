@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/internal/decisionlog"
 )
 
 // Trail is the audit trail's verification, as `des-hook audit verify` says it.
@@ -41,6 +42,10 @@ type Options struct {
 	Titles   map[string]string // code → its title (the policies' catalogue)
 	Severity map[string]string // code → "deny" or "warn"
 	Trail    Trail
+	// Decisions are the decision log's events: an entry's messages are
+	// those of the decision of the same codes made just before it (the
+	// trail records codes, the decision log what each said).
+	Decisions []decisionlog.Event
 }
 
 // Event is one entry of the trail as the report shows it.
@@ -57,7 +62,8 @@ type Event struct {
 	Phase     string         `json:"phase,omitempty"`
 	Codes     []string       `json:"codes,omitempty"`
 	What      string         `json:"what"`
-	Attested  bool           `json:"attested"` // des wrote this line (false: a line des did not write)
+	Messages  []string       `json:"messages,omitempty"` // what the gate said, from the decision log`
+	Attested  bool           `json:"attested"`           // des wrote this line (false: a line des did not write)
 	Fields    map[string]any `json:"fields"`
 }
 
@@ -144,11 +150,12 @@ type Wave struct {
 
 // Code is a code the gates yielded, with the events that carry it.
 type Code struct {
-	Code     string  `json:"code"`
-	Severity string  `json:"severity"` // deny, warn, waived, or the catalogue's for other events (an escalation's)
-	Title    string  `json:"title,omitempty"`
-	Count    int     `json:"count"` // events
-	Seqs     []int64 `json:"seqs"`
+	Code     string   `json:"code"`
+	Severity string   `json:"severity"` // deny, warn, waived, or the catalogue's for other events (an escalation's)
+	Title    string   `json:"title,omitempty"`
+	Messages []string `json:"messages,omitempty"` // the first distinct messages it came with
+	Count    int      `json:"count"`              // events
+	Seqs     []int64  `json:"seqs"`
 }
 
 // Report is the model of the page.
@@ -176,11 +183,13 @@ func Build(entries []audit.Entry, o Options) *Report {
 	phases := map[string]map[string]PhaseCell{}
 	flows := map[string]*WorkflowPhase{}
 	codes := map[[2]string]*Code{}
+	said := indexDecisions(o.Decisions)
 	for _, e := range entries {
 		if !o.From.IsZero() && e.Time.Before(o.From) || !o.To.IsZero() && !e.Time.Before(o.To) {
 			continue
 		}
 		ev := event(e)
+		ev.Messages = said.messages(ev)
 		r.Counts[ev.Kind]++
 		l := lanes[ev.Lane]
 		if l == nil {
@@ -217,6 +226,11 @@ func Build(entries []audit.Entry, o Options) *Report {
 			}
 			cd.Count++
 			cd.Seqs = append(cd.Seqs, ev.Seq)
+			for _, m := range ev.Messages {
+				if strings.HasPrefix(m, "["+c+"] ") && len(cd.Messages) < 3 && !slices.Contains(cd.Messages, m) {
+					cd.Messages = append(cd.Messages, m)
+				}
+			}
 		}
 		collectStep(ev, steps, phases)
 		collectWorkflow(ev, flows)
@@ -246,6 +260,70 @@ func Build(entries []audit.Entry, o Options) *Report {
 		return cmp.Or(cmp.Compare(sevRank(a.Severity), sevRank(b.Severity)), cmp.Compare(b.Count, a.Count), cmp.Compare(a.Code, b.Code))
 	})
 	return r
+}
+
+// decisions index the decision log's events by their codes.
+type decisions map[string][]said
+
+type said struct {
+	at       time.Time
+	messages []string // "[CODE] msg"
+}
+
+func indexDecisions(evs []decisionlog.Event) decisions {
+	d := decisions{}
+	for _, ev := range evs {
+		if ev.Result == nil {
+			continue
+		}
+		res, _ := (*ev.Result).(map[string]any)
+		var codes, msgs []string
+		for _, sev := range []string{"deny", "warn"} {
+			list, _ := res[sev].([]any)
+			for _, x := range list {
+				v, _ := x.(map[string]any)
+				code, _ := v["code"].(string)
+				msg, _ := v["msg"].(string)
+				if code == "" {
+					continue
+				}
+				codes = append(codes, code)
+				if m := "[" + code + "] " + msg; msg != "" && !slices.Contains(msgs, m) {
+					msgs = append(msgs, m)
+				}
+			}
+		}
+		if len(codes) > 0 {
+			key := codeKey(codes)
+			d[key] = append(d[key], said{at: ev.Timestamp, messages: msgs})
+		}
+	}
+	return d
+}
+
+// codeKey is a set of codes as one string.
+func codeKey(codes []string) string {
+	c := slices.Clone(codes)
+	slices.Sort(c)
+	return strings.Join(slices.Compact(c), " ")
+}
+
+// messages are those of the last decision with ev's codes made at most 10 s
+// before ev was recorded (an entry is written after its decision).
+func (d decisions) messages(ev Event) []string {
+	if len(ev.Codes) == 0 {
+		return nil
+	}
+	var best *said
+	for i, s := range d[codeKey(ev.Codes)] {
+		if gap := ev.Time.Sub(s.at); gap >= -time.Second && gap <= 10*time.Second && (best == nil || s.at.After(best.at)) {
+			best = &d[codeKey(ev.Codes)][i]
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.messages
 }
 
 func sevRank(s string) int {
