@@ -407,7 +407,7 @@ func browse(t *testing.T, page string, n int, code string) {
 		t.Errorf("a link to the last event (#e-%s) does not draw its row", last)
 	}
 	for _, theme := range []string{"light", "dark"} {
-		shot := artifact(t, t.Name()+"-"+theme+".png")
+		shot := artifact(t, strings.ReplaceAll(t.Name(), "/", "_")+"-"+theme+".png")
 		headless(t, url+"#theme="+theme, "--screenshot="+shot, "--hide-scrollbars")
 		if fi, err := os.Stat(shot); err != nil || fi.Size() < 10000 {
 			t.Errorf("screenshot %s: %v", shot, err)
@@ -439,4 +439,55 @@ func TestE2EReportLongHistory(t *testing.T) {
 	t.Logf("%d events: page of %d bytes built in %v (in process)", n, len(page), built)
 	checkPage(t, string(page), n)
 	browse(t, out, n, "DES-PROTECTED-PATH")
+}
+
+// The README's example projects, after the events the README sends them:
+// each report holds what the trail holds, says the trail is intact, and
+// opens in Chromium.
+func TestE2EReportReadmeProjects(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		project string
+		events  []string
+		code    string
+	}{
+		{"shop-project", []string{"gate1-incomplete-prompt.json", "protected-write.json"}, "DES-PHASE-MISSING"},
+		{"workflow-project", []string{"stale-state-write.json"}, ""},
+		{"isdlc-project", []string{"isdlc-out-of-order.json", "isdlc-advance.json"}, "DES-GATE-BLOCKED"},
+	} {
+		t.Run(c.project, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			if err := os.CopyFS(root, os.DirFS(filepath.Join("testdata", c.project))); err != nil {
+				t.Fatal(err)
+			}
+			state := t.TempDir()
+			for _, ev := range c.events {
+				raw, err := os.ReadFile(filepath.Join("testdata", ev))
+				if err != nil {
+					t.Fatal(err)
+				}
+				runHookProcess(t, root, []string{"DES_STATE_DIR=" + state}, raw)
+			}
+			env := envMap{"CLAUDE_PROJECT_DIR": root, "DES_STATE_DIR": state}
+			out := filepath.Join(t.TempDir(), "report.html")
+			r := runCLI(t, env, "report", "--out", out)
+			var rep report.Report
+			j := runCLI(t, env, "report", "--format", "json")
+			if r.code != 0 || j.code != 0 || json.Unmarshal([]byte(j.stdout), &rep) != nil {
+				t.Fatalf("report: exit %d, %d\n%s%s", r.code, j.code, r.stderr, j.stderr)
+			}
+			if rep.Trail.Status != report.TrailIntact || len(rep.Events) == 0 || !strings.Contains(rep.Trail.Summary, fmt.Sprintf("%d line", len(rep.Events))) {
+				t.Errorf("trail %+v with %d events", rep.Trail, len(rep.Events))
+			}
+			page, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPage(t, string(page), len(rep.Events))
+			if c.code != "" && testenv.IsLong() { // TestE2EReportOfARun opens one in the default run
+				browse(t, out, len(rep.Events), c.code)
+			}
+		})
+	}
 }
