@@ -57,11 +57,13 @@ func TestDecisionLogMatchesOPAServer(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	// OPA's own mask policy erases what des's default mask erases.
+	// OPA's own mask policy erases what des's mask erases: the privacy
+	// list des pushes with, set as the kept log's mask here.
+	mask := DefaultConfig().DecisionLogPushMask
 	maskDir := t.TempDir()
 	var rules strings.Builder
 	rules.WriteString("package system.log\n\n")
-	for _, p := range DefaultConfig().DecisionLogMask {
+	for _, p := range mask {
 		fmt.Fprintf(&rules, "mask contains %q\n", p)
 	}
 	if err := os.WriteFile(filepath.Join(maskDir, "mask.rego"), []byte(rules.String()), 0o644); err != nil {
@@ -117,7 +119,7 @@ func TestDecisionLogMatchesOPAServer(t *testing.T) {
 	}
 
 	root := t.TempDir()
-	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_DECISION_LOG": "on", "DES_STATE_DIR": t.TempDir()})))
+	e, err := New(t.Context(), WithRoot(root), WithEnv(env(map[string]string{"DES_DECISION_LOG_MASK": strings.Join(mask, ","), "DES_STATE_DIR": t.TempDir()})))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,6 +76,9 @@ func runReplay(ctx context.Context, e env, args []string) int {
 	if o.To, err = replayTime(*to, now); err != nil {
 		return fail("--to: %v", err)
 	}
+	if !o.From.IsZero() && !o.To.IsZero() && !o.From.Before(o.To) {
+		return fail("--from %s is not before --to %s", *from, *to)
+	}
 	for _, g := range gates {
 		if !slices.Contains(policy.Gates(), policy.Gate(g)) {
 			return fail("--gate %q: not a gate; the gates are %v", g, policy.Gates())

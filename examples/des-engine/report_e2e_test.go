@@ -184,6 +184,25 @@ func TestE2EReportOfARun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A link at --out (an agent can leave one in the project) is not
+	// written through: what it points to is left as it was.
+	victim := filepath.Join(t.TempDir(), "pre-commit")
+	if err := os.WriteFile(victim, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(p.root, "report.html")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, env, "report", "--out", link); r.code != 2 || !strings.Contains(r.stderr, "does not write through it") {
+		t.Errorf("--out at a link: exit %d\n%s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "#!/bin/sh\nexit 0\n" {
+		t.Errorf("the link's target was written: %q", b)
+	}
+	if r := runCLI(t, env, "report", "--from", "2026-11-02", "--to", "2026-11-01"); r.code != 2 || !strings.Contains(r.stderr, "is not before --to") {
+		t.Errorf("--from after --to: exit %d\n%s", r.code, r.stderr)
+	}
 	checkPage(t, string(page), len(rep.Events))
 	for _, want := range []string{rep.Trail.Summary, "DES-PROTECTED-PATH", atkOpenStep, "Gate 1", "PREPARE"} {
 		if !strings.Contains(string(page), html.EscapeString(want)) {

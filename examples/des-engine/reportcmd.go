@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -20,6 +21,10 @@ import (
 	"github.com/deterministic-exec/des/internal/statedir"
 	"github.com/deterministic-exec/des/policy"
 )
+
+// maxReportDecisions bounds the decision log events a report reads for
+// messages.
+const maxReportDecisions = 200_000
 
 func runReport(ctx context.Context, e env, args []string) int {
 	flags := newFlagSet(e, "report", "[--from T] [--to T] [--format html|json] [--out FILE]",
@@ -52,6 +57,9 @@ func runReport(ctx context.Context, e env, args []string) int {
 	}
 	if o.To, err = replayTime(*to, now); err != nil {
 		return fail("--to: %v", err)
+	}
+	if !o.From.IsZero() && !o.To.IsZero() && !o.From.Before(o.To) {
+		return fail("--from %s is not before --to %s", *from, *to)
 	}
 	root := commandRoot(ctx, e.lookupEnv)
 	o.Project = filepath.Base(root)
@@ -95,7 +103,11 @@ func runReport(ctx context.Context, e env, args []string) int {
 		o.Trail.Notes = append(o.Trail.Notes, "the trail could be read only up to here: "+err.Error())
 	}
 	// What each gate said, from the decision log (the trail keeps codes).
+	// The log is bounded (decision_log_max_bytes); so is what is kept here.
 	for rec, err := range decisionlog.Events(filepath.Join(root, des.DecisionsDir)) {
+		if len(o.Decisions) == maxReportDecisions {
+			break
+		}
 		if err == nil && (o.From.IsZero() || !rec.Timestamp.Before(o.From.Add(-time.Minute))) && (o.To.IsZero() || rec.Timestamp.Before(o.To)) {
 			rec.Input = nil // not needed: the messages are in the result
 			o.Decisions = append(o.Decisions, rec.Event)
@@ -120,8 +132,16 @@ func runReport(ctx context.Context, e env, args []string) int {
 		}
 		return exitOK
 	}
-	if err := fileio.WriteAtomic(*out, buf.Bytes()); err != nil {
-		return fail("%v", err)
+	// Within the directory named, never through a link at the name: a
+	// link an agent left at report.html would have the page written over
+	// whatever it points to.
+	outDir, err := os.OpenRoot(filepath.Dir(*out))
+	if err != nil {
+		return fail("--out: %v", err)
+	}
+	defer outDir.Close()
+	if err := fileio.WriteAtomicAt(outDir, filepath.Base(*out), buf.Bytes()); err != nil {
+		return fail("--out %s: %v", *out, err)
 	}
 	fmt.Fprintf(e.stdout, "des-hook report: %d events written to %s\n", len(rep.Events), *out)
 	return exitOK

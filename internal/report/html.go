@@ -101,8 +101,10 @@ type page struct {
 	PhaseSet []string
 	CodeSet  []string
 	Data     template.JS
-	// Integrity are the events of kind restore and sync.
-	Integrity []Event
+	// Integrity are the events of kind restore and sync, and restores that
+	// failed.
+	Integrity  []Event
+	LaneLabels map[string]string
 }
 
 // pageData is the script's copy of the events.
@@ -123,6 +125,20 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		"ts":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 		"join":  strings.Join,
 		"lower": strings.ToLower,
+		// Classes from a fixed set: a status or severity a line des did not
+		// write could otherwise add classes of its own.
+		"phaseClass": func(status string) string {
+			if slices.Contains([]string{"NOT_EXECUTED", "IN_PROGRESS", "EXECUTED", "SKIPPED", "FAILED"}, status) {
+				return "ph-" + status
+			}
+			return "ph-other"
+		},
+		"kindClass": func(kind string) string {
+			if _, ok := Themes()["light"].Kinds[kind]; ok {
+				return "k-" + kind
+			}
+			return "k-" + KindInfo
+		},
 	}).Parse(pageTemplate)
 	if err != nil {
 		return err
@@ -147,6 +163,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	for _, l := range r.Lanes {
 		labels[l.ID] = l.Label
 	}
+	p.LaneLabels = labels
 	steps, phases, codes, sessions := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, e := range r.Events {
 		attested := 0
@@ -156,7 +173,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		d.Events = append(d.Events, []any{e.Seq, e.Time.Sub(p.Start).Milliseconds(), laneIndex[e.Lane], kindIndex[e.Kind], e.Event, e.What,
 			e.Session, e.Step, e.Phase, strings.Join(e.Codes, " "), attested, e.Time.UTC().Format("2006-01-02 15:04:05Z"), labels[e.Lane],
 			strings.Join(e.Messages, "\n")})
-		if e.Kind == KindRestore || e.Kind == KindSync {
+		if e.Kind == KindRestore || e.Kind == KindSync || e.Event == "INTEGRITY_VIOLATION" {
 			p.Integrity = append(p.Integrity, e)
 		}
 		if e.Step != "" {
@@ -181,18 +198,4 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	}
 	p.Data = template.JS(raw)
 	return t.Execute(w, p)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }

@@ -65,14 +65,18 @@ type Event struct {
 	Messages  []string       `json:"messages,omitempty"` // what the gate said, from the decision log`
 	Attested  bool           `json:"attested"`           // des wrote this line (false: a line des did not write)
 	Fields    map[string]any `json:"fields"`
+	index     int            // its place in Report.Events
 }
 
-// Anchor is the event's id in the page: e-<seq>.
-func (e Event) Anchor() string {
-	if e.Seq > 0 {
-		return fmt.Sprintf("e-%d", e.Seq)
+// Anchor is the event's id in the page: e-<seq>, or e-0-<place> for a
+// line from before the chain.
+func (e Event) Anchor() string { return anchor(e.Seq, e.index) }
+
+func anchor(seq int64, index int) string {
+	if seq > 0 {
+		return fmt.Sprintf("e-%d", seq)
 	}
-	return fmt.Sprintf("e-0-%d", e.Time.UnixNano()) // a line from before the chain
+	return fmt.Sprintf("e-0-%d", index)
 }
 
 // Kinds of Event.
@@ -118,11 +122,13 @@ type PhaseCell struct {
 
 // Verdict is a gate's judgement recorded in the trail.
 type Verdict struct {
-	Gate    string    `json:"gate"` // "Gate 1", "Gate 2", "Gate 3"
-	Outcome string    `json:"outcome"`
-	Codes   []string  `json:"codes,omitempty"`
-	Time    time.Time `json:"timestamp"`
-	Seq     int64     `json:"seq"`
+	Gate     string    `json:"gate"` // "Gate 1", "Gate 2", "Gate 3"
+	Outcome  string    `json:"outcome"`
+	Codes    []string  `json:"codes,omitempty"`
+	Time     time.Time `json:"timestamp"`
+	Seq      int64     `json:"seq"`
+	Attested bool      `json:"attested"`
+	Anchor   string    `json:"-"`
 }
 
 // WorkflowPhase is a phase of an iSDLC workflow: the guards' decisions on
@@ -146,6 +152,8 @@ type Wave struct {
 	WaveTo    any       `json:"wave_to,omitempty"`
 	Time      time.Time `json:"timestamp"`
 	Seq       int64     `json:"seq"`
+	Attested  bool      `json:"attested"`
+	Anchor    string    `json:"-"`
 }
 
 // Code is a code the gates yielded, with the events that carry it.
@@ -156,22 +164,28 @@ type Code struct {
 	Messages []string `json:"messages,omitempty"` // the first distinct messages it came with
 	Count    int      `json:"count"`              // events
 	Seqs     []int64  `json:"seqs"`
+	// Unattested counts the events with the code that des did not write.
+	Unattested int      `json:"unattested"`
+	Anchors    []string `json:"-"` // of the first events
 }
 
 // Report is the model of the page.
 type Report struct {
-	Project   string          `json:"project"`
-	Generated time.Time       `json:"generated"`
-	From      time.Time       `json:"from,omitzero"`
-	To        time.Time       `json:"to,omitzero"`
-	Trail     Trail           `json:"trail"`
-	Counts    map[string]int  `json:"counts"` // by kind
-	Lanes     []Lane          `json:"lanes"`
-	Steps     []Step          `json:"steps"`
-	Workflow  []WorkflowPhase `json:"workflow"`
-	Waves     []Wave          `json:"waves"`
-	Codes     []Code          `json:"codes"`
-	Events    []Event         `json:"events"`
+	Project   string    `json:"project"`
+	Generated time.Time `json:"generated"`
+	From      time.Time `json:"from,omitzero"`
+	To        time.Time `json:"to,omitzero"`
+	Trail     Trail     `json:"trail"`
+	// Unattested counts the lines des did not write (not in its
+	// attestations): chained, so the trail verifies, but not des's.
+	Unattested int             `json:"unattested"`
+	Counts     map[string]int  `json:"counts"` // by kind
+	Lanes      []Lane          `json:"lanes"`
+	Steps      []Step          `json:"steps"`
+	Workflow   []WorkflowPhase `json:"workflow"`
+	Waves      []Wave          `json:"waves"`
+	Codes      []Code          `json:"codes"`
+	Events     []Event         `json:"events"`
 }
 
 // Build makes the report of entries (the trail, oldest first).
@@ -189,15 +203,19 @@ func Build(entries []audit.Entry, o Options) *Report {
 			continue
 		}
 		ev := event(e)
+		ev.index = len(r.Events)
 		ev.Messages = said.messages(ev)
+		if !ev.Attested {
+			r.Unattested++
+		}
 		r.Counts[ev.Kind]++
 		l := lanes[ev.Lane]
 		if l == nil {
-			l = &Lane{ID: ev.Lane, Label: laneLabel(ev), Session: ev.Session, Agent: ev.Agent, First: ev.Time}
+			l = &Lane{ID: ev.Lane, Label: laneLabel(ev), Session: ev.Session, Agent: ev.Agent, First: ev.Time, Last: ev.Time}
 			lanes[ev.Lane] = l
 		}
 		l.Events++
-		l.Last = ev.Time
+		l.First, l.Last = minTime(l.First, ev.Time), maxTime(l.Last, ev.Time)
 		if ev.Kind == KindDeny {
 			l.Denies++
 		}
@@ -226,6 +244,12 @@ func Build(entries []audit.Entry, o Options) *Report {
 			}
 			cd.Count++
 			cd.Seqs = append(cd.Seqs, ev.Seq)
+			if len(cd.Anchors) < 5 {
+				cd.Anchors = append(cd.Anchors, ev.Anchor())
+			}
+			if !ev.Attested {
+				cd.Unattested++
+			}
 			for _, m := range ev.Messages {
 				if strings.HasPrefix(m, "["+c+"] ") && len(cd.Messages) < 3 && !slices.Contains(cd.Messages, m) {
 					cd.Messages = append(cd.Messages, m)
@@ -236,7 +260,8 @@ func Build(entries []audit.Entry, o Options) *Report {
 		collectWorkflow(ev, flows)
 		if ev.Event == string(audit.TaskGraphUpdated) {
 			r.Waves = append(r.Waves, Wave{TaskGraph: str(ev.Fields, "task_graph"), Phase: ev.Phase, Status: str(ev.Fields, "status"),
-				Verdict: str(ev.Fields, "verdict"), WaveFrom: ev.Fields["wave_from"], WaveTo: ev.Fields["wave_to"], Time: ev.Time, Seq: ev.Seq})
+				Verdict: str(ev.Fields, "verdict"), WaveFrom: ev.Fields["wave_from"], WaveTo: ev.Fields["wave_to"], Time: ev.Time, Seq: ev.Seq,
+				Attested: ev.Attested, Anchor: ev.Anchor()})
 		}
 		r.Events = append(r.Events, ev)
 	}
@@ -298,6 +323,9 @@ func indexDecisions(evs []decisionlog.Event) decisions {
 			d[key] = append(d[key], said{at: ev.Timestamp, messages: msgs})
 		}
 	}
+	for _, list := range d {
+		slices.SortStableFunc(list, func(a, b said) int { return a.at.Compare(b.at) })
+	}
 	return d
 }
 
@@ -309,21 +337,38 @@ func codeKey(codes []string) string {
 }
 
 // messages are those of the last decision with ev's codes made at most 10 s
-// before ev was recorded (an entry is written after its decision).
+// before ev was recorded (an entry is written after its decision). The
+// decision log is not attested: the page says where they come from.
 func (d decisions) messages(ev Event) []string {
 	if len(ev.Codes) == 0 {
 		return nil
 	}
-	var best *said
-	for i, s := range d[codeKey(ev.Codes)] {
-		if gap := ev.Time.Sub(s.at); gap >= -time.Second && gap <= 10*time.Second && (best == nil || s.at.After(best.at)) {
-			best = &d[codeKey(ev.Codes)][i]
+	list := d[codeKey(ev.Codes)]
+	// The first decision after ev's time; the one before it is the match.
+	i, _ := slices.BinarySearchFunc(list, ev.Time, func(s said, t time.Time) int {
+		if s.at.After(t) {
+			return 1
 		}
-	}
-	if best == nil {
+		return -1
+	})
+	if i == 0 || ev.Time.Sub(list[i-1].at) > 10*time.Second {
 		return nil
 	}
-	return best.messages
+	return list[i-1].messages
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func sevRank(s string) int {
@@ -353,16 +398,14 @@ func event(e audit.Entry) Event {
 		ev.Codes = []string{c}
 	}
 	ev.Kind = kindOf(ev)
-	ev.Lane = "main"
+	// Quoted parts: no session or agent id can make another lane's key.
 	switch {
-	case ev.Session != "" && ev.Agent != "":
-		ev.Lane = ev.Session + "/" + ev.Agent
-	case ev.Session != "":
-		ev.Lane = ev.Session
-	case ev.Agent != "":
-		ev.Lane = "/" + ev.Agent
+	case ev.Session != "" || ev.Agent != "":
+		ev.Lane = fmt.Sprintf("session %q agent %q", ev.Session, ev.Agent)
 	case str(f, "source") != "":
-		ev.Lane = "git " + str(f, "source") // Gate 3 run by git or by hand
+		ev.Lane = fmt.Sprintf("source %q", str(f, "source")) // Gate 3 run by git or by hand
+	default:
+		ev.Lane = "none"
 	}
 	ev.What = describe(ev)
 	return ev
@@ -381,15 +424,17 @@ func laneLabel(ev Event) string {
 		return label
 	case ev.Session != "":
 		return "session " + short(ev.Session)
-	case strings.HasPrefix(ev.Lane, "git "):
-		return strings.TrimPrefix(ev.Lane, "git ") + " (outside a session)"
+	case str(ev.Fields, "source") != "":
+		return str(ev.Fields, "source") + " (outside a session)"
 	}
 	return "outside a session"
 }
 
+// short is an id's first 8 characters, for a label (the full id is in the
+// lane's title).
 func short(id string) string {
-	if len(id) > 12 {
-		return id[:8] + "…"
+	if r := []rune(id); len(r) > 12 {
+		return string(r[:8]) + "…"
 	}
 	return id
 }
@@ -421,6 +466,12 @@ func kindOf(ev Event) string {
 	case audit.PhaseEscalation:
 		return KindEscal
 	case audit.IntegrityViolation:
+		changes, _ := ev.Fields["changes"].([]any)
+		for _, c := range changes {
+			if ch, _ := c.(map[string]any); ch["restored"] == false {
+				return KindError // a change des could not undo
+			}
+		}
 		return KindRestore
 	case audit.GitSync:
 		return KindSync
@@ -456,6 +507,9 @@ func describe(ev Event) string {
 	case audit.DocumentWriteBlocked:
 		return fmt.Sprintf("%s to %s blocked%s", str(f, "tool"), subject, codes)
 	case audit.IntegrityViolation:
+		if ev.Kind == KindError {
+			return fmt.Sprintf("could not restore all of %s after %s%s", subject, str(f, "tool"), codes)
+		}
 		return fmt.Sprintf("restored %s after %s%s", subject, str(f, "tool"), codes)
 	case audit.GitSync:
 		return fmt.Sprintf("took %s as git changed it", subject)
@@ -489,7 +543,7 @@ func collectStep(ev Event, steps map[string]*Step, phases map[string]map[string]
 		steps[ev.Step] = s
 		phases[ev.Step] = map[string]PhaseCell{}
 	}
-	v := Verdict{Codes: ev.Codes, Time: ev.Time, Seq: ev.Seq}
+	v := Verdict{Codes: ev.Codes, Time: ev.Time, Seq: ev.Seq, Attested: ev.Attested, Anchor: ev.Anchor()}
 	switch audit.EventType(ev.Event) {
 	case audit.TaskInvocationValidated, audit.TaskInvocationRejected, audit.PreExecuteSafetyBlocked:
 		v.Gate, v.Outcome = "Gate 1", map[bool]string{true: "denied", false: "allowed"}[ev.Kind == KindDeny]
@@ -551,9 +605,9 @@ func collectWorkflow(ev Event, flows map[string]*WorkflowPhase) {
 	w.Seqs = append(w.Seqs, ev.Seq)
 	switch audit.EventType(ev.Event) {
 	case audit.PhaseEscalation:
-		w.Escalations = append(w.Escalations, Verdict{Gate: str(f, "type"), Outcome: "escalated", Codes: ev.Codes, Time: ev.Time, Seq: ev.Seq})
+		w.Escalations = append(w.Escalations, Verdict{Gate: str(f, "type"), Outcome: "escalated", Codes: ev.Codes, Time: ev.Time, Seq: ev.Seq, Attested: ev.Attested, Anchor: ev.Anchor()})
 	case audit.TestIterationUpdated:
-		w.Tests = append(w.Tests, Verdict{Gate: fmt.Sprintf("iteration %v", f["current_iteration"]), Outcome: str(f, "last_test_result"), Time: ev.Time, Seq: ev.Seq})
+		w.Tests = append(w.Tests, Verdict{Gate: fmt.Sprintf("iteration %v", f["current_iteration"]), Outcome: str(f, "last_test_result"), Time: ev.Time, Seq: ev.Seq, Attested: ev.Attested, Anchor: ev.Anchor()})
 	case audit.TaskInvocationRejected:
 		w.Denied++
 	default:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/deterministic-exec/des/audit"
+	"github.com/deterministic-exec/des/internal/decisionlog"
 )
 
 // Each kind's colour is readable as text on the page and on its badge, in
@@ -75,7 +76,7 @@ func TestBuild(t *testing.T) {
 	for _, l := range r.Lanes {
 		lanes = append(lanes, l.ID+"="+l.Label)
 	}
-	if !slices.Equal(lanes, []string{"s1=session s1", "s1/a1=subagent a1 (software-crafter) of session s1", "git git-hook=git-hook (outside a session)"}) {
+	if !slices.Equal(lanes, []string{`session "s1" agent ""=session s1`, `session "s1" agent "a1"=subagent a1 (software-crafter) of session s1`, `source "git-hook"=git-hook (outside a session)`}) {
 		t.Errorf("lanes %v", lanes)
 	}
 	if len(r.Steps) != 1 || r.Steps[0].Phases[0] != (PhaseCell{Name: "PREPARE", Status: "EXECUTED", Seq: 3}) || r.Steps[0].Phases[1].Status != "NOT_EXECUTED" {
@@ -122,5 +123,68 @@ func TestWriteHTMLEscapes(t *testing.T) {
 	}
 	if strings.Count(page, "<script") != 2 {
 		t.Errorf("%d script elements, want the data and the page's own", strings.Count(page, "<script"))
+	}
+}
+
+// What a line des did not write, or a line of the wrong shape, can do: be
+// marked, never panic the report, never pass for another lane or a restore
+// that did not happen.
+func TestBuildHostileLines(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	entries := []audit.Entry{
+		{Seq: 0, Time: at, Event: audit.TaskInvocationValidated, Fields: map[string]any{"session_id": "a/b", "codes": "DES-X"}, Attested: true},
+		{Seq: 0, Time: at, Event: audit.IntegrityViolation, Fields: map[string]any{"session_id": "a", "agent_id": "b", "changes": map[string]any{"x": 1}, "paths": 7}},
+		{Seq: 3, Time: at, Event: audit.IntegrityViolation, Fields: map[string]any{"changes": []any{map[string]any{"path": "x", "restored": false}}, "paths": []any{"x"}}, Attested: true},
+		{Seq: 4, Time: at, Event: audit.CommitValidationPassed, Fields: map[string]any{"step_file": "s.json", "source": "cli", "codes": []any{}}},
+		{Seq: 5, Time: at, Event: "NOT_AN_EVENT", Fields: nil, Attested: true},
+	}
+	r := Build(entries, Options{Now: at})
+	if len(r.Events) != 5 || r.Unattested != 2 {
+		t.Fatalf("%d events, %d unattested; want 5, 2", len(r.Events), r.Unattested)
+	}
+	if len(r.Lanes) != 4 || r.Events[0].Lane == r.Events[1].Lane {
+		t.Errorf("lanes %+v: session \"a/b\" and session a's agent b must differ", r.Lanes)
+	}
+	if a, b := r.Events[0].Anchor(), r.Events[1].Anchor(); a == b || a != "e-0-0" || b != "e-0-1" {
+		t.Errorf("anchors of lines before the chain: %q, %q", a, b)
+	}
+	if r.Events[2].Kind != KindError || !strings.HasPrefix(r.Events[2].What, "could not restore") {
+		t.Errorf("a restore that failed: %s %q", r.Events[2].Kind, r.Events[2].What)
+	}
+	if g := r.Steps[0].Gates; len(g) != 1 || g[0].Attested {
+		t.Errorf("Gate 3 verdict of a line des did not write: %+v", g)
+	}
+	var b bytes.Buffer
+	if err := r.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "2 lines of the trail were not written by des") {
+		t.Error("the page does not say how many lines des did not write")
+	}
+}
+
+// An entry's messages are those of the decision with its codes made just
+// before it, never one logged after it.
+func TestBuildMessages(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	decision := func(t time.Time, msg string) decisionlog.Event {
+		var res any = map[string]any{"deny": []any{map[string]any{"code": "DES-P", "msg": msg}}, "warn": []any{}}
+		return decisionlog.Event{Timestamp: t, Result: &res}
+	}
+	r := Build([]audit.Entry{
+		{Seq: 1, Time: at, Event: audit.DocumentWriteBlocked, Fields: map[string]any{"codes": []any{"DES-P"}}, Attested: true},
+		{Seq: 2, Time: at.Add(time.Hour), Event: audit.DocumentWriteBlocked, Fields: map[string]any{"codes": []any{"DES-P"}}, Attested: true},
+	}, Options{Now: at, Decisions: []decisionlog.Event{
+		decision(at.Add(500*time.Millisecond), "forged: approved"),
+		decision(at.Add(-20*time.Millisecond), "the real one"),
+		decision(at.Add(-time.Minute), "too old"),
+	}})
+	if m := r.Events[0].Messages; !slices.Equal(m, []string{"[DES-P] the real one"}) {
+		t.Errorf("messages %q", m)
+	}
+	if m := r.Events[1].Messages; m != nil {
+		t.Errorf("an entry with no decision just before it: messages %q", m)
 	}
 }
