@@ -42,6 +42,9 @@ type Options struct {
 	Gates      []string  // only these gates; none is all
 	Codes      []string  // only decisions that yielded one of these codes, before or after; none is all
 	Examples   int       // decision ids kept per group (default 3)
+	// Timeout bounds one decision (default 5 s): one that takes longer is
+	// skipped as one the policies could not decide.
+	Timeout time.Duration
 }
 
 // Outcome is what a decision blocked and warned on, by code.
@@ -118,6 +121,9 @@ func Run(ctx context.Context, events iter.Seq2[decisionlog.Recorded, error], o O
 	if o.Examples <= 0 {
 		o.Examples = 3
 	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
 	rep := &Report{Changed: []Change{}, Groups: []Group{}, Masked: []NotReplayed{}, Skipped: []NotReplayed{}}
 	reads := map[policy.Gate][]string{}
 	groups := map[[3]string]*Group{}
@@ -188,7 +194,9 @@ func Run(ctx context.Context, events iter.Seq2[decisionlog.Recorded, error], o O
 			rep.Masked = append(rep.Masked, nr)
 			continue
 		}
-		d, err := o.Decider.Replay(ctx, g, *ev.Input, ev.Timestamp)
+		dctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		d, err := o.Decider.Replay(dctx, g, *ev.Input, ev.Timestamp)
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return rep, ctx.Err()
