@@ -510,3 +510,43 @@ func TestE2EReportReadmeProjects(t *testing.T) {
 		})
 	}
 }
+
+// A trail edited by hand: the report says it is broken, where and how, as
+// `audit verify` does, and still shows what the trail holds.
+func TestE2EReportBrokenTrail(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS("testdata/isdlc-project")); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	for _, ev := range []string{"isdlc-out-of-order.json", "isdlc-advance.json"} {
+		raw, err := os.ReadFile(filepath.Join("testdata", ev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runHookProcess(t, root, []string{"DES_STATE_DIR=" + state}, raw)
+	}
+	days, _ := filepath.Glob(filepath.Join(root, ".des/audit/audit-*.log"))
+	data, err := os.ReadFile(days[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(days[0], []byte(strings.Replace(string(data), "08-code-review", "07-code-review", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := envMap{"CLAUDE_PROJECT_DIR": root, "DES_STATE_DIR": state}
+	j := runCLI(t, env, "report", "--format", "json")
+	var rep report.Report
+	if err := json.Unmarshal([]byte(j.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	verify := runCLI(t, env, "audit", "verify")
+	if rep.Trail.Status != report.TrailBroken || !strings.HasPrefix(verify.stdout, rep.Trail.Summary) || !strings.Contains(rep.Trail.Summary, ": edited: ") || len(rep.Events) == 0 {
+		t.Errorf("trail %+v, %d events; audit verify: %s", rep.Trail, len(rep.Events), verify.stdout)
+	}
+	h := runCLI(t, env, "report")
+	if !strings.Contains(h.stdout, `class="trail trail-broken"`) {
+		t.Error("the page does not show the trail as broken")
+	}
+}
