@@ -131,15 +131,23 @@ func TestE2EReplayTightenLoosen(t *testing.T) {
 	t.Parallel()
 	root, ids := replayProject(t)
 	before := desFiles(t, root)
+	// The replays below run with a state directory of their own, which
+	// must stay empty: no witness, no attestation, no installation id.
+	state := t.TempDir()
+	t.Cleanup(func() {
+		if entries, _ := os.ReadDir(state); len(entries) != 0 {
+			t.Errorf("a replay wrote to the state directory: %v", entries)
+		}
+	})
 
-	same := runReplayJSON(t, root, nil, 0, "--fail-on-change")
+	same := runReplayJSON(t, root, envMap{"DES_STATE_DIR": state}, 0, "--fail-on-change")
 	if same.Replayed != 3 || same.Unchanged != 3 || len(same.Changed) != 0 || len(same.Masked) != 0 || len(same.Skipped) != 0 {
 		t.Fatalf("replay with the project's policies: %+v", same.Report)
 	}
 
 	tight := t.TempDir()
 	writeFile(t, tight, "team.rego", replayTighten)
-	got := runReplayJSON(t, root, nil, 1, "--policies", tight, "--fail-on-change")
+	got := runReplayJSON(t, root, envMap{"DES_STATE_DIR": state}, 1, "--policies", tight, "--fail-on-change")
 	kinds := map[string]string{}
 	for _, c := range got.Changed {
 		kinds[c.DecisionID] = c.Kind
