@@ -58,13 +58,19 @@ func copyDoc(v any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	var doc any
-	if err := dec.Decode(&doc); err != nil {
+	if err := decodeNumbers(raw, &doc); err != nil {
 		return nil, err
 	}
 	return doc, nil
+}
+
+// decodeNumbers decodes one JSON value into v, numbers kept as json.Number:
+// an event read back, masked and written again keeps its numbers exact.
+func decodeNumbers(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dec.Decode(v)
 }
 
 // Mask erases from ev the values at pointers, as OPA's decision-log mask
@@ -81,17 +87,30 @@ func Mask(ev *Event, pointers []string) {
 	}
 }
 
+// Segments splits a mask pointer into its keys, each URL-unescaped; ok is
+// false when one does not unescape (it is then left as written), and the
+// mask erases nothing at such a pointer.
+func Segments(pointer string) (parts []string, ok bool) {
+	parts = strings.Split(strings.TrimPrefix(pointer, "/"), "/")
+	ok = true
+	for i, p := range parts {
+		s, err := url.PathUnescape(p)
+		if err != nil {
+			ok = false
+			continue
+		}
+		parts[i] = s
+	}
+	return parts, ok
+}
+
 func erase(ev *Event, pointer string) bool {
 	if !strings.HasPrefix(pointer, "/") {
 		return false
 	}
-	parts := strings.Split(pointer[1:], "/")
-	for i, p := range parts {
-		s, err := url.PathUnescape(p)
-		if err != nil {
-			return false
-		}
-		parts[i] = s
+	parts, ok := Segments(pointer)
+	if !ok {
+		return false
 	}
 	var doc **any
 	switch parts[0] {

@@ -184,10 +184,8 @@ func outgoing(raw json.RawMessage, mask []string) (json.RawMessage, error) {
 	if len(mask) == 0 && len(raw) <= MaxEventBytes {
 		return raw, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	var ev Event
-	if err := dec.Decode(&ev); err != nil {
+	if err := decodeNumbers(raw, &ev); err != nil {
 		return nil, err
 	}
 	Mask(&ev, mask)

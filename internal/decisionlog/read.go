@@ -3,7 +3,6 @@ package decisionlog
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -76,9 +75,7 @@ func readFile(path string, yield func(Recorded, error) bool) bool {
 			} else if last {
 				lerr = &LineError{File: path, Line: n, Reason: "no newline at its end: being written, or cut short"}
 			} else {
-				dec := json.NewDecoder(bytes.NewReader(line))
-				dec.UseNumber()
-				if derr := dec.Decode(&rec.Event); derr != nil {
+				if derr := decodeNumbers(line, &rec.Event); derr != nil {
 					lerr = &LineError{File: path, Line: n, Reason: "not an event: " + derr.Error()}
 				}
 			}

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -409,13 +408,9 @@ func isIndex(s string) bool {
 	return err == nil && n >= 0 && strconv.Itoa(n) == s
 }
 
-// segments splits a pointer into its unescaped keys, as the mask reads it.
+// segments splits a pointer into its keys as the mask reads it; a key that
+// does not unescape is compared as written.
 func segments(p string) []string {
-	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	for i, s := range parts {
-		if u, err := url.PathUnescape(s); err == nil {
-			parts[i] = u
-		}
-	}
+	parts, _ := decisionlog.Segments(p)
 	return parts
 }
