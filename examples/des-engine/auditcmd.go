@@ -72,17 +72,8 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 			fmt.Fprintf(e.stderr, "des-hook audit verify: %v\n", err)
 			return exitUsage
 		}
-		*dir = cfg.AuditDir
-		if !filepath.IsAbs(*dir) {
-			*dir = filepath.Join(root, *dir)
-		}
-		// Paths as a reader of the project knows them.
-		show = func(p string) string {
-			if rel, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(rel, "..") {
-				return rel
-			}
-			return p
-		}
+		*dir = auditDir(root, cfg)
+		show = projectRelative(root)
 	}
 	witness := audit.WithWitness(statedir.AuditWitness(e.lookupEnv))
 	verify := audit.Verify
@@ -143,6 +134,25 @@ func runAuditVerify(ctx context.Context, e env, args []string) int {
 		fmt.Fprintln(e.stdout, l)
 	}
 	return exitOK
+}
+
+// auditDir is the project's audit directory, absolute.
+func auditDir(root string, cfg des.Config) string {
+	if filepath.IsAbs(cfg.AuditDir) {
+		return cfg.AuditDir
+	}
+	return filepath.Join(root, cfg.AuditDir)
+}
+
+// projectRelative shows a path as a reader of the project knows it:
+// relative to root when inside it.
+func projectRelative(root string) func(string) string {
+	return func(p string) string {
+		if rel, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+		return p
+	}
 }
 
 // projectTrailChecks are the checks of a project's trail beyond its chain:

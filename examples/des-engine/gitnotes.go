@@ -64,11 +64,7 @@ func runPostCommit(ctx context.Context, e env) int {
 		fmt.Fprintf(e.stderr, "des-hook precommit --post-commit: the audit head is not noted on the commit: %v\n", err)
 		return exitOK
 	}
-	dir := cfg.AuditDir
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(root, dir)
-	}
-	head, ok := audit.Head(dir, time.Now())
+	head, ok := audit.Head(auditDir(root, cfg), time.Now())
 	if !ok {
 		return exitOK // no chained line yet (or a trail `audit verify` reports)
 	}

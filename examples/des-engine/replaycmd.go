@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -32,8 +33,20 @@ func (l *listFlag) Set(s string) error {
 	return nil
 }
 
-// replayShown bounds the changed decisions the text output lists one by one.
+// replayShown bounds the decisions each list of the text output shows one
+// by one.
 const replayShown = 20
+
+// listShown writes the first replayShown of n lines, then how many more
+// there are.
+func listShown(w io.Writer, n int, line func(i int)) {
+	for i := range min(n, replayShown) {
+		line(i)
+	}
+	if n > replayShown {
+		fmt.Fprintf(w, "  ... and %d more (--json lists them all)\n", n-replayShown)
+	}
+}
 
 func runReplay(ctx context.Context, e env, args []string) int {
 	fs := newFlagSet(e, "replay", "[--policies DIR]... [--bundle FILE]... [--from T] [--to T] [--gate G] [--code C] [--json] [--fail-on-change]",
@@ -67,17 +80,10 @@ func runReplay(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stderr, "des-hook replay: "+format+"\n", a...)
 		return exitUsage
 	}
-	now := time.Now()
 	o := replay.Options{Gates: gates, Codes: codes, Examples: *examples}
 	var err error
-	if o.From, err = replayTime(*from, now); err != nil {
-		return fail("--from: %v", err)
-	}
-	if o.To, err = replayTime(*to, now); err != nil {
-		return fail("--to: %v", err)
-	}
-	if !o.From.IsZero() && !o.To.IsZero() && !o.From.Before(o.To) {
-		return fail("--from %s is not before --to %s", *from, *to)
+	if o.From, o.To, err = timeRange(*from, *to, time.Now()); err != nil {
+		return fail("%v", err)
 	}
 	for _, g := range gates {
 		if !slices.Contains(policy.Gates(), policy.Gate(g)) {
@@ -181,35 +187,23 @@ func writeReplayText(e env, rep *replay.Report, where string, dirs, bundles []st
 	}
 	if len(rep.Changed) > 0 {
 		fmt.Fprintln(w, "\nchanged decisions:")
-		for i, c := range rep.Changed {
-			if i == replayShown {
-				fmt.Fprintf(w, "  ... and %d more (--json lists them all)\n", len(rep.Changed)-replayShown)
-				break
-			}
+		listShown(w, len(rep.Changed), func(i int) {
+			c := rep.Changed[i]
 			fmt.Fprintf(w, "  %s  %s  %s  %s:%s%s\n", c.Time.UTC().Format(time.RFC3339), c.Gate, c.DecisionID, c.Kind,
 				codeDiff("deny", c.Before.Deny, c.After.Deny), codeDiff("warn", c.Before.Warn, c.After.Warn))
-		}
+		})
 	}
 	if len(rep.Masked) > 0 {
 		fmt.Fprintln(w, "\nmasked (its input was erased where the policies read; not decided again):")
-		for i, m := range rep.Masked {
-			if i == replayShown {
-				fmt.Fprintf(w, "  ... and %d more (--json lists them all)\n", len(rep.Masked)-replayShown)
-				break
-			}
+		listShown(w, len(rep.Masked), func(i int) {
+			m := rep.Masked[i]
 			fmt.Fprintf(w, "  %s  %s  %s  erased %s, read as %s\n", m.Time.UTC().Format(time.RFC3339), m.Gate, m.DecisionID, strings.Join(m.Erased, " "), strings.Join(m.Read, " "))
-		}
+		})
 		fmt.Fprintln(w, "  (decision_log_mask erases them when decisions are kept: take a pointer out of it to replay such decisions)")
 	}
 	if len(rep.Skipped) > 0 {
 		fmt.Fprintln(w, "\nskipped:")
-		for i, s := range rep.Skipped {
-			if i == replayShown {
-				fmt.Fprintf(w, "  ... and %d more (--json lists them all)\n", len(rep.Skipped)-replayShown)
-				break
-			}
-			fmt.Fprintf(w, "  %s  %s\n", s.Place, s.Reason)
-		}
+		listShown(w, len(rep.Skipped), func(i int) { fmt.Fprintf(w, "  %s  %s\n", rep.Skipped[i].Place, rep.Skipped[i].Reason) })
 	}
 }
 
@@ -232,9 +226,26 @@ func codeDiff(sev string, before, after []string) string {
 	return " " + sev + b.String()
 }
 
-// replayTime reads a time: RFC 3339, a date (midnight UTC), or a duration
+// timeRange reads --from and --to (flagTime), the first before the second
+// when both are given.
+func timeRange(from, to string, now time.Time) (time.Time, time.Time, error) {
+	f, err := flagTime(from, now)
+	if err != nil {
+		return f, f, fmt.Errorf("--from: %w", err)
+	}
+	t, err := flagTime(to, now)
+	if err != nil {
+		return f, t, fmt.Errorf("--to: %w", err)
+	}
+	if !f.IsZero() && !t.IsZero() && !f.Before(t) {
+		return f, t, fmt.Errorf("--from %s is not before --to %s", from, to)
+	}
+	return f, t, nil
+}
+
+// flagTime reads a time: RFC 3339, a date (midnight UTC), or a duration
 // ago (a Go duration, or whole days: 7d). "" is no bound.
-func replayTime(s string, now time.Time) (time.Time, error) {
+func flagTime(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}

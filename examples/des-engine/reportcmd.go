@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/deterministic-exec/des"
@@ -49,17 +48,10 @@ func runReport(ctx context.Context, e env, args []string) int {
 	if *format != "html" && *format != "json" {
 		return fail("--format %q: write html or json", *format)
 	}
-	now := time.Now()
-	o := report.Options{Now: now}
+	o := report.Options{Now: time.Now()}
 	var err error
-	if o.From, err = replayTime(*from, now); err != nil {
-		return fail("--from: %v", err)
-	}
-	if o.To, err = replayTime(*to, now); err != nil {
-		return fail("--to: %v", err)
-	}
-	if !o.From.IsZero() && !o.To.IsZero() && !o.From.Before(o.To) {
-		return fail("--from %s is not before --to %s", *from, *to)
+	if o.From, o.To, err = timeRange(*from, *to, o.Now); err != nil {
+		return fail("%v", err)
 	}
 	root := commandRoot(ctx, e.lookupEnv)
 	o.Project = filepath.Base(root)
@@ -67,17 +59,8 @@ func runReport(ctx context.Context, e env, args []string) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	dir := cfg.AuditDir
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(root, dir)
-	}
-	show := func(p string) string {
-		if rel, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(rel, "..") {
-			return rel
-		}
-		return p
-	}
-	o.Trail = trailStatus(ctx, e, root, dir, show)
+	dir := auditDir(root, cfg)
+	o.Trail = trailStatus(ctx, e, root, dir, projectRelative(root))
 	// The policies give the codes' titles and the phases' order; a report
 	// is still worth writing without them (policies that do not compile).
 	o.Titles, o.Severity = map[string]string{}, map[string]string{}
