@@ -119,10 +119,14 @@ type pageData struct {
 	Events [][]any `json:"events"`
 }
 
+// shownTime is how the page writes a time, in the template and the data.
+const shownTime = "2006-01-02 15:04:05Z"
+
 // WriteHTML writes the report as one HTML page.
 func (r *Report) WriteHTML(w io.Writer) error {
+	kinds := []string{KindDeny, KindWarn, KindWaived, KindEscal, KindRestore, KindSync, KindError, KindPass, KindInfo}
 	t, err := template.New("page").Funcs(template.FuncMap{
-		"ts":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+		"ts":    func(t time.Time) string { return t.UTC().Format(shownTime) },
 		"join":  strings.Join,
 		"lower": strings.ToLower,
 		// Classes from a fixed set: a status or severity a line des did not
@@ -134,7 +138,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			return "ph-other"
 		},
 		"kindClass": func(kind string) string {
-			if _, ok := Themes()["light"].Kinds[kind]; ok {
+			if slices.Contains(kinds, kind) {
 				return "k-" + kind
 			}
 			return "k-" + KindInfo
@@ -143,7 +147,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p := page{Report: r, CSS: css(), Kinds: []string{KindDeny, KindWarn, KindWaived, KindEscal, KindRestore, KindSync, KindError, KindPass, KindInfo}}
+	p := page{Report: r, CSS: css(), Kinds: kinds, LaneLabels: map[string]string{}}
 	if n := len(r.Events); n > 0 {
 		p.Start, p.End = r.Events[0].Time, r.Events[0].Time
 		for _, e := range r.Events {
@@ -155,15 +159,11 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	for i, l := range r.Lanes {
 		laneIndex[l.ID] = i
 		d.Lanes = append(d.Lanes, l.ID)
+		p.LaneLabels[l.ID] = l.Label
 	}
 	for i, k := range p.Kinds {
 		kindIndex[k] = i
 	}
-	labels := map[string]string{}
-	for _, l := range r.Lanes {
-		labels[l.ID] = l.Label
-	}
-	p.LaneLabels = labels
 	steps, phases, codes, sessions := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, e := range r.Events {
 		attested := 0
@@ -171,7 +171,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			attested = 1
 		}
 		d.Events = append(d.Events, []any{e.Seq, e.Time.Sub(p.Start).Milliseconds(), laneIndex[e.Lane], kindIndex[e.Kind], e.Event, e.What,
-			e.Session, e.Step, e.Phase, strings.Join(e.Codes, " "), attested, e.Time.UTC().Format("2006-01-02 15:04:05Z"), labels[e.Lane],
+			e.Session, e.Step, e.Phase, strings.Join(e.Codes, " "), attested, e.Time.UTC().Format(shownTime), p.LaneLabels[e.Lane],
 			strings.Join(e.Messages, "\n")})
 		if e.Kind == KindRestore || e.Kind == KindSync || e.Event == "INTEGRITY_VIOLATION" {
 			p.Integrity = append(p.Integrity, e)
