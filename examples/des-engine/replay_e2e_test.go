@@ -104,25 +104,6 @@ func runReplayJSON(t *testing.T, root string, env envMap, wantCode int, args ...
 	return out
 }
 
-// desFiles is every file under .des, by path, for checking that a replay
-// changes nothing.
-func desFiles(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(filepath.Join(root, ".des"), func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		out[p] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // Decisions recorded by real hook runs, replayed: with the project's own
 // policies nothing changes; a tightened rule flips exactly the write to
 // src/; a loosened one, exactly Gate 1's deny; and the replay records
@@ -130,7 +111,7 @@ func desFiles(t *testing.T, root string) map[string]string {
 func TestE2EReplayTightenLoosen(t *testing.T) {
 	t.Parallel()
 	root, ids := replayProject(t)
-	before := desFiles(t, root)
+	before := snapshot(t, filepath.Join(root, ".des"))
 	// The replays below run with a state directory of their own, which
 	// must stay empty: no witness, no attestation, no installation id.
 	state := t.TempDir()
@@ -185,6 +166,12 @@ func TestE2EReplayTightenLoosen(t *testing.T) {
 		t.Errorf("--to 2000-01-01: %+v", got.Report)
 	}
 
+	// Through the built binary, as a team's CI runs it: the same change,
+	// exit 1 with --fail-on-change.
+	if r := runIn(t, root, []string{"CLAUDE_PROJECT_DIR=" + root, "DES_STATE_DIR=" + state}, "replay", "--policies", tight, "--fail-on-change"); r.code != 1 || !strings.Contains(r.stdout, "2 changed (1 newly denied") {
+		t.Errorf("des-hook replay --fail-on-change: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
 	// The text output names the change, its gate and code, and the decision.
 	r := runCLI(t, envMap{"CLAUDE_PROJECT_DIR": root}, "replay", "--policies", tight)
 	for _, want := range []string{"3 decisions decided again in process", "2 changed (1 newly denied", "TEAM-CRAFTER-REVIEW", "deny added", ids["complete"]} {
@@ -193,7 +180,7 @@ func TestE2EReplayTightenLoosen(t *testing.T) {
 		}
 	}
 
-	if after := desFiles(t, root); !maps.Equal(before, after) {
+	if after := snapshot(t, filepath.Join(root, ".des")); !maps.Equal(before, after) {
 		for p := range after {
 			if before[p] != after[p] {
 				t.Errorf("replay changed %s", p)
