@@ -74,7 +74,7 @@ func (c *Checker) EndCall(ctx context.Context, call Call) (Report, error) {
 	switch {
 	case !call.StillRunning:
 		defer c.unmark(call.ID)
-	case call.ID != "" && !c.leave(call):
+	case call.ID != "" && !c.leave(ctx, call):
 		// Looked at before the check: what a process that has ended by now
 		// wrote is on disk for this check; what runs on keeps the call in
 		// flight.

@@ -1,6 +1,7 @@
 package integrity
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -175,19 +176,24 @@ func (c *Checker) unmark(id string) {
 	}
 }
 
+// leftGrace is how long End waits for what a command left running to end
+// before the call counts as running on. Helpers that outlive their command
+// by milliseconds end within it: the go command's telemetry child, which
+// it starts detached in a configuration directory new to it, lives 2 to 7
+// ms past it. What they wrote is then on disk for this End to judge, and
+// the next call's Begin takes the disk again, as after any call.
+const leftGrace = 300 * time.Millisecond
+
 // leave records, at the End of a command that may have left something
 // running, the processes it did leave: the call stays in flight while they
 // live. It reports false when the call can end now: the process tree was
-// read and nothing of the command runs on.
-func (c *Checker) leave(call Call) bool {
+// read and nothing of the command runs on, or what ran on ended within
+// leftGrace.
+func (c *Checker) leave(ctx context.Context, call Call) bool {
 	p := c.flightPath(call.ID)
 	f := readFlight(p)
 	if f == nil || f.Since == 0 {
 		return true // no process tree: the fixed lifetime applies
-	}
-	all, err := c.procs.All()
-	if err != nil {
-		return true
 	}
 	// Not the hook or this process (the warm server); the hook's parents
 	// started before the call.
@@ -202,10 +208,27 @@ func (c *Checker) leave(call Call) bool {
 	if r, err := filepath.EvalSymlinks(root); err == nil {
 		root = r
 	}
-	left := c.procs.LeftRunning(all, proctree.Call{
-		UID: os.Getuid(), Since: f.Since, Origin: f.Origin, Command: call.Command, Root: root,
-		Skip: func(q proctree.Proc) bool { return skip[q.Ref] || c.ownBinary(q.Ref) },
-	})
+	running := func() ([]proctree.Ref, error) {
+		all, err := c.procs.All()
+		if err != nil {
+			return nil, err
+		}
+		return c.procs.LeftRunning(all, proctree.Call{
+			UID: os.Getuid(), Since: f.Since, Origin: f.Origin, Command: call.Command, Root: root,
+			Skip: func(q proctree.Proc) bool { return skip[q.Ref] || c.ownBinary(q.Ref) },
+		}), nil
+	}
+	left, err := running()
+	if err != nil {
+		return true
+	}
+	// Wait for those to end, then look again: one may have started another
+	// before it ended (a chain that keeps doing so runs on past the grace).
+	for deadline := time.Now().Add(leftGrace); len(left) > 0 && time.Now().Before(deadline) && c.endedBy(ctx, left, deadline); {
+		if left, err = running(); err != nil {
+			return true
+		}
+	}
 	if len(left) == 0 {
 		return false
 	}
@@ -225,6 +248,26 @@ func (c *Checker) leave(call Call) bool {
 	}
 	_ = os.Chtimes(p, fi.ModTime(), fi.ModTime())
 	return true
+}
+
+// endedBy waits until every process of refs has ended, polling, and
+// reports whether they did before deadline (and before ctx ended).
+func (c *Checker) endedBy(ctx context.Context, refs []proctree.Ref, deadline time.Time) bool {
+	const every = 5 * time.Millisecond
+	for {
+		if !slices.ContainsFunc(refs, c.procs.Alive) {
+			return true
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(min(every, wait)):
+		}
+	}
 }
 
 // ownBinary reports whether r runs one of des's executables.

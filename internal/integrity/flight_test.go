@@ -101,6 +101,47 @@ func mustStart(t *testing.T, pid int) uint64 {
 	return p.Start
 }
 
+// A helper a command starts detached and that ends milliseconds after it
+// (the go command's telemetry child, on a configuration directory new to
+// it) does not keep the call in flight: End waits for it (leftGrace), so
+// a hand edit made after the call is the person's. Its own write, made
+// before it ended, is judged by that End.
+func TestShortLivedHelperEndsWithTheCall(t *testing.T) {
+	t.Parallel()
+	root, c, _ := trackingProject(t)
+	ctx := context.Background()
+	if _, err := c.Begin(ctx, "toolu_go", nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// The helper outlives its shell by 50 ms, then writes a protected file.
+	cmd := exec.Command("sh", "-c", `(sleep 0.05; echo '{"helper": 1}' > .des/config.json) >/dev/null 2>&1 &`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Dir = root
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.EndCall(ctx, Call{ID: "toolu_go", StillRunning: true, Command: "go version"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.inFlight(""); len(got) != 0 {
+		t.Fatalf("the helper has ended, yet the call is in flight: %v", got)
+	}
+	if len(rep.Changes) != 1 || !rep.Restored() {
+		t.Fatalf("the helper's write was not judged by the call's End: %+v", rep)
+	}
+	write(t, root, ".des/config.json", `{"person": 1}`)
+	if refreshed, err := c.Begin(ctx, "toolu_next", nil, time.Minute); err != nil || !refreshed {
+		t.Fatalf("Begin after the call: refreshed %v, %v", refreshed, err)
+	}
+	if rep, err := c.End(ctx, "toolu_next", false); err != nil || len(rep.Changes) != 0 {
+		t.Fatalf("the hand edit was undone: %+v %v", rep, err)
+	}
+	if got := readFile(t, root, ".des/config.json"); got != `{"person": 1}` {
+		t.Errorf("the hand edit is lost: %s", got)
+	}
+}
+
 // A command that only looked as if it left something running ("Tom &
 // Jerry") ends at its End: a hand edit right after it is the person's,
 // and `integrity accept` is not refused.
