@@ -263,7 +263,7 @@ func TestE2EISDLCStaleStateWrite(t *testing.T) {
 }
 
 // A pass of tests that are not the project's (a module elsewhere on the
-// machine, reached with cd or go test -C) is no pass of the phase.
+// machine, reached with cd, go test -C or go -C) is no pass of the phase.
 func TestE2EISDLCTestsRunOutsideTheProject(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
@@ -272,7 +272,7 @@ func TestE2EISDLCTestsRunOutsideTheProject(t *testing.T) {
 	other := t.TempDir()
 	writeFile(t, other, "go.mod", "module example.com/other\n\ngo 1.22\n")
 	writeFile(t, other, "ok_test.go", "package other\n\nimport \"testing\"\n\nfunc TestOK(t *testing.T) {}\n")
-	for _, cmd := range []string{"cd " + other + " && go test ./...", "go test -C " + other + " ./...", "cd shop && cd " + other + " && go test ./..."} {
+	for _, cmd := range []string{"cd " + other + " && go test ./...", "go test -C " + other + " ./...", "cd shop && cd " + other + " && go test ./...", "go -C " + other + " test -v ./..."} {
 		root := attackProject(t)
 		testRunBashNote(t, root, nil, cmd, nil)
 		if got := lastRun(t, root); got == "passed" {

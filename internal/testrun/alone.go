@@ -59,16 +59,18 @@ func (t Table) NotAPassIn(command string, m Match, cwd, root string) string {
 	if why := t.alone(command); why != "" {
 		return "Not a pass: the command " + why + "; des counts a pass only from a command that runs the test runner alone (cd DIR && RUNNER ARGS [2>&1])"
 	}
+	var runner Runner
 	for _, r := range t {
-		if r.Name != m.Runner {
-			continue
-		}
-		if opt := r.noRun(m.Argv); opt != "" {
-			return fmt.Sprintf("Not a pass: %s with %s runs no test", r.Name, opt)
+		if r.Name == m.Runner {
+			runner = r
+			break
 		}
 	}
+	if opt := runner.noRun(m.Argv); opt != "" {
+		return fmt.Sprintf("Not a pass: %s with %s runs no test", runner.Name, opt)
+	}
 	if root != "" {
-		if why := outsideProject(command, cwd, root); why != "" {
+		if why := outsideProject(command, cwd, root, runner.valueOption); why != "" {
 			return "Not a pass: " + why + "; des counts a pass only from tests run in the project"
 		}
 	}
@@ -275,8 +277,12 @@ func (r Runner) noRun(argv []string) string {
 // outsideProject says where the line's runner runs outside root, "" when
 // every directory it changes to and every path it names lies inside it
 // (links resolved). The line runs its runner alone (alone passed): its
-// statements are prefix commands and the runner, joined by && or ;.
-func outsideProject(command, cwd, root string) string {
+// statements are prefix commands and the runner, joined by && or ;. Every
+// word given to the runner is checked as a path, and an option's value
+// after "=": only the value of an option valueOption names (go test -o
+// /tmp/x.test) is not, for after any other option the word may be what
+// the runner tests (go test -v /tmp/x/...).
+func outsideProject(command, cwd, root string, valueOption func(name string) bool) string {
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
 	if err != nil {
 		return "the command does not parse"
@@ -318,22 +324,16 @@ func outsideProject(command, cwd, root string) string {
 			args := unwrap(argv)[1:]
 			for j := 0; j < len(args); j++ {
 				a := args[j]
-				if j > 0 && strings.HasPrefix(args[j-1], "-") && !strings.Contains(args[j-1], "=") && !dirOptions[args[j-1]] {
-					// Maybe the value of an option (go test -o /dev/null,
-					// pytest --junitxml /tmp/r.xml), not a path to test.
-					continue
-				}
 				if strings.HasPrefix(a, "-") {
 					name, v, eq := strings.Cut(a, "=")
-					if !dirOptions[name] {
+					if valueOption(name) {
+						if !eq {
+							j++ // its value: an output file, a count, a name pattern
+						}
 						continue
 					}
 					if !eq {
-						if j+1 >= len(args) {
-							continue
-						}
-						j++
-						v = args[j]
+						continue // a flag, or an option whose value is the next word, checked as any
 					}
 					a = v
 				}
@@ -347,15 +347,6 @@ func outsideProject(command, cwd, root string) string {
 		return fmt.Sprintf("the tests run in %s, outside the project", dir)
 	}
 	return ""
-}
-
-// dirOptions are runner options whose value is the directory or project
-// the runner works in (go test -C, npm --prefix, yarn --cwd, pnpm --dir,
-// cargo --manifest-path, pytest --rootdir): their value is a path as a
-// positional argument is.
-var dirOptions = map[string]bool{
-	"-C": true, "--prefix": true, "--cwd": true, "--dir": true, "--manifest-path": true,
-	"--rootdir": true, "--root": true, "--project": true,
 }
 
 // join is p taken from dir, cleaned.

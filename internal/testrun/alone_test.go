@@ -86,6 +86,9 @@ func TestParseTableNoRun(t *testing.T) {
 		map[string]any{"x": map[string]any{"command": []any{"x"}, "no_run": "-c"}},
 		map[string]any{"x": map[string]any{"command": []any{"x"}, "no_run": []any{""}}},
 		map[string]any{"x": map[string]any{"command": []any{"x"}, "no_run": []any{"["}}},
+		map[string]any{"x": map[string]any{"command": []any{"x"}, "value_options": "-o"}},
+		map[string]any{"x": map[string]any{"command": []any{"x"}, "value_options": []any{1}}},
+		map[string]any{"x": map[string]any{"command": []any{"x"}, "path_options": []any{""}}},
 	} {
 		if _, err := ParseTable(bad); err == nil {
 			t.Errorf("ParseTable(%v): no error", bad)
@@ -125,13 +128,41 @@ func TestNotAPassOutsideTheProject(t *testing.T) {
 		{"pytest " + other, true},
 		{"pytest --rootdir=" + other, true},
 		{"cd ~ && go test ./...", true},
+		// The word after an option is a path to test unless the option
+		// takes a value that is none (the runner's value_options).
+		{"go test -v " + other + "/...", true},
+		{"go test -json -short " + other + "/...", true},
+		{"go test -count 1 -run TestX " + other + "/...", true},
+		{"go test -run TestX -v ./...", false},
+		{"go test -coverprofile /tmp/c.out -v ./...", false},
+		{"go test -count 1 -timeout 30s -tags integration ./...", false},
+		{"go test -v -- " + other + "/...", true},
+		{"pytest -v " + other, true},
+		{"pytest -x --tb short " + other, true},
+		{"pytest --junitxml /tmp/r.xml -v shop", false},
+		{"pytest --basetemp /tmp/bt -k slow shop", false},
+		{"pytest -c " + other + "/pytest.ini", true}, // a configuration that may set where the tests are
+		{"npm test -- " + other, true},
+		{"npm test -- --coverage", false},
+		{"mvn -f " + other + "/pom.xml test", true},
+		{"mvn -s /etc/maven/settings.xml test", false},
+		{"jest --outputFile /tmp/out.json", false},
+		{"jest --config " + other + "/jest.config.js", true},
+		{"jest --config=" + other + "/jest.config.js", true},
+		{"jest --outputFile=/tmp/out.json", false},
+		{"go -C " + other + " test ./...", true},
+		{"npm --prefix " + other + " test", true},
+		{"npm --prefix shop test", false},
+		{"mvn test -Dmaven.repo.local=/tmp/m2", false},
+		{"mvn test -DargLine=-Xmx1g", false},
 	} {
-		r, ok := tab.Recognise([][]string{{"go", "test"}})
-		if strings.HasPrefix(c.command, "pytest") {
-			r, ok = tab.Recognise([][]string{{"pytest"}})
+		last := strings.Fields(c.command[strings.LastIndex(c.command, "&&")+1:])
+		if last[0] == "&" {
+			last = last[1:]
 		}
+		r, ok := tab.Recognise([][]string{last})
 		if !ok {
-			t.Fatal("runner not recognised")
+			t.Fatalf("%q: runner not recognised", c.command)
 		}
 		why := tab.NotAPassIn(c.command, r, root, root)
 		if got := why != ""; got != c.outside {

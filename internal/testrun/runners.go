@@ -21,6 +21,18 @@ type Runner struct {
 	// NoRun are options (globs) with which the runner runs no test (go
 	// test -list, pytest --collect-only): a run with one is no pass.
 	NoRun []string
+	// ValueOptions are options (globs) that take the next word as a value
+	// that neither names a test to run nor chooses where the tests are: an
+	// output file, a count, a name pattern (go test -o, -coverprofile,
+	// -run). The word after any other option is taken for what the runner
+	// tests when it is a path (go test -v /tmp/x/... tests /tmp/x).
+	ValueOptions []string
+	// PathOptions are options (globs) whose value is the directory, the
+	// project or a configuration the tests are found from (go -C, npm
+	// --prefix, mvn -f, jest --config): checked against the project as a
+	// test path is, and passed over with their value when the command is
+	// matched (npm --prefix web test is npm test).
+	PathOptions []string
 }
 
 // Table is the test runner table, the most specific entries (the longest
@@ -29,7 +41,8 @@ type Table []Runner
 
 // ParseTable reads the table from the policies' data
 // (data.des.evidence.test_runners): an object of entries {"command":
-// [patterns]} by name, so that a team adds one by name and removes one with
+// [patterns], "no_run": [options], "value_options": [options],
+// "path_options": [options]} by name, so that a team adds one by name and removes one with
 // null. An entry that is not of that shape is an error naming it.
 func ParseTable(v any) (Table, error) {
 	if v == nil {
@@ -61,18 +74,15 @@ func ParseTable(v any) (Table, error) {
 		if len(r.Command) == 0 {
 			return nil, fmt.Errorf("data.des.evidence.test_runners[%q]: want {\"command\": [\"word\", ...]} with at least one non-empty word", name)
 		}
-		if raw, ok := obj["no_run"]; ok && raw != nil {
-			opts, _ := raw.([]any)
-			if opts == nil {
-				return nil, fmt.Errorf("data.des.evidence.test_runners[%q].no_run: want a list of options", name)
-			}
-			for _, o := range opts {
-				s, ok := o.(string)
-				if _, err := path.Match(s, ""); !ok || s == "" || err != nil {
-					return nil, fmt.Errorf("data.des.evidence.test_runners[%q].no_run: bad option %v", name, o)
-				}
-				r.NoRun = append(r.NoRun, s)
-			}
+		var err error
+		if r.NoRun, err = optionList(name, "no_run", obj["no_run"]); err != nil {
+			return nil, err
+		}
+		if r.ValueOptions, err = optionList(name, "value_options", obj["value_options"]); err != nil {
+			return nil, err
+		}
+		if r.PathOptions, err = optionList(name, "path_options", obj["path_options"]); err != nil {
+			return nil, err
 		}
 		t = append(t, r)
 	}
@@ -83,6 +93,42 @@ func ParseTable(v any) (Table, error) {
 		return t[i].Name < t[j].Name
 	})
 	return t, nil
+}
+
+// optionList reads an entry's list of options (globs), nil when absent.
+func optionList(name, key string, raw any) ([]string, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	opts, _ := raw.([]any)
+	if opts == nil {
+		return nil, fmt.Errorf("data.des.evidence.test_runners[%q].%s: want a list of options", name, key)
+	}
+	var out []string
+	for _, o := range opts {
+		s, ok := o.(string)
+		if _, err := path.Match(s, ""); !ok || s == "" || err != nil {
+			return nil, fmt.Errorf("data.des.evidence.test_runners[%q].%s: bad option %v", name, key, o)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// valueOption reports whether name (an option, without its "=value") is
+// one of the entry's value_options.
+func (r Runner) valueOption(name string) bool { return anyGlob(r.ValueOptions, name) }
+
+// pathOption reports whether name is one of the entry's path_options.
+func (r Runner) pathOption(name string) bool { return anyGlob(r.PathOptions, name) }
+
+func anyGlob(globs []string, s string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, s); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Match is a command the table recognised.
@@ -115,6 +161,9 @@ func (r Runner) matches(argv []string) bool {
 	for _, p := range r.Command[1:] {
 		if !strings.HasPrefix(p, "-") {
 			for i < len(argv) && strings.HasPrefix(argv[i], "-") {
+				if name, _, eq := strings.Cut(argv[i], "="); !eq && (r.valueOption(name) || r.pathOption(name)) {
+					i++ // its value
+				}
 				i++
 			}
 		}

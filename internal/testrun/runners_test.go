@@ -72,7 +72,14 @@ func TestRecognise(t *testing.T) {
 		{"timeout 300 npm test -- --watch=false", "npm test"},
 		{"uv run pytest -q", "pytest"},
 		{"bash -c 'go test ./...'", "go test"},
-		{"go -C sub test", ""}, // an option with a value: not read
+		// An option of the entry's value_options or path_options is passed
+		// over with its value; any other option is a flag.
+		{"go -C sub test", "go test"},
+		{"npm --prefix web test", "npm test"},
+		{"mvn -f web/pom.xml test", "mvn test"},
+		{"./gradlew -p backend test", "gradle test"},
+		{"npm --silent install test", ""},
+		{"go -v build test", ""},
 		// Not test runs: the words appear, nothing runs them.
 		{"cat jest.config.js", ""},
 		{"echo go test", ""},
