@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -239,6 +240,41 @@ func notebookGuard(ctx context.Context, h *hookEnv, ev *Event) response {
 // without loading settings or policies, restores what changed outside an
 // allowed write, then records and reports it (DES-INTEGRITY).
 func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
+	return checkEffects(ctx, h, ev, false)
+}
+
+// postToolBatch ends the calls of a batch that DES watches (Bash,
+// NotebookEdit, MCP tools) and whose End never came, with the check their
+// PostToolUse would have made: a call the user declined (or a hook denied)
+// has no PostToolUse, and until then it counted as running for its whole
+// lifetime, keeping every later call from taking a person's edit made
+// meanwhile. A call whose End came is left alone.
+func postToolBatch(ctx context.Context, h *hookEnv, ev *Event) response {
+	var calls []struct {
+		ToolName  string          `json:"tool_name"`
+		ToolInput json.RawMessage `json:"tool_input"`
+		ToolUseID string          `json:"tool_use_id"`
+	}
+	if len(ev.ToolCalls) == 0 || json.Unmarshal(ev.ToolCalls, &calls) != nil {
+		return noOpinion()
+	}
+	var rs []response
+	for _, tc := range calls {
+		if tc.ToolUseID == "" || tc.ToolName != toolBash && tc.ToolName != toolNotebook && !strings.HasPrefix(tc.ToolName, "mcp__") {
+			continue
+		}
+		call := *ev
+		call.ToolName, call.ToolInput, call.ToolUseID = tc.ToolName, tc.ToolInput, tc.ToolUseID
+		if r := checkEffects(ctx, h, &call, true); !r.isNoOpinion() {
+			rs = append(rs, r)
+		}
+	}
+	return joinAfterTool(ev.HookEventName, rs)
+}
+
+// checkEffects is the check after a call; open: only when the call's End
+// never came (integrity.Checker.EndOpen).
+func checkEffects(ctx context.Context, h *hookEnv, ev *Event, open bool) response {
 	c := h.checker()
 	if c == nil {
 		return noOpinion()
@@ -266,7 +302,17 @@ func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
 			return h.syncAccepted(ctx, ev, key, was, now)
 		}
 	}
-	rep, err := c.EndCall(cctx, call)
+	var rep integrity.Report
+	var err error
+	if open {
+		var ended bool
+		if rep, ended, err = c.EndOpen(cctx, call); !ended && err == nil {
+			cancel()
+			return noOpinion()
+		}
+	} else {
+		rep, err = c.EndCall(cctx, call)
+	}
 	cancel()
 	if len(rep.Synced) > 0 {
 		h.recordGitSync(ctx, ev, gitCmds, rep)

@@ -28,6 +28,9 @@ const (
 	eventUserPromptSubmit = "UserPromptSubmit"
 	// eventSessionStart is recorded, for des-hook doctor.
 	eventSessionStart = "SessionStart"
+	// eventPostToolBatch follows a batch of tool calls, listing them all:
+	// a call the user declined has no PostToolUse, only this.
+	eventPostToolBatch = "PostToolBatch"
 )
 
 // Tool names DES routes on. "Task" is the pre-2.1.63 name of "Agent".

@@ -170,6 +170,7 @@ func TestDefaultRoutes(t *testing.T) {
 		{"PostToolUseFailure", "Bash"}:         "postToolUseBash",
 		{"PostToolUseFailure", "NotebookEdit"}: "postToolUseEffects",
 		{"PostToolUseFailure", "mcp__*"}:       "postToolUseEffects",
+		{"PostToolBatch", ""}:                  "postToolBatch",
 	}
 	routes := defaultRoutes()
 	if len(routes) != len(want) {

@@ -64,6 +64,7 @@ func defaultRoutes() routeTable {
 		{eventPostToolUseFailure, toolBash}:     postToolUseBash,
 		{eventPostToolUseFailure, toolNotebook}: postToolUseEffects,
 		{eventPostToolUseFailure, toolMCP}:      postToolUseEffects,
+		{eventPostToolBatch, ""}:                postToolBatch,
 	}
 }
 

@@ -83,14 +83,35 @@ func warnAfterTool(additional, sysmsg string) response {
 
 // blockAfterTool tells Claude, after a tool ran, what DES found and undid:
 // on PostToolUse decision "block" with the reason, which Claude Code shows
-// the model; on PostToolUseFailure, which has no decision, additionalContext.
-// sysmsg reaches the user.
+// the model; on PostToolUseFailure, which has no decision, and on
+// PostToolBatch, where "block" would end the agent's turn,
+// additionalContext. sysmsg reaches the user.
 func blockAfterTool(event, reason, sysmsg string) response {
 	reason = nonEmpty(reason, "DES blocked after the tool call without giving a reason.")
-	if event == eventPostToolUseFailure {
-		return response{specificEvent: eventPostToolUseFailure, additionalContext: reason, systemMessage: sysmsg}
+	if event == eventPostToolUseFailure || event == eventPostToolBatch {
+		return response{specificEvent: event, additionalContext: reason, systemMessage: sysmsg}
 	}
 	return response{decision: "block", reason: reason, systemMessage: sysmsg}
+}
+
+// joinAfterTool is what several after-tool responses of one event say
+// together (PostToolBatch's calls): their additional contexts and their
+// messages to the user, in order.
+func joinAfterTool(event string, rs []response) response {
+	var ctx, sys []string
+	for _, r := range rs {
+		if r.additionalContext != "" {
+			ctx = append(ctx, r.additionalContext)
+		}
+		if r.systemMessage != "" {
+			sys = append(sys, r.systemMessage)
+		}
+	}
+	out := response{systemMessage: strings.Join(sys, "\n")}
+	if len(ctx) > 0 {
+		out.specificEvent, out.additionalContext = event, strings.Join(ctx, "\n\n")
+	}
+	return out
 }
 
 func nonEmpty(s, fallback string) string {
@@ -151,6 +172,8 @@ func (h *hookEnv) internalError(required bool, err error) response {
 		return stopMessage(text)
 	case eventPostToolUse:
 		return postToolContext(text)
+	case eventPostToolBatch:
+		return response{specificEvent: eventPostToolBatch, additionalContext: text}
 	case eventSubagentStart, eventUserPromptSubmit:
 		return stopMessage(text) // the user's to fix: nothing here blocks
 	default:

@@ -58,6 +58,7 @@ type Settings struct {
 		SubagentStart      []HookMatcher `json:"SubagentStart"`
 		UserPromptSubmit   []HookMatcher `json:"UserPromptSubmit"`
 		SessionStart       []HookMatcher `json:"SessionStart"`
+		PostToolBatch      []HookMatcher `json:"PostToolBatch"`
 	} `json:"hooks"`
 	// StatusLine runs `des-hook statusline` for Claude Code's status line: the
 	// subagents running and the task graph's wave.
@@ -337,6 +338,9 @@ func hooksSettings(command string, prot protections) Settings {
 	s.Hooks.UserPromptSubmit = []HookMatcher{{Hooks: hook(toolHookTimeout, "")}}
 	// The sessions des sees start, for des-hook doctor.
 	s.Hooks.SessionStart = []HookMatcher{{Hooks: hook(toolHookTimeout, "")}}
+	// The end of each batch of tool calls: a call the user declined has
+	// no PostToolUse, only this.
+	s.Hooks.PostToolBatch = []HookMatcher{{Hooks: hook(toolHookTimeout, "")}}
 	s.StatusLine.Type, s.StatusLine.Command = "command", command+" statusline"
 	for _, p := range prot.denyEdit {
 		s.Permissions.Deny = append(s.Permissions.Deny, "Edit("+p+")")

@@ -78,6 +78,7 @@ func TestSettings(t *testing.T) {
 			"SubagentStart":      "",
 			"UserPromptSubmit":   "",
 			"SessionStart":       "",
+			"PostToolBatch":      "",
 		}
 		if s.StatusLine.Type != "command" || s.StatusLine.Command != wantCommand+" statusline" {
 			t.Errorf("statusLine = %+v, want the command %q", s.StatusLine, wantCommand+" statusline")

@@ -65,7 +65,7 @@ type doctorReport struct {
 // The events des installs, and the tools PreToolUse and PostToolUse must
 // match for des to be in charge of them.
 var (
-	doctorEvents = []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "SubagentStop", "SubagentStart", "UserPromptSubmit", "SessionStart"}
+	doctorEvents = []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "SubagentStop", "SubagentStart", "UserPromptSubmit", "SessionStart", "PostToolBatch"}
 	doctorTools  = map[string][]string{
 		"PreToolUse":         {"Agent", "Task", "Write", "Edit", "MultiEdit", "Bash", "NotebookEdit", "mcp__server__tool"},
 		"PostToolUse":        {"Agent", "Task", "Write", "Edit", "MultiEdit", "Bash", "NotebookEdit", "AskUserQuestion", "mcp__server__tool"},
@@ -303,6 +303,8 @@ func eventRole(ev string) string {
 		return ": Gate 2 does not run"
 	case "SessionStart":
 		return ": des does not record the sessions it sees (des-hook doctor cannot tell whether it runs)"
+	case "PostToolBatch":
+		return ": a call you decline counts as running for its timeout and a minute, and your edits of des's files meanwhile are undone"
 	}
 	return ""
 }

@@ -139,6 +139,20 @@ func TestE2EDoctorBrokenInstall(t *testing.T) {
 	if _, _, out := doctorRun(t, root, home, t.TempDir()); !strings.Contains(out, "des's PostToolUse hook does not match the AskUserQuestion tool") || !strings.Contains(out, "des-hook settings --write") {
 		t.Errorf("an old PostToolUse matcher:\n%s", out)
 	}
+	// An install from before des registered PostToolBatch: des runs, and
+	// doctor says what is missing and how to install it. (The hooks of a
+	// binary outside the project are written to the local file.)
+	root, home = installed(t)
+	var settings map[string]any
+	if err := json.Unmarshal([]byte(readFileString(t, root, ".claude/settings.local.json")), &settings); err != nil {
+		t.Fatal(err)
+	}
+	delete(settings["hooks"].(map[string]any), "PostToolBatch")
+	writeJSONFile(t, filepath.Join(root, ".claude", "settings.local.json"), settings)
+	code, rep, out := doctorRun(t, root, home, t.TempDir())
+	if f, ok := findingFor(rep, "hook entries"); code != 0 || !ok || f.Severity != sevWarning || !strings.Contains(f.Message, "no des hook for PostToolBatch: a call you decline") || !strings.Contains(f.Fix, "des-hook settings --write") {
+		t.Errorf("an install without PostToolBatch: exit %d\n%s", code, out)
+	}
 }
 
 func TestMatcherMatches(t *testing.T) {

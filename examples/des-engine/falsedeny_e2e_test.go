@@ -330,3 +330,47 @@ func TestE2EFormattedWriteWhileACallRuns(t *testing.T) {
 		t.Errorf("the formatted step was undone:\n%s", got)
 	}
 }
+
+// A call whose PostToolUse never came (its hook killed at the timeout; a
+// call the user declined, found by TestE2EHonestWorkProperty) is checked
+// at the end of its batch, as its PostToolUse would have checked it: what
+// changed while it was open is restored and told to the model as
+// additionalContext, never as a block, which on PostToolBatch would end the
+// agent's turn. A second PostToolBatch, or one for a call that ended, does
+// nothing; a person's edit after the batch stays.
+func TestE2EPostToolBatchEndsACallLeftOpen(t *testing.T) {
+	t.Parallel()
+	root := effProject(t)
+	begin(t, root)
+	good := fileText(t, root, ".des/config.json")
+	// A script the guard cannot read ahead writes des's settings; the
+	// call's PostToolUse hook never finishes.
+	writeFile(t, root, "tools/gen.sh", "printf '{}' > .des/config.json\n")
+	const command = "sh tools/gen.sh"
+	pre := effBashEvent(root, "PreToolUse", "toolu_open", command)
+	if reason := denyReason(t, runHookProcess(t, root, nil, pre)); reason != "" {
+		t.Fatalf("PreToolUse denied %s: %s", command, reason)
+	}
+	sh(t, root, command)
+	batch := batchEv([]string{"(Bash completed with no output)"}, pre)
+	out := readAfter(t, runHookProcess(t, root, nil, batch))
+	if out.Decision != "" || out.Specific.HookEventName != "PostToolBatch" || !strings.Contains(out.Specific.AdditionalContext, "[DES-INTEGRITY]") || !strings.Contains(out.SystemMessage, ".des/config.json") {
+		t.Fatalf("PostToolBatch = %+v; want DES-INTEGRITY as additionalContext, no decision", out)
+	}
+	if got := fileText(t, root, ".des/config.json"); got != good {
+		t.Errorf(".des/config.json after the batch: %q; want it restored to %q", got, good)
+	}
+	if again := readAfter(t, runHookProcess(t, root, nil, batch)); again != (afterTool{}) {
+		t.Errorf("a second PostToolBatch: %+v; want nothing", again)
+	}
+	edited := `{"stale_threshold_minutes": 30}` + "\n"
+	writeFile(t, root, ".des/config.json", edited)
+	_, post := bashToolCall(t, root, "toolu_ls", "ls")
+	noIntegrity(t, "the call after the batch and a hand edit", post)
+	if got := fileText(t, root, ".des/config.json"); got != edited {
+		t.Errorf("the hand edit was undone: %s", got)
+	}
+	if again := readAfter(t, runHookProcess(t, root, nil, batchEv([]string{"file"}, effBashEvent(root, "PreToolUse", "toolu_ls", "ls")))); again != (afterTool{}) {
+		t.Errorf("PostToolBatch of a call whose PostToolUse came: %+v; want nothing", again)
+	}
+}

@@ -105,6 +105,26 @@ func afterEv(pre map[string]any, event string, opts ...evOpt) map[string]any {
 	return ev
 }
 
+// batchEv is the PostToolBatch Claude Code sends once the batch of the
+// calls pres has resolved, each with its response (a string, as Claude
+// Code gives it: "Permission to use Bash with command ... has been
+// denied." for a declined call): the fields common to every event, as
+// the first call's, and tool_calls.
+func batchEv(responses []string, pres ...map[string]any) map[string]any {
+	ev := map[string]any{"hook_event_name": "PostToolBatch"}
+	for _, k := range []string{"session_id", "transcript_path", "cwd", "permission_mode", "prompt_id", "agent_id", "agent_type"} {
+		if v, ok := pres[0][k]; ok {
+			ev[k] = v
+		}
+	}
+	var calls []any
+	for i, pre := range pres {
+		calls = append(calls, map[string]any{"tool_name": pre["tool_name"], "tool_input": pre["tool_input"], "tool_use_id": pre["tool_use_id"], "tool_response": responses[i]})
+	}
+	ev["tool_calls"] = calls
+	return ev
+}
+
 // writtenEv is the PostToolUse that follows pre, a Write or Edit of path
 // that landed: Claude Code's "update" response.
 func writtenEv(pre map[string]any, path any) map[string]any {

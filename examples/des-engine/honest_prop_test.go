@@ -95,9 +95,7 @@ type honest struct {
 	seen map[string]map[string]bool // path -> contents a person or an allowed write put there
 	// branches made so far.
 	branches []string
-	// declinedBash is set once a Bash call was declined: see handEdits.
-	declinedBash bool
-	steps        int // in the sequence
+	steps    int // in the sequence
 	// tag ends every Bash command of the seed ("ls # honest seed N"). The
 	// seeds run side by side with one parent, this test process, where
 	// Claude Code runs each session's calls under its own; des counts a
@@ -106,21 +104,6 @@ type honest struct {
 	// would keep each other's calls in flight and undo a hand edit made
 	// after them.
 	tag string
-}
-
-// handEdits reports whether a person's edit between calls may come now.
-// Left out after a declined Bash call: its PostToolUse never comes, so des
-// counts it as running for its timeout and a minute (a call killed
-// meanwhile looks the same), takes no new baseline at the next calls, and
-// undoes a hand edit made in that window (README, "A call whose PostToolUse
-// never comes"; kept, never lost). Claude Code 2.1.270 lists the declined
-// call in the PostToolBatch event it sends after the batch, which des does
-// not register for yet: the way to close this.
-func (h *honest) handEdits() bool {
-	if h.declinedBash {
-		h.log = append(h.log, "(no hand edit: a declined Bash call counts as running)")
-	}
-	return !h.declinedBash
 }
 
 func newHonest(t *testing.T, tmpl *atkProject, seed uint64) *honest {
@@ -390,18 +373,12 @@ func (h *honest) step() {
 		note(what)
 		h.write(atkOpenStep, content, during)
 	case 5: // a person edits a source file between calls
-		if !h.handEdits() {
-			return
-		}
 		rel := honestSources[h.rng.IntN(len(honestSources))]
 		note("hand edit " + rel)
 		h.replaced(rel)
 		writeFile(t, p.root, rel, fmt.Sprintf("// the person's edit at step %d\npackage app\n", n))
 		h.observe(rel)
 	case 6: // a person adds a harmless setting to des's config
-		if !h.handEdits() {
-			return
-		}
 		var cfg map[string]any
 		raw, _ := h.disk(atkConfig)
 		if json.Unmarshal([]byte(raw), &cfg) != nil {
@@ -413,9 +390,6 @@ func (h *honest) step() {
 		writeFile(t, p.root, atkConfig, indentJSON(cfg))
 		h.observe(atkConfig)
 	case 7: // a person edits the step's notes
-		if !h.handEdits() {
-			return
-		}
 		doc := h.stepDoc()
 		if doc == nil {
 			return
@@ -426,12 +400,11 @@ func (h *honest) step() {
 		writeFile(t, p.root, atkOpenStep, indentJSON(doc))
 		h.observe(atkOpenStep)
 	case 8: // a call the user declines: PreToolUse, and nothing after
+		// Claude Code lists the declined call in the PostToolBatch it
+		// sends once the batch has resolved: des ends the call there, so a
+		// hand edit after it is the person's.
 		var ev map[string]any
-		kind := h.rng.IntN(3)
-		if kind == 2 && h.n <= h.steps/2 {
-			kind = 0 // a declined Bash call ends the hand edits (handEdits): late in the sequence only
-		}
-		switch kind {
+		switch h.rng.IntN(3) {
 		case 0:
 			ev = h.event("PreToolUse", "Write", map[string]any{"file_path": p.path("src/app.go"), "content": "declined\n"})
 		case 1:
@@ -443,10 +416,11 @@ func (h *honest) step() {
 			ev = h.event("PreToolUse", "Write", map[string]any{"file_path": p.path(atkOpenStep), "content": indentJSON(doc)})
 		default:
 			ev = h.event("PreToolUse", "Bash", map[string]any{"command": "rm -rf node_modules && npm install", "description": "Reinstall"})
-			h.declinedBash = true
 		}
 		note(fmt.Sprintf("declined %s", ev["tool_name"]))
 		h.expectClean("a declined call's PreToolUse", p.hook(t, ev, atkHookDeadline))
+		declined := fmt.Sprintf("Permission to use %s has been denied.", ev["tool_name"])
+		h.expectClean("the PostToolBatch of a declined call", p.hook(t, batchEv([]string{declined}, ev), atkHookDeadline))
 	case 9: // plain commands
 		cmd := []string{`echo "Tom & Jerry"`, "ls", "go version", "find . -name '*.tmp' -delete", "cat notes.txt 2>/dev/null | wc -l", "git status --short", "git log --oneline -3"}[h.rng.IntN(7)]
 		if strings.Contains(cmd, "*.tmp") {

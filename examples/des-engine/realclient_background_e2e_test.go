@@ -73,3 +73,50 @@ func TestRealClientFinishedJobOpensNoWindow(t *testing.T) {
 		t.Errorf("the person's edit was reported: %q", told)
 	}
 }
+
+// A Bash call the user declines (here a permission rule denies it: print
+// mode has no one to ask) has a PreToolUse and no PostToolUse; Claude Code
+// lists it in the PostToolBatch it sends once the batch has resolved, and
+// des ends the call there. The person's edit made before the next call is
+// theirs and stays: without the PostToolBatch the declined call counted as
+// running for its timeout and a minute, and the next call undid the edit.
+func TestRealClientDeclinedCallOpensNoWindow(t *testing.T) {
+	t.Parallel()
+	c := realClient(t)
+	root := t.TempDir()
+	writeFile(t, root, ".des/config.json", `{"stale_threshold_minutes": 45}`)
+	const edited = `{"stale_threshold_minutes": 30}`
+	s := runReal(t, c, root, conversation("declined",
+		scripted("declined", "Bash", map[string]any{"command": "rm -rf node_modules", "description": "clean"}),
+		modelserver.Reply{Later: func() modelserver.Reply {
+			writeFile(t, root, ".des/config.json", edited) // the person, between calls
+			return scripted("next", "Bash", map[string]any{"command": "ls", "description": "list"})
+		}},
+	), realOpts{via: viaSettings, prompt: "declined", noSandbox: true,
+		settings: map[string]any{"permissions": map[string]any{"deny": []any{"Bash(rm:*)"}}}})
+	var pre, post, batch bool
+	for _, e := range s.events {
+		switch e["hook_event_name"] {
+		case "PreToolUse":
+			pre = pre || e["tool_use_id"] == toolID("declined")
+		case "PostToolUse", "PostToolUseFailure":
+			post = post || e["tool_use_id"] == toolID("declined")
+		case "PostToolBatch":
+			calls, _ := e["tool_calls"].([]any)
+			for _, c := range calls {
+				if m, _ := c.(map[string]any); m["tool_use_id"] == toolID("declined") {
+					batch = true
+				}
+			}
+		}
+	}
+	if !pre || post || !batch {
+		t.Fatalf("the declined call's events: PreToolUse %v, PostToolUse %v, PostToolBatch %v; want a PreToolUse and a PostToolBatch only", pre, post, batch)
+	}
+	if got := readFileString(t, root, ".des/config.json"); got != edited {
+		t.Errorf(".des/config.json: %q; want the person's edit %q", got, edited)
+	}
+	if told := s.laterText(toolID("declined")); strings.Contains(told, "DES-") {
+		t.Errorf("the model was told %q after the declined call", told)
+	}
+}

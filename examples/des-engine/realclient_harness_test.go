@@ -93,6 +93,7 @@ func desEvents() map[string]map[string]any {
 		"SubagentStop":       {},
 		"UserPromptSubmit":   {},
 		"SessionStart":       {},
+		"PostToolBatch":      {},
 	}
 }
 

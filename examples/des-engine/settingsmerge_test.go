@@ -134,8 +134,8 @@ func TestMergeSettingsKeepsTheUsersAndIsIdempotent(t *testing.T) {
 	if got := hooks["PostToolUse"]; !slices.Equal(got, []string{`prettier --write "$FILE"`, "des-hook"}) {
 		t.Errorf("PostToolUse %v: want the formatter kept, des's after", got)
 	}
-	if len(hooks) != 7 {
-		t.Errorf("events %v: want des's seven", hooks)
+	if len(hooks) != 8 {
+		t.Errorf("events %v: want des's eight", hooks)
 	}
 	if !slices.Equal(r.record.Deny, []string{"Edit(/.des/config.json)"}) || !slices.Equal(r.record.DenyWrite, []string{"/.des/config.json"}) {
 		t.Errorf("record %+v: want what des added", r.record)

@@ -162,8 +162,8 @@ func TestE2ESettingsWriteMergesTwiceTheSame(t *testing.T) {
 			t.Errorf("%s: des's hook %d times across both files", ev, n)
 		}
 	}
-	if n := len(desHookCount(t, shared, local)); n != 7 {
-		t.Errorf("des's hooks in %d events, want 7", n)
+	if n := len(desHookCount(t, shared, local)); n != 8 {
+		t.Errorf("des's hooks in %d events, want 8", n)
 	}
 	if got := topKeys(t, shared); !slices.Equal(got[:4], []string{"model", "permissions", "hooks", "statusLine"}) {
 		t.Errorf("top-level keys reordered: %v", got)

@@ -71,14 +71,50 @@ func (c *Checker) EndCall(ctx context.Context, call Call) (Report, error) {
 		return Report{}, err
 	}
 	defer unlock()
+	return c.end(ctx, call)
+}
+
+// EndOpen ends a call whose End never came once Claude Code reports it
+// done (PostToolBatch lists the calls of a batch: one the user declined
+// has no PostToolUse), with the check its End would have made: what
+// changed while it was in flight is judged, and the next Begin takes the
+// disk again rather than keeping the baseline for the call's whole
+// lifetime. ok is false, and nothing is done, when the call is not in
+// flight or its End came (a command that left something running stays in
+// flight until that ends).
+func (c *Checker) EndOpen(ctx context.Context, call Call) (rep Report, ok bool, err error) {
+	if call.ID == "" {
+		return Report{}, false, nil
+	}
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return Report{}, false, err
+	}
+	defer unlock()
+	p := c.flightPath(call.ID)
+	if _, err := os.Lstat(p); err != nil {
+		return Report{}, false, nil
+	}
+	if f := readFlight(p); f != nil && f.ended() {
+		return Report{}, false, nil
+	}
+	rep, err = c.end(ctx, call)
+	return rep, true, err
+}
+
+// end is EndCall under the lock.
+func (c *Checker) end(ctx context.Context, call Call) (Report, error) {
 	switch {
 	case !call.StillRunning:
 		defer c.unmark(call.ID)
-	case call.ID != "" && !c.leave(ctx, call):
+	case call.ID == "":
+	case !c.leave(ctx, call):
 		// Looked at before the check: what a process that has ended by now
 		// wrote is on disk for this check; what runs on keeps the call in
 		// flight.
 		defer c.unmark(call.ID)
+	default:
+		defer c.markEnded(call.ID)
 	}
 	m, err := c.load()
 	if err != nil {

@@ -37,7 +37,15 @@ type flight struct {
 	Since  uint64         `json:"since,omitempty"`  // clock ticks after boot when the call began (less a second)
 	Origin []proctree.Ref `json:"origin,omitempty"` // the processes above the hook: Claude Code
 	Left   []proctree.Ref `json:"left,omitempty"`   // the processes the command left running, set by End
+	// Ended is set by the End of a call that stays in flight (what it left
+	// runs on, or, without a process tree, for its fixed lifetime): EndOpen
+	// leaves it alone.
+	Ended bool `json:"ended,omitempty"`
 }
+
+// ended reports whether the call's End came: Left is only ever set by
+// End (records written before Ended was).
+func (f *flight) ended() bool { return f.Ended || len(f.Left) > 0 }
 
 // originDepth is how many of the hook's parents count as the caller:
 // Claude Code's shell wrapper, Claude Code, the SDK's host; not the
@@ -233,7 +241,7 @@ func (c *Checker) leave(ctx context.Context, call Call) bool {
 		return false
 	}
 	slices.SortFunc(left, func(a, b proctree.Ref) int { return a.PID - b.PID })
-	f.Left = left
+	f.Left, f.Ended = left, true
 	data, err := json.Marshal(f)
 	if err != nil {
 		return true
@@ -248,6 +256,33 @@ func (c *Checker) leave(ctx context.Context, call Call) bool {
 	}
 	_ = os.Chtimes(p, fi.ModTime(), fi.ModTime())
 	return true
+}
+
+// markEnded records that the End of a call that stays in flight came,
+// keeping the record's expiry.
+func (c *Checker) markEnded(id string) {
+	p := c.flightPath(id)
+	fi, err := os.Stat(p)
+	if err != nil {
+		return
+	}
+	f := readFlight(p)
+	if f == nil {
+		f = &flight{}
+	}
+	if f.Ended {
+		return
+	}
+	f.Ended = true
+	data, err := json.Marshal(f)
+	if err != nil {
+		return
+	}
+	if err := fileio.WriteAtomic(p, data); err != nil {
+		c.logger.Warn("integrity: cannot record that the call's End came", "tool_use_id", id, "err", err)
+		return
+	}
+	_ = os.Chtimes(p, fi.ModTime(), fi.ModTime())
 }
 
 // endedBy waits until every process of refs has ended, polling, and

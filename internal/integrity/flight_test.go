@@ -198,3 +198,85 @@ func TestAcceptWhileAJobRuns(t *testing.T) {
 		t.Error("accept while a call runs was not refused")
 	}
 }
+
+// A call Claude Code reports done without its End (the user declined it:
+// PostToolBatch lists it, no PostToolUse comes) is ended by EndOpen: a
+// hand edit after it is the person's, not undone for the call's lifetime.
+func TestEndOpenEndsADeclinedCall(t *testing.T) {
+	t.Parallel()
+	root, c, _ := trackingProject(t)
+	ctx := context.Background()
+	if _, err := c.Begin(ctx, "toolu_declined", nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	rep, ok, err := c.EndOpen(ctx, Call{ID: "toolu_declined", StillRunning: true, Command: "rm -rf node_modules"})
+	if err != nil || !ok || len(rep.Changes) != 0 {
+		t.Fatalf("EndOpen of the declined call: %+v %v %v", rep, ok, err)
+	}
+	if got := c.inFlight(""); len(got) != 0 {
+		t.Fatalf("the declined call is still in flight: %v", got)
+	}
+	if _, ok, err := c.EndOpen(ctx, Call{ID: "toolu_declined"}); ok || err != nil {
+		t.Errorf("a second EndOpen: %v %v; want nothing done", ok, err)
+	}
+	write(t, root, ".des/config.json", `{"person": 1}`)
+	if refreshed, err := c.Begin(ctx, "toolu_next", nil, time.Minute); err != nil || !refreshed {
+		t.Fatalf("Begin after the declined call: refreshed %v, %v", refreshed, err)
+	}
+	if rep, err := c.End(ctx, "toolu_next", false); err != nil || len(rep.Changes) != 0 {
+		t.Fatalf("the hand edit was undone: %+v %v", rep, err)
+	}
+	if got := readFile(t, root, ".des/config.json"); got != `{"person": 1}` {
+		t.Errorf("the hand edit is lost: %s", got)
+	}
+}
+
+// EndOpen judges what changed while the call was open (its PostToolUse
+// hook killed before its check), and leaves alone a call whose End came
+// and that stays in flight for what it left running, with or without a
+// process tree.
+func TestEndOpenJudgesAndLeavesEndedCalls(t *testing.T) {
+	t.Parallel()
+	root, c, _ := trackingProject(t)
+	ctx := context.Background()
+	if _, err := c.Begin(ctx, "toolu_open", nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	write(t, root, ".des/config.json", `{"forged": true}`)
+	rep, ok, err := c.EndOpen(ctx, Call{ID: "toolu_open"})
+	if err != nil || !ok || len(rep.Changes) != 1 || !rep.Restored() {
+		t.Fatalf("EndOpen of a call that wrote: %+v %v %v", rep, ok, err)
+	}
+	if _, err := c.Begin(ctx, "toolu_bg", nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	orphan(t, root, 60)
+	if _, err := c.EndCall(ctx, Call{ID: "toolu_bg", StillRunning: true, Command: "sleep 60 &"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := c.EndOpen(ctx, Call{ID: "toolu_bg"}); ok || err != nil {
+		t.Errorf("EndOpen of a call whose End came and whose job runs: %v %v; want nothing done", ok, err)
+	}
+	if got := c.inFlight(""); len(got) != 1 {
+		t.Errorf("the call with a running job: in flight %v", got)
+	}
+	if _, ok, err := c.EndOpen(ctx, Call{ID: "toolu_unknown"}); ok || err != nil {
+		t.Errorf("EndOpen of a call never begun: %v %v", ok, err)
+	}
+
+	// Without a process tree, a command that reads as leaving something
+	// running stays for its fixed lifetime after its End.
+	_, c2 := project(t)
+	if _, err := c2.Begin(ctx, "toolu_nohup", nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.EndCall(ctx, Call{ID: "toolu_nohup", StillRunning: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := c2.EndOpen(ctx, Call{ID: "toolu_nohup"}); ok || err != nil {
+		t.Errorf("EndOpen after End, no process tree: %v %v; want nothing done", ok, err)
+	}
+	if got := c2.inFlight(""); len(got) != 1 {
+		t.Errorf("the call that reads as leaving a job: in flight %v", got)
+	}
+}
