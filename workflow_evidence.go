@@ -28,6 +28,7 @@ import (
 // test_iteration, derived from the attested test runs des recorded in
 // that phase of that workflow (isdlc.DeriveTestIteration, as iSDLC's
 // test-watcher computes it): {"workflow": id, "test_runs_seen": n,
+// "records_seen": n, "first_seen": time,
 // "test_iteration": {phase: {...}}, "user_replies": {phase: n},
 // "phase_agent": {phase: {agent_type, time, constitutional}}}: besides the
 // runs, the user's replies des saw during each phase and the last
@@ -68,9 +69,20 @@ func (e *Engine) workflowEvidence(ctx context.Context, stateFile string, state, 
 	stops := map[string]any{}          // phase → the last subagent that stopped in it
 	ev["user_replies"], ev["phase_agent"] = replies, stops
 	var order []string
+	// What des saw of this workflow at all: a write that starts a workflow
+	// under an identity des already saw (an old started_at) would inherit
+	// its runs, which the policies refuse (DES-WORKFLOW-REUSED).
+	records, first := 0, time.Time{}
 	for _, s := range seen {
 		b := s.Belongs
-		if !s.Attested || b.StateFile != stateFile || b.Workflow != id || b.ISDLCPhase == "" {
+		if !s.Attested || b.StateFile != stateFile || b.Workflow != id {
+			continue
+		}
+		records++
+		if first.IsZero() || s.Time.Before(first) {
+			first = s.Time
+		}
+		if b.ISDLCPhase == "" {
 			continue
 		}
 		switch s.Event {
@@ -92,6 +104,10 @@ func (e *Engine) workflowEvidence(ctx context.Context, stateFile string, state, 
 			Time: s.Time, Command: s.Command, Result: s.Result, Failures: s.Failed,
 			Coverage: s.Coverage, Error: s.Error, Signature: s.Signature,
 		})
+	}
+	ev["records_seen"] = records
+	if records > 0 {
+		ev["first_seen"] = first.UTC().Format(time.RFC3339)
 	}
 	if len(order) == 0 {
 		return ev

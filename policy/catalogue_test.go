@@ -72,6 +72,7 @@ var extensionCodes = map[string]policy.Severity{
 	// iSDLC from evidence (issue 28): a state write's test iterations
 	// against des's.
 	"DES-EVIDENCE-MISMATCH": policy.Deny,
+	"DES-WORKFLOW-REUSED":   policy.Deny,
 }
 
 // TestBuiltinCodesAreStable fails when a built-in deny or warn rule can

@@ -344,3 +344,74 @@ func TestE2EISDLCHonestOrchestratorWrites(t *testing.T) {
 		})
 	}
 }
+
+// A new workflow started under an old one's identity (its type and
+// started_at) would inherit the old workflow's test runs and pass its
+// phases on them: the write that starts it is DES-WORKFLOW-REUSED, and the
+// time its recovery gives as started_at is accepted, after which the
+// phase needs its own runs. The document's last workflow, ended by
+// mistake and written back, resumes.
+func TestE2EISDLCWorkflowIdentityReused(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go is not installed: no real test runner to run")
+	}
+	st := workflowState(featurePhases, 5) // 06-implementation
+	set(st, "active_workflow.started_at", "2026-11-20T09:00:00Z")
+	root := newProject(t, st, ".des/config.json", `{"phase_evidence": "des"}`)
+	writeFile(t, root, "shop/go.mod", "module example.com/shop\n\ngo 1.22\n")
+	writeFile(t, root, "shop/cart_test.go", "package shop\n\nimport \"testing\"\n\nfunc TestTotal(t *testing.T) {}\n")
+	if out, code, _ := testRunBashNote(t, root, nil, "cd shop && go test ./...", nil); code != 0 {
+		t.Fatalf("go test: %s", out)
+	}
+	writeState := func(d doc, w want) outcome {
+		t.Helper()
+		content := marshalState(t, d)
+		ev := writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": content})
+		o := check(t, root, nil, ev, w)
+		if w.deny == nil {
+			writeFile(t, root, ".isdlc/state.json", content)
+			ev["tool_use_id"] = o.id
+			if r := runHookProcess(t, root, nil, writtenEv(ev, filepath.Join(root, ".isdlc/state.json"))); r.code != 0 || r.stdout != "" {
+				t.Fatalf("PostToolUse of the state write: %+v", r)
+			}
+		}
+		return o
+	}
+	var disk doc
+	if err := json.Unmarshal([]byte(readFileString(t, root, ".isdlc/state.json")), &disk); err != nil {
+		t.Fatal(err)
+	}
+	// The workflow ends, by mistake, and is written back as it was: des
+	// remembers it as the document's last workflow, so it resumes.
+	ended := cloneDoc(t, disk)
+	ended["active_workflow"] = nil
+	writeState(ended, allow)
+	writeState(disk, allow)
+
+	// Another workflow follows, then ends; a workflow then started with
+	// the first one's started_at would inherit its passing run.
+	other := cloneDoc(t, disk)
+	set(other, "active_workflow.started_at", "2026-11-25T09:00:00Z")
+	writeState(other, allow)
+	writeState(ended, allow)
+	o := writeState(cloneDoc(t, disk), denies("DES-WORKFLOW-REUSED").with(
+		"this write starts workflow feature@2026-11-20T09:00:00Z, but des already holds records of a workflow of that type and started_at (1, the first from ",
+		"active_workflow.started_at set to the time it starts (now: "))
+	writeState(other, allow) // the last workflow, brought back
+	now := o.deny[strings.Index(o.deny, "(now: ")+len("(now: "):]
+	now = now[:strings.Index(now, ")")]
+	if _, err := time.Parse(time.RFC3339, now); err != nil {
+		t.Fatalf("the recovery's time %q: %v", now, err)
+	}
+	// The recovery's started_at is accepted; the new workflow has no runs.
+	fresh := cloneDoc(t, disk)
+	set(fresh, "active_workflow.started_at", now)
+	set(fresh, "phases.06-implementation.iteration_requirements", doc{})
+	writeState(fresh, allow)
+	moved := cloneDoc(t, fresh)
+	set(moved, "active_workflow.current_phase", "16-quality-loop")
+	set(moved, "active_workflow.current_phase_index", 6)
+	set(moved, "current_phase", "16-quality-loop")
+	writeState(moved, denies("DES-GATE-BLOCKED").with("des has not seen its tests pass: 0/10"))
+}

@@ -48,11 +48,12 @@ func TestE2EISDLCTestIterationsFromEvidence(t *testing.T) {
 		t.Helper()
 		content := marshalState(t, d)
 		ev := writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": content})
-		check(t, root, nil, ev, w)
+		o := check(t, root, nil, ev, w)
 		if w.deny != nil {
 			return
 		}
 		writeFile(t, root, ".isdlc/state.json", content)
+		ev["tool_use_id"] = o.id // the call check made: its PostToolUse keeps des's memory of the state
 		ev = writtenEv(ev, filepath.Join(root, ".isdlc/state.json"))
 		if r := runHookProcess(t, root, nil, ev); r.code != 0 {
 			t.Fatalf("PostToolUse of the state write: %+v", r)

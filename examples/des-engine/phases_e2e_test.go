@@ -239,6 +239,7 @@ func skillCall(cwd, skill, args string) map[string]any {
 
 // outcome is what one hook run decided.
 type outcome struct {
+	id      string // the tool_use_id check gave the call
 	stdout  string
 	deny    string // PreToolUse deny reason
 	context string // hookSpecificOutput.additionalContext
@@ -383,6 +384,7 @@ func check(t *testing.T, root string, env []string, ev map[string]any, w want) o
 	before := snapshot(t, root)
 	r := runPhaseHook(t, root, env, ev)
 	o := decide(t, r)
+	o.id, _ = ev["tool_use_id"].(string)
 	if after := snapshot(t, root); !mapsEqual(before, after) {
 		t.Errorf("the hook changed project files (only .des/ may change):\nbefore %v\nafter  %v", keysOf(before), keysOf(after))
 	}
