@@ -3,7 +3,7 @@ package testrun
 import (
 	"fmt"
 	"path"
-	"path/filepath"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -31,15 +31,25 @@ var envNotAlone = map[string]bool{
 var prefixCommands = map[string]bool{"cd": true, "pushd": true, "export": true, "set": true}
 
 // wrappers run the command after them with the same output and (but for
-// a timeout) the same exit status: word count of a subcommand, and
-// whether NAME=VALUE operands and a duration come first.
+// a timeout) the same exit status: word count of a subcommand, whether
+// NAME=VALUE operands and a duration come first, the options that take
+// the next word as their value, and those whose value is the directory
+// the command runs in (env -C, uv run --directory).
 var wrappers = map[string]struct {
-	sub      string
-	assigns  bool
-	duration bool
+	sub       string
+	assigns   bool
+	duration  bool
+	valueOpts []string
+	dirOpts   []string
 }{
-	"timeout": {duration: true}, "time": {}, "env": {assigns: true}, "nice": {},
-	"uv": {sub: "run"}, "poetry": {sub: "run"}, "pipenv": {sub: "run"}, "bundle": {sub: "exec"},
+	"timeout": {duration: true, valueOpts: []string{"-s", "--signal", "-k", "--kill-after"}},
+	"time":    {valueOpts: []string{"-f", "--format", "-o", "--output"}},
+	"env":     {assigns: true, valueOpts: []string{"-u", "--unset"}, dirOpts: []string{"-C", "--chdir"}},
+	"nice":    {valueOpts: []string{"-n", "--adjustment"}},
+	"uv":      {sub: "run", valueOpts: []string{"--with", "--python", "-p", "--extra", "--group", "--package", "--env-file"}, dirOpts: []string{"--directory", "--project"}},
+	"poetry":  {sub: "run", dirOpts: []string{"-C", "--directory", "-P", "--project"}},
+	"pipenv":  {sub: "run"},
+	"bundle":  {sub: "exec", valueOpts: []string{"--gemfile"}},
 }
 
 // NotAPass says why a run of command that reads as passed is no pass:
@@ -70,7 +80,7 @@ func (t Table) NotAPassIn(command string, m Match, cwd, root string) string {
 		return fmt.Sprintf("Not a pass: %s with %s runs no test", runner.Name, opt)
 	}
 	if root != "" {
-		if why := outsideProject(command, cwd, root, runner.valueOption); why != "" {
+		if why := outsideProject(command, cwd, root, runner); why != "" {
 			return "Not a pass: " + why + "; des counts a pass only from tests run in the project"
 		}
 	}
@@ -235,26 +245,47 @@ func isActivate(argv []string) bool {
 
 // unwrap drops the wrappers before the command they run.
 func unwrap(argv []string) []string {
+	argv, _, _ = unwrapIn(argv, "")
+	return argv
+}
+
+// unwrapIn is unwrap, with the directory the command runs in: dir, or the
+// one a wrapper's option names (env -C DIR, uv run --directory DIR),
+// taken from dir. moved tells that an option named one.
+func unwrapIn(argv []string, dir string) (rest []string, in string, moved bool) {
 	for len(argv) > 0 {
 		w, ok := wrappers[path.Base(argv[0])]
 		if !ok {
-			return argv
+			return argv, dir, moved
 		}
 		argv = argv[1:]
 		if w.sub != "" {
 			if len(argv) == 0 || argv[0] != w.sub {
-				return nil
+				return nil, dir, moved
 			}
 			argv = argv[1:]
 		}
 		for len(argv) > 0 && (strings.HasPrefix(argv[0], "-") || w.assigns && strings.Contains(argv[0], "=")) {
+			opt := argv[0]
 			argv = argv[1:]
+			name, v, eq := strings.Cut(opt, "=")
+			switch {
+			case slices.Contains(w.dirOpts, name):
+				if !eq && len(argv) > 0 {
+					v, argv = argv[0], argv[1:]
+				}
+				dir, moved = join(dir, v), true
+			case !eq && len(name) > 2 && name[1] != '-' && slices.Contains(w.dirOpts, name[:2]):
+				dir, moved = join(dir, name[2:]), true // env -C/tmp/x
+			case !eq && slices.Contains(w.valueOpts, name) && len(argv) > 0:
+				argv = argv[1:]
+			}
 		}
 		if w.duration && len(argv) > 0 {
 			argv = argv[1:]
 		}
 	}
-	return argv
+	return argv, dir, moved
 }
 
 // noRun is the first word of argv an option of the entry's no_run
@@ -272,100 +303,4 @@ func (r Runner) noRun(argv []string) string {
 		}
 	}
 	return ""
-}
-
-// outsideProject says where the line's runner runs outside root, "" when
-// every directory it changes to and every path it names lies inside it
-// (links resolved). The line runs its runner alone (alone passed): its
-// statements are prefix commands and the runner, joined by && or ;. Every
-// word given to the runner is checked as a path, and an option's value
-// after "=": only the value of an option valueOption names (go test -o
-// /tmp/x.test) is not, for after any other option the word may be what
-// the runner tests (go test -v /tmp/x/...).
-func outsideProject(command, cwd, root string, valueOption func(name string) bool) string {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
-	if err != nil {
-		return "the command does not parse"
-	}
-	realRoot := resolved(root)
-	inside := func(p string) bool {
-		rel, err := filepath.Rel(realRoot, resolved(p))
-		return err == nil && filepath.IsLocal(rel) || rel == "."
-	}
-	dir := cwd
-	if dir == "" {
-		dir = root
-	}
-	var calls [][]string
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if s, ok := n.(*syntax.Stmt); ok {
-			if _, ok := s.Cmd.(*syntax.BinaryCmd); ok {
-				return true
-			}
-			if argv, why := literalCall(s); why == "" && len(argv) > 0 {
-				calls = append(calls, argv)
-			}
-			return false
-		}
-		return true
-	})
-	for i, argv := range calls {
-		last := i == len(calls)-1
-		switch {
-		case !last && (argv[0] == "cd" || argv[0] == "pushd"):
-			if len(argv) < 2 || argv[1] == "-" || strings.HasPrefix(argv[1], "~") {
-				return fmt.Sprintf("%s leaves the directory for one des cannot place", argv[0])
-			}
-			dir = join(dir, argv[1])
-			if !inside(dir) {
-				return fmt.Sprintf("the tests run in %s, outside the project", dir)
-			}
-		case last:
-			args := unwrap(argv)[1:]
-			for j := 0; j < len(args); j++ {
-				a := args[j]
-				if strings.HasPrefix(a, "-") {
-					name, v, eq := strings.Cut(a, "=")
-					if valueOption(name) {
-						if !eq {
-							j++ // its value: an output file, a count, a name pattern
-						}
-						continue
-					}
-					if !eq {
-						continue // a flag, or an option whose value is the next word, checked as any
-					}
-					a = v
-				}
-				if p := join(dir, strings.TrimSuffix(a, "/...")); !inside(p) {
-					return fmt.Sprintf("the runner is given %s, outside the project", a)
-				}
-			}
-		}
-	}
-	if !inside(dir) {
-		return fmt.Sprintf("the tests run in %s, outside the project", dir)
-	}
-	return ""
-}
-
-// join is p taken from dir, cleaned.
-func join(dir, p string) string {
-	if filepath.IsAbs(p) {
-		return filepath.Clean(p)
-	}
-	return filepath.Join(dir, p)
-}
-
-// resolved is p with its links resolved as far as it exists.
-func resolved(p string) string {
-	p = filepath.Clean(p)
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	parent, base := filepath.Split(p)
-	if parent == "" || parent == p {
-		return p
-	}
-	return filepath.Join(resolved(filepath.Clean(parent)), base)
 }

@@ -115,6 +115,15 @@ func optionList(name, key string, raw any) ([]string, error) {
 	return out, nil
 }
 
+// skipsValue reports whether option word a, before the command's later
+// words, takes the next word as its value: an option the entry lists in
+// value_options or path_options written out (npm --prefix web test), not
+// as a glob, which lists attached forms (mvn -DskipITs test).
+func (r Runner) skipsValue(a string) bool {
+	name, _, eq := strings.Cut(a, "=")
+	return !eq && (r.takesNext(name, r.ValueOptions) || r.takesNext(name, r.PathOptions))
+}
+
 // valueOption reports whether name (an option, without its "=value") is
 // one of the entry's value_options.
 func (r Runner) valueOption(name string) bool { return anyGlob(r.ValueOptions, name) }
@@ -161,7 +170,7 @@ func (r Runner) matches(argv []string) bool {
 	for _, p := range r.Command[1:] {
 		if !strings.HasPrefix(p, "-") {
 			for i < len(argv) && strings.HasPrefix(argv[i], "-") {
-				if name, _, eq := strings.Cut(argv[i], "="); !eq && (r.valueOption(name) || r.pathOption(name)) {
+				if r.skipsValue(argv[i]) && i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "-") {
 					i++ // its value
 				}
 				i++
