@@ -250,17 +250,20 @@ func postToolUseEffects(ctx context.Context, h *hookEnv, ev *Event) response {
 // lifetime, keeping every later call from taking a person's edit made
 // meanwhile. A call whose End came is left alone.
 func postToolBatch(ctx context.Context, h *hookEnv, ev *Event) response {
-	var calls []struct {
-		ToolName  string          `json:"tool_name"`
-		ToolInput json.RawMessage `json:"tool_input"`
-		ToolUseID string          `json:"tool_use_id"`
-	}
+	var calls []json.RawMessage
 	if len(ev.ToolCalls) == 0 || json.Unmarshal(ev.ToolCalls, &calls) != nil {
 		return noOpinion()
 	}
 	var rs []response
-	for _, tc := range calls {
-		if tc.ToolUseID == "" || tc.ToolName != toolBash && tc.ToolName != toolNotebook && !strings.HasPrefix(tc.ToolName, "mcp__") {
+	for _, raw := range calls {
+		// Each call on its own: one that does not decode costs the others
+		// nothing.
+		var tc struct {
+			ToolName  string          `json:"tool_name"`
+			ToolInput json.RawMessage `json:"tool_input"`
+			ToolUseID string          `json:"tool_use_id"`
+		}
+		if json.Unmarshal(raw, &tc) != nil || tc.ToolUseID == "" || tc.ToolName != toolBash && tc.ToolName != toolNotebook && !strings.HasPrefix(tc.ToolName, "mcp__") {
 			continue
 		}
 		call := *ev
@@ -280,7 +283,12 @@ func checkEffects(ctx context.Context, h *hookEnv, ev *Event, open bool) respons
 		return noOpinion()
 	}
 	cctx, cancel := context.WithTimeout(ctx, integrityBudget)
-	gitCmds := gitCommands(ev)
+	var gitCmds []string
+	if !open {
+		// A call whose End never came may never have run (declined): its
+		// git commands tell nothing of what changed.
+		gitCmds = gitCommands(ev)
+	}
 	// Where des can read the process tree, every Bash call is looked at
 	// for what it left running: a script can fork a writer without any
 	// word that says so. Elsewhere only a command that reads as leaving
@@ -293,7 +301,7 @@ func checkEffects(ctx context.Context, h *hookEnv, ev *Event, open bool) respons
 	if runInBackground(ev) {
 		call.Command = bashCommand(ev)
 	}
-	if ev.ToolName == toolBash {
+	if ev.ToolName == toolBash && !open {
 		// A document git checked out is taken only from a commit des
 		// judged: not one made with git's hooks off, which the ref check
 		// after this moves back.

@@ -83,15 +83,15 @@ func (c *Checker) EndCall(ctx context.Context, call Call) (Report, error) {
 // flight or its End came (a command that left something running stays in
 // flight until that ends).
 func (c *Checker) EndOpen(ctx context.Context, call Call) (rep Report, ok bool, err error) {
-	if call.ID == "" {
-		return Report{}, false, nil
+	p := c.flightPath(call.ID)
+	if _, err := os.Lstat(p); call.ID == "" || err != nil {
+		return Report{}, false, nil // not in flight: no need to wait for the lock
 	}
 	unlock, err := c.lock(ctx)
 	if err != nil {
 		return Report{}, false, err
 	}
 	defer unlock()
-	p := c.flightPath(call.ID)
 	if _, err := os.Lstat(p); err != nil {
 		return Report{}, false, nil
 	}
@@ -103,19 +103,29 @@ func (c *Checker) EndOpen(ctx context.Context, call Call) (rep Report, ok bool, 
 }
 
 // end is EndCall under the lock.
-func (c *Checker) end(ctx context.Context, call Call) (Report, error) {
+func (c *Checker) end(ctx context.Context, call Call) (rep Report, err error) {
+	var finish func(id string)
 	switch {
 	case !call.StillRunning:
-		defer c.unmark(call.ID)
+		finish = c.unmark
 	case call.ID == "":
 	case !c.leave(ctx, call):
 		// Looked at before the check: what a process that has ended by now
 		// wrote is on disk for this check; what runs on keeps the call in
 		// flight.
-		defer c.unmark(call.ID)
+		finish = c.unmark
 	default:
-		defer c.markEnded(call.ID)
+		finish = c.markEnded
 	}
+	// A check that did not run to its end (out of time, a baseline it
+	// could not read or save) judged nothing for sure: the call stays in
+	// flight, so that the next Begin keeps the baseline once its lifetime
+	// lapses, and a later check judges what it did.
+	defer func() {
+		if finish != nil && (err == nil || errors.Is(err, ErrNoBaseline)) {
+			finish(call.ID)
+		}
+	}()
 	m, err := c.load()
 	if err != nil {
 		return Report{}, err

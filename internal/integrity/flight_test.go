@@ -280,3 +280,29 @@ func TestEndOpenJudgesAndLeavesEndedCalls(t *testing.T) {
 		t.Errorf("the call that reads as leaving a job: in flight %v", got)
 	}
 }
+
+// A check that runs out of time judged nothing for sure: the call stays in
+// flight, so the next Begin keeps the baseline and the next check finds
+// the call's change (found by an attacker's review: the call was cleared,
+// and the next Begin took its change as the baseline).
+func TestCheckOutOfTimeKeepsTheCallInFlight(t *testing.T) {
+	t.Parallel()
+	root, c := project(t)
+	ctx := context.Background()
+	if _, err := c.Begin(ctx, "toolu_a", nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	write(t, root, ".des/config.json", `{"forged": true}`)
+	dead, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel()
+	if _, err := c.EndCall(dead, Call{ID: "toolu_a"}); err == nil {
+		t.Skip("the check did not run out of time")
+	}
+	if refreshed, err := c.Begin(ctx, "toolu_b", nil, time.Minute); err != nil || refreshed {
+		t.Fatalf("Begin after a check out of time: refreshed %v, %v", refreshed, err)
+	}
+	rep, err := c.End(ctx, "toolu_b", false)
+	if err != nil || len(rep.Changes) != 1 || !rep.Restored() {
+		t.Fatalf("the next check: %+v %v; want the change restored", rep, err)
+	}
+}
