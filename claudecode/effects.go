@@ -318,6 +318,12 @@ func checkEffects(ctx context.Context, h *hookEnv, ev *Event, open bool) respons
 			cancel()
 			return noOpinion()
 		}
+		if ev.ToolName == toolBash {
+			// The ref snapshot PreToolUse kept for the call's check: a call
+			// that may never have run moved no ref (the ref-transaction hook
+			// judged any move made meanwhile).
+			_ = os.Remove(h.refSnapshotFile(ev.ToolUseID))
+		}
 	} else {
 		rep, err = c.EndCall(cctx, call)
 	}

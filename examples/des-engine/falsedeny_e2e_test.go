@@ -360,6 +360,10 @@ func TestE2EPostToolBatchEndsACallLeftOpen(t *testing.T) {
 	if got := fileText(t, root, ".des/config.json"); got != good {
 		t.Errorf(".des/config.json after the batch: %q; want it restored to %q", got, good)
 	}
+	// The ref snapshot PreToolUse kept for the call is gone with it.
+	if snaps, _ := filepath.Glob(filepath.Join(filepath.Dir(evidenceDir(root)), "refs", "*.json")); len(snaps) != 0 {
+		t.Errorf("ref snapshots left after the batch: %v", snaps)
+	}
 	if again := readAfter(t, runHookProcess(t, root, nil, batch)); again != (afterTool{}) {
 		t.Errorf("a second PostToolBatch: %+v; want nothing", again)
 	}
