@@ -118,7 +118,9 @@ func (r Runner) outsideArgs(args []string, dir string, inside func(string) bool)
 		for _, part := range strings.Split(w, ",") {
 			candidates := []string{part}
 			for i := range len(part) {
-				if part[i] == '=' || part[i] == ':' && i+1 < len(part) && part[i+1] == '/' {
+				// After "=", and after ":" before a path (html:/tmp/cov), not
+				// a URL's "://".
+				if part[i] == '=' || part[i] == ':' && strings.HasPrefix(part[i+1:], "/") && !strings.HasPrefix(part[i+1:], "//") {
 					candidates = append(candidates, part[i+1:])
 				}
 			}

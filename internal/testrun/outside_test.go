@@ -92,6 +92,10 @@ func TestNotAPassHonestWords(t *testing.T) {
 		"yarn test --coverageDirectory /tmp/cov",
 		"go test ./... -args -golden /tmp/golden",
 		"cargo test -- --logfile /tmp/t.log",
+		"npx playwright test --base-url=http://localhost:3000",
+		"pytest tests/test_cart.py::TestTotal::test_sum",
+		"go test -run 'TestA|TestB' -count=1 ./...",
+		"npm test -- --watch=false",
 		"dotnet test /p:CollectCoverage=true", // an MSBuild property, not a path
 	} {
 		m, ok := tab.Recognise(shell.Analyze(c).Runs)
