@@ -18,11 +18,35 @@ import (
 // tests: NotAPass says why not. A failure always counts (a made-up failure
 // costs only the agent that made it).
 
-// envNotAlone are variables that, set on the line, change what the runner
-// runs (another program by its name, its options).
+// envNotAlone are variables that, set on the line (NAME=VALUE before the
+// runner, export, env's operands), change what the runner runs: another
+// program by its name, its options, code loaded before the tests.
 var envNotAlone = map[string]bool{
 	"PATH": true, "GOFLAGS": true, "PYTEST_ADDOPTS": true, "NODE_OPTIONS": true,
 	"BASH_ENV": true, "ENV": true, "LD_PRELOAD": true, "MAVEN_ARGS": true,
+	"GOENV": true, "GOROOT": true, "GOTOOLCHAIN": true, "PYTHONPATH": true, "PYTHONSTARTUP": true,
+	"PYTHONHOME": true, "RUSTC_WRAPPER": true, "RUSTC": true, "RUSTFLAGS": true, "JAVA_TOOL_OPTIONS": true,
+	"JDK_JAVA_OPTIONS": true, "_JAVA_OPTIONS": true, "MAVEN_OPTS": true, "GRADLE_OPTS": true,
+	"JAVA_OPTS": true, "RUBYOPT": true, "RUBYLIB": true, "BUNDLE_GEMFILE": true, "PERL5OPT": true,
+	"CDPATH": true,
+}
+
+// envNotAlonePrefixes are prefixes of such variables: npm's configuration
+// (npm_config_node_options, npm_config_script_shell), cargo's (a target's
+// runner and build wrappers), the dynamic loader's.
+var envNotAlonePrefixes = []string{"npm_config_", "NPM_CONFIG_", "CARGO_TARGET_", "CARGO_BUILD_", "LD_", "DYLD_"}
+
+// notAloneVar reports a variable that changes what the runner runs.
+func notAloneVar(name string) bool {
+	if envNotAlone[name] {
+		return true
+	}
+	for _, p := range envNotAlonePrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // prefixCommands may come before the runner, joined by && or ;: they
@@ -46,7 +70,7 @@ var wrappers = map[string]struct {
 	"time":    {valueOpts: []string{"-f", "--format", "-o", "--output"}},
 	"env":     {assigns: true, valueOpts: []string{"-u", "--unset"}, dirOpts: []string{"-C", "--chdir"}},
 	"nice":    {valueOpts: []string{"-n", "--adjustment"}},
-	"uv":      {sub: "run", valueOpts: []string{"--with", "--python", "-p", "--extra", "--group", "--package", "--env-file"}, dirOpts: []string{"--directory", "--project"}},
+	"uv":      {sub: "run", valueOpts: []string{"--with", "--python", "-p", "--extra", "--group", "--package", "--env-file", "--with-requirements"}, dirOpts: []string{"--directory", "--project"}},
 	"poetry":  {sub: "run", dirOpts: []string{"-C", "--directory", "-P", "--project"}},
 	"pipenv":  {sub: "run"},
 	"bundle":  {sub: "exec", valueOpts: []string{"--gemfile"}},
@@ -147,6 +171,9 @@ func (t Table) alone(command string) string {
 	if why != "" {
 		return why
 	}
+	if name := envOperandNotAlone(argv); name != "" {
+		return "sets " + name
+	}
 	argv = unwrap(argv)
 	if _, ok := t.Recognise([][]string{argv}); !ok {
 		return "does not end with the test runner"
@@ -159,7 +186,7 @@ func (t Table) alone(command string) string {
 func literalCall(s *syntax.Stmt) ([]string, string) {
 	if d, ok := s.Cmd.(*syntax.DeclClause); ok && d.Variant.Value == "export" {
 		for _, a := range d.Args {
-			if a.Name != nil && envNotAlone[a.Name.Value] {
+			if a.Name != nil && notAloneVar(a.Name.Value) {
 				return nil, "sets " + a.Name.Value
 			}
 			if a.Value != nil && !literal(a.Value) || a.Array != nil {
@@ -173,7 +200,7 @@ func literalCall(s *syntax.Stmt) ([]string, string) {
 		return nil, "runs a compound command (a subshell, group, condition, loop or pipe)"
 	}
 	for _, a := range call.Assigns {
-		if envNotAlone[a.Name.Value] {
+		if notAloneVar(a.Name.Value) {
 			return nil, "sets " + a.Name.Value
 		}
 		if a.Value != nil && !literal(a.Value) {
@@ -243,6 +270,22 @@ func isActivate(argv []string) bool {
 	return len(argv) == 2 && (argv[0] == "source" || argv[0] == ".") && path.Base(argv[1]) == "activate" && path.Base(path.Dir(argv[1])) == "bin"
 }
 
+// envOperandNotAlone is the first variable an env wrapper on argv sets
+// (env NAME=VALUE ... RUNNER) that changes what the runner runs, "" when
+// none.
+func envOperandNotAlone(argv []string) string {
+	for len(argv) > 0 && path.Base(argv[0]) == "env" {
+		argv = argv[1:]
+		for len(argv) > 0 && (strings.HasPrefix(argv[0], "-") || strings.Contains(argv[0], "=")) {
+			if name, _, ok := strings.Cut(argv[0], "="); ok && !strings.HasPrefix(name, "-") && notAloneVar(name) {
+				return name
+			}
+			argv = argv[1:]
+		}
+	}
+	return ""
+}
+
 // unwrap drops the wrappers before the command they run.
 func unwrap(argv []string) []string {
 	argv, _, _ = unwrapIn(argv, "")
@@ -253,15 +296,22 @@ func unwrap(argv []string) []string {
 // one a wrapper's option names (env -C DIR, uv run --directory DIR),
 // taken from dir. moved tells that an option named one.
 func unwrapIn(argv []string, dir string) (rest []string, in string, moved bool) {
+	rest, in, moved, _ = unwrapValues(argv, dir)
+	return rest, in, moved
+}
+
+// unwrapValues is unwrapIn with the values the wrappers' options were
+// given (uv run --with PKG, --env-file FILE), for the caller to check.
+func unwrapValues(argv []string, dir string) (rest []string, in string, moved bool, values []string) {
 	for len(argv) > 0 {
 		w, ok := wrappers[path.Base(argv[0])]
 		if !ok {
-			return argv, dir, moved
+			return argv, dir, moved, values
 		}
 		argv = argv[1:]
 		if w.sub != "" {
 			if len(argv) == 0 || argv[0] != w.sub {
-				return nil, dir, moved
+				return nil, dir, moved, values
 			}
 			argv = argv[1:]
 		}
@@ -277,15 +327,18 @@ func unwrapIn(argv []string, dir string) (rest []string, in string, moved bool) 
 				dir, moved = join(dir, v), true
 			case !eq && len(name) > 2 && name[1] != '-' && slices.Contains(w.dirOpts, name[:2]):
 				dir, moved = join(dir, name[2:]), true // env -C/tmp/x
-			case !eq && slices.Contains(w.valueOpts, name) && len(argv) > 0:
-				argv = argv[1:]
+			case slices.Contains(w.valueOpts, name):
+				if !eq && len(argv) > 0 {
+					v, argv = argv[0], argv[1:]
+				}
+				values = append(values, v)
 			}
 		}
 		if w.duration && len(argv) > 0 {
 			argv = argv[1:]
 		}
 	}
-	return argv, dir, moved
+	return argv, dir, moved, values
 }
 
 // noRun is the first word of argv an option of the entry's no_run

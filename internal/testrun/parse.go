@@ -40,7 +40,7 @@ type patterns struct {
 	failCountOnLine, noTests, someTests                       *regexp.Regexp
 	jestSkipped, anySkipped, mochaPending, goTestLine, exitIn *regexp.Regexp
 	isoTime, plainTime, stackParen, stackPath, lineCol        *regexp.Regexp
-	address, spaces                                           *regexp.Regexp
+	address, spaces, mavenFailed                              *regexp.Regexp
 }
 
 var pats = sync.OnceValue(func() *patterns {
@@ -93,9 +93,12 @@ var pats = sync.OnceValue(func() *patterns {
 		// What runners print when they ran no test, and when they ran some
 		// (go test per package, unittest, mocha, jest/vitest, node --test,
 		// cargo test).
-		noTests:      regexp.MustCompile(`(?im)\[no tests to run\]|\[no test files\]|^Ran 0 tests|\b0 passing\b|No tests found|No test files found|^# tests 0\s*$|running 0 tests`),
-		someTests:    regexp.MustCompile(`(?im)^ok\s+\S+\s+(?:\(cached\)|[\d.]+s)(?:\s+coverage:[^\n\[]*)?\s*$|\b[1-9]\d*\s+(?:passed|passing)\b|^Ran [1-9]|running [1-9]\d* tests?|^# tests [1-9]|^\s*--- PASS`),
-		passCount:    regexp.MustCompile(`(?i)(\d+)\s+pass(?:ed|ing)\b`),
+		noTests:   regexp.MustCompile(`(?im)\[no tests to run\]|\[no test files\]|^Ran 0 tests|\b0 passing\b|No tests found|No test files found|^# tests 0\s*$|running 0 tests|Tests are skipped\.|No tests to run\.|^0 examples, 0 failures|No tests executed!|No test matches the given testcase filter`),
+		someTests: regexp.MustCompile(`(?im)^ok\s+\S+\s+(?:\(cached\)|[\d.]+s)(?:\s+coverage:[^\n\[]*)?\s*$|\b[1-9]\d*\s+(?:passed|passing)\b|^Ran [1-9]|running [1-9]\d* tests?|^# tests [1-9]|^\s*--- PASS`),
+		passCount: regexp.MustCompile(`(?i)(\d+)\s+pass(?:ed|ing)\b`),
+		// Maven's surefire summary: failures or errors counted while the
+		// build still succeeds (testFailureIgnore).
+		mavenFailed:  regexp.MustCompile(`Tests run:\s*\d+,\s*Failures:\s*(?:[1-9]\d*,\s*Errors:\s*\d+|\d+,\s*Errors:\s*[1-9])`),
 		errorLine:    regexp.MustCompile(`(?i)error:|fail|assert|exception|TypeError|ReferenceError`),
 		failLine:     regexp.MustCompile(`FAIL|✖|✗`),
 		jestSkipped:  regexp.MustCompile(`(?i)Tests:.*?(\d+)\s+skipped`),
@@ -201,6 +204,8 @@ func Parse(output string, exit *int, interrupted bool) Outcome {
 		o.Result, msg = Inconclusive, "Interrupted"
 	case res == Passed && exit != nil && *exit != 0:
 		o.Result, msg = Failed, "Exit code: "+strconv.Itoa(*exit)
+	case res == Passed && pats().mavenFailed.MatchString(output):
+		o.Result, msg = Failed, "Tests failed (the build succeeded all the same)"
 	case res == Failed && exit != nil && *exit == 0 && zeroFailed(output):
 		// The peer reads "0 failed" as a failure (cargo test's "test
 		// result: ok. 3 passed; 0 failed"); the runner exited 0 and says
