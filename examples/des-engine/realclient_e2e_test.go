@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -346,12 +347,22 @@ func TestRealClientGate2BlockSendsSubagentBack(t *testing.T) {
 			scripted("launch", "Task", map[string]any{"description": "step 01-01", "prompt": full, "subagent_type": "general-purpose", "run_in_background": false}),
 		),
 	), realOpts{via: viaSettings, prompt: "run step 01-01", noSandbox: true})
+	// The stop after the block says so (stop_hook_active). The blocked stop
+	// itself may be missing from the record: the recorder runs beside des
+	// for every event, and a slow machine can leave its write of an event
+	// another hook blocked unfinished; the conversation below shows the
+	// block.
 	stops := s.eventsOf("SubagentStop")
-	if len(stops) < 2 {
-		t.Fatalf("SubagentStop events: %d; want the blocked stop and the one after it", len(stops))
+	var again bool
+	for _, e := range stops {
+		again = again || e["stop_hook_active"] == true
 	}
-	if stops[1]["stop_hook_active"] != true {
-		t.Errorf("second stop: stop_hook_active %v; want true (the subagent was sent back)", stops[1]["stop_hook_active"])
+	if !again {
+		var names []string
+		for _, e := range s.events {
+			names = append(names, fmt.Sprint(e["hook_event_name"]))
+		}
+		t.Fatalf("no SubagentStop with stop_hook_active among %d recorded; want the stop after the block\nevents: %v\ndebug: %s", len(stops), names, lineWith(s.debug, "SubagentStop"))
 	}
 	// The subagent's conversation after the block holds des's reason.
 	var sentBack bool
