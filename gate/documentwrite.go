@@ -348,6 +348,16 @@ func (d DocumentWrite) check(ctx context.Context, ev Evaluator, call WriteCall, 
 		if err := d.Workflow.progressFacts(ctx, call.Cwd, rel, content, disk, facts, in); err != nil {
 			return res, fmt.Errorf("write guard: %w", err)
 		}
+		// The workflow on disk is one des saw; whether the write brings
+		// back one des saw, as it saw it (DES-WORKFLOW-REUSED).
+		d.rememberWorkflow(ctx, rel, disk)
+		if wf, ok := in["workflow"].(map[string]any); ok {
+			if ev, ok := wf["evidence"].(map[string]any); ok {
+				if doc, ok := facts["document"].(map[string]any); ok {
+					ev["content_seen"] = d.workflowSeen(rel, doc)
+				}
+			}
+		}
 		in["state"] = facts
 	case KindTaskGraph:
 		in["task_graph"] = d.Graph.writeFacts(rel, content, disk)

@@ -91,6 +91,7 @@ func (d DocumentWrite) pendState(ctx context.Context, toolUseID, rel string, con
 		return nil
 	}
 	if !safeID(toolUseID) {
+		d.rememberWorkflow(ctx, rel, content)
 		return d.keepSeen(ctx, rel, seen)
 	}
 	sum := sha256.Sum256(content)
@@ -134,6 +135,7 @@ func (d DocumentWrite) confirmState(ctx context.Context, toolUseID string) (Conf
 	if err != nil || !c.Confirmed {
 		return c, err
 	}
+	d.rememberWorkflow(ctx, p.Path, p.Document)
 	return c, d.keepSeen(ctx, p.Path, p.Seen)
 }
 

@@ -349,8 +349,8 @@ func TestE2EISDLCHonestOrchestratorWrites(t *testing.T) {
 // started_at) would inherit the old workflow's test runs and pass its
 // phases on them: the write that starts it is DES-WORKFLOW-REUSED, and the
 // time its recovery gives as started_at is accepted, after which the
-// phase needs its own runs. The document's last workflow, ended by
-// mistake and written back, resumes.
+// phase needs its own runs. A workflow brought back exactly as des saw it
+// (ended by mistake and written back) resumes.
 func TestE2EISDLCWorkflowIdentityReused(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
@@ -390,15 +390,19 @@ func TestE2EISDLCWorkflowIdentityReused(t *testing.T) {
 	writeState(disk, allow)
 
 	// Another workflow follows, then ends; a workflow then started with
-	// the first one's started_at would inherit its passing run.
+	// the first one's started_at would inherit its passing run. The first
+	// workflow brought back exactly as des saw it resumes.
 	other := cloneDoc(t, disk)
 	set(other, "active_workflow.started_at", "2026-11-25T09:00:00Z")
+	set(other, "active_workflow.description", "checkout flow")
 	writeState(other, allow)
 	writeState(ended, allow)
-	o := writeState(cloneDoc(t, disk), denies("DES-WORKFLOW-REUSED").with(
+	reused := cloneDoc(t, other)
+	set(reused, "active_workflow.started_at", "2026-11-20T09:00:00Z")
+	o := writeState(reused, denies("DES-WORKFLOW-REUSED").with(
 		"this write starts workflow feature@2026-11-20T09:00:00Z, but des already holds records of a workflow of that type and started_at (1, the first from ",
 		"active_workflow.started_at set to the time it starts (now: "))
-	writeState(other, allow) // the last workflow, brought back
+	writeState(disk, allow) // the first workflow, as des saw it
 	now := o.deny[strings.Index(o.deny, "(now: ")+len("(now: "):]
 	now = now[:strings.Index(now, ")")]
 	if _, err := time.Parse(time.RFC3339, now); err != nil {
@@ -414,4 +418,66 @@ func TestE2EISDLCWorkflowIdentityReused(t *testing.T) {
 	set(moved, "active_workflow.current_phase_index", 6)
 	set(moved, "current_phase", "16-quality-loop")
 	writeState(moved, denies("DES-GATE-BLOCKED").with("des has not seen its tests pass: 0/10"))
+}
+
+// The same through git: a branch whose state carries an old workflow's
+// started_at with another content, checked out by the agent's command, is
+// undone by the check after the call (kept), as a Write of it is refused;
+// switching back to a branch whose workflow des saw is taken.
+func TestE2EISDLCWorkflowIdentityReusedThroughGit(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go is not installed: no real test runner to run")
+	}
+	st := workflowState(featurePhases, 5) // 06-implementation
+	set(st, "active_workflow.started_at", "2026-11-20T09:00:00Z")
+	root := newProject(t, st, ".des/config.json", `{"phase_evidence": "des"}`)
+	writeFile(t, root, ".gitignore", ".des/runs/\n.des/sessions/\n.des/decisions/\n.des/audit/\n")
+	writeFile(t, root, "shop/go.mod", "module example.com/shop\n\ngo 1.22\n")
+	writeFile(t, root, "shop/cart_test.go", "package shop\n\nimport \"testing\"\n\nfunc TestTotal(t *testing.T) {}\n")
+	git(t, root, "init", "-q", "-b", "main")
+	git(t, root, "add", "-A")
+	git(t, root, "-c", "user.name=des", "-c", "user.email=des@example.com", "commit", "-q", "--no-verify", "-m", "start")
+	if out, code, _ := testRunBashNote(t, root, nil, "cd shop && go test ./...", nil); code != 0 {
+		t.Fatalf("go test: %s", out)
+	}
+	var disk doc
+	if err := json.Unmarshal([]byte(readFileString(t, root, ".isdlc/state.json")), &disk); err != nil {
+		t.Fatal(err)
+	}
+	// The orchestrator starts a second workflow (a Write des allows).
+	second := cloneDoc(t, disk)
+	set(second, "active_workflow.started_at", "2026-11-25T09:00:00Z")
+	set(second, "active_workflow.description", "checkout flow")
+	content := marshalState(t, second)
+	ev := writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": content})
+	o := check(t, root, nil, ev, allow)
+	writeFile(t, root, ".isdlc/state.json", content)
+	ev["tool_use_id"] = o.id
+	if r := runHookProcess(t, root, nil, writtenEv(ev, filepath.Join(root, ".isdlc/state.json"))); r.code != 0 || r.stdout != "" {
+		t.Fatalf("PostToolUse of the state write: %+v", r)
+	}
+	// The agent's script: a branch whose state is the second workflow under
+	// the first one's started_at.
+	writeFile(t, root, "reuse.sh", `git checkout -q -b reuse
+sed -i 's/2026-11-25T09:00:00Z/2026-11-20T09:00:00Z/' .isdlc/state.json
+git -c user.name=a -c user.email=a@example.com commit -q --no-verify -am reuse
+`)
+	a := agentBash(t, root, root, "sh reuse.sh")
+	if a.deny != "" {
+		t.Fatalf("the call was denied before it ran: %s", a.deny)
+	}
+	if got := readFileString(t, root, ".isdlc/state.json"); strings.Contains(got, "2026-11-20T09:00:00Z") {
+		t.Fatalf("git brought the first workflow's identity with another content, and it was taken (after the call: %q)", a.reason)
+	}
+	if !strings.Contains(a.reason, "DES-INTEGRITY") || !strings.Contains(a.reason, ".isdlc/state.json") {
+		t.Errorf("the check after the call said %q; want the state restored", a.reason)
+	}
+	// Back to main, whose state is the first workflow as des saw it.
+	if b := agentBash(t, root, root, "git checkout -q -f main"); b.deny != "" || strings.Contains(b.reason, "DES-") {
+		t.Fatalf("switching back to main: %+v", b)
+	}
+	if got, want := readFileString(t, root, ".isdlc/state.json"), git(t, root, "show", "main:.isdlc/state.json"); got != want {
+		t.Errorf("the state after switching back to main: %q; want main's %q", got, want)
+	}
 }

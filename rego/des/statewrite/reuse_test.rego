@@ -61,26 +61,13 @@ test_state_evidence_mode_has_no_opinion if {
 	count({v | some v in statewrite.deny with input as inp with data.des.phases.guards.evidence_mode as false; v.code == "DES-WORKFLOW-REUSED"}) == 0
 }
 
-test_the_last_workflow_brought_back_resumes_it if {
-	# Ended by mistake and written again: des remembers it as the last one.
-	inp := json.patch(r_input({}, {"active_workflow": r_old}, 12), [{"op": "add", "path": "/state/seen", "value": {"workflow": false, "workflow_id": "feature@2026-11-20T09:00:00Z"}}])
+test_a_workflow_brought_back_as_des_saw_it_resumes if {
+	# Ended by mistake and written back, or a branch switched back to: the
+	# active_workflow is one des saw.
+	inp := json.patch(r_input({}, {"active_workflow": r_old}, 12), [{"op": "add", "path": "/workflow/evidence/content_seen", "value": true}])
 	count(r_deny(inp)) == 0
 
-	# Another workflow came after it: no longer the last.
-	later := json.patch(inp, [{"op": "replace", "path": "/state/seen/workflow_id", "value": "feature@2026-11-25T09:00:00Z"}])
-	count(r_deny(later)) == 1
-}
-
-test_memory_keeps_the_last_workflow if {
-	# A write that leaves a workflow remembers it; one that ends it
-	# remembers the one it ends; one with neither keeps the memory.
-	started := r_input({}, {"active_workflow": r_old}, 0)
-	s1 := statewrite.seen_next with input as started
-	s1.workflow_id == "feature@2026-11-20T09:00:00Z"
-	ended := {"state": {"path": ".isdlc/state.json", "incoming": {}, "document": {}, "workflow_before": "feature@2026-11-20T09:00:00Z"}}
-	s2 := statewrite.seen_next with input as ended
-	s2.workflow_id == "feature@2026-11-20T09:00:00Z"
-	kept := {"state": {"path": ".isdlc/state.json", "incoming": {}, "document": {}, "workflow_before": "", "seen": {"workflow_id": "feature@2026-11-20T09:00:00Z"}}}
-	s3 := statewrite.seen_next with input as kept
-	s3.workflow_id == "feature@2026-11-20T09:00:00Z"
+	# The same identity with another content: reused.
+	other := json.patch(inp, [{"op": "replace", "path": "/workflow/evidence/content_seen", "value": false}])
+	count(r_deny(other)) == 1
 }

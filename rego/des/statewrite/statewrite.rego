@@ -266,29 +266,8 @@ seen_next := object.union(
 		"phase_status": _next_phase_status,
 		"phases": _next_of(_prev_phases, _incoming_phase_status),
 	},
-	object.union(
-		{"current_phase_index": i | i := _next_index},
-		{"workflow_id": w | w := _last_workflow},
-	),
+	{"current_phase_index": i | i := _next_index},
 )
-
-# The last workflow the document held (type@started_at, as Go names it):
-# the one this write leaves, else the one it ends, else the one des
-# remembers. A write that brings that workflow back resumes it
-# (DES-WORKFLOW-REUSED, reuse.rego).
-_last_workflow := w if {
-	_incoming_workflow
-	w := input.workflow.evidence.workflow
-	is_string(w)
-	w != ""
-} else := w if {
-	w := input.state.workflow_before
-	is_string(w)
-	w != ""
-} else := w if {
-	w := input.state.seen.workflow_id
-	is_string(w)
-}
 
 # The status moves a supervised redo allows, as [from, to] pairs.
 default _redo_moves := set()
