@@ -256,6 +256,11 @@ func (e *Engine) WriteTestIteration(ctx context.Context, cwd string) (TestIterat
 	}
 	rel, _ := facts["state_file"].(string)
 	state, _ := facts["state"].(map[string]any)
+	if rel != "" && state != nil {
+		// The workflow a run of it belongs to, as des saw it then: brought
+		// back so later (a branch switched back to), it is no reuse.
+		gate.RememberWorkflow(ctx, e.stateDir, rel, state)
+	}
 	tables, err := e.effectiveTables(ctx)
 	if err != nil {
 		return upd, err

@@ -79,6 +79,14 @@ func (d DocumentWrite) workflowSeen(rel string, doc map[string]any) bool {
 	return err == nil && slices.Contains(m[rel][id], sum)
 }
 
+// RememberWorkflow records the workflow content of the state document doc
+// at rel (root-relative) in the state directory stateDir, as des saw it:
+// when it recorded a test run of that workflow. Failing to is no error:
+// the memory only ever exempts.
+func RememberWorkflow(ctx context.Context, stateDir, rel string, doc map[string]any) {
+	DocumentWrite{StateDir: stateDir}.remember(ctx, rel, doc)
+}
+
 // rememberWorkflow records the workflow content of the state document raw
 // at rel. Failing to is no error of the write it comes with: the memory
 // only ever exempts.
@@ -87,8 +95,13 @@ func (d DocumentWrite) rememberWorkflow(ctx context.Context, rel string, raw []b
 		return
 	}
 	v, err := datadoc.Decode(raw)
-	doc, ok := v.(map[string]any)
-	if err != nil || !ok {
+	if doc, ok := v.(map[string]any); err == nil && ok {
+		d.remember(ctx, rel, doc)
+	}
+}
+
+func (d DocumentWrite) remember(ctx context.Context, rel string, doc map[string]any) {
+	if d.StateDir == "" {
 		return
 	}
 	id, sum := workflowContent(doc)

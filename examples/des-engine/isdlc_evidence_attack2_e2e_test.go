@@ -481,3 +481,44 @@ git -c user.name=a -c user.email=a@example.com commit -q --no-verify -am reuse
 		t.Errorf("the state after switching back to main: %q; want main's %q", got, want)
 	}
 }
+
+// An honest branch switch away from a workflow whose state des never saw
+// written (des was installed during it; only its test runs were seen) and
+// back to it is no reuse: des remembers the workflow as it was when it
+// recorded a run of it, and as it was on disk when git replaced it.
+func TestE2EISDLCBranchSwitchBackToAWorkflowOnlyItsRunsSaw(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go is not installed: no real test runner to run")
+	}
+	st := workflowState(featurePhases, 5)
+	set(st, "active_workflow.started_at", "2026-11-20T09:00:00Z")
+	root := newProject(t, st, ".des/config.json", `{"phase_evidence": "des"}`)
+	writeFile(t, root, ".gitignore", ".des/runs/\n.des/sessions/\n.des/decisions/\n.des/audit/\n")
+	writeFile(t, root, "shop/go.mod", "module example.com/shop\n\ngo 1.22\n")
+	writeFile(t, root, "shop/cart_test.go", "package shop\n\nimport \"testing\"\n\nfunc TestTotal(t *testing.T) {}\n")
+	commit := func(msg string) {
+		git(t, root, "add", "-A")
+		git(t, root, "-c", "user.name=des", "-c", "user.email=des@example.com", "commit", "-q", "--no-verify", "-m", msg)
+	}
+	git(t, root, "init", "-q", "-b", "main")
+	commit("start")
+	// Another branch, made before des saw anything, holds another workflow.
+	git(t, root, "checkout", "-q", "-b", "side")
+	side := cloneDoc(t, st)
+	set(side, "active_workflow.started_at", "2026-11-27T09:00:00Z")
+	writeFile(t, root, ".isdlc/state.json", marshalState(t, side))
+	commit("side")
+	git(t, root, "checkout", "-q", "main")
+	if out, code, _ := testRunBashNote(t, root, nil, "cd shop && go test ./...", nil); code != 0 {
+		t.Fatalf("go test: %s", out)
+	}
+	for _, br := range []string{"side", "main"} {
+		if b := agentBash(t, root, root, "git checkout -q -f "+br); b.deny != "" || strings.Contains(b.reason, "DES-") {
+			t.Fatalf("switching to %s: %+v", br, b)
+		}
+		if got, want := readFileString(t, root, ".isdlc/state.json"), git(t, root, "show", br+":.isdlc/state.json"); got != want {
+			t.Errorf("the state after switching to %s: %.200q; want the branch's", br, got)
+		}
+	}
+}
