@@ -108,6 +108,11 @@ func (d DocumentWrite) remember(ctx context.Context, rel string, doc map[string]
 	if id == "" {
 		return
 	}
+	if m, err := d.readWorkflowsSeen(); err == nil {
+		if sums := m[rel][id]; len(sums) > 0 && sums[len(sums)-1] == sum {
+			return // the newest already: every judged write of a workflow comes here
+		}
+	}
 	if err := os.MkdirAll(d.StateDir, 0o700); err != nil {
 		return
 	}
