@@ -353,37 +353,17 @@ func TestE2EISDLCHonestOrchestratorWrites(t *testing.T) {
 // (ended by mistake and written back) resumes.
 func TestE2EISDLCWorkflowIdentityReused(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go is not installed: no real test runner to run")
-	}
-	st := workflowState(featurePhases, 5) // 06-implementation
-	set(st, "active_workflow.started_at", "2026-11-20T09:00:00Z")
-	root := newProject(t, st, ".des/config.json", `{"phase_evidence": "des"}`)
-	writeFile(t, root, "shop/go.mod", "module example.com/shop\n\ngo 1.22\n")
-	writeFile(t, root, "shop/cart_test.go", "package shop\n\nimport \"testing\"\n\nfunc TestTotal(t *testing.T) {}\n")
+	root, _ := reuseProject(t, false)
 	if out, code, _ := testRunBashNote(t, root, nil, "cd shop && go test ./...", nil); code != 0 {
 		t.Fatalf("go test: %s", out)
 	}
-	writeState := func(d doc, w want) outcome {
-		t.Helper()
-		content := marshalState(t, d)
-		ev := writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": content})
-		o := check(t, root, nil, ev, w)
-		if w.deny == nil {
-			writeFile(t, root, ".isdlc/state.json", content)
-			ev["tool_use_id"] = o.id
-			if r := runHookProcess(t, root, nil, writtenEv(ev, filepath.Join(root, ".isdlc/state.json"))); r.code != 0 || r.stdout != "" {
-				t.Fatalf("PostToolUse of the state write: %+v", r)
-			}
-		}
-		return o
-	}
+	writeState := func(d doc, w want) outcome { t.Helper(); return writeStateCall(t, root, d, w) }
 	var disk doc
 	if err := json.Unmarshal([]byte(readFileString(t, root, ".isdlc/state.json")), &disk); err != nil {
 		t.Fatal(err)
 	}
 	// The workflow ends, by mistake, and is written back as it was: des
-	// remembers it as the document's last workflow, so it resumes.
+	// saw it so, and it resumes.
 	ended := cloneDoc(t, disk)
 	ended["active_workflow"] = nil
 	writeState(ended, allow)
@@ -426,18 +406,7 @@ func TestE2EISDLCWorkflowIdentityReused(t *testing.T) {
 // switching back to a branch whose workflow des saw is taken.
 func TestE2EISDLCWorkflowIdentityReusedThroughGit(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go is not installed: no real test runner to run")
-	}
-	st := workflowState(featurePhases, 5) // 06-implementation
-	set(st, "active_workflow.started_at", "2026-11-20T09:00:00Z")
-	root := newProject(t, st, ".des/config.json", `{"phase_evidence": "des"}`)
-	writeFile(t, root, ".gitignore", ".des/runs/\n.des/sessions/\n.des/decisions/\n.des/audit/\n")
-	writeFile(t, root, "shop/go.mod", "module example.com/shop\n\ngo 1.22\n")
-	writeFile(t, root, "shop/cart_test.go", "package shop\n\nimport \"testing\"\n\nfunc TestTotal(t *testing.T) {}\n")
-	git(t, root, "init", "-q", "-b", "main")
-	git(t, root, "add", "-A")
-	git(t, root, "-c", "user.name=des", "-c", "user.email=des@example.com", "commit", "-q", "--no-verify", "-m", "start")
+	root, _ := reuseProject(t, true)
 	if out, code, _ := testRunBashNote(t, root, nil, "cd shop && go test ./...", nil); code != 0 {
 		t.Fatalf("go test: %s", out)
 	}
@@ -449,14 +418,7 @@ func TestE2EISDLCWorkflowIdentityReusedThroughGit(t *testing.T) {
 	second := cloneDoc(t, disk)
 	set(second, "active_workflow.started_at", "2026-11-25T09:00:00Z")
 	set(second, "active_workflow.description", "checkout flow")
-	content := marshalState(t, second)
-	ev := writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": content})
-	o := check(t, root, nil, ev, allow)
-	writeFile(t, root, ".isdlc/state.json", content)
-	ev["tool_use_id"] = o.id
-	if r := runHookProcess(t, root, nil, writtenEv(ev, filepath.Join(root, ".isdlc/state.json"))); r.code != 0 || r.stdout != "" {
-		t.Fatalf("PostToolUse of the state write: %+v", r)
-	}
+	writeStateCall(t, root, second, allow)
 	// The agent's script: a branch whose state is the second workflow under
 	// the first one's started_at.
 	writeFile(t, root, "reuse.sh", `git checkout -q -b reuse
@@ -488,27 +450,13 @@ git -c user.name=a -c user.email=a@example.com commit -q --no-verify -am reuse
 // recorded a run of it, and as it was on disk when git replaced it.
 func TestE2EISDLCBranchSwitchBackToAWorkflowOnlyItsRunsSaw(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go is not installed: no real test runner to run")
-	}
-	st := workflowState(featurePhases, 5)
-	set(st, "active_workflow.started_at", "2026-11-20T09:00:00Z")
-	root := newProject(t, st, ".des/config.json", `{"phase_evidence": "des"}`)
-	writeFile(t, root, ".gitignore", ".des/runs/\n.des/sessions/\n.des/decisions/\n.des/audit/\n")
-	writeFile(t, root, "shop/go.mod", "module example.com/shop\n\ngo 1.22\n")
-	writeFile(t, root, "shop/cart_test.go", "package shop\n\nimport \"testing\"\n\nfunc TestTotal(t *testing.T) {}\n")
-	commit := func(msg string) {
-		git(t, root, "add", "-A")
-		git(t, root, "-c", "user.name=des", "-c", "user.email=des@example.com", "commit", "-q", "--no-verify", "-m", msg)
-	}
-	git(t, root, "init", "-q", "-b", "main")
-	commit("start")
+	root, st := reuseProject(t, true)
 	// Another branch, made before des saw anything, holds another workflow.
 	git(t, root, "checkout", "-q", "-b", "side")
 	side := cloneDoc(t, st)
 	set(side, "active_workflow.started_at", "2026-11-27T09:00:00Z")
 	writeFile(t, root, ".isdlc/state.json", marshalState(t, side))
-	commit("side")
+	commitAll(t, root, "side")
 	git(t, root, "checkout", "-q", "main")
 	if out, code, _ := testRunBashNote(t, root, nil, "cd shop && go test ./...", nil); code != 0 {
 		t.Fatalf("go test: %s", out)
@@ -521,4 +469,48 @@ func TestE2EISDLCBranchSwitchBackToAWorkflowOnlyItsRunsSaw(t *testing.T) {
 			t.Errorf("the state after switching to %s: %.200q; want the branch's", br, got)
 		}
 	}
+}
+
+// reuseProject is a project at 06-implementation of a workflow started at
+// 2026-11-20T09:00:00Z, with a Go module whose test passes; with git, a
+// repository whose first commit holds it (des's own files ignored).
+func reuseProject(t *testing.T, withGit bool) (string, doc) {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go is not installed: no real test runner to run")
+	}
+	st := workflowState(featurePhases, 5) // 06-implementation
+	set(st, "active_workflow.started_at", "2026-11-20T09:00:00Z")
+	root := newProject(t, st, ".des/config.json", `{"phase_evidence": "des"}`)
+	writeFile(t, root, "shop/go.mod", "module example.com/shop\n\ngo 1.22\n")
+	writeFile(t, root, "shop/cart_test.go", "package shop\n\nimport \"testing\"\n\nfunc TestTotal(t *testing.T) {}\n")
+	if withGit {
+		writeFile(t, root, ".gitignore", ".des/runs/\n.des/sessions/\n.des/decisions/\n.des/audit/\n")
+		git(t, root, "init", "-q", "-b", "main")
+		commitAll(t, root, "start")
+	}
+	return root, st
+}
+
+func commitAll(t *testing.T, root, msg string) {
+	t.Helper()
+	git(t, root, "add", "-A")
+	git(t, root, "-c", "user.name=des", "-c", "user.email=des@example.com", "commit", "-q", "--no-verify", "-m", msg)
+}
+
+// writeStateCall is a Write of the state through the hook, judged as w
+// wants; an allowed one lands and its PostToolUse confirms it.
+func writeStateCall(t *testing.T, root string, d doc, w want) outcome {
+	t.Helper()
+	content := marshalState(t, d)
+	ev := writeToolEvent(root, "Write", ".isdlc/state.json", map[string]any{"content": content})
+	o := check(t, root, nil, ev, w)
+	if w.deny == nil {
+		writeFile(t, root, ".isdlc/state.json", content)
+		ev["tool_use_id"] = o.id
+		if r := runHookProcess(t, root, nil, writtenEv(ev, filepath.Join(root, ".isdlc/state.json"))); r.code != 0 || r.stdout != "" {
+			t.Fatalf("PostToolUse of the state write: %+v", r)
+		}
+	}
+	return o
 }
