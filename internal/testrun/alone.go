@@ -127,6 +127,11 @@ func (t Table) alone(command string) string {
 		case s.Background || s.Coprocess:
 			return "runs a command in the background"
 		}
+		if tc, ok := s.Cmd.(*syntax.TimeClause); ok && tc.Stmt != nil && len(s.Redirs) == 0 {
+			// bash's time keeps the command's exit status and reports on
+			// stderr, after the command's output.
+			return flatten(tc.Stmt)
+		}
 		if b, ok := s.Cmd.(*syntax.BinaryCmd); ok {
 			if b.Op != syntax.AndStmt || len(s.Redirs) > 0 {
 				return fmt.Sprintf("joins commands with %s", b.Op)

@@ -171,3 +171,24 @@ func TestNotAPassOutsideTheProject(t *testing.T) {
 		}
 	}
 }
+
+// bash's time keyword times the runner and keeps its exit status: its
+// report goes to stderr, after the runner's output.
+func TestNotAPassUnderTime(t *testing.T) {
+	tab := builtinTable(t)
+	for _, c := range []string{"time go test ./...", "cd shop && time go test ./...", "time -p go test ./..."} {
+		m, ok := tab.Recognise(shell.Analyze(c).Runs)
+		if !ok {
+			t.Fatalf("%q: not recognised", c)
+		}
+		if why := tab.NotAPass(c, m); why != "" {
+			t.Errorf("%q: %s", c, why)
+		}
+	}
+	for _, c := range []string{"time (go test ./...; true)", "time go test ./... | tail"} {
+		m, _ := tab.Recognise(shell.Analyze(c).Runs)
+		if why := tab.NotAPass(c, m); why == "" {
+			t.Errorf("%q counts as a pass", c)
+		}
+	}
+}

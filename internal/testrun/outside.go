@@ -44,7 +44,8 @@ func outsideProject(command, cwd, root string, r Runner) string {
 	var calls [][]string
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if s, ok := n.(*syntax.Stmt); ok {
-			if _, ok := s.Cmd.(*syntax.BinaryCmd); ok {
+			switch s.Cmd.(type) {
+			case *syntax.BinaryCmd, *syntax.TimeClause:
 				return true
 			}
 			if argv, why := literalCall(s); why == "" && len(argv) > 0 {
