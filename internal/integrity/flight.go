@@ -242,30 +242,15 @@ func (c *Checker) leave(ctx context.Context, call Call) bool {
 	}
 	slices.SortFunc(left, func(a, b proctree.Ref) int { return a.PID - b.PID })
 	f.Left, f.Ended = left, true
-	data, err := json.Marshal(f)
-	if err != nil {
-		return true
-	}
-	fi, err := os.Stat(p)
-	if err != nil {
-		return true
-	}
-	if err := fileio.WriteAtomic(p, data); err != nil {
+	if err := rewriteFlight(p, f); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		c.logger.Warn("integrity: cannot record what the call left running; it counts for its fixed lifetime", "tool_use_id", call.ID, "err", err)
-		return true
 	}
-	_ = os.Chtimes(p, fi.ModTime(), fi.ModTime())
 	return true
 }
 
-// markEnded records that the End of a call that stays in flight came,
-// keeping the record's expiry.
+// markEnded records that the End of a call that stays in flight came.
 func (c *Checker) markEnded(id string) {
 	p := c.flightPath(id)
-	fi, err := os.Stat(p)
-	if err != nil {
-		return
-	}
 	f := readFlight(p)
 	if f == nil {
 		f = &flight{}
@@ -274,15 +259,27 @@ func (c *Checker) markEnded(id string) {
 		return
 	}
 	f.Ended = true
+	if err := rewriteFlight(p, f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		c.logger.Warn("integrity: cannot record that the call's End came", "tool_use_id", id, "err", err)
+	}
+}
+
+// rewriteFlight replaces the record at p with f, keeping its modification
+// time, which is the call's expiry. A record gone meanwhile stays gone.
+func rewriteFlight(p string, f *flight) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
 	data, err := json.Marshal(f)
 	if err != nil {
-		return
+		return err
 	}
 	if err := fileio.WriteAtomic(p, data); err != nil {
-		c.logger.Warn("integrity: cannot record that the call's End came", "tool_use_id", id, "err", err)
-		return
+		return err
 	}
 	_ = os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	return nil
 }
 
 // endedBy waits until every process of refs has ended, polling, and
