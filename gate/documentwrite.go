@@ -350,13 +350,11 @@ func (d DocumentWrite) check(ctx context.Context, ev Evaluator, call WriteCall, 
 		}
 		// The workflow on disk is one des saw; whether the write brings
 		// back one des saw, as it saw it (DES-WORKFLOW-REUSED).
-		d.rememberWorkflow(ctx, rel, disk)
-		if wf, ok := in["workflow"].(map[string]any); ok {
-			if ev, ok := wf["evidence"].(map[string]any); ok {
-				if doc, ok := facts["document"].(map[string]any); ok {
-					ev["content_seen"] = d.workflowSeen(rel, doc)
-				}
-			}
+		saw := d.rememberWorkflow(ctx, rel, disk)
+		wf, _ := in["workflow"].(map[string]any)
+		doc, _ := facts["document"].(map[string]any)
+		if ev, ok := wf["evidence"].(map[string]any); ok && doc != nil {
+			ev["content_seen"] = sawWorkflow(saw, rel, doc)
 		}
 		in["state"] = facts
 	case KindTaskGraph:

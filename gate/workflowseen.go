@@ -68,15 +68,11 @@ func (d DocumentWrite) readWorkflowsSeen() (map[string]map[string][]string, erro
 	return m, nil
 }
 
-// workflowSeen reports whether des saw the workflow of doc, as doc holds
-// it, in the document rel.
-func (d DocumentWrite) workflowSeen(rel string, doc map[string]any) bool {
+// sawWorkflow reports whether the memory m holds the workflow of doc, as
+// doc holds it, in the document rel.
+func sawWorkflow(m map[string]map[string][]string, rel string, doc map[string]any) bool {
 	id, sum := workflowContent(doc)
-	if id == "" || d.StateDir == "" {
-		return false
-	}
-	m, err := d.readWorkflowsSeen()
-	return err == nil && slices.Contains(m[rel][id], sum)
+	return id != "" && slices.Contains(m[rel][id], sum)
 }
 
 // RememberWorkflow records the workflow content of the state document doc
@@ -88,42 +84,49 @@ func RememberWorkflow(ctx context.Context, stateDir, rel string, doc map[string]
 }
 
 // rememberWorkflow records the workflow content of the state document raw
-// at rel. Failing to is no error of the write it comes with: the memory
-// only ever exempts.
-func (d DocumentWrite) rememberWorkflow(ctx context.Context, rel string, raw []byte) {
-	if d.StateDir == "" || raw == nil {
-		return
+// at rel (none when raw is nil) and returns the memory as it then stands,
+// nil when it cannot be read. Failing to record is no error of the write
+// it comes with: the memory only ever exempts.
+func (d DocumentWrite) rememberWorkflow(ctx context.Context, rel string, raw []byte) map[string]map[string][]string {
+	if d.StateDir == "" {
+		return nil
 	}
-	v, err := datadoc.Decode(raw)
-	if doc, ok := v.(map[string]any); err == nil && ok {
-		d.remember(ctx, rel, doc)
+	if raw != nil {
+		v, err := datadoc.Decode(raw)
+		if doc, ok := v.(map[string]any); err == nil && ok {
+			return d.remember(ctx, rel, doc)
+		}
 	}
+	m, _ := d.readWorkflowsSeen()
+	return m
 }
 
-func (d DocumentWrite) remember(ctx context.Context, rel string, doc map[string]any) {
+// remember is rememberWorkflow of a decoded document.
+func (d DocumentWrite) remember(ctx context.Context, rel string, doc map[string]any) map[string]map[string][]string {
 	if d.StateDir == "" {
-		return
+		return nil
 	}
+	m, err := d.readWorkflowsSeen()
 	id, sum := workflowContent(doc)
 	if id == "" {
-		return
+		return m
 	}
-	if m, err := d.readWorkflowsSeen(); err == nil {
+	if err == nil {
 		if sums := m[rel][id]; len(sums) > 0 && sums[len(sums)-1] == sum {
-			return // the newest already: every judged write of a workflow comes here
+			return m // the newest already: every judged write of a workflow comes here
 		}
 	}
 	if err := os.MkdirAll(d.StateDir, 0o700); err != nil {
-		return
+		return m
 	}
 	ctx, cancel := context.WithTimeout(ctx, stateMemoryLockTimeout)
 	defer cancel()
 	lk, err := filelock.Acquire(ctx, d.workflowsSeenPath()+".lock")
 	if err != nil {
-		return
+		return m
 	}
 	defer lk.Unlock()
-	m, err := d.readWorkflowsSeen()
+	m, err = d.readWorkflowsSeen()
 	if err != nil {
 		m = map[string]map[string][]string{} // unreadable: start again (it only exempts)
 	}
@@ -136,9 +139,8 @@ func (d DocumentWrite) remember(ctx context.Context, rel string, doc map[string]
 		sums = sums[len(sums)-workflowsSeenMax:]
 	}
 	m[rel][id] = sums
-	data, err := json.Marshal(m)
-	if err != nil {
-		return
+	if data, err := json.Marshal(m); err == nil {
+		_ = statemachine.WriteFileAtomic(d.workflowsSeenPath(), data)
 	}
-	_ = statemachine.WriteFileAtomic(d.workflowsSeenPath(), data)
+	return m
 }
