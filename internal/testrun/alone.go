@@ -90,7 +90,8 @@ func (t Table) NotAPass(command string, m Match) string {
 // /tmp/x, go test -C ../other, pytest /tmp/x) passes nothing of the
 // project's.
 func (t Table) NotAPassIn(command string, m Match, cwd, root string) string {
-	if why := t.alone(command); why != "" {
+	calls, why := t.alone(command)
+	if why != "" {
 		return "Not a pass: the command " + why + "; des counts a pass only from a command that runs the test runner alone (cd DIR && RUNNER ARGS [2>&1])"
 	}
 	var runner Runner
@@ -104,7 +105,7 @@ func (t Table) NotAPassIn(command string, m Match, cwd, root string) string {
 		return fmt.Sprintf("Not a pass: %s with %s runs no test", runner.Name, opt)
 	}
 	if root != "" {
-		if why := outsideProject(command, cwd, root, runner); why != "" {
+		if why := outsideProject(command, calls, cwd, root, runner); why != "" {
 			return "Not a pass: " + why + "; des counts a pass only from tests run in the project"
 		}
 	}
@@ -112,11 +113,12 @@ func (t Table) NotAPassIn(command string, m Match, cwd, root string) string {
 }
 
 // alone says why command does not run a runner of t alone, "" when it
-// does.
-func (t Table) alone(command string) string {
+// does; then calls are the simple commands it runs, in order, as literal
+// words: the prefix commands, then the runner (its wrappers included).
+func (t Table) alone(command string) (calls [][]string, why string) {
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
 	if err != nil {
-		return "does not parse"
+		return nil, "does not parse"
 	}
 	var stmts []*syntax.Stmt
 	var flatten func(s *syntax.Stmt) string
@@ -146,44 +148,46 @@ func (t Table) alone(command string) string {
 	}
 	for _, s := range f.Stmts {
 		if why := flatten(s); why != "" {
-			return why
+			return nil, why
 		}
 	}
 	if len(stmts) == 0 {
-		return "runs nothing"
+		return nil, "runs nothing"
 	}
 	for _, s := range stmts[:len(stmts)-1] {
 		if !prefixRedirOK(s) {
-			return "redirects the input or output of a command"
+			return nil, "redirects the input or output of a command"
 		}
 		argv, why := literalCall(s)
 		if why != "" {
-			return why
+			return nil, why
 		}
-		if len(argv) == 0 || prefixCommands[argv[0]] || isActivate(argv) {
-			continue
+		if len(argv) > 0 && !prefixCommands[argv[0]] && !isActivate(argv) {
+			return nil, fmt.Sprintf("runs %s besides the test runner", argv[0])
 		}
-		return fmt.Sprintf("runs %s besides the test runner", argv[0])
+		calls = append(calls, argv)
 	}
 	last := stmts[len(stmts)-1]
 	for _, r := range last.Redirs {
 		if r.Op == syntax.DplOut && r.N != nil && r.N.Value == "2" && r.Word != nil && r.Word.Lit() == "1" {
 			continue // 2>&1
 		}
-		return "redirects the test runner's input or output"
+		return nil, "redirects the test runner's input or output"
 	}
 	argv, why := literalCall(last)
 	if why != "" {
-		return why
+		return nil, why
 	}
-	if name := envOperandNotAlone(argv); name != "" {
-		return "sets " + name
+	u := unwrapAll(argv, "")
+	for _, name := range u.assigns {
+		if notAloneVar(name) {
+			return nil, "sets " + name
+		}
 	}
-	argv = unwrap(argv)
-	if _, ok := t.Recognise([][]string{argv}); !ok {
-		return "does not end with the test runner"
+	if _, ok := t.Recognise([][]string{u.argv}); !ok {
+		return nil, "does not end with the test runner"
 	}
-	return ""
+	return append(calls, argv), ""
 }
 
 // literalCall is a statement's simple command as literal words, or why it
@@ -275,48 +279,31 @@ func isActivate(argv []string) bool {
 	return len(argv) == 2 && (argv[0] == "source" || argv[0] == ".") && path.Base(argv[1]) == "activate" && path.Base(path.Dir(argv[1])) == "bin"
 }
 
-// envOperandNotAlone is the first variable an env wrapper on argv sets
-// (env NAME=VALUE ... RUNNER) that changes what the runner runs, "" when
-// none.
-func envOperandNotAlone(argv []string) string {
-	for len(argv) > 0 && path.Base(argv[0]) == "env" {
-		argv = argv[1:]
-		for len(argv) > 0 && (strings.HasPrefix(argv[0], "-") || strings.Contains(argv[0], "=")) {
-			if name, _, ok := strings.Cut(argv[0], "="); ok && !strings.HasPrefix(name, "-") && notAloneVar(name) {
-				return name
-			}
-			argv = argv[1:]
-		}
-	}
-	return ""
+// unwrapped is a command with its wrappers taken off.
+type unwrapped struct {
+	argv    []string // the command the wrappers run
+	dir     string   // where it runs: the directory given, or one a wrapper's option names
+	moved   bool     // a wrapper's option named the directory (env -C DIR, uv run --directory DIR)
+	values  []string // the values of the wrappers' other options (uv run --with PKG), to check
+	assigns []string // the variables env's NAME=VALUE operands set
 }
 
 // unwrap drops the wrappers before the command they run.
-func unwrap(argv []string) []string {
-	argv, _, _ = unwrapIn(argv, "")
-	return argv
-}
+func unwrap(argv []string) []string { return unwrapAll(argv, "").argv }
 
-// unwrapIn is unwrap, with the directory the command runs in: dir, or the
-// one a wrapper's option names (env -C DIR, uv run --directory DIR),
-// taken from dir. moved tells that an option named one.
-func unwrapIn(argv []string, dir string) (rest []string, in string, moved bool) {
-	rest, in, moved, _ = unwrapValues(argv, dir)
-	return rest, in, moved
-}
-
-// unwrapValues is unwrapIn with the values the wrappers' options were
-// given (uv run --with PKG, --env-file FILE), for the caller to check.
-func unwrapValues(argv []string, dir string) (rest []string, in string, moved bool, values []string) {
+// unwrapAll takes the wrappers off argv, run in dir.
+func unwrapAll(argv []string, dir string) unwrapped {
+	u := unwrapped{dir: dir}
 	for len(argv) > 0 {
 		w, ok := wrappers[path.Base(argv[0])]
 		if !ok {
-			return argv, dir, moved, values
+			break
 		}
 		argv = argv[1:]
 		if w.sub != "" {
 			if len(argv) == 0 || argv[0] != w.sub {
-				return nil, dir, moved, values
+				argv = nil
+				break
 			}
 			argv = argv[1:]
 		}
@@ -325,25 +312,28 @@ func unwrapValues(argv []string, dir string) (rest []string, in string, moved bo
 			argv = argv[1:]
 			name, v, eq := strings.Cut(opt, "=")
 			switch {
+			case !strings.HasPrefix(opt, "-"):
+				u.assigns = append(u.assigns, name) // env NAME=VALUE
 			case slices.Contains(w.dirOpts, name):
 				if !eq && len(argv) > 0 {
 					v, argv = argv[0], argv[1:]
 				}
-				dir, moved = join(dir, v), true
+				u.dir, u.moved = join(u.dir, v), true
 			case !eq && len(name) > 2 && name[1] != '-' && slices.Contains(w.dirOpts, name[:2]):
-				dir, moved = join(dir, name[2:]), true // env -C/tmp/x
+				u.dir, u.moved = join(u.dir, name[2:]), true // env -C/tmp/x
 			case slices.Contains(w.valueOpts, name):
 				if !eq && len(argv) > 0 {
 					v, argv = argv[0], argv[1:]
 				}
-				values = append(values, v)
+				u.values = append(u.values, v)
 			}
 		}
 		if w.duration && len(argv) > 0 {
 			argv = argv[1:]
 		}
 	}
-	return argv, dir, moved, values
+	u.argv = argv
+	return u
 }
 
 // noRun is the first word of argv an option of the entry's no_run

@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-
-	"mvdan.cc/sh/v3/syntax"
 )
 
 // outsideProject says where the line's runner runs outside root, "" when
 // every directory it changes to and every path it names lies inside it
-// (links resolved). The line runs its runner alone (alone passed): its
-// statements are prefix commands and the runner, joined by && or ;.
+// (links resolved). The line runs its runner alone: calls are its simple
+// commands as alone gives them, the prefix commands, then the runner.
 //
 // Every word given to the runner is checked as a path, and so is an
 // option's value: after "=", attached to a short option of the entry's
@@ -24,11 +23,7 @@ import (
 // settings (pytest -o testpaths=/x): each part, and what follows an "=",
 // is checked too; a word des cannot place (a JSON document, a brace
 // pattern) is no pass.
-func outsideProject(command, cwd, root string, r Runner) string {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
-	if err != nil {
-		return "the command does not parse"
-	}
+func outsideProject(command string, calls [][]string, cwd, root string, r Runner) string {
 	if strings.Contains(command, "CDPATH") {
 		return "the line sets CDPATH, which moves cd where des cannot place"
 	}
@@ -41,21 +36,10 @@ func outsideProject(command, cwd, root string, r Runner) string {
 	if dir == "" {
 		dir = root
 	}
-	var calls [][]string
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if s, ok := n.(*syntax.Stmt); ok {
-			switch s.Cmd.(type) {
-			case *syntax.BinaryCmd, *syntax.TimeClause:
-				return true
-			}
-			if argv, why := literalCall(s); why == "" && len(argv) > 0 {
-				calls = append(calls, argv)
-			}
-			return false
-		}
-		return true
-	})
 	for i, argv := range calls {
+		if len(argv) == 0 {
+			continue // NAME=VALUE alone
+		}
 		if i < len(calls)-1 {
 			switch argv[0] {
 			case "cd", "pushd":
@@ -76,12 +60,13 @@ func outsideProject(command, cwd, root string, r Runner) string {
 			}
 			continue
 		}
-		rest, in, moved, values := unwrapValues(argv, dir)
-		if moved && (strings.ContainsAny(in, "*?[{") || !inside(in)) {
-			return fmt.Sprintf("the tests run in %s, outside the project", in)
+		u := unwrapAll(argv, dir)
+		if u.moved && (strings.ContainsAny(u.dir, "*?[{") || !inside(u.dir)) {
+			return fmt.Sprintf("the tests run in %s, outside the project", u.dir)
 		}
-		dir = in
-		for _, v := range values {
+		dir = u.dir
+		rest := u.argv
+		for _, v := range u.values {
 			if why := checkWord(v, dir, inside); why != "" {
 				return why
 			}
@@ -133,10 +118,10 @@ func cdTarget(args []string) (string, bool) {
 func (r Runner) outsideArgs(args []string, dir string, inside func(string) bool) string {
 	check := func(w string) string { return checkWord(w, dir, inside) }
 	goTest := len(r.Command) > 0 && r.Command[0] == "go"
-	words := r.commandWords(args)
+	words, _ := r.commandWords(args)
 	for j := 0; j < len(args); j++ {
 		a := args[j]
-		if words[j] {
+		if slices.Contains(words, j) {
 			continue // the runner's own words: go test's "test", npm run's "run test:unit"
 		}
 		if r.endsArgs(a) {
@@ -166,16 +151,19 @@ func (r Runner) outsideArgs(args []string, dir string, inside func(string) bool)
 			// Its value, the next word, when the option is written alone
 			// and not as an attached form (-Dx, which a glob lists); go's
 			// flags take the next word whatever it is (go test -skip -args).
-			if !eq && r.takesNext(name, r.ValueOptions) && j+1 < len(args) && (goTest || !strings.HasPrefix(args[j+1], "-")) {
+			if !eq && slices.Contains(r.ValueOptions, name) && j+1 < len(args) && (goTest || !strings.HasPrefix(args[j+1], "-")) {
 				j++
 			}
 			continue
-		case !eq && r.takesNext(name, r.PathOptions) && j+1 < len(args):
+		case !eq && slices.Contains(r.PathOptions, name) && j+1 < len(args):
 			j++
 			a = args[j]
 			if goTest && name == "-C" {
-				if why := check(a); why != "" || strings.ContainsAny(a, "*?[{") {
-					return nonEmpty(why, fmt.Sprintf("go -C is given %s, which des cannot place", a))
+				if why := check(a); why != "" {
+					return why
+				}
+				if strings.ContainsAny(a, "*?[{") {
+					return fmt.Sprintf("go -C is given %s, which des cannot place", a)
 				}
 				dir = join(dir, a) // where go looks for the module
 				continue
@@ -213,29 +201,6 @@ func (r Runner) outsideArgs(args []string, dir string, inside func(string) bool)
 		}
 	}
 	return ""
-}
-
-// commandWords are the indexes in args (the words after the command's
-// name) of the entry's later command words, found as matches finds them.
-func (r Runner) commandWords(args []string) map[int]bool {
-	out := map[int]bool{}
-	i := 0
-	for _, p := range r.Command[1:] {
-		if !strings.HasPrefix(p, "-") {
-			for i < len(args) && strings.HasPrefix(args[i], "-") {
-				if r.skipsValue(args[i]) {
-					i++
-				}
-				i++
-			}
-		}
-		if i >= len(args) {
-			break
-		}
-		out[i] = true
-		i++
-	}
-	return out
 }
 
 // checkWord says why word w, given to the runner in dir, is outside the
@@ -339,13 +304,6 @@ func systemPath(p string) bool {
 	return false
 }
 
-func nonEmpty(s, fallback string) string {
-	if s == "" {
-		return fallback
-	}
-	return s
-}
-
 // endsArgs reports a word after which the runner passes the rest to the
 // test program: go test -args, cargo test --.
 func (r Runner) endsArgs(a string) bool {
@@ -357,18 +315,6 @@ func (r Runner) endsArgs(a string) bool {
 		return a == "-args" || a == "--args"
 	case "cargo":
 		return a == "--"
-	}
-	return false
-}
-
-// takesNext reports whether option name, as the entry's list (value or
-// path options) holds it, takes the next word as its value: an entry
-// written out (-o), not a glob, which lists attached forms (-D*).
-func (r Runner) takesNext(name string, list []string) bool {
-	for _, g := range list {
-		if g == name {
-			return true
-		}
 	}
 	return false
 }

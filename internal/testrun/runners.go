@@ -121,7 +121,7 @@ func optionList(name, key string, raw any) ([]string, error) {
 // as a glob, which lists attached forms (mvn -DskipITs test).
 func (r Runner) skipsValue(a string) bool {
 	name, _, eq := strings.Cut(a, "=")
-	return !eq && (r.takesNext(name, r.ValueOptions) || r.takesNext(name, r.PathOptions))
+	return !eq && (slices.Contains(r.ValueOptions, name) || slices.Contains(r.PathOptions, name))
 }
 
 // valueOption reports whether name (an option, without its "=value") is
@@ -166,23 +166,31 @@ func (r Runner) matches(argv []string) bool {
 	if ok, _ := path.Match(r.Command[0], path.Base(argv[0])); !ok {
 		return false
 	}
-	i := 1
+	_, ok := r.commandWords(argv[1:])
+	return ok
+}
+
+// commandWords finds the entry's later command words in args (the words
+// after the command's name): their indexes, and whether all are there.
+func (r Runner) commandWords(args []string) (at []int, ok bool) {
+	i := 0
 	for _, p := range r.Command[1:] {
 		if !strings.HasPrefix(p, "-") {
-			for i < len(argv) && strings.HasPrefix(argv[i], "-") {
-				if r.skipsValue(argv[i]) && i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "-") {
+			for i < len(args) && strings.HasPrefix(args[i], "-") {
+				if r.skipsValue(args[i]) && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
 					i++ // its value
 				}
 				i++
 			}
 		}
-		if i >= len(argv) {
-			return false
+		if i >= len(args) {
+			return at, false
 		}
-		if ok, _ := path.Match(p, argv[i]); !ok {
-			return false
+		if ok, _ := path.Match(p, args[i]); !ok {
+			return at, false
 		}
+		at = append(at, i)
 		i++
 	}
-	return true
+	return at, true
 }
