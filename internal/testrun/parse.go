@@ -40,7 +40,7 @@ type patterns struct {
 	failCountOnLine, noTests, someTests                       *regexp.Regexp
 	jestSkipped, anySkipped, mochaPending, goTestLine, exitIn *regexp.Regexp
 	isoTime, plainTime, stackParen, stackPath, lineCol        *regexp.Regexp
-	address, spaces, mavenFailed                              *regexp.Regexp
+	address, spaces, mavenFailed, duration                    *regexp.Regexp
 }
 
 var pats = sync.OnceValue(func() *patterns {
@@ -112,7 +112,10 @@ var pats = sync.OnceValue(func() *patterns {
 		stackPath:    regexp.MustCompile(`at\s+/.*?:\d+:\d+`),
 		lineCol:      regexp.MustCompile(`:\d+:\d+`),
 		address:      regexp.MustCompile(`0x[0-9a-fA-F]+`),
-		spaces:       regexp.MustCompile(`\s+`),
+		// A test's duration: the same failure takes another time under
+		// another load, and is the same failure for the circuit breaker.
+		duration: regexp.MustCompile(`(\(|\s)\d+(?:\.\d+)?s\b`),
+		spaces:   regexp.MustCompile(`\s+`),
 	}
 })
 
@@ -357,6 +360,7 @@ func NormalizeError(s string) string {
 	s = p.stackPath.ReplaceAllString(s, "at STACK")
 	s = p.lineCol.ReplaceAllString(s, ":X:X")
 	s = p.address.ReplaceAllString(s, "0xADDR")
+	s = p.duration.ReplaceAllString(s, "${1}Ns") // go test's "--- FAIL: TestX (0.01s)"
 	return strings.TrimSpace(p.spaces.ReplaceAllString(s, " "))
 }
 

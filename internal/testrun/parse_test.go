@@ -209,3 +209,16 @@ func TestNormalizeErrorPeer(t *testing.T) {
 		t.Errorf("circuit breaker: %q", e)
 	}
 }
+
+// The same go test failure under another load takes another time: its
+// signature is the same (the circuit breaker counts it as identical).
+func TestNormalizeErrorDropsDurations(t *testing.T) {
+	a := NormalizeError(ExtractError("--- FAIL: TestTotal (0.00s)\n    cart_test.go:7: Total(2, 3) = -1, want 5\nFAIL\nFAIL\texample.com/shop\t0.003s\n"))
+	b := NormalizeError(ExtractError("--- FAIL: TestTotal (0.12s)\n    cart_test.go:7: Total(2, 3) = -1, want 5\nFAIL\nFAIL\texample.com/shop\t1.204s\n"))
+	if a != b {
+		t.Errorf("signatures differ: %q, %q", a, b)
+	}
+	if NormalizeError("--- FAIL: TestTotal (0.00s)") == NormalizeError("--- FAIL: TestCart (0.00s)") {
+		t.Error("different tests share a signature")
+	}
+}
